@@ -1,0 +1,253 @@
+//! A small Jolokia client: sends typed requests to one agent as a bulk POST
+//! and returns one answer per request, or an error kind saying why the
+//! whole exchange failed. The gateway's dispatch step is built on it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
+use url::Url;
+
+use crate::config::Secret;
+use crate::protocol::{Request, Response};
+
+/// Why an exchange with an agent failed as a whole.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot set up the HTTP client: {0}")]
+    Setup(String),
+    #[error("cannot connect to the agent: {0}")]
+    Connect(String),
+    #[error("the agent did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the agent answered HTTP {status}{hint}")]
+    Http { status: u16, hint: &'static str },
+    #[error("the agent's answer is not a Jolokia response: {0}")]
+    BadAnswer(String),
+    #[error("the exchange with the agent failed: {0}")]
+    Transport(String),
+}
+
+impl ClientError {
+    /// The protocol status a failed item gets: 504 for timeouts, 502 for
+    /// every other fault of the agent or the path to it.
+    pub fn item_status(&self) -> u16 {
+        match self {
+            ClientError::Timeout(_) => 504,
+            _ => 502,
+        }
+    }
+
+    /// A Java-style error type, so clients that branch on `error_type` can.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            ClientError::Setup(_) => "jmxgate.TargetSetupError",
+            ClientError::Connect(_) => "jmxgate.AgentUnreachable",
+            ClientError::Timeout(_) => "jmxgate.AgentTimeout",
+            ClientError::Http { .. } => "jmxgate.AgentHttpError",
+            ClientError::BadAnswer(_) => "jmxgate.AgentBadAnswer",
+            ClientError::Transport(_) => "jmxgate.AgentTransportError",
+        }
+    }
+}
+
+/// Builder for [`AgentClient`].
+pub struct AgentClientBuilder {
+    url: Url,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    credentials: Option<(String, Secret)>,
+    ca_file: Option<PathBuf>,
+}
+
+impl AgentClientBuilder {
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    pub fn request_timeout(mut self, d: Duration) -> Self {
+        self.request_timeout = d;
+        self
+    }
+    /// HTTP Basic credentials sent to the agent.
+    pub fn credentials(mut self, c: Option<(String, Secret)>) -> Self {
+        self.credentials = c;
+        self
+    }
+    /// PEM CA bundle for an HTTPS agent; the system roots otherwise.
+    pub fn ca_file(mut self, f: Option<PathBuf>) -> Self {
+        self.ca_file = f;
+        self
+    }
+
+    pub fn build(self) -> Result<AgentClient, ClientError> {
+        let tls = tls_config(self.ca_file.as_deref())?;
+        let http = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .connect_timeout(self.connect_timeout)
+            // Agents on the JDK HttpServer stall 40 ms per kept-alive
+            // answer without it.
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .http1_only()
+            // Targets come from the config only; never follow a redirect
+            // to an address the agent (or someone in between) names.
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .build()
+            .map_err(|e| ClientError::Setup(e.to_string()))?;
+        Ok(AgentClient {
+            inner: Arc::new(Inner {
+                url: self.url,
+                http,
+                request_timeout: self.request_timeout,
+                credentials: self.credentials,
+            }),
+        })
+    }
+}
+
+fn tls_config(ca_file: Option<&std::path::Path>) -> Result<rustls::ClientConfig, ClientError> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::CertificateDer;
+    let mut roots = rustls::RootCertStore::empty();
+    match ca_file {
+        Some(path) => {
+            let certs = CertificateDer::pem_file_iter(path)
+                .map_err(|e| ClientError::Setup(format!("ca_file {}: {e}", path.display())))?;
+            for cert in certs {
+                let cert = cert
+                    .map_err(|e| ClientError::Setup(format!("ca_file {}: {e}", path.display())))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| ClientError::Setup(format!("ca_file {}: {e}", path.display())))?;
+            }
+            if roots.is_empty() {
+                return Err(ClientError::Setup(format!(
+                    "ca_file {}: no certificate found",
+                    path.display()
+                )));
+            }
+        }
+        None => {
+            for cert in rustls_native_certs::load_native_certs().certs {
+                // A broken system certificate should not stop the gateway.
+                let _ = roots.add(cert);
+            }
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ClientError::Setup(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+#[derive(Debug)]
+struct Inner {
+    url: Url,
+    http: reqwest::Client,
+    request_timeout: Duration,
+    credentials: Option<(String, Secret)>,
+}
+
+/// A cheap-to-clone handle for one agent.
+#[derive(Clone, Debug)]
+pub struct AgentClient {
+    inner: Arc<Inner>,
+}
+
+impl AgentClient {
+    pub fn builder(url: Url) -> AgentClientBuilder {
+        AgentClientBuilder {
+            url,
+            connect_timeout: crate::config::DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: crate::config::DEFAULT_REQUEST_TIMEOUT,
+            credentials: None,
+            ca_file: None,
+        }
+    }
+
+    pub fn url(&self) -> &Url {
+        &self.inner.url
+    }
+
+    /// Sends the requests as one bulk POST and returns the answers in the
+    /// same order. The agent must answer with exactly one response per
+    /// request; anything else is a [`ClientError::BadAnswer`].
+    pub async fn bulk(&self, requests: &[Request]) -> Result<Vec<Response>, ClientError> {
+        let body = crate::protocol::serialize_bulk(requests);
+        let answers = self.post(body).await?;
+        if answers.len() != requests.len() {
+            return Err(ClientError::BadAnswer(format!(
+                "{} answers for {} requests",
+                answers.len(),
+                requests.len()
+            )));
+        }
+        Ok(answers)
+    }
+
+    async fn post(&self, body: Vec<u8>) -> Result<Vec<Response>, ClientError> {
+        let inner = &self.inner;
+        let mut req = inner
+            .http
+            .post(inner.url.clone())
+            // Jetty drops a form-encoded body silently: always JSON.
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .header(ACCEPT, HeaderValue::from_static("application/json"))
+            .body(body);
+        if let Some((user, password)) = &inner.credentials {
+            req = req.basic_auth(user, Some(password.expose()));
+        }
+        let exchange = async {
+            let resp = req.send().await.map_err(classify)?;
+            let status = resp.status().as_u16();
+            if status != 200 {
+                return Err(ClientError::Http {
+                    status,
+                    hint: http_hint(status),
+                });
+            }
+            resp.bytes().await.map_err(classify)
+        };
+        let bytes = tokio::time::timeout(inner.request_timeout, exchange)
+            .await
+            .map_err(|_| ClientError::Timeout(inner.request_timeout))??;
+        crate::protocol::parse_bulk_answer(&bytes).map_err(ClientError::BadAnswer)
+    }
+}
+
+fn http_hint(status: u16) -> &'static str {
+    match status {
+        401 => " (authentication failed: check the target's user and password)",
+        403 => " (forbidden by the agent)",
+        404 => " (no Jolokia agent at that URL: check the target's url)",
+        405 => " (method not allowed: is this a Jolokia URL?)",
+        400 => " (the agent refused the request)",
+        _ => "",
+    }
+}
+
+/// reqwest's errors name the URL; describe the fault by its innermost
+/// cause instead, which is what a user needs ("Connection refused").
+fn classify(e: reqwest::Error) -> ClientError {
+    let mut cause = None;
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
+    while let Some(s) = source {
+        cause = Some(s.to_string());
+        source = s.source();
+    }
+    let timeout = e.is_timeout();
+    let connect = e.is_connect();
+    let cause = cause.unwrap_or_else(|| e.without_url().to_string());
+    if timeout {
+        ClientError::Transport(format!("timed out: {cause}"))
+    } else if connect {
+        ClientError::Connect(cause)
+    } else {
+        ClientError::Transport(cause)
+    }
+}

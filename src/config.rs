@@ -1,0 +1,326 @@
+//! The gateway's configuration: one TOML file (`config/gateway.toml` is the
+//! documented example), read into [`Config`] and checked as a whole so that
+//! a user sees every problem at once, each named by file and key.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Default connect timeout towards an agent.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default deadline for a whole agent exchange (send, agent work, answer).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// Default largest request body the gateway accepts.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Default largest number of items in one bulk request.
+pub const DEFAULT_MAX_BULK_ITEMS: usize = 1000;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub server: ServerConfig,
+    /// Defaults applied to every target that does not set its own value.
+    #[serde(default)]
+    pub target_defaults: TargetDefaults,
+    #[serde(default)]
+    pub targets: Vec<TargetConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Address of the HTTP listener, e.g. `127.0.0.1:8080`.
+    pub listen: SocketAddr,
+    /// Target for requests that name none (all types but `version`, which
+    /// the gateway answers itself).
+    #[serde(default)]
+    pub default_target: Option<String>,
+    /// Requests with a larger body are refused with HTTP 413.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// Bulk requests with more items are refused with HTTP 400.
+    #[serde(default = "default_max_bulk_items")]
+    pub max_bulk_items: usize,
+    /// The URL clients use to reach the gateway, reported by `version` in
+    /// `details.url`. Defaults to `http://<listen>/jolokia`.
+    #[serde(default)]
+    pub public_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetDefaults {
+    #[serde(default, with = "humantime_serde")]
+    pub connect_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    pub request_timeout: Option<Duration>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConfig {
+    /// Unique name; also the path segment of the virtual agent URL
+    /// `/jolokia/targets/<name>/`.
+    pub name: String,
+    /// The agent's own Jolokia URL, e.g. `http://10.0.0.7:8778/jolokia`.
+    pub url: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    #[serde(default, with = "humantime_serde")]
+    pub connect_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    pub request_timeout: Option<Duration>,
+    /// HTTP Basic user towards the agent.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Password given inline. Prefer `password_env` or `password_file`.
+    #[serde(default)]
+    pub password: Option<Secret>,
+    /// Name of an environment variable holding the password.
+    #[serde(default)]
+    pub password_env: Option<String>,
+    /// File whose content (trailing newline removed) is the password.
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+    /// PEM file with the CA certificates that sign the agent's HTTPS
+    /// certificate. Without it the system's trust store is used.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+}
+
+/// A string that never shows itself in `Debug` or `Display` output, so a
+/// config dump or an error can't leak it.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+fn default_max_body_bytes() -> usize {
+    DEFAULT_MAX_BODY_BYTES
+}
+
+fn default_max_bulk_items() -> usize {
+    DEFAULT_MAX_BULK_ITEMS
+}
+
+/// Everything wrong with a config file, each problem on its own line.
+#[derive(Debug)]
+pub struct ConfigError {
+    pub file: PathBuf,
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        write!(
+            f,
+            "{}: {} problem{} in the configuration",
+            self.file.display(),
+            n,
+            if n == 1 { "" } else { "s" }
+        )?;
+        for p in &self.problems {
+            write!(f, "\n  - {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Reads, parses and checks a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let fail = |problems| ConfigError {
+            file: path.to_path_buf(),
+            problems,
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| fail(vec![format!("cannot read the file: {e}")]))?;
+        let config = Config::parse(&text).map_err(fail)?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        config.resolve_relative_paths(base).validate().map_err(fail)
+    }
+
+    /// Parses TOML text; syntax and type errors carry the key and line.
+    pub fn parse(text: &str) -> Result<Config, Vec<String>> {
+        toml::from_str(text).map_err(|e| vec![e.to_string().trim_end().replace('\n', "\n    ")])
+    }
+
+    /// Paths in the file are relative to the file's own folder.
+    fn resolve_relative_paths(mut self, base: &Path) -> Config {
+        for t in &mut self.targets {
+            for p in [&mut t.password_file, &mut t.ca_file].into_iter().flatten() {
+                if p.is_relative() {
+                    *p = base.join(&*p);
+                }
+            }
+        }
+        self
+    }
+
+    /// Checks what TOML types can't: unique names, usable URLs, one password
+    /// source, references that exist.
+    pub fn validate(self) -> Result<Config, Vec<String>> {
+        let mut problems = Vec::new();
+        let mut seen = BTreeMap::new();
+        for (i, t) in self.targets.iter().enumerate() {
+            let key = format!("targets[{i}]");
+            if let Err(why) = check_target_name(&t.name) {
+                problems.push(format!("{key}.name: {why}"));
+            }
+            if let Some(first) = seen.insert(t.name.as_str(), i) {
+                problems.push(format!(
+                    "{key}.name: \"{}\" is already used by targets[{first}]",
+                    t.name
+                ));
+            }
+            if let Err(why) = crate::fleet::parse_agent_url(&t.url) {
+                problems.push(format!("{key}.url: {why}"));
+            }
+            let sources = [
+                t.password.is_some(),
+                t.password_env.is_some(),
+                t.password_file.is_some(),
+            ];
+            if sources.iter().filter(|s| **s).count() > 1 {
+                problems.push(format!(
+                    "{key}: give only one of password, password_env, password_file"
+                ));
+            }
+            if sources.iter().any(|s| *s) && t.user.is_none() {
+                problems.push(format!("{key}: a password needs a user"));
+            }
+            for (field, d) in [
+                ("connect_timeout", t.connect_timeout),
+                ("request_timeout", t.request_timeout),
+            ] {
+                if d == Some(Duration::ZERO) {
+                    problems.push(format!("{key}.{field}: must be greater than zero"));
+                }
+            }
+        }
+        for (field, d) in [
+            ("connect_timeout", self.target_defaults.connect_timeout),
+            ("request_timeout", self.target_defaults.request_timeout),
+        ] {
+            if d == Some(Duration::ZERO) {
+                problems.push(format!(
+                    "target_defaults.{field}: must be greater than zero"
+                ));
+            }
+        }
+        if let Some(d) = &self.server.default_target {
+            if !seen.contains_key(d.as_str()) {
+                problems.push(format!("server.default_target: no target is named \"{d}\""));
+            }
+        }
+        if self.server.max_body_bytes == 0 {
+            problems.push("server.max_body_bytes: must be greater than zero".into());
+        }
+        if self.server.max_bulk_items == 0 {
+            problems.push("server.max_bulk_items: must be greater than zero".into());
+        }
+        if problems.is_empty() {
+            Ok(self)
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+/// Target names appear in URLs and logs: keep them plain.
+fn check_target_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "\"{name}\" contains '{c}'; use letters, digits, '-', '_' and '.'"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+        [server]
+        listen = "127.0.0.1:8080"
+
+        [[targets]]
+        name = "orders-1"
+        url = "http://127.0.0.1:8778/jolokia"
+        labels = { env = "prod", app = "orders" }
+        request_timeout = "3s"
+    "#;
+
+    #[test]
+    fn parses_the_minimal_example() {
+        let c = Config::parse(MINIMAL).unwrap().validate().unwrap();
+        assert_eq!(c.targets[0].labels["env"], "prod");
+        assert_eq!(c.targets[0].request_timeout, Some(Duration::from_secs(3)));
+        assert_eq!(c.server.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = Config::parse("[server]\nlisten = \"127.0.0.1:1\"\nlisten_port = 3\n")
+            .unwrap_err()
+            .join("\n");
+        assert!(err.contains("listen_port"), "{err}");
+    }
+
+    #[test]
+    fn all_problems_are_reported_together() {
+        let text = r#"
+            [server]
+            listen = "127.0.0.1:8080"
+            default_target = "nope"
+            [[targets]]
+            name = "a b"
+            url = "ftp://x/jolokia"
+            [[targets]]
+            name = "a b"
+            url = "http://h:1/jolokia"
+            password = "x"
+        "#;
+        let problems = Config::parse(text).unwrap().validate().unwrap_err();
+        let all = problems.join("\n");
+        assert!(all.contains("targets[0].name"), "{all}");
+        assert!(all.contains("targets[0].url"), "{all}");
+        assert!(all.contains("already used by targets[0]"), "{all}");
+        assert!(all.contains("a password needs a user"), "{all}");
+        assert!(all.contains("server.default_target"), "{all}");
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let s = Secret::new("hunter2");
+        assert!(!format!("{s:?}").contains("hunter2"));
+    }
+}

@@ -1,0 +1,202 @@
+//! The configured fleet: the only agents the gateway will ever connect to.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use url::Url;
+
+use crate::client::{AgentClient, ClientError};
+use crate::config::{self, Config, Secret, TargetConfig};
+
+/// One agent of the fleet, ready to be called.
+#[derive(Debug)]
+pub struct Target {
+    pub name: String,
+    pub url: Url,
+    pub labels: BTreeMap<String, String>,
+    pub request_timeout: Duration,
+    pub client: AgentClient,
+}
+
+/// All targets, indexed by name and by endpoint.
+#[derive(Debug, Default)]
+pub struct Fleet {
+    targets: Vec<Arc<Target>>,
+    by_name: HashMap<String, Arc<Target>>,
+    by_endpoint: HashMap<EndpointKey, Arc<Target>>,
+}
+
+/// Scheme, host, port and path of an agent URL, compared the way a client
+/// means them: host case and default ports and a trailing `/` don't matter.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EndpointKey {
+    scheme: String,
+    host: String,
+    port: u16,
+    path: String,
+}
+
+impl EndpointKey {
+    pub fn of(url: &Url) -> Option<EndpointKey> {
+        Some(EndpointKey {
+            scheme: url.scheme().to_ascii_lowercase(),
+            host: url.host_str()?.to_ascii_lowercase(),
+            port: url.port_or_known_default()?,
+            path: url.path().trim_end_matches('/').to_string(),
+        })
+    }
+}
+
+/// Checks that a configured agent URL is something the gateway can call.
+pub fn parse_agent_url(raw: &str) -> Result<Url, String> {
+    let url = Url::parse(raw).map_err(|e| format!("\"{raw}\" is not a URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "\"{raw}\" must start with http:// or https:// (the agent's Jolokia URL)"
+        ));
+    }
+    if url.host_str().is_none() {
+        return Err(format!("\"{raw}\" has no host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "\"{}\" carries credentials; use the target's user and password keys",
+            url.host_str().unwrap_or_default()
+        ));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!("\"{raw}\" must not have a query or fragment"));
+    }
+    Ok(url)
+}
+
+impl Fleet {
+    /// Builds clients for every configured target. Fails on the first
+    /// target whose credentials or TLS material can't be loaded.
+    pub fn from_config(config: &Config) -> Result<Fleet, String> {
+        let mut fleet = Fleet::default();
+        for t in &config.targets {
+            let target = build_target(t, &config.target_defaults)
+                .map_err(|e| format!("target \"{}\": {e}", t.name))?;
+            fleet.insert(target);
+        }
+        Ok(fleet)
+    }
+
+    fn insert(&mut self, target: Target) {
+        let target = Arc::new(target);
+        if let Some(key) = EndpointKey::of(&target.url) {
+            // Two names for one agent: the first one configured wins.
+            self.by_endpoint
+                .entry(key)
+                .or_insert_with(|| target.clone());
+        }
+        self.by_name.insert(target.name.clone(), target.clone());
+        self.targets.push(target);
+    }
+
+    pub fn by_name(&self, name: &str) -> Option<&Arc<Target>> {
+        self.by_name.get(name)
+    }
+
+    pub fn by_endpoint(&self, key: &EndpointKey) -> Option<&Arc<Target>> {
+        self.by_endpoint.get(key)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Target>> {
+        self.targets.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.targets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.targets.is_empty()
+    }
+}
+
+fn build_target(t: &TargetConfig, defaults: &config::TargetDefaults) -> Result<Target, String> {
+    let url = parse_agent_url(&t.url)?;
+    let password = load_password(t)?;
+    let credentials = match (&t.user, password) {
+        (Some(user), Some(pw)) => Some((user.clone(), pw)),
+        (Some(user), None) => Some((user.clone(), Secret::new(""))),
+        _ => None,
+    };
+    let connect_timeout = t
+        .connect_timeout
+        .or(defaults.connect_timeout)
+        .unwrap_or(config::DEFAULT_CONNECT_TIMEOUT);
+    let request_timeout = t
+        .request_timeout
+        .or(defaults.request_timeout)
+        .unwrap_or(config::DEFAULT_REQUEST_TIMEOUT);
+    let client = AgentClient::builder(url.clone())
+        .connect_timeout(connect_timeout)
+        .request_timeout(request_timeout)
+        .credentials(credentials)
+        .ca_file(t.ca_file.clone())
+        .build()
+        .map_err(|e: ClientError| e.to_string())?;
+    Ok(Target {
+        name: t.name.clone(),
+        url,
+        labels: t.labels.clone(),
+        request_timeout,
+        client,
+    })
+}
+
+fn load_password(t: &TargetConfig) -> Result<Option<Secret>, String> {
+    if let Some(p) = &t.password {
+        return Ok(Some(p.clone()));
+    }
+    if let Some(var) = &t.password_env {
+        return std::env::var(var)
+            .map(|v| Some(Secret::new(v)))
+            .map_err(|_| format!("password_env: environment variable {var} is not set"));
+    }
+    if let Some(file) = &t.password_file {
+        return std::fs::read_to_string(file)
+            .map(|v| Some(Secret::new(v.trim_end_matches(['\r', '\n']))))
+            .map_err(|e| format!("password_file {}: {e}", file.display()));
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_keys_ignore_case_default_port_and_trailing_slash() {
+        let a = EndpointKey::of(&Url::parse("http://Agent.Example:80/jolokia/").unwrap());
+        let b = EndpointKey::of(&Url::parse("http://agent.example/jolokia").unwrap());
+        assert_eq!(a, b);
+        let c = EndpointKey::of(&Url::parse("https://agent.example/jolokia").unwrap());
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn agent_urls_must_be_plain_http() {
+        assert!(parse_agent_url("http://h:8778/jolokia").is_ok());
+        assert!(parse_agent_url("https://h/jolokia").is_ok());
+        for bad in [
+            "ftp://h/jolokia",
+            "service:jmx:rmi:///jndi/rmi://h:1/jmxrmi",
+            "http://u:p@h/jolokia",
+            "http://h/jolokia?x=1",
+            "jolokia",
+        ] {
+            assert!(parse_agent_url(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn credentials_in_a_url_are_not_echoed() {
+        let err = parse_agent_url("http://admin:s3cret@h/jolokia").unwrap_err();
+        assert!(!err.contains("s3cret"), "{err}");
+    }
+}

@@ -1,0 +1,12 @@
+//! jmxgate: a single authenticated, policy-checked, audited front door to
+//! a fleet of Jolokia agents. See `docs/ARCHITECTURE.md` for the pipeline.
+
+pub mod client;
+pub mod config;
+pub mod fleet;
+pub mod pipeline;
+pub mod protocol;
+pub mod version;
+
+pub use config::Config;
+pub use pipeline::Gateway;

@@ -1,0 +1,157 @@
+//! The `jmxgate` command: `serve` runs the gateway, `check-config` checks a
+//! configuration file without starting anything.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use jmxgate::{pipeline, Config, Gateway};
+
+#[derive(Parser)]
+#[command(
+    name = "jmxgate",
+    version,
+    about = "A Jolokia gateway for a fleet of JVMs"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the gateway.
+    Serve {
+        /// The TOML configuration file.
+        #[arg(
+            short,
+            long,
+            env = "JMXGATE_CONFIG",
+            default_value = "config/gateway.toml"
+        )]
+        config: PathBuf,
+        /// Log format on stderr.
+        #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
+    },
+    /// Check a configuration file and report every problem in it.
+    CheckConfig {
+        /// The TOML configuration file.
+        config: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Cmd::CheckConfig { config } => match load(&config) {
+            Ok((config, _)) => {
+                println!(
+                    "{}: OK ({} target{}, listening on {})",
+                    config_path_display(&config),
+                    config.0.targets.len(),
+                    if config.0.targets.len() == 1 { "" } else { "s" },
+                    config.0.server.listen
+                );
+                ExitCode::SUCCESS
+            }
+            Err(msg) => {
+                eprintln!("jmxgate: {msg}");
+                ExitCode::from(2)
+            }
+        },
+        Cmd::Serve { config, log_format } => {
+            init_logging(log_format);
+            let (config, gateway) = match load(&config) {
+                Ok(loaded) => loaded,
+                Err(msg) => {
+                    eprintln!("jmxgate: {msg}");
+                    return ExitCode::from(2);
+                }
+            };
+            let runtime = match tokio::runtime::Runtime::new() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("jmxgate: cannot start the async runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match runtime.block_on(serve(config.0, gateway)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(msg) => {
+                    eprintln!("jmxgate: {msg}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+/// A loaded config with the path it came from.
+struct Loaded(Config, PathBuf);
+
+fn config_path_display(l: &Loaded) -> String {
+    l.1.display().to_string()
+}
+
+fn load(path: &std::path::Path) -> Result<(Loaded, Arc<Gateway>), String> {
+    let config = Config::load(path).map_err(|e| e.to_string())?;
+    let gateway = Gateway::new(&config).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((Loaded(config, path.to_path_buf()), Arc::new(gateway)))
+}
+
+async fn serve(config: Config, gateway: Arc<Gateway>) -> Result<(), String> {
+    let listener = tokio::net::TcpListener::bind(config.server.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", config.server.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!(
+        targets = gateway.fleet().len(),
+        "jmxgate {} listening on http://{addr}/jolokia",
+        jmxgate::version::GATEWAY_VERSION
+    );
+    pipeline::listen::serve(listener, gateway, shutdown_signal())
+        .await
+        .map_err(|e| format!("server failed: {e}"))
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}
+
+fn init_logging(format: LogFormat) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

@@ -1,0 +1,312 @@
+//! The request pipeline. Every HTTP request passes these steps in order;
+//! each is a module whose core is small pure functions, with I/O only in
+//! `listen` and `dispatch`:
+//!
+//! 1. [`listen`]: accept HTTP connections.
+//! 2. [`authenticate`]: produce a [`Principal`](authenticate::Principal).
+//!    Default: every caller is anonymous.
+//! 3. [`parse`]: GET path or POST body into typed items; a malformed item
+//!    is an error at its index, not a failed request.
+//! 4. [`route`]: resolve each item's target against the configured fleet.
+//!    Default: `version` without a target is answered by the gateway, other
+//!    types go to `server.default_target`.
+//! 5. [`authorize`]: roles and policy. Default: allow.
+//! 6. [`dispatch`]: one bulk POST per agent, agents called concurrently.
+//! 7. [`merge`]: answers back at their indices, requests echoed as sent.
+//! 8. [`audit`]: one record per item.
+//! 9. [`respond`]: one HTTP answer, JSON (or text/plain, or JSONP).
+
+pub mod audit;
+pub mod authenticate;
+pub mod authorize;
+pub mod dispatch;
+pub mod listen;
+pub mod merge;
+pub mod parse;
+pub mod respond;
+pub mod route;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use http::{HeaderMap, Method, Request as HttpRequest, Response as HttpResponse};
+
+use crate::config::Config;
+use crate::fleet::{Fleet, Target};
+use crate::protocol::{Command, Request, Response};
+use crate::version::GatewayIdentity;
+
+use route::{Addressing, Destination};
+
+/// The path prefix agents use and the gateway mirrors.
+pub const PREFIX: &str = "/jolokia";
+/// Below [`PREFIX`]: `/targets/<name>/…` is the virtual URL of one agent.
+pub const VIRTUAL_SEGMENT: &str = "targets";
+
+/// A failure of the HTTP exchange itself (not of one item).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpError {
+    pub status: u16,
+    pub error_type: String,
+    pub message: String,
+}
+
+impl HttpError {
+    pub fn new(status: u16, error_type: &str, message: impl Into<String>) -> HttpError {
+        HttpError {
+            status,
+            error_type: error_type.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> HttpError {
+        Self::new(400, "java.lang.IllegalArgumentException", message)
+    }
+}
+
+/// The gateway: configuration turned into ready clients, plus counters.
+pub struct Gateway {
+    fleet: Arc<Fleet>,
+    default_target: Option<Arc<Target>>,
+    max_body_bytes: usize,
+    max_bulk_items: usize,
+    identity: GatewayIdentity,
+    request_seq: AtomicU64,
+}
+
+/// Which URL shape the client used.
+enum Addressed {
+    Proxy,
+    Virtual(Arc<Target>),
+}
+
+impl Gateway {
+    pub fn new(config: &Config) -> Result<Gateway, String> {
+        let fleet = Arc::new(Fleet::from_config(config)?);
+        let default_target = config
+            .server
+            .default_target
+            .as_deref()
+            .map(|name| {
+                fleet
+                    .by_name(name)
+                    .cloned()
+                    .ok_or_else(|| format!("server.default_target: no target is named \"{name}\""))
+            })
+            .transpose()?;
+        Ok(Gateway {
+            fleet,
+            default_target,
+            max_body_bytes: config.server.max_body_bytes,
+            max_bulk_items: config.server.max_bulk_items,
+            identity: GatewayIdentity::new(config),
+            request_seq: AtomicU64::new(0),
+        })
+    }
+
+    pub fn fleet(&self) -> &Fleet {
+        &self.fleet
+    }
+
+    /// Runs one HTTP request through the pipeline.
+    pub async fn handle(
+        &self,
+        req: HttpRequest<Body>,
+        client: Option<SocketAddr>,
+    ) -> HttpResponse<Body> {
+        let started = Instant::now();
+        let request_id = format!(
+            "{:x}-{}",
+            self.identity.boot_id,
+            self.request_seq.fetch_add(1, Ordering::Relaxed)
+        );
+        let (parts, body) = req.into_parts();
+        let headers = parts.headers;
+
+        let (addressed, rest) = match self.addressing(parts.uri.path()) {
+            Ok(a) => a,
+            Err(e) => return respond::http_error(&e, &headers),
+        };
+        let principal = authenticate::authenticate(&headers);
+
+        let parsed = match parts.method {
+            Method::OPTIONS => return respond::preflight(&headers),
+            Method::GET => parse::parse_get(&rest, parts.uri.query()),
+            Method::POST => match axum::body::to_bytes(body, self.max_body_bytes).await {
+                Ok(bytes) => parse::parse_post(&bytes, parts.uri.query(), self.max_bulk_items),
+                Err(_) => Err(HttpError::new(
+                    413,
+                    "jmxgate.RequestTooLarge",
+                    format!(
+                        "Request body exceeds {} bytes (server.max_body_bytes)",
+                        self.max_body_bytes
+                    ),
+                )),
+            },
+            _ => Err(HttpError::new(
+                405,
+                "jmxgate.MethodNotAllowed",
+                format!(
+                    "HTTP method {} is not supported; use GET or POST",
+                    parts.method
+                ),
+            )),
+        };
+        let parsed = match parsed {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::info!(request_id, status = e.status, error = %e.message, "request refused");
+                return respond::http_error(&e, &headers);
+            }
+        };
+
+        let addressing = match &addressed {
+            Addressed::Virtual(t) => Addressing::Virtual(t),
+            Addressed::Proxy => Addressing::Proxy {
+                default_target: self.default_target.as_ref(),
+            },
+        };
+        let count = parsed.items.len();
+        let mut answers: Vec<(usize, Response)> = Vec::with_capacity(count);
+        let mut jobs = Vec::new();
+        let mut targets: Vec<Option<String>> = vec![None; count];
+        for (index, item) in parsed.items.iter().enumerate() {
+            let item = match &item.parsed {
+                Ok(item) => item,
+                Err(e) => {
+                    answers.push((index, Response::error(e)));
+                    continue;
+                }
+            };
+            let decided = route::route(
+                &self.fleet,
+                addressing,
+                &item.request.command,
+                item.target.as_ref().map(|t| t.url.as_str()),
+            )
+            .and_then(|dest| authorize::authorize(&principal, &item.request, &dest).map(|()| dest));
+            match decided {
+                Err(e) => answers.push((index, Response::error(&e))),
+                Ok(Destination::Gateway) => {
+                    targets[index] = Some("gateway".into());
+                    answers.push((index, self.answer_locally(&headers)));
+                }
+                Ok(Destination::Agent(target)) => {
+                    targets[index] = Some(target.name.clone());
+                    jobs.push(dispatch::Job {
+                        index,
+                        target,
+                        request: forwarded(&item.request),
+                    });
+                }
+            }
+        }
+        answers.extend(dispatch::dispatch(jobs).await);
+        let mut merged = merge::merge(count, answers);
+
+        let latency = started.elapsed();
+        for (index, (answer, item)) in merged.iter_mut().zip(&parsed.items).enumerate() {
+            let (params, command) = match &item.parsed {
+                Ok(p) => (&p.request.params, Some(&p.request.command)),
+                Err(_) => (&parsed.query, None),
+            };
+            merge::echo_request(
+                answer,
+                &item.echo,
+                params.flag("includeRequest").unwrap_or(true),
+            );
+            audit::record(&audit::Record {
+                request_id: &request_id,
+                principal: &principal,
+                client,
+                index,
+                target: targets[index].as_deref(),
+                kind: command.map(Command::type_name),
+                mbean: command.and_then(Command::mbean).map(|m| m.as_str()),
+                status: answer.status().unwrap_or(0),
+                error_type: answer
+                    .get("error_type")
+                    .and_then(|v| serde_json::from_str::<String>(v.get()).ok()),
+                latency,
+            });
+        }
+        let body = respond::body(&merged, parsed.bulk);
+        let mut resp = respond::http_response(body, &parsed.query, &headers);
+        if let Ok(v) = http::HeaderValue::from_str(&request_id) {
+            resp.headers_mut().insert(respond::REQUEST_ID, v);
+        }
+        resp
+    }
+
+    /// Splits the URL into addressing and the Jolokia path after it.
+    fn addressing(&self, path: &str) -> Result<(Addressed, String), HttpError> {
+        let not_found = || {
+            HttpError::new(
+                404,
+                "jmxgate.NotFound",
+                format!("No Jolokia endpoint at {path}; use {PREFIX}/ or {PREFIX}/{VIRTUAL_SEGMENT}/<name>/"),
+            )
+        };
+        let rest = path.strip_prefix(PREFIX).ok_or_else(not_found)?;
+        if !(rest.is_empty() || rest.starts_with('/')) {
+            return Err(not_found());
+        }
+        let Some(after) = rest
+            .strip_prefix('/')
+            .and_then(|r| r.strip_prefix(VIRTUAL_SEGMENT))
+        else {
+            return Ok((Addressed::Proxy, rest.to_string()));
+        };
+        let Some(after) = after.strip_prefix('/') else {
+            // `/jolokia/targetsX…` is an ordinary Jolokia path.
+            return Ok((Addressed::Proxy, rest.to_string()));
+        };
+        let (raw_name, tail) = after.split_once('/').map_or((after, ""), |(n, t)| (n, t));
+        let name = percent_encoding::percent_decode_str(raw_name).decode_utf8_lossy();
+        let target = self.fleet.by_name(&name).cloned().ok_or_else(|| {
+            HttpError::new(
+                404,
+                "jmxgate.UnknownTarget",
+                format!(
+                    "No target named \"{}\" is configured",
+                    name.chars().take(100).collect::<String>()
+                ),
+            )
+        })?;
+        Ok((Addressed::Virtual(target), format!("/{tail}")))
+    }
+
+    /// Items the gateway answers itself: `version` without a target.
+    fn answer_locally(&self, headers: &HeaderMap) -> Response {
+        let host = headers
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok());
+        let value = self
+            .identity
+            .version_value(host, authenticate::is_secured(), self.fleet.len());
+        Response::value(&value, unix_seconds())
+    }
+}
+
+/// What the agent receives: the typed request with the parameters the
+/// gateway decides. Stack traces only when asked (1.x agents send them by
+/// default); no echo, since the gateway echoes the client's own request.
+fn forwarded(request: &Request) -> Request {
+    let mut out = request.clone();
+    if out.params.get("includeStackTrace").is_none() {
+        out.params.set("includeStackTrace", "false");
+    }
+    out.params.set("includeRequest", "false");
+    out
+}
+
+pub fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default()
+}

@@ -1,0 +1,185 @@
+//! Step 3, parse: turns the HTTP request (GET path or POST body) into typed
+//! items. Failures of the HTTP exchange itself (unreadable body, too many
+//! items, bad query parameters) are [`HttpError`]s; a malformed *item* is
+//! kept as an error at its index so the rest of a bulk still runs.
+
+use serde_json::Value;
+
+use crate::protocol::{self, Params, ProtocolError, ProxyTarget, Request};
+
+use super::HttpError;
+
+/// One item of the client's request.
+#[derive(Debug)]
+pub struct Item {
+    /// The request as the client sent it, credentials removed: what
+    /// `includeRequest` echoes.
+    pub echo: Value,
+    pub parsed: Result<ParsedItem, ProtocolError>,
+}
+
+#[derive(Debug)]
+pub struct ParsedItem {
+    pub request: Request,
+    pub target: Option<ProxyTarget>,
+}
+
+/// The parsed HTTP request.
+#[derive(Debug)]
+pub struct Parsed {
+    /// A JSON array was posted: answer with an array.
+    pub bulk: bool,
+    pub items: Vec<Item>,
+    /// Query parameters; `mimeType` and `callback` shape the response.
+    pub query: Params,
+}
+
+/// Parses the query string into processing parameters and the `p` path.
+pub fn parse_query(query: Option<&str>) -> Result<(Params, Option<String>), HttpError> {
+    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .into_owned()
+        .collect();
+    let params = Params::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(|e| HttpError::new(400, &e.error_type, e.message))?;
+    let p = pairs.into_iter().find(|(k, _)| k == "p").map(|(_, v)| v);
+    Ok((params, p))
+}
+
+/// Parses a GET: `path` is the percent-encoded part after the agent prefix.
+pub fn parse_get(path: &str, query: Option<&str>) -> Result<Parsed, HttpError> {
+    let (params, p) = parse_query(query)?;
+    let decoded = percent_decode(path)?;
+    // Like Jolokia: `p=` only counts when the path itself is empty.
+    let effective = if decoded.trim_matches('/').is_empty() {
+        p.unwrap_or_default()
+    } else {
+        decoded
+    };
+    let parsed = Request::from_get_path(&effective, &params).map(|request| ParsedItem {
+        request,
+        target: None,
+    });
+    let echo = match &parsed {
+        Ok(item) => item.request.to_echo_json(),
+        Err(_) => serde_json::json!({ "path": effective }),
+    };
+    Ok(Parsed {
+        bulk: false,
+        items: vec![Item { echo, parsed }],
+        query: params,
+    })
+}
+
+/// Parses a POST body: one request object or a bulk array.
+pub fn parse_post(body: &[u8], query: Option<&str>, max_items: usize) -> Result<Parsed, HttpError> {
+    let (params, _) = parse_query(query)?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(HttpError::bad_request(
+            "Empty request body: POST a Jolokia request object or an array of them",
+        ));
+    }
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| HttpError::bad_request(format!("Invalid JSON request: {e}")))?;
+    let (bulk, values) = match value {
+        Value::Array(items) => (true, items),
+        obj @ Value::Object(_) => (false, vec![obj]),
+        other => {
+            return Err(HttpError::bad_request(format!(
+                "Invalid JSON request: expected an object or an array, found {}",
+                protocol::json_kind(&other)
+            )))
+        }
+    };
+    if values.len() > max_items {
+        return Err(HttpError::bad_request(format!(
+            "Bulk request has {} items; this gateway accepts at most {max_items} per request (server.max_bulk_items)",
+            values.len()
+        )));
+    }
+    let items = values
+        .into_iter()
+        .map(|v| {
+            let parsed = Request::from_json(&v, &params)
+                .map(|(request, target)| ParsedItem { request, target });
+            Item {
+                echo: without_credentials(v),
+                parsed,
+            }
+        })
+        .collect();
+    Ok(Parsed {
+        bulk,
+        items,
+        query: params,
+    })
+}
+
+/// Removes `target.user` and `target.password` from an echoed request.
+pub fn without_credentials(mut v: Value) -> Value {
+    if let Some(target) = v.get_mut("target").and_then(Value::as_object_mut) {
+        target.remove("password");
+        target.remove("user");
+    }
+    v
+}
+
+fn percent_decode(path: &str) -> Result<String, HttpError> {
+    percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .map(|s| s.into_owned())
+        .map_err(|_| {
+            HttpError::bad_request("The request path is not valid UTF-8 after percent-decoding")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn get_decodes_and_uses_p_only_for_empty_paths() {
+        let p = parse_get("/read/java.lang%3Atype%3DMemory/HeapMemoryUsage", None).unwrap();
+        assert_eq!(p.items[0].echo["mbean"], "java.lang:type=Memory");
+        let p = parse_get("/", Some("p=/read/java.lang:type=Memory/Verbose")).unwrap();
+        assert_eq!(p.items[0].echo["attribute"], "Verbose");
+        let p = parse_get("/version", Some("p=/read/x:y=z/A")).unwrap();
+        assert_eq!(p.items[0].echo["type"], "version");
+    }
+
+    #[test]
+    fn bad_query_parameters_fail_the_request() {
+        let e = parse_get("/version", Some("maxDepth=deep")).unwrap_err();
+        assert_eq!(e.status, 400);
+        assert_eq!(e.message, "Invalid value of maxDepth parameter");
+    }
+
+    #[test]
+    fn a_bad_item_stays_at_its_index() {
+        let body = br#"[{"type":"version"},{"type":"read","mbean":"nope"},42,{"type":"list"}]"#;
+        let p = parse_post(body, None, 10).unwrap();
+        assert!(p.bulk);
+        let ok: Vec<bool> = p.items.iter().map(|i| i.parsed.is_ok()).collect();
+        assert_eq!(ok, vec![true, false, false, true]);
+    }
+
+    #[test]
+    fn http_level_failures() {
+        assert_eq!(parse_post(b"{oops", None, 10).unwrap_err().status, 400);
+        assert_eq!(parse_post(b"  ", None, 10).unwrap_err().status, 400);
+        assert_eq!(parse_post(b"\"read\"", None, 10).unwrap_err().status, 400);
+        let e = parse_post(b"[{},{},{}]", None, 2).unwrap_err();
+        assert!(e.message.contains("at most 2"), "{}", e.message);
+    }
+
+    #[test]
+    fn echo_drops_target_credentials() {
+        let body = br#"{"type":"version","target":{"url":"a","user":"u","password":"p"}}"#;
+        let p = parse_post(body, None, 10).unwrap();
+        assert!(!p.bulk);
+        assert_eq!(
+            p.items[0].echo,
+            json!({"type":"version","target":{"url":"a"}})
+        );
+    }
+}

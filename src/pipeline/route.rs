@@ -1,0 +1,206 @@
+//! Step 4, route: decides where each item goes. Targets come from the
+//! configured fleet only; a client-supplied URL is a *key* into the fleet,
+//! never an address to connect to (the Jolokia proxy CVEs were SSRF and
+//! JNDI injection through exactly that URL).
+
+use std::sync::Arc;
+
+use url::Url;
+
+use crate::fleet::{EndpointKey, Fleet, Target};
+use crate::protocol::{Command, ProtocolError};
+
+/// Where one item is answered.
+#[derive(Debug, Clone)]
+pub enum Destination {
+    /// The gateway answers itself (`version` without a target).
+    Gateway,
+    Agent(Arc<Target>),
+}
+
+/// How the client addressed the item.
+#[derive(Debug, Clone, Copy)]
+pub enum Addressing<'a> {
+    /// `/jolokia/targets/<name>/…`: every item goes to that target.
+    Virtual(&'a Arc<Target>),
+    /// `/jolokia`: items name their target with `target.url`, or get the
+    /// default.
+    Proxy {
+        default_target: Option<&'a Arc<Target>>,
+    },
+}
+
+/// Routes one item. `target_url` is the item's `target.url`, if any.
+pub fn route(
+    fleet: &Fleet,
+    addressing: Addressing<'_>,
+    command: &Command,
+    target_url: Option<&str>,
+) -> Result<Destination, ProtocolError> {
+    match addressing {
+        Addressing::Virtual(target) => match target_url {
+            None => Ok(Destination::Agent(target.clone())),
+            Some(_) => Err(ProtocolError::bad_request(
+                "A request sent to a virtual agent URL (/jolokia/targets/<name>) must not carry its own \"target\"; send proxy requests to /jolokia",
+            )),
+        },
+        Addressing::Proxy { default_target } => match target_url {
+            Some(url) => resolve_target_url(fleet, url).map(Destination::Agent),
+            None if matches!(command, Command::Version(_)) => Ok(Destination::Gateway),
+            None => default_target
+                .cloned()
+                .map(Destination::Agent)
+                .ok_or_else(|| {
+                    ProtocolError::new(
+                        400,
+                        "jmxgate.NoTarget",
+                        format!(
+                            "No target given and no default_target configured: add \"target\":{{\"url\":\"<target name>\"}} to the {} request, or use /jolokia/targets/<name>/",
+                            command.type_name()
+                        ),
+                    )
+                }),
+        },
+    }
+}
+
+/// Resolves a proxy-mode `target.url` against the fleet. Accepted forms: a
+/// target name, the agent URL as configured, `service:jmx:jolokia://…`
+/// (HTTPS when the port ends in 443), `service:jmx:jolokia+http(s)://…`.
+pub fn resolve_target_url(fleet: &Fleet, url: &str) -> Result<Arc<Target>, ProtocolError> {
+    if let Some(t) = fleet.by_name(url) {
+        return Ok(t.clone());
+    }
+    let agent_url = agent_url_of(url)?;
+    let key = EndpointKey::of(&agent_url).ok_or_else(|| unknown(url))?;
+    fleet.by_endpoint(&key).cloned().ok_or_else(|| unknown(url))
+}
+
+fn unknown(url: &str) -> ProtocolError {
+    ProtocolError::new(
+        404,
+        "jmxgate.UnknownTarget",
+        format!(
+            "Target {} is not a configured target of this gateway; use a target name or the agent URL from the gateway's configuration",
+            quote_for_error(url)
+        ),
+    )
+}
+
+/// Turns a client's target URL into the agent URL it denotes, without
+/// touching the network. Anything but a Jolokia HTTP(S) URL is refused.
+pub fn agent_url_of(url: &str) -> Result<Url, ProtocolError> {
+    let lower = url.to_ascii_lowercase();
+    let http_form = if let Some(rest) = strip_prefix_ci(url, &lower, "service:jmx:jolokia+http://")
+    {
+        format!("http://{rest}")
+    } else if let Some(rest) = strip_prefix_ci(url, &lower, "service:jmx:jolokia+https://") {
+        format!("https://{rest}")
+    } else if let Some(rest) = strip_prefix_ci(url, &lower, "service:jmx:jolokia://") {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let port = authority
+            .rsplit_once(':')
+            .map(|(_, p)| p)
+            .unwrap_or_default();
+        let scheme = if port.ends_with("443") {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{rest}")
+    } else if lower.starts_with("service:jmx:") {
+        return Err(ProtocolError::new(
+            403,
+            "jmxgate.ForbiddenTarget",
+            format!(
+                "Target {} uses a JMX connector the gateway never opens; only configured Jolokia agents (service:jmx:jolokia…, http(s) or a target name) can be reached",
+                quote_for_error(url)
+            ),
+        ));
+    } else if lower.starts_with("http://") || lower.starts_with("https://") {
+        url.to_string()
+    } else {
+        return Err(unknown(url));
+    };
+    let parsed = Url::parse(&http_form).map_err(|_| unknown(url))?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(ProtocolError::bad_request(
+            "A target URL must not carry credentials; use target.user and target.password",
+        ));
+    }
+    Ok(parsed)
+}
+
+fn strip_prefix_ci<'a>(url: &'a str, lower: &str, prefix: &str) -> Option<&'a str> {
+    lower.starts_with(prefix).then(|| &url[prefix.len()..])
+}
+
+/// Client text in an error: cut to a sane length, credentials removed.
+fn quote_for_error(url: &str) -> String {
+    let mut shown: String = url.chars().take(200).collect();
+    // user:password@host — never echo the part before '@'.
+    if let Some(scheme_end) = shown.find("://") {
+        let after = scheme_end + 3;
+        if let Some(at) = shown[after..].find('@') {
+            let host_start = shown[after..].find('/').unwrap_or(usize::MAX);
+            if at < host_start {
+                shown.replace_range(after..after + at + 1, "***@");
+            }
+        }
+    }
+    format!("\"{shown}\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jolokia_connector_urls_map_to_agent_urls() {
+        let cases = [
+            (
+                "service:jmx:jolokia://h:8778/jolokia",
+                "http://h:8778/jolokia",
+            ),
+            (
+                "service:jmx:jolokia://h:8443/jolokia",
+                "https://h:8443/jolokia",
+            ),
+            ("service:jmx:jolokia://h:443/jolokia", "https://h/jolokia"),
+            ("service:jmx:jolokia+http://h:8443/j", "http://h:8443/j"),
+            ("service:jmx:jolokia+https://h:9000/j", "https://h:9000/j"),
+            ("SERVICE:JMX:JOLOKIA://H:1/jolokia", "http://h:1/jolokia"),
+            ("http://h:1/jolokia/", "http://h:1/jolokia/"),
+        ];
+        for (given, want) in cases {
+            assert_eq!(agent_url_of(given).unwrap().as_str(), want, "{given}");
+        }
+    }
+
+    #[test]
+    fn other_jmx_connectors_are_forbidden() {
+        for url in [
+            "service:jmx:rmi:///jndi/rmi://evil:1099/jmxrmi",
+            "service:jmx:jmxmp://h:1",
+            "service:jmx:iiop:///jndi/ldap://evil/x",
+        ] {
+            let e = agent_url_of(url).unwrap_err();
+            assert_eq!(e.status, 403, "{url}");
+        }
+    }
+
+    #[test]
+    fn other_strings_are_unknown_targets() {
+        for url in ["ldap://evil/x", "file:///etc/passwd", "nope", "//h/x"] {
+            assert_eq!(agent_url_of(url).unwrap_err().status, 404, "{url}");
+        }
+    }
+
+    #[test]
+    fn credentials_are_not_echoed() {
+        let e = unknown("http://admin:pw@h/jolokia");
+        assert!(!e.message.contains("pw@"), "{}", e.message);
+        let e = agent_url_of("service:jmx:jolokia://u:secret@h:1/j").unwrap_err();
+        assert!(!e.message.contains("secret"), "{}", e.message);
+    }
+}

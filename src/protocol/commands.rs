@@ -1,0 +1,592 @@
+//! The six Jolokia request types. Each type parses itself from a GET path
+//! and from a POST object, and writes itself back as the JSON the agent
+//! receives (after the model of mini-redis' `cmd/*.rs`). Only fields the
+//! type knows survive: what the gateway checked is what the agent runs.
+
+use std::collections::VecDeque;
+
+use serde_json::{Map, Value};
+
+use super::object_name::ObjectName;
+use super::path::{self, Segment};
+use super::ProtocolError;
+
+type Json = Map<String, Value>;
+
+/// GET path arguments after the type, wildcards as `None`.
+pub type PathArgs = VecDeque<Segment>;
+
+fn required_str<'a>(obj: &'a Json, key: &str, missing: &str) -> Result<&'a str, ProtocolError> {
+    match obj.get(key) {
+        Some(Value::String(s)) => Ok(s),
+        None | Some(Value::Null) => Err(ProtocolError::bad_request(missing)),
+        Some(_) => Err(ProtocolError::bad_request(format!(
+            "\"{key}\" must be a string"
+        ))),
+    }
+}
+
+fn optional_str<'a>(obj: &'a Json, key: &str) -> Result<Option<&'a str>, ProtocolError> {
+    match obj.get(key) {
+        Some(Value::String(s)) => Ok(Some(s)),
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => Err(ProtocolError::bad_request(format!(
+            "\"{key}\" must be a string"
+        ))),
+    }
+}
+
+fn object_name(raw: &str) -> Result<ObjectName, ProtocolError> {
+    ObjectName::parse(raw)
+        .map_err(|e| ProtocolError::new(400, "javax.management.MalformedObjectNameException", e))
+}
+
+/// A GET mbean segment: `*` (or empty) means every MBean.
+fn object_name_from_get(seg: Segment) -> Result<ObjectName, ProtocolError> {
+    match seg.as_deref() {
+        None | Some("") => object_name("*:*"),
+        Some(s) => object_name(s),
+    }
+}
+
+/// An inner path, kept in Jolokia's escaped string form.
+fn inner_path(obj: &Json) -> Result<Option<String>, ProtocolError> {
+    Ok(optional_str(obj, "path")?
+        .filter(|p| !p.is_empty() && *p != "/")
+        .map(str::to_string))
+}
+
+fn inner_path_from_get(args: PathArgs) -> Option<String> {
+    let segments: Vec<Segment> = args.into_iter().collect();
+    (!segments.is_empty()).then(|| path::join(&segments))
+}
+
+fn put_path(out: &mut Json, p: &Option<String>) {
+    if let Some(p) = p {
+        out.insert("path".into(), Value::String(p.clone()));
+    }
+}
+
+/// Which attributes a read asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attributes {
+    /// Every attribute (no `attribute`, `*`, or an empty list).
+    All,
+    /// One attribute: the answer's value is the attribute's value.
+    One(String),
+    /// A list: the answer's value is keyed by attribute name.
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Read {
+    pub mbean: ObjectName,
+    pub attribute: Attributes,
+    pub path: Option<String>,
+}
+
+impl Read {
+    pub fn from_get(mut args: PathArgs) -> Result<Read, ProtocolError> {
+        let mbean = args.pop_front().ok_or_else(|| {
+            ProtocolError::bad_request(
+                "Read GET requests require at least 1 path element for ObjectName to read from",
+            )
+        })?;
+        let attribute = match args.pop_front().flatten() {
+            None => Attributes::All,
+            Some(list) => {
+                let mut names = path::split_csv(&list);
+                match names.len() {
+                    1 if names[0].is_empty() => Attributes::All,
+                    1 => Attributes::One(names.remove(0)),
+                    _ => Attributes::Many(names),
+                }
+            }
+        };
+        Ok(Read {
+            mbean: object_name_from_get(mbean)?,
+            attribute,
+            path: inner_path_from_get(args),
+        })
+    }
+
+    pub fn from_json(obj: &Json) -> Result<Read, ProtocolError> {
+        let mbean = required_str(
+            obj,
+            "mbean",
+            "Read POST requests require an ObjectName to read from (may be a pattern)",
+        )?;
+        let attribute = match obj.get("attribute") {
+            None | Some(Value::Null) => Attributes::All,
+            Some(Value::String(s)) => {
+                let mut names = path::split_csv(s);
+                match names.len() {
+                    1 if names[0].trim().is_empty() => Attributes::All,
+                    1 => Attributes::One(names.remove(0)),
+                    _ => Attributes::Many(names),
+                }
+            }
+            Some(Value::Array(items)) => {
+                let names: Vec<String> = items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter(|s| !s.trim().is_empty())
+                    .map(str::to_string)
+                    .collect();
+                if names.is_empty() {
+                    Attributes::All
+                } else {
+                    Attributes::Many(names)
+                }
+            }
+            Some(_) => {
+                return Err(ProtocolError::bad_request(format!(
+                    "Can't determine attribute names to read from {mbean}: \"attribute\" must be a string or an array of strings"
+                )))
+            }
+        };
+        Ok(Read {
+            mbean: object_name(mbean)?,
+            attribute,
+            path: inner_path(obj)?,
+        })
+    }
+
+    fn write_json(&self, out: &mut Json) {
+        out.insert("mbean".into(), self.mbean.as_str().into());
+        match &self.attribute {
+            Attributes::All => {}
+            Attributes::One(a) => {
+                out.insert("attribute".into(), a.as_str().into());
+            }
+            Attributes::Many(list) => {
+                out.insert("attribute".into(), list.clone().into());
+            }
+        }
+        put_path(out, &self.path);
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Write {
+    pub mbean: ObjectName,
+    pub attribute: String,
+    pub value: Value,
+    pub path: Option<String>,
+}
+
+impl Write {
+    pub fn from_get(mut args: PathArgs) -> Result<Write, ProtocolError> {
+        if args.len() < 3 {
+            return Err(ProtocolError::bad_request(
+                "Write GET requests require at least three path elements",
+            ));
+        }
+        let mbean = object_name_from_get(args.pop_front().flatten())?;
+        let attribute = args.pop_front().flatten().unwrap_or_else(|| "*".into());
+        let value = path::value_from_get(args.pop_front().flatten());
+        Ok(Write {
+            mbean,
+            attribute,
+            value,
+            path: inner_path_from_get(args),
+        })
+    }
+
+    pub fn from_json(obj: &Json) -> Result<Write, ProtocolError> {
+        let mbean = required_str(
+            obj,
+            "mbean",
+            "Write POST requests require an ObjectName to write to",
+        )?;
+        let attribute = required_str(
+            obj,
+            "attribute",
+            "Write POST requests require an attribute name to write to",
+        )?;
+        let value = obj.get("value").cloned().ok_or_else(|| {
+            ProtocolError::bad_request("Write POST requests require a value to set (may be a null)")
+        })?;
+        Ok(Write {
+            mbean: object_name(mbean)?,
+            attribute: attribute.to_string(),
+            value,
+            path: inner_path(obj)?,
+        })
+    }
+
+    fn write_json(&self, out: &mut Json) {
+        out.insert("mbean".into(), self.mbean.as_str().into());
+        out.insert("attribute".into(), self.attribute.as_str().into());
+        out.insert("value".into(), self.value.clone());
+        put_path(out, &self.path);
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exec {
+    pub mbean: ObjectName,
+    /// The operation name, optionally with a signature: `add(int,int)`.
+    pub operation: String,
+    pub arguments: Vec<Value>,
+}
+
+impl Exec {
+    pub fn from_get(mut args: PathArgs) -> Result<Exec, ProtocolError> {
+        if args.len() < 2 {
+            return Err(ProtocolError::bad_request(
+                "Exec GET requests require at least two path elements",
+            ));
+        }
+        let mbean = object_name_from_get(args.pop_front().flatten())?;
+        let operation = args.pop_front().flatten().ok_or_else(|| {
+            ProtocolError::bad_request("Exec GET requests require an operation name, not \"*\"")
+        })?;
+        Ok(Exec {
+            mbean,
+            operation,
+            arguments: args.into_iter().map(path::value_from_get).collect(),
+        })
+    }
+
+    pub fn from_json(obj: &Json) -> Result<Exec, ProtocolError> {
+        let mbean = required_str(
+            obj,
+            "mbean",
+            "Exec POST requests require an ObjectName to invoke",
+        )?;
+        let operation = required_str(
+            obj,
+            "operation",
+            "Exec POST requests require an operation name to invoke",
+        )?;
+        let arguments = match obj.get("arguments") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) => a.clone(),
+            Some(_) => {
+                return Err(ProtocolError::bad_request(
+                    "\"arguments\" of an exec request must be an array",
+                ))
+            }
+        };
+        Ok(Exec {
+            mbean: object_name(mbean)?,
+            operation: operation.to_string(),
+            arguments,
+        })
+    }
+
+    fn write_json(&self, out: &mut Json) {
+        out.insert("mbean".into(), self.mbean.as_str().into());
+        out.insert("operation".into(), self.operation.as_str().into());
+        if !self.arguments.is_empty() {
+            out.insert("arguments".into(), Value::Array(self.arguments.clone()));
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Search {
+    /// The pattern; every MBean (`*:*`) when none is given.
+    pub mbean: ObjectName,
+}
+
+impl Search {
+    pub fn from_get(mut args: PathArgs) -> Result<Search, ProtocolError> {
+        Ok(Search {
+            mbean: object_name_from_get(args.pop_front().flatten())?,
+        })
+    }
+
+    pub fn from_json(obj: &Json) -> Result<Search, ProtocolError> {
+        Ok(Search {
+            mbean: object_name(optional_str(obj, "mbean")?.unwrap_or("*:*"))?,
+        })
+    }
+
+    fn write_json(&self, out: &mut Json) {
+        out.insert("mbean".into(), self.mbean.as_str().into());
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct List {
+    pub path: Option<String>,
+}
+
+impl List {
+    pub fn from_get(args: PathArgs) -> Result<List, ProtocolError> {
+        Ok(List {
+            path: inner_path_from_get(args),
+        })
+    }
+
+    pub fn from_json(obj: &Json) -> Result<List, ProtocolError> {
+        Ok(List {
+            path: inner_path(obj)?,
+        })
+    }
+
+    fn write_json(&self, out: &mut Json) {
+        put_path(out, &self.path);
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version;
+
+/// One Jolokia command.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Read(Read),
+    Write(Write),
+    Exec(Exec),
+    Search(Search),
+    List(List),
+    Version(Version),
+}
+
+impl Command {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Command::Read(_) => "read",
+            Command::Write(_) => "write",
+            Command::Exec(_) => "exec",
+            Command::Search(_) => "search",
+            Command::List(_) => "list",
+            Command::Version(_) => "version",
+        }
+    }
+
+    /// The MBean (or pattern) the command addresses, if any.
+    pub fn mbean(&self) -> Option<&ObjectName> {
+        match self {
+            Command::Read(r) => Some(&r.mbean),
+            Command::Write(w) => Some(&w.mbean),
+            Command::Exec(e) => Some(&e.mbean),
+            Command::Search(s) => Some(&s.mbean),
+            Command::List(_) | Command::Version(_) => None,
+        }
+    }
+
+    /// Parses `type` and the type's own fields from a POST object.
+    pub fn from_json(obj: &Json) -> Result<Command, ProtocolError> {
+        let kind = required_str(obj, "type", "No type given")?;
+        match kind.to_ascii_lowercase().as_str() {
+            "read" => Read::from_json(obj).map(Command::Read),
+            "write" => Write::from_json(obj).map(Command::Write),
+            "exec" => Exec::from_json(obj).map(Command::Exec),
+            "search" => Search::from_json(obj).map(Command::Search),
+            "list" => List::from_json(obj).map(Command::List),
+            "version" => Ok(Command::Version(Version)),
+            other => Err(unsupported_type(other)),
+        }
+    }
+
+    /// Parses a GET path after the agent prefix (`read/java.lang:type=Memory`).
+    /// An empty path is `version`, as agents answer it.
+    pub fn from_get_path(path: &str) -> Result<Command, ProtocolError> {
+        let trimmed = path.strip_prefix('/').unwrap_or(path);
+        if trimmed.is_empty() {
+            return Ok(Command::Version(Version));
+        }
+        let mut args: PathArgs = path::split_segments(trimmed).into();
+        let kind = args
+            .pop_front()
+            .flatten()
+            .ok_or_else(|| ProtocolError::bad_request("No type given"))?;
+        match kind.to_ascii_lowercase().as_str() {
+            "read" => Read::from_get(args).map(Command::Read),
+            "write" => Write::from_get(args).map(Command::Write),
+            "exec" => Exec::from_get(args).map(Command::Exec),
+            "search" => Search::from_get(args).map(Command::Search),
+            "list" => List::from_get(args).map(Command::List),
+            "version" => Ok(Command::Version(Version)),
+            other => Err(unsupported_type(other)),
+        }
+    }
+
+    /// Writes `type` and the type's fields.
+    pub fn write_json(&self, out: &mut Json) {
+        out.insert("type".into(), self.type_name().into());
+        match self {
+            Command::Read(c) => c.write_json(out),
+            Command::Write(c) => c.write_json(out),
+            Command::Exec(c) => c.write_json(out),
+            Command::Search(c) => c.write_json(out),
+            Command::List(c) => c.write_json(out),
+            Command::Version(_) => {}
+        }
+    }
+}
+
+fn unsupported_type(name: &str) -> ProtocolError {
+    match name {
+        "notification" | "config" => ProtocolError::bad_request(format!(
+            "Request type '{name}' is not supported through jmxgate (supported: read, write, exec, search, list, version)"
+        )),
+        _ => ProtocolError::bad_request(format!("No type with name '{name}' exists")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn roundtrip(c: &Command) -> Value {
+        let mut m = Map::new();
+        c.write_json(&mut m);
+        Value::Object(m)
+    }
+
+    #[test]
+    fn get_read_forms() {
+        let c = Command::from_get_path("read/java.lang:type=Memory/HeapMemoryUsage/used").unwrap();
+        assert_eq!(
+            roundtrip(&c),
+            json!({"type":"read","mbean":"java.lang:type=Memory","attribute":"HeapMemoryUsage","path":"used"})
+        );
+        let c = Command::from_get_path("/read/java.lang:type=Memory/A,B").unwrap();
+        assert_eq!(roundtrip(&c)["attribute"], json!(["A", "B"]));
+        let c = Command::from_get_path("read/java.lang:type=Memory/*/x").unwrap();
+        assert_eq!(
+            roundtrip(&c),
+            json!({"type":"read","mbean":"java.lang:type=Memory","path":"x"})
+        );
+        let c = Command::from_get_path("read/d:name=a!/b/Attr/a!/b/*/c").unwrap();
+        assert_eq!(
+            roundtrip(&c),
+            json!({"type":"read","mbean":"d:name=a/b","attribute":"Attr","path":"a!/b/*/c"})
+        );
+        let c = Command::from_get_path("READ/*").unwrap();
+        assert_eq!(roundtrip(&c)["mbean"], "*:*");
+    }
+
+    #[test]
+    fn get_write_exec_values() {
+        let c = Command::from_get_path("write/d:type=T/Name/[null]").unwrap();
+        assert_eq!(roundtrip(&c)["value"], Value::Null);
+        let c = Command::from_get_path("write/d:type=T/Name/\"\"/inner").unwrap();
+        assert_eq!(roundtrip(&c)["value"], "");
+        assert_eq!(roundtrip(&c)["path"], "inner");
+        let c = Command::from_get_path("exec/d:type=O/add(int,int)/1/2").unwrap();
+        assert_eq!(
+            roundtrip(&c),
+            json!({"type":"exec","mbean":"d:type=O","operation":"add(int,int)","arguments":["1","2"]})
+        );
+        let c = Command::from_get_path("exec/d:type=O/echo/[null]/*/\"\"/a!!b").unwrap();
+        assert_eq!(roundtrip(&c)["arguments"], json!([null, null, "", "a!b"]));
+        let c = Command::from_get_path("exec/d:type=O/noArgs").unwrap();
+        assert!(roundtrip(&c).get("arguments").is_none());
+    }
+
+    #[test]
+    fn get_search_list_version() {
+        assert_eq!(
+            roundtrip(&Command::from_get_path("").unwrap()),
+            json!({"type":"version"})
+        );
+        assert_eq!(
+            roundtrip(&Command::from_get_path("/").unwrap()),
+            json!({"type":"version"})
+        );
+        assert_eq!(
+            roundtrip(&Command::from_get_path("version/extra").unwrap()),
+            json!({"type":"version"})
+        );
+        assert_eq!(
+            roundtrip(&Command::from_get_path("search/java.lang:*").unwrap()),
+            json!({"type":"search","mbean":"java.lang:*"})
+        );
+        assert_eq!(
+            roundtrip(&Command::from_get_path("list/java.lang/type=Memory/").unwrap()),
+            json!({"type":"list","path":"java.lang/type=Memory"})
+        );
+        assert_eq!(
+            roundtrip(&Command::from_get_path("list").unwrap()),
+            json!({"type":"list"})
+        );
+    }
+
+    #[test]
+    fn get_errors() {
+        for (path, msg) in [
+            ("read", "require at least 1 path element"),
+            ("write/d:type=T/A", "at least three path elements"),
+            ("exec/d:type=T", "at least two path elements"),
+            ("frobnicate/x", "No type with name 'frobnicate' exists"),
+            ("*/x", "No type given"),
+            ("read/java.lang", "Invalid object name"),
+            ("notification/open", "not supported"),
+        ] {
+            let e = Command::from_get_path(path).unwrap_err();
+            assert_eq!(e.status, 400, "{path}");
+            assert!(e.message.contains(msg), "{path}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn post_forms_drop_unknown_fields() {
+        let obj = json!({"type":"READ","mbean":"d:type=T","attribute":["A",""," ",3,"B"],"path":"x","sneaky":"y"});
+        let c = Command::from_json(obj.as_object().unwrap()).unwrap();
+        assert_eq!(
+            roundtrip(&c),
+            json!({"type":"read","mbean":"d:type=T","attribute":["A","B"],"path":"x"})
+        );
+        let obj = json!({"type":"write","mbean":"d:type=T","attribute":"A","value":null});
+        assert_eq!(
+            roundtrip(&Command::from_json(obj.as_object().unwrap()).unwrap())["value"],
+            Value::Null
+        );
+        let obj =
+            json!({"type":"exec","mbean":"d:type=T","operation":"op","arguments":[1,[2],{"a":3}]});
+        assert_eq!(
+            roundtrip(&Command::from_json(obj.as_object().unwrap()).unwrap())["arguments"],
+            json!([1, [2], {"a": 3}])
+        );
+        let obj = json!({"type":"search"});
+        assert_eq!(
+            roundtrip(&Command::from_json(obj.as_object().unwrap()).unwrap())["mbean"],
+            "*:*"
+        );
+    }
+
+    #[test]
+    fn post_errors_are_jolokias() {
+        for (obj, msg) in [
+            (json!({}), "No type given"),
+            (json!({"type": 3}), "\"type\" must be a string"),
+            (
+                json!({"type":"read"}),
+                "Read POST requests require an ObjectName",
+            ),
+            (
+                json!({"type":"write","mbean":"d:t=1"}),
+                "require an attribute name",
+            ),
+            (
+                json!({"type":"write","mbean":"d:t=1","attribute":"A"}),
+                "require a value",
+            ),
+            (
+                json!({"type":"exec","mbean":"d:t=1"}),
+                "require an operation name",
+            ),
+            (
+                json!({"type":"exec","mbean":"d:t=1","operation":"o","arguments":"x"}),
+                "must be an array",
+            ),
+            (json!({"type":"read","mbean":"bad"}), "Invalid object name"),
+            (
+                json!({"type":"read","mbean":"d:t=1","attribute":{}}),
+                "Can't determine attribute names",
+            ),
+            (json!({"type":"bogus"}), "No type with name 'bogus'"),
+        ] {
+            let e = Command::from_json(obj.as_object().unwrap()).unwrap_err();
+            assert_eq!(e.status, 400);
+            assert!(e.message.contains(msg), "{obj}: {}", e.message);
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! The Jolokia protocol as typed values, shared by the gateway and the
+//! client: requests ([`Request`] = a [`Command`] plus its processing
+//! [`Params`]), responses, and the wire forms of both.
+
+mod commands;
+pub mod object_name;
+pub mod params;
+pub mod path;
+mod response;
+
+pub use commands::{Attributes, Command, Exec, List, Read, Search, Version, Write};
+pub use object_name::ObjectName;
+pub use params::Params;
+pub use response::{parse_bulk_answer, Response};
+
+use serde_json::{Map, Value};
+
+use crate::config::Secret;
+
+/// The protocol version the gateway speaks to its clients.
+pub const PROTOCOL_VERSION: &str = "8.0";
+
+/// A per-item error: becomes a response with this status, type and text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolError {
+    pub status: u16,
+    pub error_type: String,
+    pub message: String,
+}
+
+impl ProtocolError {
+    pub fn new(status: u16, error_type: &str, message: impl Into<String>) -> Self {
+        ProtocolError {
+            status,
+            error_type: error_type.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// A malformed request, typed as the agents type it.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "java.lang.IllegalArgumentException", message)
+    }
+}
+
+impl std::fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (status {})", self.message, self.status)
+    }
+}
+
+/// A proxy-mode `target`: which agent a request is meant for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProxyTarget {
+    pub url: String,
+    pub user: Option<String>,
+    pub password: Option<Secret>,
+}
+
+impl ProxyTarget {
+    fn from_json(value: &Value) -> Result<ProxyTarget, ProtocolError> {
+        let obj = value.as_object().ok_or_else(|| {
+            ProtocolError::bad_request("\"target\" must be an object with a \"url\"")
+        })?;
+        let text = |key: &str| -> Result<Option<String>, ProtocolError> {
+            match obj.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(ProtocolError::bad_request(format!(
+                    "\"target.{key}\" must be a string"
+                ))),
+            }
+        };
+        Ok(ProxyTarget {
+            url: text("url")?.ok_or_else(|| {
+                ProtocolError::bad_request(
+                    "No service url given for the target (\"target\":{\"url\":…})",
+                )
+            })?,
+            user: text("user")?,
+            password: text("password")?.map(Secret::new),
+        })
+    }
+}
+
+/// One typed request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub command: Command,
+    /// Processing parameters, the query's merged with the request's own.
+    pub params: Params,
+}
+
+impl Request {
+    pub fn new(command: Command) -> Request {
+        Request {
+            command,
+            params: Params::default(),
+        }
+    }
+
+    /// Parses one POST item. `query` holds the query string's parameters,
+    /// which the item's own `config` overrides.
+    pub fn from_json(
+        value: &Value,
+        query: &Params,
+    ) -> Result<(Request, Option<ProxyTarget>), ProtocolError> {
+        let obj = value.as_object().ok_or_else(|| {
+            ProtocolError::bad_request(format!(
+                "Not a request: expected a JSON object, found {}",
+                json_kind(value)
+            ))
+        })?;
+        let command = Command::from_json(obj)?;
+        let own = match obj.get("config") {
+            None | Some(Value::Null) => Params::default(),
+            Some(Value::Object(c)) => Params::from_json(c)?,
+            Some(_) => return Err(ProtocolError::bad_request("\"config\" must be an object")),
+        };
+        let target = obj.get("target").map(ProxyTarget::from_json).transpose()?;
+        Ok((
+            Request {
+                command,
+                params: query.merged_with(&own),
+            },
+            target,
+        ))
+    }
+
+    /// Parses a GET path (the part after the agent URL).
+    pub fn from_get_path(path: &str, query: &Params) -> Result<Request, ProtocolError> {
+        Ok(Request {
+            command: Command::from_get_path(path)?,
+            params: query.clone(),
+        })
+    }
+
+    /// The request as the agent receives it: type fields plus `config`.
+    pub fn to_agent_json(&self) -> Value {
+        let mut obj = Map::new();
+        self.command.write_json(&mut obj);
+        let config = self.params.to_agent_config();
+        if !config.is_empty() {
+            obj.insert("config".into(), Value::Object(config));
+        }
+        Value::Object(obj)
+    }
+
+    /// The request as agents echo it in `request` (no `config`).
+    pub fn to_echo_json(&self) -> Value {
+        let mut obj = Map::new();
+        self.command.write_json(&mut obj);
+        Value::Object(obj)
+    }
+}
+
+/// The body of a bulk POST to an agent.
+pub fn serialize_bulk(requests: &[Request]) -> Vec<u8> {
+    let items: Vec<Value> = requests.iter().map(Request::to_agent_json).collect();
+    serde_json::to_vec(&items).expect("JSON values serialise")
+}
+
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn forwarded_form_strips_target_options_and_unknown_fields() {
+        let query = Params::from_query([("maxDepth", "2")]).unwrap();
+        let item = json!({
+            "type": "read", "mbean": "java.lang:type=Memory", "attribute": "HeapMemoryUsage",
+            "target": {"url": "orders-1", "user": "u", "password": "p"},
+            "options": {"x": 1}, "config": {"ignoreErrors": "true", "mimeType": "text/plain"}
+        });
+        let (req, target) = Request::from_json(&item, &query).unwrap();
+        assert_eq!(
+            req.to_agent_json(),
+            json!({"type":"read","mbean":"java.lang:type=Memory","attribute":"HeapMemoryUsage",
+                   "config":{"ignoreErrors":"true","maxDepth":"2"}})
+        );
+        let target = target.unwrap();
+        assert_eq!(target.url, "orders-1");
+        assert_eq!(target.password.unwrap().expose(), "p");
+    }
+
+    #[test]
+    fn bad_items_are_named() {
+        let q = Params::default();
+        for (item, msg) in [
+            (json!(42), "found a number"),
+            (
+                json!({"type":"version","config":[1]}),
+                "\"config\" must be an object",
+            ),
+            (
+                json!({"type":"version","target":"x"}),
+                "\"target\" must be an object",
+            ),
+            (json!({"type":"version","target":{}}), "No service url"),
+            (
+                json!({"type":"version","config":{"maxDepth":"deep"}}),
+                "Invalid value of maxDepth",
+            ),
+        ] {
+            let e = Request::from_json(&item, &q).unwrap_err();
+            assert!(e.message.contains(msg), "{item}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn bulk_serialisation() {
+        let reqs = vec![
+            Request::new(Command::Version(Version)),
+            Request::from_get_path("list/java.lang", &Params::default()).unwrap(),
+        ];
+        let v: Value = serde_json::from_slice(&serialize_bulk(&reqs)).unwrap();
+        assert_eq!(
+            v,
+            json!([{"type":"version"},{"type":"list","path":"java.lang"}])
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! Jolokia responses. An agent's answer is kept as raw JSON per top-level
+//! field: the gateway only touches `request`, `status` and the error
+//! fields, so `value` passes through byte for byte (no precision lost on
+//! `Long.MAX_VALUE` or big decimals, no re-encoding cost).
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::ProtocolError;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Response(IndexMap<String, Box<RawValue>>);
+
+fn raw<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    // Serialising plain data (strings, numbers, JSON values) can't fail.
+    serde_json::value::to_raw_value(value).expect("JSON value serialises")
+}
+
+impl Response {
+    /// A successful answer with a value, as the gateway itself produces.
+    pub fn value<T: Serialize + ?Sized>(value: &T, timestamp: u64) -> Response {
+        let mut r = Response::default();
+        r.set("value", value);
+        r.set("timestamp", &timestamp);
+        r.set("status", &200);
+        r
+    }
+
+    /// An error answer in the protocol 8 shape.
+    pub fn error(e: &ProtocolError) -> Response {
+        let mut r = Response::default();
+        r.set("error_type", e.error_type.as_str());
+        r.set("error", &e.message);
+        r.set("status", &e.status);
+        r
+    }
+
+    pub fn status(&self) -> Option<u16> {
+        self.0.get("status")?.get().trim().parse().ok()
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.status().is_none_or(|s| s != 200 && s != 304)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&RawValue> {
+        self.0.get(key).map(|v| &**v)
+    }
+
+    pub fn set<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+        self.0.insert(key.to_string(), raw(value));
+    }
+
+    /// Puts `request` first, where agents put it.
+    pub fn set_request(&mut self, request: &serde_json::Value) {
+        self.0.shift_insert(0, "request".to_string(), raw(request));
+    }
+
+    pub fn remove(&mut self, key: &str) -> Option<Box<RawValue>> {
+        self.0.shift_remove(key)
+    }
+
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("raw JSON serialises")
+    }
+}
+
+/// Parses an agent's answer to a bulk POST: a JSON array of responses.
+/// An object instead means the agent refused the bulk as a whole.
+pub fn parse_bulk_answer(bytes: &[u8]) -> Result<Vec<Response>, String> {
+    let trimmed = bytes.trim_ascii_start();
+    if trimmed.first() == Some(&b'{') {
+        let r: Response = serde_json::from_slice(trimmed).map_err(|e| e.to_string())?;
+        let error = r
+            .get("error")
+            .and_then(|e| serde_json::from_str::<String>(e.get()).ok())
+            .unwrap_or_else(|| "no error message".into());
+        return Err(format!("the agent refused the whole bulk request: {error}"));
+    }
+    serde_json::from_slice(trimmed).map_err(|e| {
+        let head = String::from_utf8_lossy(&bytes[..bytes.len().min(80)]).into_owned();
+        format!("{e} (answer starts with {head:?})")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_pass_through_verbatim() {
+        let text = br#"[{"request":{"type":"read"},"value":9223372036854775807,"timestamp":1,"status":200},{"value":1.0E308,"status":200,"x":"a\/b"}]"#;
+        let rs = parse_bulk_answer(text).unwrap();
+        assert_eq!(rs[0].get("value").unwrap().get(), "9223372036854775807");
+        assert_eq!(rs[1].get("value").unwrap().get(), "1.0E308");
+        assert_eq!(rs[1].get("x").unwrap().get(), r#""a\/b""#);
+        assert_eq!(rs[0].status(), Some(200));
+        assert!(!rs[0].is_error());
+    }
+
+    #[test]
+    fn request_goes_first() {
+        let mut r = parse_bulk_answer(br#"[{"value":1,"status":200}]"#)
+            .unwrap()
+            .remove(0);
+        r.set_request(&serde_json::json!({"type":"version"}));
+        assert_eq!(
+            String::from_utf8(r.to_json_bytes()).unwrap(),
+            r#"{"request":{"type":"version"},"value":1,"status":200}"#
+        );
+    }
+
+    #[test]
+    fn an_object_answer_to_a_bulk_is_an_error() {
+        let err = parse_bulk_answer(br#"{"error":"boom","status":400}"#).unwrap_err();
+        assert!(err.contains("boom"));
+        assert!(parse_bulk_answer(b"<html>").is_err());
+    }
+}

@@ -1,0 +1,79 @@
+//! The gateway's own identity and its answer to `version` without a target.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use crate::config::Config;
+use crate::protocol::PROTOCOL_VERSION;
+
+pub const GATEWAY_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[derive(Debug, Clone)]
+pub struct GatewayIdentity {
+    /// Unique per process start; prefixes request ids.
+    pub boot_id: u64,
+    pub id: String,
+    public_url: Option<String>,
+    max_body_bytes: usize,
+    max_bulk_items: usize,
+}
+
+impl GatewayIdentity {
+    pub fn new(config: &Config) -> GatewayIdentity {
+        let boot_id = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or_default()
+            ^ u64::from(std::process::id()) << 32;
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "localhost".into());
+        GatewayIdentity {
+            boot_id,
+            id: format!("{host}-{}-jmxgate", std::process::id()),
+            public_url: config.server.public_url.clone(),
+            max_body_bytes: config.server.max_body_bytes,
+            max_bulk_items: config.server.max_bulk_items,
+        }
+    }
+
+    /// The `value` of a `version` answer, in the protocol 8 shape. `host` is
+    /// the request's Host header, used for `details.url` when no
+    /// `server.public_url` is configured.
+    pub fn version_value(&self, host: Option<&str>, secured: bool, targets: usize) -> Value {
+        let url = self.public_url.clone().or_else(|| {
+            host.filter(|h| {
+                h.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
+            })
+            .map(|h| format!("http://{h}/jolokia"))
+        });
+        let mut details = json!({
+            "agent_version": GATEWAY_VERSION,
+            "agent_id": self.id,
+            "agent_description": "jmxgate: Jolokia gateway for a fleet of agents",
+            "server_vendor": "jmxgate",
+            "server_product": "jmxgate",
+            "server_version": GATEWAY_VERSION,
+            "secured": secured,
+        });
+        if let Some(url) = url {
+            details["url"] = Value::String(url);
+        }
+        json!({
+            "agent": GATEWAY_VERSION,
+            "protocol": PROTOCOL_VERSION,
+            "id": self.id,
+            "details": details,
+            "config": {
+                "maxBodyBytes": self.max_body_bytes.to_string(),
+                "maxBulkItems": self.max_bulk_items.to_string(),
+            },
+            "info": {
+                "proxy": {},
+                "jmxgate": { "targets": targets }
+            }
+        })
+    }
+}

@@ -1,0 +1,485 @@
+// Test launcher for jmxgate integration tests: runs a real Jolokia 1.7.1 agent
+// (org.jolokia.http.AgentServlet) inside embedded Jetty 9.4 and registers a set
+// of test MBeans in the platform MBeanServer. See README.md in this directory.
+//
+// Protocol with the test harness:
+//   * prints exactly one line "READY port=<port>" on stdout once Jetty listens;
+//   * exits (status 0) when its stdin reaches EOF.
+// Nothing else is written to stdout; Jetty/Jolokia logging goes to stderr.
+
+import java.io.InputStream;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Date;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+
+import javax.management.Attribute;
+import javax.management.AttributeList;
+import javax.management.AttributeNotFoundException;
+import javax.management.InvalidAttributeValueException;
+import javax.management.MBeanException;
+import javax.management.MBeanOperationInfo;
+import javax.management.MBeanParameterInfo;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import javax.management.ReflectionException;
+import javax.management.StandardMBean;
+import javax.management.openmbean.CompositeData;
+import javax.management.openmbean.CompositeDataSupport;
+import javax.management.openmbean.CompositeType;
+import javax.management.openmbean.OpenDataException;
+import javax.management.openmbean.OpenType;
+import javax.management.openmbean.SimpleType;
+import javax.management.openmbean.TabularData;
+import javax.management.openmbean.TabularDataSupport;
+import javax.management.openmbean.TabularType;
+
+import org.eclipse.jetty.security.ConstraintMapping;
+import org.eclipse.jetty.security.ConstraintSecurityHandler;
+import org.eclipse.jetty.security.HashLoginService;
+import org.eclipse.jetty.security.UserStore;
+import org.eclipse.jetty.security.authentication.BasicAuthenticator;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.servlet.ServletContextHandler;
+import org.eclipse.jetty.servlet.ServletHolder;
+import org.eclipse.jetty.util.security.Constraint;
+import org.eclipse.jetty.util.security.Credential;
+import org.jolokia.http.AgentServlet;
+
+public class Launcher {
+
+    // ------------------------------------------------------------------
+    // Audit counters (jmxgate.test:type=Counter)
+    // ------------------------------------------------------------------
+
+    /** Operations invoked on type=Operations + attribute writes on type=Types. */
+    static final AtomicLong INVOCATIONS = new AtomicLong();
+    /** Attribute reads (getAttribute) on type=Types. */
+    static final AtomicLong READS = new AtomicLong();
+
+    public interface CounterMBean {
+        long getInvocations();
+        long getReads();
+    }
+
+    public static class Counter implements CounterMBean {
+        public long getInvocations() { return INVOCATIONS.get(); }
+        public long getReads() { return READS.get(); }
+    }
+
+    // ------------------------------------------------------------------
+    // jmxgate.test:type=Types
+    // ------------------------------------------------------------------
+
+    public interface TypesMBean {
+        long getLongMax();
+
+        long getCounter();
+        void setCounter(long v);
+
+        int getInt();
+        void setInt(int v);
+
+        double getDouble();
+
+        boolean getFlag();
+        void setFlag(boolean v);
+
+        String getName();
+        void setName(String v);
+
+        String getSpecial();
+
+        int[] getIntArray();
+
+        String[] getStringArray();
+        void setStringArray(String[] v);
+
+        List<String> getList();
+        void setList(List<String> v);
+
+        Map<String, Integer> getMap();
+        void setMap(Map<String, Integer> v);
+
+        CompositeData getComposite();
+
+        TabularData getTabular();
+
+        String getNullValue();
+
+        Map<String, Object> getNested();
+
+        Date getDate();
+
+        ObjectName getObjectName();
+    }
+
+    public static class Types extends StandardMBean implements TypesMBean {
+        private final String initialName;
+        private volatile long counter;
+        private volatile int intValue;
+        private volatile boolean flag;
+        private volatile String name;
+        private volatile String[] stringArray;
+        private volatile List<String> list;
+        private volatile Map<String, Integer> map;
+        private final CompositeData composite;
+        private final TabularData tabular;
+
+        Types(String initialName) throws Exception {
+            super(TypesMBean.class);
+            this.initialName = initialName;
+            reset();
+            CompositeType endpoint = new CompositeType(
+                    "Endpoint", "host and port",
+                    new String[] {"host", "port"},
+                    new String[] {"host name", "port number"},
+                    new OpenType<?>[] {SimpleType.STRING, SimpleType.INTEGER});
+            composite = new CompositeDataSupport(endpoint,
+                    new String[] {"host", "port"}, new Object[] {"localhost", 8778});
+            CompositeType row = new CompositeType(
+                    "Row", "one table row",
+                    new String[] {"name", "value"},
+                    new String[] {"row key", "row value"},
+                    new OpenType<?>[] {SimpleType.STRING, SimpleType.INTEGER});
+            TabularType table = new TabularType("Table", "two-row table", row, new String[] {"name"});
+            TabularDataSupport t = new TabularDataSupport(table);
+            t.put(new CompositeDataSupport(row, new String[] {"name", "value"}, new Object[] {"alpha", 1}));
+            t.put(new CompositeDataSupport(row, new String[] {"name", "value"}, new Object[] {"beta", 2}));
+            tabular = t;
+        }
+
+        /** Restores all writable attributes to their initial values. */
+        synchronized void reset() {
+            counter = 0L;
+            intValue = 42;
+            flag = false;
+            name = initialName;
+            stringArray = new String[] {"a", "b", "c"};
+            list = new ArrayList<>(Arrays.asList("x", "y", "z"));
+            Map<String, Integer> m = new LinkedHashMap<>();
+            m.put("one", 1);
+            m.put("two", 2);
+            map = m;
+        }
+
+        public long getLongMax() { return Long.MAX_VALUE; }
+        public long getCounter() { return counter; }
+        public void setCounter(long v) { counter = v; }
+        public int getInt() { return intValue; }
+        public void setInt(int v) { intValue = v; }
+        public double getDouble() { return 3.14159; }
+        public boolean getFlag() { return flag; }
+        public void setFlag(boolean v) { flag = v; }
+        public String getName() { return name; }
+        public void setName(String v) { name = v; }
+        public String getSpecial() {
+            return "quote\" backslash\\ slash/ bang! newline\n tab\t unicode \u00e9\u20ac\ud83d\ude00 <tag>&amp;";
+        }
+        public int[] getIntArray() { return new int[] {1, 2, 3}; }
+        public String[] getStringArray() { return stringArray == null ? null : stringArray.clone(); }
+        public void setStringArray(String[] v) { stringArray = v == null ? null : v.clone(); }
+        public List<String> getList() { return list == null ? null : new ArrayList<>(list); }
+        public void setList(List<String> v) { list = v == null ? null : new ArrayList<>(v); }
+        public Map<String, Integer> getMap() { return map == null ? null : new LinkedHashMap<>(map); }
+        public void setMap(Map<String, Integer> v) { map = v == null ? null : new LinkedHashMap<>(v); }
+        public CompositeData getComposite() { return composite; }
+        public TabularData getTabular() { return tabular; }
+        public String getNullValue() { return null; }
+        public Map<String, Object> getNested() {
+            Map<String, Object> level2 = new LinkedHashMap<>();
+            level2.put("leaf", "deep");
+            level2.put("num", 7);
+            Map<String, Object> inner = new LinkedHashMap<>();
+            inner.put("k", "v");
+            Map<String, Object> level1 = new LinkedHashMap<>();
+            level1.put("level2", level2);
+            level1.put("list", Arrays.<Object>asList("x", "y", inner));
+            Map<String, Object> root = new LinkedHashMap<>();
+            root.put("level1", level1);
+            root.put("slash/key", "slashed");
+            root.put("empty", Collections.emptyMap());
+            return root;
+        }
+        public Date getDate() { return new Date(1577934245000L); } // 2020-01-02T03:04:05Z
+        public ObjectName getObjectName() {
+            try {
+                return new ObjectName("jmxgate.test:type=Types");
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        // Audit hooks: count reads and writes that really reach the MBean.
+        @Override
+        public Object getAttribute(String attribute)
+                throws AttributeNotFoundException, MBeanException, ReflectionException {
+            READS.incrementAndGet();
+            return super.getAttribute(attribute);
+        }
+
+        @Override
+        public AttributeList getAttributes(String[] attributes) {
+            AttributeList out = new AttributeList();
+            for (String a : attributes) {
+                try {
+                    out.add(new Attribute(a, getAttribute(a)));
+                } catch (Exception e) {
+                    // skipped, like the default implementation
+                }
+            }
+            return out;
+        }
+
+        @Override
+        public void setAttribute(Attribute attribute)
+                throws AttributeNotFoundException, InvalidAttributeValueException,
+                       MBeanException, ReflectionException {
+            INVOCATIONS.incrementAndGet();
+            super.setAttribute(attribute);
+        }
+
+        @Override
+        public AttributeList setAttributes(AttributeList attributes) {
+            AttributeList out = new AttributeList();
+            for (Attribute a : attributes.asList()) {
+                try {
+                    setAttribute(a);
+                    out.add(new Attribute(a.getName(), getAttribute(a.getName())));
+                } catch (Exception e) {
+                    // skipped, like the default implementation
+                }
+            }
+            return out;
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // jmxgate.test:type=Operations
+    // ------------------------------------------------------------------
+
+    public interface OperationsMBean {
+        int add(int a, int b);
+        long add(long a, long b, long c);
+        String add(String a, String b);
+        String echo(String s);
+        void fail();
+        long sleep(long millis) throws InterruptedException;
+        String noArgs();
+        int arrayLength(String[] items);
+        String repeat(String s, int times);
+        void reset();
+    }
+
+    public static class Operations extends StandardMBean implements OperationsMBean {
+        private final Types types;
+
+        Operations(Types types) throws Exception {
+            super(OperationsMBean.class);
+            this.types = types;
+        }
+
+        public int add(int a, int b) { return a + b; }
+        public long add(long a, long b, long c) { return a + b + c; }
+        public String add(String a, String b) { return a + b; }
+        public String echo(String s) { return s; }
+        public void fail() { throw new IllegalStateException("deliberate failure"); }
+        public long sleep(long millis) throws InterruptedException {
+            Thread.sleep(millis);
+            return millis;
+        }
+        public String noArgs() { return "ok"; }
+        public int arrayLength(String[] items) { return items == null ? -1 : items.length; }
+        public String repeat(String s, int times) {
+            StringBuilder sb = new StringBuilder(Math.max(0, s.length() * times));
+            for (int i = 0; i < times; i++) {
+                sb.append(s);
+            }
+            return sb.toString();
+        }
+        public void reset() { types.reset(); }
+
+        @Override
+        public Object invoke(String actionName, Object[] params, String[] signature)
+                throws MBeanException, ReflectionException {
+            INVOCATIONS.incrementAndGet();
+            return super.invoke(actionName, params, signature);
+        }
+
+        // Real parameter names in MBeanInfo (visible in Jolokia "list").
+        @Override
+        protected String getParameterName(MBeanOperationInfo op, MBeanParameterInfo param, int seq) {
+            switch (op.getName()) {
+                case "add":
+                    return new String[] {"a", "b", "c"}[seq];
+                case "echo":
+                    return "s";
+                case "sleep":
+                    return "millis";
+                case "arrayLength":
+                    return "items";
+                case "repeat":
+                    return seq == 0 ? "s" : "times";
+                default:
+                    return super.getParameterName(op, param, seq);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // jmxgate.test:type=Pattern,name=a|b
+    // ------------------------------------------------------------------
+
+    public interface PatternMBean {
+        String getValue();
+        int getLevel();
+        void setLevel(int level);
+    }
+
+    public static class Pattern implements PatternMBean {
+        private final String value;
+        private volatile int level;
+
+        Pattern(String value, int level) {
+            this.value = value;
+            this.level = level;
+        }
+
+        public String getValue() { return value; }
+        public int getLevel() { return level; }
+        public void setLevel(int level) { this.level = level; }
+    }
+
+    // ------------------------------------------------------------------
+    // main
+    // ------------------------------------------------------------------
+
+    private static void usage(String msg) {
+        System.err.println("Launcher: " + msg);
+        System.err.println("usage: java -cp <classes>:$(tests/agent/classpath.sh) Launcher"
+                + " [--port N] [--host H] [--user U --password P] [--name NAME]"
+                + " [--mime application/json|text/plain] [--verbose]");
+        System.exit(2);
+    }
+
+    public static void main(String[] args) throws Exception {
+        int port = 0;
+        String host = "127.0.0.1";
+        String user = null;
+        String password = null;
+        String name = "agent";
+        String mime = "application/json";
+        boolean verbose = false;
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            if (a.equals("--verbose")) {
+                verbose = true;
+                continue;
+            }
+            if (i + 1 >= args.length) {
+                usage("missing value for " + a);
+            }
+            String v = args[++i];
+            switch (a) {
+                case "--port":
+                    try {
+                        port = Integer.parseInt(v);
+                    } catch (NumberFormatException e) {
+                        usage("bad port: " + v);
+                    }
+                    break;
+                case "--host": host = v; break;
+                case "--user": user = v; break;
+                case "--password": password = v; break;
+                case "--name": name = v; break;
+                case "--mime": mime = v; break;
+                default: usage("unknown argument: " + a);
+            }
+        }
+        if ((user == null) != (password == null)) {
+            usage("--user and --password must be given together");
+        }
+        // Must happen before any Jetty class initialises its logger.
+        if (System.getProperty("org.eclipse.jetty.LEVEL") == null) {
+            System.setProperty("org.eclipse.jetty.LEVEL", verbose ? "INFO" : "WARN");
+        }
+
+        MBeanServer mbs = ManagementFactory.getPlatformMBeanServer();
+        Types types = new Types(name);
+        mbs.registerMBean(types, new ObjectName("jmxgate.test:type=Types"));
+        mbs.registerMBean(new Operations(types), new ObjectName("jmxgate.test:type=Operations"));
+        mbs.registerMBean(new Counter(), new ObjectName("jmxgate.test:type=Counter"));
+        mbs.registerMBean(new Pattern("value-a", 1), new ObjectName("jmxgate.test:type=Pattern,name=a"));
+        mbs.registerMBean(new Pattern("value-b", 2), new ObjectName("jmxgate.test:type=Pattern,name=b"));
+
+        Server server = new Server();
+        ServerConnector connector = new ServerConnector(server);
+        connector.setHost(host);
+        connector.setPort(port);
+        server.addConnector(connector);
+
+        boolean auth = user != null;
+        ServletContextHandler ctx = new ServletContextHandler(
+                ServletContextHandler.NO_SESSIONS
+                        | (auth ? ServletContextHandler.SECURITY : ServletContextHandler.NO_SECURITY));
+        ctx.setContextPath("/");
+        ServletHolder holder = new ServletHolder("jolokia", new AgentServlet());
+        if (!mime.equals("text/plain")) {
+            holder.setInitParameter("mimeType", mime);
+        }
+        holder.setInitOrder(0); // initialise at startup, not on the first request
+        ctx.addServlet(holder, "/jolokia/*");
+
+        if (auth) {
+            UserStore store = new UserStore();
+            store.addUser(user, Credential.getCredential(password), new String[] {"jolokia"});
+            HashLoginService login = new HashLoginService("jolokia");
+            login.setUserStore(store);
+            server.addBean(login);
+
+            Constraint constraint = new Constraint(Constraint.__BASIC_AUTH, "jolokia");
+            constraint.setAuthenticate(true);
+            constraint.setRoles(new String[] {"jolokia"});
+            ConstraintMapping mapping = new ConstraintMapping();
+            mapping.setPathSpec("/jolokia/*");
+            mapping.setConstraint(constraint);
+
+            ConstraintSecurityHandler security = new ConstraintSecurityHandler();
+            security.setAuthenticator(new BasicAuthenticator());
+            security.setRealmName("jolokia");
+            security.setLoginService(login);
+            security.addConstraintMapping(mapping);
+            ctx.setSecurityHandler(security);
+        }
+
+        server.setHandler(ctx);
+        server.setStopAtShutdown(true);
+        server.start();
+
+        System.out.println("READY port=" + connector.getLocalPort());
+        System.out.flush();
+
+        Thread watcher = new Thread(() -> {
+            InputStream in = System.in;
+            byte[] buf = new byte[256];
+            try {
+                while (in.read(buf) >= 0) {
+                    // discard; only EOF matters
+                }
+            } catch (Exception e) {
+                // treat a broken stdin like EOF
+            }
+            System.exit(0);
+        }, "stdin-eof-watcher");
+        watcher.setDaemon(true);
+        watcher.start();
+
+        server.join();
+    }
+}
