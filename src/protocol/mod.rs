@@ -2,13 +2,13 @@
 //! client: requests ([`Request`] = a [`Command`] plus its processing
 //! [`Params`]), responses, and the wire forms of both.
 
-mod commands;
+mod command;
 pub mod object_name;
 pub mod params;
 pub mod path;
 mod response;
 
-pub use commands::{Attributes, Command, Exec, List, Read, Search, Version, Write};
+pub use command::{Attributes, Command, Exec, List, Read, Search, Version, Write};
 pub use object_name::ObjectName;
 pub use params::Params;
 pub use response::{parse_bulk_answer, Response};

@@ -7,16 +7,34 @@ use std::collections::VecDeque;
 
 use serde_json::{Map, Value};
 
+mod exec;
+mod list;
+mod read;
+mod search;
+mod version;
+mod write;
+
+pub use exec::Exec;
+pub use list::List;
+pub use read::{Attributes, Read};
+pub use search::Search;
+pub use version::Version;
+pub use write::Write;
+
 use super::object_name::ObjectName;
 use super::path::{self, Segment};
 use super::ProtocolError;
 
-type Json = Map<String, Value>;
+pub(super) type Json = Map<String, Value>;
 
 /// GET path arguments after the type, wildcards as `None`.
 pub type PathArgs = VecDeque<Segment>;
 
-fn required_str<'a>(obj: &'a Json, key: &str, missing: &str) -> Result<&'a str, ProtocolError> {
+pub(super) fn required_str<'a>(
+    obj: &'a Json,
+    key: &str,
+    missing: &str,
+) -> Result<&'a str, ProtocolError> {
     match obj.get(key) {
         Some(Value::String(s)) => Ok(s),
         None | Some(Value::Null) => Err(ProtocolError::bad_request(missing)),
@@ -26,7 +44,7 @@ fn required_str<'a>(obj: &'a Json, key: &str, missing: &str) -> Result<&'a str, 
     }
 }
 
-fn optional_str<'a>(obj: &'a Json, key: &str) -> Result<Option<&'a str>, ProtocolError> {
+pub(super) fn optional_str<'a>(obj: &'a Json, key: &str) -> Result<Option<&'a str>, ProtocolError> {
     match obj.get(key) {
         Some(Value::String(s)) => Ok(Some(s)),
         None | Some(Value::Null) => Ok(None),
@@ -36,13 +54,13 @@ fn optional_str<'a>(obj: &'a Json, key: &str) -> Result<Option<&'a str>, Protoco
     }
 }
 
-fn object_name(raw: &str) -> Result<ObjectName, ProtocolError> {
+pub(super) fn object_name(raw: &str) -> Result<ObjectName, ProtocolError> {
     ObjectName::parse(raw)
         .map_err(|e| ProtocolError::new(400, "javax.management.MalformedObjectNameException", e))
 }
 
 /// A GET mbean segment: `*` (or empty) means every MBean.
-fn object_name_from_get(seg: Segment) -> Result<ObjectName, ProtocolError> {
+pub(super) fn object_name_from_get(seg: Segment) -> Result<ObjectName, ProtocolError> {
     match seg.as_deref() {
         None | Some("") => object_name("*:*"),
         Some(s) => object_name(s),
@@ -50,290 +68,22 @@ fn object_name_from_get(seg: Segment) -> Result<ObjectName, ProtocolError> {
 }
 
 /// An inner path, kept in Jolokia's escaped string form.
-fn inner_path(obj: &Json) -> Result<Option<String>, ProtocolError> {
+pub(super) fn inner_path(obj: &Json) -> Result<Option<String>, ProtocolError> {
     Ok(optional_str(obj, "path")?
         .filter(|p| !p.is_empty() && *p != "/")
         .map(str::to_string))
 }
 
-fn inner_path_from_get(args: PathArgs) -> Option<String> {
+pub(super) fn inner_path_from_get(args: PathArgs) -> Option<String> {
     let segments: Vec<Segment> = args.into_iter().collect();
     (!segments.is_empty()).then(|| path::join(&segments))
 }
 
-fn put_path(out: &mut Json, p: &Option<String>) {
+pub(super) fn put_path(out: &mut Json, p: &Option<String>) {
     if let Some(p) = p {
         out.insert("path".into(), Value::String(p.clone()));
     }
 }
-
-/// Which attributes a read asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Attributes {
-    /// Every attribute (no `attribute`, `*`, or an empty list).
-    All,
-    /// One attribute: the answer's value is the attribute's value.
-    One(String),
-    /// A list: the answer's value is keyed by attribute name.
-    Many(Vec<String>),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Read {
-    pub mbean: ObjectName,
-    pub attribute: Attributes,
-    pub path: Option<String>,
-}
-
-impl Read {
-    pub fn from_get(mut args: PathArgs) -> Result<Read, ProtocolError> {
-        let mbean = args.pop_front().ok_or_else(|| {
-            ProtocolError::bad_request(
-                "Read GET requests require at least 1 path element for ObjectName to read from",
-            )
-        })?;
-        let attribute = match args.pop_front().flatten() {
-            None => Attributes::All,
-            Some(list) => {
-                let mut names = path::split_csv(&list);
-                match names.len() {
-                    1 if names[0].is_empty() => Attributes::All,
-                    1 => Attributes::One(names.remove(0)),
-                    _ => Attributes::Many(names),
-                }
-            }
-        };
-        Ok(Read {
-            mbean: object_name_from_get(mbean)?,
-            attribute,
-            path: inner_path_from_get(args),
-        })
-    }
-
-    pub fn from_json(obj: &Json) -> Result<Read, ProtocolError> {
-        let mbean = required_str(
-            obj,
-            "mbean",
-            "Read POST requests require an ObjectName to read from (may be a pattern)",
-        )?;
-        let attribute = match obj.get("attribute") {
-            None | Some(Value::Null) => Attributes::All,
-            Some(Value::String(s)) => {
-                let mut names = path::split_csv(s);
-                match names.len() {
-                    1 if names[0].trim().is_empty() => Attributes::All,
-                    1 => Attributes::One(names.remove(0)),
-                    _ => Attributes::Many(names),
-                }
-            }
-            Some(Value::Array(items)) => {
-                let names: Vec<String> = items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .filter(|s| !s.trim().is_empty())
-                    .map(str::to_string)
-                    .collect();
-                if names.is_empty() {
-                    Attributes::All
-                } else {
-                    Attributes::Many(names)
-                }
-            }
-            Some(_) => {
-                return Err(ProtocolError::bad_request(format!(
-                    "Can't determine attribute names to read from {mbean}: \"attribute\" must be a string or an array of strings"
-                )))
-            }
-        };
-        Ok(Read {
-            mbean: object_name(mbean)?,
-            attribute,
-            path: inner_path(obj)?,
-        })
-    }
-
-    fn write_json(&self, out: &mut Json) {
-        out.insert("mbean".into(), self.mbean.as_str().into());
-        match &self.attribute {
-            Attributes::All => {}
-            Attributes::One(a) => {
-                out.insert("attribute".into(), a.as_str().into());
-            }
-            Attributes::Many(list) => {
-                out.insert("attribute".into(), list.clone().into());
-            }
-        }
-        put_path(out, &self.path);
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Write {
-    pub mbean: ObjectName,
-    pub attribute: String,
-    pub value: Value,
-    pub path: Option<String>,
-}
-
-impl Write {
-    pub fn from_get(mut args: PathArgs) -> Result<Write, ProtocolError> {
-        if args.len() < 3 {
-            return Err(ProtocolError::bad_request(
-                "Write GET requests require at least three path elements",
-            ));
-        }
-        let mbean = object_name_from_get(args.pop_front().flatten())?;
-        let attribute = args.pop_front().flatten().unwrap_or_else(|| "*".into());
-        let value = path::value_from_get(args.pop_front().flatten());
-        Ok(Write {
-            mbean,
-            attribute,
-            value,
-            path: inner_path_from_get(args),
-        })
-    }
-
-    pub fn from_json(obj: &Json) -> Result<Write, ProtocolError> {
-        let mbean = required_str(
-            obj,
-            "mbean",
-            "Write POST requests require an ObjectName to write to",
-        )?;
-        let attribute = required_str(
-            obj,
-            "attribute",
-            "Write POST requests require an attribute name to write to",
-        )?;
-        let value = obj.get("value").cloned().ok_or_else(|| {
-            ProtocolError::bad_request("Write POST requests require a value to set (may be a null)")
-        })?;
-        Ok(Write {
-            mbean: object_name(mbean)?,
-            attribute: attribute.to_string(),
-            value,
-            path: inner_path(obj)?,
-        })
-    }
-
-    fn write_json(&self, out: &mut Json) {
-        out.insert("mbean".into(), self.mbean.as_str().into());
-        out.insert("attribute".into(), self.attribute.as_str().into());
-        out.insert("value".into(), self.value.clone());
-        put_path(out, &self.path);
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Exec {
-    pub mbean: ObjectName,
-    /// The operation name, optionally with a signature: `add(int,int)`.
-    pub operation: String,
-    pub arguments: Vec<Value>,
-}
-
-impl Exec {
-    pub fn from_get(mut args: PathArgs) -> Result<Exec, ProtocolError> {
-        if args.len() < 2 {
-            return Err(ProtocolError::bad_request(
-                "Exec GET requests require at least two path elements",
-            ));
-        }
-        let mbean = object_name_from_get(args.pop_front().flatten())?;
-        let operation = args.pop_front().flatten().ok_or_else(|| {
-            ProtocolError::bad_request("Exec GET requests require an operation name, not \"*\"")
-        })?;
-        Ok(Exec {
-            mbean,
-            operation,
-            arguments: args.into_iter().map(path::value_from_get).collect(),
-        })
-    }
-
-    pub fn from_json(obj: &Json) -> Result<Exec, ProtocolError> {
-        let mbean = required_str(
-            obj,
-            "mbean",
-            "Exec POST requests require an ObjectName to invoke",
-        )?;
-        let operation = required_str(
-            obj,
-            "operation",
-            "Exec POST requests require an operation name to invoke",
-        )?;
-        let arguments = match obj.get("arguments") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(a)) => a.clone(),
-            Some(_) => {
-                return Err(ProtocolError::bad_request(
-                    "\"arguments\" of an exec request must be an array",
-                ))
-            }
-        };
-        Ok(Exec {
-            mbean: object_name(mbean)?,
-            operation: operation.to_string(),
-            arguments,
-        })
-    }
-
-    fn write_json(&self, out: &mut Json) {
-        out.insert("mbean".into(), self.mbean.as_str().into());
-        out.insert("operation".into(), self.operation.as_str().into());
-        if !self.arguments.is_empty() {
-            out.insert("arguments".into(), Value::Array(self.arguments.clone()));
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Search {
-    /// The pattern; every MBean (`*:*`) when none is given.
-    pub mbean: ObjectName,
-}
-
-impl Search {
-    pub fn from_get(mut args: PathArgs) -> Result<Search, ProtocolError> {
-        Ok(Search {
-            mbean: object_name_from_get(args.pop_front().flatten())?,
-        })
-    }
-
-    pub fn from_json(obj: &Json) -> Result<Search, ProtocolError> {
-        Ok(Search {
-            mbean: object_name(optional_str(obj, "mbean")?.unwrap_or("*:*"))?,
-        })
-    }
-
-    fn write_json(&self, out: &mut Json) {
-        out.insert("mbean".into(), self.mbean.as_str().into());
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct List {
-    pub path: Option<String>,
-}
-
-impl List {
-    pub fn from_get(args: PathArgs) -> Result<List, ProtocolError> {
-        Ok(List {
-            path: inner_path_from_get(args),
-        })
-    }
-
-    pub fn from_json(obj: &Json) -> Result<List, ProtocolError> {
-        Ok(List {
-            path: inner_path(obj)?,
-        })
-    }
-
-    fn write_json(&self, out: &mut Json) {
-        put_path(out, &self.path);
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Version;
 
 /// One Jolokia command.
 #[derive(Debug, Clone, PartialEq)]

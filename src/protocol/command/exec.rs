@@ -1,0 +1,72 @@
+//! `exec`: Invokes an operation, optionally naming its signature to pick an
+//! overload: `add(int,int)`.
+
+use serde_json::Value;
+
+use crate::protocol::object_name::ObjectName;
+use crate::protocol::path;
+use crate::protocol::ProtocolError;
+
+use super::{object_name, object_name_from_get, required_str, Json, PathArgs};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exec {
+    pub mbean: ObjectName,
+    /// The operation name, optionally with a signature: `add(int,int)`.
+    pub operation: String,
+    pub arguments: Vec<Value>,
+}
+
+impl Exec {
+    pub fn from_get(mut args: PathArgs) -> Result<Exec, ProtocolError> {
+        if args.len() < 2 {
+            return Err(ProtocolError::bad_request(
+                "Exec GET requests require at least two path elements",
+            ));
+        }
+        let mbean = object_name_from_get(args.pop_front().flatten())?;
+        let operation = args.pop_front().flatten().ok_or_else(|| {
+            ProtocolError::bad_request("Exec GET requests require an operation name, not \"*\"")
+        })?;
+        Ok(Exec {
+            mbean,
+            operation,
+            arguments: args.into_iter().map(path::value_from_get).collect(),
+        })
+    }
+
+    pub fn from_json(obj: &Json) -> Result<Exec, ProtocolError> {
+        let mbean = required_str(
+            obj,
+            "mbean",
+            "Exec POST requests require an ObjectName to invoke",
+        )?;
+        let operation = required_str(
+            obj,
+            "operation",
+            "Exec POST requests require an operation name to invoke",
+        )?;
+        let arguments = match obj.get("arguments") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) => a.clone(),
+            Some(_) => {
+                return Err(ProtocolError::bad_request(
+                    "\"arguments\" of an exec request must be an array",
+                ))
+            }
+        };
+        Ok(Exec {
+            mbean: object_name(mbean)?,
+            operation: operation.to_string(),
+            arguments,
+        })
+    }
+
+    pub fn write_json(&self, out: &mut Json) {
+        out.insert("mbean".into(), self.mbean.as_str().into());
+        out.insert("operation".into(), self.operation.as_str().into());
+        if !self.arguments.is_empty() {
+            out.insert("arguments".into(), Value::Array(self.arguments.clone()));
+        }
+    }
+}

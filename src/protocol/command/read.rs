@@ -1,0 +1,113 @@
+//! `read`: Reads one attribute, several, or all, of an MBean or an MBean pattern,
+//! optionally descending into the value along an inner path.
+
+use serde_json::Value;
+
+use crate::protocol::object_name::ObjectName;
+use crate::protocol::path;
+use crate::protocol::ProtocolError;
+
+use super::{
+    inner_path, inner_path_from_get, object_name, object_name_from_get, put_path, required_str,
+    Json, PathArgs,
+};
+
+/// Which attributes a read asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attributes {
+    /// Every attribute (no `attribute`, `*`, or an empty list).
+    All,
+    /// One attribute: the answer's value is the attribute's value.
+    One(String),
+    /// A list: the answer's value is keyed by attribute name.
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Read {
+    pub mbean: ObjectName,
+    pub attribute: Attributes,
+    pub path: Option<String>,
+}
+
+impl Read {
+    pub fn from_get(mut args: PathArgs) -> Result<Read, ProtocolError> {
+        let mbean = args.pop_front().ok_or_else(|| {
+            ProtocolError::bad_request(
+                "Read GET requests require at least 1 path element for ObjectName to read from",
+            )
+        })?;
+        let attribute = match args.pop_front().flatten() {
+            None => Attributes::All,
+            Some(list) => {
+                let mut names = path::split_csv(&list);
+                match names.len() {
+                    1 if names[0].is_empty() => Attributes::All,
+                    1 => Attributes::One(names.remove(0)),
+                    _ => Attributes::Many(names),
+                }
+            }
+        };
+        Ok(Read {
+            mbean: object_name_from_get(mbean)?,
+            attribute,
+            path: inner_path_from_get(args),
+        })
+    }
+
+    pub fn from_json(obj: &Json) -> Result<Read, ProtocolError> {
+        let mbean = required_str(
+            obj,
+            "mbean",
+            "Read POST requests require an ObjectName to read from (may be a pattern)",
+        )?;
+        let attribute = match obj.get("attribute") {
+            None | Some(Value::Null) => Attributes::All,
+            Some(Value::String(s)) => {
+                let mut names = path::split_csv(s);
+                match names.len() {
+                    1 if names[0].trim().is_empty() => Attributes::All,
+                    1 => Attributes::One(names.remove(0)),
+                    _ => Attributes::Many(names),
+                }
+            }
+            Some(Value::Array(items)) => {
+                let names: Vec<String> = items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .filter(|s| !s.trim().is_empty())
+                    .map(str::to_string)
+                    .collect();
+                if names.is_empty() {
+                    Attributes::All
+                } else {
+                    Attributes::Many(names)
+                }
+            }
+            Some(_) => {
+                return Err(ProtocolError::bad_request(format!(
+                    "Can't determine attribute names to read from {mbean}: \"attribute\" must be a string or an array of strings"
+                )))
+            }
+        };
+        Ok(Read {
+            mbean: object_name(mbean)?,
+            attribute,
+            path: inner_path(obj)?,
+        })
+    }
+
+    pub fn write_json(&self, out: &mut Json) {
+        out.insert("mbean".into(), self.mbean.as_str().into());
+        match &self.attribute {
+            Attributes::All => {}
+            Attributes::One(a) => {
+                out.insert("attribute".into(), a.as_str().into());
+            }
+            Attributes::Many(list) => {
+                out.insert("attribute".into(), list.clone().into());
+            }
+        }
+        put_path(out, &self.path);
+    }
+}

@@ -1,0 +1,30 @@
+//! `search`: Lists the MBean names matching a pattern.
+
+use crate::protocol::object_name::ObjectName;
+use crate::protocol::ProtocolError;
+
+use super::{object_name, object_name_from_get, optional_str, Json, PathArgs};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Search {
+    /// The pattern; every MBean (`*:*`) when none is given.
+    pub mbean: ObjectName,
+}
+
+impl Search {
+    pub fn from_get(mut args: PathArgs) -> Result<Search, ProtocolError> {
+        Ok(Search {
+            mbean: object_name_from_get(args.pop_front().flatten())?,
+        })
+    }
+
+    pub fn from_json(obj: &Json) -> Result<Search, ProtocolError> {
+        Ok(Search {
+            mbean: object_name(optional_str(obj, "mbean")?.unwrap_or("*:*"))?,
+        })
+    }
+
+    pub fn write_json(&self, out: &mut Json) {
+        out.insert("mbean".into(), self.mbean.as_str().into());
+    }
+}
