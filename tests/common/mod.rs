@@ -1,0 +1,271 @@
+//! Test harness: real Jolokia 1.7.1 agents (tests/agent/Launcher.java in
+//! embedded Jetty) and an in-process gateway in front of them.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// An HTTP client for tests (rustls needs its crypto provider chosen).
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn classpath() -> String {
+    let out = Command::new("sh")
+        .arg(repo().join("tests/agent/classpath.sh"))
+        .output()
+        .expect("run tests/agent/classpath.sh");
+    assert!(
+        out.status.success(),
+        "the Jolokia agent's jars are missing: {}\nRun scripts/test.sh, which installs them.",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Compiles the launcher once per source version; concurrent test
+/// processes race safely through a rename.
+fn launcher_classes() -> &'static (PathBuf, String) {
+    static CLASSES: OnceLock<(PathBuf, String)> = OnceLock::new();
+    CLASSES.get_or_init(|| {
+        let cp = classpath();
+        let source = repo().join("tests/agent/Launcher.java");
+        let text = std::fs::read(&source).unwrap();
+        let stamp = format!("{:x}", fnv(&text));
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("launcher-{stamp}"));
+        if !dir.join("Launcher.class").exists() {
+            let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("launcher-build-{}-{stamp}", std::process::id()));
+            std::fs::create_dir_all(&tmp).unwrap();
+            let status = Command::new("javac")
+                .args(["-nowarn", "-d"])
+                .arg(&tmp)
+                .arg("-cp")
+                .arg(&cp)
+                .arg(&source)
+                .status()
+                .expect("run javac (Java 17 is needed)");
+            assert!(status.success(), "javac failed on {}", source.display());
+            let _ = std::fs::rename(&tmp, &dir);
+        }
+        (dir, cp)
+    })
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
+    })
+}
+
+/// A running Jolokia agent. Dropping it closes its stdin, which stops it.
+pub struct Agent {
+    pub port: u16,
+    pub name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Agent {
+    pub fn start(name: &str) -> Agent {
+        Agent::start_with(name, &[])
+    }
+
+    pub fn start_with(name: &str, extra: &[&str]) -> Agent {
+        let (classes, cp) = launcher_classes();
+        let mut child = Command::new("java")
+            .args([
+                "-Xmx64m",
+                "-Xss512k",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+            ])
+            .arg("-cp")
+            .arg(format!("{}:{cp}", classes.display()))
+            .arg("Launcher")
+            .args(["--name", name])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start java");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("agent did not report READY within 60 s");
+        let port = line
+            .trim()
+            .strip_prefix("READY port=")
+            .unwrap_or_else(|| panic!("unexpected launcher output {line:?}"))
+            .parse()
+            .unwrap();
+        Agent {
+            port,
+            name: name.to_string(),
+            stdin: child.stdin.take(),
+            child,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/jolokia", self.port)
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Three agents shared by the tests of one test binary (they stop when the
+/// binary exits and their stdin closes). Tests must not depend on state
+/// another test changes: writes go to dedicated agents.
+pub fn shared_agents() -> &'static [Agent; 3] {
+    static AGENTS: OnceLock<[Agent; 3]> = OnceLock::new();
+    AGENTS.get_or_init(|| {
+        let handles: Vec<_> = ["alpha", "beta", "gamma"]
+            .into_iter()
+            .map(|n| std::thread::spawn(move || Agent::start(n)))
+            .collect();
+        let agents: Vec<Agent> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        agents.try_into().ok().unwrap()
+    })
+}
+
+/// A port with nothing listening on it.
+pub fn dead_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// `[[targets]]` entries for agents, named by agent name.
+pub fn targets_toml(agents: &[&Agent]) -> String {
+    agents
+        .iter()
+        .map(|a| {
+            format!(
+                "[[targets]]\nname = \"{}\"\nurl = \"{}\"\nlabels = {{ role = \"test\" }}\n\n",
+                a.name,
+                a.url()
+            )
+        })
+        .collect()
+}
+
+/// A gateway running in this test's runtime.
+pub struct Gateway {
+    pub addr: SocketAddr,
+    pub http: reqwest::Client,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Gateway {
+    /// Starts a gateway from config text; `listen` is filled in.
+    pub async fn start(config_body: &str) -> Gateway {
+        let text = format!("[server]\nlisten = \"127.0.0.1:0\"\n{config_body}");
+        let config = jmxgate::Config::parse(&text)
+            .and_then(|c| c.validate())
+            .unwrap_or_else(|e| panic!("bad test config: {e:?}\n{text}"));
+        let gateway = Arc::new(jmxgate::Gateway::new(&config).expect("gateway starts"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(jmxgate::pipeline::listen::serve(listener, gateway, async {
+            let _ = rx.await;
+        }));
+        Gateway {
+            addr,
+            http: http_client(),
+            shutdown: Some(tx),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self.http.get(self.url(path)).send().await.unwrap();
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        (status, parse(&text))
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        post_json(&self.http, &self.url(path), body).await
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+pub async fn post_json(http: &reqwest::Client, url: &str, body: &Value) -> (u16, Value) {
+    let r = http
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    (status, parse(&text))
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Sends a request straight to an agent, as the gateway would forward it.
+pub async fn direct(agent: &Agent, body: &Value) -> Value {
+    post_json(&http_client(), &agent.url(), body).await.1
+}
+
+/// Drops the fields that legitimately differ between two answers to the
+/// same request (time of answer, and the echo, which the gateway sets from
+/// the client's own request).
+pub fn comparable(mut v: Value) -> Value {
+    match &mut v {
+        Value::Array(items) => {
+            for i in items {
+                *i = comparable(i.take());
+            }
+        }
+        Value::Object(o) => {
+            o.remove("timestamp");
+            o.remove("request");
+        }
+        _ => {}
+    }
+    v
+}
