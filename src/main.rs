@@ -50,6 +50,8 @@ enum LogFormat {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // One TLS crypto provider for the whole process (agents over HTTPS).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
         Cmd::CheckConfig { config } => match load(&config) {
             Ok((config, _)) => {
@@ -147,8 +149,10 @@ async fn shutdown_signal() {
 fn init_logging(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),

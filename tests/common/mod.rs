@@ -269,3 +269,46 @@ pub fn comparable(mut v: Value) -> Value {
     }
     v
 }
+
+/// A certificate authority made for one test, with PEM files on disk.
+pub struct TestPki {
+    pub dir: tempfile::TempDir,
+    issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+}
+
+impl TestPki {
+    pub fn new(name: &str) -> TestPki {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, format!("{name} test CA"));
+        let key = rcgen::KeyPair::generate().unwrap();
+        let issuer = rcgen::CertifiedIssuer::self_signed(params, key).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ca.pem"), issuer.pem()).unwrap();
+        TestPki { dir, issuer }
+    }
+
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// Issues a server certificate for 127.0.0.1 and localhost; returns the
+    /// certificate and key file paths.
+    pub fn server_cert(&self, name: &str) -> (PathBuf, PathBuf) {
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+                .unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let cert_path = self.dir.path().join(format!("{name}.pem"));
+        let key_path = self.dir.path().join(format!("{name}.key"));
+        std::fs::write(&cert_path, cert.pem()).unwrap();
+        std::fs::write(&key_path, key.serialize_pem()).unwrap();
+        (cert_path, key_path)
+    }
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Starts the jmxgate demo: three real Jolokia agents (Jolokia 1.7.1 in
+# embedded Jetty, each its own JVM) and the gateway in front of them.
+# Ctrl-C stops everything.
+#
+#   JMXGATE_DEMO_LISTEN  gateway address        (default 127.0.0.1:8080)
+#   JMXGATE_DEMO_PORTS   the agents' three ports (default "18778 18779 18780")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+listen="${JMXGATE_DEMO_LISTEN:-127.0.0.1:8080}"
+read -r -a ports <<<"${JMXGATE_DEMO_PORTS:-18778 18779 18780}"
+names=(orders-1 orders-2 billing-1)
+apps=(orders orders billing)
+
+scripts/install-deps.sh
+echo "==> building jmxgate (release)"
+cargo build --release --quiet
+
+work=target/demo
+mkdir -p "$work/classes"
+cp="$(tests/agent/classpath.sh)"
+echo "==> compiling the agent launcher"
+javac -nowarn -d "$work/classes" -cp "$cp" tests/agent/Launcher.java
+
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+config="$work/gateway.toml"
+cat >"$config" <<TOML
+# Written by scripts/demo.sh
+[server]
+listen = "$listen"
+default_target = "orders-1"
+
+[target_defaults]
+request_timeout = "10s"
+TOML
+
+for i in 0 1 2; do
+    fifo="$work/agent-$i.stdin"
+    rm -f "$fifo" && mkfifo "$fifo"
+    # The launcher stops when its stdin closes: keep it open with sleep.
+    sleep infinity >"$fifo" &
+    pids+=($!)
+    java -Xmx64m -XX:+UseSerialGC -cp "$work/classes:$cp" Launcher \
+        --port "${ports[$i]}" --name "${names[$i]}" <"$fifo" >"$work/agent-$i.out" 2>"$work/agent-$i.log" &
+    pids+=($!)
+    cat >>"$config" <<TOML
+
+[[targets]]
+name = "${names[$i]}"
+url = "http://127.0.0.1:${ports[$i]}/jolokia"
+labels = { env = "demo", app = "${apps[$i]}" }
+TOML
+done
+
+for i in 0 1 2; do
+    for _ in $(seq 1 100); do
+        grep -q READY "$work/agent-$i.out" 2>/dev/null && break
+        sleep 0.2
+    done
+    grep -q READY "$work/agent-$i.out" || { echo "agent ${names[$i]} did not start; see $work/agent-$i.log" >&2; exit 1; }
+    echo "==> agent ${names[$i]} ready on port ${ports[$i]}"
+done
+
+target/release/jmxgate check-config "$config"
+base="http://$listen/jolokia"
+cat <<TEXT
+
+jmxgate demo is starting on $base (config: $config). Paste these:
+
+  # the gateway's own version
+  curl -s $base/version
+  # one agent through its virtual URL
+  curl -s $base/targets/orders-2/read/java.lang:type=Memory/HeapMemoryUsage
+  # the default target (orders-1), GET grammar with an inner path
+  curl -s $base/read/jmxgate.test:type=Types/Nested/level1/level2/leaf
+  # a bulk across three agents in proxy mode, answered in order
+  curl -s -H 'Content-Type: application/json' $base -d '[
+    {"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name","target":{"url":"orders-1"}},
+    {"type":"exec","mbean":"jmxgate.test:type=Operations","operation":"add(int,int)","arguments":[2,3],"target":{"url":"billing-1"}},
+    {"type":"search","mbean":"java.lang:type=GarbageCollector,*","target":{"url":"service:jmx:jolokia://127.0.0.1:${ports[1]}/jolokia"}},
+    {"type":"read","mbean":"java.lang:type=Runtime","attribute":"Uptime","target":{"url":"not-in-the-fleet"}}]'
+
+Ctrl-C stops the gateway and the agents.
+TEXT
+target/release/jmxgate serve --config "$config"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs jmxgate's whole test suite on a fresh Debian machine with Rust:
+# installs what is missing, checks formatting and lints, then runs every
+# test (unit and integration, the latter against real Jolokia agents).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+
+echo "==> cargo fmt --check"
+cargo fmt --all -- --check
+echo "==> cargo clippy --all-targets -- -D warnings"
+cargo clippy --all-targets --quiet -- -D warnings
+echo "==> cargo test"
+cargo test --no-fail-fast 2>&1

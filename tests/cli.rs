@@ -1,0 +1,152 @@
+//! The `jmxgate` binary: `check-config` explains problems, `serve` runs the
+//! gateway and stops cleanly on SIGTERM.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{shared_agents, targets_toml};
+
+const BIN: &str = env!("CARGO_BIN_EXE_jmxgate");
+
+fn write_config(dir: &tempfile::TempDir, text: &str) -> std::path::PathBuf {
+    let path = dir.path().join("gateway.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn check_config_accepts_the_documented_example() {
+    let out = Command::new(BIN)
+        .args(["check-config", "config/gateway.toml"])
+        .env("BILLING_JOLOKIA_PASSWORD", "x")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("OK (3 targets"), "{stdout}");
+}
+
+#[test]
+fn check_config_names_file_key_and_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("[server]\nlisten = \"nope\"\n", "listen"),
+        ("[server]\nlisten = \"127.0.0.1:1\"\nlisten_port = 2\n", "unknown field `listen_port`"),
+        (
+            "[server]\nlisten = \"127.0.0.1:1\"\n[[targets]]\nname = \"a\"\nurl = \"service:jmx:rmi:///jndi/rmi://h:1/x\"\n",
+            "targets[0].url",
+        ),
+        (
+            "[server]\nlisten = \"127.0.0.1:1\"\ndefault_target = \"ghost\"\n",
+            "server.default_target: no target is named \"ghost\"",
+        ),
+        (
+            "[server]\nlisten = \"127.0.0.1:1\"\n[[targets]]\nname = \"a\"\nurl = \"http://h/j\"\nuser = \"u\"\npassword_file = \"missing.txt\"\n",
+            "password_file",
+        ),
+        (
+            "[server]\nlisten = \"127.0.0.1:1\"\n[[targets]]\nname = \"a\"\nurl = \"http://h/j\"\nrequest_timeout = \"soon\"\n",
+            "request_timeout",
+        ),
+    ];
+    for (text, want) in cases {
+        let path = write_config(&dir, text);
+        let out = Command::new(BIN)
+            .arg("check-config")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}\n{stderr}");
+        assert!(
+            stderr.contains(&path.display().to_string()),
+            "file not named: {stderr}"
+        );
+        assert!(stderr.contains(want), "{want:?} not in: {stderr}");
+    }
+    let out = Command::new(BIN)
+        .args(["check-config", "/no/such/file.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the file"));
+}
+
+#[test]
+fn serve_answers_and_stops_on_sigterm() {
+    let [a, ..] = shared_agents();
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        &dir,
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n{}",
+            targets_toml(&[a])
+        ),
+    );
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .arg("--config")
+        .arg(&path)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("serve printed no address").unwrap();
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.split('/').next().unwrap().to_string();
+        }
+    };
+    let body = std::thread::spawn(move || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            common::http_client()
+                .get(format!(
+                    "http://{addr}/jolokia/targets/alpha/read/jmxgate.test:type=Types/Name"
+                ))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        })
+    })
+    .join()
+    .unwrap();
+    assert!(body.contains("\"value\":\"alpha\""), "{body}");
+    // Drain stderr so the child never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    sigterm(child.id());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "exit status {status}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn sigterm(pid: u32) {
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
