@@ -11,5 +11,12 @@ echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 echo "==> cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --quiet -- -D warnings
-echo "==> cargo test"
-cargo test --no-fail-fast 2>&1
+command -v cargo-nextest >/dev/null 2>&1 || {
+    echo "==> installing cargo-nextest"
+    cargo install cargo-nextest --locked --quiet
+}
+echo "==> cargo test --doc"
+cargo test --doc --quiet
+# Each test runs in its own process, so agents a test started never outlive it.
+echo "==> cargo nextest run"
+cargo nextest run --no-fail-fast 2>&1
