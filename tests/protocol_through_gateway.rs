@@ -429,3 +429,33 @@ async fn agents_are_reachable_by_every_documented_target_form() {
         assert_eq!(r["value"], "beta", "{url}: {r}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agents_with_jolokias_default_text_plain_answers_work() {
+    // Jolokia 1.x answers `text/plain` unless configured otherwise; the
+    // gateway reads the JSON regardless and answers `application/json`.
+    let agent = Agent::start_with("plain", &["--mime", "text/plain"]);
+    let direct_type = common::http_client()
+        .get(format!("{}/version", agent.url()))
+        .send()
+        .await
+        .unwrap()
+        .headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(direct_type.starts_with("text/plain"), "{direct_type}");
+    let gw = Gateway::start(&targets_toml(&[&agent])).await;
+    let resp = gw
+        .http
+        .get(gw.url("/jolokia/targets/plain/read/jmxgate.test:type=Types/LongMax"))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/json"));
+    let body: Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
+    assert_eq!(body["value"], json!(9223372036854775807i64));
+}

@@ -21,8 +21,16 @@ pub enum ClientError {
     Connect(String),
     #[error("the agent did not answer within {0:?}")]
     Timeout(Duration),
-    #[error("the agent answered HTTP {status}{hint}")]
-    Http { status: u16, hint: &'static str },
+    #[error("the agent answered HTTP {status}{hint}{detail}")]
+    Http {
+        status: u16,
+        hint: &'static str,
+        /// The first line of a plain-text refusal (Jolokia 2.5+ explains
+        /// a 400 this way), prefixed with ": ".
+        detail: String,
+    },
+    #[error("the agent refused the whole bulk request: {0}")]
+    BulkRefused(String),
     #[error("the agent's answer is not a Jolokia response: {0}")]
     BadAnswer(String),
     #[error("the exchange with the agent failed: {0}")]
@@ -35,8 +43,19 @@ impl ClientError {
     pub fn item_status(&self) -> u16 {
         match self {
             ClientError::Timeout(_) => 504,
+            ClientError::Http { status: 400, .. } | ClientError::BulkRefused(_) => 400,
             _ => 502,
         }
+    }
+
+    /// The agent rejected the request as a whole because of its content
+    /// (one bad item fails a whole bulk on Jolokia agents); sending the
+    /// items one by one isolates the culprit.
+    pub fn is_bulk_refusal(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Http { status: 400, .. } | ClientError::BulkRefused(_)
+        )
     }
 
     /// A Java-style error type, so clients that branch on `error_type` can.
@@ -46,6 +65,7 @@ impl ClientError {
             ClientError::Connect(_) => "jmxgate.AgentUnreachable",
             ClientError::Timeout(_) => "jmxgate.AgentTimeout",
             ClientError::Http { .. } => "jmxgate.AgentHttpError",
+            ClientError::BulkRefused(_) => "jmxgate.AgentRefusedBulk",
             ClientError::BadAnswer(_) => "jmxgate.AgentBadAnswer",
             ClientError::Transport(_) => "jmxgate.AgentTransportError",
         }
@@ -180,6 +200,10 @@ impl AgentClient {
     pub async fn bulk(&self, requests: &[Request]) -> Result<Vec<Response>, ClientError> {
         let body = crate::protocol::serialize_bulk(requests);
         let answers = self.post(body).await?;
+        if answers.len() == 1 && requests.len() > 1 && answers[0].is_error() {
+            // Jolokia answers a bulk it cannot parse with one error object.
+            return Err(ClientError::BulkRefused(answers[0].error_text()));
+        }
         if answers.len() != requests.len() {
             return Err(ClientError::BadAnswer(format!(
                 "{} answers for {} requests",
@@ -206,9 +230,15 @@ impl AgentClient {
             let resp = req.send().await.map_err(classify)?;
             let status = resp.status().as_u16();
             if status != 200 {
+                let detail = if status == 400 {
+                    first_text_line(&resp.bytes().await.unwrap_or_default())
+                } else {
+                    String::new()
+                };
                 return Err(ClientError::Http {
                     status,
                     hint: http_hint(status),
+                    detail,
                 });
             }
             resp.bytes().await.map_err(classify)
@@ -218,6 +248,18 @@ impl AgentClient {
             .map_err(|_| ClientError::Timeout(inner.request_timeout))??;
         crate::protocol::parse_bulk_answer(&bytes).map_err(ClientError::BadAnswer)
     }
+}
+
+/// The explanation in a plain-text error page such as Jolokia 2.5+'s
+/// `400 (Bad Request)\n\nInvalid JSON request\n`, cut to one line.
+fn first_text_line(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(512)]);
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('<') && !l.starts_with("400"))
+        .map(|l| format!(": {}", l.chars().take(200).collect::<String>()))
+        .next()
+        .unwrap_or_default()
 }
 
 fn http_hint(status: u16) -> &'static str {

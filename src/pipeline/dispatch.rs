@@ -2,6 +2,7 @@
 //! bulk POST; agents are called concurrently, each under its own deadline,
 //! so one slow or dead agent delays nobody else.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::join_all;
@@ -52,17 +53,46 @@ pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
 /// exchange becomes an error answer for each item of its group.
 pub async fn dispatch(jobs: Vec<Job>) -> Vec<(usize, Response)> {
     let calls = group_by_target(jobs).into_iter().map(|group| async move {
-        let result = group.target.client.bulk(&group.requests).await;
-        match result {
-            Ok(answers) => group.indices.into_iter().zip(answers).collect::<Vec<_>>(),
-            Err(e) => {
-                tracing::warn!(target = %group.target.name, error = %e, items = group.indices.len(), "agent exchange failed");
-                let answer = Response::error(&exchange_error(&group.target.name, &e));
-                group.indices.into_iter().map(|i| (i, answer.clone())).collect()
-            }
-        }
+        let target = &group.target;
+        let answers = exchange(&target.name, &group.requests, |reqs| {
+            target.client.bulk(reqs)
+        })
+        .await;
+        group.indices.into_iter().zip(answers).collect::<Vec<_>>()
     });
     join_all(calls).await.into_iter().flatten().collect()
+}
+
+/// One agent's share of the work: a single bulk call, and if the agent
+/// refuses the bulk as a whole (one item it can't parse fails them all),
+/// each item again on its own so only the culprit fails. Always returns
+/// one answer per request.
+pub async fn exchange<'a, F, Fut>(target: &str, requests: &'a [Request], send: F) -> Vec<Response>
+where
+    F: Fn(&'a [Request]) -> Fut,
+    Fut: Future<Output = Result<Vec<Response>, ClientError>>,
+{
+    let failed = |e: &ClientError| {
+        tracing::warn!(target_name = target, error = %e, items = requests.len(), "agent exchange failed");
+        Response::error(&exchange_error(target, e))
+    };
+    match send(requests).await {
+        Ok(answers) => answers,
+        Err(e) if e.is_bulk_refusal() && requests.len() > 1 => {
+            tracing::info!(target_name = target, error = %e, "bulk refused; retrying its items one by one");
+            let singles = requests.chunks(1).map(|one| async {
+                match send(one).await {
+                    Ok(mut answers) => answers.remove(0),
+                    Err(e) => failed(&e),
+                }
+            });
+            join_all(singles).await
+        }
+        Err(e) => {
+            let answer = failed(&e);
+            vec![answer; requests.len()]
+        }
+    }
 }
 
 /// The per-item error for a failed exchange: names the target, never its
@@ -130,8 +160,52 @@ mod tests {
             &ClientError::Http {
                 status: 401,
                 hint: "",
+                detail: String::new(),
             },
         );
         assert_eq!(h.status, 502);
+    }
+
+    fn version(n: i64) -> Request {
+        let mut r = Request::new(Command::Version(Version));
+        r.params.set("maxDepth", &n.to_string());
+        r
+    }
+
+    /// Stands in for an agent that refuses any bulk containing the request
+    /// marked `maxDepth=13`, the way Jolokia refuses a bulk with one
+    /// unparseable item, and answers everything else.
+    async fn picky_agent(reqs: &[Request]) -> Result<Vec<Response>, ClientError> {
+        if reqs.iter().any(|r| r.params.get("maxDepth") == Some("13")) {
+            return Err(ClientError::BulkRefused("bad item".into()));
+        }
+        Ok(reqs
+            .iter()
+            .map(|r| Response::value(r.params.get("maxDepth").unwrap(), 0))
+            .collect())
+    }
+
+    #[tokio::test]
+    async fn a_refused_bulk_is_retried_item_by_item() {
+        let reqs: Vec<Request> = [1, 13, 3].into_iter().map(version).collect();
+        let answers = exchange("t", &reqs, picky_agent).await;
+        let statuses: Vec<u16> = answers.iter().map(|a| a.status().unwrap()).collect();
+        assert_eq!(statuses, vec![200, 400, 200]);
+        assert_eq!(answers[2].get("value").unwrap().get(), "\"3\"");
+        assert!(answers[1].error_text().contains("bad item"));
+    }
+
+    #[tokio::test]
+    async fn other_failures_fail_the_group_once() {
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let reqs: Vec<Request> = [1, 2].into_iter().map(version).collect();
+        let answers = exchange("t", &reqs, |_| {
+            calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async { Err(ClientError::Connect("refused".into())) }
+        })
+        .await;
+        assert_eq!(answers.len(), 2);
+        assert!(answers.iter().all(|a| a.status() == Some(502)));
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }

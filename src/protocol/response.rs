@@ -45,6 +45,13 @@ impl Response {
         self.status().is_none_or(|s| s != 200 && s != 304)
     }
 
+    /// The `error` text of an error answer.
+    pub fn error_text(&self) -> String {
+        self.get("error")
+            .and_then(|e| serde_json::from_str::<String>(e.get()).ok())
+            .unwrap_or_else(|| "no error message".into())
+    }
+
     pub fn get(&self, key: &str) -> Option<&RawValue> {
         self.0.get(key).map(|v| &**v)
     }
@@ -67,17 +74,13 @@ impl Response {
     }
 }
 
-/// Parses an agent's answer to a bulk POST: a JSON array of responses.
-/// An object instead means the agent refused the bulk as a whole.
+/// Parses an agent's answer to a bulk POST: a JSON array of responses, or
+/// one object (an agent answers a bulk it cannot parse with one error).
 pub fn parse_bulk_answer(bytes: &[u8]) -> Result<Vec<Response>, String> {
     let trimmed = bytes.trim_ascii_start();
     if trimmed.first() == Some(&b'{') {
         let r: Response = serde_json::from_slice(trimmed).map_err(|e| e.to_string())?;
-        let error = r
-            .get("error")
-            .and_then(|e| serde_json::from_str::<String>(e.get()).ok())
-            .unwrap_or_else(|| "no error message".into());
-        return Err(format!("the agent refused the whole bulk request: {error}"));
+        return Ok(vec![r]);
     }
     serde_json::from_slice(trimmed).map_err(|e| {
         let head = String::from_utf8_lossy(&bytes[..bytes.len().min(80)]).into_owned();
@@ -113,9 +116,11 @@ mod tests {
     }
 
     #[test]
-    fn an_object_answer_to_a_bulk_is_an_error() {
-        let err = parse_bulk_answer(br#"{"error":"boom","status":400}"#).unwrap_err();
-        assert!(err.contains("boom"));
+    fn an_object_answer_is_one_response() {
+        let rs = parse_bulk_answer(br#" {"error":"boom","status":400}"#).unwrap();
+        assert_eq!(rs.len(), 1);
+        assert!(rs[0].is_error());
+        assert_eq!(rs[0].error_text(), "boom");
         assert!(parse_bulk_answer(b"<html>").is_err());
     }
 }
