@@ -5,6 +5,7 @@ pub mod client;
 pub mod config;
 pub mod fleet;
 pub mod pipeline;
+pub mod policy;
 pub mod protocol;
 pub mod version;
 
