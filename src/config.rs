@@ -28,6 +28,38 @@ pub struct Config {
     pub target_defaults: TargetDefaults,
     #[serde(default)]
     pub targets: Vec<TargetConfig>,
+    /// Who may do what. Without it (and without roles) the gateway is open:
+    /// every caller may do everything on every target.
+    #[serde(default)]
+    pub access: AccessConfig,
+    #[serde(default)]
+    pub roles: Vec<RoleConfig>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessConfig {
+    /// Role of callers that present no credentials. Unset: with roles
+    /// configured, anonymous callers are refused.
+    #[serde(default)]
+    pub anonymous_role: Option<String>,
+    /// Proxies (addresses or CIDR subnets) whose `X-Forwarded-For` header
+    /// is believed; every hop it lists must then pass a policy's `<remote>`.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfig {
+    pub name: String,
+    /// Targets the role reaches: names, globs (`kafka-*`) or label
+    /// selectors (`env=prod,app=orders`).
+    pub targets: Vec<String>,
+    /// A `jolokia-access.xml`-style policy. Without one the role may do
+    /// everything on the targets it reaches.
+    #[serde(default)]
+    pub policy: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -168,6 +200,13 @@ impl Config {
 
     /// Paths in the file are relative to the file's own folder.
     fn resolve_relative_paths(mut self, base: &Path) -> Config {
+        for r in &mut self.roles {
+            if let Some(p) = &mut r.policy {
+                if p.is_relative() {
+                    *p = base.join(&*p);
+                }
+            }
+        }
         for t in &mut self.targets {
             for p in [&mut t.password_file, &mut t.ca_file].into_iter().flatten() {
                 if p.is_relative() {
@@ -232,6 +271,36 @@ impl Config {
         if let Some(d) = &self.server.default_target {
             if !seen.contains_key(d.as_str()) {
                 problems.push(format!("server.default_target: no target is named \"{d}\""));
+            }
+        }
+        let mut role_names = BTreeMap::new();
+        for (i, r) in self.roles.iter().enumerate() {
+            let key = format!("roles[{i}]");
+            if let Err(why) = check_target_name(&r.name) {
+                problems.push(format!("{key}.name: {why}"));
+            }
+            if let Some(first) = role_names.insert(r.name.as_str(), i) {
+                problems.push(format!(
+                    "{key}.name: \"{}\" is already used by roles[{first}]",
+                    r.name
+                ));
+            }
+            for (j, sel) in r.targets.iter().enumerate() {
+                if let Err(why) = crate::access::TargetSelector::parse(sel) {
+                    problems.push(format!("{key}.targets[{j}]: {why}"));
+                }
+            }
+        }
+        if let Some(anon) = &self.access.anonymous_role {
+            if !role_names.contains_key(anon.as_str()) {
+                problems.push(format!(
+                    "access.anonymous_role: no role is named \"{anon}\""
+                ));
+            }
+        }
+        for (i, p) in self.access.trusted_proxies.iter().enumerate() {
+            if let Err(why) = crate::access::parse_net(p) {
+                problems.push(format!("access.trusted_proxies[{i}]: {why}"));
             }
         }
         if self.server.max_body_bytes == 0 {

@@ -1,6 +1,7 @@
 //! jmxgate: a single authenticated, policy-checked, audited front door to
 //! a fleet of Jolokia agents. See `docs/ARCHITECTURE.md` for the pipeline.
 
+pub mod access;
 pub mod client;
 pub mod config;
 pub mod fleet;

@@ -20,6 +20,8 @@ pub struct Record<'a> {
     pub mbean: Option<&'a str>,
     pub status: u16,
     pub error_type: Option<String>,
+    /// The policy rule that allowed or denied the item.
+    pub rule: Option<&'a str>,
     pub latency: Duration,
 }
 
@@ -36,6 +38,7 @@ pub fn record(r: &Record<'_>) {
         mbean = r.mbean.unwrap_or("-"),
         status = r.status,
         error_type = r.error_type.as_deref().unwrap_or("-"),
+        rule = r.rule.unwrap_or("-"),
         latency_ms = r.latency.as_secs_f64() * 1000.0,
         "item"
     );

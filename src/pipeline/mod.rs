@@ -34,6 +34,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use axum::body::Body;
 use http::{HeaderMap, Method, Request as HttpRequest, Response as HttpResponse};
 
+use arc_swap::ArcSwap;
+
+use crate::access::AccessControl;
 use crate::config::Config;
 use crate::fleet::{Fleet, Target};
 use crate::protocol::{Command, Request, Response};
@@ -71,6 +74,8 @@ impl HttpError {
 /// The gateway: configuration turned into ready clients, plus counters.
 pub struct Gateway {
     fleet: Arc<Fleet>,
+    /// Roles and policies; swapped whole on reload, read once per request.
+    access: ArcSwap<AccessControl>,
     default_target: Option<Arc<Target>>,
     max_body_bytes: usize,
     max_bulk_items: usize,
@@ -98,8 +103,13 @@ impl Gateway {
                     .ok_or_else(|| format!("server.default_target: no target is named \"{name}\""))
             })
             .transpose()?;
+        let access = AccessControl::from_config(config)?;
+        if access.is_open() {
+            tracing::warn!("no roles configured: every caller may do everything on every target");
+        }
         Ok(Gateway {
             fleet,
+            access: ArcSwap::from_pointee(access),
             default_target,
             max_body_bytes: config.server.max_body_bytes,
             max_bulk_items: config.server.max_bulk_items,
@@ -110,6 +120,17 @@ impl Gateway {
 
     pub fn fleet(&self) -> &Fleet {
         &self.fleet
+    }
+
+    /// The roles and policies in force.
+    pub fn access(&self) -> Arc<AccessControl> {
+        self.access.load_full()
+    }
+
+    /// Replaces roles and policies at once. In-flight requests finish
+    /// under the set they started with.
+    pub fn set_access(&self, access: AccessControl) {
+        self.access.store(Arc::new(access));
     }
 
     /// Runs one HTTP request through the pipeline.
@@ -129,12 +150,16 @@ impl Gateway {
 
         let (addressed, rest) = match self.addressing(parts.uri.path()) {
             Ok(a) => a,
-            Err(e) => return respond::http_error(&e, &headers),
+            Err(e) => return respond::http_error(&e, &headers, true),
         };
         let principal = authenticate::authenticate(&headers);
+        let access = self.access.load_full();
+        let chain = access.client_chain(client.map(|c| c.ip()), &headers);
+        let origin = request_origin(&headers);
+        let cors = cors_allowed(&access, origin.as_deref());
 
         let parsed = match parts.method {
-            Method::OPTIONS => return respond::preflight(&headers),
+            Method::OPTIONS => return respond::preflight(&headers, cors),
             Method::GET => parse::parse_get(&rest, parts.uri.query()),
             Method::POST => match axum::body::to_bytes(body, self.max_body_bytes).await {
                 Ok(bytes) => parse::parse_post(&bytes, parts.uri.query(), self.max_bulk_items),
@@ -160,7 +185,7 @@ impl Gateway {
             Ok(p) => p,
             Err(e) => {
                 tracing::info!(request_id, status = e.status, error = %e.message, "request refused");
-                return respond::http_error(&e, &headers);
+                return respond::http_error(&e, &headers, cors);
             }
         };
 
@@ -170,10 +195,17 @@ impl Gateway {
                 default_target: self.default_target.as_ref(),
             },
         };
+        let facts = authorize::RequestFacts {
+            method: parts.method.as_str(),
+            chain: &chain,
+            origin: origin.as_deref(),
+            scheme: "http",
+        };
         let count = parsed.items.len();
         let mut answers: Vec<(usize, Response)> = Vec::with_capacity(count);
         let mut jobs = Vec::new();
         let mut targets: Vec<Option<String>> = vec![None; count];
+        let mut rules: Vec<Option<String>> = vec![None; count];
         for (index, item) in parsed.items.iter().enumerate() {
             let item = match &item.parsed {
                 Ok(item) => item,
@@ -182,27 +214,46 @@ impl Gateway {
                     continue;
                 }
             };
-            let decided = route::route(
+            let destination = match route::route(
                 &self.fleet,
                 addressing,
                 &item.request.command,
                 item.target.as_ref().map(|t| t.url.as_str()),
-            )
-            .and_then(|dest| authorize::authorize(&principal, &item.request, &dest).map(|()| dest));
-            match decided {
-                Err(e) => answers.push((index, Response::error(&e))),
-                Ok(Destination::Gateway) => {
-                    targets[index] = Some("gateway".into());
-                    answers.push((index, self.answer_locally(&headers)));
+            ) {
+                Ok(d) => d,
+                Err(e) => {
+                    answers.push((index, Response::error(&e)));
+                    continue;
                 }
-                Ok(Destination::Agent(target)) => {
-                    targets[index] = Some(target.name.clone());
-                    jobs.push(dispatch::Job {
-                        index,
-                        target,
-                        request: forwarded(&item.request),
-                    });
+            };
+            targets[index] = Some(match &destination {
+                Destination::Gateway => "gateway".to_string(),
+                Destination::Agent(t) => t.name.clone(),
+            });
+            let allowed = match authorize::authorize(
+                &access,
+                &principal,
+                &facts,
+                &item.request,
+                &destination,
+            ) {
+                Ok(a) => a,
+                Err(denied) => {
+                    rules[index] = Some(denied.rule);
+                    answers.push((index, Response::error(&denied.error)));
+                    continue;
                 }
+            };
+            rules[index] = Some(allowed.rule);
+            match destination {
+                Destination::Gateway => answers.push((index, self.answer_locally(&headers))),
+                Destination::Agent(target) => jobs.push(dispatch::Job {
+                    index,
+                    target,
+                    request: forwarded(&item.request),
+                    plan: allowed.plan,
+                    grant: allowed.grant,
+                }),
             }
         }
         answers.extend(dispatch::dispatch(jobs).await);
@@ -231,11 +282,12 @@ impl Gateway {
                 error_type: answer
                     .get("error_type")
                     .and_then(|v| serde_json::from_str::<String>(v.get()).ok()),
+                rule: rules[index].as_deref(),
                 latency,
             });
         }
         let body = respond::body(&merged, parsed.bulk);
-        let mut resp = respond::http_response(body, &parsed.query, &headers);
+        let mut resp = respond::http_response(body, &parsed.query, &headers, cors);
         if let Ok(v) = http::HeaderValue::from_str(&request_id) {
             resp.headers_mut().insert(respond::REQUEST_ID, v);
         }
@@ -290,6 +342,26 @@ impl Gateway {
             .version_value(host, authenticate::is_secured(), self.fleet.len());
         Response::value(&value, unix_seconds())
     }
+}
+
+/// `Origin`, or `Referer` when there is none (as Jolokia reads it), with
+/// line breaks removed.
+fn request_origin(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(http::header::ORIGIN)
+        .or_else(|| headers.get(http::header::REFERER))
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.replace(['\r', '\n'], ""))
+}
+
+/// Whether to send CORS headers for this origin: some role's `<cors>`
+/// admits it (every origin when the gateway is open).
+fn cors_allowed(access: &AccessControl, origin: Option<&str>) -> bool {
+    access.is_open()
+        || access
+            .roles()
+            .iter()
+            .any(|r| r.policy.origin_allowed(origin, false))
 }
 
 /// What the agent receives: the typed request with the parameters the

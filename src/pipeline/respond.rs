@@ -30,6 +30,7 @@ pub fn http_response(
     json: Vec<u8>,
     params: &Params,
     request_headers: &HeaderMap,
+    cors: bool,
 ) -> HttpResponse<Body> {
     let (content_type, payload) = match params.get("callback") {
         Some(cb) => {
@@ -49,13 +50,15 @@ pub fn http_response(
     let headers = resp.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    cors_headers(request_headers, headers);
+    if cors {
+        cors_headers(request_headers, headers);
+    }
     resp
 }
 
 /// An HTTP-level failure: the status is the HTTP status and the JSON body
 /// says what was wrong.
-pub fn http_error(e: &HttpError, request_headers: &HeaderMap) -> HttpResponse<Body> {
+pub fn http_error(e: &HttpError, request_headers: &HeaderMap, cors: bool) -> HttpResponse<Body> {
     let body = serde_json::json!({
         "error_type": e.error_type,
         "error": e.message,
@@ -74,13 +77,19 @@ pub fn http_error(e: &HttpError, request_headers: &HeaderMap) -> HttpResponse<Bo
             HeaderValue::from_static("GET, POST, OPTIONS"),
         );
     }
-    cors_headers(request_headers, headers);
+    if cors {
+        cors_headers(request_headers, headers);
+    }
     resp
 }
 
-/// The answer to a CORS preflight, as Jolokia's agent gives it.
-pub fn preflight(request_headers: &HeaderMap) -> HttpResponse<Body> {
+/// The answer to a CORS preflight, as Jolokia's agent gives it; without
+/// CORS headers when the origin is not admitted (the browser then refuses).
+pub fn preflight(request_headers: &HeaderMap, cors: bool) -> HttpResponse<Body> {
     let mut resp = HttpResponse::new(Body::empty());
+    if !cors {
+        return resp;
+    }
     let headers = resp.headers_mut();
     cors_headers(request_headers, headers);
     if let Some(h) = request_headers.get(header::ACCESS_CONTROL_REQUEST_HEADERS) {
@@ -97,8 +106,7 @@ pub fn preflight(request_headers: &HeaderMap) -> HttpResponse<Body> {
     resp
 }
 
-/// Echoes an `Origin` (no `<cors>` policy restricts origins yet), with
-/// credentials allowed, as Jolokia does by default.
+/// Echoes an admitted `Origin` with credentials allowed, as Jolokia does.
 fn cors_headers(request_headers: &HeaderMap, out: &mut HeaderMap) {
     let Some(origin) = request_headers.get(header::ORIGIN) else {
         return;
@@ -126,18 +134,18 @@ mod tests {
     #[test]
     fn jsonp_and_mime_types() {
         let p = Params::from_query([("callback", "cb")]).unwrap();
-        let r = http_response(b"{}".to_vec(), &p, &HeaderMap::new());
+        let r = http_response(b"{}".to_vec(), &p, &HeaderMap::new(), true);
         assert_eq!(
             r.headers()[header::CONTENT_TYPE],
             "text/javascript; charset=utf-8"
         );
         let p = Params::from_query([("mimeType", "text/plain")]).unwrap();
-        let r = http_response(b"{}".to_vec(), &p, &HeaderMap::new());
+        let r = http_response(b"{}".to_vec(), &p, &HeaderMap::new(), true);
         assert_eq!(
             r.headers()[header::CONTENT_TYPE],
             "text/plain; charset=utf-8"
         );
-        let r = http_response(b"{}".to_vec(), &Params::default(), &HeaderMap::new());
+        let r = http_response(b"{}".to_vec(), &Params::default(), &HeaderMap::new(), true);
         assert_eq!(
             r.headers()[header::CONTENT_TYPE],
             "application/json; charset=utf-8"
@@ -155,7 +163,7 @@ mod tests {
             header::ACCESS_CONTROL_REQUEST_HEADERS,
             HeaderValue::from_static("authorization,content-type"),
         );
-        let r = preflight(&req);
+        let r = preflight(&req, true);
         assert_eq!(
             r.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN],
             "https://ui.example"
@@ -168,7 +176,7 @@ mod tests {
             r.headers()[header::ACCESS_CONTROL_ALLOW_HEADERS],
             "authorization,content-type"
         );
-        let r = http_response(b"{}".to_vec(), &Params::default(), &HeaderMap::new());
+        let r = http_response(b"{}".to_vec(), &Params::default(), &HeaderMap::new(), true);
         assert!(r
             .headers()
             .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)

@@ -1,6 +1,10 @@
 //! Step 6, dispatch: items bound for the same agent travel together as one
 //! bulk POST; agents are called concurrently, each under its own deadline,
-//! so one slow or dead agent delays nobody else.
+//! so one slow or dead agent delays nobody else. Items whose authorization
+//! needs the agent's help (patterns, reads of all attributes) run their own
+//! short exchanges in [`guarded`]; list and search answers are filtered here.
+
+mod guarded;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -9,7 +13,9 @@ use futures::future::join_all;
 
 use crate::client::ClientError;
 use crate::fleet::Target;
-use crate::protocol::{ProtocolError, Request, Response};
+use crate::protocol::{Command, ProtocolError, Request, Response};
+
+use super::authorize::{filter, Grant, Plan};
 
 /// One item on its way to an agent.
 #[derive(Debug)]
@@ -17,6 +23,21 @@ pub struct Job {
     pub index: usize,
     pub target: Arc<Target>,
     pub request: Request,
+    pub plan: Plan,
+    pub grant: Grant,
+}
+
+impl Job {
+    /// A job with no policy to apply (tests, open gateways).
+    pub fn open(index: usize, target: Arc<Target>, request: Request) -> Job {
+        Job {
+            index,
+            target,
+            request,
+            plan: Plan::Forward,
+            grant: Grant::open(),
+        }
+    }
 }
 
 /// Items for one agent, in the client's order.
@@ -25,6 +46,8 @@ pub struct Group {
     pub target: Arc<Target>,
     pub indices: Vec<usize>,
     pub requests: Vec<Request>,
+    /// How to filter each answer (plan and grant per item).
+    pub filters: Vec<(Plan, Grant)>,
 }
 
 /// Groups jobs by target, keeping first-seen target order and item order.
@@ -38,11 +61,13 @@ pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
             Some(g) => {
                 g.indices.push(job.index);
                 g.requests.push(job.request);
+                g.filters.push((job.plan, job.grant));
             }
             None => groups.push(Group {
                 target: job.target,
                 indices: vec![job.index],
                 requests: vec![job.request],
+                filters: vec![(job.plan, job.grant)],
             }),
         }
     }
@@ -52,15 +77,65 @@ pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
 /// Sends every group and returns `(index, answer)` pairs; a failed
 /// exchange becomes an error answer for each item of its group.
 pub async fn dispatch(jobs: Vec<Job>) -> Vec<(usize, Response)> {
-    let calls = group_by_target(jobs).into_iter().map(|group| async move {
+    let (guarded_jobs, direct): (Vec<Job>, Vec<Job>) = jobs
+        .into_iter()
+        .partition(|j| matches!(j.plan, Plan::ExpandRead | Plan::CheckPattern));
+    let groups = group_by_target(direct).into_iter().map(|group| async move {
         let target = &group.target;
         let answers = exchange(&target.name, &group.requests, |reqs| {
             target.client.bulk(reqs)
         })
         .await;
-        group.indices.into_iter().zip(answers).collect::<Vec<_>>()
+        group
+            .indices
+            .into_iter()
+            .zip(answers)
+            .zip(group.requests.iter().zip(&group.filters))
+            .map(|((index, answer), (request, (plan, grant)))| {
+                (index, filtered(answer, request, *plan, grant))
+            })
+            .collect::<Vec<_>>()
     });
-    join_all(calls).await.into_iter().flatten().collect()
+    let guarded_calls = guarded_jobs
+        .iter()
+        .map(|job| async move { vec![(job.index, guarded::run(job).await)] });
+    let (a, b) = futures::join!(join_all(groups), join_all(guarded_calls));
+    a.into_iter().chain(b).flatten().collect()
+}
+
+/// Removes what the grant may not see from a list or search answer.
+fn filtered(answer: Response, request: &Request, plan: Plan, grant: &Grant) -> Response {
+    if grant.is_open()
+        || answer.is_error()
+        || !matches!(plan, Plan::FilterList | Plan::FilterSearch)
+    {
+        return answer;
+    }
+    // A 304 (not modified) answer carries no value.
+    let Some(value) = answer
+        .get("value")
+        .and_then(|v| serde_json::from_str::<serde_json::Value>(v.get()).ok())
+    else {
+        return answer;
+    };
+    let kept = match (&request.command, plan) {
+        (Command::List(l), Plan::FilterList) => {
+            match filter::filter_list(value, l.path.as_deref(), grant) {
+                Ok(v) => v,
+                Err(filter::ListDenied(why)) => {
+                    return Response::error(&ProtocolError::new(
+                        403,
+                        "java.lang.SecurityException",
+                        why,
+                    ))
+                }
+            }
+        }
+        _ => filter::filter_search(value, grant),
+    };
+    let mut answer = answer;
+    answer.set("value", &kept);
+    answer
 }
 
 /// One agent's share of the work: a single bulk call, and if the agent
@@ -109,7 +184,7 @@ pub fn exchange_error(target: &str, e: &ClientError) -> ProtocolError {
 mod tests {
     use super::*;
     use crate::client::AgentClient;
-    use crate::protocol::{Command, Version};
+    use crate::protocol::Version;
     use std::time::Duration;
 
     fn target(name: &str) -> Arc<Target> {
@@ -126,10 +201,8 @@ mod tests {
     #[test]
     fn groups_keep_order() {
         let (a, b) = (target("a"), target("b"));
-        let job = |index, t: &Arc<Target>| Job {
-            index,
-            target: t.clone(),
-            request: Request::new(Command::Version(Version)),
+        let job = |index, t: &Arc<Target>| {
+            Job::open(index, t.clone(), Request::new(Command::Version(Version)))
         };
         let groups = group_by_target(vec![
             job(0, &b),

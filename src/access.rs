@@ -1,0 +1,264 @@
+//! Roles and tenants: which targets a principal's roles reach, and which
+//! policy applies there. Built from the config as one immutable value, so
+//! a reload swaps it atomically and a request sees one consistent set.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use http::HeaderMap;
+use ipnet::IpNet;
+
+use crate::config::Config;
+use crate::fleet::Target;
+use crate::pipeline::authenticate::{AuthMethod, Principal};
+use crate::policy::Policy;
+
+/// Which targets a role reaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetSelector {
+    Name(String),
+    /// `*` any run of characters, `?` one character.
+    Glob(String),
+    /// `env=prod,app=orders`: every label must match.
+    Labels(Vec<(String, String)>),
+}
+
+impl TargetSelector {
+    pub fn parse(s: &str) -> Result<TargetSelector, String> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err("an empty target selector".into());
+        }
+        if s.contains('=') {
+            let mut labels = Vec::new();
+            for part in s.split(',') {
+                let (k, v) = part
+                    .split_once('=')
+                    .map(|(k, v)| (k.trim(), v.trim()))
+                    .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+                    .ok_or_else(|| {
+                        format!("\"{s}\": a label selector is key=value[,key=value…]")
+                    })?;
+                labels.push((k.to_string(), v.to_string()));
+            }
+            return Ok(TargetSelector::Labels(labels));
+        }
+        if s.contains(['*', '?']) {
+            Ok(TargetSelector::Glob(s.to_string()))
+        } else {
+            Ok(TargetSelector::Name(s.to_string()))
+        }
+    }
+
+    pub fn matches(&self, target: &Target) -> bool {
+        match self {
+            TargetSelector::Name(n) => *n == target.name,
+            TargetSelector::Glob(g) => glob_match(g, &target.name),
+            TargetSelector::Labels(l) => l
+                .iter()
+                .all(|(k, v)| target.labels.get(k).is_some_and(|have| have == v)),
+        }
+    }
+}
+
+/// Anchored glob: `*` any run, `?` one character, everything else literal.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// An address or a subnet (`10.0.0.0/8`, `::1`).
+pub fn parse_net(s: &str) -> Result<IpNet, String> {
+    let s = s.trim();
+    s.parse::<IpNet>()
+        .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
+        .map_err(|_| format!("\"{s}\" is not an IP address or CIDR subnet"))
+}
+
+#[derive(Debug)]
+pub struct Role {
+    pub name: String,
+    selectors: Vec<TargetSelector>,
+    pub policy: Arc<Policy>,
+    pub policy_file: Option<PathBuf>,
+}
+
+impl Role {
+    pub fn reaches(&self, target: &Target) -> bool {
+        self.selectors.iter().any(|s| s.matches(target))
+    }
+}
+
+/// Every role and mapping, loaded together.
+#[derive(Debug)]
+pub struct AccessControl {
+    /// No roles configured: every caller may do everything.
+    open: bool,
+    roles: Vec<Arc<Role>>,
+    anonymous_role: Option<Arc<Role>>,
+    trusted_proxies: Vec<IpNet>,
+}
+
+impl AccessControl {
+    /// Builds the access control of a config, loading every policy file.
+    /// Any unreadable or invalid policy fails the whole load.
+    pub fn from_config(config: &Config) -> Result<AccessControl, String> {
+        let mut roles = Vec::new();
+        for r in &config.roles {
+            let policy = match &r.policy {
+                Some(path) => {
+                    Policy::load(path).map_err(|e| format!("role \"{}\": policy {e}", r.name))?
+                }
+                None => Policy::allow_all(),
+            };
+            let selectors = r
+                .targets
+                .iter()
+                .map(|s| TargetSelector::parse(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("role \"{}\": {e}", r.name))?;
+            roles.push(Arc::new(Role {
+                name: r.name.clone(),
+                selectors,
+                policy: Arc::new(policy),
+                policy_file: r.policy.clone(),
+            }));
+        }
+        let anonymous_role =
+            match &config.access.anonymous_role {
+                Some(name) => Some(roles.iter().find(|r| r.name == *name).cloned().ok_or_else(
+                    || format!("access.anonymous_role: no role is named \"{name}\""),
+                )?),
+                None => None,
+            };
+        let trusted_proxies = config
+            .access
+            .trusted_proxies
+            .iter()
+            .map(|p| parse_net(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(AccessControl {
+            open: roles.is_empty(),
+            roles,
+            anonymous_role,
+            trusted_proxies,
+        })
+    }
+
+    /// Everything allowed to everyone (no roles configured).
+    pub fn open() -> AccessControl {
+        AccessControl {
+            open: true,
+            roles: Vec::new(),
+            anonymous_role: None,
+            trusted_proxies: Vec::new(),
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
+    pub fn roles(&self) -> &[Arc<Role>] {
+        &self.roles
+    }
+
+    /// The roles a principal holds.
+    pub fn roles_of(&self, principal: &Principal) -> Vec<Arc<Role>> {
+        match principal.method {
+            AuthMethod::Anonymous => self.anonymous_role.iter().cloned().collect(),
+        }
+    }
+
+    /// The client chain `<remote>` checks: the peer alone, or, when the
+    /// peer is a trusted proxy, every `X-Forwarded-For` hop and the peer.
+    pub fn client_chain(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> Vec<String> {
+        let Some(peer) = peer else { return Vec::new() };
+        let peer = peer.to_canonical();
+        let mut chain = Vec::new();
+        if self.trusted_proxies.iter().any(|n| n.contains(&peer)) {
+            for value in headers.get_all("x-forwarded-for") {
+                if let Ok(v) = value.to_str() {
+                    chain.extend(
+                        v.split(',')
+                            .map(|h| h.trim().to_string())
+                            .filter(|h| !h.is_empty()),
+                    );
+                }
+            }
+        }
+        chain.push(peer.to_string());
+        chain
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_are_anchored_and_literal() {
+        assert!(glob_match("kafka-*", "kafka-1"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("a?c", "abc"));
+        assert!(!glob_match("kafka-*", "xkafka-1"));
+        assert!(!glob_match("a.c", "abc"));
+        assert!(glob_match("*-1*", "orders-12"));
+        assert!(!glob_match("orders", "orders-1"));
+    }
+
+    #[test]
+    fn selectors_parse() {
+        assert_eq!(
+            TargetSelector::parse("orders-1").unwrap(),
+            TargetSelector::Name("orders-1".into())
+        );
+        assert_eq!(
+            TargetSelector::parse("k*").unwrap(),
+            TargetSelector::Glob("k*".into())
+        );
+        assert_eq!(
+            TargetSelector::parse("env=prod, app=orders").unwrap(),
+            TargetSelector::Labels(vec![
+                ("env".into(), "prod".into()),
+                ("app".into(), "orders".into())
+            ])
+        );
+        assert!(TargetSelector::parse("env=").is_err());
+        assert!(TargetSelector::parse(" ").is_err());
+    }
+
+    #[test]
+    fn forwarded_for_counts_only_from_trusted_proxies() {
+        let mut config = Config::parse("[server]\nlisten = \"127.0.0.1:1\"\n").unwrap();
+        config.access.trusted_proxies = vec!["10.0.0.0/8".into()];
+        let ac = AccessControl::from_config(&config).unwrap();
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", "203.0.113.7, 10.1.1.1".parse().unwrap());
+        let trusted = ac.client_chain(Some("10.2.2.2".parse().unwrap()), &h);
+        assert_eq!(trusted, vec!["203.0.113.7", "10.1.1.1", "10.2.2.2"]);
+        let untrusted = ac.client_chain(Some("192.0.2.1".parse().unwrap()), &h);
+        assert_eq!(untrusted, vec!["192.0.2.1"]);
+        let mapped = ac.client_chain(Some("::ffff:192.0.2.1".parse().unwrap()), &h);
+        assert_eq!(mapped, vec!["192.0.2.1"]);
+    }
+}

@@ -1,0 +1,113 @@
+//! list and search answers show only MBeans the caller may see: not hidden
+//! by `<filter>`, and touchable in some way under the caller's roles.
+
+use serde_json::{Map, Value};
+
+use super::Grant;
+use crate::protocol::{path, ObjectName};
+
+/// Keeps the visible names of a search answer's value (an array of names).
+pub fn filter_search(value: Value, grant: &Grant) -> Value {
+    match value {
+        Value::Array(names) => Value::Array(
+            names
+                .into_iter()
+                .filter(|n| {
+                    n.as_str()
+                        .and_then(|s| ObjectName::parse(s).ok())
+                        .is_some_and(|name| grant.visible(&name))
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// Why a list answer can't be shown.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ListDenied(pub String);
+
+/// Filters a list answer's value. `list_path` is the request's inner path:
+/// none lists domains, one segment lists a domain's MBeans, two or more
+/// point into one MBean, which must be visible as a whole.
+pub fn filter_list(
+    value: Value,
+    list_path: Option<&str>,
+    grant: &Grant,
+) -> Result<Value, ListDenied> {
+    let segments: Vec<String> = list_path.map(path::split).unwrap_or_default();
+    match segments.as_slice() {
+        [] => Ok(match value {
+            Value::Object(domains) => Value::Object(
+                domains
+                    .into_iter()
+                    .filter_map(|(domain, mbeans)| {
+                        let kept = filter_domain(&domain, mbeans, grant)?;
+                        Some((domain, kept))
+                    })
+                    .collect(),
+            ),
+            _ => Value::Object(Map::new()),
+        }),
+        [domain] => {
+            Ok(filter_domain(domain, value, grant).unwrap_or_else(|| Value::Object(Map::new())))
+        }
+        [domain, props, ..] => {
+            let visible = ObjectName::parse(&format!("{domain}:{props}"))
+                .map(|name| grant.visible(&name))
+                .unwrap_or(false);
+            if visible {
+                Ok(value)
+            } else {
+                Err(ListDenied(format!(
+                    "Listing MBean {domain}:{props} is forbidden"
+                )))
+            }
+        }
+    }
+}
+
+/// A domain's MBeans (`{"type=Memory": {…}}`), only the visible ones.
+/// `None` when nothing is left. A domain cut short by `maxDepth` (not an
+/// object) can't be checked and is dropped.
+fn filter_domain(domain: &str, mbeans: Value, grant: &Grant) -> Option<Value> {
+    if grant.is_open() {
+        return Some(mbeans);
+    }
+    let Value::Object(mbeans) = mbeans else {
+        return None;
+    };
+    let kept: Map<String, Value> = mbeans
+        .into_iter()
+        .filter(|(props, _)| {
+            ObjectName::parse(&format!("{domain}:{props}")).is_ok_and(|name| grant.visible(&name))
+        })
+        .collect();
+    (!kept.is_empty()).then_some(Value::Object(kept))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn open_grants_see_everything() {
+        let g = Grant::open();
+        let v = json!({"a": {"type=X": {}}, "b": "1"});
+        assert_eq!(filter_list(v.clone(), None, &g).unwrap(), v);
+        let s = json!(["a:type=X", "b:type=Y"]);
+        assert_eq!(filter_search(s.clone(), &g), s);
+    }
+
+    #[test]
+    fn a_grant_without_policies_sees_nothing() {
+        let g = Grant::default();
+        assert_eq!(filter_search(json!(["a:type=X"]), &g), json!([]));
+        assert_eq!(
+            filter_list(json!({"a": {"type=X": {}}}), None, &g).unwrap(),
+            json!({})
+        );
+        assert!(filter_list(json!({"attr": {}}), Some("a/type=X"), &g).is_err());
+    }
+}

@@ -1,0 +1,352 @@
+//! Step 5, authorize: may this principal run this item on this target?
+//! An item is allowed when one of the principal's roles reaches its target
+//! and that role's policy admits it. A denied item gets status 403 with
+//! Jolokia's wording and never reaches an agent.
+//!
+//! Requests whose effect can't be judged from the request alone (an
+//! ObjectName pattern, a read of all attributes) are allowed with a
+//! [`Plan`] that dispatch carries out: it asks the agent which MBeans and
+//! attributes are concerned and runs only the allowed part. list and search
+//! answers are filtered after the fact (see [`filter`]).
+
+pub mod expand;
+pub mod filter;
+
+use std::sync::Arc;
+
+use crate::access::AccessControl;
+use crate::policy::{Decision, Policy};
+use crate::protocol::{Attributes, Command, ObjectName, ProtocolError, Request};
+
+use super::authenticate::Principal;
+use super::route::Destination;
+
+/// What Jolokia calls the request facts the restrictor sees.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestFacts<'a> {
+    /// `GET` or `POST`.
+    pub method: &'a str,
+    /// The client chain for `<remote>` (see `AccessControl::client_chain`).
+    pub chain: &'a [String],
+    /// `Origin`, or `Referer` when there is none.
+    pub origin: Option<&'a str>,
+    /// The listener's scheme, `http` or `https`.
+    pub scheme: &'a str,
+}
+
+/// The policies an allowed item runs under: those of every role that
+/// reaches its target and admits the request. A check passes if any of
+/// them allows it.
+#[derive(Debug, Clone, Default)]
+pub struct Grant {
+    policies: Vec<Arc<Policy>>,
+    pub roles: Vec<String>,
+    /// No roles configured: no policy at all.
+    open: bool,
+}
+
+impl Grant {
+    pub fn open() -> Grant {
+        Grant {
+            open: true,
+            ..Grant::default()
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
+    fn any(&self, check: impl Fn(&Policy) -> Decision) -> Decision {
+        if self.open {
+            return Decision::allow("no roles configured: the gateway is open");
+        }
+        let mut first_denial = None;
+        for p in &self.policies {
+            let d = check(p);
+            if d.allowed {
+                return d;
+            }
+            first_denial.get_or_insert(d);
+        }
+        first_denial.unwrap_or_else(|| Decision::deny("no role grants access"))
+    }
+
+    pub fn read(&self, name: &ObjectName, attribute: &str) -> Decision {
+        self.any(|p| p.read_allowed(name, attribute))
+    }
+
+    pub fn write(&self, name: &ObjectName, attribute: &str) -> Decision {
+        self.any(|p| p.write_allowed(name, attribute))
+    }
+
+    pub fn exec(&self, name: &ObjectName, operation: &str) -> Decision {
+        self.any(|p| p.exec_allowed(name, operation))
+    }
+
+    /// Shown in list and search answers: not hidden by `<filter>` and
+    /// touchable in some way, under some role.
+    pub fn visible(&self, name: &ObjectName) -> bool {
+        self.open
+            || self
+                .policies
+                .iter()
+                .any(|p| !p.hidden(name) && p.mbean_visible(name))
+    }
+}
+
+/// How dispatch must run an allowed item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Send as it is.
+    Forward,
+    /// Send, then drop invisible MBeans from the search answer.
+    FilterSearch,
+    /// Send, then drop invisible MBeans from the list answer.
+    FilterList,
+    /// A read of a pattern, of all attributes, or of a list with denied
+    /// members under `ignoreErrors`: resolve MBeans and attributes first,
+    /// then read only allowed (MBean, attribute) pairs.
+    ExpandRead,
+    /// A write or exec on a pattern: every MBean it matches must be allowed.
+    CheckPattern,
+}
+
+#[derive(Debug, Clone)]
+pub struct Allowed {
+    pub plan: Plan,
+    pub grant: Grant,
+    /// The rule that allowed it (for explain and audit).
+    pub rule: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Denied {
+    pub error: ProtocolError,
+    /// The rule that decided.
+    pub rule: String,
+}
+
+fn forbidden(message: String, rule: impl Into<String>) -> Denied {
+    Denied {
+        error: ProtocolError::new(403, "java.lang.SecurityException", message),
+        rule: rule.into(),
+    }
+}
+
+/// Decides one item.
+pub fn authorize(
+    access: &AccessControl,
+    principal: &Principal,
+    facts: &RequestFacts<'_>,
+    request: &Request,
+    destination: &Destination,
+) -> Result<Allowed, Denied> {
+    if access.is_open() {
+        return Ok(Allowed {
+            plan: Plan::Forward,
+            grant: Grant::open(),
+            rule: "no roles configured: the gateway is open".into(),
+        });
+    }
+    let roles = access.roles_of(principal);
+    if roles.is_empty() {
+        return Err(forbidden(
+            format!("Principal {} has no role on this gateway", principal.name),
+            "no role for this principal",
+        ));
+    }
+    let reaching: Vec<_> = roles
+        .iter()
+        .filter(|r| match destination {
+            Destination::Gateway => true,
+            Destination::Agent(t) => r.reaches(t),
+        })
+        .collect();
+    if reaching.is_empty() {
+        let target = match destination {
+            Destination::Agent(t) => t.name.as_str(),
+            Destination::Gateway => "gateway",
+        };
+        let names: Vec<&str> = roles.iter().map(|r| r.name.as_str()).collect();
+        return Err(forbidden(
+            format!(
+                "Target {target} is not reachable for principal {} (roles: {})",
+                principal.name,
+                names.join(", ")
+            ),
+            format!("no role of {} reaches target {target}", principal.name),
+        ));
+    }
+
+    // Request-level checks, as Jolokia's agent makes them before anything.
+    let mut grant = Grant::default();
+    let mut first_denial = None;
+    for role in reaching {
+        match request_checks(&role.policy, facts, request) {
+            Ok(()) => {
+                grant.policies.push(role.policy.clone());
+                grant.roles.push(role.name.clone());
+            }
+            Err(d) => {
+                first_denial.get_or_insert(Denied {
+                    rule: format!("role {}: {}", role.name, d.rule),
+                    ..d
+                });
+            }
+        }
+    }
+    if grant.policies.is_empty() {
+        return Err(first_denial.expect("at least one role was checked"));
+    }
+    decide_command(&grant, request).map(|(plan, rule)| Allowed { plan, grant, rule })
+}
+
+/// `<http>`, `<remote>`, `<cors>` strict checking, and `<commands>` for the
+/// types that have no MBean-level rules.
+fn request_checks(
+    policy: &Policy,
+    facts: &RequestFacts<'_>,
+    request: &Request,
+) -> Result<(), Denied> {
+    let method = policy.http_method_allowed(facts.method);
+    if !method.allowed {
+        return Err(forbidden(
+            format!(
+                "HTTP method {} is not allowed according to the installed security policy",
+                facts.method
+            ),
+            method.rule,
+        ));
+    }
+    let chain: Vec<&str> = facts.chain.iter().map(String::as_str).collect();
+    let remote = policy.remote_allowed(&chain);
+    if !remote.allowed {
+        return Err(forbidden(
+            format!("No access from client [{}] allowed", chain.join(", ")),
+            remote.rule,
+        ));
+    }
+    if !policy.origin_allowed(facts.origin, true) {
+        let origin = facts.origin.unwrap_or("null");
+        return Err(forbidden(
+            format!("Origin {origin} is not allowed to call this agent"),
+            "<cors> <strict-checking/>: origin not listed",
+        ));
+    }
+    if let Some(origin) = facts.origin {
+        if origin.to_ascii_lowercase().starts_with("https://")
+            && facts.scheme == "http"
+            && !policy.ignore_scheme()
+        {
+            return Err(forbidden(
+                format!("Secure origin {origin} should not be processed over HTTP"),
+                "<cors>: an https origin over http needs <ignore-scheme/>",
+            ));
+        }
+    }
+    let kind = request.command.type_name();
+    // read, write and exec are decided per attribute and operation, with
+    // <commands> choosing between <allow> and <deny> (as in Jolokia).
+    if matches!(
+        request.command,
+        Command::Version(_) | Command::List(_) | Command::Search(_)
+    ) {
+        let d = policy.type_allowed(kind);
+        if !d.allowed {
+            return Err(forbidden(
+                format!(
+                    "Command type {} not allowed due to policy used",
+                    kind.to_ascii_uppercase()
+                ),
+                d.rule,
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn read_denied(attribute: &str, name: &ObjectName, d: Decision) -> Denied {
+    forbidden(
+        format!("Reading attribute {attribute} is forbidden for MBean {name}"),
+        d.rule,
+    )
+}
+
+/// MBean-level decision under a grant.
+pub fn decide_command(grant: &Grant, request: &Request) -> Result<(Plan, String), Denied> {
+    let ignore_errors = request.params.flag("ignoreErrors").unwrap_or(false);
+    match &request.command {
+        Command::Version(_) => Ok((Plan::Forward, "version allowed".into())),
+        Command::Search(_) => Ok((Plan::FilterSearch, "search allowed; answer filtered".into())),
+        Command::List(_) => Ok((Plan::FilterList, "list allowed; answer filtered".into())),
+        Command::Read(r) if r.mbean.is_pattern() || r.attribute == Attributes::All => Ok((
+            Plan::ExpandRead,
+            "allowed for the (MBean, attribute) pairs the policy admits; checked per MBean when the request runs".into(),
+        )),
+        Command::Read(r) => {
+            let names = match &r.attribute {
+                Attributes::One(a) => std::slice::from_ref(a),
+                Attributes::Many(list) => list.as_slice(),
+                Attributes::All => unreachable!("handled above"),
+            };
+            let decisions: Vec<Decision> = names.iter().map(|a| grant.read(&r.mbean, a)).collect();
+            if let Some((i, d)) = decisions.iter().enumerate().find(|(_, d)| !d.allowed) {
+                let any_allowed = decisions.iter().any(|d| d.allowed);
+                if ignore_errors && any_allowed && names.len() > 1 {
+                    return Ok((
+                        Plan::ExpandRead,
+                        format!("partly allowed: {}; denied attributes answered as errors", d.rule),
+                    ));
+                }
+                return Err(read_denied(&names[i], &r.mbean, d.clone()));
+            }
+            Ok((Plan::Forward, decisions.into_iter().map(|d| d.rule).next().unwrap_or_default()))
+        }
+        Command::Write(w) if w.mbean.is_pattern() => Ok((
+            Plan::CheckPattern,
+            "allowed only if every MBean the pattern matches is allowed; checked when the request runs".into(),
+        )),
+        Command::Write(w) => {
+            let d = grant.write(&w.mbean, &w.attribute);
+            if d.allowed {
+                Ok((Plan::Forward, d.rule))
+            } else {
+                Err(forbidden(
+                    format!("Setting attribute {} is forbidden for MBean {}", w.attribute, w.mbean),
+                    d.rule,
+                ))
+            }
+        }
+        Command::Exec(e) if e.mbean.is_pattern() => Ok((
+            Plan::CheckPattern,
+            "allowed only if every MBean the pattern matches is allowed; checked when the request runs".into(),
+        )),
+        Command::Exec(e) => {
+            let d = grant.exec(&e.mbean, &e.operation);
+            if d.allowed {
+                Ok((Plan::Forward, d.rule))
+            } else {
+                Err(exec_denied(&e.operation, &e.mbean, d))
+            }
+        }
+    }
+}
+
+pub fn exec_denied(operation: &str, name: &ObjectName, d: Decision) -> Denied {
+    forbidden(
+        format!("Operation {operation} forbidden for MBean {name}"),
+        d.rule,
+    )
+}
+
+pub fn write_denied(attribute: &str, name: &ObjectName, d: Decision) -> Denied {
+    forbidden(
+        format!("Setting attribute {attribute} is forbidden for MBean {name}"),
+        d.rule,
+    )
+}
+
+pub fn read_denied_error(attribute: &str, name: &ObjectName, d: Decision) -> Denied {
+    read_denied(attribute, name, d)
+}

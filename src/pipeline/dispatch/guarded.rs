@@ -1,0 +1,113 @@
+//! Items whose authorization needs the agent's help. A pattern is resolved
+//! with `search`, a read of all attributes with `list`; then only the
+//! allowed (MBean, attribute) pairs are read, and a write or exec on a
+//! pattern runs only if every MBean it matches is allowed. Nothing the
+//! policy denies reaches an MBean.
+//!
+//! MBeans registered between the lookup and the run are not seen by the
+//! check; for write and exec on patterns that window is the agent's
+//! round-trip time.
+
+use crate::pipeline::authorize::{expand, Plan};
+use crate::protocol::{Command, Read, Request, Response};
+
+use super::{exchange_error, Job};
+
+/// Runs one guarded job and returns its answer.
+pub async fn run(job: &Job) -> Response {
+    let result = match (&job.plan, &job.request.command) {
+        (Plan::ExpandRead, Command::Read(read)) => expand_read(job, read).await,
+        (Plan::CheckPattern, command @ (Command::Write(_) | Command::Exec(_))) => {
+            check_pattern(job, command).await
+        }
+        // Plans are made for these commands only; anything else is sent as is.
+        _ => send(job, std::slice::from_ref(&job.request))
+            .await
+            .map(first),
+    };
+    result.unwrap_or_else(|answer| answer)
+}
+
+fn first(mut answers: Vec<Response>) -> Response {
+    answers.swap_remove(0)
+}
+
+/// One exchange with the job's agent; a failed exchange is the item's
+/// error answer.
+async fn send(job: &Job, requests: &[Request]) -> Result<Vec<Response>, Response> {
+    job.target
+        .client
+        .bulk(requests)
+        .await
+        .map_err(|e| Response::error(&exchange_error(&job.target.name, &e)))
+}
+
+async fn check_pattern(job: &Job, command: &Command) -> Result<Response, Response> {
+    let pattern = command.mbean().expect("write and exec name an MBean");
+    let search = expand::search_request(pattern, &job.request);
+    let names = expand::names_from_search(&first(send(job, &[search]).await?))?;
+    expand::check_pattern_matches(&job.grant, command, &names)
+        .map_err(|d| Response::error(&d.error))?;
+    send(job, std::slice::from_ref(&job.request))
+        .await
+        .map(first)
+}
+
+async fn expand_read(job: &Job, read: &Read) -> Result<Response, Response> {
+    let ignore_errors = job.request.params.flag("ignoreErrors").unwrap_or(false);
+    let pattern = read.mbean.is_pattern();
+    let names = if pattern {
+        let search = expand::search_request(&read.mbean, &job.request);
+        let mut names = expand::names_from_search(&first(send(job, &[search]).await?))?;
+        // MBeans the caller can't touch at all are not there for it.
+        names.retain(|n| job.grant.visible(n));
+        names
+    } else {
+        vec![read.mbean.clone()]
+    };
+
+    // A read of all attributes needs each MBean's attribute names.
+    let mut available = vec![Vec::new(); names.len()];
+    if read.attribute == crate::protocol::Attributes::All && !names.is_empty() {
+        let lists: Vec<Request> = names.iter().map(expand::list_request).collect();
+        let answers = send(job, &lists).await?;
+        for (slot, answer) in available.iter_mut().zip(&answers) {
+            if answer.is_error() && !pattern {
+                return Err(answer.clone());
+            }
+            *slot = expand::attributes_from_list(answer);
+        }
+    }
+
+    let pairs: Vec<expand::Pairs> = names
+        .iter()
+        .zip(&available)
+        .map(|(name, attrs)| expand::pairs(&job.grant, name, &read.attribute, attrs))
+        .collect();
+    expand::refuse_denied(&pairs, ignore_errors).map_err(|d| Response::error(&d.error))?;
+
+    let to_read: Vec<usize> = (0..pairs.len())
+        .filter(|i| !pairs[*i].allowed.is_empty())
+        .collect();
+    let reads: Vec<Request> = to_read
+        .iter()
+        .map(|i| expand::concrete_read(&job.request, read, &pairs[*i]))
+        .collect();
+    let mut answers: Vec<Option<Response>> = vec![None; pairs.len()];
+    if !reads.is_empty() {
+        for (i, answer) in to_read.iter().zip(send(job, &reads).await?) {
+            answers[*i] = Some(answer);
+        }
+    }
+    if pattern {
+        let parts: Vec<(expand::Pairs, Option<Response>)> =
+            pairs.into_iter().zip(answers).collect();
+        Ok(expand::assemble_pattern(read, &parts, ignore_errors))
+    } else {
+        Ok(expand::assemble_single(
+            read,
+            &pairs[0],
+            answers[0].as_ref(),
+        ))
+    }
+}
