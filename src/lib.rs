@@ -8,6 +8,7 @@ pub mod fleet;
 pub mod pipeline;
 pub mod policy;
 pub mod protocol;
+pub mod reload;
 pub mod version;
 
 pub use config::Config;

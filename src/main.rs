@@ -40,6 +40,35 @@ enum Cmd {
         /// The TOML configuration file.
         config: PathBuf,
     },
+    /// Work with restrictor policies (jolokia-access.xml format).
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCmd {
+    /// Decide one request against a policy: prints `allow` or `deny` and the
+    /// rule that decided. Exit status 0 allow, 1 deny, 2 bad policy or request.
+    Check {
+        /// The policy file.
+        #[arg(long)]
+        policy: PathBuf,
+        /// The Jolokia request as JSON, e.g.
+        /// '{"type":"read","mbean":"java.lang:type=Memory","attribute":"HeapMemoryUsage"}'.
+        #[arg(long)]
+        request: String,
+        /// The client address `<remote>` sees (repeat for a forwarded chain).
+        #[arg(long, default_value = "127.0.0.1")]
+        remote: Vec<String>,
+        /// The HTTP method the request arrives with.
+        #[arg(long, default_value = "POST", value_parser = ["GET", "POST", "get", "post"])]
+        method: String,
+        /// The Origin header, for `<cors>` strict checking.
+        #[arg(long)]
+        origin: Option<String>,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -69,6 +98,16 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Cmd::Policy {
+            command:
+                PolicyCmd::Check {
+                    policy,
+                    request,
+                    remote,
+                    method,
+                    origin,
+                },
+        } => policy_check(&policy, &request, &remote, &method, origin.as_deref()),
         Cmd::Serve { config, log_format } => {
             init_logging(log_format);
             let (config, gateway) = match load(&config) {
@@ -85,7 +124,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match runtime.block_on(serve(config.0, gateway)) {
+            match runtime.block_on(serve(config, gateway)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(msg) => {
                     eprintln!("jmxgate: {msg}");
@@ -109,7 +148,13 @@ fn load(path: &std::path::Path) -> Result<(Loaded, Arc<Gateway>), String> {
     Ok((Loaded(config, path.to_path_buf()), Arc::new(gateway)))
 }
 
-async fn serve(config: Config, gateway: Arc<Gateway>) -> Result<(), String> {
+async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
+    let Loaded(config, path) = loaded;
+    tokio::spawn(jmxgate::reload::watch(
+        gateway.clone(),
+        path,
+        std::time::Duration::from_secs(2),
+    ));
     let listener = tokio::net::TcpListener::bind(config.server.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", config.server.listen))?;
@@ -144,6 +189,60 @@ async fn shutdown_signal() {
         () = term => {},
     }
     tracing::info!("shutting down: finishing in-flight requests");
+}
+
+fn policy_check(
+    policy: &std::path::Path,
+    request: &str,
+    remote: &[String],
+    method: &str,
+    origin: Option<&str>,
+) -> ExitCode {
+    use jmxgate::pipeline::authorize::{check_policy, RequestFacts};
+    let policy = match jmxgate::policy::Policy::load(policy) {
+        Ok(p) => Arc::new(p),
+        Err(e) => {
+            eprintln!("jmxgate: policy {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let value: serde_json::Value = match serde_json::from_str(request) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("jmxgate: --request is not JSON: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let request = match jmxgate::protocol::Request::from_json(&value, &Default::default()) {
+        Ok((r, _)) => r,
+        Err(e) => {
+            eprintln!("jmxgate: --request: {}", e.message);
+            return ExitCode::from(2);
+        }
+    };
+    let method = method.to_ascii_uppercase();
+    let facts = RequestFacts {
+        method: &method,
+        chain: remote,
+        origin,
+        scheme: "http",
+    };
+    match check_policy(policy, &facts, &request) {
+        Ok(allowed) => {
+            println!("allow");
+            println!("rule: {}", allowed.rule);
+            if allowed.plan != jmxgate::pipeline::authorize::Plan::Forward {
+                println!("then: {}", allowed.plan.name());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(denied) => {
+            println!("deny");
+            println!("rule: {}", denied.rule);
+            println!("error: {}", denied.error.message);
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn init_logging(format: LogFormat) {

@@ -46,6 +46,8 @@ use route::{Addressing, Destination};
 
 /// The path prefix agents use and the gateway mirrors.
 pub const PREFIX: &str = "/jolokia";
+/// Where a caller asks what the gateway would decide for its request.
+pub const EXPLAIN_PATH: &str = "/jmxgate/explain";
 /// Below [`PREFIX`]: `/targets/<name>/…` is the virtual URL of one agent.
 pub const VIRTUAL_SEGMENT: &str = "targets";
 
@@ -81,6 +83,32 @@ pub struct Gateway {
     max_bulk_items: usize,
     identity: GatewayIdentity,
     request_seq: AtomicU64,
+}
+
+/// An item after route and authorize.
+struct Decided {
+    /// The target's name once routed (`gateway` for local answers).
+    target: Option<String>,
+    /// Where it goes and under which grant, or its error and the rule that
+    /// denied it.
+    outcome:
+        Result<(Destination, authorize::Allowed), (crate::protocol::ProtocolError, Option<String>)>,
+}
+
+impl Decided {
+    fn failed(error: crate::protocol::ProtocolError) -> Decided {
+        Decided {
+            target: None,
+            outcome: Err((error, None)),
+        }
+    }
+}
+
+fn destination_name(d: &Destination) -> String {
+    match d {
+        Destination::Gateway => "gateway".into(),
+        Destination::Agent(t) => t.name.clone(),
+    }
 }
 
 /// Which URL shape the client used.
@@ -146,6 +174,9 @@ impl Gateway {
             self.request_seq.fetch_add(1, Ordering::Relaxed)
         );
         let (parts, body) = req.into_parts();
+        if parts.uri.path() == EXPLAIN_PATH {
+            return self.explain(parts, body, client).await;
+        }
         let headers = parts.headers;
 
         let (addressed, rest) = match self.addressing(parts.uri.path()) {
@@ -158,29 +189,12 @@ impl Gateway {
         let origin = request_origin(&headers);
         let cors = cors_allowed(&access, origin.as_deref());
 
-        let parsed = match parts.method {
-            Method::OPTIONS => return respond::preflight(&headers, cors),
-            Method::GET => parse::parse_get(&rest, parts.uri.query()),
-            Method::POST => match axum::body::to_bytes(body, self.max_body_bytes).await {
-                Ok(bytes) => parse::parse_post(&bytes, parts.uri.query(), self.max_bulk_items),
-                Err(_) => Err(HttpError::new(
-                    413,
-                    "jmxgate.RequestTooLarge",
-                    format!(
-                        "Request body exceeds {} bytes (server.max_body_bytes)",
-                        self.max_body_bytes
-                    ),
-                )),
-            },
-            _ => Err(HttpError::new(
-                405,
-                "jmxgate.MethodNotAllowed",
-                format!(
-                    "HTTP method {} is not supported; use GET or POST",
-                    parts.method
-                ),
-            )),
-        };
+        if parts.method == Method::OPTIONS {
+            return respond::preflight(&headers, cors);
+        }
+        let parsed = self
+            .read_request(&parts.method, &rest, parts.uri.query(), body)
+            .await;
         let parsed = match parsed {
             Ok(p) => p,
             Err(e) => {
@@ -207,53 +221,28 @@ impl Gateway {
         let mut targets: Vec<Option<String>> = vec![None; count];
         let mut rules: Vec<Option<String>> = vec![None; count];
         for (index, item) in parsed.items.iter().enumerate() {
-            let item = match &item.parsed {
-                Ok(item) => item,
-                Err(e) => {
-                    answers.push((index, Response::error(e)));
-                    continue;
+            let decided = self.decide(&access, &principal, &facts, addressing, item);
+            targets[index] = decided.target.clone();
+            match decided.outcome {
+                Err((error, rule)) => {
+                    rules[index] = rule;
+                    answers.push((index, Response::error(&error)));
                 }
-            };
-            let destination = match route::route(
-                &self.fleet,
-                addressing,
-                &item.request.command,
-                item.target.as_ref().map(|t| t.url.as_str()),
-            ) {
-                Ok(d) => d,
-                Err(e) => {
-                    answers.push((index, Response::error(&e)));
-                    continue;
+                Ok((Destination::Gateway, allowed)) => {
+                    rules[index] = Some(allowed.rule);
+                    answers.push((index, self.answer_locally(&headers)));
                 }
-            };
-            targets[index] = Some(match &destination {
-                Destination::Gateway => "gateway".to_string(),
-                Destination::Agent(t) => t.name.clone(),
-            });
-            let allowed = match authorize::authorize(
-                &access,
-                &principal,
-                &facts,
-                &item.request,
-                &destination,
-            ) {
-                Ok(a) => a,
-                Err(denied) => {
-                    rules[index] = Some(denied.rule);
-                    answers.push((index, Response::error(&denied.error)));
-                    continue;
+                Ok((Destination::Agent(target), allowed)) => {
+                    rules[index] = Some(allowed.rule);
+                    let request = &item.parsed.as_ref().expect("decided items parsed").request;
+                    jobs.push(dispatch::Job {
+                        index,
+                        target,
+                        request: forwarded(request),
+                        plan: allowed.plan,
+                        grant: allowed.grant,
+                    });
                 }
-            };
-            rules[index] = Some(allowed.rule);
-            match destination {
-                Destination::Gateway => answers.push((index, self.answer_locally(&headers))),
-                Destination::Agent(target) => jobs.push(dispatch::Job {
-                    index,
-                    target,
-                    request: forwarded(&item.request),
-                    plan: allowed.plan,
-                    grant: allowed.grant,
-                }),
             }
         }
         answers.extend(dispatch::dispatch(jobs).await);
@@ -292,6 +281,179 @@ impl Gateway {
             resp.headers_mut().insert(respond::REQUEST_ID, v);
         }
         resp
+    }
+
+    /// `POST /jmxgate/explain`: the route and authorize decisions for each
+    /// item of a request, for the caller's own roles, without contacting
+    /// any agent. `?target=<name>` judges it as sent to that target's
+    /// virtual URL, `?method=GET` as if it came by GET.
+    async fn explain(
+        &self,
+        parts: http::request::Parts,
+        body: Body,
+        client: Option<SocketAddr>,
+    ) -> HttpResponse<Body> {
+        let headers = &parts.headers;
+        let access = self.access.load_full();
+        let origin = request_origin(headers);
+        let cors = cors_allowed(&access, origin.as_deref());
+        let fail = |e: HttpError| respond::http_error(&e, headers, cors);
+        match parts.method {
+            Method::OPTIONS => return respond::preflight(headers, cors),
+            Method::POST => {}
+            _ => {
+                return fail(HttpError::new(
+                    405,
+                    "jmxgate.MethodNotAllowed",
+                    "POST the request (or bulk) to explain",
+                ))
+            }
+        }
+        let query: Vec<(String, String)> =
+            url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+                .into_owned()
+                .collect();
+        let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
+        let virtual_target = match param("target") {
+            Some(name) => match self.fleet.by_name(name) {
+                Some(t) => Some(t.clone()),
+                None => {
+                    return fail(HttpError::new(
+                        404,
+                        "jmxgate.UnknownTarget",
+                        format!("No target named \"{name}\" is configured"),
+                    ))
+                }
+            },
+            None => None,
+        };
+        let method = match param("method").map(str::to_ascii_uppercase).as_deref() {
+            None | Some("POST") => "POST",
+            Some("GET") => "GET",
+            Some(other) => {
+                return fail(HttpError::bad_request(format!(
+                    "method={other}: use GET or POST"
+                )))
+            }
+        };
+        let parsed = match self
+            .read_request(&Method::POST, "", parts.uri.query(), body)
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
+        let principal = authenticate::authenticate(headers);
+        let chain = access.client_chain(client.map(|c| c.ip()), headers);
+        let facts = authorize::RequestFacts {
+            method,
+            chain: &chain,
+            origin: origin.as_deref(),
+            scheme: "http",
+        };
+        let addressing = match &virtual_target {
+            Some(t) => Addressing::Virtual(t),
+            None => Addressing::Proxy {
+                default_target: self.default_target.as_ref(),
+            },
+        };
+        let report: Vec<serde_json::Value> = parsed
+            .items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| {
+                let decided = self.decide(&access, &principal, &facts, addressing, item);
+                let kind = item
+                    .parsed
+                    .as_ref()
+                    .ok()
+                    .map(|p| p.request.command.type_name());
+                let mut entry =
+                    serde_json::json!({ "index": index, "type": kind, "target": decided.target });
+                match decided.outcome {
+                    Ok((_, allowed)) => {
+                        entry["decision"] = "allow".into();
+                        entry["rule"] = allowed.rule.into();
+                        entry["plan"] = allowed.plan.name().into();
+                        entry["roles"] = allowed.grant.roles.clone().into();
+                    }
+                    Err((error, rule)) => {
+                        entry["decision"] = "deny".into();
+                        entry["status"] = error.status.into();
+                        entry["error"] = error.message.into();
+                        entry["rule"] = rule
+                            .unwrap_or_else(|| "the request could not be routed".into())
+                            .into();
+                    }
+                }
+                entry
+            })
+            .collect();
+        let body = if parsed.bulk {
+            serde_json::to_vec(&report)
+        } else {
+            serde_json::to_vec(&report[0])
+        }
+        .expect("JSON values serialise");
+        respond::http_response(body, &crate::protocol::Params::default(), headers, cors)
+    }
+
+    /// Step 3 for any method: the GET path or the POST body, parsed.
+    async fn read_request(
+        &self,
+        method: &Method,
+        rest: &str,
+        query: Option<&str>,
+        body: Body,
+    ) -> Result<parse::Parsed, HttpError> {
+        match *method {
+            Method::GET => parse::parse_get(rest, query),
+            Method::POST => match axum::body::to_bytes(body, self.max_body_bytes).await {
+                Ok(bytes) => parse::parse_post(&bytes, query, self.max_bulk_items),
+                Err(_) => Err(HttpError::new(
+                    413,
+                    "jmxgate.RequestTooLarge",
+                    format!(
+                        "Request body exceeds {} bytes (server.max_body_bytes)",
+                        self.max_body_bytes
+                    ),
+                )),
+            },
+            _ => Err(HttpError::new(
+                405,
+                "jmxgate.MethodNotAllowed",
+                format!("HTTP method {method} is not supported; use GET or POST"),
+            )),
+        }
+    }
+
+    /// Steps 4 and 5 for one item: where it goes and whether it may.
+    fn decide(
+        &self,
+        access: &AccessControl,
+        principal: &authenticate::Principal,
+        facts: &authorize::RequestFacts<'_>,
+        addressing: Addressing<'_>,
+        item: &parse::Item,
+    ) -> Decided {
+        let parsed = match &item.parsed {
+            Ok(p) => p,
+            Err(e) => return Decided::failed(e.clone()),
+        };
+        let destination = match route::route(
+            &self.fleet,
+            addressing,
+            &parsed.request.command,
+            parsed.target.as_ref().map(|t| t.url.as_str()),
+        ) {
+            Ok(d) => d,
+            Err(e) => return Decided::failed(e),
+        };
+        let target = Some(destination_name(&destination));
+        let outcome = authorize::authorize(access, principal, facts, &parsed.request, &destination)
+            .map(|allowed| (destination, allowed))
+            .map_err(|denied| (denied.error, Some(denied.rule)));
+        Decided { target, outcome }
     }
 
     /// Splits the URL into addressing and the Jolokia path after it.

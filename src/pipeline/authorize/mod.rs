@@ -112,6 +112,23 @@ pub enum Plan {
     CheckPattern,
 }
 
+impl Plan {
+    /// The plan's name in explain answers.
+    pub fn name(self) -> &'static str {
+        match self {
+            Plan::Forward => "forward",
+            Plan::FilterSearch => "forward, then filter the search answer",
+            Plan::FilterList => "forward, then filter the list answer",
+            Plan::ExpandRead => {
+                "resolve MBeans and attributes on the agent, read only allowed pairs"
+            }
+            Plan::CheckPattern => {
+                "resolve the pattern on the agent, run only if every match is allowed"
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Allowed {
     pub plan: Plan,
@@ -199,6 +216,21 @@ pub fn authorize(
     if grant.policies.is_empty() {
         return Err(first_denial.expect("at least one role was checked"));
     }
+    decide_command(&grant, request).map(|(plan, rule)| Allowed { plan, grant, rule })
+}
+
+/// Decides a request against one policy alone (`jmxgate policy check`).
+pub fn check_policy(
+    policy: Arc<Policy>,
+    facts: &RequestFacts<'_>,
+    request: &Request,
+) -> Result<Allowed, Denied> {
+    request_checks(&policy, facts, request)?;
+    let grant = Grant {
+        policies: vec![policy],
+        roles: Vec::new(),
+        open: false,
+    };
     decide_command(&grant, request).map(|(plan, rule)| Allowed { plan, grant, rule })
 }
 
