@@ -10,8 +10,12 @@ pub struct ObjectName {
     raw: String,
     domain_end: usize,
     properties: Vec<(String, String)>,
+    /// Per property: whether its value is a pattern (`*`/`?`, unescaped).
+    value_patterns: Vec<bool>,
     property_list_pattern: bool,
     value_pattern: bool,
+    /// Java's `getCanonicalName()`, computed once at parse time.
+    canonical: String,
 }
 
 impl ObjectName {
@@ -35,8 +39,10 @@ impl ObjectName {
             raw: raw.to_string(),
             domain_end: colon,
             properties: Vec::new(),
+            value_patterns: Vec::new(),
             property_list_pattern: false,
             value_pattern: false,
+            canonical: String::new(),
         };
         for part in
             split_properties(rest).map_err(|why| format!("Invalid object name \"{raw}\": {why}"))?
@@ -66,11 +72,12 @@ impl ObjectName {
             if value.is_empty() {
                 return bad(&format!("the value of key \"{key}\" is empty"));
             }
+            let mut is_pattern = false;
             if value.starts_with('"') {
                 if check_quoted(value)
                     .map_err(|why| format!("Invalid object name \"{raw}\": {why}"))?
                 {
-                    name.value_pattern = true;
+                    is_pattern = true;
                 }
             } else {
                 if let Some(c) = value
@@ -82,17 +89,20 @@ impl ObjectName {
                     ));
                 }
                 if value.contains(['*', '?']) {
-                    name.value_pattern = true;
+                    is_pattern = true;
                 }
             }
+            name.value_pattern |= is_pattern;
             if name.properties.iter().any(|(k, _)| k == key) {
                 return bad(&format!("key \"{key}\" appears twice"));
             }
             name.properties.push((key.to_string(), value.to_string()));
+            name.value_patterns.push(is_pattern);
         }
         if name.properties.is_empty() && !name.property_list_pattern {
             return bad("key properties cannot be empty");
         }
+        name.canonical = name.compute_canonical();
         Ok(name)
     }
 
@@ -110,7 +120,156 @@ impl ObjectName {
     }
 
     pub fn is_pattern(&self) -> bool {
-        self.domain().contains(['*', '?']) || self.property_list_pattern || self.value_pattern
+        self.is_domain_pattern() || self.property_list_pattern || self.value_pattern
+    }
+
+    /// The domain holds `*` or `?`.
+    pub fn is_domain_pattern(&self) -> bool {
+        self.domain().contains(['*', '?'])
+    }
+
+    /// The key properties end in `,*` (or are just `*`): other keys may
+    /// be present in a matching name.
+    pub fn is_property_list_pattern(&self) -> bool {
+        self.property_list_pattern
+    }
+
+    /// Some key property value holds an (unescaped) `*` or `?`.
+    pub fn is_property_value_pattern(&self) -> bool {
+        self.value_pattern
+    }
+
+    /// The value of one key property, as written (quotes kept).
+    pub fn key_property(&self, key: &str) -> Option<&str> {
+        self.properties
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Java's `ObjectName.getCanonicalName()`: the domain, then the key
+    /// properties sorted by key (values as written), then `,*` (or `*`
+    /// alone) for a property list pattern. Two names are equal for JMX
+    /// exactly when their canonical names are.
+    pub fn canonical(&self) -> String {
+        self.canonical.clone()
+    }
+
+    /// [`canonical`](Self::canonical) without the copy.
+    pub fn canonical_str(&self) -> &str {
+        &self.canonical
+    }
+
+    /// JMX `ObjectName.apply`: does this name (usually a pattern) match
+    /// `name`? The domain is a glob with `*` and `?`; a property list
+    /// pattern (`,*`) lets `name` have further keys; a value with `*`/`?`
+    /// is a glob over the value as written; key order never matters.
+    /// A pattern `name` never matches (as in JMX), except that two equal
+    /// names (same canonical name) always do.
+    pub fn matches(&self, name: &ObjectName) -> bool {
+        if self.canonical == name.canonical {
+            return true;
+        }
+        if name.is_pattern() || !self.is_pattern() {
+            return false;
+        }
+        let domain_ok = if self.is_domain_pattern() {
+            wildmatch(name.domain(), self.domain())
+        } else {
+            self.domain() == name.domain()
+        };
+        domain_ok && self.match_keys(name)
+    }
+
+    fn match_keys(&self, name: &ObjectName) -> bool {
+        if self.value_pattern
+            && !self.property_list_pattern
+            && name.properties.len() != self.properties.len()
+        {
+            return false;
+        }
+        if self.value_pattern || self.property_list_pattern {
+            return self.properties.iter().zip(&self.value_patterns).all(
+                |((key, value), &is_pattern)| match name.key_property(key) {
+                    None => false,
+                    Some(v) if is_pattern => wildmatch(v, value),
+                    Some(v) => v == value,
+                },
+            );
+        }
+        // Only the domain is a pattern: the key property lists must be equal.
+        self.canonical_properties() == name.canonical_properties()
+    }
+
+    /// The part of the canonical name after the domain's `:`.
+    fn canonical_properties(&self) -> &str {
+        &self.canonical[self.domain_end + 1..]
+    }
+
+    fn compute_canonical(&self) -> String {
+        let mut sorted: Vec<&(String, String)> = self.properties.iter().collect();
+        // Java sorts keys with String.compareTo: UTF-16 code unit order.
+        sorted.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+        let mut out = String::with_capacity(self.raw.len() + 2);
+        out.push_str(self.domain());
+        out.push(':');
+        for (i, (k, v)) in sorted.into_iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(k);
+            out.push('=');
+            out.push_str(v);
+        }
+        if self.property_list_pattern {
+            if !self.properties.is_empty() {
+                out.push(',');
+            }
+            out.push('*');
+        }
+        out
+    }
+}
+
+/// JMX's `Util.wildmatch`: `*` matches any run of characters, `?` exactly
+/// one, everything else itself; anchored at both ends.
+pub fn wildmatch(s: &str, pattern: &str) -> bool {
+    let next = |text: &str, at: usize| text[at..].chars().next();
+    let (mut si, mut pi) = (0usize, 0usize);
+    // Where to resume after the last '*': (pattern index after it, string index).
+    let mut star: Option<(usize, usize)> = None;
+    loop {
+        if let Some(pc) = next(pattern, pi) {
+            let sc = next(s, si);
+            match (pc, sc) {
+                ('*', _) => {
+                    pi += 1;
+                    star = Some((pi, si));
+                    continue;
+                }
+                ('?', Some(c)) => {
+                    si += c.len_utf8();
+                    pi += 1;
+                    continue;
+                }
+                (p, Some(c)) if p != '?' && p == c => {
+                    si += c.len_utf8();
+                    pi += p.len_utf8();
+                    continue;
+                }
+                _ => {}
+            }
+        } else if si == s.len() {
+            return true;
+        }
+        match star {
+            Some((star_pi, star_si)) if star_si < s.len() => {
+                pi = star_pi;
+                si = star_si + next(s, star_si).map_or(1, char::len_utf8);
+                star = Some((star_pi, si));
+            }
+            _ => return false,
+        }
     }
 }
 
@@ -242,5 +401,107 @@ mod tests {
             n.properties()[1],
             ("name".to_string(), "Metaspace".to_string())
         );
+    }
+
+    fn on(s: &str) -> ObjectName {
+        ObjectName::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn canonical_names_sort_keys_like_java() {
+        for (name, canonical) in [
+            ("java.lang:type=Memory", "java.lang:type=Memory"),
+            ("d:b=2,a=1", "d:a=1,b=2"),
+            ("d:type=Foo,*", "d:type=Foo,*"),
+            ("d:*,type=Foo", "d:type=Foo,*"),
+            ("java.lang:*", "java.lang:*"),
+            ("*:*", "*:*"),
+            ("d:name=\"x,y\",a=1", "d:a=1,name=\"x,y\""),
+            ("d:B=1,a=2", "d:B=1,a=2"),
+        ] {
+            assert_eq!(on(name).canonical(), canonical, "{name}");
+            assert_eq!(on(name).canonical_str(), canonical, "{name}");
+        }
+    }
+
+    #[test]
+    fn pattern_matching_follows_objectname_apply() {
+        for (pattern, name, expected) in [
+            // exact names: canonical equality
+            ("java.lang:type=Memory", "java.lang:type=Memory", true),
+            ("d:a=1,b=2", "d:b=2,a=1", true),
+            ("d:a=1", "d:a=1,b=2", false),
+            // property list patterns
+            ("java.lang:*", "java.lang:type=Memory", true),
+            ("java.lang:*", "javax.lang:type=Memory", false),
+            ("jolokia:type=Config,*", "jolokia:type=Config", true),
+            (
+                "jolokia:type=Config,*",
+                "jolokia:name=Bla,type=Config",
+                true,
+            ),
+            (
+                "jolokia:type=Config,*",
+                "jolokia:type=Other,name=Bla",
+                false,
+            ),
+            ("jolokia:type=Config,*", "jolokia:name=Bla", false),
+            ("*:*", "any.domain:x=y", true),
+            // domain globs
+            ("java.*:type=Memory", "java.lang:type=Memory", true),
+            ("java.*:type=Memory", "java.lang:type=Memory,name=x", false),
+            ("java.?ang:type=Memory", "java.lang:type=Memory", true),
+            ("java.?ang:type=Memory", "java.llang:type=Memory", false),
+            ("*:type=Memory", ":type=Memory", true),
+            ("d*:a=1,*", "domain:b=2,a=1", true),
+            // value patterns: same number of keys unless ,*
+            ("d:type=Mem*", "d:type=Memory", true),
+            ("d:type=Mem*", "d:type=Memory,name=x", false),
+            ("d:type=Mem*,*", "d:type=Memory,name=x", true),
+            ("d:type=M?mory,name=x", "d:name=x,type=Memory", true),
+            ("d:type=M?mory,name=x", "d:name=y,type=Memory", false),
+            ("d:type=*", "d:type=anything", true),
+            ("d:type=*", "d:name=anything", false),
+            // quoted values are matched as written, quotes included
+            ("d:name=\"wild*\"", "d:name=\"wildcard\"", true),
+            ("d:name=\"wild*\"", "d:name=wildcard", false),
+            ("d:name=\"star\\*\"", "d:name=\"star\\*\"", true),
+            // a pattern name never matches as the candidate, unless equal
+            ("java.lang:*", "java.lang:type=*", false),
+            ("java.lang:*", "java.lang:type=Memory,*", false),
+            ("java.lang:*", "java.lang:*", true),
+            ("d:type=Foo,*", "d:*,type=Foo", true),
+            ("java.lang:type=Memory", "java.lang:*", false),
+        ] {
+            assert_eq!(
+                on(pattern).matches(&on(name)),
+                expected,
+                "{pattern} matches {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn pattern_kinds_and_key_lookup() {
+        let n = on("d*:type=a?c,name=x,*");
+        assert!(n.is_domain_pattern());
+        assert!(n.is_property_list_pattern());
+        assert!(n.is_property_value_pattern());
+        assert_eq!(n.key_property("type"), Some("a?c"));
+        assert_eq!(n.key_property("nope"), None);
+        let plain = on("d:type=x");
+        assert!(!plain.is_domain_pattern() && !plain.is_property_list_pattern());
+        assert!(!plain.is_property_value_pattern());
+    }
+
+    #[test]
+    fn wildmatch_backtracks() {
+        assert!(wildmatch("abcbcd", "a*bcd"));
+        assert!(wildmatch("", "*"));
+        assert!(!wildmatch("", "?"));
+        assert!(wildmatch("abc", "a?c"));
+        assert!(!wildmatch("abcx", "a*c"));
+        assert!(wildmatch("aXbYc", "a*b*c"));
+        assert!(!wildmatch("ab", "a*b*c"));
     }
 }

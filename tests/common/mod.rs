@@ -181,6 +181,7 @@ pub fn targets_toml(agents: &[&Agent]) -> String {
 pub struct Gateway {
     pub addr: SocketAddr,
     pub http: reqwest::Client,
+    pub gateway: Arc<jmxgate::Gateway>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -191,16 +192,31 @@ impl Gateway {
         let config = jmxgate::Config::parse(&text)
             .and_then(|c| c.validate())
             .unwrap_or_else(|e| panic!("bad test config: {e:?}\n{text}"));
-        let gateway = Arc::new(jmxgate::Gateway::new(&config).expect("gateway starts"));
+        Gateway::serve(&config).await
+    }
+
+    /// Starts a gateway from a config file (relative paths resolved).
+    pub async fn start_from_file(path: &Path) -> Gateway {
+        let config = jmxgate::Config::load(path).unwrap_or_else(|e| panic!("{e}"));
+        Gateway::serve(&config).await
+    }
+
+    async fn serve(config: &jmxgate::Config) -> Gateway {
+        let gateway = Arc::new(jmxgate::Gateway::new(config).expect("gateway starts"));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(jmxgate::pipeline::listen::serve(listener, gateway, async {
-            let _ = rx.await;
-        }));
+        tokio::spawn(jmxgate::pipeline::listen::serve(
+            listener,
+            gateway.clone(),
+            async {
+                let _ = rx.await;
+            },
+        ));
         Gateway {
             addr,
             http: http_client(),
+            gateway,
             shutdown: Some(tx),
         }
     }
