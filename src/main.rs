@@ -84,11 +84,13 @@ fn main() -> ExitCode {
     match cli.command {
         Cmd::CheckConfig { config } => match load(&config) {
             Ok((config, _)) => {
+                let (targets, roles) = (config.0.targets.len(), config.0.roles.len());
+                let plural = |n: usize| if n == 1 { "" } else { "s" };
                 println!(
-                    "{}: OK ({} target{}, listening on {})",
+                    "{}: OK ({targets} target{}, {roles} role{}, listening on {})",
                     config_path_display(&config),
-                    config.0.targets.len(),
-                    if config.0.targets.len() == 1 { "" } else { "s" },
+                    plural(targets),
+                    plural(roles),
                     config.0.server.listen
                 );
                 ExitCode::SUCCESS

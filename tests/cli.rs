@@ -150,3 +150,122 @@ fn sigterm(pid: u32) {
         .unwrap();
     assert!(status.success());
 }
+
+fn policy_check(policy: &std::path::Path, request: &str, extra: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(BIN)
+        .args(["policy", "check", "--policy"])
+        .arg(policy)
+        .args(["--request", request])
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+#[test]
+fn policy_check_prints_the_decision_and_the_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.xml");
+    std::fs::write(
+        &policy,
+        r#"<restrict>
+             <remote><host>10.0.0.0/8</host></remote>
+             <http><method>post</method></http>
+             <cors><allow-origin>http://ok.example</allow-origin><strict-checking/></cors>
+             <deny><mbean><name>java.lang:type=Memory</name><operation>gc</operation></mbean></deny>
+           </restrict>"#,
+    )
+    .unwrap();
+    let gc = r#"{"type":"exec","mbean":"java.lang:type=Memory","operation":"gc()"}"#;
+    let read = r#"{"type":"read","mbean":"java.lang:type=Memory","attribute":"HeapMemoryUsage"}"#;
+    let inside = ["--remote", "10.1.1.1", "--origin", "http://ok.example"];
+    let (code, out) = policy_check(&policy, gc, &inside);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.starts_with("deny\n")
+            && out.contains("<deny> <mbean> java.lang:type=Memory <operation> gc"),
+        "{out}"
+    );
+    let (code, out) = policy_check(&policy, read, &inside);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("allow\n"), "{out}");
+    let (code, out) = policy_check(
+        &policy,
+        read,
+        &["--remote", "192.0.2.1", "--origin", "http://ok.example"],
+    );
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("No access from client [192.0.2.1] allowed"),
+        "{out}"
+    );
+    let (code, out) = policy_check(
+        &policy,
+        read,
+        &[
+            "--remote",
+            "10.1.1.1",
+            "--origin",
+            "http://ok.example",
+            "--method",
+            "GET",
+        ],
+    );
+    assert_eq!(code, Some(1), "{out}");
+    let (code, out) = policy_check(
+        &policy,
+        read,
+        &["--remote", "10.1.1.1", "--origin", "http://evil.example"],
+    );
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("Origin http://evil.example is not allowed"),
+        "{out}"
+    );
+
+    // Bad request, bad policy: exit 2 with the cause.
+    let (code, out) = policy_check(&policy, "{not json", &inside);
+    assert_eq!(code, Some(2), "{out}");
+    let (code, out) = policy_check(&policy, r#"{"type":"read","mbean":"java.lang"}"#, &inside);
+    assert_eq!(code, Some(2), "{out}");
+    let broken = dir.path().join("broken.xml");
+    std::fs::write(
+        &broken,
+        "<restrict><commands><command>fly</command></commands></restrict>",
+    )
+    .unwrap();
+    let (code, out) = policy_check(&broken, read, &inside);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("broken.xml") && out.contains("fly"), "{out}");
+}
+
+#[test]
+fn an_invalid_policy_fails_start_up_naming_file_and_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.xml"),
+        "<restrict><allow><mbean><attribute>x</attribute></mbean></allow></restrict>",
+    )
+    .unwrap();
+    let path = write_config(
+        &dir,
+        "[server]\nlisten = \"127.0.0.1:0\"\n[access]\nanonymous_role = \"r\"\n[[roles]]\nname = \"r\"\ntargets = [\"*\"]\npolicy = \"bad.xml\"\n",
+    );
+    for args in [
+        vec!["check-config".to_string()],
+        vec!["serve".into(), "--config".into()],
+    ] {
+        let out = Command::new(BIN).args(&args).arg(&path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("bad.xml") && stderr.contains("name"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -40,16 +40,10 @@ impl Setup {
 
 /// A gateway whose anonymous callers hold one role reaching `targets`
 /// under the policy `body`.
-async fn gateway_with(
-    setup: &Setup,
-    agents: &[&Agent],
-    targets: &str,
-    body: &str,
-    extra: &str,
-) -> Gateway {
+async fn gateway_with(setup: &Setup, agents: &[&Agent], targets: &str, body: &str) -> Gateway {
     let policy = setup.policy("role", body);
     let config = format!(
-        "{extra}\n{}[access]\nanonymous_role = \"tenant\"\n\n[[roles]]\nname = \"tenant\"\ntargets = {targets}\npolicy = \"{policy}\"\n",
+        "{}[access]\nanonymous_role = \"tenant\"\n\n[[roles]]\nname = \"tenant\"\ntargets = {targets}\npolicy = \"{policy}\"\n",
         targets_toml(agents)
     );
     Gateway::start(&config).await
@@ -76,7 +70,7 @@ fn error(r: &Value) -> &str {
 async fn roles_reach_only_their_targets() {
     let (a, b) = (Agent::start("a1"), Agent::start("b1"));
     let setup = Setup::new();
-    let gw = gateway_with(&setup, &[&a, &b], "[\"a*\"]", "", "").await;
+    let gw = gateway_with(&setup, &[&a, &b], "[\"a*\"]", "").await;
     let read = |t: &str| json!({"type":"read","mbean":T,"attribute":"Name","target":{"url":t}});
     let (_, r) = gw.post("/jolokia", &json!([read("a1"), read("b1")])).await;
     assert_eq!(r[0]["value"], "a1", "{}", r[0]);
@@ -118,7 +112,6 @@ async fn denied_operations_never_run_even_with_a_signature() {
         &[&a],
         "[\"ops1\"]",
         r#"<deny><mbean><name>jmxgate.test:type=Operations</name><operation>reset</operation><operation>fa*</operation></mbean></deny>"#,
-        "",
     )
     .await;
     let before = counter(&a, "Invocations").await;
@@ -163,7 +156,6 @@ async fn denied_attributes_are_not_read_or_written() {
         r#"<deny>
              <mbean><name>jmxgate.test:type=Types</name><attribute>Double</attribute><attribute mode="read">Special</attribute></mbean>
            </deny>"#,
-        "",
     )
     .await;
     let reads = counter(&a, "Reads").await;
@@ -222,7 +214,6 @@ async fn reading_all_attributes_reads_only_allowed_ones() {
         &[&a],
         "[\"all\"]",
         r#"<deny><mbean><name>jmxgate.test:type=Types</name><attribute>Double</attribute><attribute>Nest*</attribute></mbean></deny>"#,
-        "",
     )
     .await;
     let unrestricted = direct(&a, &json!({"type":"read","mbean":T})).await;
@@ -255,7 +246,6 @@ async fn pattern_reads_touch_only_allowed_pairs() {
         &[&a],
         "[\"pat\"]",
         r#"<deny><mbean><name>jmxgate.test:type=Pattern,name=b</name><attribute>Value</attribute></mbean></deny>"#,
-        "",
     )
     .await;
     let base = "/jolokia/targets/pat/read/jmxgate.test:type=Pattern,*";
@@ -295,7 +285,6 @@ async fn writes_and_execs_on_patterns_need_every_match_allowed() {
         "[\"wpat\"]",
         r#"<deny><mbean><name>jmxgate.test:type=Pattern,name=b</name><attribute>Level</attribute></mbean>
                  <mbean><name>jmxgate.test:type=Operations</name><operation>reset</operation></mbean></deny>"#,
-        "",
     )
     .await;
     let invocations = counter(&a, "Invocations").await;
@@ -337,7 +326,6 @@ async fn wildcards_are_anchored_globs_with_a_literal_dot() {
         "[\"glob\"]",
         r#"<commands><command>version</command></commands>
            <allow><mbean><name>jmxgate.test:type=Types</name><attribute>Nam.</attribute><attribute>Long*</attribute></mbean></allow>"#,
-        "",
     )
     .await;
     let (_, r) = gw
@@ -365,7 +353,6 @@ async fn version_is_subject_to_commands_and_http() {
         &[&a],
         "[\"ver\"]",
         r#"<commands><command>read</command></commands><http><method>post</method></http>"#,
-        "",
     )
     .await;
     let (status, r) = gw.get("/jolokia/version").await;
@@ -408,7 +395,7 @@ async fn forwarded_for_counts_only_from_trusted_proxies() {
         }
     };
     // Not trusted: the header is ignored, the peer (127.0.0.1) decides.
-    let gw = gateway_with(&setup, &[&a], "[\"fwd\"]", remote, "").await;
+    let gw = gateway_with(&setup, &[&a], "[\"fwd\"]", remote).await;
     assert_eq!(send(&gw, Some("203.0.113.9")).await["value"], "fwd");
     // Trusted: every hop must pass.
     let policy = setup.policy("fwdp", remote);
@@ -442,7 +429,6 @@ async fn list_and_search_show_only_what_the_role_may_touch() {
              <mbean><name>jmxgate.test:type=Counter</name><attribute>Reads</attribute></mbean>
              <mbean><name>jmxgate.test:type=Pattern,*</name><attribute>Value</attribute></mbean>
            </allow>"#,
-        "",
     )
     .await;
     let (_, r) = gw.get("/jolokia/targets/lst/search/jmxgate.test:*").await;
@@ -493,7 +479,6 @@ async fn cors_follows_the_policy() {
         &[&a],
         "[\"cors\"]",
         r#"<cors><allow-origin>http://good.example</allow-origin><strict-checking/></cors>"#,
-        "",
     )
     .await;
     let get = |origin: &'static str| {
@@ -537,7 +522,6 @@ async fn explain_reports_decisions_without_touching_agents() {
         &[&a],
         "[\"exp\"]",
         r#"<deny><mbean><name>jmxgate.test:type=Operations</name><operation>reset</operation></mbean></deny>"#,
-        "",
     )
     .await;
     let invocations = counter(&a, "Invocations").await;
