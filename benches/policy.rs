@@ -33,7 +33,9 @@ fn policy_200() -> String {
     xml += "</allow>\n<deny>\n";
     for i in 0..100 {
         if i % 4 == 0 {
-            xml += &format!("<mbean><name>app{i}:type=Cache,*</name><attribute>Secret*</attribute></mbean>\n");
+            xml += &format!(
+                "<mbean><name>app{i}:type=Cache,*</name><attribute>Secret*</attribute></mbean>\n"
+            );
         } else {
             xml += &format!(
                 "<mbean><name>app{i}:type=Service,name=s{i}</name><attribute>Password</attribute><attribute>Key*</attribute></mbean>\n"
