@@ -182,10 +182,18 @@ impl AccessControl {
         &self.roles
     }
 
-    /// The roles a principal holds.
+    /// The roles a principal holds: the anonymous role for anonymous
+    /// callers, else the configured roles its credential names (names
+    /// without a configured role grant nothing).
     pub fn roles_of(&self, principal: &Principal) -> Vec<Arc<Role>> {
         match principal.method {
             AuthMethod::Anonymous => self.anonymous_role.iter().cloned().collect(),
+            _ => self
+                .roles
+                .iter()
+                .filter(|r| principal.roles.iter().any(|n| *n == r.name))
+                .cloned()
+                .collect(),
         }
     }
 

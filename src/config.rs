@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::pipeline::authenticate::{AuthConfig, AuthMethod};
+
 /// Default connect timeout towards an agent.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default deadline for a whole agent exchange (send, agent work, answer).
@@ -34,6 +36,9 @@ pub struct Config {
     pub access: AccessConfig,
     #[serde(default)]
     pub roles: Vec<RoleConfig>,
+    /// Credential stores for callers.
+    #[serde(default)]
+    pub auth: AuthConfig,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -65,8 +70,22 @@ pub struct RoleConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
-    /// Address of the HTTP listener, e.g. `127.0.0.1:8080`.
-    pub listen: SocketAddr,
+    /// Address of the plain HTTP listener, e.g. `127.0.0.1:8080`. Leave it
+    /// out (and set `tls`) for an HTTPS-only gateway.
+    #[serde(default)]
+    pub listen: Option<SocketAddr>,
+    /// Authentication methods the HTTP listener accepts: `basic`,
+    /// `bearer`, `anonymous`. Default: the configured `[auth.*]` methods,
+    /// or `anonymous` when there are none.
+    #[serde(default)]
+    pub auth: Option<Vec<AuthMethod>>,
+    /// The HTTPS listener (optionally verifying client certificates).
+    #[serde(default)]
+    pub tls: Option<crate::tls::TlsConfig>,
+    /// Methods the HTTPS listener accepts (`mtls` as well). Default: the
+    /// configured `[auth.*]` methods, or `anonymous` when there are none.
+    #[serde(default)]
+    pub tls_auth: Option<Vec<AuthMethod>>,
     /// Target for requests that name none (all types but `version`, which
     /// the gateway answers itself).
     #[serde(default)]
@@ -122,6 +141,17 @@ pub struct TargetConfig {
     /// certificate. Without it the system's trust store is used.
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
+    /// Client certificate (PEM) the gateway presents to an agent that
+    /// requires one; with `client_key_file`.
+    #[serde(default)]
+    pub client_cert_file: Option<PathBuf>,
+    #[serde(default)]
+    pub client_key_file: Option<PathBuf>,
+    /// Use a proxy request's own `target.user`/`target.password` towards
+    /// this agent. Off by default: client-supplied target credentials are
+    /// never forwarded.
+    #[serde(default)]
+    pub allow_credentials_passthrough: bool,
 }
 
 /// A string that never shows itself in `Debug` or `Display` output, so a
@@ -179,6 +209,39 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
+impl ServerConfig {
+    /// The methods the HTTP listener accepts.
+    pub fn http_methods(&self, auth: &AuthConfig) -> Vec<AuthMethod> {
+        self.auth
+            .clone()
+            .unwrap_or_else(|| default_methods(auth, false))
+    }
+
+    /// The methods the HTTPS listener accepts.
+    pub fn tls_methods(&self, auth: &AuthConfig) -> Vec<AuthMethod> {
+        self.tls_auth
+            .clone()
+            .unwrap_or_else(|| default_methods(auth, true))
+    }
+}
+
+fn default_methods(auth: &AuthConfig, tls: bool) -> Vec<AuthMethod> {
+    let mut m = Vec::new();
+    if tls && auth.mtls.is_some() {
+        m.push(AuthMethod::Mtls);
+    }
+    if auth.basic.is_some() {
+        m.push(AuthMethod::Basic);
+    }
+    if auth.bearer.is_some() {
+        m.push(AuthMethod::Bearer);
+    }
+    if m.is_empty() {
+        m.push(AuthMethod::Anonymous);
+    }
+    m
+}
+
 impl Config {
     /// Reads, parses and checks a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
@@ -200,6 +263,15 @@ impl Config {
 
     /// Paths in the file are relative to the file's own folder.
     fn resolve_relative_paths(mut self, base: &Path) -> Config {
+        if let Some(tls) = &mut self.server.tls {
+            tls.resolve_relative_paths(base);
+        }
+        if let Some(b) = &mut self.auth.basic {
+            b.resolve_relative_paths(base);
+        }
+        if let Some(b) = &mut self.auth.bearer {
+            b.resolve_relative_paths(base);
+        }
         for r in &mut self.roles {
             if let Some(p) = &mut r.policy {
                 if p.is_relative() {
@@ -208,7 +280,15 @@ impl Config {
             }
         }
         for t in &mut self.targets {
-            for p in [&mut t.password_file, &mut t.ca_file].into_iter().flatten() {
+            for p in [
+                &mut t.password_file,
+                &mut t.ca_file,
+                &mut t.client_cert_file,
+                &mut t.client_key_file,
+            ]
+            .into_iter()
+            .flatten()
+            {
                 if p.is_relative() {
                     *p = base.join(&*p);
                 }
@@ -301,6 +381,29 @@ impl Config {
         for (i, p) in self.access.trusted_proxies.iter().enumerate() {
             if let Err(why) = crate::access::parse_net(p) {
                 problems.push(format!("access.trusted_proxies[{i}]: {why}"));
+            }
+        }
+        if self.server.listen.is_none() && self.server.tls.is_none() {
+            problems.push(
+                "server: no listener; set server.listen (HTTP) or [server.tls] (HTTPS)".into(),
+            );
+        }
+        if self.server.tls.is_none() && self.server.tls_auth.is_some() {
+            problems.push("server.tls_auth: there is no [server.tls] listener".into());
+        }
+        if self
+            .server
+            .auth
+            .as_ref()
+            .is_some_and(|m| m.contains(&AuthMethod::Mtls))
+        {
+            problems.push("server.auth: \"mtls\" needs TLS; list it in server.tls_auth".into());
+        }
+        for (i, t) in self.targets.iter().enumerate() {
+            if t.client_cert_file.is_some() != t.client_key_file.is_some() {
+                problems.push(format!(
+                    "targets[{i}]: client_cert_file and client_key_file go together"
+                ));
             }
         }
         if self.server.max_body_bytes == 0 {

@@ -17,6 +17,8 @@ pub struct Target {
     pub labels: BTreeMap<String, String>,
     pub request_timeout: Duration,
     pub client: AgentClient,
+    /// A proxy request's own `target.user`/`target.password` may be used.
+    pub allow_credentials_passthrough: bool,
 }
 
 /// All targets, indexed by name and by endpoint.
@@ -138,6 +140,7 @@ fn build_target(t: &TargetConfig, defaults: &config::TargetDefaults) -> Result<T
         .request_timeout(request_timeout)
         .credentials(credentials)
         .ca_file(t.ca_file.clone())
+        .identity(t.client_cert_file.clone().zip(t.client_key_file.clone()))
         .build()
         .map_err(|e: ClientError| e.to_string())?;
     Ok(Target {
@@ -146,6 +149,7 @@ fn build_target(t: &TargetConfig, defaults: &config::TargetDefaults) -> Result<T
         labels: t.labels.clone(),
         request_timeout,
         client,
+        allow_credentials_passthrough: t.allow_credentials_passthrough,
     })
 }
 

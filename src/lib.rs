@@ -9,6 +9,7 @@ pub mod pipeline;
 pub mod policy;
 pub mod protocol;
 pub mod reload;
+pub mod tls;
 pub mod version;
 
 pub use config::Config;

@@ -40,6 +40,13 @@ enum Cmd {
         /// The TOML configuration file.
         config: PathBuf,
     },
+    /// Hash a password for the users file (argon2id; --bcrypt for bcrypt).
+    /// Reads the password from the first line of standard input.
+    HashPassword {
+        /// Make a bcrypt hash instead of argon2id.
+        #[arg(long)]
+        bcrypt: bool,
+    },
     /// Work with restrictor policies (jolokia-access.xml format).
     Policy {
         #[command(subcommand)]
@@ -86,12 +93,19 @@ fn main() -> ExitCode {
             Ok((config, _)) => {
                 let (targets, roles) = (config.0.targets.len(), config.0.roles.len());
                 let plural = |n: usize| if n == 1 { "" } else { "s" };
+                let server = &config.0.server;
+                let listeners: Vec<String> = server
+                    .listen
+                    .map(|a| format!("http://{a}"))
+                    .into_iter()
+                    .chain(server.tls.as_ref().map(|t| format!("https://{}", t.listen)))
+                    .collect();
                 println!(
                     "{}: OK ({targets} target{}, {roles} role{}, listening on {})",
                     config_path_display(&config),
                     plural(targets),
                     plural(roles),
-                    config.0.server.listen
+                    listeners.join(" and ")
                 );
                 ExitCode::SUCCESS
             }
@@ -100,6 +114,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Cmd::HashPassword { bcrypt } => hash_password(bcrypt),
         Cmd::Policy {
             command:
                 PolicyCmd::Check {
@@ -157,18 +172,60 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
         path,
         std::time::Duration::from_secs(2),
     ));
-    let listener = tokio::net::TcpListener::bind(config.server.listen)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", config.server.listen))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!(
-        targets = gateway.fleet().len(),
-        "jmxgate {} listening on http://{addr}/jolokia",
-        jmxgate::version::GATEWAY_VERSION
-    );
-    pipeline::listen::serve(listener, gateway, shutdown_signal())
-        .await
-        .map_err(|e| format!("server failed: {e}"))
+    // One shutdown signal for every listener; each drains its requests.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    };
+    let mut servers = tokio::task::JoinSet::new();
+    if let Some(addr) = config.server.listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!(
+            targets = gateway.fleet().len(),
+            "jmxgate {} listening on http://{local}/jolokia",
+            jmxgate::version::GATEWAY_VERSION
+        );
+        servers.spawn(pipeline::listen::serve(
+            listener,
+            gateway.clone(),
+            stopped(),
+        ));
+    }
+    if let Some(tls) = &config.server.tls {
+        let reloading = Arc::new(
+            jmxgate::tls::ReloadingTls::new(tls.clone()).map_err(|e| format!("server.tls: {e}"))?,
+        );
+        let listener = jmxgate::tls::TlsListener::bind(reloading.clone())
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", tls.listen))?;
+        let local = axum::serve::Listener::local_addr(&listener).map_err(|e| e.to_string())?;
+        tracing::info!(
+            targets = gateway.fleet().len(),
+            "jmxgate {} listening on https://{local}/jolokia",
+            jmxgate::version::GATEWAY_VERSION
+        );
+        tokio::spawn(reloading.watch());
+        servers.spawn(jmxgate::tls::serve(
+            listener,
+            pipeline::listen::router(gateway.clone()),
+            stopped(),
+        ));
+    }
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    while let Some(done) = servers.join_next().await {
+        done.map_err(|e| format!("server task failed: {e}"))?
+            .map_err(|e| format!("server failed: {e}"))?;
+    }
+    Ok(())
 }
 
 async fn shutdown_signal() {
@@ -191,6 +248,39 @@ async fn shutdown_signal() {
         () = term => {},
     }
     tracing::info!("shutting down: finishing in-flight requests");
+}
+
+fn hash_password(bcrypt: bool) -> ExitCode {
+    use std::io::{BufRead, IsTerminal};
+    if std::io::stdin().is_terminal() {
+        eprint!("password (input is shown): ");
+    }
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        eprintln!("jmxgate: cannot read the password from standard input");
+        return ExitCode::from(2);
+    }
+    let password = line.trim_end_matches(['\r', '\n']);
+    if password.is_empty() {
+        eprintln!("jmxgate: empty password; type it on standard input");
+        return ExitCode::from(2);
+    }
+    use jmxgate::pipeline::authenticate::basic;
+    let hashed = if bcrypt {
+        basic::hash_password_bcrypt(password)
+    } else {
+        basic::hash_password(password)
+    };
+    match hashed {
+        Ok(h) => {
+            println!("{h}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("jmxgate: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn policy_check(

@@ -41,13 +41,20 @@ impl GatewayIdentity {
     /// The `value` of a `version` answer, in the protocol 8 shape. `host` is
     /// the request's Host header, used for `details.url` when no
     /// `server.public_url` is configured.
-    pub fn version_value(&self, host: Option<&str>, secured: bool, targets: usize) -> Value {
+    pub fn version_value(
+        &self,
+        host: Option<&str>,
+        tls: bool,
+        secured: bool,
+        targets: usize,
+    ) -> Value {
+        let scheme = if tls { "https" } else { "http" };
         let url = self.public_url.clone().or_else(|| {
             host.filter(|h| {
                 h.chars()
                     .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
             })
-            .map(|h| format!("http://{h}/jolokia"))
+            .map(|h| format!("{scheme}://{h}/jolokia"))
         });
         let mut details = json!({
             "agent_version": GATEWAY_VERSION,

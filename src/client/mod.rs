@@ -79,9 +79,17 @@ pub struct AgentClientBuilder {
     request_timeout: Duration,
     credentials: Option<(String, Secret)>,
     ca_file: Option<PathBuf>,
+    identity: Option<(PathBuf, PathBuf)>,
 }
 
 impl AgentClientBuilder {
+    /// A client certificate and key (PEM) to present to an agent that
+    /// requires one.
+    pub fn identity(mut self, cert_and_key: Option<(PathBuf, PathBuf)>) -> Self {
+        self.identity = cert_and_key;
+        self
+    }
+
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.connect_timeout = d;
         self
@@ -102,7 +110,7 @@ impl AgentClientBuilder {
     }
 
     pub fn build(self) -> Result<AgentClient, ClientError> {
-        let tls = tls_config(self.ca_file.as_deref())?;
+        let tls = tls_config(self.ca_file.as_deref(), self.identity.as_ref())?;
         let http = reqwest::Client::builder()
             .tls_backend_preconfigured(tls)
             .connect_timeout(self.connect_timeout)
@@ -128,9 +136,12 @@ impl AgentClientBuilder {
     }
 }
 
-fn tls_config(ca_file: Option<&std::path::Path>) -> Result<rustls::ClientConfig, ClientError> {
+fn tls_config(
+    ca_file: Option<&std::path::Path>,
+    identity: Option<&(PathBuf, PathBuf)>,
+) -> Result<rustls::ClientConfig, ClientError> {
     use rustls_pki_types::pem::PemObject;
-    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
     let mut roots = rustls::RootCertStore::empty();
     match ca_file {
         Some(path) => {
@@ -158,11 +169,32 @@ fn tls_config(ca_file: Option<&std::path::Path>) -> Result<rustls::ClientConfig,
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| ClientError::Setup(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+        .with_root_certificates(roots);
+    match identity {
+        None => Ok(builder.with_no_client_auth()),
+        Some((cert_file, key_file)) => {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_file)
+                .and_then(|i| i.collect())
+                .map_err(|e| {
+                    ClientError::Setup(format!("client_cert_file {}: {e}", cert_file.display()))
+                })?;
+            if certs.is_empty() {
+                return Err(ClientError::Setup(format!(
+                    "client_cert_file {}: no certificate found",
+                    cert_file.display()
+                )));
+            }
+            let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| {
+                ClientError::Setup(format!("client_key_file {}: {e}", key_file.display()))
+            })?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| ClientError::Setup(format!("client_cert_file/client_key_file: {e}")))
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -187,6 +219,7 @@ impl AgentClient {
             request_timeout: crate::config::DEFAULT_REQUEST_TIMEOUT,
             credentials: None,
             ca_file: None,
+            identity: None,
         }
     }
 
@@ -198,8 +231,18 @@ impl AgentClient {
     /// same order. The agent must answer with exactly one response per
     /// request; anything else is a [`ClientError::BadAnswer`].
     pub async fn bulk(&self, requests: &[Request]) -> Result<Vec<Response>, ClientError> {
+        self.bulk_as(requests, None).await
+    }
+
+    /// [`bulk`](Self::bulk) with other Basic credentials than the
+    /// configured ones (target credential pass-through).
+    pub async fn bulk_as(
+        &self,
+        requests: &[Request],
+        credentials: Option<&(String, Secret)>,
+    ) -> Result<Vec<Response>, ClientError> {
         let body = crate::protocol::serialize_bulk(requests);
-        let answers = self.post(body).await?;
+        let answers = self.post(body, credentials).await?;
         if answers.len() == 1 && requests.len() > 1 && answers[0].is_error() {
             // Jolokia answers a bulk it cannot parse with one error object.
             return Err(ClientError::BulkRefused(answers[0].error_text()));
@@ -214,7 +257,11 @@ impl AgentClient {
         Ok(answers)
     }
 
-    async fn post(&self, body: Vec<u8>) -> Result<Vec<Response>, ClientError> {
+    async fn post(
+        &self,
+        body: Vec<u8>,
+        credentials: Option<&(String, Secret)>,
+    ) -> Result<Vec<Response>, ClientError> {
         let inner = &self.inner;
         let mut req = inner
             .http
@@ -223,7 +270,7 @@ impl AgentClient {
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(ACCEPT, HeaderValue::from_static("application/json"))
             .body(body);
-        if let Some((user, password)) = &inner.credentials {
+        if let Some((user, password)) = credentials.or(inner.credentials.as_ref()) {
             req = req.basic_auth(user, Some(password.expose()));
         }
         let exchange = async {

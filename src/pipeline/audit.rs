@@ -31,6 +31,7 @@ pub fn record(r: &Record<'_>) {
         request_id = r.request_id,
         principal = %r.principal.name,
         auth = r.principal.method.as_str(),
+        certificate_sha256 = r.principal.certificate_sha256.as_deref().unwrap_or("-"),
         client = r.client.map(|c| c.to_string()).unwrap_or_default(),
         index = r.index,
         target_name = r.target.unwrap_or("-"),
@@ -41,5 +42,20 @@ pub fn record(r: &Record<'_>) {
         rule = r.rule.unwrap_or("-"),
         latency_ms = r.latency.as_secs_f64() * 1000.0,
         "item"
+    );
+}
+
+/// A caller that could not be authenticated. Never the credentials.
+pub fn record_auth_failure(
+    request_id: &str,
+    client: Option<SocketAddr>,
+    failure: &super::authenticate::Failure,
+) {
+    tracing::info!(
+        target: "jmxgate::audit",
+        request_id,
+        client = client.map(|c| c.to_string()).unwrap_or_default(),
+        failure = ?failure,
+        "authentication failed"
     );
 }

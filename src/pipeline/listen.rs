@@ -12,7 +12,9 @@ use axum::Router;
 use http::{Request, Response};
 use tokio::net::TcpListener;
 
+use super::authenticate::Connection;
 use super::Gateway;
+use crate::tls::TlsConnectInfo;
 
 /// The gateway as an axum router: every path goes through the pipeline,
 /// which answers unknown paths itself.
@@ -21,11 +23,24 @@ pub fn router(gateway: Arc<Gateway>) -> Router {
 }
 
 async fn handle(State(gateway): State<Arc<Gateway>>, req: Request<Body>) -> Response<Body> {
-    let client = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|ConnectInfo(addr)| *addr);
-    gateway.handle(req, client).await
+    let conn = if let Some(ConnectInfo(tls)) = req.extensions().get::<ConnectInfo<TlsConnectInfo>>()
+    {
+        Connection {
+            remote: Some(tls.remote),
+            peer_certificates: tls.peer_certificates.clone(),
+            tls: true,
+        }
+    } else {
+        Connection {
+            remote: req
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|ConnectInfo(a)| *a),
+            peer_certificates: None,
+            tls: false,
+        }
+    };
+    gateway.handle(req, conn).await
 }
 
 /// Serves until `shutdown` completes, then drains in-flight requests.

@@ -26,7 +26,6 @@ pub mod parse;
 pub mod respond;
 pub mod route;
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -37,10 +36,11 @@ use http::{HeaderMap, Method, Request as HttpRequest, Response as HttpResponse};
 use arc_swap::ArcSwap;
 
 use crate::access::AccessControl;
-use crate::config::Config;
+use crate::config::{Config, Secret};
 use crate::fleet::{Fleet, Target};
 use crate::protocol::{Command, Request, Response};
 use crate::version::GatewayIdentity;
+use authenticate::{AuthMethod, Authenticator, Connection};
 
 use route::{Addressing, Destination};
 
@@ -76,6 +76,9 @@ impl HttpError {
 /// The gateway: configuration turned into ready clients, plus counters.
 pub struct Gateway {
     fleet: Arc<Fleet>,
+    authenticator: Authenticator,
+    http_methods: Vec<AuthMethod>,
+    tls_methods: Vec<AuthMethod>,
     /// Roles and policies; swapped whole on reload, read once per request.
     access: ArcSwap<AccessControl>,
     default_target: Option<Arc<Target>>,
@@ -135,8 +138,18 @@ impl Gateway {
         if access.is_open() {
             tracing::warn!("no roles configured: every caller may do everything on every target");
         }
+        let authenticator = Authenticator::from_config(&config.auth)?;
+        let http_methods = config.server.http_methods(&config.auth);
+        let tls_methods = config.server.tls_methods(&config.auth);
+        authenticator.check_methods("server.auth", &http_methods)?;
+        if config.server.tls.is_some() {
+            authenticator.check_methods("server.tls_auth", &tls_methods)?;
+        }
         Ok(Gateway {
             fleet,
+            authenticator,
+            http_methods,
+            tls_methods,
             access: ArcSwap::from_pointee(access),
             default_target,
             max_body_bytes: config.server.max_body_bytes,
@@ -162,11 +175,8 @@ impl Gateway {
     }
 
     /// Runs one HTTP request through the pipeline.
-    pub async fn handle(
-        &self,
-        req: HttpRequest<Body>,
-        client: Option<SocketAddr>,
-    ) -> HttpResponse<Body> {
+    pub async fn handle(&self, req: HttpRequest<Body>, conn: Connection) -> HttpResponse<Body> {
+        let client = conn.remote;
         let started = Instant::now();
         let request_id = format!(
             "{:x}-{}",
@@ -175,7 +185,7 @@ impl Gateway {
         );
         let (parts, body) = req.into_parts();
         if parts.uri.path() == EXPLAIN_PATH {
-            return self.explain(parts, body, client).await;
+            return self.explain(parts, body, conn).await;
         }
         let headers = parts.headers;
 
@@ -183,15 +193,19 @@ impl Gateway {
             Ok(a) => a,
             Err(e) => return respond::http_error(&e, &headers, true),
         };
-        let principal = authenticate::authenticate(&headers);
         let access = self.access.load_full();
         let chain = access.client_chain(client.map(|c| c.ip()), &headers);
         let origin = request_origin(&headers);
         let cors = cors_allowed(&access, origin.as_deref());
 
+        // CORS preflights carry no credentials, by the browser's rules.
         if parts.method == Method::OPTIONS {
             return respond::preflight(&headers, cors);
         }
+        let principal = match self.authenticate(&headers, &conn, &request_id, cors).await {
+            Ok(p) => p,
+            Err(refusal) => return refusal,
+        };
         let parsed = self
             .read_request(&parts.method, &rest, parts.uri.query(), body)
             .await;
@@ -230,17 +244,30 @@ impl Gateway {
                 }
                 Ok((Destination::Gateway, allowed)) => {
                     rules[index] = Some(allowed.rule);
-                    answers.push((index, self.answer_locally(&headers)));
+                    answers.push((index, self.answer_locally(&headers, conn.tls)));
                 }
                 Ok((Destination::Agent(target), allowed)) => {
                     rules[index] = Some(allowed.rule);
-                    let request = &item.parsed.as_ref().expect("decided items parsed").request;
+                    let parsed = item.parsed.as_ref().expect("decided items parsed");
+                    // Client-supplied target credentials only where the
+                    // target's config allows it; never otherwise.
+                    let credentials = parsed
+                        .target
+                        .as_ref()
+                        .filter(|_| target.allow_credentials_passthrough)
+                        .and_then(|t| {
+                            Some((
+                                t.user.clone()?,
+                                t.password.clone().unwrap_or_else(|| Secret::new("")),
+                            ))
+                        });
                     jobs.push(dispatch::Job {
                         index,
                         target,
-                        request: forwarded(request),
+                        request: forwarded(&parsed.request),
                         plan: allowed.plan,
                         grant: allowed.grant,
+                        credentials,
                     });
                 }
             }
@@ -291,8 +318,9 @@ impl Gateway {
         &self,
         parts: http::request::Parts,
         body: Body,
-        client: Option<SocketAddr>,
+        conn: Connection,
     ) -> HttpResponse<Body> {
+        let client = conn.remote;
         let headers = &parts.headers;
         let access = self.access.load_full();
         let origin = request_origin(headers);
@@ -343,7 +371,10 @@ impl Gateway {
             Ok(p) => p,
             Err(e) => return fail(e),
         };
-        let principal = authenticate::authenticate(headers);
+        let principal = match self.authenticate(headers, &conn, "explain", cors).await {
+            Ok(p) => p,
+            Err(refusal) => return refusal,
+        };
         let chain = access.client_chain(client.map(|c| c.ip()), headers);
         let facts = authorize::RequestFacts {
             method,
@@ -495,14 +526,51 @@ impl Gateway {
     }
 
     /// Items the gateway answers itself: `version` without a target.
-    fn answer_locally(&self, headers: &HeaderMap) -> Response {
+    fn answer_locally(&self, headers: &HeaderMap, tls: bool) -> Response {
         let host = headers
             .get(http::header::HOST)
             .and_then(|h| h.to_str().ok());
+        let secured = authenticate::is_secured(self.methods(tls));
         let value = self
             .identity
-            .version_value(host, authenticate::is_secured(), self.fleet.len());
+            .version_value(host, tls, secured, self.fleet.len());
         Response::value(&value, unix_seconds())
+    }
+
+    /// The authentication methods of the listener a request came through.
+    fn methods(&self, tls: bool) -> &[AuthMethod] {
+        if tls {
+            &self.tls_methods
+        } else {
+            &self.http_methods
+        }
+    }
+
+    /// Step 2, or the refusal to send instead: 401 with challenges and no
+    /// body (429 while throttled).
+    async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        conn: &Connection,
+        request_id: &str,
+        cors: bool,
+    ) -> Result<authenticate::Principal, HttpResponse<Body>> {
+        let methods = self.methods(conn.tls);
+        match self
+            .authenticator
+            .authenticate(methods, headers, conn)
+            .await
+        {
+            Ok(p) => Ok(p),
+            Err(failure) => {
+                audit::record_auth_failure(request_id, conn.remote, &failure);
+                let mut resp = self.authenticator.refusal(methods, &failure);
+                if cors {
+                    respond::add_cors_headers(headers, resp.headers_mut());
+                }
+                Err(resp)
+            }
+        }
     }
 }
 

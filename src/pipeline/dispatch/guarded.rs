@@ -37,7 +37,7 @@ fn first(mut answers: Vec<Response>) -> Response {
 async fn send(job: &Job, requests: &[Request]) -> Result<Vec<Response>, Response> {
     job.target
         .client
-        .bulk(requests)
+        .bulk_as(requests, job.credentials.as_ref())
         .await
         .map_err(|e| Response::error(&exchange_error(&job.target.name, &e)))
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use futures::future::join_all;
 
 use crate::client::ClientError;
+use crate::config::Secret;
 use crate::fleet::Target;
 use crate::protocol::{Command, ProtocolError, Request, Response};
 
@@ -25,6 +26,9 @@ pub struct Job {
     pub request: Request,
     pub plan: Plan,
     pub grant: Grant,
+    /// The client's own target credentials, when the target allows
+    /// pass-through; else the configured ones are used.
+    pub credentials: Option<(String, Secret)>,
 }
 
 impl Job {
@@ -36,6 +40,7 @@ impl Job {
             request,
             plan: Plan::Forward,
             grant: Grant::open(),
+            credentials: None,
         }
     }
 }
@@ -48,6 +53,7 @@ pub struct Group {
     pub requests: Vec<Request>,
     /// How to filter each answer (plan and grant per item).
     pub filters: Vec<(Plan, Grant)>,
+    pub credentials: Option<(String, Secret)>,
 }
 
 /// Groups jobs by target, keeping first-seen target order and item order.
@@ -56,7 +62,7 @@ pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
     for job in jobs {
         match groups
             .iter_mut()
-            .find(|g| Arc::ptr_eq(&g.target, &job.target))
+            .find(|g| Arc::ptr_eq(&g.target, &job.target) && g.credentials == job.credentials)
         {
             Some(g) => {
                 g.indices.push(job.index);
@@ -68,6 +74,7 @@ pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
                 indices: vec![job.index],
                 requests: vec![job.request],
                 filters: vec![(job.plan, job.grant)],
+                credentials: job.credentials,
             }),
         }
     }
@@ -82,8 +89,9 @@ pub async fn dispatch(jobs: Vec<Job>) -> Vec<(usize, Response)> {
         .partition(|j| matches!(j.plan, Plan::ExpandRead | Plan::CheckPattern));
     let groups = group_by_target(direct).into_iter().map(|group| async move {
         let target = &group.target;
+        let credentials = group.credentials.as_ref();
         let answers = exchange(&target.name, &group.requests, |reqs| {
-            target.client.bulk(reqs)
+            target.client.bulk_as(reqs, credentials)
         })
         .await;
         group
@@ -195,6 +203,7 @@ mod tests {
             labels: Default::default(),
             request_timeout: Duration::from_secs(1),
             client: AgentClient::builder(url).build().unwrap(),
+            allow_credentials_passthrough: false,
         })
     }
 

@@ -1,0 +1,379 @@
+//! HTTP Basic: a users file with argon2id (or bcrypt) password hashes.
+//! Verified credentials are cached briefly (as a digest, never the
+//! password) so a hash is not recomputed on every request; repeated
+//! failures from one client or for one user name are throttled.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::Argon2;
+use base64::Engine;
+use moka::sync::Cache;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BasicConfig {
+    /// TOML file with `[[users]]` entries: name, password_hash, roles.
+    pub users_file: PathBuf,
+    #[serde(default = "default_realm")]
+    pub realm: String,
+    /// How long a verified user/password pair is remembered.
+    #[serde(default = "default_cache_ttl", with = "humantime_serde")]
+    pub cache_ttl: Duration,
+    /// Failures (per client address, and per user name) before throttling.
+    #[serde(default = "default_max_failures")]
+    pub max_failures: u32,
+    /// How long failures are counted, and how long throttling lasts.
+    #[serde(default = "default_failure_window", with = "humantime_serde")]
+    pub failure_window: Duration,
+}
+
+fn default_realm() -> String {
+    "jmxgate".into()
+}
+fn default_cache_ttl() -> Duration {
+    Duration::from_secs(60)
+}
+fn default_max_failures() -> u32 {
+    5
+}
+fn default_failure_window() -> Duration {
+    Duration::from_secs(60)
+}
+
+impl BasicConfig {
+    pub fn resolve_relative_paths(&mut self, base: &Path) {
+        if self.users_file.is_relative() {
+            self.users_file = base.join(&self.users_file);
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UsersFile {
+    #[serde(default)]
+    users: Vec<User>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct User {
+    name: String,
+    password_hash: String,
+    #[serde(default)]
+    roles: Vec<String>,
+}
+
+/// A user proven by name and password.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BasicIdentity {
+    pub name: String,
+    pub roles: Vec<String>,
+}
+
+/// Why Basic credentials were not accepted. Clients see the same 401 for
+/// every one of these; the distinction is for logs and throttling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BasicFailure {
+    /// Not `Basic <base64 of user:password>`.
+    Malformed,
+    /// Unknown user or wrong password (never told apart).
+    Rejected,
+    /// Too many recent failures; retry after this long.
+    Throttled(Duration),
+}
+
+pub struct Basic {
+    realm: String,
+    users: Vec<User>,
+    /// A hash to verify against for unknown users, so they take as long.
+    decoy: String,
+    verified: Cache<[u8; 32], Arc<BasicIdentity>>,
+    failures: Cache<String, u32>,
+    max_failures: u32,
+    window: Duration,
+    /// Per-process key for cache digests.
+    pepper: [u8; 16],
+}
+
+impl std::fmt::Debug for Basic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Basic")
+            .field("realm", &self.realm)
+            .field("users", &self.users.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Basic {
+    pub fn from_config(config: &BasicConfig) -> Result<Basic, String> {
+        let file = config.users_file.display();
+        let text = std::fs::read_to_string(&config.users_file)
+            .map_err(|e| format!("users_file {file}: {e}"))?;
+        let parsed: UsersFile =
+            toml::from_str(&text).map_err(|e| format!("users_file {file}: {e}"))?;
+        for (i, u) in parsed.users.iter().enumerate() {
+            if u.name.is_empty() || u.name.contains(':') {
+                return Err(format!(
+                    "users_file {file}: users[{i}].name must be non-empty and without ':'"
+                ));
+            }
+            check_hash(&u.password_hash)
+                .map_err(|e| format!("users_file {file}: users[{i}] ({}): {e}", u.name))?;
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = parsed.users.iter().find(|u| !seen.insert(u.name.as_str())) {
+            return Err(format!(
+                "users_file {file}: user \"{}\" appears twice",
+                dup.name
+            ));
+        }
+        let mut pepper = [0u8; 16];
+        getrandom(&mut pepper);
+        Ok(Basic {
+            realm: config.realm.clone(),
+            decoy: hash_password("decoy password, never matches")?,
+            users: parsed.users,
+            verified: Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(config.cache_ttl)
+                .build(),
+            failures: Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(config.failure_window)
+                .build(),
+            max_failures: config.max_failures.max(1),
+            window: config.failure_window,
+            pepper,
+        })
+    }
+
+    pub fn realm(&self) -> &str {
+        &self.realm
+    }
+
+    /// Checks an `Authorization: Basic …` value (the part after `Basic `).
+    /// CPU-heavy on a cache miss: call from a blocking-safe context.
+    pub fn verify(
+        &self,
+        credentials: &str,
+        client: Option<IpAddr>,
+    ) -> Result<BasicIdentity, BasicFailure> {
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(credentials.trim())
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or(BasicFailure::Malformed)?;
+        let (user, password) = decoded.split_once(':').ok_or(BasicFailure::Malformed)?;
+        let client_key = client.map(|c| format!("ip:{c}"));
+        let user_key = format!("user:{user}");
+        for key in client_key.iter().chain([&user_key]) {
+            if self.failures.get(key).unwrap_or(0) >= self.max_failures {
+                return Err(BasicFailure::Throttled(self.window));
+            }
+        }
+        let digest = self.digest(user, password);
+        if let Some(hit) = self.verified.get(&digest) {
+            return Ok((*hit).clone());
+        }
+        let found = self.users.iter().find(|u| u.name == user);
+        let hash = found.map_or(self.decoy.as_str(), |u| u.password_hash.as_str());
+        let ok = verify_password(password, hash) && found.is_some();
+        match found.filter(|_| ok) {
+            Some(u) => {
+                let identity = BasicIdentity {
+                    name: u.name.clone(),
+                    roles: u.roles.clone(),
+                };
+                self.verified.insert(digest, Arc::new(identity.clone()));
+                Ok(identity)
+            }
+            None => {
+                for key in client_key.into_iter().chain([user_key]) {
+                    let n = self.failures.get(&key).unwrap_or(0);
+                    self.failures.insert(key, n + 1);
+                }
+                Err(BasicFailure::Rejected)
+            }
+        }
+    }
+
+    fn digest(&self, user: &str, password: &str) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(self.pepper);
+        h.update(user.as_bytes());
+        h.update([0]);
+        h.update(password.as_bytes());
+        h.finalize().into()
+    }
+}
+
+/// Fills `buf` from the OS random source.
+fn getrandom(buf: &mut [u8]) {
+    use argon2::password_hash::rand_core::{OsRng, RngCore};
+    OsRng.fill_bytes(buf);
+}
+
+/// An argon2id hash (PHC string) of a password, as `jmxgate
+/// hash-password` prints it.
+pub fn hash_password(password: &str) -> Result<String, String> {
+    let salt = SaltString::generate(&mut argon2::password_hash::rand_core::OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| format!("cannot hash the password: {e}"))
+}
+
+/// A bcrypt hash, for users files shared with tools that expect bcrypt.
+pub fn hash_password_bcrypt(password: &str) -> Result<String, String> {
+    bcrypt::hash(password, bcrypt::DEFAULT_COST)
+        .map_err(|e| format!("cannot hash the password: {e}"))
+}
+
+fn check_hash(hash: &str) -> Result<(), String> {
+    if is_bcrypt(hash) {
+        return hash
+            .parse::<bcrypt::HashParts>()
+            .map(|_| ())
+            .map_err(|e| format!("password_hash is not a valid bcrypt hash: {e}"));
+    }
+    PasswordHash::new(hash)
+        .map(|_| ())
+        .map_err(|e| format!("password_hash is not an argon2 or bcrypt hash ({e}); make one with `jmxgate hash-password`"))
+}
+
+fn is_bcrypt(hash: &str) -> bool {
+    ["$2a$", "$2b$", "$2y$", "$2x$"]
+        .iter()
+        .any(|p| hash.starts_with(p))
+}
+
+/// Both libraries compare in constant time.
+fn verify_password(password: &str, hash: &str) -> bool {
+    if is_bcrypt(hash) {
+        return bcrypt::verify(password, hash).unwrap_or(false);
+    }
+    PasswordHash::new(hash)
+        .map(|h| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &h)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn basic(users: &str, max_failures: u32) -> (tempfile::TempDir, Basic) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("users.toml");
+        std::fs::write(&path, users).unwrap();
+        let config = BasicConfig {
+            users_file: path,
+            realm: "test".into(),
+            cache_ttl: Duration::from_secs(60),
+            max_failures,
+            failure_window: Duration::from_secs(60),
+        };
+        let b = Basic::from_config(&config).unwrap();
+        (dir, b)
+    }
+
+    fn creds(user: &str, password: &str) -> String {
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    }
+
+    #[test]
+    fn argon2_and_bcrypt_users_verify() {
+        let a = hash_password("pa:ss").unwrap();
+        let b = hash_password_bcrypt("secret").unwrap();
+        let (_d, basic) = basic(
+            &format!(
+                "[[users]]\nname = \"alice\"\npassword_hash = \"{a}\"\nroles = [\"ops\"]\n\
+                 [[users]]\nname = \"bob\"\npassword_hash = \"{b}\"\n"
+            ),
+            5,
+        );
+        let alice = basic.verify(&creds("alice", "pa:ss"), None).unwrap();
+        assert_eq!(alice.roles, vec!["ops"]);
+        // Cached: the same answer again.
+        assert_eq!(basic.verify(&creds("alice", "pa:ss"), None).unwrap(), alice);
+        assert_eq!(
+            basic.verify(&creds("bob", "secret"), None).unwrap().name,
+            "bob"
+        );
+        assert_eq!(
+            basic.verify(&creds("bob", "Secret"), None),
+            Err(BasicFailure::Rejected)
+        );
+        assert_eq!(
+            basic.verify(&creds("carol", "x"), None),
+            Err(BasicFailure::Rejected)
+        );
+        assert_eq!(basic.verify("!!!", None), Err(BasicFailure::Malformed));
+        assert_eq!(
+            basic.verify(
+                &base64::engine::general_purpose::STANDARD.encode("nocolon"),
+                None
+            ),
+            Err(BasicFailure::Malformed)
+        );
+    }
+
+    #[test]
+    fn failures_are_throttled_per_client_and_per_user() {
+        let h = hash_password("right").unwrap();
+        let (_d, basic) = basic(
+            &format!("[[users]]\nname = \"u\"\npassword_hash = \"{h}\"\n"),
+            3,
+        );
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        for _ in 0..3 {
+            assert_eq!(
+                basic.verify(&creds("u", "wrong"), Some(ip)),
+                Err(BasicFailure::Rejected)
+            );
+        }
+        // Even the right password is refused while throttled, from any client.
+        assert!(matches!(
+            basic.verify(&creds("u", "right"), Some(ip)),
+            Err(BasicFailure::Throttled(_))
+        ));
+        let other: IpAddr = "192.0.2.2".parse().unwrap();
+        assert!(matches!(
+            basic.verify(&creds("u", "right"), Some(other)),
+            Err(BasicFailure::Throttled(_))
+        ));
+    }
+
+    #[test]
+    fn bad_users_files_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("users.toml");
+        std::fs::write(
+            &path,
+            "[[users]]\nname = \"a\"\npassword_hash = \"plaintext\"\n",
+        )
+        .unwrap();
+        let config = BasicConfig {
+            users_file: path,
+            realm: "r".into(),
+            cache_ttl: Duration::from_secs(1),
+            max_failures: 1,
+            failure_window: Duration::from_secs(1),
+        };
+        let e = Basic::from_config(&config).unwrap_err();
+        assert!(
+            e.contains("users.toml") && e.contains("hash-password"),
+            "{e}"
+        );
+    }
+}

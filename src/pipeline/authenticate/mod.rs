@@ -1,0 +1,310 @@
+//! Step 2, authenticate: who is calling. Produces the [`Principal`] every
+//! later step (authorize, audit) works with, or a 401 that says nothing
+//! about which part was wrong.
+//!
+//! Methods: HTTP Basic against a users file ([`basic`]), bearer JWT
+//! ([`bearer`]), the client certificate of an mTLS connection, and
+//! anonymous. Each listener accepts the methods its config lists.
+
+pub mod basic;
+pub mod bearer;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use axum::body::Body;
+use http::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
+use http::{HeaderMap, Response, StatusCode};
+use rustls_pki_types::CertificateDer;
+use serde::Deserialize;
+
+use crate::tls::CertPrincipal;
+
+/// How the caller proved who it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMethod {
+    /// No credentials were checked.
+    Anonymous,
+    /// HTTP Basic against the users file.
+    Basic,
+    /// A bearer JWT.
+    Bearer,
+    /// The verified client certificate of a TLS connection.
+    Mtls,
+}
+
+impl AuthMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMethod::Anonymous => "anonymous",
+            AuthMethod::Basic => "basic",
+            AuthMethod::Bearer => "bearer",
+            AuthMethod::Mtls => "mtls",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub name: String,
+    pub method: AuthMethod,
+    /// Role names the credential carries (users file, JWT claim, or the
+    /// certificate mapping). The anonymous principal's role comes from
+    /// `access.anonymous_role` instead.
+    pub roles: Vec<String>,
+    /// SHA-256 of the client certificate, for mTLS principals.
+    pub certificate_sha256: Option<String>,
+}
+
+impl Principal {
+    pub fn anonymous() -> Principal {
+        Principal {
+            name: "anonymous".into(),
+            method: AuthMethod::Anonymous,
+            roles: Vec::new(),
+            certificate_sha256: None,
+        }
+    }
+}
+
+/// `[auth.mtls]`: who a client certificate is.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MtlsConfig {
+    /// Where the principal name comes from: `cn`, `san-dns`, `san-email`,
+    /// `san-uri`.
+    #[serde(default)]
+    pub principal_from: CertPrincipal,
+    /// Roles per certificate principal.
+    #[serde(default)]
+    pub roles: BTreeMap<String, Vec<String>>,
+    /// Roles of certificate principals not listed in `roles`.
+    #[serde(default)]
+    pub default_roles: Vec<String>,
+}
+
+/// `[auth]`: the credential stores. Which of them a listener accepts is
+/// the listener's `auth` list.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    #[serde(default)]
+    pub basic: Option<basic::BasicConfig>,
+    #[serde(default)]
+    pub bearer: Option<bearer::BearerConfig>,
+    #[serde(default)]
+    pub mtls: Option<MtlsConfig>,
+}
+
+/// What a connection tells about its client.
+#[derive(Debug, Clone, Default)]
+pub struct Connection {
+    pub remote: Option<std::net::SocketAddr>,
+    /// Verified client certificate chain (leaf first) of a TLS connection.
+    pub peer_certificates: Option<Arc<Vec<CertificateDer<'static>>>>,
+    /// The listener's scheme.
+    pub tls: bool,
+}
+
+/// Why a caller was not admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// No usable credentials; `bearer_error` when a bearer token was
+    /// presented and refused.
+    Unauthorized { bearer_error: bool },
+    /// Too many failures recently.
+    Throttled(Duration),
+}
+
+/// The credential stores, built once from the config.
+#[derive(Debug, Default)]
+pub struct Authenticator {
+    basic: Option<Arc<basic::Basic>>,
+    bearer: Option<Arc<bearer::Bearer>>,
+    mtls: Option<MtlsConfig>,
+}
+
+impl Authenticator {
+    pub fn from_config(config: &AuthConfig) -> Result<Authenticator, String> {
+        Ok(Authenticator {
+            basic: config
+                .basic
+                .as_ref()
+                .map(|c| basic::Basic::from_config(c).map(Arc::new))
+                .transpose()
+                .map_err(|e| format!("auth.basic: {e}"))?,
+            bearer: config
+                .bearer
+                .as_ref()
+                .map(|c| bearer::Bearer::from_config(c).map(Arc::new))
+                .transpose()
+                .map_err(|e| format!("auth.bearer: {e}"))?,
+            mtls: config.mtls.clone(),
+        })
+    }
+
+    /// Checks that every method a listener lists has its store.
+    pub fn check_methods(&self, listener: &str, methods: &[AuthMethod]) -> Result<(), String> {
+        for m in methods {
+            let ok = match m {
+                AuthMethod::Anonymous => true,
+                AuthMethod::Basic => self.basic.is_some(),
+                AuthMethod::Bearer => self.bearer.is_some(),
+                AuthMethod::Mtls => self.mtls.is_some(),
+            };
+            if !ok {
+                return Err(format!(
+                    "{listener} lists \"{}\" but [auth.{}] is not configured",
+                    m.as_str(),
+                    m.as_str()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Identifies the caller with the methods the listener accepts. An
+    /// `Authorization` header, when present, must succeed: a caller with
+    /// bad credentials is refused, not demoted to anonymous.
+    pub async fn authenticate(
+        &self,
+        methods: &[AuthMethod],
+        headers: &HeaderMap,
+        conn: &Connection,
+    ) -> Result<Principal, Failure> {
+        let client = conn.remote.map(|r| r.ip());
+        if let Some(value) = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+            let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
+            if scheme.eq_ignore_ascii_case("basic") && methods.contains(&AuthMethod::Basic) {
+                return self.basic(rest.to_string(), client).await;
+            }
+            if scheme.eq_ignore_ascii_case("bearer") && methods.contains(&AuthMethod::Bearer) {
+                return self.bearer(rest.trim());
+            }
+            // A scheme this listener does not take: as if absent, unless
+            // nothing else could identify the caller.
+        }
+        if methods.contains(&AuthMethod::Mtls) {
+            if let (Some(certs), Some(mtls)) = (&conn.peer_certificates, &self.mtls) {
+                if let Some(leaf) = certs.first() {
+                    return principal_from_certificate(mtls, leaf).ok_or(Failure::Unauthorized {
+                        bearer_error: false,
+                    });
+                }
+            }
+        }
+        if methods.contains(&AuthMethod::Anonymous) && headers.get(AUTHORIZATION).is_none() {
+            return Ok(Principal::anonymous());
+        }
+        Err(Failure::Unauthorized {
+            bearer_error: false,
+        })
+    }
+
+    async fn basic(
+        &self,
+        credentials: String,
+        client: Option<IpAddr>,
+    ) -> Result<Principal, Failure> {
+        let basic = self.basic.clone().expect("checked at start-up");
+        // Password hashing takes milliseconds of CPU: off the I/O threads.
+        let result = tokio::task::spawn_blocking(move || basic.verify(&credentials, client))
+            .await
+            .unwrap_or(Err(basic::BasicFailure::Rejected));
+        match result {
+            Ok(id) => Ok(Principal {
+                name: id.name,
+                method: AuthMethod::Basic,
+                roles: id.roles,
+                certificate_sha256: None,
+            }),
+            Err(basic::BasicFailure::Throttled(d)) => {
+                tracing::warn!(client = ?client, "basic authentication throttled after repeated failures");
+                Err(Failure::Throttled(d))
+            }
+            Err(f) => {
+                tracing::info!(client = ?client, failure = ?f, "basic authentication failed");
+                Err(Failure::Unauthorized {
+                    bearer_error: false,
+                })
+            }
+        }
+    }
+
+    fn bearer(&self, token: &str) -> Result<Principal, Failure> {
+        let bearer = self.bearer.as_ref().expect("checked at start-up");
+        match bearer.verify(token, SystemTime::now()) {
+            Ok(id) => Ok(Principal {
+                name: id.principal,
+                method: AuthMethod::Bearer,
+                roles: id.roles,
+                certificate_sha256: None,
+            }),
+            Err(e) => {
+                tracing::info!(reason = e.description(), "bearer token refused");
+                Err(Failure::Unauthorized { bearer_error: true })
+            }
+        }
+    }
+
+    /// The 401 (or 429) answer: challenges for the listener's methods, no
+    /// body, nothing about which part was wrong.
+    pub fn refusal(&self, methods: &[AuthMethod], failure: &Failure) -> Response<Body> {
+        let mut resp = Response::new(Body::empty());
+        match failure {
+            Failure::Throttled(d) => {
+                *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+                if let Ok(v) = HeaderValue::from_str(&d.as_secs().max(1).to_string()) {
+                    resp.headers_mut().insert(RETRY_AFTER, v);
+                }
+            }
+            Failure::Unauthorized { bearer_error } => {
+                *resp.status_mut() = StatusCode::UNAUTHORIZED;
+                let headers = resp.headers_mut();
+                if let (true, Some(b)) = (methods.contains(&AuthMethod::Basic), &self.basic) {
+                    let v = format!("Basic realm=\"{}\", charset=\"UTF-8\"", b.realm());
+                    if let Ok(v) = HeaderValue::from_str(&v) {
+                        headers.append(WWW_AUTHENTICATE, v);
+                    }
+                }
+                if methods.contains(&AuthMethod::Bearer) && self.bearer.is_some() {
+                    let v = if *bearer_error {
+                        "Bearer realm=\"jmxgate\", error=\"invalid_token\""
+                    } else {
+                        "Bearer realm=\"jmxgate\""
+                    };
+                    headers.append(WWW_AUTHENTICATE, HeaderValue::from_static(v));
+                }
+            }
+        }
+        resp
+    }
+}
+
+/// Names an mTLS principal after its certificate and maps its roles.
+pub fn principal_from_certificate(
+    mtls: &MtlsConfig,
+    leaf: &CertificateDer<'_>,
+) -> Option<Principal> {
+    let name = crate::tls::principal_from_cert(leaf, mtls.principal_from)?;
+    let roles = mtls
+        .roles
+        .get(&name)
+        .cloned()
+        .unwrap_or_else(|| mtls.default_roles.clone());
+    Some(Principal {
+        name,
+        method: AuthMethod::Mtls,
+        roles,
+        certificate_sha256: Some(crate::tls::fingerprint_sha256(leaf)),
+    })
+}
+
+/// Whether authentication is on for a listener (reported by `version`
+/// as `details.secured`).
+pub fn is_secured(methods: &[AuthMethod]) -> bool {
+    methods.iter().any(|m| *m != AuthMethod::Anonymous)
+}
