@@ -114,11 +114,15 @@ pub fn parse_post(body: &[u8], query: Option<&str>, max_items: usize) -> Result<
     })
 }
 
-/// Removes `target.user` and `target.password` from an echoed request.
+/// Removes `target.user`, `target.password` and credentials inside
+/// `target.url` from an echoed request.
 pub fn without_credentials(mut v: Value) -> Value {
     if let Some(target) = v.get_mut("target").and_then(Value::as_object_mut) {
         target.remove("password");
         target.remove("user");
+        if let Some(Value::String(url)) = target.get_mut("url") {
+            *url = super::route::redact_userinfo(url);
+        }
     }
     v
 }

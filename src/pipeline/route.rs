@@ -137,8 +137,14 @@ fn strip_prefix_ci<'a>(url: &'a str, lower: &str, prefix: &str) -> Option<&'a st
 
 /// Client text in an error: cut to a sane length, credentials removed.
 fn quote_for_error(url: &str) -> String {
-    let mut shown: String = url.chars().take(200).collect();
-    // user:password@host — never echo the part before '@'.
+    let shown: String = url.chars().take(200).collect();
+    format!("\"{}\"", redact_userinfo(&shown))
+}
+
+/// `scheme://user:password@host…` with the part before `@` replaced by
+/// `***`, so a URL can be echoed or logged.
+pub fn redact_userinfo(url: &str) -> String {
+    let mut shown = url.to_string();
     if let Some(scheme_end) = shown.find("://") {
         let after = scheme_end + 3;
         if let Some(at) = shown[after..].find('@') {
@@ -148,7 +154,7 @@ fn quote_for_error(url: &str) -> String {
             }
         }
     }
-    format!("\"{shown}\"")
+    shown
 }
 
 #[cfg(test)]
@@ -194,6 +200,17 @@ mod tests {
         for url in ["ldap://evil/x", "file:///etc/passwd", "nope", "//h/x"] {
             assert_eq!(agent_url_of(url).unwrap_err().status, 404, "{url}");
         }
+    }
+
+    #[test]
+    fn userinfo_is_redacted() {
+        assert_eq!(redact_userinfo("http://u:p@h:1/j"), "http://***@h:1/j");
+        assert_eq!(
+            redact_userinfo("service:jmx:jolokia://u:p@h/j"),
+            "service:jmx:jolokia://***@h/j"
+        );
+        assert_eq!(redact_userinfo("http://h/j@x"), "http://h/j@x");
+        assert_eq!(redact_userinfo("orders-1"), "orders-1");
     }
 
     #[test]

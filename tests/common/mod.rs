@@ -186,6 +186,17 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// Starts an HTTPS-only gateway; `tls` holds the `[server.tls]` keys
+    /// other than `listen`. `addr` is the TLS listener's.
+    pub async fn start_tls(tls: &str, config_body: &str) -> Gateway {
+        let text =
+            format!("{config_body}\n[server]\n[server.tls]\nlisten = \"127.0.0.1:0\"\n{tls}\n");
+        let config = jmxgate::Config::parse(&text)
+            .and_then(|c| c.validate())
+            .unwrap_or_else(|e| panic!("bad test config: {e:?}\n{text}"));
+        Gateway::serve(&config).await
+    }
+
     /// Starts a gateway from config text; `listen` is filled in.
     pub async fn start(config_body: &str) -> Gateway {
         let text = format!("[server]\nlisten = \"127.0.0.1:0\"\n{config_body}");
@@ -203,6 +214,26 @@ impl Gateway {
 
     async fn serve(config: &jmxgate::Config) -> Gateway {
         let gateway = Arc::new(jmxgate::Gateway::new(config).expect("gateway starts"));
+        if let Some(tls) = &config.server.tls {
+            let reloading =
+                Arc::new(jmxgate::tls::ReloadingTls::new(tls.clone()).expect("TLS config loads"));
+            let listener = jmxgate::tls::TlsListener::bind(reloading).await.unwrap();
+            let addr = axum::serve::Listener::local_addr(&listener).unwrap();
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            tokio::spawn(jmxgate::tls::serve(
+                listener,
+                jmxgate::pipeline::listen::router(gateway.clone()),
+                async {
+                    let _ = rx.await;
+                },
+            ));
+            return Gateway {
+                addr,
+                http: http_client(),
+                gateway,
+                shutdown: Some(tx),
+            };
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -308,6 +339,54 @@ impl TestPki {
 
     pub fn ca_file(&self) -> PathBuf {
         self.dir.path().join("ca.pem")
+    }
+
+    /// Issues a client certificate with this CN (expired if asked).
+    pub fn client_cert(&self, cn: &str, expired: bool) -> (PathBuf, PathBuf) {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        if expired {
+            params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        }
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        static SERIAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let cert_path = self.dir.path().join(format!("client-{cn}-{n}.pem"));
+        let key_path = self.dir.path().join(format!("client-{cn}-{n}.key"));
+        std::fs::write(&cert_path, cert.pem()).unwrap();
+        std::fs::write(&key_path, key.serialize_pem()).unwrap();
+        (cert_path, key_path)
+    }
+
+    /// An HTTPS client trusting this CA, presenting `identity` if given.
+    pub fn https_client(&self, identity: Option<&(PathBuf, PathBuf)>) -> reqwest::Client {
+        use rustls_pki_types::pem::PemObject;
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut roots = rustls::RootCertStore::empty();
+        for c in rustls_pki_types::CertificateDer::pem_file_iter(self.ca_file()).unwrap() {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let builder = rustls::ClientConfig::builder().with_root_certificates(roots);
+        let config = match identity {
+            None => builder.with_no_client_auth(),
+            Some((cert, key)) => {
+                let certs: Vec<_> = rustls_pki_types::CertificateDer::pem_file_iter(cert)
+                    .unwrap()
+                    .map(|c| c.unwrap())
+                    .collect();
+                let key = rustls_pki_types::PrivateKeyDer::from_pem_file(key).unwrap();
+                builder.with_client_auth_cert(certs, key).unwrap()
+            }
+        };
+        reqwest::Client::builder()
+            .tls_backend_preconfigured(config)
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap()
     }
 
     /// Issues a server certificate for 127.0.0.1 and localhost; returns the

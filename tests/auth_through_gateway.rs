@@ -1,0 +1,486 @@
+//! Authentication through the gateway, with real TLS and certificates made
+//! in the test: HTTP Basic, bearer JWT, client certificates; credentials
+//! towards agents; and secrets never showing up anywhere.
+
+mod common;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::{direct, shared_agents, targets_toml, Agent, Gateway, TestPki};
+use serde_json::{json, Value};
+
+const NAME: &str = "/jolokia/targets/alpha/read/jmxgate.test:type=Types/Name";
+
+fn users_file(dir: &std::path::Path) -> String {
+    let alice = jmxgate::pipeline::authenticate::basic::hash_password("wonder:land").unwrap();
+    let bob = jmxgate::pipeline::authenticate::basic::hash_password_bcrypt("builder").unwrap();
+    let path = dir.join("users.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[users]]\nname = \"alice\"\npassword_hash = \"{alice}\"\nroles = [\"ops\"]\n\n\
+             [[users]]\nname = \"bob\"\npassword_hash = \"{bob}\"\nroles = [\"nobody-knows-this-role\"]\n"
+        ),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+fn ops_role() -> &'static str {
+    "[[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n"
+}
+
+async fn status_and_headers(resp: reqwest::Response) -> (u16, reqwest::header::HeaderMap, String) {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    (status, headers, resp.text().await.unwrap())
+}
+
+fn challenges(h: &reqwest::header::HeaderMap) -> Vec<String> {
+    h.get_all("www-authenticate")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn basic_good_bad_and_missing_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let config = format!(
+        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\nmax_failures = 4\n{}",
+        targets_toml(&[a]),
+        users_file(dir.path()),
+        ops_role()
+    );
+    let gw = Gateway::start(&config).await;
+    let get = |user: Option<(&str, &str)>| {
+        let mut req = gw.http.get(gw.url(NAME));
+        if let Some((u, p)) = user {
+            req = req.basic_auth(u, Some(p));
+        }
+        req.send()
+    };
+    let (status, _, body) =
+        status_and_headers(get(Some(("alice", "wonder:land"))).await.unwrap()).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("\"value\":\"alpha\""), "{body}");
+
+    // Wrong password, unknown user, no credentials, garbage: the same 401,
+    // byte for byte, with no body.
+    let mut seen = Vec::new();
+    for attempt in [
+        Some(("alice", "wrong")),
+        Some(("mallory", "wonder:land")),
+        None,
+    ] {
+        let (status, h, body) = status_and_headers(get(attempt).await.unwrap()).await;
+        assert_eq!(status, 401, "{attempt:?}");
+        assert_eq!(
+            challenges(&h),
+            vec!["Basic realm=\"jmxgate\", charset=\"UTF-8\""]
+        );
+        assert_eq!(body, "");
+        assert!(h.get("content-type").is_none(), "{h:?}");
+        seen.push((status, challenges(&h), body));
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]));
+    let resp = gw
+        .http
+        .get(gw.url(NAME))
+        .header("authorization", "Basic !!!")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401);
+
+    // bob's password is right, but his role is not configured: no access.
+    let (status, _, body) = status_and_headers(get(Some(("bob", "builder"))).await.unwrap()).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("\"status\":403"), "{body}");
+
+    // version says authentication is on; preflights need no credentials.
+    let resp = gw
+        .http
+        .get(gw.url("/jolokia/version"))
+        .basic_auth("alice", Some("wonder:land"))
+        .send()
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
+    assert_eq!(v["value"]["details"]["secured"], true, "{v}");
+    let pre = gw
+        .http
+        .request(reqwest::Method::OPTIONS, gw.url("/jolokia"))
+        .header("origin", "http://console.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pre.status(), 200);
+
+    // Repeated failures for one user are throttled, even with the right
+    // password afterwards, and the gateway keeps serving others.
+    for _ in 0..4 {
+        get(Some(("alice", "nope"))).await.unwrap();
+    }
+    let (status, h, _) =
+        status_and_headers(get(Some(("alice", "wonder:land"))).await.unwrap()).await;
+    assert_eq!(status, 429);
+    assert!(h.get("retry-after").is_some());
+}
+
+fn jwt(secret: &[u8], claims: Value, alg: jsonwebtoken::Algorithm) -> String {
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(alg),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(secret),
+    )
+    .unwrap()
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bearer_tokens_are_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = b"0123456789abcdef0123456789abcdef-test-secret";
+    std::fs::write(dir.path().join("hs256.key"), secret).unwrap();
+    let [a, ..] = shared_agents();
+    let config = format!(
+        "{}[auth.bearer]\nhs256_secret_file = \"{}\"\nissuer = \"https://idp.example\"\naudience = \"jmxgate\"\nleeway = \"5s\"\n{}",
+        targets_toml(&[a]),
+        dir.path().join("hs256.key").display(),
+        ops_role()
+    );
+    let gw = Gateway::start(&config).await;
+    let claims = |exp: u64, aud: &str| json!({"sub":"svc-telegraf","iss":"https://idp.example","aud":aud,"exp":exp,"roles":["ops"]});
+    let send = |token: Option<String>| {
+        let mut req = gw.http.get(gw.url(NAME));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        req.send()
+    };
+    let good = jwt(
+        secret,
+        claims(now() + 300, "jmxgate"),
+        jsonwebtoken::Algorithm::HS256,
+    );
+    let (status, _, body) = status_and_headers(send(Some(good)).await.unwrap()).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("\"value\":\"alpha\""), "{body}");
+
+    let refused = [
+        jwt(
+            secret,
+            claims(now() - 60, "jmxgate"),
+            jsonwebtoken::Algorithm::HS256,
+        ),
+        jwt(
+            secret,
+            claims(now() + 300, "someone-else"),
+            jsonwebtoken::Algorithm::HS256,
+        ),
+        jwt(
+            b"another-secret-another-secret-another",
+            claims(now() + 300, "jmxgate"),
+            jsonwebtoken::Algorithm::HS256,
+        ),
+        jwt(
+            secret,
+            claims(now() + 300, "jmxgate"),
+            jsonwebtoken::Algorithm::HS512,
+        ),
+        {
+            use base64::Engine;
+            let b64 =
+                |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+            format!(
+                "{}.{}.",
+                b64(&json!({"alg":"none","typ":"JWT"})),
+                b64(&claims(now() + 300, "jmxgate"))
+            )
+        },
+        "not.a.token".to_string(),
+    ];
+    for token in refused {
+        let (status, h, body) = status_and_headers(send(Some(token.clone())).await.unwrap()).await;
+        assert_eq!(status, 401, "{token}");
+        assert_eq!(
+            challenges(&h),
+            vec!["Bearer realm=\"jmxgate\", error=\"invalid_token\""]
+        );
+        assert_eq!(body, "");
+    }
+    let (status, h, _) = status_and_headers(send(None).await.unwrap()).await;
+    assert_eq!(status, 401);
+    assert_eq!(challenges(&h), vec!["Bearer realm=\"jmxgate\""]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_certificates_identify_callers_over_tls() {
+    let pki = TestPki::new("gateway");
+    let other = TestPki::new("stranger");
+    let (cert, key) = pki.server_cert("gateway");
+    let [a, ..] = shared_agents();
+    let tls = format!(
+        "cert_file = \"{}\"\nkey_file = \"{}\"\nclient_ca_file = \"{}\"\n",
+        cert.display(),
+        key.display(),
+        pki.ca_file().display()
+    );
+    let config = format!(
+        "{}[auth.mtls]\nprincipal_from = \"cn\"\n[auth.mtls.roles]\n\"ops-client\" = [\"ops\"]\n{}",
+        targets_toml(&[a]),
+        ops_role()
+    );
+    let gw = Gateway::start_tls(&tls, &config).await;
+    let url = format!("https://127.0.0.1:{}{NAME}", gw.addr.port());
+
+    let ops = pki.client_cert("ops-client", false);
+    let r = pki.https_client(Some(&ops)).get(&url).send().await.unwrap();
+    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(v["value"], "alpha", "{v}");
+
+    // A valid certificate whose principal has no role: authenticated, no access.
+    let guest = pki.client_cert("guest", false);
+    let v: Value = serde_json::from_str(
+        &pki.https_client(Some(&guest))
+            .get(&url)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(v["status"], 403, "{v}");
+
+    // No certificate: 401 (the listener accepts only mtls).
+    let r = pki.https_client(None).get(&url).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+
+    // Expired, or from another CA: the TLS handshake itself fails.
+    let expired = pki.client_cert("ops-client", true);
+    assert!(pki
+        .https_client(Some(&expired))
+        .get(&url)
+        .send()
+        .await
+        .is_err());
+    let foreign = other.client_cert("ops-client", false);
+    assert!(pki
+        .https_client(Some(&foreign))
+        .get(&url)
+        .send()
+        .await
+        .is_err());
+
+    // version over TLS reports an https URL and secured.
+    let r = pki
+        .https_client(Some(&ops))
+        .get(format!(
+            "https://127.0.0.1:{}/jolokia/version",
+            gw.addr.port()
+        ))
+        .send()
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(v["value"]["details"]["secured"], true);
+    assert!(
+        v["value"]["details"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://"),
+        "{v}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agents_requiring_client_certificates_and_credential_pass_through() {
+    let pki = TestPki::new("agents");
+    let (cert, key) = pki.server_cert("agent");
+    let secured = Agent::start_with(
+        "mtls-agent",
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+            "--tls-client-ca",
+            pki.ca_file().to_str().unwrap(),
+            "--user",
+            "jolokia",
+            "--password",
+            "agent-pw",
+        ],
+    );
+    let (gw_cert, gw_key) = pki.client_cert("jmxgate", false);
+    let url = format!("https://127.0.0.1:{}/jolokia", secured.port);
+    let config = format!(
+        "[[targets]]\nname = \"with-cert\"\nurl = \"{url}\"\nca_file = \"{ca}\"\nclient_cert_file = \"{c}\"\nclient_key_file = \"{k}\"\nuser = \"jolokia\"\npassword = \"agent-pw\"\n\n\
+         [[targets]]\nname = \"no-cert\"\nurl = \"{url}/\"\nca_file = \"{ca}\"\nuser = \"jolokia\"\npassword = \"agent-pw\"\n\n\
+         [[targets]]\nname = \"passthrough\"\nurl = \"{url}//\"\nca_file = \"{ca}\"\nclient_cert_file = \"{c}\"\nclient_key_file = \"{k}\"\nallow_credentials_passthrough = true\n\n\
+         [[targets]]\nname = \"no-passthrough\"\nurl = \"{url}///\"\nca_file = \"{ca}\"\nclient_cert_file = \"{c}\"\nclient_key_file = \"{k}\"\n",
+        ca = pki.ca_file().display(),
+        c = gw_cert.display(),
+        k = gw_key.display(),
+    );
+    let gw = Gateway::start(&config).await;
+    let read = |t: &str, creds: Option<(&str, &str)>| {
+        let mut r = json!({"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name","target":{"url":t}});
+        if let Some((u, p)) = creds {
+            r["target"]["user"] = json!(u);
+            r["target"]["password"] = json!(p);
+        }
+        r
+    };
+    let (_, r) = gw
+        .post(
+            "/jolokia",
+            &json!([
+                read("with-cert", None),
+                read("no-cert", None),
+                read("passthrough", Some(("jolokia", "agent-pw"))),
+                read("passthrough", None),
+                read("no-passthrough", Some(("jolokia", "agent-pw"))),
+            ]),
+        )
+        .await;
+    assert_eq!(r[0]["value"], "mtls-agent", "{}", r[0]);
+    assert_eq!(r[1]["status"], 502, "{}", r[1]);
+    assert_eq!(r[2]["value"], "mtls-agent", "{}", r[2]);
+    assert!(
+        r[3]["error"].as_str().unwrap().contains("HTTP 401"),
+        "{}",
+        r[3]
+    );
+    assert!(
+        r[4]["error"].as_str().unwrap().contains("HTTP 401"),
+        "client credentials were forwarded: {}",
+        r[4]
+    );
+    let text = r.to_string();
+    assert!(!text.contains("agent-pw"), "{text}");
+}
+
+#[test]
+fn secrets_never_reach_logs_answers_or_errors() {
+    // The real binary, logs captured from stderr at debug level.
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let secret = b"0123456789abcdef0123456789abcdef-log-secret";
+    std::fs::write(dir.path().join("hs.key"), secret).unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n{}[[targets]]\nname = \"creds\"\nurl = \"{}\"\nuser = \"agent-user\"\npassword = \"TargetPassw0rd\"\n\
+             [auth.basic]\nusers_file = \"{}\"\n[auth.bearer]\nhs256_secret_file = \"hs.key\"\n{}",
+            targets_toml(&[a]),
+            a.url(),
+            users_file(dir.path()),
+            ops_role()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_jmxgate"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("RUST_LOG", "debug")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut log = Vec::new();
+    let addr = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("serve started");
+        log.push(line.clone());
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.split('/').next().unwrap().to_string();
+        }
+    };
+    let token = jwt(
+        secret,
+        json!({"sub":"svc","exp":now() + 300,"roles":["ops"]}),
+        jsonwebtoken::Algorithm::HS256,
+    );
+    let bad_token = jwt(
+        b"wrong-wrong-wrong-wrong-wrong-wrong-wrong",
+        json!({"sub":"svc","exp":now() + 300}),
+        jsonwebtoken::Algorithm::HS256,
+    );
+    let answers = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let http = common::http_client();
+        let url = format!("http://{addr}/jolokia");
+        let mut out = Vec::new();
+        let body = json!([
+            {"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name","target":{"url":"creds","user":"u","password":"ClientTargetPassw0rd"}},
+            {"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name","target":{"url":"http://x:HostPassw0rd@nowhere/jolokia"}},
+        ]);
+        for req in [
+            http.post(&url).basic_auth("alice", Some("wonder:land")).body(body.to_string()),
+            http.post(&url).basic_auth("alice", Some("WrongPassw0rd")).body(body.to_string()),
+            http.post(&url).bearer_auth(&token).body(body.to_string()),
+            http.post(&url).bearer_auth(&bad_token).body(body.to_string()),
+        ] {
+            let r = req.send().await.unwrap();
+            let headers = format!("{:?}", r.headers());
+            out.push(format!("{headers} {}", r.text().await.unwrap()));
+        }
+        out
+    });
+    let _ = std::process::Command::new("kill")
+        .arg(child.id().to_string())
+        .status();
+    let _ = child.wait();
+    while let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) {
+        log.push(line);
+    }
+    assert!(answers[0].contains("\"value\":\"alpha\""), "{}", answers[0]);
+    let everything = format!("{}\n{}", log.join("\n"), answers.join("\n"));
+    assert!(
+        everything.contains("jmxgate::audit"),
+        "audit lines expected in the log"
+    );
+    for secret_text in [
+        "wonder:land",
+        "WrongPassw0rd",
+        "TargetPassw0rd",
+        "ClientTargetPassw0rd",
+        "HostPassw0rd",
+        token.as_str(),
+        bad_token.as_str(),
+        std::str::from_utf8(secret).unwrap(),
+    ] {
+        assert!(
+            !everything.contains(secret_text),
+            "{secret_text:?} leaked:\n{everything}"
+        );
+    }
+    // The agent itself was reached with the configured credentials only
+    // (it has no auth, so just check it still answers).
+    let v = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(direct(a, &json!({"type":"version"})));
+    assert_eq!(v["status"], 200);
+}
