@@ -39,6 +39,10 @@ pub struct Config {
     /// Credential stores for callers.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// The tamper-evident audit files. Without it, audit records go to the
+    /// log only.
+    #[serde(default)]
+    pub audit: Option<crate::audit::AuditConfig>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -265,6 +269,9 @@ impl Config {
     fn resolve_relative_paths(mut self, base: &Path) -> Config {
         if let Some(tls) = &mut self.server.tls {
             tls.resolve_relative_paths(base);
+        }
+        if let Some(a) = &mut self.audit {
+            a.resolve_relative_paths(base);
         }
         if let Some(b) = &mut self.auth.basic {
             b.resolve_relative_paths(base);

@@ -2,6 +2,7 @@
 //! a fleet of Jolokia agents. See `docs/ARCHITECTURE.md` for the pipeline.
 
 pub mod access;
+pub mod audit;
 pub mod client;
 pub mod config;
 pub mod fleet;

@@ -47,11 +47,61 @@ enum Cmd {
         #[arg(long)]
         bcrypt: bool,
     },
+    /// Check and search audit files.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCmd,
+    },
     /// Work with restrictor policies (jolokia-access.xml format).
     Policy {
         #[command(subcommand)]
         command: PolicyCmd,
     },
+}
+
+#[derive(Subcommand)]
+enum AuditCmd {
+    /// Verify the hash chain: report the first edited, removed or reordered
+    /// record, and a truncated tail. Exit status 0 intact (a truncated
+    /// tail is a warning), 1 tampered, 2 unreadable.
+    Verify {
+        /// Audit files or directories (their audit-*.jsonl files).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Print the records that match every given filter.
+    Query {
+        /// Audit files or directories.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long)]
+        principal: Option<String>,
+        #[arg(long)]
+        target: Option<String>,
+        /// Request type: read, write, exec, search, list, version.
+        #[arg(long = "type")]
+        kind: Option<String>,
+        /// allowed, denied or invalid.
+        #[arg(long, value_parser = ["allowed", "denied", "invalid"])]
+        decision: Option<String>,
+        /// item, auth_failure, log_opened, log_closed.
+        #[arg(long)]
+        event: Option<String>,
+        /// From this time on (2026-11-22T10:00:00Z).
+        #[arg(long)]
+        since: Option<String>,
+        /// Up to this time.
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long, value_enum, default_value_t = QueryFormat::Table)]
+        format: QueryFormat,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum QueryFormat {
+    Table,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -115,6 +165,43 @@ fn main() -> ExitCode {
             }
         },
         Cmd::HashPassword { bcrypt } => hash_password(bcrypt),
+        Cmd::Audit {
+            command: AuditCmd::Verify { files },
+        } => audit_verify(&files),
+        Cmd::Audit {
+            command:
+                AuditCmd::Query {
+                    files,
+                    principal,
+                    target,
+                    kind,
+                    decision,
+                    event,
+                    since,
+                    until,
+                    format,
+                },
+        } => {
+            let parse =
+                |t: Option<String>| t.map(|t| jmxgate::audit::query::parse_time(&t)).transpose();
+            let (since, until) = match (parse(since), parse(until)) {
+                (Ok(s), Ok(u)) => (s, u),
+                (Err(e), _) | (_, Err(e)) => {
+                    eprintln!("jmxgate: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let filter = jmxgate::audit::query::Filter {
+                principal,
+                target,
+                kind,
+                decision,
+                event,
+                since,
+                until,
+            };
+            audit_query(&files, &filter, format)
+        }
         Cmd::Policy {
             command:
                 PolicyCmd::Check {
@@ -248,6 +335,83 @@ async fn shutdown_signal() {
         () = term => {},
     }
     tracing::info!("shutting down: finishing in-flight requests");
+}
+
+/// Files as given, directories replaced by their audit files, in chain order.
+fn audit_files(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            files.extend(jmxgate::audit::chain::files_in(p)?);
+        } else {
+            files.push(p.clone());
+        }
+    }
+    jmxgate::audit::chain::order_files(&files)
+}
+
+fn audit_verify(paths: &[PathBuf]) -> ExitCode {
+    use jmxgate::audit::chain;
+    let report = match audit_files(paths).and_then(|f| chain::verify(&f)) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("jmxgate: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(seq) = report.anchored_at {
+        println!("note: the files start at seq {seq}; the chain is checked from there on");
+    }
+    for f in &report.findings {
+        let level = if report.tampered() && f.problem != chain::Problem::TornTail {
+            "TAMPERED"
+        } else {
+            "warning"
+        };
+        println!("{level}: {f}");
+    }
+    let range = match (report.first_seq, report.last_seq) {
+        (Some(a), Some(b)) => format!(", seq {a}..={b}"),
+        _ => String::new(),
+    };
+    if report.tampered() {
+        println!(
+            "FAILED: {} records in {} file(s){range}: the chain is broken",
+            report.records, report.files
+        );
+        ExitCode::from(1)
+    } else {
+        println!(
+            "OK: {} records in {} file(s){range}, chain intact",
+            report.records, report.files
+        );
+        ExitCode::SUCCESS
+    }
+}
+
+fn audit_query(
+    paths: &[PathBuf],
+    filter: &jmxgate::audit::query::Filter,
+    format: QueryFormat,
+) -> ExitCode {
+    use jmxgate::audit::query;
+    let entries = match audit_files(paths).and_then(|f| query::read(&f)) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("jmxgate: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let matching: Vec<_> = entries.iter().filter(|e| filter.matches(e)).collect();
+    match format {
+        QueryFormat::Json => {
+            for e in &matching {
+                println!("{}", serde_json::to_string(e).expect("records serialise"));
+            }
+        }
+        QueryFormat::Table => println!("{}", query::table(&matching)),
+    }
+    ExitCode::SUCCESS
 }
 
 fn hash_password(bcrypt: bool) -> ExitCode {

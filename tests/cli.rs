@@ -281,13 +281,22 @@ fn hash_password_makes_hashes_the_users_file_accepts() {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(b"correct horse\n").unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"correct horse\n")
+            .unwrap();
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success());
         let hash = String::from_utf8(out.stdout).unwrap();
         assert!(hash.starts_with(prefix), "{hash}");
         assert!(!hash.contains("correct horse"));
     }
-    let out = Command::new(BIN).arg("hash-password").stdin(Stdio::null()).output().unwrap();
+    let out = Command::new(BIN)
+        .arg("hash-password")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "an empty password is refused");
 }

@@ -1,28 +1,44 @@
-//! Step 8, audit: one record per item, written through `tracing` under the
-//! `jmxgate::audit` target so it can be routed to its own sink. Records
-//! carry names, never credentials or written values.
+//! Step 8, audit: one record per item (and one per failed
+//! authentication). Each goes to the log through `tracing` (target
+//! `jmxgate::audit`) and, when an audit directory is configured, into the
+//! hash-chained audit files (`crate::audit`). Records carry names and
+//! hashes, never credentials.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::authenticate::Principal;
+use http::HeaderMap;
+use serde_json::Value;
+
+use super::authenticate::{Connection, Failure, Principal};
+use crate::audit::{record::now_rfc3339, Entry, ValueMode};
+use crate::protocol::{Attributes, Command, Request};
 
 /// What happened to one item.
 #[derive(Debug)]
 pub struct Record<'a> {
     pub request_id: &'a str,
     pub principal: &'a Principal,
+    pub roles: &'a [String],
     pub client: Option<SocketAddr>,
     pub index: usize,
     /// Target name, or `gateway` for items the gateway answered itself.
     pub target: Option<&'a str>,
-    pub kind: Option<&'static str>,
-    pub mbean: Option<&'a str>,
+    /// The parsed request (`None` when the item was malformed).
+    pub request: Option<&'a Request>,
+    /// `allowed`, `denied` (by policy) or `invalid` (malformed, unroutable).
+    pub decision: &'static str,
     pub status: u16,
     pub error_type: Option<String>,
     /// The policy rule that allowed or denied the item.
     pub rule: Option<&'a str>,
     pub latency: Duration,
+}
+
+impl Record<'_> {
+    fn command(&self) -> Option<&Command> {
+        self.request.map(|r| &r.command)
+    }
 }
 
 pub fn record(r: &Record<'_>) {
@@ -35,8 +51,9 @@ pub fn record(r: &Record<'_>) {
         client = r.client.map(|c| c.to_string()).unwrap_or_default(),
         index = r.index,
         target_name = r.target.unwrap_or("-"),
-        kind = r.kind.unwrap_or("-"),
-        mbean = r.mbean.unwrap_or("-"),
+        kind = r.command().map(Command::type_name).unwrap_or("-"),
+        mbean = r.command().and_then(Command::mbean).map(|m| m.as_str()).unwrap_or("-"),
+        decision = r.decision,
         status = r.status,
         error_type = r.error_type.as_deref().unwrap_or("-"),
         rule = r.rule.unwrap_or("-"),
@@ -45,12 +62,62 @@ pub fn record(r: &Record<'_>) {
     );
 }
 
+/// Whether a request's records must be on disk before it is answered:
+/// anything that changes an MBean.
+pub fn needs_durability(request: Option<&Request>) -> bool {
+    matches!(
+        request.map(|r| &r.command),
+        Some(Command::Write(_) | Command::Exec(_))
+    )
+}
+
+/// The audit file record of an item.
+pub fn entry(r: &Record<'_>, values: ValueMode) -> Entry {
+    let mut e = Entry {
+        time: now_rfc3339(),
+        event: "item".into(),
+        request_id: Some(r.request_id.to_string()),
+        index: Some(r.index),
+        principal: Some(r.principal.name.clone()),
+        auth: Some(r.principal.method.as_str().into()),
+        certificate_sha256: r.principal.certificate_sha256.clone(),
+        client: r.client.map(|c| c.to_string()),
+        roles: r.roles.to_vec(),
+        target: r.target.map(str::to_string),
+        decision: Some(r.decision.into()),
+        rule: r.rule.map(str::to_string),
+        status: Some(r.status),
+        error_type: r.error_type.clone(),
+        latency_ms: Some((r.latency.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0),
+        ..Entry::default()
+    };
+    if let Some(command) = r.command() {
+        e.kind = Some(command.type_name().into());
+        e.mbean = command.mbean().map(|m| m.to_string());
+        match command {
+            Command::Read(read) => {
+                e.attribute = match &read.attribute {
+                    Attributes::All => None,
+                    Attributes::One(a) => Some(Value::String(a.clone())),
+                    Attributes::Many(list) => Some(list.clone().into()),
+                }
+            }
+            Command::Write(w) => {
+                e.attribute = Some(Value::String(w.attribute.clone()));
+                e.value = Some(values.render(&w.value));
+            }
+            Command::Exec(x) => {
+                e.operation = Some(x.operation.clone());
+                e.arguments = Some(values.render(&Value::Array(x.arguments.clone())));
+            }
+            Command::Search(_) | Command::List(_) | Command::Version(_) => {}
+        }
+    }
+    e
+}
+
 /// A caller that could not be authenticated. Never the credentials.
-pub fn record_auth_failure(
-    request_id: &str,
-    client: Option<SocketAddr>,
-    failure: &super::authenticate::Failure,
-) {
+pub fn record_auth_failure(request_id: &str, client: Option<SocketAddr>, failure: &Failure) {
     tracing::info!(
         target: "jmxgate::audit",
         request_id,
@@ -58,4 +125,50 @@ pub fn record_auth_failure(
         failure = ?failure,
         "authentication failed"
     );
+}
+
+/// The audit file record of a failed authentication: which method was
+/// attempted, from where; never what was presented.
+pub fn auth_failure_entry(
+    request_id: &str,
+    conn: &Connection,
+    headers: &HeaderMap,
+    failure: &Failure,
+) -> Entry {
+    let attempted = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(' ').next())
+        .map(|scheme| scheme.to_ascii_lowercase())
+        .filter(|s| s == "basic" || s == "bearer")
+        .unwrap_or_else(|| {
+            if conn.peer_certificates.is_some() {
+                "mtls".into()
+            } else {
+                "none".into()
+            }
+        });
+    let note = match failure {
+        Failure::Unauthorized { .. } => "unauthorized".to_string(),
+        Failure::Throttled(d) => format!("throttled for {}s", d.as_secs()),
+    };
+    Entry {
+        time: now_rfc3339(),
+        event: "auth_failure".into(),
+        request_id: Some(request_id.to_string()),
+        auth: Some(attempted),
+        certificate_sha256: conn
+            .peer_certificates
+            .as_ref()
+            .and_then(|c| c.first())
+            .map(crate::tls::fingerprint_sha256),
+        client: conn.remote.map(|c| c.to_string()),
+        decision: Some("denied".into()),
+        status: Some(match failure {
+            Failure::Unauthorized { .. } => 401,
+            Failure::Throttled(_) => 429,
+        }),
+        note: Some(note),
+        ..Entry::default()
+    }
 }

@@ -38,7 +38,7 @@ use arc_swap::ArcSwap;
 use crate::access::AccessControl;
 use crate::config::{Config, Secret};
 use crate::fleet::{Fleet, Target};
-use crate::protocol::{Command, Request, Response};
+use crate::protocol::{Request, Response};
 use crate::version::GatewayIdentity;
 use authenticate::{AuthMethod, Authenticator, Connection};
 
@@ -76,6 +76,7 @@ impl HttpError {
 /// The gateway: configuration turned into ready clients, plus counters.
 pub struct Gateway {
     fleet: Arc<Fleet>,
+    audit: Option<crate::audit::AuditLog>,
     authenticator: Authenticator,
     http_methods: Vec<AuthMethod>,
     tls_methods: Vec<AuthMethod>,
@@ -145,8 +146,14 @@ impl Gateway {
         if config.server.tls.is_some() {
             authenticator.check_methods("server.tls_auth", &tls_methods)?;
         }
+        let audit = config
+            .audit
+            .as_ref()
+            .map(crate::audit::AuditLog::start)
+            .transpose()?;
         Ok(Gateway {
             fleet,
+            audit,
             authenticator,
             http_methods,
             tls_methods,
@@ -161,6 +168,11 @@ impl Gateway {
 
     pub fn fleet(&self) -> &Fleet {
         &self.fleet
+    }
+
+    /// The audit log, when one is configured.
+    pub fn audit(&self) -> Option<&crate::audit::AuditLog> {
+        self.audit.as_ref()
     }
 
     /// The roles and policies in force.
@@ -198,6 +210,16 @@ impl Gateway {
         let origin = request_origin(&headers);
         let cors = cors_allowed(&access, origin.as_deref());
 
+        // Fail closed: nothing runs while the audit log can't be written.
+        if let Some(log) = &self.audit {
+            if let Err(reason) = log.health().check() {
+                log.nudge();
+                if log.config.on_failure == crate::audit::OnFailure::Closed {
+                    return respond::http_error(&audit_unavailable(&reason), &headers, cors);
+                }
+            }
+        }
+
         // CORS preflights carry no credentials, by the browser's rules.
         if parts.method == Method::OPTIONS {
             return respond::preflight(&headers, cors);
@@ -234,11 +256,20 @@ impl Gateway {
         let mut jobs = Vec::new();
         let mut targets: Vec<Option<String>> = vec![None; count];
         let mut rules: Vec<Option<String>> = vec![None; count];
+        let mut decisions: Vec<&'static str> = vec!["allowed"; count];
+        let roles: Vec<String> = access
+            .roles_of(&principal)
+            .iter()
+            .map(|r| r.name.clone())
+            .collect();
         for (index, item) in parsed.items.iter().enumerate() {
             let decided = self.decide(&access, &principal, &facts, addressing, item);
             targets[index] = decided.target.clone();
             match decided.outcome {
                 Err((error, rule)) => {
+                    // A rule means policy denied it; none, that it was
+                    // malformed or unroutable.
+                    decisions[index] = if rule.is_some() { "denied" } else { "invalid" };
                     rules[index] = rule;
                     answers.push((index, Response::error(&error)));
                 }
@@ -276,9 +307,11 @@ impl Gateway {
         let mut merged = merge::merge(count, answers);
 
         let latency = started.elapsed();
+        let mut entries = Vec::with_capacity(count);
+        let mut durable = false;
         for (index, (answer, item)) in merged.iter_mut().zip(&parsed.items).enumerate() {
-            let (params, command) = match &item.parsed {
-                Ok(p) => (&p.request.params, Some(&p.request.command)),
+            let (params, request) = match &item.parsed {
+                Ok(p) => (&p.request.params, Some(&p.request)),
                 Err(_) => (&parsed.query, None),
             };
             merge::echo_request(
@@ -286,21 +319,38 @@ impl Gateway {
                 &item.echo,
                 params.flag("includeRequest").unwrap_or(true),
             );
-            audit::record(&audit::Record {
+            let record = audit::Record {
                 request_id: &request_id,
                 principal: &principal,
+                roles: &roles,
                 client,
                 index,
                 target: targets[index].as_deref(),
-                kind: command.map(Command::type_name),
-                mbean: command.and_then(Command::mbean).map(|m| m.as_str()),
+                request,
+                decision: decisions[index],
                 status: answer.status().unwrap_or(0),
                 error_type: answer
                     .get("error_type")
                     .and_then(|v| serde_json::from_str::<String>(v.get()).ok()),
                 rule: rules[index].as_deref(),
                 latency,
-            });
+            };
+            audit::record(&record);
+            if let Some(log) = &self.audit {
+                durable |= audit::needs_durability(request);
+                entries.push(audit::entry(&record, log.config.values));
+            }
+        }
+        if let Some(log) = &self.audit {
+            if let Err(reason) = log.write(entries, durable).await {
+                if log.config.on_failure == crate::audit::OnFailure::Closed {
+                    return respond::http_error(&audit_unavailable(&reason), &headers, cors);
+                }
+                tracing::error!(
+                    request_id,
+                    "AUDIT RECORDS LOST (audit.on_failure = \"open\"): {reason}"
+                );
+            }
         }
         let body = respond::body(&merged, parsed.bulk);
         let mut resp = respond::http_response(body, &parsed.query, &headers, cors);
@@ -564,6 +614,11 @@ impl Gateway {
             Ok(p) => Ok(p),
             Err(failure) => {
                 audit::record_auth_failure(request_id, conn.remote, &failure);
+                if let Some(log) = &self.audit {
+                    log.write_later(vec![audit::auth_failure_entry(
+                        request_id, conn, headers, &failure,
+                    )]);
+                }
                 let mut resp = self.authenticator.refusal(methods, &failure);
                 if cors {
                     respond::add_cors_headers(headers, resp.headers_mut());
@@ -572,6 +627,16 @@ impl Gateway {
             }
         }
     }
+}
+
+fn audit_unavailable(reason: &str) -> HttpError {
+    HttpError::new(
+        503,
+        "jmxgate.AuditUnavailable",
+        format!(
+            "The audit log cannot be written ({reason}); requests are refused until it can (audit.on_failure = \"closed\")"
+        ),
+    )
 }
 
 /// `Origin`, or `Referer` when there is none (as Jolokia reads it), with

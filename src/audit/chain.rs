@@ -1,0 +1,337 @@
+//! The tamper-evident format: one JSON object per line, each sealed with a
+//! SHA-256 over its own bytes, which include the previous record's hash.
+//! Editing, removing or reordering a record breaks the chain at that
+//! record; `seq` numbers (global across files) tell which it was.
+//!
+//! A line is `{…,"seq":N,…,"prev":"<hex>","hash":"<hex>"}`; `hash` is the
+//! SHA-256 of the line with `,"hash":"<hex>"` removed, exactly as written.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// `prev` of the very first record.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Appends the hash to an unsealed line (`{…,"prev":"…"}`); returns the
+/// sealed line (without newline) and its hash.
+pub fn seal(unsealed: &str) -> (String, String) {
+    let hash = hex(&Sha256::digest(unsealed.as_bytes()));
+    let body = unsealed.strip_suffix('}').expect("a JSON object");
+    (format!("{body},\"hash\":\"{hash}\"}}"), hash)
+}
+
+/// Splits a sealed line into the unsealed text and the stated hash.
+fn unseal(line: &str) -> Option<(String, &str)> {
+    let body = line.strip_suffix("\"}")?;
+    let (head, hash) = body.rsplit_once(",\"hash\":\"")?;
+    (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| (format!("{head}}}"), hash))
+}
+
+/// What is wrong at one place of the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// The line is not a sealed record, or its hash does not match.
+    Edited,
+    /// `seq` jumps forward: records before this one are missing.
+    Removed { missing_from: u64, missing_to: u64 },
+    /// `seq` goes backwards or repeats.
+    Reordered,
+    /// `prev` is not the previous record's hash although `seq` follows.
+    ChainBroken,
+    /// The last line of the last file ends without a newline: a write cut
+    /// short (a crash mid-write), or a truncated file.
+    TornTail,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub file: PathBuf,
+    /// 1-based line number.
+    pub line: usize,
+    pub seq: Option<u64>,
+    pub problem: Problem,
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)?;
+        if let Some(s) = self.seq {
+            write!(f, " (seq {s})")?;
+        }
+        match &self.problem {
+            Problem::Edited => write!(f, ": record edited (its hash does not match its content)"),
+            Problem::Removed {
+                missing_from,
+                missing_to,
+            } => write!(f, ": records {missing_from}..={missing_to} were removed before this one"),
+            Problem::Reordered => write!(f, ": record out of order (reordered or duplicated)"),
+            Problem::ChainBroken => write!(
+                f,
+                ": record does not follow the previous one (a record before it was replaced or reordered)"
+            ),
+            Problem::TornTail => write!(f, ": truncated tail (last line incomplete: a write cut short)"),
+        }
+    }
+}
+
+/// The result of checking a set of files.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub files: usize,
+    pub records: u64,
+    pub first_seq: Option<u64>,
+    pub last_seq: Option<u64>,
+    /// The chain was not checked before this record (the files given
+    /// don't start at the beginning of the log).
+    pub anchored_at: Option<u64>,
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// Tampering found (a torn tail alone is a crash's mark, not tampering).
+    pub fn tampered(&self) -> bool {
+        self.findings.iter().any(|f| f.problem != Problem::TornTail)
+    }
+}
+
+/// Orders files by the `seq` of their first record (file names sort the
+/// same way when written by jmxgate, but renamed copies need not).
+pub fn order_files(files: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    let mut keyed = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f)?;
+        let first = text
+            .lines()
+            .next()
+            .and_then(|l| serde_json::from_str::<Value>(l).ok())
+            .and_then(|v| v.get("seq").and_then(Value::as_u64));
+        keyed.push((first.unwrap_or(u64::MAX), f.clone()));
+    }
+    keyed.sort();
+    Ok(keyed.into_iter().map(|(_, f)| f).collect())
+}
+
+/// The audit files in a directory, oldest first.
+pub fn files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("audit-") && n.ends_with(".jsonl"))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Verifies files in the given order as one chain.
+pub fn verify(files: &[PathBuf]) -> std::io::Result<Report> {
+    let mut report = Report {
+        files: files.len(),
+        ..Report::default()
+    };
+    let mut last: Option<(u64, String)> = None;
+    for (fi, file) in files.iter().enumerate() {
+        let text = std::fs::read_to_string(file)?;
+        let last_file = fi + 1 == files.len();
+        let lines: Vec<&str> = text.split('\n').collect();
+        for (li, line) in lines.iter().enumerate() {
+            let is_final_fragment = li + 1 == lines.len();
+            if is_final_fragment {
+                if !line.is_empty() {
+                    // No newline after it: an interrupted write.
+                    report.findings.push(Finding {
+                        file: file.clone(),
+                        line: li + 1,
+                        seq: None,
+                        problem: if last_file {
+                            Problem::TornTail
+                        } else {
+                            Problem::Edited
+                        },
+                    });
+                }
+                break;
+            }
+            let at = |seq, problem| Finding {
+                file: file.clone(),
+                line: li + 1,
+                seq,
+                problem,
+            };
+            let Some((unsealed, stated)) = unseal(line) else {
+                report.findings.push(at(None, Problem::Edited));
+                continue;
+            };
+            let value: Option<Value> = serde_json::from_str(line).ok();
+            let seq = value
+                .as_ref()
+                .and_then(|v| v.get("seq"))
+                .and_then(Value::as_u64);
+            let prev = value
+                .as_ref()
+                .and_then(|v| v.get("prev"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let actual = hex(&Sha256::digest(unsealed.as_bytes()));
+            let (Some(seq), Some(prev), true) = (seq, prev, actual == stated) else {
+                report.findings.push(at(seq, Problem::Edited));
+                continue;
+            };
+            report.records += 1;
+            report.first_seq.get_or_insert(seq);
+            report.last_seq = Some(seq);
+            match &last {
+                None => {
+                    if seq != 0 || prev != GENESIS {
+                        report.anchored_at = Some(seq);
+                    }
+                }
+                Some((last_seq, last_hash)) => {
+                    let problem = if seq <= *last_seq {
+                        Some(Problem::Reordered)
+                    } else if seq > last_seq + 1 {
+                        Some(Problem::Removed {
+                            missing_from: last_seq + 1,
+                            missing_to: seq - 1,
+                        })
+                    } else if prev != *last_hash {
+                        Some(Problem::ChainBroken)
+                    } else {
+                        None
+                    };
+                    if let Some(p) = problem {
+                        report.findings.push(at(Some(seq), p));
+                    }
+                }
+            }
+            last = Some((seq, stated.to_string()));
+        }
+    }
+    Ok(report)
+}
+
+/// The `seq` and hash of the last complete record of a file, to continue
+/// the chain after a restart.
+pub fn last_record(file: &Path) -> std::io::Result<Option<(u64, String)>> {
+    let text = std::fs::read_to_string(file)?;
+    let complete = match text.rfind('\n') {
+        Some(end) => &text[..end],
+        None => return Ok(None),
+    };
+    for line in complete.rsplit('\n') {
+        if let Some((_, hash)) = unseal(line) {
+            if let Some(seq) = serde_json::from_str::<Value>(line)
+                .ok()
+                .and_then(|v| v.get("seq").and_then(Value::as_u64))
+            {
+                return Ok(Some((seq, hash.to_string())));
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(n: u64) -> Vec<String> {
+        let mut prev = GENESIS.to_string();
+        (0..n)
+            .map(|seq| {
+                let (line, hash) = seal(&format!(
+                    "{{\"seq\":{seq},\"event\":\"item\",\"prev\":\"{prev}\"}}"
+                ));
+                prev = hash;
+                line
+            })
+            .collect()
+    }
+
+    fn check(lines: &[String], tail: &str) -> Report {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit-1.jsonl");
+        std::fs::write(&path, format!("{}\n{tail}", lines.join("\n"))).unwrap();
+        verify(&[path]).unwrap()
+    }
+
+    #[test]
+    fn an_intact_chain_verifies() {
+        let r = check(&chain(5), "");
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+        assert_eq!(r.records, 5);
+        assert_eq!(r.anchored_at, None);
+    }
+
+    #[test]
+    fn edits_removals_reorders_and_torn_tails_are_found() {
+        let mut edited = chain(5);
+        edited[2] = edited[2].replace("\"item\"", "\"itEm\"");
+        assert_eq!(check(&edited, "").findings[0].problem, Problem::Edited);
+        assert_eq!(check(&edited, "").findings[0].line, 3);
+
+        let mut removed = chain(5);
+        removed.remove(2);
+        assert_eq!(
+            check(&removed, "").findings[0].problem,
+            Problem::Removed {
+                missing_from: 2,
+                missing_to: 2
+            }
+        );
+
+        let mut reordered = chain(5);
+        reordered.swap(1, 3);
+        assert_eq!(
+            check(&reordered, "").findings[0].problem,
+            Problem::Removed {
+                missing_from: 1,
+                missing_to: 2
+            }
+        );
+        assert!(check(&reordered, "")
+            .findings
+            .iter()
+            .any(|f| f.problem == Problem::Reordered));
+
+        let r = check(&chain(3), "{\"seq\":3,\"ev");
+        assert_eq!(r.findings.len(), 1);
+        assert_eq!(r.findings[0].problem, Problem::TornTail);
+        assert!(!r.tampered());
+    }
+
+    #[test]
+    fn a_replaced_record_breaks_the_chain_even_when_resealed() {
+        let mut lines = chain(4);
+        // Re-seal an edited record: its own hash is right again, but the
+        // next record's `prev` no longer matches.
+        let v: Value = serde_json::from_str(&lines[1]).unwrap();
+        let (forged, _) = seal(&format!(
+            "{{\"seq\":1,\"event\":\"forged\",\"prev\":\"{}\"}}",
+            v["prev"].as_str().unwrap()
+        ));
+        lines[1] = forged;
+        let r = check(&lines, "");
+        assert_eq!(r.findings[0].problem, Problem::ChainBroken);
+        assert_eq!(r.findings[0].seq, Some(2));
+    }
+
+    #[test]
+    fn last_record_skips_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.jsonl");
+        let lines = chain(3);
+        std::fs::write(&path, format!("{}\n{{\"seq\":3,", lines.join("\n"))).unwrap();
+        let (seq, _) = last_record(&path).unwrap().unwrap();
+        assert_eq!(seq, 2);
+    }
+}

@@ -1,0 +1,145 @@
+//! The audit log: one record per request item and per failed
+//! authentication, in JSON Lines files that are hash-chained across
+//! records and files (`chain`), written by one thread with group commit
+//! (`writer`). `jmxgate audit verify` and `jmxgate audit query` read them.
+
+pub mod chain;
+pub mod query;
+pub mod record;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::sync::{mpsc, oneshot};
+
+pub use record::{Entry, ValueMode};
+pub use writer::Health;
+
+/// Which records must be on disk before the answer goes out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Durability {
+    /// write and exec items (and the requests that carry them).
+    #[default]
+    WriteExec,
+    /// Every request.
+    All,
+}
+
+/// What to do when the log cannot be written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFailure {
+    /// Refuse requests with 503 until the log is writable again.
+    #[default]
+    Closed,
+    /// Keep serving; count and log every lost record loudly.
+    Open,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Directory of the `audit-*.jsonl` files.
+    pub dir: PathBuf,
+    /// Also print every record to stdout.
+    #[serde(default)]
+    pub stdout: bool,
+    #[serde(default)]
+    pub durable: Durability,
+    #[serde(default)]
+    pub on_failure: OnFailure,
+    /// Start a new file beyond this size.
+    #[serde(default = "default_rotate_bytes")]
+    pub rotate_bytes: u64,
+    /// Start a new file after this long.
+    #[serde(default = "default_rotate_after", with = "humantime_serde")]
+    pub rotate_after: Duration,
+    /// How written values and exec arguments are recorded.
+    #[serde(default)]
+    pub values: ValueMode,
+}
+
+fn default_rotate_bytes() -> u64 {
+    100 * 1024 * 1024
+}
+
+fn default_rotate_after() -> Duration {
+    Duration::from_secs(24 * 3600)
+}
+
+impl AuditConfig {
+    pub fn resolve_relative_paths(&mut self, base: &Path) {
+        if self.dir.is_relative() {
+            self.dir = base.join(&self.dir);
+        }
+    }
+}
+
+/// A handle to the running audit log.
+#[derive(Debug, Clone)]
+pub struct AuditLog {
+    tx: mpsc::UnboundedSender<writer::Submission>,
+    health: Arc<Health>,
+    pub config: Arc<AuditConfig>,
+}
+
+impl AuditLog {
+    pub fn start(config: &AuditConfig) -> Result<AuditLog, String> {
+        let (tx, health, _thread) = writer::start(writer::FileSink {
+            dir: config.dir.clone(),
+            rotate_bytes: config.rotate_bytes.max(4096),
+            rotate_after: config.rotate_after.max(Duration::from_secs(1)),
+            durable_all: config.durable == Durability::All,
+            stdout: config.stdout,
+        })?;
+        Ok(AuditLog {
+            tx,
+            health,
+            config: Arc::new(config.clone()),
+        })
+    }
+
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// Writes the records and waits until they are written (and on disk
+    /// when `durable`). `Err` says why they could not be.
+    pub async fn write(&self, entries: Vec<Entry>, durable: bool) -> Result<(), String> {
+        let (ack, done) = oneshot::channel();
+        self.tx
+            .send(writer::Submission {
+                entries,
+                durable,
+                ack: Some(ack),
+            })
+            .map_err(|_| "the audit writer has stopped".to_string())?;
+        done.await
+            .unwrap_or_else(|_| Err("the audit writer has stopped".into()))
+    }
+
+    /// Asks a failed writer to try again (it does so at most once a
+    /// second); requests refused while the log is down call this, so the
+    /// gateway reopens as soon as the log is writable.
+    pub fn nudge(&self) {
+        let _ = self.tx.send(writer::Submission {
+            entries: Vec::new(),
+            durable: false,
+            ack: None,
+        });
+    }
+
+    /// Queues records without waiting (failed authentications: nothing is
+    /// answered but a 401, which must not wait for the disk).
+    pub fn write_later(&self, entries: Vec<Entry>) {
+        let _ = self.tx.send(writer::Submission {
+            entries,
+            durable: false,
+            ack: None,
+        });
+    }
+}
