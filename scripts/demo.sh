@@ -31,6 +31,18 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 config="$work/gateway.toml"
+cat >"$work/demo-policy.xml" <<'XML'
+<restrict>
+  <!-- The demo role may do everything except these. -->
+  <deny>
+    <mbean>
+      <name>jmxgate.test:type=Operations</name>
+      <operation>fail</operation>
+      <operation>reset</operation>
+    </mbean>
+  </deny>
+</restrict>
+XML
 cat >"$config" <<TOML
 # Written by scripts/demo.sh
 [server]
@@ -39,6 +51,17 @@ default_target = "orders-1"
 
 [target_defaults]
 request_timeout = "10s"
+
+[access]
+anonymous_role = "demo"
+
+[[roles]]
+name = "demo"
+targets = ["*"]
+policy = "demo-policy.xml"
+
+[audit]
+dir = "audit"
 TOML
 
 for i in 0 1 2; do
@@ -86,6 +109,13 @@ jmxgate demo is starting on $base (config: $config). Paste these:
     {"type":"exec","mbean":"jmxgate.test:type=Operations","operation":"add(int,int)","arguments":[2,3],"target":{"url":"billing-1"}},
     {"type":"search","mbean":"java.lang:type=GarbageCollector,*","target":{"url":"service:jmx:jolokia://127.0.0.1:${ports[1]}/jolokia"}},
     {"type":"read","mbean":"java.lang:type=Runtime","attribute":"Uptime","target":{"url":"not-in-the-fleet"}}]'
+  # denied by the demo policy (status 403), and never run on the agent
+  curl -s $base/targets/billing-1/exec/jmxgate.test:type=Operations/reset
+  # what the gateway would decide, without running anything
+  curl -s http://$listen/jmxgate/explain -d '{"type":"exec","mbean":"jmxgate.test:type=Operations","operation":"reset","target":{"url":"orders-2"}}'
+  # the audit trail, and its hash chain
+  target/release/jmxgate audit query $work/audit
+  target/release/jmxgate audit verify $work/audit
 
 Ctrl-C stops the gateway and the agents.
 TEXT

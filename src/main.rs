@@ -139,7 +139,7 @@ fn main() -> ExitCode {
     // One TLS crypto provider for the whole process (agents over HTTPS).
     let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
-        Cmd::CheckConfig { config } => match load(&config) {
+        Cmd::CheckConfig { config } => match check(&config) {
             Ok((config, _)) => {
                 let (targets, roles) = (config.0.targets.len(), config.0.roles.len());
                 let plural = |n: usize| if n == 1 { "" } else { "s" };
@@ -244,6 +244,28 @@ struct Loaded(Config, PathBuf);
 
 fn config_path_display(l: &Loaded) -> String {
     l.1.display().to_string()
+}
+
+/// Everything `serve` would load, without starting anything: the audit
+/// writer is not started (it would begin a new file), only its directory
+/// checked.
+fn check(path: &std::path::Path) -> Result<(Loaded, ()), String> {
+    let config = Config::load(path).map_err(|e| e.to_string())?;
+    let mut without_audit = config.clone();
+    if let Some(audit) = without_audit.audit.take() {
+        std::fs::create_dir_all(&audit.dir)
+            .and_then(|()| tempfile_in(&audit.dir))
+            .map_err(|e| format!("{}: audit.dir {}: {e}", path.display(), audit.dir.display()))?;
+    }
+    Gateway::new(&without_audit).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((Loaded(config, path.to_path_buf()), ()))
+}
+
+/// Creates and removes a file, proving the directory is writable.
+fn tempfile_in(dir: &std::path::Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".jmxgate-check-{}", std::process::id()));
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(probe)
 }
 
 fn load(path: &std::path::Path) -> Result<(Loaded, Arc<Gateway>), String> {
