@@ -19,6 +19,35 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// Runs `iters` calls spread over [`CONCURRENCY`] tasks and returns the
+/// time scaled to exactly `iters` calls.
+fn timed<F, Fut>(rt: &tokio::runtime::Runtime, iters: u64, call: F) -> Duration
+where
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    rt.block_on(async move {
+        let per_task = (iters as usize).div_ceil(CONCURRENCY);
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..CONCURRENCY)
+            .map(|_| {
+                let call = call.clone();
+                tokio::spawn(async move {
+                    for _ in 0..per_task {
+                        call().await;
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        started
+            .elapsed()
+            .mul_f64(iters as f64 / (per_task * CONCURRENCY) as f64)
+    })
+}
+
 fn audit_config(dir: &std::path::Path, durable: Durability) -> AuditConfig {
     let text = format!(
         "dir = \"{}\"\ndurable = \"{}\"\n",
@@ -59,25 +88,9 @@ fn writer(c: &mut Criterion) {
         |b| {
             b.iter_custom(|iters| {
                 let log = log.clone();
-                rt.block_on(async move {
-                    let per_task = (iters as usize).div_ceil(CONCURRENCY);
-                    let started = Instant::now();
-                    let tasks: Vec<_> = (0..CONCURRENCY)
-                        .map(|_| {
-                            let log = log.clone();
-                            tokio::spawn(async move {
-                                for _ in 0..per_task {
-                                    log.write(vec![record()], true).await.unwrap();
-                                }
-                            })
-                        })
-                        .collect();
-                    for t in tasks {
-                        t.await.unwrap();
-                    }
-                    started
-                        .elapsed()
-                        .mul_f64(iters as f64 / (per_task * CONCURRENCY) as f64)
+                timed(&rt, iters, move || {
+                    let log = log.clone();
+                    async move { log.write(vec![record()], true).await.unwrap() }
                 })
             })
         },
@@ -128,26 +141,12 @@ fn gateway(c: &mut Criterion) {
         g.bench_function(format!("{name}, {CONCURRENCY} concurrent clients"), |b| {
             b.iter_custom(|iters| {
                 let (http, url) = (http.clone(), url.clone());
-                rt.block_on(async move {
-                    let per_task = (iters as usize).div_ceil(CONCURRENCY);
-                    let started = Instant::now();
-                    let tasks: Vec<_> = (0..CONCURRENCY)
-                        .map(|_| {
-                            let (http, url) = (http.clone(), url.clone());
-                            tokio::spawn(async move {
-                                for _ in 0..per_task {
-                                    let r = http.get(&url).send().await.unwrap();
-                                    r.bytes().await.unwrap();
-                                }
-                            })
-                        })
-                        .collect();
-                    for t in tasks {
-                        t.await.unwrap();
+                timed(&rt, iters, move || {
+                    let (http, url) = (http.clone(), url.clone());
+                    async move {
+                        let r = http.get(&url).send().await.unwrap();
+                        r.bytes().await.unwrap();
                     }
-                    started
-                        .elapsed()
-                        .mul_f64(iters as f64 / (per_task * CONCURRENCY) as f64)
                 })
             })
         });
