@@ -1,36 +1,64 @@
-//! Reloading roles and policies without a restart: on SIGHUP and when the
-//! config file or a policy file changes. A reload builds the whole new set
-//! first and swaps it in at once; if anything in it is invalid, the old set
-//! stays and the error (file and cause) is logged.
+//! Reloading without a restart: on SIGHUP and when the config file, a
+//! policy file or a credential file changes. A reload builds the whole new
+//! set (targets, roles, policies, users, keys) first and swaps it in at
+//! once; if anything in it is invalid, the old set stays and the error
+//! (file and cause) is logged. Listeners and the audit log keep their
+//! settings until a restart.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::access::AccessControl;
 use crate::config::Config;
 use crate::pipeline::Gateway;
 
-/// Re-reads the config file and the policies it names, and installs them.
-pub fn reload_access(gateway: &Gateway, config_path: &Path) -> Result<usize, String> {
+/// Re-reads the config file and every file it names, and installs them.
+/// Returns the number of targets and roles now in force.
+pub fn reload_access(gateway: &Gateway, config_path: &Path) -> Result<(usize, usize), String> {
     let config = Config::load(config_path).map_err(|e| e.to_string())?;
-    let access = AccessControl::from_config(&config)
+    gateway
+        .reload(&config)
         .map_err(|e| format!("{}: {e}", config_path.display()))?;
-    let roles = access.roles().len();
-    gateway.set_access(access);
-    Ok(roles)
+    Ok((config.targets.len(), config.roles.len()))
 }
 
-/// The files whose change triggers a reload: the config and every policy.
-fn watched_files(gateway: &Gateway, config_path: &Path) -> Vec<PathBuf> {
+/// The files whose change triggers a reload: the config and every file
+/// it names (policies, users, keys, target passwords and certificates).
+fn watched_files(config_path: &Path) -> Vec<PathBuf> {
     let mut files = vec![config_path.to_path_buf()];
-    files.extend(
-        gateway
-            .access()
-            .roles()
-            .iter()
-            .filter_map(|r| r.policy_file.clone()),
-    );
+    let Ok(config) = Config::load(config_path) else {
+        return files;
+    };
+    files.extend(config.roles.iter().filter_map(|r| r.policy.clone()));
+    if let Some(b) = &config.auth.basic {
+        files.push(b.users_file.clone());
+    }
+    if let Some(b) = &config.auth.bearer {
+        files.extend(
+            [
+                &b.hs256_secret_file,
+                &b.rs256_public_key_file,
+                &b.es256_public_key_file,
+                &b.jwks_file,
+            ]
+            .into_iter()
+            .flatten()
+            .cloned(),
+        );
+    }
+    for t in &config.targets {
+        files.extend(
+            [
+                &t.password_file,
+                &t.ca_file,
+                &t.client_cert_file,
+                &t.client_key_file,
+            ]
+            .into_iter()
+            .flatten()
+            .cloned(),
+        );
+    }
     files
 }
 
@@ -47,7 +75,9 @@ fn stamp(files: &[PathBuf]) -> Vec<Option<(SystemTime, u64)>> {
 
 fn reload_logged(gateway: &Gateway, config_path: &Path, why: &str) {
     match reload_access(gateway, config_path) {
-        Ok(roles) => tracing::info!(roles, reason = why, "roles and policies reloaded"),
+        Ok((targets, roles)) => {
+            tracing::info!(targets, roles, reason = why, "configuration reloaded")
+        }
         Err(e) => tracing::error!(
             reason = why,
             "reload failed, keeping the previous roles and policies: {e}"
@@ -60,7 +90,7 @@ fn reload_logged(gateway: &Gateway, config_path: &Path, why: &str) {
 pub async fn watch(gateway: Arc<Gateway>, config_path: PathBuf, interval: Duration) {
     #[cfg(unix)]
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-    let mut files = watched_files(&gateway, &config_path);
+    let mut files = watched_files(&config_path);
     let mut last = stamp(&files);
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -86,7 +116,7 @@ pub async fn watch(gateway: Arc<Gateway>, config_path: PathBuf, interval: Durati
                 reload_logged(&gateway, &config_path, "file changed");
             }
         }
-        files = watched_files(&gateway, &config_path);
+        files = watched_files(&config_path);
         last = stamp(&files);
     }
 }

@@ -25,6 +25,7 @@ pub mod merge;
 pub mod parse;
 pub mod respond;
 pub mod route;
+pub mod state;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -40,9 +41,10 @@ use crate::config::{Config, Secret};
 use crate::fleet::{Fleet, Target};
 use crate::protocol::{Request, Response};
 use crate::version::GatewayIdentity;
-use authenticate::{AuthMethod, Authenticator, Connection};
+use authenticate::{AuthMethod, Connection};
 
 use route::{Addressing, Destination};
+use state::State;
 
 /// The path prefix agents use and the gateway mirrors.
 pub const PREFIX: &str = "/jolokia";
@@ -75,16 +77,12 @@ impl HttpError {
 
 /// The gateway: configuration turned into ready clients, plus counters.
 pub struct Gateway {
-    fleet: Arc<Fleet>,
+    /// Everything a reload replaces; read once per request, so a request
+    /// sees one consistent set.
+    state: ArcSwap<State>,
     audit: Option<crate::audit::AuditLog>,
-    authenticator: Authenticator,
-    http_methods: Vec<AuthMethod>,
-    tls_methods: Vec<AuthMethod>,
-    /// Roles and policies; swapped whole on reload, read once per request.
-    access: ArcSwap<AccessControl>,
-    default_target: Option<Arc<Target>>,
-    max_body_bytes: usize,
-    max_bulk_items: usize,
+    /// Where the Jolokia endpoint is mounted (`/jolokia` by default).
+    prefix: String,
     identity: GatewayIdentity,
     request_seq: AtomicU64,
 }
@@ -123,28 +121,9 @@ enum Addressed {
 
 impl Gateway {
     pub fn new(config: &Config) -> Result<Gateway, String> {
-        let fleet = Arc::new(Fleet::from_config(config)?);
-        let default_target = config
-            .server
-            .default_target
-            .as_deref()
-            .map(|name| {
-                fleet
-                    .by_name(name)
-                    .cloned()
-                    .ok_or_else(|| format!("server.default_target: no target is named \"{name}\""))
-            })
-            .transpose()?;
-        let access = AccessControl::from_config(config)?;
-        if access.is_open() {
+        let state = State::from_config(config)?;
+        if state.access.is_open() {
             tracing::warn!("no roles configured: every caller may do everything on every target");
-        }
-        let authenticator = Authenticator::from_config(&config.auth)?;
-        let http_methods = config.server.http_methods(&config.auth);
-        let tls_methods = config.server.tls_methods(&config.auth);
-        authenticator.check_methods("server.auth", &http_methods)?;
-        if config.server.tls.is_some() {
-            authenticator.check_methods("server.tls_auth", &tls_methods)?;
         }
         let audit = config
             .audit
@@ -152,22 +131,27 @@ impl Gateway {
             .map(crate::audit::AuditLog::start)
             .transpose()?;
         Ok(Gateway {
-            fleet,
+            state: ArcSwap::from_pointee(state),
             audit,
-            authenticator,
-            http_methods,
-            tls_methods,
-            access: ArcSwap::from_pointee(access),
-            default_target,
-            max_body_bytes: config.server.max_body_bytes,
-            max_bulk_items: config.server.max_bulk_items,
+            prefix: PREFIX.to_string(),
             identity: GatewayIdentity::new(config),
             request_seq: AtomicU64::new(0),
         })
     }
 
-    pub fn fleet(&self) -> &Fleet {
-        &self.fleet
+    /// Serves the Jolokia endpoint at another path than `/jolokia` (`""` or
+    /// `/` for the root), as an agent servlet can be registered anywhere.
+    pub fn with_prefix(mut self, prefix: &str) -> Gateway {
+        self.prefix = prefix.trim_end_matches('/').to_string();
+        if !self.prefix.is_empty() && !self.prefix.starts_with('/') {
+            self.prefix.insert(0, '/');
+        }
+        self
+    }
+
+    /// The targets in force.
+    pub fn fleet(&self) -> Arc<Fleet> {
+        self.state.load().fleet.clone()
     }
 
     /// The audit log, when one is configured.
@@ -177,17 +161,21 @@ impl Gateway {
 
     /// The roles and policies in force.
     pub fn access(&self) -> Arc<AccessControl> {
-        self.access.load_full()
+        self.state.load().access.clone()
     }
 
-    /// Replaces roles and policies at once. In-flight requests finish
-    /// under the set they started with.
-    pub fn set_access(&self, access: AccessControl) {
-        self.access.store(Arc::new(access));
+    /// Replaces targets, roles, policies and credential stores at once.
+    /// In-flight requests finish under the set they started with.
+    /// Listeners and the audit log keep their settings until a restart.
+    pub fn reload(&self, config: &Config) -> Result<(), String> {
+        let state = State::from_config(config)?;
+        self.state.store(Arc::new(state));
+        Ok(())
     }
 
     /// Runs one HTTP request through the pipeline.
     pub async fn handle(&self, req: HttpRequest<Body>, conn: Connection) -> HttpResponse<Body> {
+        let state = self.state.load_full();
         let client = conn.remote;
         let started = Instant::now();
         let request_id = format!(
@@ -197,15 +185,15 @@ impl Gateway {
         );
         let (parts, body) = req.into_parts();
         if parts.uri.path() == EXPLAIN_PATH {
-            return self.explain(parts, body, conn).await;
+            return self.explain(&state, parts, body, conn).await;
         }
         let headers = parts.headers;
 
-        let (addressed, rest) = match self.addressing(parts.uri.path()) {
+        let (addressed, rest) = match self.addressing(&state, parts.uri.path()) {
             Ok(a) => a,
             Err(e) => return respond::http_error(&e, &headers, true),
         };
-        let access = self.access.load_full();
+        let access = state.access.clone();
         let chain = access.client_chain(client.map(|c| c.ip()), &headers);
         let origin = request_origin(&headers);
         let cors = cors_allowed(&access, origin.as_deref());
@@ -224,12 +212,15 @@ impl Gateway {
         if parts.method == Method::OPTIONS {
             return respond::preflight(&headers, cors);
         }
-        let principal = match self.authenticate(&headers, &conn, &request_id, cors).await {
+        let principal = match self
+            .authenticate(&state, &headers, &conn, &request_id, cors)
+            .await
+        {
             Ok(p) => p,
             Err(refusal) => return refusal,
         };
         let parsed = self
-            .read_request(&parts.method, &rest, parts.uri.query(), body)
+            .read_request(&state, &parts.method, &rest, parts.uri.query(), body)
             .await;
         let parsed = match parsed {
             Ok(p) => p,
@@ -242,7 +233,7 @@ impl Gateway {
         let addressing = match &addressed {
             Addressed::Virtual(t) => Addressing::Virtual(t),
             Addressed::Proxy => Addressing::Proxy {
-                default_target: self.default_target.as_ref(),
+                default_target: state.default_target.as_ref(),
             },
         };
         let facts = authorize::RequestFacts {
@@ -263,7 +254,7 @@ impl Gateway {
             .map(|r| r.name.clone())
             .collect();
         for (index, item) in parsed.items.iter().enumerate() {
-            let decided = self.decide(&access, &principal, &facts, addressing, item);
+            let decided = self.decide(&state, &access, &principal, &facts, addressing, item);
             targets[index] = decided.target.clone();
             match decided.outcome {
                 Err((error, rule)) => {
@@ -275,7 +266,7 @@ impl Gateway {
                 }
                 Ok((Destination::Gateway, allowed)) => {
                     rules[index] = Some(allowed.rule);
-                    answers.push((index, self.answer_locally(&headers, conn.tls)));
+                    answers.push((index, self.answer_locally(&state, &headers, conn.tls)));
                 }
                 Ok((Destination::Agent(target), allowed)) => {
                     rules[index] = Some(allowed.rule);
@@ -366,13 +357,14 @@ impl Gateway {
     /// virtual URL, `?method=GET` as if it came by GET.
     async fn explain(
         &self,
+        state: &State,
         parts: http::request::Parts,
         body: Body,
         conn: Connection,
     ) -> HttpResponse<Body> {
         let client = conn.remote;
         let headers = &parts.headers;
-        let access = self.access.load_full();
+        let access = state.access.clone();
         let origin = request_origin(headers);
         let cors = cors_allowed(&access, origin.as_deref());
         let fail = |e: HttpError| respond::http_error(&e, headers, cors);
@@ -393,7 +385,7 @@ impl Gateway {
                 .collect();
         let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
         let virtual_target = match param("target") {
-            Some(name) => match self.fleet.by_name(name) {
+            Some(name) => match state.fleet.by_name(name) {
                 Some(t) => Some(t.clone()),
                 None => {
                     return fail(HttpError::new(
@@ -415,13 +407,16 @@ impl Gateway {
             }
         };
         let parsed = match self
-            .read_request(&Method::POST, "", parts.uri.query(), body)
+            .read_request(state, &Method::POST, "", parts.uri.query(), body)
             .await
         {
             Ok(p) => p,
             Err(e) => return fail(e),
         };
-        let principal = match self.authenticate(headers, &conn, "explain", cors).await {
+        let principal = match self
+            .authenticate(state, headers, &conn, "explain", cors)
+            .await
+        {
             Ok(p) => p,
             Err(refusal) => return refusal,
         };
@@ -435,7 +430,7 @@ impl Gateway {
         let addressing = match &virtual_target {
             Some(t) => Addressing::Virtual(t),
             None => Addressing::Proxy {
-                default_target: self.default_target.as_ref(),
+                default_target: state.default_target.as_ref(),
             },
         };
         let report: Vec<serde_json::Value> = parsed
@@ -443,7 +438,7 @@ impl Gateway {
             .iter()
             .enumerate()
             .map(|(index, item)| {
-                let decided = self.decide(&access, &principal, &facts, addressing, item);
+                let decided = self.decide(state, &access, &principal, &facts, addressing, item);
                 let kind = item
                     .parsed
                     .as_ref()
@@ -482,6 +477,7 @@ impl Gateway {
     /// Step 3 for any method: the GET path or the POST body, parsed.
     async fn read_request(
         &self,
+        state: &State,
         method: &Method,
         rest: &str,
         query: Option<&str>,
@@ -489,14 +485,14 @@ impl Gateway {
     ) -> Result<parse::Parsed, HttpError> {
         match *method {
             Method::GET => parse::parse_get(rest, query),
-            Method::POST => match axum::body::to_bytes(body, self.max_body_bytes).await {
-                Ok(bytes) => parse::parse_post(&bytes, query, self.max_bulk_items),
+            Method::POST => match axum::body::to_bytes(body, state.max_body_bytes).await {
+                Ok(bytes) => parse::parse_post(&bytes, query, state.max_bulk_items),
                 Err(_) => Err(HttpError::new(
                     413,
                     "jmxgate.RequestTooLarge",
                     format!(
                         "Request body exceeds {} bytes (server.max_body_bytes)",
-                        self.max_body_bytes
+                        state.max_body_bytes
                     ),
                 )),
             },
@@ -511,6 +507,7 @@ impl Gateway {
     /// Steps 4 and 5 for one item: where it goes and whether it may.
     fn decide(
         &self,
+        state: &State,
         access: &AccessControl,
         principal: &authenticate::Principal,
         facts: &authorize::RequestFacts<'_>,
@@ -522,7 +519,7 @@ impl Gateway {
             Err(e) => return Decided::failed(e.clone()),
         };
         let destination = match route::route(
-            &self.fleet,
+            &state.fleet,
             addressing,
             &parsed.request.command,
             parsed.target.as_ref().map(|t| t.url.as_str()),
@@ -538,15 +535,20 @@ impl Gateway {
     }
 
     /// Splits the URL into addressing and the Jolokia path after it.
-    fn addressing(&self, path: &str) -> Result<(Addressed, String), HttpError> {
+    fn addressing(&self, state: &State, path: &str) -> Result<(Addressed, String), HttpError> {
         let not_found = || {
             HttpError::new(
                 404,
                 "jmxgate.NotFound",
-                format!("No Jolokia endpoint at {path}; use {PREFIX}/ or {PREFIX}/{VIRTUAL_SEGMENT}/<name>/"),
+                format!(
+                    "No Jolokia endpoint at {path}; use {p}/ or {p}/{VIRTUAL_SEGMENT}/<name>/",
+                    p = self.prefix
+                ),
             )
         };
-        let rest = path.strip_prefix(PREFIX).ok_or_else(not_found)?;
+        let rest = path
+            .strip_prefix(self.prefix.as_str())
+            .ok_or_else(not_found)?;
         if !(rest.is_empty() || rest.starts_with('/')) {
             return Err(not_found());
         }
@@ -562,7 +564,7 @@ impl Gateway {
         };
         let (raw_name, tail) = after.split_once('/').map_or((after, ""), |(n, t)| (n, t));
         let name = percent_encoding::percent_decode_str(raw_name).decode_utf8_lossy();
-        let target = self.fleet.by_name(&name).cloned().ok_or_else(|| {
+        let target = state.fleet.by_name(&name).cloned().ok_or_else(|| {
             HttpError::new(
                 404,
                 "jmxgate.UnknownTarget",
@@ -576,23 +578,23 @@ impl Gateway {
     }
 
     /// Items the gateway answers itself: `version` without a target.
-    fn answer_locally(&self, headers: &HeaderMap, tls: bool) -> Response {
+    fn answer_locally(&self, state: &State, headers: &HeaderMap, tls: bool) -> Response {
         let host = headers
             .get(http::header::HOST)
             .and_then(|h| h.to_str().ok());
-        let secured = authenticate::is_secured(self.methods(tls));
+        let secured = authenticate::is_secured(self.methods(state, tls));
         let value = self
             .identity
-            .version_value(host, tls, secured, self.fleet.len());
+            .version_value(host, tls, secured, state.fleet.len());
         Response::value(&value, unix_seconds())
     }
 
     /// The authentication methods of the listener a request came through.
-    fn methods(&self, tls: bool) -> &[AuthMethod] {
+    fn methods<'s>(&self, state: &'s State, tls: bool) -> &'s [AuthMethod] {
         if tls {
-            &self.tls_methods
+            &state.tls_methods
         } else {
-            &self.http_methods
+            &state.http_methods
         }
     }
 
@@ -600,13 +602,14 @@ impl Gateway {
     /// body (429 while throttled).
     async fn authenticate(
         &self,
+        state: &State,
         headers: &HeaderMap,
         conn: &Connection,
         request_id: &str,
         cors: bool,
     ) -> Result<authenticate::Principal, HttpResponse<Body>> {
-        let methods = self.methods(conn.tls);
-        match self
+        let methods = self.methods(state, conn.tls);
+        match state
             .authenticator
             .authenticate(methods, headers, conn)
             .await
@@ -619,7 +622,7 @@ impl Gateway {
                         request_id, conn, headers, &failure,
                     )]);
                 }
-                let mut resp = self.authenticator.refusal(methods, &failure);
+                let mut resp = state.authenticator.refusal(methods, &failure);
                 if cors {
                     respond::add_cors_headers(headers, resp.headers_mut());
                 }

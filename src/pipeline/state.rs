@@ -1,0 +1,59 @@
+//! What a reload replaces, as one value: targets, roles and policies,
+//! credential stores and request limits. The gateway holds it in an
+//! `ArcSwap`; each request reads it once.
+
+use std::sync::Arc;
+
+use crate::access::AccessControl;
+use crate::config::Config;
+use crate::fleet::{Fleet, Target};
+
+use super::authenticate::{AuthMethod, Authenticator};
+
+pub struct State {
+    pub fleet: Arc<Fleet>,
+    pub default_target: Option<Arc<Target>>,
+    pub access: Arc<AccessControl>,
+    pub authenticator: Authenticator,
+    pub http_methods: Vec<AuthMethod>,
+    pub tls_methods: Vec<AuthMethod>,
+    pub max_body_bytes: usize,
+    pub max_bulk_items: usize,
+}
+
+impl State {
+    /// Builds everything, or fails naming what is wrong; nothing is
+    /// half-applied.
+    pub fn from_config(config: &Config) -> Result<State, String> {
+        let fleet = Arc::new(Fleet::from_config(config)?);
+        let default_target = config
+            .server
+            .default_target
+            .as_deref()
+            .map(|name| {
+                fleet
+                    .by_name(name)
+                    .cloned()
+                    .ok_or_else(|| format!("server.default_target: no target is named \"{name}\""))
+            })
+            .transpose()?;
+        let access = Arc::new(AccessControl::from_config(config)?);
+        let authenticator = Authenticator::from_config(&config.auth)?;
+        let http_methods = config.server.http_methods(&config.auth);
+        let tls_methods = config.server.tls_methods(&config.auth);
+        authenticator.check_methods("server.auth", &http_methods)?;
+        if config.server.tls.is_some() {
+            authenticator.check_methods("server.tls_auth", &tls_methods)?;
+        }
+        Ok(State {
+            fleet,
+            default_target,
+            access,
+            authenticator,
+            http_methods,
+            tls_methods,
+            max_body_bytes: config.server.max_body_bytes,
+            max_bulk_items: config.server.max_bulk_items,
+        })
+    }
+}
