@@ -80,7 +80,11 @@ fn record() -> Entry {
 fn writer(c: &mut Criterion) {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let log = AuditLog::start(&audit_config(dir.path(), Durability::All)).unwrap();
+    let log = AuditLog::start(
+        &audit_config(dir.path(), Durability::All),
+        Default::default(),
+    )
+    .unwrap();
     let mut g = c.benchmark_group("audit_writer");
     g.throughput(Throughput::Elements(1));
     g.bench_function(

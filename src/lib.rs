@@ -2,10 +2,12 @@
 //! a fleet of Jolokia agents. See `docs/ARCHITECTURE.md` for the pipeline.
 
 pub mod access;
+pub mod admin;
 pub mod audit;
 pub mod client;
 pub mod config;
 pub mod fleet;
+pub mod metrics;
 pub mod pipeline;
 pub mod policy;
 pub mod protocol;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use jmxgate::config::ConfigSource;
 use jmxgate::{pipeline, Config, Gateway};
 
 #[derive(Parser)]
@@ -23,22 +24,32 @@ struct Cli {
 enum Cmd {
     /// Run the gateway.
     Serve {
-        /// The TOML configuration file.
+        /// TOML configuration files, merged by their `order` value (repeat
+        /// the flag for several).
         #[arg(
             short,
             long,
             env = "JMXGATE_CONFIG",
-            default_value = "config/gateway.toml"
+            default_value = "config/gateway.toml",
+            value_delimiter = ','
         )]
-        config: PathBuf,
-        /// Log format on stderr.
-        #[arg(long, value_enum, default_value_t = LogFormat::Text)]
-        log_format: LogFormat,
+        config: Vec<PathBuf>,
+        /// Override one setting: --set server.listen=0.0.0.0:8080 (after
+        /// the files and the JMXGATE__ environment overrides).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Log format on stderr; overrides `log.format`.
+        #[arg(long, value_enum)]
+        log_format: Option<LogFormat>,
     },
     /// Check a configuration file and report every problem in it.
     CheckConfig {
-        /// The TOML configuration file.
-        config: PathBuf,
+        /// TOML configuration files, merged by their `order` value.
+        #[arg(required = true)]
+        config: Vec<PathBuf>,
+        /// Override one setting, as for `serve`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
     },
     /// Hash a password for the users file (argon2id; --bcrypt for bcrypt).
     /// Reads the password from the first line of standard input.
@@ -132,6 +143,7 @@ enum PolicyCmd {
 enum LogFormat {
     Text,
     Json,
+    Quiet,
 }
 
 fn main() -> ExitCode {
@@ -139,7 +151,10 @@ fn main() -> ExitCode {
     // One TLS crypto provider for the whole process (agents over HTTPS).
     let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
-        Cmd::CheckConfig { config } => match check(&config) {
+        Cmd::CheckConfig { config, sets } => match check(&ConfigSource {
+            files: config,
+            sets,
+        }) {
             Ok((config, _)) => {
                 let (targets, roles) = (config.0.targets.len(), config.0.roles.len());
                 let plural = |n: usize| if n == 1 { "" } else { "s" };
@@ -212,15 +227,23 @@ fn main() -> ExitCode {
                     origin,
                 },
         } => policy_check(&policy, &request, &remote, &method, origin.as_deref()),
-        Cmd::Serve { config, log_format } => {
-            init_logging(log_format);
-            let (config, gateway) = match load(&config) {
+        Cmd::Serve {
+            config,
+            sets,
+            log_format,
+        } => {
+            let source = ConfigSource {
+                files: config,
+                sets,
+            };
+            let (config, gateway) = match load(&source) {
                 Ok(loaded) => loaded,
                 Err(msg) => {
                     eprintln!("jmxgate: {msg}");
                     return ExitCode::from(2);
                 }
             };
+            init_logging(log_format, &config.0.log);
             let runtime = match tokio::runtime::Runtime::new() {
                 Ok(rt) => rt,
                 Err(e) => {
@@ -239,26 +262,33 @@ fn main() -> ExitCode {
     }
 }
 
-/// A loaded config with the path it came from.
-struct Loaded(Config, PathBuf);
+/// A loaded config with where it came from.
+struct Loaded(Config, ConfigSource);
 
 fn config_path_display(l: &Loaded) -> String {
-    l.1.display().to_string()
+    l.1.describe()
 }
 
 /// Everything `serve` would load, without starting anything: the audit
 /// writer is not started (it would begin a new file), only its directory
 /// checked.
-fn check(path: &std::path::Path) -> Result<(Loaded, ()), String> {
-    let config = Config::load(path).map_err(|e| e.to_string())?;
+fn check(source: &ConfigSource) -> Result<(Loaded, ()), String> {
+    let config = source.load().map_err(|e| e.to_string())?;
+
     let mut without_audit = config.clone();
     if let Some(audit) = without_audit.audit.take() {
         std::fs::create_dir_all(&audit.dir)
             .and_then(|()| tempfile_in(&audit.dir))
-            .map_err(|e| format!("{}: audit.dir {}: {e}", path.display(), audit.dir.display()))?;
+            .map_err(|e| {
+                format!(
+                    "{}: audit.dir {}: {e}",
+                    source.describe(),
+                    audit.dir.display()
+                )
+            })?;
     }
-    Gateway::new(&without_audit).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((Loaded(config, path.to_path_buf()), ()))
+    Gateway::new(&without_audit).map_err(|e| format!("{}: {e}", source.describe()))?;
+    Ok((Loaded(config, source.clone()), ()))
 }
 
 /// Creates and removes a file, proving the directory is writable.
@@ -268,17 +298,17 @@ fn tempfile_in(dir: &std::path::Path) -> std::io::Result<()> {
     std::fs::remove_file(probe)
 }
 
-fn load(path: &std::path::Path) -> Result<(Loaded, Arc<Gateway>), String> {
-    let config = Config::load(path).map_err(|e| e.to_string())?;
-    let gateway = Gateway::new(&config).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((Loaded(config, path.to_path_buf()), Arc::new(gateway)))
+fn load(source: &ConfigSource) -> Result<(Loaded, Arc<Gateway>), String> {
+    let config = source.load().map_err(|e| e.to_string())?;
+    let gateway = Gateway::new(&config).map_err(|e| format!("{}: {e}", source.describe()))?;
+    Ok((Loaded(config, source.clone()), Arc::new(gateway)))
 }
 
 async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
-    let Loaded(config, path) = loaded;
+    let Loaded(config, source) = loaded;
     tokio::spawn(jmxgate::reload::watch(
         gateway.clone(),
-        path,
+        source,
         std::time::Duration::from_secs(2),
     ));
     // One shutdown signal for every listener; each drains its requests.
@@ -303,6 +333,18 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
         servers.spawn(pipeline::listen::serve(
             listener,
             gateway.clone(),
+            stopped(),
+        ));
+    }
+    if let Some(admin) = &config.admin {
+        let listener = tokio::net::TcpListener::bind(admin.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {} (admin): {e}", admin.listen))?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!("admin listening on http://{local}/ (metrics, healthz, readyz)");
+        servers.spawn(jmxgate::admin::serve(
+            listener,
+            jmxgate::admin::router(gateway.clone(), admin),
             stopped(),
         ));
     }
@@ -523,16 +565,27 @@ fn policy_check(
     }
 }
 
-fn init_logging(format: LogFormat) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+/// Logs on stderr: the CLI flag beats `[log]`; `RUST_LOG` beats the
+/// configured filter; `quiet` keeps errors only.
+fn init_logging(flag: Option<LogFormat>, config: &jmxgate::config::LogConfig) {
+    use jmxgate::config::LogFormat as Configured;
     use std::io::IsTerminal;
+    use tracing_subscriber::EnvFilter;
+    let format = flag.unwrap_or(match config.format {
+        Configured::Text => LogFormat::Text,
+        Configured::Json => LogFormat::Json,
+        Configured::Quiet => LogFormat::Quiet,
+    });
+    let filter = match format {
+        LogFormat::Quiet => EnvFilter::new("error"),
+        _ => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.filter)),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match format {
-        LogFormat::Text => builder.init(),
+        LogFormat::Text | LogFormat::Quiet => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
 }

@@ -9,24 +9,29 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use crate::config::Config;
+use crate::config::ConfigSource;
 use crate::pipeline::Gateway;
 
 /// Re-reads the config file and every file it names, and installs them.
 /// Returns the number of targets and roles now in force.
 pub fn reload_access(gateway: &Gateway, config_path: &Path) -> Result<(usize, usize), String> {
-    let config = Config::load(config_path).map_err(|e| e.to_string())?;
+    reload(gateway, &ConfigSource::file(config_path))
+}
+
+/// [`reload_access`] for layered configuration.
+pub fn reload(gateway: &Gateway, source: &ConfigSource) -> Result<(usize, usize), String> {
+    let config = source.load().map_err(|e| e.to_string())?;
     gateway
         .reload(&config)
-        .map_err(|e| format!("{}: {e}", config_path.display()))?;
+        .map_err(|e| format!("{}: {e}", source.describe()))?;
     Ok((config.targets.len(), config.roles.len()))
 }
 
 /// The files whose change triggers a reload: the config and every file
 /// it names (policies, users, keys, target passwords and certificates).
-fn watched_files(config_path: &Path) -> Vec<PathBuf> {
-    let mut files = vec![config_path.to_path_buf()];
-    let Ok(config) = Config::load(config_path) else {
+fn watched_files(source: &ConfigSource) -> Vec<PathBuf> {
+    let mut files = source.files.clone();
+    let Ok(config) = source.load() else {
         return files;
     };
     files.extend(config.roles.iter().filter_map(|r| r.policy.clone()));
@@ -73,8 +78,8 @@ fn stamp(files: &[PathBuf]) -> Vec<Option<(SystemTime, u64)>> {
         .collect()
 }
 
-fn reload_logged(gateway: &Gateway, config_path: &Path, why: &str) {
-    match reload_access(gateway, config_path) {
+fn reload_logged(gateway: &Gateway, source: &ConfigSource, why: &str) {
+    match reload(gateway, source) {
         Ok((targets, roles)) => {
             tracing::info!(targets, roles, reason = why, "configuration reloaded")
         }
@@ -87,10 +92,11 @@ fn reload_logged(gateway: &Gateway, config_path: &Path, why: &str) {
 
 /// Watches for SIGHUP and for changes of the config and policy files
 /// (checked every `interval`) and reloads. Runs until the task is dropped.
-pub async fn watch(gateway: Arc<Gateway>, config_path: PathBuf, interval: Duration) {
+pub async fn watch(gateway: Arc<Gateway>, source: impl Into<ConfigSource>, interval: Duration) {
+    let source: ConfigSource = source.into();
     #[cfg(unix)]
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-    let mut files = watched_files(&config_path);
+    let mut files = watched_files(&source);
     let mut last = stamp(&files);
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -107,16 +113,16 @@ pub async fn watch(gateway: Arc<Gateway>, config_path: PathBuf, interval: Durati
         #[cfg(not(unix))]
         let hangup = std::future::pending::<()>();
         tokio::select! {
-            () = hangup => reload_logged(&gateway, &config_path, "SIGHUP"),
+            () = hangup => reload_logged(&gateway, &source, "SIGHUP"),
             _ = tick.tick() => {
                 let now = stamp(&files);
                 if now == last {
                     continue;
                 }
-                reload_logged(&gateway, &config_path, "file changed");
+                reload_logged(&gateway, &source, "file changed");
             }
         }
-        files = watched_files(&config_path);
+        files = watched_files(&source);
         last = stamp(&files);
     }
 }

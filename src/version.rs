@@ -44,6 +44,7 @@ impl GatewayIdentity {
     pub fn version_value(
         &self,
         host: Option<&str>,
+        prefix: &str,
         tls: bool,
         secured: bool,
         targets: usize,
@@ -54,7 +55,7 @@ impl GatewayIdentity {
                 h.chars()
                     .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c))
             })
-            .map(|h| format!("{scheme}://{h}/jolokia"))
+            .map(|h| format!("{scheme}://{h}{prefix}"))
         });
         let mut details = json!({
             "agent_version": GATEWAY_VERSION,

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use tokio::sync::{mpsc, oneshot};
 
 pub use record::{Entry, ValueMode};
-pub use writer::Health;
+pub use writer::{Health, WriterMetrics};
 
 /// Which records must be on disk before the answer goes out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -88,14 +88,17 @@ pub struct AuditLog {
 }
 
 impl AuditLog {
-    pub fn start(config: &AuditConfig) -> Result<AuditLog, String> {
-        let (tx, health, _thread) = writer::start(writer::FileSink {
-            dir: config.dir.clone(),
-            rotate_bytes: config.rotate_bytes.max(4096),
-            rotate_after: config.rotate_after.max(Duration::from_secs(1)),
-            durable_all: config.durable == Durability::All,
-            stdout: config.stdout,
-        })?;
+    pub fn start(config: &AuditConfig, metrics: WriterMetrics) -> Result<AuditLog, String> {
+        let (tx, health, _thread) = writer::start(
+            writer::FileSink {
+                dir: config.dir.clone(),
+                rotate_bytes: config.rotate_bytes.max(4096),
+                rotate_after: config.rotate_after.max(Duration::from_secs(1)),
+                durable_all: config.durable == Durability::All,
+                stdout: config.stdout,
+            },
+            metrics,
+        )?;
         Ok(AuditLog {
             tx,
             health,

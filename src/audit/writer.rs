@@ -7,7 +7,11 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,17 +28,21 @@ pub struct Submission {
     pub ack: Option<oneshot::Sender<Result<(), String>>>,
 }
 
-/// Shared state readers of the log (pipeline, metrics) look at.
+/// The metric handles the writer feeds.
+#[derive(Debug, Clone, Default)]
+pub struct WriterMetrics {
+    pub records: Counter,
+    pub failures: Counter,
+    pub queue: Gauge,
+    pub fsync_seconds: Option<Histogram>,
+}
+
+/// Shared state readers of the log (pipeline, readiness) look at.
 #[derive(Debug, Default)]
 pub struct Health {
     failed: AtomicBool,
     reason: Mutex<String>,
-    pub records_written: AtomicU64,
-    pub failures: AtomicU64,
-    pub fsyncs: AtomicU64,
-    /// Sum of fsync durations in microseconds.
-    pub fsync_micros: AtomicU64,
-    pub queued: AtomicU64,
+    pub metrics: WriterMetrics,
 }
 
 impl Health {
@@ -49,7 +57,7 @@ impl Health {
 
     fn fail(&self, reason: String) {
         tracing::error!("AUDIT LOG CANNOT BE WRITTEN: {reason}");
-        self.failures.fetch_add(1, Ordering::Relaxed);
+        self.metrics.failures.inc();
         if let Ok(mut r) = self.reason.lock() {
             *r = reason;
         }
@@ -101,7 +109,7 @@ pub type Started = (
 /// Starts the writer thread; continues the chain of the newest file in
 /// the directory (a new file is always started, so a crash's torn tail is
 /// never appended to).
-pub fn start(sink: FileSink) -> Result<Started, String> {
+pub fn start(sink: FileSink, metrics: WriterMetrics) -> Result<Started, String> {
     std::fs::create_dir_all(&sink.dir)
         .map_err(|e| format!("audit dir {}: {e}", sink.dir.display()))?;
     let files =
@@ -116,7 +124,10 @@ pub fn start(sink: FileSink) -> Result<Started, String> {
         None => (0, GENESIS.to_string()),
     };
     let previous = files.last().map(|f| f.display().to_string());
-    let health = Arc::new(Health::default());
+    let health = Arc::new(Health {
+        metrics,
+        ..Health::default()
+    });
     let mut writer = Writer {
         sink,
         health: health.clone(),
@@ -148,7 +159,7 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            self.health.queued.store(rx.len() as u64, Ordering::Relaxed);
+            self.health.metrics.queue.set(rx.len() as i64);
             let result = self.write_batch(&mut batch);
             for s in batch {
                 if let Some(ack) = s.ack {
@@ -230,15 +241,12 @@ impl Writer {
             open.file
                 .sync_data()
                 .map_err(|e| format!("fsync of {path}: {e}"))?;
-            self.health.fsyncs.fetch_add(1, Ordering::Relaxed);
-            self.health
-                .fsync_micros
-                .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            if let Some(h) = &self.health.metrics.fsync_seconds {
+                h.observe(started.elapsed().as_secs_f64());
+            }
         }
         open.bytes += buf.len() as u64;
-        self.health
-            .records_written
-            .fetch_add(seq - self.next_seq, Ordering::Relaxed);
+        self.health.metrics.records.inc_by(seq - self.next_seq);
         self.next_seq = seq;
         self.prev = prev;
         if self.sink.stdout {

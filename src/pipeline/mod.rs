@@ -83,6 +83,7 @@ pub struct Gateway {
     audit: Option<crate::audit::AuditLog>,
     /// Where the Jolokia endpoint is mounted (`/jolokia` by default).
     prefix: String,
+    metrics: Arc<crate::metrics::Metrics>,
     identity: GatewayIdentity,
     request_seq: AtomicU64,
 }
@@ -121,19 +122,21 @@ enum Addressed {
 
 impl Gateway {
     pub fn new(config: &Config) -> Result<Gateway, String> {
-        let state = State::from_config(config)?;
+        let metrics = Arc::new(crate::metrics::Metrics::new());
+        let state = State::from_config(config, &metrics)?;
         if state.access.is_open() {
             tracing::warn!("no roles configured: every caller may do everything on every target");
         }
         let audit = config
             .audit
             .as_ref()
-            .map(crate::audit::AuditLog::start)
+            .map(|a| crate::audit::AuditLog::start(a, metrics.audit_writer()))
             .transpose()?;
         Ok(Gateway {
             state: ArcSwap::from_pointee(state),
             audit,
             prefix: PREFIX.to_string(),
+            metrics,
             identity: GatewayIdentity::new(config),
             request_seq: AtomicU64::new(0),
         })
@@ -168,13 +171,45 @@ impl Gateway {
     /// In-flight requests finish under the set they started with.
     /// Listeners and the audit log keep their settings until a restart.
     pub fn reload(&self, config: &Config) -> Result<(), String> {
-        let state = State::from_config(config)?;
-        self.state.store(Arc::new(state));
-        Ok(())
+        let result = State::from_config(config, &self.metrics)
+            .map(|state| self.state.store(Arc::new(state)));
+        let status = if result.is_ok() { "ok" } else { "error" };
+        self.metrics
+            .reloads
+            .get_or_create(&crate::metrics::StatusLabel {
+                status: status.into(),
+            })
+            .inc();
+        result
+    }
+
+    /// The gateway's metrics.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
+    }
+
+    /// The gateway's own `version` answer value (for the admin listener's
+    /// actuator endpoint).
+    pub fn version_value(&self, host: Option<&str>) -> serde_json::Value {
+        let state = self.state.load();
+        let secured = authenticate::is_secured(&state.http_methods);
+        self.identity
+            .version_value(host, false, secured, state.fleet.len())
     }
 
     /// Runs one HTTP request through the pipeline.
     pub async fn handle(&self, req: HttpRequest<Body>, conn: Connection) -> HttpResponse<Body> {
+        let resp = self.run(req, conn).await;
+        self.metrics
+            .http_requests
+            .get_or_create(&crate::metrics::StatusLabel {
+                status: resp.status().as_u16().to_string(),
+            })
+            .inc();
+        resp
+    }
+
+    async fn run(&self, req: HttpRequest<Body>, conn: Connection) -> HttpResponse<Body> {
         let state = self.state.load_full();
         let client = conn.remote;
         let started = Instant::now();
@@ -294,7 +329,7 @@ impl Gateway {
                 }
             }
         }
-        answers.extend(dispatch::dispatch(jobs).await);
+        answers.extend(dispatch::dispatch(jobs, &self.metrics).await);
         let mut merged = merge::merge(count, answers);
 
         let latency = started.elapsed();
@@ -327,6 +362,22 @@ impl Gateway {
                 latency,
             };
             audit::record(&record);
+            let kind = request.map_or("-", |r| r.command.type_name());
+            self.metrics
+                .items
+                .get_or_create(&crate::metrics::ItemLabels {
+                    r#type: kind.into(),
+                    target: record.target.unwrap_or("-").into(),
+                    status: record.status.to_string(),
+                    decision: record.decision.into(),
+                })
+                .inc();
+            self.metrics
+                .item_seconds
+                .get_or_create(&crate::metrics::TypeLabel {
+                    r#type: kind.into(),
+                })
+                .observe(latency.as_secs_f64());
             if let Some(log) = &self.audit {
                 durable |= audit::needs_durability(request);
                 entries.push(audit::entry(&record, log.config.values));
@@ -583,9 +634,9 @@ impl Gateway {
             .get(http::header::HOST)
             .and_then(|h| h.to_str().ok());
         let secured = authenticate::is_secured(self.methods(state, tls));
-        let value = self
-            .identity
-            .version_value(host, tls, secured, state.fleet.len());
+        let value =
+            self.identity
+                .version_value(host, &self.prefix, tls, secured, state.fleet.len());
         Response::value(&value, unix_seconds())
     }
 
@@ -617,6 +668,16 @@ impl Gateway {
             Ok(p) => Ok(p),
             Err(failure) => {
                 audit::record_auth_failure(request_id, conn.remote, &failure);
+                let attempted = headers
+                    .get(http::header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.split(' ').next())
+                    .map(|s| s.to_ascii_lowercase())
+                    .unwrap_or_else(|| "none".into());
+                self.metrics
+                    .auth_failures
+                    .get_or_create(&crate::metrics::MethodLabel { method: attempted })
+                    .inc();
                 if let Some(log) = &self.audit {
                     log.write_later(vec![audit::auth_failure_entry(
                         request_id, conn, headers, &failure,

@@ -24,7 +24,10 @@ pub struct State {
 impl State {
     /// Builds everything, or fails naming what is wrong; nothing is
     /// half-applied.
-    pub fn from_config(config: &Config) -> Result<State, String> {
+    pub fn from_config(
+        config: &Config,
+        metrics: &Arc<crate::metrics::Metrics>,
+    ) -> Result<State, String> {
         let fleet = Arc::new(Fleet::from_config(config)?);
         let default_target = config
             .server
@@ -38,7 +41,7 @@ impl State {
             })
             .transpose()?;
         let access = Arc::new(AccessControl::from_config(config)?);
-        let authenticator = Authenticator::from_config(&config.auth)?;
+        let authenticator = Authenticator::from_config(&config.auth)?.with_metrics(metrics.clone());
         let http_methods = config.server.http_methods(&config.auth);
         let tls_methods = config.server.tls_methods(&config.auth);
         authenticator.check_methods("server.auth", &http_methods)?;

@@ -75,6 +75,8 @@ struct User {
 pub struct BasicIdentity {
     pub name: String,
     pub roles: Vec<String>,
+    /// Answered from the cache of verified credentials.
+    pub from_cache: bool,
 }
 
 /// Why Basic credentials were not accepted. Clients see the same 401 for
@@ -180,7 +182,10 @@ impl Basic {
         }
         let digest = self.digest(user, password);
         if let Some(hit) = self.verified.get(&digest) {
-            return Ok((*hit).clone());
+            return Ok(BasicIdentity {
+                from_cache: true,
+                ..(*hit).clone()
+            });
         }
         let found = self.users.iter().find(|u| u.name == user);
         let hash = found.map_or(self.decoy.as_str(), |u| u.password_hash.as_str());
@@ -190,6 +195,7 @@ impl Basic {
                 let identity = BasicIdentity {
                     name: u.name.clone(),
                     roles: u.roles.clone(),
+                    from_cache: false,
                 };
                 self.verified.insert(digest, Arc::new(identity.clone()));
                 Ok(identity)
@@ -304,8 +310,11 @@ mod tests {
         );
         let alice = basic.verify(&creds("alice", "pa:ss"), None).unwrap();
         assert_eq!(alice.roles, vec!["ops"]);
-        // Cached: the same answer again.
-        assert_eq!(basic.verify(&creds("alice", "pa:ss"), None).unwrap(), alice);
+        assert!(!alice.from_cache);
+        // Cached: the same answer again, without hashing.
+        let again = basic.verify(&creds("alice", "pa:ss"), None).unwrap();
+        assert!(again.from_cache);
+        assert_eq!((again.name, again.roles), (alice.name, alice.roles));
         assert_eq!(
             basic.verify(&creds("bob", "secret"), None).unwrap().name,
             "bob"

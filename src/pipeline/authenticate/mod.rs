@@ -125,9 +125,16 @@ pub struct Authenticator {
     basic: Option<Arc<basic::Basic>>,
     bearer: Option<Arc<bearer::Bearer>>,
     mtls: Option<MtlsConfig>,
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl Authenticator {
+    /// Counts credential cache hits and misses there.
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Authenticator {
+        self.metrics = Some(metrics);
+        self
+    }
+
     pub fn from_config(config: &AuthConfig) -> Result<Authenticator, String> {
         Ok(Authenticator {
             basic: config
@@ -143,6 +150,7 @@ impl Authenticator {
                 .transpose()
                 .map_err(|e| format!("auth.bearer: {e}"))?,
             mtls: config.mtls.clone(),
+            metrics: None,
         })
     }
 
@@ -214,6 +222,9 @@ impl Authenticator {
         let result = tokio::task::spawn_blocking(move || basic.verify(&credentials, client))
             .await
             .unwrap_or(Err(basic::BasicFailure::Rejected));
+        if let (Ok(id), Some(m)) = (&result, &self.metrics) {
+            m.cache_lookup("basic_auth", id.from_cache);
+        }
         match result {
             Ok(id) => Ok(Principal {
                 name: id.name,

@@ -11,17 +11,18 @@
 use crate::pipeline::authorize::{expand, Plan};
 use crate::protocol::{Command, Read, Request, Response};
 
-use super::{exchange_error, Job};
+use super::{exchange_error, measured, Job};
+use crate::metrics::Metrics;
 
 /// Runs one guarded job and returns its answer.
-pub async fn run(job: &Job) -> Response {
+pub async fn run(job: &Job, metrics: &Metrics) -> Response {
     let result = match (&job.plan, &job.request.command) {
-        (Plan::ExpandRead, Command::Read(read)) => expand_read(job, read).await,
+        (Plan::ExpandRead, Command::Read(read)) => expand_read(job, metrics, read).await,
         (Plan::CheckPattern, command @ (Command::Write(_) | Command::Exec(_))) => {
-            check_pattern(job, command).await
+            check_pattern(job, metrics, command).await
         }
         // Plans are made for these commands only; anything else is sent as is.
-        _ => send(job, std::slice::from_ref(&job.request))
+        _ => send(job, metrics, std::slice::from_ref(&job.request))
             .await
             .map(first),
     };
@@ -34,31 +35,43 @@ fn first(mut answers: Vec<Response>) -> Response {
 
 /// One exchange with the job's agent; a failed exchange is the item's
 /// error answer.
-async fn send(job: &Job, requests: &[Request]) -> Result<Vec<Response>, Response> {
-    job.target
-        .client
-        .bulk_as(requests, job.credentials.as_ref())
-        .await
-        .map_err(|e| Response::error(&exchange_error(&job.target.name, &e)))
+async fn send(
+    job: &Job,
+    metrics: &Metrics,
+    requests: &[Request],
+) -> Result<Vec<Response>, Response> {
+    measured(
+        metrics,
+        &job.target,
+        job.target
+            .client
+            .bulk_as(requests, job.credentials.as_ref()),
+    )
+    .await
+    .map_err(|e| Response::error(&exchange_error(&job.target.name, &e)))
 }
 
-async fn check_pattern(job: &Job, command: &Command) -> Result<Response, Response> {
+async fn check_pattern(
+    job: &Job,
+    metrics: &Metrics,
+    command: &Command,
+) -> Result<Response, Response> {
     let pattern = command.mbean().expect("write and exec name an MBean");
     let search = expand::search_request(pattern, &job.request);
-    let names = expand::names_from_search(&first(send(job, &[search]).await?))?;
+    let names = expand::names_from_search(&first(send(job, metrics, &[search]).await?))?;
     expand::check_pattern_matches(&job.grant, command, &names)
         .map_err(|d| Response::error(&d.error))?;
-    send(job, std::slice::from_ref(&job.request))
+    send(job, metrics, std::slice::from_ref(&job.request))
         .await
         .map(first)
 }
 
-async fn expand_read(job: &Job, read: &Read) -> Result<Response, Response> {
+async fn expand_read(job: &Job, metrics: &Metrics, read: &Read) -> Result<Response, Response> {
     let ignore_errors = job.request.params.flag("ignoreErrors").unwrap_or(false);
     let pattern = read.mbean.is_pattern();
     let names = if pattern {
         let search = expand::search_request(&read.mbean, &job.request);
-        let mut names = expand::names_from_search(&first(send(job, &[search]).await?))?;
+        let mut names = expand::names_from_search(&first(send(job, metrics, &[search]).await?))?;
         // MBeans the caller can't touch at all are not there for it.
         names.retain(|n| job.grant.visible(n));
         names
@@ -70,7 +83,7 @@ async fn expand_read(job: &Job, read: &Read) -> Result<Response, Response> {
     let mut available = vec![Vec::new(); names.len()];
     if read.attribute == crate::protocol::Attributes::All && !names.is_empty() {
         let lists: Vec<Request> = names.iter().map(expand::list_request).collect();
-        let answers = send(job, &lists).await?;
+        let answers = send(job, metrics, &lists).await?;
         for (slot, answer) in available.iter_mut().zip(&answers) {
             if answer.is_error() && !pattern {
                 return Err(answer.clone());
@@ -95,7 +108,7 @@ async fn expand_read(job: &Job, read: &Read) -> Result<Response, Response> {
         .collect();
     let mut answers: Vec<Option<Response>> = vec![None; pairs.len()];
     if !reads.is_empty() {
-        for (i, answer) in to_read.iter().zip(send(job, &reads).await?) {
+        for (i, answer) in to_read.iter().zip(send(job, metrics, &reads).await?) {
             answers[*i] = Some(answer);
         }
     }

@@ -14,6 +14,7 @@ use futures::future::join_all;
 use crate::client::ClientError;
 use crate::config::Secret;
 use crate::fleet::Target;
+use crate::metrics::Metrics;
 use crate::protocol::{Command, ProtocolError, Request, Response};
 
 use super::authorize::{filter, Grant, Plan};
@@ -83,7 +84,7 @@ pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
 
 /// Sends every group and returns `(index, answer)` pairs; a failed
 /// exchange becomes an error answer for each item of its group.
-pub async fn dispatch(jobs: Vec<Job>) -> Vec<(usize, Response)> {
+pub async fn dispatch(jobs: Vec<Job>, metrics: &Metrics) -> Vec<(usize, Response)> {
     let (guarded_jobs, direct): (Vec<Job>, Vec<Job>) = jobs
         .into_iter()
         .partition(|j| matches!(j.plan, Plan::ExpandRead | Plan::CheckPattern));
@@ -91,7 +92,7 @@ pub async fn dispatch(jobs: Vec<Job>) -> Vec<(usize, Response)> {
         let target = &group.target;
         let credentials = group.credentials.as_ref();
         let answers = exchange(&target.name, &group.requests, |reqs| {
-            target.client.bulk_as(reqs, credentials)
+            measured(metrics, target, target.client.bulk_as(reqs, credentials))
         })
         .await;
         group
@@ -106,9 +107,32 @@ pub async fn dispatch(jobs: Vec<Job>) -> Vec<(usize, Response)> {
     });
     let guarded_calls = guarded_jobs
         .iter()
-        .map(|job| async move { vec![(job.index, guarded::run(job).await)] });
+        .map(|job| async move { vec![(job.index, guarded::run(job, metrics).await)] });
     let (a, b) = futures::join!(join_all(groups), join_all(guarded_calls));
     a.into_iter().chain(b).flatten().collect()
+}
+
+/// Runs one exchange and counts it.
+pub async fn measured<F>(
+    metrics: &Metrics,
+    target: &Target,
+    exchange: F,
+) -> Result<Vec<Response>, ClientError>
+where
+    F: Future<Output = Result<Vec<Response>, ClientError>>,
+{
+    let started = std::time::Instant::now();
+    let result = exchange.await;
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(ClientError::Timeout(_)) => "timeout",
+        Err(ClientError::Connect(_)) => "unreachable",
+        Err(ClientError::Http { .. }) => "http_error",
+        Err(ClientError::BulkRefused(_)) => "refused",
+        Err(_) => "bad_answer",
+    };
+    metrics.exchange(&target.name, outcome, started.elapsed().as_secs_f64());
+    result
 }
 
 /// Removes what the grant may not see from a list or search answer.

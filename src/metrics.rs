@@ -1,0 +1,215 @@
+//! Prometheus metrics, served as text at `/metrics` on the admin listener.
+//! One registry per gateway; counters are shared handles, so a reload
+//! keeps counting into the same series.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ItemLabels {
+    pub r#type: String,
+    pub target: String,
+    pub status: String,
+    pub decision: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TypeLabel {
+    pub r#type: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetLabel {
+    pub target: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ExchangeLabels {
+    pub target: String,
+    /// `ok`, `timeout`, `unreachable`, `http_error`, `bad_answer`, `refused`.
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatusLabel {
+    pub status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CacheLabels {
+    pub cache: String,
+    /// `hit` or `miss`.
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MethodLabel {
+    pub method: String,
+}
+
+fn latency_histogram() -> Histogram {
+    // 0.5 ms .. ~16 s
+    Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+}
+
+/// Every metric the gateway exports.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pub http_requests: Family<StatusLabel, Counter>,
+    pub items: Family<ItemLabels, Counter>,
+    pub item_seconds: Family<TypeLabel, Histogram, fn() -> Histogram>,
+    pub agent_exchanges: Family<ExchangeLabels, Counter>,
+    pub agent_seconds: Family<TargetLabel, Histogram, fn() -> Histogram>,
+    /// 1 when the last exchange with the agent succeeded, else 0.
+    pub agent_up: Family<TargetLabel, Gauge>,
+    pub auth_failures: Family<MethodLabel, Counter>,
+    pub cache: Family<CacheLabels, Counter>,
+    pub audit_records: Counter,
+    pub audit_failures: Counter,
+    pub audit_queue: Gauge,
+    pub audit_fsync_seconds: Histogram,
+    pub reloads: Family<StatusLabel, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("jmxgate");
+        let m = Metrics {
+            http_requests: Family::default(),
+            items: Family::default(),
+            item_seconds: Family::new_with_constructor(latency_histogram),
+            agent_exchanges: Family::default(),
+            agent_seconds: Family::new_with_constructor(latency_histogram),
+            agent_up: Family::default(),
+            auth_failures: Family::default(),
+            cache: Family::default(),
+            audit_records: Counter::default(),
+            audit_failures: Counter::default(),
+            audit_queue: Gauge::default(),
+            audit_fsync_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
+            reloads: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by HTTP status",
+            m.http_requests.clone(),
+        );
+        registry.register(
+            "items",
+            "Request items answered, by type, target, protocol status and policy decision",
+            m.items.clone(),
+        );
+        registry.register(
+            "item_duration_seconds",
+            "Time to answer an item, by type",
+            m.item_seconds.clone(),
+        );
+        registry.register(
+            "agent_exchanges",
+            "Bulk exchanges with agents, by target and outcome",
+            m.agent_exchanges.clone(),
+        );
+        registry.register(
+            "agent_exchange_duration_seconds",
+            "Duration of exchanges with agents",
+            m.agent_seconds.clone(),
+        );
+        registry.register(
+            "agent_up",
+            "1 when the last exchange with the agent succeeded",
+            m.agent_up.clone(),
+        );
+        registry.register(
+            "auth_failures",
+            "Refused authentications, by attempted method",
+            m.auth_failures.clone(),
+        );
+        registry.register(
+            "cache_requests",
+            "Cache lookups, by cache and result",
+            m.cache.clone(),
+        );
+        registry.register(
+            "audit_records",
+            "Audit records written",
+            m.audit_records.clone(),
+        );
+        registry.register(
+            "audit_write_failures",
+            "Failed audit writes (each one refuses requests, or loses records with on_failure = open)",
+            m.audit_failures.clone(),
+        );
+        registry.register(
+            "audit_queue_depth",
+            "Audit submissions waiting for the writer",
+            m.audit_queue.clone(),
+        );
+        registry.register(
+            "audit_fsync_duration_seconds",
+            "Duration of audit fsyncs (one per group commit)",
+            m.audit_fsync_seconds.clone(),
+        );
+        registry.register(
+            "config_reloads",
+            "Configuration reloads, by result",
+            m.reloads.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String");
+        out
+    }
+
+    /// The handles the audit writer feeds.
+    pub fn audit_writer(&self) -> crate::audit::WriterMetrics {
+        crate::audit::WriterMetrics {
+            records: self.audit_records.clone(),
+            failures: self.audit_failures.clone(),
+            queue: self.audit_queue.clone(),
+            fsync_seconds: Some(self.audit_fsync_seconds.clone()),
+        }
+    }
+
+    /// Counts one exchange with an agent and sets its `agent_up`.
+    pub fn exchange(&self, target: &str, outcome: &str, seconds: f64) {
+        self.agent_exchanges
+            .get_or_create(&ExchangeLabels {
+                target: target.into(),
+                outcome: outcome.into(),
+            })
+            .inc();
+        let label = TargetLabel {
+            target: target.into(),
+        };
+        self.agent_seconds.get_or_create(&label).observe(seconds);
+        self.agent_up
+            .get_or_create(&label)
+            .set(i64::from(outcome == "ok"));
+    }
+
+    pub fn cache_lookup(&self, cache: &str, hit: bool) {
+        self.cache
+            .get_or_create(&CacheLabels {
+                cache: cache.into(),
+                result: if hit { "hit" } else { "miss" }.into(),
+            })
+            .inc();
+    }
+}
