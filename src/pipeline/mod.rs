@@ -194,7 +194,7 @@ impl Gateway {
         let state = self.state.load();
         let secured = authenticate::is_secured(&state.http_methods);
         self.identity
-            .version_value(host, false, secured, state.fleet.len())
+            .version_value(host, &self.prefix, false, secured, state.fleet.len())
     }
 
     /// Runs one HTTP request through the pipeline.
