@@ -11,6 +11,7 @@ echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 echo "==> cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --quiet -- -D warnings
+scripts/lint-deploy.sh
 command -v cargo-nextest >/dev/null 2>&1 || {
     echo "==> installing cargo-nextest"
     cargo install cargo-nextest --locked --quiet
