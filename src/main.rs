@@ -372,11 +372,22 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
         shutdown_signal().await;
         let _ = stop_tx.send(true);
     });
+    let mut result = Ok(());
     while let Some(done) = servers.join_next().await {
-        done.map_err(|e| format!("server task failed: {e}"))?
-            .map_err(|e| format!("server failed: {e}"))?;
+        if let Err(e) = done
+            .map_err(|e| format!("server task failed: {e}"))
+            .and_then(|r| r.map_err(|e| format!("server failed: {e}")))
+        {
+            result = Err(e);
+        }
     }
-    Ok(())
+    // Every request has been answered: seal the audit file.
+    if let Some(audit) = gateway.audit() {
+        if let Err(e) = audit.close().await {
+            tracing::error!("closing the audit log: {e}");
+        }
+    }
+    result
 }
 
 async fn shutdown_signal() {

@@ -125,6 +125,19 @@ impl AuditLog {
             .unwrap_or_else(|_| Err("the audit writer has stopped".into()))
     }
 
+    /// Ends the current file with a `log_closed` record, on disk, when the
+    /// gateway stops (a crash leaves no such record; `verify` doesn't need
+    /// one).
+    pub async fn close(&self) -> Result<(), String> {
+        let closing = Entry {
+            time: record::now_rfc3339(),
+            event: "log_closed".into(),
+            note: Some("gateway stopped".into()),
+            ..Entry::default()
+        };
+        self.write(vec![closing], true).await
+    }
+
     /// Asks a failed writer to try again (it does so at most once a
     /// second); requests refused while the log is down call this, so the
     /// gateway reopens as soon as the log is writable.
