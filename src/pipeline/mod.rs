@@ -2,18 +2,20 @@
 //! each is a module whose core is small pure functions, with I/O only in
 //! `listen` and `dispatch`:
 //!
-//! 1. [`listen`]: accept HTTP connections.
-//! 2. [`authenticate`]: produce a [`Principal`](authenticate::Principal).
-//!    Default: every caller is anonymous.
+//! 1. [`listen`]: accept HTTP connections (HTTPS in `crate::tls`).
+//! 2. [`authenticate`]: produce a [`Principal`](authenticate::Principal)
+//!    with the listener's methods (Basic, bearer JWT, client certificate).
+//!    Default without `[auth]`: every caller is anonymous.
 //! 3. [`parse`]: GET path or POST body into typed items; a malformed item
 //!    is an error at its index, not a failed request.
 //! 4. [`route`]: resolve each item's target against the configured fleet.
 //!    Default: `version` without a target is answered by the gateway, other
 //!    types go to `server.default_target`.
-//! 5. [`authorize`]: roles and policy. Default: allow.
+//! 5. [`authorize`]: roles and policy. Default without roles: allow.
 //! 6. [`dispatch`]: one bulk POST per agent, agents called concurrently.
 //! 7. [`merge`]: answers back at their indices, requests echoed as sent.
-//! 8. [`audit`]: one record per item.
+//! 8. [`audit`]: one record per item, written (and for write/exec made
+//!    durable) before the answer goes out.
 //! 9. [`respond`]: one HTTP answer, JSON (or text/plain, or JSONP).
 
 pub mod audit;
