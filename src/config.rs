@@ -18,6 +18,10 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 /// Default largest request body the gateway accepts.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Default bound on concurrent exchanges with one agent.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
+/// Default largest agent answer the gateway reads.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 /// Default largest number of items in one bulk request.
 pub const DEFAULT_MAX_BULK_ITEMS: usize = 1000;
 
@@ -155,6 +159,10 @@ pub struct TargetDefaults {
     pub connect_timeout: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
     pub request_timeout: Option<Duration>,
+    #[serde(default)]
+    pub max_in_flight: Option<usize>,
+    #[serde(default)]
+    pub max_response_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -171,6 +179,12 @@ pub struct TargetConfig {
     pub connect_timeout: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
     pub request_timeout: Option<Duration>,
+    /// Concurrent exchanges with this agent (more wait for a slot).
+    #[serde(default)]
+    pub max_in_flight: Option<usize>,
+    /// Larger answers fail with a 502 for their items.
+    #[serde(default)]
+    pub max_response_bytes: Option<u64>,
     /// HTTP Basic user towards the agent.
     #[serde(default)]
     pub user: Option<String>,
@@ -378,6 +392,11 @@ impl Config {
             if sources.iter().any(|s| *s) && t.user.is_none() {
                 problems.push(format!("{key}: a password needs a user"));
             }
+            if t.max_in_flight == Some(0) || t.max_response_bytes == Some(0) {
+                problems.push(format!(
+                    "{key}: max_in_flight and max_response_bytes must be greater than zero"
+                ));
+            }
             for (field, d) in [
                 ("connect_timeout", t.connect_timeout),
                 ("request_timeout", t.request_timeout),
@@ -396,6 +415,14 @@ impl Config {
                     "target_defaults.{field}: must be greater than zero"
                 ));
             }
+        }
+        if self.target_defaults.max_in_flight == Some(0)
+            || self.target_defaults.max_response_bytes == Some(0)
+        {
+            problems.push(
+                "target_defaults: max_in_flight and max_response_bytes must be greater than zero"
+                    .into(),
+            );
         }
         if let Some(d) = &self.server.default_target {
             if !seen.contains_key(d.as_str()) {

@@ -141,6 +141,16 @@ fn build_target(t: &TargetConfig, defaults: &config::TargetDefaults) -> Result<T
         .credentials(credentials)
         .ca_file(t.ca_file.clone())
         .identity(t.client_cert_file.clone().zip(t.client_key_file.clone()))
+        .max_in_flight(
+            t.max_in_flight
+                .or(defaults.max_in_flight)
+                .unwrap_or(config::DEFAULT_MAX_IN_FLIGHT),
+        )
+        .max_response_bytes(
+            t.max_response_bytes
+                .or(defaults.max_response_bytes)
+                .unwrap_or(config::DEFAULT_MAX_RESPONSE_BYTES),
+        )
         .build()
         .map_err(|e: ClientError| e.to_string())?;
     Ok(Target {

@@ -410,3 +410,64 @@ async fn cors_preflight_and_headers() {
         "https://console.example"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_answers_fail_their_items_only() {
+    let [a, ..] = shared_agents();
+    let config = format!(
+        "{}[[targets]]\nname = \"small\"\nurl = \"{}/\"\nmax_response_bytes = 2000\n",
+        targets_toml(&[a]),
+        a.url()
+    );
+    let gw = Gateway::start(&config).await;
+    let big = json!({"type":"exec","mbean":OPS,"operation":"repeat","arguments":["x", 5000]});
+    let (_, r) = gw.post("/jolokia/targets/small", &big).await;
+    assert_eq!(r["status"], 502, "{r}");
+    assert_eq!(r["error_type"], "jmxgate.AgentAnswerTooLarge");
+    assert!(
+        r["error"].as_str().unwrap().contains("exceeds 2000 bytes"),
+        "{r}"
+    );
+    // The same agent through the unrestricted target, and small answers
+    // through the restricted one, still work.
+    let (_, r) = gw.post("/jolokia/targets/alpha", &big).await;
+    assert_eq!(r["value"].as_str().unwrap().len(), 5000);
+    let (_, r) = gw
+        .get("/jolokia/targets/small/read/jmxgate.test:type=Types/Name")
+        .await;
+    assert_eq!(r["value"], "alpha");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exchanges_per_agent_are_bounded() {
+    let agent = Agent::start("bounded");
+    let config = format!(
+        "[[targets]]\nname = \"one-at-a-time\"\nurl = \"{u}\"\nmax_in_flight = 1\n\n[[targets]]\nname = \"parallel\"\nurl = \"{u}/\"\n",
+        u = agent.url()
+    );
+    let gw = Arc::new(Gateway::start(&config).await);
+    let sleep = json!({"type":"exec","mbean":OPS,"operation":"sleep","arguments":[600]});
+    let pair = |target: &'static str| {
+        let (gw, sleep) = (gw.clone(), sleep.clone());
+        async move {
+            let started = Instant::now();
+            let path = format!("/jolokia/targets/{target}");
+            let (a, b) = tokio::join!(gw.post(&path, &sleep), gw.post(&path, &sleep));
+            assert_eq!(
+                (a.1["value"].clone(), b.1["value"].clone()),
+                (json!(600), json!(600))
+            );
+            started.elapsed()
+        }
+    };
+    let serial = pair("one-at-a-time").await;
+    assert!(
+        serial >= Duration::from_millis(1200),
+        "max_in_flight = 1 let two run at once ({serial:?})"
+    );
+    let parallel = pair("parallel").await;
+    assert!(
+        parallel < Duration::from_millis(1150),
+        "the default bound serialised two exchanges ({parallel:?})"
+    );
+}

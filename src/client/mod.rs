@@ -31,6 +31,8 @@ pub enum ClientError {
     },
     #[error("the agent refused the whole bulk request: {0}")]
     BulkRefused(String),
+    #[error("the agent's answer exceeds {0} bytes (the target's max_response_bytes)")]
+    TooLarge(u64),
     #[error("the agent's answer is not a Jolokia response: {0}")]
     BadAnswer(String),
     #[error("the exchange with the agent failed: {0}")]
@@ -66,6 +68,7 @@ impl ClientError {
             ClientError::Timeout(_) => "jmxgate.AgentTimeout",
             ClientError::Http { .. } => "jmxgate.AgentHttpError",
             ClientError::BulkRefused(_) => "jmxgate.AgentRefusedBulk",
+            ClientError::TooLarge(_) => "jmxgate.AgentAnswerTooLarge",
             ClientError::BadAnswer(_) => "jmxgate.AgentBadAnswer",
             ClientError::Transport(_) => "jmxgate.AgentTransportError",
         }
@@ -80,9 +83,25 @@ pub struct AgentClientBuilder {
     credentials: Option<(String, Secret)>,
     ca_file: Option<PathBuf>,
     identity: Option<(PathBuf, PathBuf)>,
+    max_in_flight: usize,
+    max_response_bytes: u64,
 }
 
 impl AgentClientBuilder {
+    /// At most this many exchanges with the agent at once; more wait
+    /// (within their deadline). Agents often run one worker thread and a
+    /// short accept backlog.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Answers larger than this fail with [`ClientError::TooLarge`].
+    pub fn max_response_bytes(mut self, n: u64) -> Self {
+        self.max_response_bytes = n;
+        self
+    }
+
     /// A client certificate and key (PEM) to present to an agent that
     /// requires one.
     pub fn identity(mut self, cert_and_key: Option<(PathBuf, PathBuf)>) -> Self {
@@ -131,6 +150,8 @@ impl AgentClientBuilder {
                 http,
                 request_timeout: self.request_timeout,
                 credentials: self.credentials,
+                slots: tokio::sync::Semaphore::new(self.max_in_flight),
+                max_response_bytes: self.max_response_bytes,
             }),
         })
     }
@@ -199,6 +220,8 @@ fn tls_config(
 
 #[derive(Debug)]
 struct Inner {
+    slots: tokio::sync::Semaphore,
+    max_response_bytes: u64,
     url: Url,
     http: reqwest::Client,
     request_timeout: Duration,
@@ -220,6 +243,8 @@ impl AgentClient {
             credentials: None,
             ca_file: None,
             identity: None,
+            max_in_flight: crate::config::DEFAULT_MAX_IN_FLIGHT,
+            max_response_bytes: crate::config::DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 
@@ -274,7 +299,13 @@ impl AgentClient {
             req = req.basic_auth(user, Some(password.expose()));
         }
         let exchange = async {
-            let resp = req.send().await.map_err(classify)?;
+            // Waiting for a slot counts against the deadline too.
+            let _slot = inner
+                .slots
+                .acquire()
+                .await
+                .map_err(|e| ClientError::Transport(e.to_string()))?;
+            let mut resp = req.send().await.map_err(classify)?;
             let status = resp.status().as_u16();
             if status != 200 {
                 let detail = if status == 400 {
@@ -288,7 +319,20 @@ impl AgentClient {
                     detail,
                 });
             }
-            resp.bytes().await.map_err(classify)
+            if resp
+                .content_length()
+                .is_some_and(|n| n > inner.max_response_bytes)
+            {
+                return Err(ClientError::TooLarge(inner.max_response_bytes));
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = resp.chunk().await.map_err(classify)? {
+                if (body.len() + chunk.len()) as u64 > inner.max_response_bytes {
+                    return Err(ClientError::TooLarge(inner.max_response_bytes));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(body)
         };
         let bytes = tokio::time::timeout(inner.request_timeout, exchange)
             .await

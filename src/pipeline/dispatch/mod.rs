@@ -129,6 +129,7 @@ where
         Err(ClientError::Connect(_)) => "unreachable",
         Err(ClientError::Http { .. }) => "http_error",
         Err(ClientError::BulkRefused(_)) => "refused",
+        Err(ClientError::TooLarge(_)) => "too_large",
         Err(_) => "bad_answer",
     };
     metrics.exchange(&target.name, outcome, started.elapsed().as_secs_f64());
