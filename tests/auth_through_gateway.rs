@@ -243,23 +243,12 @@ async fn client_certificates_identify_callers_over_tls() {
     let url = format!("https://127.0.0.1:{}{NAME}", gw.addr.port());
 
     let ops = pki.client_cert("ops-client", false);
-    let r = pki.https_client(Some(&ops)).get(&url).send().await.unwrap();
-    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    let v = common::get_json(&pki.https_client(Some(&ops)), &url).await;
     assert_eq!(v["value"], "alpha", "{v}");
 
     // A valid certificate whose principal has no role: authenticated, no access.
     let guest = pki.client_cert("guest", false);
-    let v: Value = serde_json::from_str(
-        &pki.https_client(Some(&guest))
-            .get(&url)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let v = common::get_json(&pki.https_client(Some(&guest)), &url).await;
     assert_eq!(v["status"], 403, "{v}");
 
     // No certificate: 401 (the listener accepts only mtls).

@@ -8,7 +8,6 @@ mod common;
 #[path = "../examples/embedded.rs"]
 mod embedded;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -175,15 +174,7 @@ async fn example_binary_serves_host_routes_and_the_gateway() {
             .spawn()
             .expect("start the example"),
     );
-    let stdout = child.0.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(30))
+    let line = common::first_line(child.0.stdout.take().unwrap(), Duration::from_secs(30))
         .expect("the example printed no address within 30 s");
     let base = line
         .trim()

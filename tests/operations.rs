@@ -242,17 +242,7 @@ async fn metrics_health_and_readiness_follow_real_traffic() {
         assert_eq!(r.status(), 200);
         assert!(r.text().await.unwrap().starts_with(want));
     }
-    let v: Value = serde_json::from_str(
-        &http
-            .get(format!("http://{admin}/actuator/jolokia"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    )
-    .unwrap();
+    let v = common::get_json(&http, &format!("http://{admin}/actuator/jolokia")).await;
     assert!(
         v["value"]["protocol"].as_str().unwrap().starts_with("8."),
         "{v}"

@@ -67,6 +67,23 @@ fn launcher_classes() -> &'static (PathBuf, String) {
     })
 }
 
+/// The first line a child prints, or `None` if none comes in time.
+pub fn first_line(out: impl std::io::Read + Send + 'static, timeout: Duration) -> Option<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(out).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    rx.recv_timeout(timeout).ok()
+}
+
+/// GETs a URL and parses the answer as JSON.
+pub async fn get_json(http: &reqwest::Client, url: &str) -> Value {
+    let text = http.get(url).send().await.unwrap().text().await.unwrap();
+    parse(&text)
+}
+
 fn fnv(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
@@ -105,15 +122,7 @@ impl Agent {
             .stderr(Stdio::null())
             .spawn()
             .expect("start java");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx
-            .recv_timeout(Duration::from_secs(60))
+        let line = first_line(child.stdout.take().unwrap(), Duration::from_secs(60))
             .expect("agent did not report READY within 60 s");
         let port = line
             .trim()
