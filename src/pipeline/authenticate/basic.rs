@@ -89,6 +89,9 @@ pub enum BasicFailure {
     Rejected,
     /// Too many recent failures; retry after this long.
     Throttled(Duration),
+    /// Only from [`Basic::verify_cheap`]'s inner check: not decidable
+    /// without hashing the password.
+    NeedsHashing,
 }
 
 pub struct Basic {
@@ -162,10 +165,32 @@ impl Basic {
 
     /// Checks an `Authorization: Basic …` value (the part after `Basic `).
     /// CPU-heavy on a cache miss: call from a blocking-safe context.
+    /// Decides without hashing when it can (malformed, throttled, or
+    /// cached credentials); `None` when the password must be hashed.
+    pub fn verify_cheap(
+        &self,
+        credentials: &str,
+        client: Option<IpAddr>,
+    ) -> Option<Result<BasicIdentity, BasicFailure>> {
+        match self.check(credentials, client, false) {
+            Err(BasicFailure::NeedsHashing) => None,
+            decided => Some(decided),
+        }
+    }
+
     pub fn verify(
         &self,
         credentials: &str,
         client: Option<IpAddr>,
+    ) -> Result<BasicIdentity, BasicFailure> {
+        self.check(credentials, client, true)
+    }
+
+    fn check(
+        &self,
+        credentials: &str,
+        client: Option<IpAddr>,
+        may_hash: bool,
     ) -> Result<BasicIdentity, BasicFailure> {
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(credentials.trim())
@@ -186,6 +211,9 @@ impl Basic {
                 from_cache: true,
                 ..(*hit).clone()
             });
+        }
+        if !may_hash {
+            return Err(BasicFailure::NeedsHashing);
         }
         let found = self.users.iter().find(|u| u.name == user);
         let hash = found.map_or(self.decoy.as_str(), |u| u.password_hash.as_str());
@@ -308,7 +336,9 @@ mod tests {
             ),
             5,
         );
+        assert_eq!(basic.verify_cheap(&creds("alice", "pa:ss"), None), None, "needs hashing");
         let alice = basic.verify(&creds("alice", "pa:ss"), None).unwrap();
+        assert!(basic.verify_cheap(&creds("alice", "pa:ss"), None).unwrap().unwrap().from_cache);
         assert_eq!(alice.roles, vec!["ops"]);
         assert!(!alice.from_cache);
         // Cached: the same answer again, without hashing.
