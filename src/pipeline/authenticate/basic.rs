@@ -336,9 +336,19 @@ mod tests {
             ),
             5,
         );
-        assert_eq!(basic.verify_cheap(&creds("alice", "pa:ss"), None), None, "needs hashing");
+        assert_eq!(
+            basic.verify_cheap(&creds("alice", "pa:ss"), None),
+            None,
+            "needs hashing"
+        );
         let alice = basic.verify(&creds("alice", "pa:ss"), None).unwrap();
-        assert!(basic.verify_cheap(&creds("alice", "pa:ss"), None).unwrap().unwrap().from_cache);
+        assert!(
+            basic
+                .verify_cheap(&creds("alice", "pa:ss"), None)
+                .unwrap()
+                .unwrap()
+                .from_cache
+        );
         assert_eq!(alice.roles, vec!["ops"]);
         assert!(!alice.from_cache);
         // Cached: the same answer again, without hashing.
