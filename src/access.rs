@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::fleet::Target;
 use crate::pipeline::authenticate::{AuthMethod, Principal};
 use crate::policy::Policy;
+use crate::protocol::object_name::wildmatch;
 
 /// Which targets a role reaches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,36 +55,12 @@ impl TargetSelector {
     pub fn matches(&self, target: &Target) -> bool {
         match self {
             TargetSelector::Name(n) => *n == target.name,
-            TargetSelector::Glob(g) => glob_match(g, &target.name),
+            TargetSelector::Glob(g) => wildmatch(&target.name, g),
             TargetSelector::Labels(l) => l
                 .iter()
                 .all(|(k, v)| target.labels.get(k).is_some_and(|have| have == v)),
         }
     }
-}
-
-/// Anchored glob: `*` any run, `?` one character, everything else literal.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut pi, mut ti) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
 }
 
 /// An address or a subnet (`10.0.0.0/8`, `::1`).
@@ -224,14 +201,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn globs_are_anchored_and_literal() {
-        assert!(glob_match("kafka-*", "kafka-1"));
-        assert!(glob_match("*", ""));
-        assert!(glob_match("a?c", "abc"));
-        assert!(!glob_match("kafka-*", "xkafka-1"));
-        assert!(!glob_match("a.c", "abc"));
-        assert!(glob_match("*-1*", "orders-12"));
-        assert!(!glob_match("orders", "orders-1"));
+    fn target_globs_are_anchored_and_literal() {
+        assert!(wildmatch("kafka-1", "kafka-*"));
+        assert!(wildmatch("", "*"));
+        assert!(wildmatch("abc", "a?c"));
+        assert!(!wildmatch("xkafka-1", "kafka-*"));
+        assert!(!wildmatch("abc", "a.c"));
+        assert!(wildmatch("orders-12", "*-1*"));
+        assert!(!wildmatch("orders-1", "orders"));
     }
 
     #[test]
