@@ -670,12 +670,7 @@ impl Gateway {
             Ok(p) => Ok(p),
             Err(failure) => {
                 audit::record_auth_failure(request_id, conn.remote, &failure);
-                let attempted = headers
-                    .get(http::header::AUTHORIZATION)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.split(' ').next())
-                    .map(|s| s.to_ascii_lowercase())
-                    .unwrap_or_else(|| "none".into());
+                let attempted = authenticate::attempted_method(headers, conn).to_string();
                 self.metrics
                     .auth_failures
                     .get_or_create(&crate::metrics::MethodLabel { method: attempted })

@@ -317,6 +317,20 @@ pub fn principal_from_certificate(
     })
 }
 
+/// Which method a refused caller tried, for audit and metrics (a fixed
+/// set of values: `basic`, `bearer`, `other`, `mtls`, `none`).
+pub fn attempted_method(headers: &HeaderMap, conn: &Connection) -> &'static str {
+    match headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        Some(v) => match v.split(' ').next().map(str::to_ascii_lowercase).as_deref() {
+            Some("basic") => "basic",
+            Some("bearer") => "bearer",
+            _ => "other",
+        },
+        None if conn.peer_certificates.is_some() => "mtls",
+        None => "none",
+    }
+}
+
 /// Whether authentication is on for a listener (reported by `version`
 /// as `details.secured`).
 pub fn is_secured(methods: &[AuthMethod]) -> bool {
