@@ -305,59 +305,12 @@ fn default_methods(auth: &AuthConfig, tls: bool) -> Vec<AuthMethod> {
 impl Config {
     /// Reads, parses and checks a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let fail = |problems| ConfigError {
-            file: path.to_path_buf(),
-            problems,
-        };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| fail(vec![format!("cannot read the file: {e}")]))?;
-        let config = Config::parse(&text).map_err(fail)?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        config.resolve_relative_paths(base).validate().map_err(fail)
+        ConfigSource::file(path).load_with_env(&[])
     }
 
     /// Parses TOML text; syntax and type errors carry the key and line.
     pub fn parse(text: &str) -> Result<Config, Vec<String>> {
         toml::from_str(text).map_err(|e| vec![e.to_string().trim_end().replace('\n', "\n    ")])
-    }
-
-    /// Paths in the file are relative to the file's own folder.
-    fn resolve_relative_paths(mut self, base: &Path) -> Config {
-        if let Some(tls) = &mut self.server.tls {
-            tls.resolve_relative_paths(base);
-        }
-        if let Some(a) = &mut self.audit {
-            a.resolve_relative_paths(base);
-        }
-        if let Some(b) = &mut self.auth.basic {
-            b.resolve_relative_paths(base);
-        }
-        if let Some(b) = &mut self.auth.bearer {
-            b.resolve_relative_paths(base);
-        }
-        for r in &mut self.roles {
-            if let Some(p) = &mut r.policy {
-                if p.is_relative() {
-                    *p = base.join(&*p);
-                }
-            }
-        }
-        for t in &mut self.targets {
-            for p in [
-                &mut t.password_file,
-                &mut t.ca_file,
-                &mut t.client_cert_file,
-                &mut t.client_key_file,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                if p.is_relative() {
-                    *p = base.join(&*p);
-                }
-            }
-        }
-        self
     }
 
     /// Checks what TOML types can't: unique names, usable URLs, one password
@@ -618,6 +571,49 @@ impl ConfigSource {
     }
 
     pub fn load_with_env(&self, env: &[(String, String)]) -> Result<Config, ConfigError> {
+        let merged = self.merged(env)?;
+        let label = PathBuf::from(self.describe());
+        let config: Config =
+            toml::Value::Table(merged)
+                .try_into()
+                .map_err(|e: toml::de::Error| ConfigError {
+                    file: label.clone(),
+                    problems: vec![e.to_string().trim_end().to_string()],
+                })?;
+        config.validate().map_err(|problems| ConfigError {
+            file: label,
+            problems,
+        })
+    }
+
+    /// Every file the configuration names (policies, users, keys,
+    /// certificates, passwords), resolved; not directories. Empty when the
+    /// configuration can't be read.
+    pub fn named_files(&self) -> Vec<PathBuf> {
+        fn walk(table: &toml::Table, out: &mut Vec<PathBuf>) {
+            for (key, value) in table {
+                match value {
+                    toml::Value::String(s) if is_path_key(key) && key != "dir" => {
+                        out.push(PathBuf::from(s))
+                    }
+                    toml::Value::Table(t) => walk(t, out),
+                    toml::Value::Array(items) => items
+                        .iter()
+                        .filter_map(toml::Value::as_table)
+                        .for_each(|t| walk(t, out)),
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        if let Ok(merged) = self.merged(&[]) {
+            walk(&merged, &mut out);
+        }
+        out
+    }
+
+    /// The files merged by `order`, with environment and `--set` overrides.
+    fn merged(&self, env: &[(String, String)]) -> Result<toml::Table, ConfigError> {
         let fail = |file: PathBuf, problems| ConfigError { file, problems };
         let label = PathBuf::from(self.describe());
         let mut layers = Vec::new();
@@ -670,13 +666,7 @@ impl ConfigSource {
             set_path(&mut merged, &path, parse_value(&value))
                 .map_err(|e| fail(label.clone(), vec![format!("{origin}: {e}")]))?;
         }
-        let config: Config =
-            toml::Value::Table(merged)
-                .try_into()
-                .map_err(|e: toml::de::Error| {
-                    fail(label.clone(), vec![e.to_string().trim_end().to_string()])
-                })?;
-        config.validate().map_err(|p| fail(label, p))
+        Ok(merged)
     }
 }
 

@@ -27,43 +27,11 @@ pub fn reload(gateway: &Gateway, source: &ConfigSource) -> Result<(usize, usize)
     Ok((config.targets.len(), config.roles.len()))
 }
 
-/// The files whose change triggers a reload: the config and every file
-/// it names (policies, users, keys, target passwords and certificates).
+/// The files whose change triggers a reload: the config files and every
+/// file they name.
 fn watched_files(source: &ConfigSource) -> Vec<PathBuf> {
     let mut files = source.files.clone();
-    let Ok(config) = source.load() else {
-        return files;
-    };
-    files.extend(config.roles.iter().filter_map(|r| r.policy.clone()));
-    if let Some(b) = &config.auth.basic {
-        files.push(b.users_file.clone());
-    }
-    if let Some(b) = &config.auth.bearer {
-        files.extend(
-            [
-                &b.hs256_secret_file,
-                &b.rs256_public_key_file,
-                &b.es256_public_key_file,
-                &b.jwks_file,
-            ]
-            .into_iter()
-            .flatten()
-            .cloned(),
-        );
-    }
-    for t in &config.targets {
-        files.extend(
-            [
-                &t.password_file,
-                &t.ca_file,
-                &t.client_cert_file,
-                &t.client_key_file,
-            ]
-            .into_iter()
-            .flatten()
-            .cloned(),
-        );
-    }
+    files.extend(source.named_files());
     files
 }
 
