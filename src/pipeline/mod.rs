@@ -682,7 +682,7 @@ impl Gateway {
                 }
                 let mut resp = state.authenticator.refusal(methods, &failure);
                 if cors {
-                    respond::add_cors_headers(headers, resp.headers_mut());
+                    respond::cors_headers(headers, resp.headers_mut());
                 }
                 Err(resp)
             }

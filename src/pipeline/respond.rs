@@ -106,14 +106,9 @@ pub fn preflight(request_headers: &HeaderMap, cors: bool) -> HttpResponse<Body> 
     resp
 }
 
-/// Adds CORS headers to an answer made elsewhere (a 401), so a browser
-/// page can read it.
-pub fn add_cors_headers(request_headers: &HeaderMap, out: &mut HeaderMap) {
-    cors_headers(request_headers, out);
-}
-
-/// Echoes an admitted `Origin` with credentials allowed, as Jolokia does.
-fn cors_headers(request_headers: &HeaderMap, out: &mut HeaderMap) {
+/// Echoes an admitted `Origin` with credentials allowed, as Jolokia does;
+/// also for answers made elsewhere (a 401), so a browser page can read them.
+pub fn cors_headers(request_headers: &HeaderMap, out: &mut HeaderMap) {
     let Some(origin) = request_headers.get(header::ORIGIN) else {
         return;
     };

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{exec_denied, read_denied_error, write_denied, Denied, Grant};
+use super::{exec_denied, read_denied, write_denied, Denied, Grant};
 use crate::policy::Decision;
 use crate::protocol::{
     path, Attributes, Command, List, ObjectName, ProtocolError, Read, Request, Response, Search,
@@ -108,7 +108,7 @@ pub fn refuse_denied(all: &[Pairs], ignore_errors: bool) -> Result<(), Denied> {
         return Ok(());
     }
     match all.iter().find_map(|p| p.denied.first().map(|d| (p, d))) {
-        Some((p, (attribute, d))) => Err(read_denied_error(attribute, &p.name, d.clone())),
+        Some((p, (attribute, d))) => Err(read_denied(attribute, &p.name, d.clone())),
         None => Ok(()),
     }
 }

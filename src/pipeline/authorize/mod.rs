@@ -298,7 +298,7 @@ fn request_checks(
     Ok(())
 }
 
-fn read_denied(attribute: &str, name: &ObjectName, d: Decision) -> Denied {
+pub fn read_denied(attribute: &str, name: &ObjectName, d: Decision) -> Denied {
     forbidden(
         format!("Reading attribute {attribute} is forbidden for MBean {name}"),
         d.rule,
@@ -377,8 +377,4 @@ pub fn write_denied(attribute: &str, name: &ObjectName, d: Decision) -> Denied {
         format!("Setting attribute {attribute} is forbidden for MBean {name}"),
         d.rule,
     )
-}
-
-pub fn read_denied_error(attribute: &str, name: &ObjectName, d: Decision) -> Denied {
-    read_denied(attribute, name, d)
 }
