@@ -90,6 +90,15 @@ pub struct Gateway {
     request_seq: AtomicU64,
 }
 
+/// Who asks, the same for every item of a request.
+struct Caller<'a> {
+    access: &'a AccessControl,
+    principal: &'a authenticate::Principal,
+    /// The principal's roles, looked up once per request.
+    roles: &'a [Arc<crate::access::Role>],
+    facts: &'a authorize::RequestFacts<'a>,
+}
+
 /// An item after route and authorize.
 struct Decided {
     /// The target's name once routed (`gateway` for local answers).
@@ -285,13 +294,16 @@ impl Gateway {
         let mut targets: Vec<Option<String>> = vec![None; count];
         let mut rules: Vec<Option<String>> = vec![None; count];
         let mut decisions: Vec<&'static str> = vec!["allowed"; count];
-        let roles: Vec<String> = access
-            .roles_of(&principal)
-            .iter()
-            .map(|r| r.name.clone())
-            .collect();
+        let held = access.roles_of(&principal);
+        let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
         for (index, item) in parsed.items.iter().enumerate() {
-            let decided = self.decide(&state, &access, &principal, &facts, addressing, item);
+            let caller = Caller {
+                access: &access,
+                principal: &principal,
+                roles: &held,
+                facts: &facts,
+            };
+            let decided = self.decide(&state, &caller, addressing, item);
             targets[index] = decided.target.clone();
             match decided.outcome {
                 Err((error, rule)) => {
@@ -486,12 +498,19 @@ impl Gateway {
                 default_target: state.default_target.as_ref(),
             },
         };
+        let held = access.roles_of(&principal);
         let report: Vec<serde_json::Value> = parsed
             .items
             .iter()
             .enumerate()
             .map(|(index, item)| {
-                let decided = self.decide(state, &access, &principal, &facts, addressing, item);
+                let caller = Caller {
+                    access: &access,
+                    principal: &principal,
+                    roles: &held,
+                    facts: &facts,
+                };
+                let decided = self.decide(state, &caller, addressing, item);
                 let kind = item
                     .parsed
                     .as_ref()
@@ -561,9 +580,7 @@ impl Gateway {
     fn decide(
         &self,
         state: &State,
-        access: &AccessControl,
-        principal: &authenticate::Principal,
-        facts: &authorize::RequestFacts<'_>,
+        caller: &Caller<'_>,
         addressing: Addressing<'_>,
         item: &parse::Item,
     ) -> Decided {
@@ -581,9 +598,16 @@ impl Gateway {
             Err(e) => return Decided::failed(e),
         };
         let target = Some(destination_name(&destination));
-        let outcome = authorize::authorize(access, principal, facts, &parsed.request, &destination)
-            .map(|allowed| (destination, allowed))
-            .map_err(|denied| (denied.error, Some(denied.rule)));
+        let outcome = authorize::authorize(
+            caller.access,
+            caller.principal,
+            caller.roles,
+            caller.facts,
+            &parsed.request,
+            &destination,
+        )
+        .map(|allowed| (destination, allowed))
+        .map_err(|denied| (denied.error, Some(denied.rule)));
         Decided { target, outcome }
     }
 

@@ -14,7 +14,7 @@ pub mod filter;
 
 use std::sync::Arc;
 
-use crate::access::AccessControl;
+use crate::access::{AccessControl, Role};
 use crate::policy::{Decision, Policy};
 use crate::protocol::{Attributes, Command, ObjectName, ProtocolError, Request};
 
@@ -151,10 +151,12 @@ fn forbidden(message: String, rule: impl Into<String>) -> Denied {
     }
 }
 
-/// Decides one item.
+/// Decides one item. `roles` are the principal's (`AccessControl::roles_of`,
+/// looked up once per request).
 pub fn authorize(
     access: &AccessControl,
     principal: &Principal,
+    roles: &[Arc<Role>],
     facts: &RequestFacts<'_>,
     request: &Request,
     destination: &Destination,
@@ -166,7 +168,6 @@ pub fn authorize(
             rule: "no roles configured: the gateway is open".into(),
         });
     }
-    let roles = access.roles_of(principal);
     if roles.is_empty() {
         return Err(forbidden(
             format!("Principal {} has no role on this gateway", principal.name),
