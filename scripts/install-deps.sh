@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Installs what jmxgate's demo and tests need from Debian, only if missing:
-# Java 17 and a real Jolokia 1.7.1 agent (jolokia-core in embedded Jetty 9).
+# Installs what jmxgate's demo and tests need, only if missing: from Debian,
+# Java 17 and a real Jolokia 1.7.1 agent (jolokia-core in embedded Jetty 9)
+# and Chromium; the real Jolokia clients of tests/clients/ (npm ci there,
+# and a Python venv with the PyPI client).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-packages=(libjolokia-core-java libjetty9-java libservlet-api-java)
+packages=(libjolokia-core-java libjetty9-java libservlet-api-java chromium)
 command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || packages+=(python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -15,4 +20,24 @@ if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# jolokia.js, @jolokia.js/simple and playwright-core, as locked; again
+# whenever package-lock.json changes. (playwright-core fetches no browser:
+# the tests drive Debian's Chromium.)
+js=tests/clients/js
+if ! cmp -s "$js/package-lock.json" "$js/node_modules/.installed-lock.json"; then
+    echo "==> npm ci in $js"
+    (cd "$js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$js/package-lock.json" "$js/node_modules/.installed-lock.json"
+fi
+
+# The Python client in its own venv; again whenever requirements.txt changes.
+py=tests/clients/python
+if ! cmp -s "$py/requirements.txt" "$py/.venv/.installed-requirements.txt"; then
+    echo "==> Python venv in $py/.venv"
+    rm -rf "$py/.venv"
+    python3 -m venv "$py/.venv"
+    "$py/.venv/bin/pip" install -q --disable-pip-version-check -r "$py/requirements.txt"
+    cp "$py/requirements.txt" "$py/.venv/.installed-requirements.txt"
 fi
