@@ -183,8 +183,9 @@ test("allowed origin: the scheduler polls through the gateway", async () => {
         j.start(200);
         await new Promise((r) => setTimeout(r, 400));
         await j.setAttribute(TYPES, "Counter", 99);
-        await new Promise((r) => setTimeout(r, 600));
+        await new Promise((r) => setTimeout(r, 800));
         j.stop();
+        await new Promise((r) => setTimeout(r, 1000)); // polls in flight land
         j.unregister(handle);
         return { values, running: j.isRunning(), jobs: j.jobs() };
     }, { url: virtualUrl(A), user: USER, password: PASSWORD, TYPES });

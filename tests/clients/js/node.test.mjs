@@ -406,7 +406,7 @@ test("scheduler: register, start, stop, onlyIfModified", async () => {
     await sleep(1100);
     j.stop();
     assert.equal(j.isRunning(), false);
-    await sleep(300); // let a poll in flight land
+    await sleep(1000); // let polls in flight land
     const counts = [seen.callback.length, seen.modified, seen.always, errorsOf4.length];
 
     assert.ok(seen.callback.length >= 4, `polls: ${seen.callback.length}`);
