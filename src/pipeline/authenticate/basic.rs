@@ -215,19 +215,27 @@ impl Basic {
         if !may_hash {
             return Err(BasicFailure::NeedsHashing);
         }
-        let found = self.users.iter().find(|u| u.name == user);
-        let hash = found.map_or(self.decoy.as_str(), |u| u.password_hash.as_str());
-        let ok = verify_password(password, hash) && found.is_some();
-        match found.filter(|_| ok) {
-            Some(u) => {
-                let identity = BasicIdentity {
+        // Concurrent callers with the same credentials (a fleet of pollers
+        // after a restart) wait for one hash instead of each paying for it.
+        let mut hashed = false;
+        let verified = self.verified.optionally_get_with(digest, || {
+            hashed = true;
+            let found = self.users.iter().find(|u| u.name == user);
+            let hash = found.map_or(self.decoy.as_str(), |u| u.password_hash.as_str());
+            let ok = verify_password(password, hash) && found.is_some();
+            found.filter(|_| ok).map(|u| {
+                Arc::new(BasicIdentity {
                     name: u.name.clone(),
                     roles: u.roles.clone(),
                     from_cache: false,
-                };
-                self.verified.insert(digest, Arc::new(identity.clone()));
-                Ok(identity)
-            }
+                })
+            })
+        });
+        match verified {
+            Some(identity) => Ok(BasicIdentity {
+                from_cache: !hashed,
+                ..(*identity).clone()
+            }),
             None => {
                 for key in client_key.into_iter().chain([user_key]) {
                     let n = self.failures.get(&key).unwrap_or(0);
@@ -374,6 +382,36 @@ mod tests {
                 None
             ),
             Err(BasicFailure::Malformed)
+        );
+    }
+
+    #[test]
+    fn concurrent_logins_with_the_same_credentials_hash_once() {
+        let h = hash_password("right").unwrap();
+        let (_d, basic) = basic(
+            &format!("[[users]]\nname = \"u\"\npassword_hash = \"{h}\"\n"),
+            100,
+        );
+        let start = std::sync::Barrier::new(8);
+        let hashed = std::thread::scope(|s| {
+            let runs: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        basic.verify(&creds("u", "right"), None).unwrap().from_cache
+                    })
+                })
+                .collect();
+            runs.into_iter()
+                .map(|r| r.join().unwrap())
+                .filter(|from_cache| !from_cache)
+                .count()
+        });
+        assert_eq!(hashed, 1, "one caller hashes, the others share its result");
+        // A wrong password is never shared or cached.
+        assert_eq!(
+            basic.verify(&creds("u", "wrong"), None),
+            Err(BasicFailure::Rejected)
         );
     }
 
