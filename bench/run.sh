@@ -72,6 +72,7 @@ http {
         listen 127.0.0.1:$static_port;
         default_type application/json;
         location /bulk { return 200 '$bulk_canned'; }
+        location /biglist { alias $work/biglist.json; }
         location / { return 200 '$canned'; }
     }
     server {
@@ -80,6 +81,14 @@ http {
     }
 }
 NGINX
+# A list answer of about 10 MB: 40 domains of 100 MBeans with 20 attributes.
+python3 - "$work/biglist.json" <<'PY'
+import json, sys
+attr = {"rw": False, "type": "long", "desc": "an attribute of a large application"}
+value = {f"app.domain{d}": {f"name=bean{b},type=Component": {"attr": {f"Attribute{a}": attr for a in range(20)},
+         "class": "com.example.Component", "desc": "a component"} for b in range(100)} for d in range(40)}
+json.dump({"request": {"type": "list"}, "value": value, "timestamp": 1795312410, "status": 200}, open(sys.argv[1], "w"))
+PY
 nginx -c "$work/nginx.conf"
 
 # jmxgate with authentication, a policy and the audit log.
@@ -119,6 +128,9 @@ url = "http://127.0.0.1:$static_port/jolokia"
 [[targets]]
 name = "static-bulk"
 url = "http://127.0.0.1:$static_port/bulk"
+[[targets]]
+name = "static-biglist"
+url = "http://127.0.0.1:$static_port/biglist"
 TOML
     for i in $(seq 0 49); do
         printf '[[targets]]\nname = "fan-%02d"\nurl = "http://127.0.0.1:%s/jolokia/fan%02d"\n' "$i" "$agent_port" "$i"
@@ -150,6 +162,12 @@ results="$work/rows.txt"
 run() {
     local script out rps p50 p99
     script=$(lua "$4" "$5" "${6:-}")
+    # One request first: connection pools and credential caches warm up
+    # outside the measurement.
+    local warm=(-s -o /dev/null -X "$4" -H 'Content-Type: application/json')
+    [ -n "${6:-}" ] && warm+=(-H "Authorization: $6")
+    [ -n "$5" ] && warm+=(--data-binary "$5")
+    curl "${warm[@]}" "$3" || true
     out=$(wrk -t"$threads" -c"$connections" -d"$duration" --latency -s "$script" "$3" 2>&1)
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     p50=$(awk '$1=="50%" {print $2}' <<<"$out")
@@ -185,6 +203,11 @@ run "static directly" "POST bulk of 10" "http://127.0.0.1:$static_port/bulk" POS
 run "jmxgate (auth+policy+audit)" "POST bulk of 10" "http://127.0.0.1:$gw_port/jolokia/targets/static-bulk" POST "$bulk_body" "$auth"
 run "nginx proxy_pass" "POST bulk of 10" "http://127.0.0.1:$static_proxy_port/bulk" POST "$bulk_body"
 
+rss_small_kb=$(awk '/VmHWM/ {print $2}' "/proc/$gw_pid/status")
+echo "==> static backend, 10 MB list answers (wrk -c$connections)"
+run "static directly" "POST list, 10 MB answer" "http://127.0.0.1:$static_port/biglist" POST "$list_body"
+run "jmxgate (auth+policy+audit)" "POST list, 10 MB answer" "http://127.0.0.1:$gw_port/jolokia/targets/static-biglist" POST "$list_body" "$auth"
+run "nginx proxy_pass" "POST list, 10 MB answer" "http://127.0.0.1:$static_proxy_port/biglist" POST "$list_body"
 rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$gw_pid/status")
 
 # Fan-out: 1000 items over 50 targets; target i's group includes one exec
@@ -212,10 +235,10 @@ ok=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); print(sum(1 fo
 fan_best=$(printf '%s\n' "${fan_times[@]}" | sort -n | head -1)
 echo "  answers with status 200: $ok; times: ${fan_times[*]} s"
 
-python3 - "$results" "$rss_kb" "$fan_best" "$ok" "$duration" "$connections" "$threads" >bench/results.md <<'PY'
+python3 - "$results" "$rss_kb" "$fan_best" "$ok" "$duration" "$connections" "$threads" "$rss_small_kb" >bench/results.md <<'PY'
 import sys, datetime, platform, os
 rows = [l.strip().split("|") for l in open(sys.argv[1]) if l.strip()]
-rss_kb, fan_best, ok, duration, conns, threads = sys.argv[2:8]
+rss_kb, fan_best, ok, duration, conns, threads, rss_small_kb = sys.argv[2:9]
 print(f"Measured {datetime.date.today()} on {os.cpu_count()} cores ({platform.machine()}), one run, "
       f"wrk -t{threads} -c{conns} -d{duration}; jmxgate with Basic auth, a policy and "
       f"{'the durable audit log' if os.environ.get('AUDIT', 'on') != 'off' else 'no audit log'}.\n")
@@ -233,7 +256,8 @@ for g in groups:
     gw, ng = g.get("jmxgate (auth+policy+audit)"), g.get("nginx proxy_pass")
     ratio = f"{gw[0] / ng[0]:.2f}" if gw and ng else "-"
     print(f"| {g['backend']} | {g['scen']} | {cell(direct)} | {cell(gw)} | {cell(ng)} | {ratio} |")
-print(f"\nGateway peak RSS over the run: {int(rss_kb) / 1024:.0f} MiB.")
+print(f"\nGateway peak RSS: {int(rss_small_kb) / 1024:.0f} MiB before the 10 MB list answers, "
+      f"{int(rss_kb) / 1024:.0f} MiB after them.")
 print(f"\nFan-out: a bulk of 1000 items over 50 targets whose slowest answers after 500 ms: "
       f"{float(fan_best) * 1000:.0f} ms ({float(fan_best) / 0.5:.2f} x the slowest agent's delay); "
       f"{ok.split()[0] if ' ' in ok else ok} items answered with status 200.")

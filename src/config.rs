@@ -24,6 +24,8 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 /// Default largest number of items in one bulk request.
 pub const DEFAULT_MAX_BULK_ITEMS: usize = 1000;
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 1024;
+pub const DEFAULT_MAX_BUFFERED_BYTES: u64 = 512 * 1024 * 1024;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -53,6 +55,9 @@ pub struct Config {
     /// log only.
     #[serde(default)]
     pub audit: Option<crate::audit::AuditConfig>,
+    /// The shared cache of `list` answers.
+    #[serde(default)]
+    pub list_cache: ListCacheConfig,
 }
 
 /// `[log]`: the log on stderr.
@@ -146,6 +151,15 @@ pub struct ServerConfig {
     /// Bulk requests with more items are refused with HTTP 400.
     #[serde(default = "default_max_bulk_items")]
     pub max_bulk_items: usize,
+    /// Client requests the gateway works on at once; more are refused at
+    /// once with HTTP 503 and `Retry-After: 1`. Needs a restart.
+    #[serde(default = "default_max_concurrent_requests")]
+    pub max_concurrent_requests: usize,
+    /// Bytes of agent answers held while they are received and parsed,
+    /// all targets together. An answer that would exceed it fails with
+    /// status 503 (`jmxgate.GatewayBusy`). Needs a restart.
+    #[serde(default = "default_max_buffered_bytes")]
+    pub max_buffered_bytes: u64,
     /// The URL clients use to reach the gateway, reported by `version` in
     /// `details.url`. Defaults to `http://<listen>/jolokia`.
     #[serde(default)]
@@ -241,6 +255,50 @@ fn default_max_body_bytes() -> usize {
 
 fn default_max_bulk_items() -> usize {
     DEFAULT_MAX_BULK_ITEMS
+}
+
+fn default_max_concurrent_requests() -> usize {
+    DEFAULT_MAX_CONCURRENT_REQUESTS
+}
+
+fn default_max_buffered_bytes() -> u64 {
+    DEFAULT_MAX_BUFFERED_BYTES
+}
+
+/// `[list_cache]`: one shared copy of each agent's `list` answer,
+/// revalidated with `ifModifiedSince` and filtered per caller afterwards.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListCacheConfig {
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Bytes of cached answers kept, all targets together; the least
+    /// used go first.
+    #[serde(default = "default_list_cache_bytes")]
+    pub max_bytes: u64,
+    /// How long a cached answer is served without asking the agent
+    /// whether its MBeans changed. `0s` (the default) asks every time;
+    /// the question is cheap (the agent answers 304 without a body).
+    #[serde(default, with = "humantime_serde")]
+    pub fresh_for: Duration,
+}
+
+impl Default for ListCacheConfig {
+    fn default() -> Self {
+        ListCacheConfig {
+            enabled: true,
+            max_bytes: default_list_cache_bytes(),
+            fresh_for: Duration::ZERO,
+        }
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_list_cache_bytes() -> u64 {
+    256 * 1024 * 1024
 }
 
 /// Everything wrong with a config file, each problem on its own line.
@@ -440,6 +498,15 @@ impl Config {
         }
         if self.server.max_bulk_items == 0 {
             problems.push("server.max_bulk_items: must be greater than zero".into());
+        }
+        if self.server.max_concurrent_requests == 0 {
+            problems.push("server.max_concurrent_requests: must be greater than zero".into());
+        }
+        if self.server.max_buffered_bytes < 1024 * 1024 {
+            problems.push(format!(
+                "server.max_buffered_bytes: {} is less than 1 MiB; no list answer would fit",
+                self.server.max_buffered_bytes
+            ));
         }
         if problems.is_empty() {
             Ok(self)

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use url::Url;
 
-use crate::client::{AgentClient, ClientError};
+use crate::client::{AgentClient, BufferBudget, ClientError};
 use crate::config::{self, Config, Secret, TargetConfig};
 
 /// One agent of the fleet, ready to be called.
@@ -77,9 +77,18 @@ impl Fleet {
     /// Builds clients for every configured target. Fails on the first
     /// target whose credentials or TLS material can't be loaded.
     pub fn from_config(config: &Config) -> Result<Fleet, String> {
+        Fleet::with_budget(config, None)
+    }
+
+    /// The configured targets, their clients sharing one budget for
+    /// answers being received.
+    pub fn with_budget(
+        config: &Config,
+        budget: Option<Arc<BufferBudget>>,
+    ) -> Result<Fleet, String> {
         let mut fleet = Fleet::default();
         for t in &config.targets {
-            let target = build_target(t, &config.target_defaults)
+            let target = build_target(t, &config.target_defaults, budget.clone())
                 .map_err(|e| format!("target \"{}\": {e}", t.name))?;
             fleet.insert(target);
         }
@@ -119,7 +128,11 @@ impl Fleet {
     }
 }
 
-fn build_target(t: &TargetConfig, defaults: &config::TargetDefaults) -> Result<Target, String> {
+fn build_target(
+    t: &TargetConfig,
+    defaults: &config::TargetDefaults,
+    budget: Option<Arc<BufferBudget>>,
+) -> Result<Target, String> {
     let url = parse_agent_url(&t.url)?;
     let password = load_password(t)?;
     let credentials = match (&t.user, password) {
@@ -151,6 +164,7 @@ fn build_target(t: &TargetConfig, defaults: &config::TargetDefaults) -> Result<T
                 .or(defaults.max_response_bytes)
                 .unwrap_or(config::DEFAULT_MAX_RESPONSE_BYTES),
         )
+        .buffer_budget(budget)
         .build()
         .map_err(|e: ClientError| e.to_string())?;
     Ok(Target {

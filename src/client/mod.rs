@@ -1,10 +1,18 @@
 //! A small Jolokia client: sends typed requests to one agent as a bulk POST
 //! and returns one answer per request, or an error kind saying why the
 //! whole exchange failed. The gateway's dispatch step is built on it.
+//!
+//! Identical read-only exchanges in flight at once (same body, same
+//! credentials) share one call to the agent: a fleet of pollers asking
+//! the same thing costs the agent one answer.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use futures::future::{BoxFuture, FutureExt, Shared};
+use sha2::{Digest, Sha256};
 
 use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
 use url::Url;
@@ -13,7 +21,7 @@ use crate::config::Secret;
 use crate::protocol::{Request, Response};
 
 /// Why an exchange with an agent failed as a whole.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ClientError {
     #[error("cannot set up the HTTP client: {0}")]
     Setup(String),
@@ -33,6 +41,8 @@ pub enum ClientError {
     BulkRefused(String),
     #[error("the agent's answer exceeds {0} bytes (the target's max_response_bytes)")]
     TooLarge(u64),
+    #[error("the gateway is busy: agent answers being received already fill its {0}-byte budget (server.max_buffered_bytes); retry later")]
+    Busy(u64),
     #[error("the agent's answer is not a Jolokia response: {0}")]
     BadAnswer(String),
     #[error("the exchange with the agent failed: {0}")]
@@ -45,6 +55,7 @@ impl ClientError {
     pub fn item_status(&self) -> u16 {
         match self {
             ClientError::Timeout(_) => 504,
+            ClientError::Busy(_) => 503,
             ClientError::Http { status: 400, .. } | ClientError::BulkRefused(_) => 400,
             _ => 502,
         }
@@ -69,6 +80,7 @@ impl ClientError {
             ClientError::Http { .. } => "jmxgate.AgentHttpError",
             ClientError::BulkRefused(_) => "jmxgate.AgentRefusedBulk",
             ClientError::TooLarge(_) => "jmxgate.AgentAnswerTooLarge",
+            ClientError::Busy(_) => "jmxgate.GatewayBusy",
             ClientError::BadAnswer(_) => "jmxgate.AgentBadAnswer",
             ClientError::Transport(_) => "jmxgate.AgentTransportError",
         }
@@ -85,9 +97,52 @@ pub struct AgentClientBuilder {
     identity: Option<(PathBuf, PathBuf)>,
     max_in_flight: usize,
     max_response_bytes: u64,
+    budget: Option<Arc<BufferBudget>>,
+}
+
+/// Bytes of agent answers the whole gateway holds while receiving them,
+/// shared by every target's client. An answer that finds the budget spent
+/// fails at once with [`ClientError::Busy`] rather than waiting, so
+/// answers can't deadlock each other holding half the budget.
+#[derive(Debug)]
+pub struct BufferBudget {
+    bytes: u64,
+    /// One permit per KiB.
+    permits: tokio::sync::Semaphore,
+}
+
+impl BufferBudget {
+    pub fn new(bytes: u64) -> Arc<BufferBudget> {
+        let kib = bytes
+            .div_ceil(1024)
+            .min(tokio::sync::Semaphore::MAX_PERMITS as u64);
+        Arc::new(BufferBudget {
+            bytes,
+            permits: tokio::sync::Semaphore::new(kib as usize),
+        })
+    }
+
+    /// Bytes not taken right now.
+    pub fn available(&self) -> u64 {
+        self.permits.available_permits() as u64 * 1024
+    }
+
+    fn take(&self, bytes: usize) -> Result<tokio::sync::SemaphorePermit<'_>, ClientError> {
+        let kib = (bytes as u64).div_ceil(1024).max(1);
+        u32::try_from(kib)
+            .ok()
+            .and_then(|n| self.permits.try_acquire_many(n).ok())
+            .ok_or(ClientError::Busy(self.bytes))
+    }
 }
 
 impl AgentClientBuilder {
+    /// Shares a gateway-wide budget for answers being received.
+    pub fn buffer_budget(mut self, budget: Option<Arc<BufferBudget>>) -> Self {
+        self.budget = budget;
+        self
+    }
+
     /// At most this many exchanges with the agent at once; more wait
     /// (within their deadline). Agents often run one worker thread and a
     /// short accept backlog.
@@ -152,6 +207,8 @@ impl AgentClientBuilder {
                 credentials: self.credentials,
                 slots: tokio::sync::Semaphore::new(self.max_in_flight),
                 max_response_bytes: self.max_response_bytes,
+                budget: self.budget,
+                flights: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -218,14 +275,31 @@ fn tls_config(
     }
 }
 
-#[derive(Debug)]
+/// One exchange several callers wait for.
+type Flight = Shared<BoxFuture<'static, Result<Arc<Vec<Response>>, ClientError>>>;
+
+/// The body and the credentials an exchange is sent with (hashed, so no
+/// password sits in a map key).
+type FlightKey = [u8; 32];
+
 struct Inner {
     slots: tokio::sync::Semaphore,
     max_response_bytes: u64,
+    budget: Option<Arc<BufferBudget>>,
+    flights: Mutex<HashMap<FlightKey, Flight>>,
     url: Url,
     http: reqwest::Client,
     request_timeout: Duration,
     credentials: Option<(String, Secret)>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentClient")
+            .field("url", &self.url.as_str())
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A cheap-to-clone handle for one agent.
@@ -245,6 +319,7 @@ impl AgentClient {
             identity: None,
             max_in_flight: crate::config::DEFAULT_MAX_IN_FLIGHT,
             max_response_bytes: crate::config::DEFAULT_MAX_RESPONSE_BYTES,
+            budget: None,
         }
     }
 
@@ -267,7 +342,12 @@ impl AgentClient {
         credentials: Option<&(String, Secret)>,
     ) -> Result<Vec<Response>, ClientError> {
         let body = crate::protocol::serialize_bulk(requests);
-        let answers = self.post(body, credentials).await?;
+        let credentials = credentials.or(self.inner.credentials.as_ref()).cloned();
+        let answers = if requests.iter().all(|r| r.command.is_read_only()) {
+            Arc::unwrap_or_clone(self.shared_post(body, credentials).await?)
+        } else {
+            self.post(body, credentials.as_ref()).await?
+        };
         if answers.len() == 1 && requests.len() > 1 && answers[0].is_error() {
             // Jolokia answers a bulk it cannot parse with one error object.
             return Err(ClientError::BulkRefused(answers[0].error_text()));
@@ -280,6 +360,50 @@ impl AgentClient {
             )));
         }
         Ok(answers)
+    }
+
+    /// Joins an identical exchange already in flight, or starts one that
+    /// others may join. The exchange runs as its own task, so it finishes
+    /// (and leaves the map) even when the caller that started it gives up.
+    async fn shared_post(
+        &self,
+        body: Vec<u8>,
+        credentials: Option<(String, Secret)>,
+    ) -> Result<Arc<Vec<Response>>, ClientError> {
+        let key = flight_key(&body, credentials.as_ref());
+        let flight = {
+            let mut flights = self.inner.flights.lock().expect("flights lock");
+            match flights.get(&key) {
+                Some(flight) => flight.clone(),
+                None => {
+                    let client = self.clone();
+                    let task = tokio::spawn(async move {
+                        let result = client.post(body, credentials.as_ref()).await.map(Arc::new);
+                        client
+                            .inner
+                            .flights
+                            .lock()
+                            .expect("flights lock")
+                            .remove(&key);
+                        result
+                    });
+                    let flight: Flight = async move {
+                        task.await
+                            .unwrap_or_else(|e| Err(ClientError::Transport(e.to_string())))
+                    }
+                    .boxed()
+                    .shared();
+                    flights.insert(key, flight.clone());
+                    flight
+                }
+            }
+        };
+        flight.await
+    }
+
+    /// Exchanges of identical read-only requests in flight right now.
+    pub fn flights_in_progress(&self) -> usize {
+        self.inner.flights.lock().expect("flights lock").len()
     }
 
     async fn post(
@@ -295,7 +419,7 @@ impl AgentClient {
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(ACCEPT, HeaderValue::from_static("application/json"))
             .body(body);
-        if let Some((user, password)) = credentials.or(inner.credentials.as_ref()) {
+        if let Some((user, password)) = credentials {
             req = req.basic_auth(user, Some(password.expose()));
         }
         let exchange = async {
@@ -326,19 +450,38 @@ impl AgentClient {
                 return Err(ClientError::TooLarge(inner.max_response_bytes));
             }
             let mut body = Vec::new();
+            // Budget held until the answer is parsed: the buffer and the
+            // parsed answer are this exchange's peak.
+            let mut held = Vec::new();
             while let Some(chunk) = resp.chunk().await.map_err(classify)? {
                 if (body.len() + chunk.len()) as u64 > inner.max_response_bytes {
                     return Err(ClientError::TooLarge(inner.max_response_bytes));
                 }
+                if let Some(budget) = &inner.budget {
+                    held.push(budget.take(chunk.len())?);
+                }
                 body.extend_from_slice(&chunk);
             }
-            Ok(body)
+            let answers = crate::protocol::parse_bulk_answer(&body).map_err(ClientError::BadAnswer);
+            drop(held);
+            answers
         };
-        let bytes = tokio::time::timeout(inner.request_timeout, exchange)
+        tokio::time::timeout(inner.request_timeout, exchange)
             .await
-            .map_err(|_| ClientError::Timeout(inner.request_timeout))??;
-        crate::protocol::parse_bulk_answer(&bytes).map_err(ClientError::BadAnswer)
+            .map_err(|_| ClientError::Timeout(inner.request_timeout))?
     }
+}
+
+fn flight_key(body: &[u8], credentials: Option<&(String, Secret)>) -> FlightKey {
+    let mut h = Sha256::new();
+    if let Some((user, password)) = credentials {
+        h.update(user.as_bytes());
+        h.update([0]);
+        h.update(password.expose().as_bytes());
+    }
+    h.update([1]);
+    h.update(body);
+    h.finalize().into()
 }
 
 /// The explanation in a plain-text error page such as Jolokia 2.5+'s

@@ -88,6 +88,11 @@ pub struct Gateway {
     metrics: Arc<crate::metrics::Metrics>,
     identity: GatewayIdentity,
     request_seq: AtomicU64,
+    /// Client requests being worked on (`server.max_concurrent_requests`).
+    working: tokio::sync::Semaphore,
+    max_concurrent: usize,
+    /// Agent answers being received (`server.max_buffered_bytes`).
+    budget: Arc<crate::client::BufferBudget>,
 }
 
 /// Who asks, the same for every item of a request.
@@ -134,7 +139,8 @@ enum Addressed {
 impl Gateway {
     pub fn new(config: &Config) -> Result<Gateway, String> {
         let metrics = Arc::new(crate::metrics::Metrics::new());
-        let state = State::from_config(config, &metrics)?;
+        let budget = crate::client::BufferBudget::new(config.server.max_buffered_bytes);
+        let state = State::from_config(config, &metrics, &budget)?;
         if state.access.is_open() {
             tracing::warn!("no roles configured: every caller may do everything on every target");
         }
@@ -150,6 +156,9 @@ impl Gateway {
             metrics,
             identity: GatewayIdentity::new(config),
             request_seq: AtomicU64::new(0),
+            working: tokio::sync::Semaphore::new(config.server.max_concurrent_requests),
+            max_concurrent: config.server.max_concurrent_requests,
+            budget,
         })
     }
 
@@ -182,7 +191,7 @@ impl Gateway {
     /// In-flight requests finish under the set they started with.
     /// Listeners and the audit log keep their settings until a restart.
     pub fn reload(&self, config: &Config) -> Result<(), String> {
-        let result = State::from_config(config, &self.metrics)
+        let result = State::from_config(config, &self.metrics, &self.budget)
             .map(|state| self.state.store(Arc::new(state)));
         let status = if result.is_ok() { "ok" } else { "error" };
         self.metrics
@@ -192,6 +201,12 @@ impl Gateway {
             })
             .inc();
         result
+    }
+
+    /// Bytes of `server.max_buffered_bytes` not held by answers being
+    /// received right now.
+    pub fn buffer_budget_available(&self) -> u64 {
+        self.budget.available()
     }
 
     /// The gateway's metrics.
@@ -253,6 +268,15 @@ impl Gateway {
                 }
             }
         }
+
+        // Shed load before doing any work for it.
+        let Ok(_working) = self.working.try_acquire() else {
+            tracing::warn!(
+                limit = self.max_concurrent,
+                "request refused: server.max_concurrent_requests reached"
+            );
+            return respond::busy(&headers, cors, self.max_concurrent);
+        };
 
         // CORS preflights carry no credentials, by the browser's rules.
         if parts.method == Method::OPTIONS {
@@ -343,7 +367,7 @@ impl Gateway {
                 }
             }
         }
-        answers.extend(dispatch::dispatch(jobs, &self.metrics).await);
+        answers.extend(dispatch::dispatch(jobs, &self.metrics, state.list_cache.as_ref()).await);
         let mut merged = merge::merge(count, answers);
 
         let latency = started.elapsed();

@@ -83,6 +83,22 @@ pub fn http_error(e: &HttpError, request_headers: &HeaderMap, cors: bool) -> Htt
     resp
 }
 
+/// HTTP 503 when the gateway already works on as many requests as it may;
+/// `Retry-After` tells well-behaved clients when to come back.
+pub fn busy(request_headers: &HeaderMap, cors: bool, limit: usize) -> HttpResponse<Body> {
+    let e = HttpError::new(
+        503,
+        "jmxgate.GatewayBusy",
+        format!(
+            "The gateway is already working on {limit} requests (server.max_concurrent_requests); retry in a moment"
+        ),
+    );
+    let mut resp = http_error(&e, request_headers, cors);
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    resp
+}
+
 /// The answer to a CORS preflight, as Jolokia's agent gives it; without
 /// CORS headers when the origin is not admitted (the browser then refuses).
 pub fn preflight(request_headers: &HeaderMap, cors: bool) -> HttpResponse<Body> {

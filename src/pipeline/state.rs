@@ -19,6 +19,8 @@ pub struct State {
     pub tls_methods: Vec<AuthMethod>,
     pub max_body_bytes: usize,
     pub max_bulk_items: usize,
+    /// Starts empty after a reload: targets or credentials may have changed.
+    pub list_cache: Option<super::dispatch::list_cache::ListCache>,
 }
 
 impl State {
@@ -27,8 +29,9 @@ impl State {
     pub fn from_config(
         config: &Config,
         metrics: &Arc<crate::metrics::Metrics>,
+        budget: &Arc<crate::client::BufferBudget>,
     ) -> Result<State, String> {
-        let fleet = Arc::new(Fleet::from_config(config)?);
+        let fleet = Arc::new(Fleet::with_budget(config, Some(budget.clone()))?);
         let default_target = config
             .server
             .default_target
@@ -57,6 +60,7 @@ impl State {
             tls_methods,
             max_body_bytes: config.server.max_body_bytes,
             max_bulk_items: config.server.max_bulk_items,
+            list_cache: super::dispatch::list_cache::ListCache::new(&config.list_cache),
         })
     }
 }

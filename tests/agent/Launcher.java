@@ -91,11 +91,23 @@ public class Launcher {
     public interface CounterMBean {
         long getInvocations();
         long getReads();
+        long getSlowReads();
     }
+
+    static final AtomicLong SLOW_READS = new AtomicLong();
 
     public static class Counter implements CounterMBean {
         public long getInvocations() { return INVOCATIONS.get(); }
         public long getReads() { return READS.get(); }
+        /** Takes 300 ms and counts itself: shows whether concurrent reads shared one. */
+        public long getSlowReads() {
+            try {
+                Thread.sleep(300);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return SLOW_READS.incrementAndGet();
+        }
     }
 
     // ------------------------------------------------------------------
@@ -300,6 +312,9 @@ public class Launcher {
         int arrayLength(String[] items);
         String repeat(String s, int times);
         void reset();
+        /** Registers jmxgate.test:type=Dynamic,name=NAME (changes the MBean list). */
+        void register(String name) throws Exception;
+        void unregister(String name) throws Exception;
     }
 
     public static class Operations extends StandardMBean implements OperationsMBean {
@@ -329,6 +344,16 @@ public class Launcher {
             return sb.toString();
         }
         public void reset() { types.reset(); }
+        public void register(String name) throws Exception {
+            ManagementFactory.getPlatformMBeanServer()
+                    .registerMBean(new Pattern("dynamic-" + name, 0), dynamicName(name));
+        }
+        public void unregister(String name) throws Exception {
+            ManagementFactory.getPlatformMBeanServer().unregisterMBean(dynamicName(name));
+        }
+        private static ObjectName dynamicName(String name) throws Exception {
+            return new ObjectName("jmxgate.test:type=Dynamic,name=" + name);
+        }
 
         @Override
         public Object invoke(String actionName, Object[] params, String[] signature)
@@ -351,6 +376,9 @@ public class Launcher {
                     return "items";
                 case "repeat":
                     return seq == 0 ? "s" : "times";
+                case "register":
+                case "unregister":
+                    return "name";
                 default:
                     return super.getParameterName(op, param, seq);
             }

@@ -67,6 +67,33 @@ pub fn filter_list(
     }
 }
 
+/// A list of domains only (no path, `maxDepth=1`) names no MBean, so it
+/// can't be filtered as it is: the gateway asks for one level more
+/// (`maxDepth=2`), filters, and cuts the answer back with [`to_domains`].
+pub fn needs_mbean_level(list_path: Option<&str>, max_depth: Option<&str>) -> bool {
+    list_path.is_none_or(str::is_empty) && max_depth == Some("1")
+}
+
+/// Cuts a filtered `maxDepth=2` list back to `maxDepth=1`: each remaining
+/// domain gets the placeholder the agent itself put where it stopped.
+pub fn to_domains(value: Value) -> Value {
+    match value {
+        Value::Object(domains) => Value::Object(
+            domains
+                .into_iter()
+                .map(|(domain, mbeans)| {
+                    let cut = match mbeans {
+                        Value::Object(m) => m.into_iter().next().map_or(Value::Null, |(_, v)| v),
+                        other => other,
+                    };
+                    (domain, cut)
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// A domain's MBeans (`{"type=Memory": {…}}`), only the visible ones.
 /// `None` when nothing is left. A domain cut short by `maxDepth` (not an
 /// object) can't be checked and is dropped.
@@ -90,6 +117,19 @@ fn filter_domain(domain: &str, mbeans: Value, grant: &Grant) -> Option<Value> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn domain_lists_are_filtered_at_the_mbean_level_then_cut() {
+        assert!(needs_mbean_level(None, Some("1")));
+        assert!(!needs_mbean_level(None, Some("2")));
+        assert!(!needs_mbean_level(Some("java.lang"), Some("1")));
+        assert!(!needs_mbean_level(None, None));
+        let deeper = json!({"java.lang": {"type=Memory": "1"}, "jmx4perl": {}});
+        assert_eq!(
+            to_domains(deeper),
+            json!({"java.lang": "1", "jmx4perl": null})
+        );
+    }
 
     #[test]
     fn open_grants_see_everything() {

@@ -2,9 +2,11 @@
 //! bulk POST; agents are called concurrently, each under its own deadline,
 //! so one slow or dead agent delays nobody else. Items whose authorization
 //! needs the agent's help (patterns, reads of all attributes) run their own
-//! short exchanges in [`guarded`]; list and search answers are filtered here.
+//! short exchanges in [`guarded`]; list answers come through the shared
+//! [`list_cache`]; list and search answers are filtered here.
 
 mod guarded;
+pub mod list_cache;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use crate::metrics::Metrics;
 use crate::protocol::{Command, ProtocolError, Request, Response};
 
 use super::authorize::{filter, Grant, Plan};
+use list_cache::ListCache;
 
 /// One item on its way to an agent.
 #[derive(Debug)]
@@ -52,15 +55,44 @@ pub struct Group {
     pub target: Arc<Target>,
     pub indices: Vec<usize>,
     pub requests: Vec<Request>,
-    /// How to filter each answer (plan and grant per item).
-    pub filters: Vec<(Plan, Grant)>,
+    /// How to filter each answer.
+    pub filters: Vec<AnswerFilter>,
     pub credentials: Option<(String, Secret)>,
+}
+
+/// What the caller may see of an answer.
+#[derive(Debug)]
+pub struct AnswerFilter {
+    pub plan: Plan,
+    pub grant: Grant,
+    /// A list of domains was asked one level deeper to be filtered; cut
+    /// it back ([`filter::to_domains`]).
+    pub to_domains: bool,
+}
+
+/// Adjusts what is sent so the answer can be filtered, and says how (the
+/// grant moves into the filter).
+fn prepare(mut job: Job) -> (Job, AnswerFilter) {
+    let to_domains = job.plan == Plan::FilterList
+        && !job.grant.is_open()
+        && matches!(&job.request.command, Command::List(l)
+            if filter::needs_mbean_level(l.path.as_deref(), job.request.params.get("maxDepth")));
+    if to_domains {
+        job.request.params.set("maxDepth", "2");
+    }
+    let answer_filter = AnswerFilter {
+        plan: job.plan,
+        grant: std::mem::take(&mut job.grant),
+        to_domains,
+    };
+    (job, answer_filter)
 }
 
 /// Groups jobs by target, keeping first-seen target order and item order.
 pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     for job in jobs {
+        let (job, answer_filter) = prepare(job);
         match groups
             .iter_mut()
             .find(|g| Arc::ptr_eq(&g.target, &job.target) && g.credentials == job.credentials)
@@ -68,13 +100,13 @@ pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
             Some(g) => {
                 g.indices.push(job.index);
                 g.requests.push(job.request);
-                g.filters.push((job.plan, job.grant));
+                g.filters.push(answer_filter);
             }
             None => groups.push(Group {
                 target: job.target,
                 indices: vec![job.index],
                 requests: vec![job.request],
-                filters: vec![(job.plan, job.grant)],
+                filters: vec![answer_filter],
                 credentials: job.credentials,
             }),
         }
@@ -83,11 +115,19 @@ pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
 }
 
 /// Sends every group and returns `(index, answer)` pairs; a failed
-/// exchange becomes an error answer for each item of its group.
-pub async fn dispatch(jobs: Vec<Job>, metrics: &Metrics) -> Vec<(usize, Response)> {
-    let (guarded_jobs, direct): (Vec<Job>, Vec<Job>) = jobs
+/// exchange becomes an error answer for each item of its group. With a
+/// list cache, list items are answered through it.
+pub async fn dispatch(
+    jobs: Vec<Job>,
+    metrics: &Metrics,
+    list_cache: Option<&ListCache>,
+) -> Vec<(usize, Response)> {
+    let (guarded_jobs, rest): (Vec<Job>, Vec<Job>) = jobs
         .into_iter()
         .partition(|j| matches!(j.plan, Plan::ExpandRead | Plan::CheckPattern));
+    let (lists, direct): (Vec<Job>, Vec<Job>) = rest
+        .into_iter()
+        .partition(|j| list_cache.is_some() && matches!(j.request.command, Command::List(_)));
     let groups = group_by_target(direct).into_iter().map(|group| async move {
         let target = &group.target;
         let credentials = group.credentials.as_ref();
@@ -100,16 +140,26 @@ pub async fn dispatch(jobs: Vec<Job>, metrics: &Metrics) -> Vec<(usize, Response
             .into_iter()
             .zip(answers)
             .zip(group.requests.iter().zip(&group.filters))
-            .map(|((index, answer), (request, (plan, grant)))| {
-                (index, filtered(answer, request, *plan, grant))
-            })
+            .map(|((index, answer), (request, how))| (index, filtered(answer, request, how)))
             .collect::<Vec<_>>()
     });
     let guarded_calls = guarded_jobs
         .iter()
         .map(|job| async move { vec![(job.index, guarded::run(job, metrics).await)] });
-    let (a, b) = futures::join!(join_all(groups), join_all(guarded_calls));
-    a.into_iter().chain(b).flatten().collect()
+    let cached_lists = lists.into_iter().map(|job| async move {
+        let (job, how) = prepare(job);
+        let cache = list_cache.expect("lists are split off only with a cache");
+        let answer = cache
+            .answer(&job.target, &job.request, job.credentials.as_ref(), metrics)
+            .await;
+        vec![(job.index, filtered(answer, &job.request, &how))]
+    });
+    let (a, b, c) = futures::join!(
+        join_all(groups),
+        join_all(guarded_calls),
+        join_all(cached_lists)
+    );
+    a.into_iter().chain(b).chain(c).flatten().collect()
 }
 
 /// Runs one exchange and counts it.
@@ -130,6 +180,7 @@ where
         Err(ClientError::Http { .. }) => "http_error",
         Err(ClientError::BulkRefused(_)) => "refused",
         Err(ClientError::TooLarge(_)) => "too_large",
+        Err(ClientError::Busy(_)) => "busy",
         Err(_) => "bad_answer",
     };
     metrics.exchange(&target.name, outcome, started.elapsed().as_secs_f64());
@@ -137,7 +188,8 @@ where
 }
 
 /// Removes what the grant may not see from a list or search answer.
-fn filtered(answer: Response, request: &Request, plan: Plan, grant: &Grant) -> Response {
+fn filtered(answer: Response, request: &Request, how: &AnswerFilter) -> Response {
+    let (plan, grant) = (how.plan, &how.grant);
     if grant.is_open()
         || answer.is_error()
         || !matches!(plan, Plan::FilterList | Plan::FilterSearch)
@@ -154,6 +206,7 @@ fn filtered(answer: Response, request: &Request, plan: Plan, grant: &Grant) -> R
     let kept = match (&request.command, plan) {
         (Command::List(l), Plan::FilterList) => {
             match filter::filter_list(value, l.path.as_deref(), grant) {
+                Ok(v) if how.to_domains => filter::to_domains(v),
                 Ok(v) => v,
                 Err(filter::ListDenied(why)) => {
                     return Response::error(&ProtocolError::new(

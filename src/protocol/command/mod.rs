@@ -108,6 +108,12 @@ impl Command {
         }
     }
 
+    /// Whether running it twice is the same as running it once (nothing
+    /// on the agent changes), so identical requests may share an answer.
+    pub fn is_read_only(&self) -> bool {
+        !matches!(self, Command::Write(_) | Command::Exec(_))
+    }
+
     /// The MBean (or pattern) the command addresses, if any.
     pub fn mbean(&self) -> Option<&ObjectName> {
         match self {

@@ -1,0 +1,262 @@
+//! What the gateway does for agents under load, against real agents: one
+//! shared copy of list answers revalidated with `ifModifiedSince`, one
+//! agent call for identical concurrent reads, and the gateway-wide limits
+//! (concurrent requests, bytes of answers held) with their clear errors.
+
+mod common;
+
+use common::{direct, targets_toml, Agent, Gateway};
+use futures::future::join_all;
+use serde_json::{json, Value};
+
+const OPS: &str = "jmxgate.test:type=Operations";
+
+fn list(config: Value) -> Value {
+    json!({"type": "list", "config": config})
+}
+
+fn users_file(dir: &std::path::Path) -> String {
+    let hash = jmxgate::pipeline::authenticate::basic::hash_password("pw").unwrap();
+    let path = dir.join("users.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[[users]]\nname = \"lang\"\npassword_hash = \"{hash}\"\nroles = [\"lang\"]\n\
+             [[users]]\nname = \"test\"\npassword_hash = \"{hash}\"\nroles = [\"test\"]\n"
+        ),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+fn policy(dir: &std::path::Path, name: &str, domain: &str) -> String {
+    let path = dir.join(format!("{name}.xml"));
+    std::fs::write(
+        &path,
+        format!(
+            "<restrict><commands><command>list</command></commands>\
+             <allow><mbean><name>{domain}:*</name><attribute>*</attribute></mbean></allow></restrict>"
+        ),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+async fn post_as(gw: &Gateway, user: &str, path: &str, body: &Value) -> Value {
+    let r = gw
+        .http
+        .post(gw.url(path))
+        .basic_auth(user, Some("pw"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    serde_json::from_str(&r.text().await.unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn list_answers_are_shared_and_revalidated_with_if_modified_since() {
+    let agent = Agent::start("cached");
+    let gw = Gateway::start(&targets_toml(&[&agent])).await;
+    let path = "/jolokia/targets/cached";
+    // Agents count changes by the second: a change in the second a list
+    // was made counts as after it. Let start-up's registrations age.
+    let next_second = || tokio::time::sleep(std::time::Duration::from_millis(1100));
+    next_second().await;
+
+    let (_, first) = gw.post(path, &list(json!({}))).await;
+    assert_eq!(first["status"], 200, "{first}");
+    assert!(first["value"]["jmxgate.test"]["type=Types"].is_object());
+    assert!(first["value"]["jmxgate.test"]
+        .get("name=one,type=Dynamic")
+        .is_none());
+    let t1 = first["timestamp"].as_u64().unwrap();
+    // The agent answers the same question the same way.
+    let agent_says = direct(&agent, &list(json!({"ifModifiedSince": t1}))).await;
+    assert_eq!(agent_says["status"], 304, "{agent_says}");
+
+    // Nothing changed since t1: the gateway says so without the value.
+    let (_, again) = gw.post(path, &list(json!({"ifModifiedSince": t1}))).await;
+    assert_eq!(again["status"], 304, "{again}");
+    assert!(again.get("value").is_none());
+    assert_eq!(again["request"]["type"], "list");
+    // Without the client's time, the full (cached) value.
+    let (_, full) = gw.post(path, &list(json!({}))).await;
+    assert_eq!(full["value"], first["value"]);
+
+    // An MBean registered on the agent shows at once: the cached copy is
+    // revalidated, not trusted.
+    let (_, reg) = gw
+        .post(
+            path,
+            &json!({"type":"exec","mbean":OPS,"operation":"register","arguments":["one"]}),
+        )
+        .await;
+    assert_eq!(reg["status"], 200, "{reg}");
+    next_second().await;
+    let (_, changed) = gw.post(path, &list(json!({"ifModifiedSince": t1}))).await;
+    assert_eq!(changed["status"], 200, "{changed}");
+    assert!(
+        changed["value"]["jmxgate.test"]["name=one,type=Dynamic"].is_object(),
+        "{}",
+        changed["value"]["jmxgate.test"]
+    );
+    let t2 = changed["timestamp"].as_u64().unwrap();
+    let (_, settled) = gw.post(path, &list(json!({"ifModifiedSince": t2}))).await;
+    assert_eq!(settled["status"], 304, "{settled}");
+
+    // Different parameters are different entries.
+    let (_, shallow) = gw.post(path, &list(json!({"maxDepth": 1}))).await;
+    assert!(shallow["value"]["jmxgate.test"].is_string(), "{shallow}");
+
+    let metrics = gw.gateway.metrics().encode();
+    assert!(
+        metrics.contains(r#"jmxgate_cache_requests_total{cache="list",result="hit"}"#),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn each_role_sees_its_own_part_of_one_cached_list() {
+    let agent = Agent::start("shared");
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\n\n\
+         [[roles]]\nname = \"lang\"\ntargets = [\"*\"]\npolicy = \"{}\"\n\n\
+         [[roles]]\nname = \"test\"\ntargets = [\"*\"]\npolicy = \"{}\"\n",
+        targets_toml(&[&agent]),
+        users_file(dir.path()),
+        policy(dir.path(), "lang", "java.lang"),
+        policy(dir.path(), "test", "jmxgate.test"),
+    );
+    let gw = Gateway::start(&config).await;
+    let path = "/jolokia/targets/shared";
+    for _ in 0..2 {
+        let lang = post_as(&gw, "lang", path, &list(json!({}))).await;
+        let domains: Vec<&String> = lang["value"].as_object().unwrap().keys().collect();
+        assert_eq!(domains, vec!["java.lang"], "{lang}");
+        let test = post_as(&gw, "test", path, &list(json!({}))).await;
+        let domains: Vec<&String> = test["value"].as_object().unwrap().keys().collect();
+        assert_eq!(domains, vec!["jmxgate.test"], "{test}");
+    }
+    // A list of domains only (maxDepth=1) is filtered too, and keeps the
+    // agent's own shape for a domain cut short.
+    let lang = post_as(&gw, "lang", path, &list(json!({"maxDepth": 1}))).await;
+    let agent_domains = direct(&agent, &list(json!({"maxDepth": 1}))).await;
+    assert_eq!(
+        lang["value"],
+        json!({"java.lang": agent_domains["value"]["java.lang"]}),
+        "{lang}"
+    );
+}
+
+#[tokio::test]
+async fn identical_concurrent_reads_share_one_agent_call_and_execs_never_do() {
+    let agent = Agent::start("flight");
+    let gw = Gateway::start(&targets_toml(&[&agent])).await;
+    let path = "/jolokia/targets/flight";
+    let slow = json!({"type":"read","mbean":"jmxgate.test:type=Counter","attribute":"SlowReads"});
+    let answers = join_all((0..6).map(|_| gw.post(path, &slow))).await;
+    let values: Vec<&Value> = answers.iter().map(|(_, a)| &a["value"]).collect();
+    // Each SlowReads read on the agent counts itself: one shared call
+    // gives every caller the same count.
+    assert!(values.iter().all(|v| *v == values[0]), "{values:?}");
+    let next = direct(&agent, &slow).await;
+    assert_eq!(
+        next["value"].as_i64().unwrap(),
+        values[0].as_i64().unwrap() + 1
+    );
+
+    let invocations =
+        json!({"type":"read","mbean":"jmxgate.test:type=Counter","attribute":"Invocations"});
+    let before = direct(&agent, &invocations).await["value"]
+        .as_i64()
+        .unwrap();
+    let echo = json!({"type":"exec","mbean":OPS,"operation":"sleep","arguments":[200]});
+    let runs = join_all((0..4).map(|_| gw.post(path, &echo))).await;
+    assert!(runs.iter().all(|(_, a)| a["status"] == 200), "{runs:?}");
+    let after = direct(&agent, &invocations).await["value"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(after - before, 4, "every exec runs on the agent");
+}
+
+#[tokio::test]
+async fn requests_beyond_max_concurrent_requests_get_503_and_the_gateway_recovers() {
+    let agent = &common::shared_agents()[0];
+    let gw = Gateway::start(&format!(
+        "max_concurrent_requests = 2\n{}",
+        targets_toml(&[agent])
+    ))
+    .await;
+    let path = format!("/jolokia/targets/{}", agent.name);
+    let sleep = json!({"type":"exec","mbean":OPS,"operation":"sleep","arguments":[600]});
+    let sends = (0..6).map(|_| async {
+        let r = gw
+            .http
+            .post(gw.url(&path))
+            .header("content-type", "application/json")
+            .body(sleep.to_string())
+            .send()
+            .await
+            .unwrap();
+        let retry_after = r.headers().get("retry-after").cloned();
+        let status = r.status().as_u16();
+        let body: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+        (status, retry_after, body)
+    });
+    let results = join_all(sends).await;
+    let ok = results.iter().filter(|(s, _, _)| *s == 200).count();
+    let busy: Vec<_> = results.iter().filter(|(s, _, _)| *s == 503).collect();
+    assert_eq!(ok + busy.len(), 6, "{results:?}");
+    assert!((1..=2).contains(&ok), "{results:?}");
+    for (_, retry_after, body) in &busy {
+        assert_eq!(retry_after.as_ref().unwrap(), "1");
+        assert_eq!(body["error_type"], "jmxgate.GatewayBusy");
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("server.max_concurrent_requests"),
+            "{body}"
+        );
+    }
+    let (_, after) = gw.post(&path, &json!({"type":"version"})).await;
+    assert_eq!(after["status"], 200, "{after}");
+}
+
+#[tokio::test]
+async fn an_answer_beyond_the_buffer_budget_fails_its_exchange_with_503() {
+    let agent = &common::shared_agents()[1];
+    let gw = Gateway::start(&format!(
+        "max_buffered_bytes = 1048576\n{}",
+        targets_toml(&[agent])
+    ))
+    .await;
+    let path = format!("/jolokia/targets/{}", agent.name);
+    let repeat =
+        |n: u64| json!({"type":"exec","mbean":OPS,"operation":"repeat","arguments":["x", n]});
+    let (status, answers) = gw
+        .post(&path, &json!([repeat(2_000_000), {"type":"version"}]))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(answers[0]["status"], 503, "{}", answers[0]);
+    assert_eq!(answers[0]["error_type"], "jmxgate.GatewayBusy");
+    assert!(answers[0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("server.max_buffered_bytes"));
+    // One bulk is one answer: the small item shared its fate.
+    assert_eq!(answers[1]["status"], 503);
+    // Answers that fit pass, and the budget was given back.
+    let (_, small) = gw.post(&path, &repeat(500_000)).await;
+    assert_eq!(small["status"], 200);
+    assert_eq!(small["value"].as_str().unwrap().len(), 500_000);
+    assert_eq!(
+        gw.gateway.buffer_budget_available(),
+        1024 * 1024,
+        "all budget returned"
+    );
+}
