@@ -72,7 +72,7 @@ http {
         listen 127.0.0.1:$static_port;
         default_type application/json;
         location /bulk { return 200 '$bulk_canned'; }
-        location /biglist { alias $work/biglist.json; }
+        location /biglist { alias $work/biglist.json; error_page 405 =200 \$uri; }
         location / { return 200 '$canned'; }
     }
     server {

@@ -73,6 +73,8 @@ enum Cmd {
         #[command(subcommand)]
         command: PolicyCmd,
     },
+    #[command(flatten)]
+    Client(jmxgate::client::cli::ClientCmd),
 }
 
 #[derive(Subcommand)]
@@ -232,6 +234,16 @@ fn main() -> ExitCode {
                     origin,
                 },
         } => policy_check(&policy, &request, &remote, &method, origin.as_deref()),
+        Cmd::Client(command) => match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt.block_on(jmxgate::client::cli::run(command)),
+            Err(e) => {
+                eprintln!("jmxgate: cannot start the async runtime: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Cmd::Serve {
             config,
             sets,

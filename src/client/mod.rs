@@ -5,6 +5,20 @@
 //! Identical read-only exchanges in flight at once (same body, same
 //! credentials) share one call to the agent: a fleet of pollers asking
 //! the same thing costs the agent one answer.
+//!
+//! [`JolokiaClient`] is the public client for applications and the
+//! `jmxgate` command line; [`Poller`] sends registered requests as one
+//! bulk per period.
+
+pub mod cli;
+mod jolokia;
+mod poller;
+pub mod render;
+
+pub use jolokia::{
+    HttpMethod, JolokiaClient, JolokiaClientBuilder, JolokiaError, RemoteError, Reply, TlsVersion,
+};
+pub use poller::{JobId, Poller};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -184,7 +198,7 @@ impl AgentClientBuilder {
     }
 
     pub fn build(self) -> Result<AgentClient, ClientError> {
-        let tls = tls_config(self.ca_file.as_deref(), self.identity.as_ref())?;
+        let tls = tls_config(self.ca_file.as_deref(), self.identity.as_ref(), false)?;
         let http = reqwest::Client::builder()
             .tls_backend_preconfigured(tls)
             .connect_timeout(self.connect_timeout)
@@ -214,9 +228,12 @@ impl AgentClientBuilder {
     }
 }
 
+/// TLS towards a Jolokia endpoint: verified against `ca_file` or the system
+/// roots, optionally with a client certificate, TLS 1.3 only if asked.
 fn tls_config(
     ca_file: Option<&std::path::Path>,
     identity: Option<&(PathBuf, PathBuf)>,
+    tls13_only: bool,
 ) -> Result<rustls::ClientConfig, ClientError> {
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -247,8 +264,13 @@ fn tls_config(
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let versions: &[&rustls::SupportedProtocolVersion] = if tls13_only {
+        &[&rustls::version::TLS13]
+    } else {
+        rustls::DEFAULT_VERSIONS
+    };
     let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(versions)
         .map_err(|e| ClientError::Setup(e.to_string()))?
         .with_root_certificates(roots);
     match identity {

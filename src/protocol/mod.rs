@@ -49,6 +49,8 @@ impl std::fmt::Display for ProtocolError {
     }
 }
 
+impl std::error::Error for ProtocolError {}
+
 /// A proxy-mode `target`: which agent a request is meant for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProxyTarget {
@@ -99,6 +101,69 @@ impl Request {
         }
     }
 
+    /// `read` of one attribute, or of all with `attribute` `None`.
+    pub fn read(mbean: &str, attribute: Option<&str>) -> Result<Request, ProtocolError> {
+        Ok(Request::new(Command::Read(Read {
+            mbean: command::object_name(mbean)?,
+            attribute: attribute.map_or(Attributes::All, |a| Attributes::One(a.into())),
+            path: None,
+        })))
+    }
+
+    /// `read` of several attributes (the value is keyed by attribute).
+    pub fn read_many(mbean: &str, attributes: &[&str]) -> Result<Request, ProtocolError> {
+        Ok(Request::new(Command::Read(Read {
+            mbean: command::object_name(mbean)?,
+            attribute: Attributes::Many(attributes.iter().map(|a| a.to_string()).collect()),
+            path: None,
+        })))
+    }
+
+    pub fn write(mbean: &str, attribute: &str, value: Value) -> Result<Request, ProtocolError> {
+        Ok(Request::new(Command::Write(Write {
+            mbean: command::object_name(mbean)?,
+            attribute: attribute.into(),
+            value,
+            path: None,
+        })))
+    }
+
+    /// `exec`; `operation` may carry a signature: `add(int,int)`.
+    pub fn exec(
+        mbean: &str,
+        operation: &str,
+        arguments: Vec<Value>,
+    ) -> Result<Request, ProtocolError> {
+        Ok(Request::new(Command::Exec(Exec {
+            mbean: command::object_name(mbean)?,
+            operation: operation.into(),
+            arguments,
+        })))
+    }
+
+    pub fn search(pattern: &str) -> Result<Request, ProtocolError> {
+        Ok(Request::new(Command::Search(Search {
+            mbean: command::object_name(pattern)?,
+        })))
+    }
+
+    /// `list`, below an inner path (`java.lang/type=Memory`) if given.
+    pub fn list(path: Option<&str>) -> Request {
+        Request::new(Command::List(List {
+            path: path.filter(|p| !p.is_empty()).map(str::to_string),
+        }))
+    }
+
+    pub fn version() -> Request {
+        Request::new(Command::Version(Version))
+    }
+
+    /// Sets a processing parameter (`maxDepth`, `ignoreErrors`, …).
+    pub fn with_param(mut self, key: &'static str, value: &str) -> Request {
+        self.params.set(key, value);
+        self
+    }
+
     /// Parses one POST item. `query` holds the query string's parameters,
     /// which the item's own `config` overrides.
     pub fn from_json(
@@ -144,6 +209,56 @@ impl Request {
             obj.insert("config".into(), Value::Object(config));
         }
         Value::Object(obj)
+    }
+
+    /// The request as a GET path (`read/java.lang:type=Memory/HeapMemoryUsage`,
+    /// segments escaped, not yet percent-encoded), or `None` when only POST
+    /// can carry it: several attributes, non-scalar values or arguments.
+    pub fn to_get_path(&self) -> Option<String> {
+        fn scalar(v: &Value) -> Option<String> {
+            match v {
+                Value::String(s) if !s.is_empty() => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                Value::Bool(b) => Some(b.to_string()),
+                _ => None,
+            }
+        }
+        let mut segments: Vec<String> = vec![self.command.type_name().to_string()];
+        let inner = |p: &Option<String>| p.iter().flat_map(|p| path::split(p)).collect::<Vec<_>>();
+        match &self.command {
+            Command::Read(r) => {
+                segments.push(r.mbean.as_str().to_string());
+                match &r.attribute {
+                    Attributes::All if r.path.is_none() => {}
+                    Attributes::One(a) => segments.push(a.clone()),
+                    _ => return None,
+                }
+                segments.extend(inner(&r.path));
+            }
+            Command::Write(w) => {
+                segments.push(w.mbean.as_str().to_string());
+                segments.push(w.attribute.clone());
+                segments.push(scalar(&w.value)?);
+                segments.extend(inner(&w.path));
+            }
+            Command::Exec(e) => {
+                segments.push(e.mbean.as_str().to_string());
+                segments.push(e.operation.clone());
+                for a in &e.arguments {
+                    segments.push(scalar(a)?);
+                }
+            }
+            Command::Search(s) => segments.push(s.mbean.as_str().to_string()),
+            Command::List(l) => segments.extend(inner(&l.path)),
+            Command::Version(_) => {}
+        }
+        Some(
+            segments
+                .iter()
+                .map(|s| path::escape_segment(s))
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
     }
 
     /// The request as agents echo it in `request` (no `config`).

@@ -1,0 +1,340 @@
+//! `jmxgate read|write|exec|search|list|version|watch`: the client from the
+//! command line, against the gateway or any agent. Readable output by
+//! default (tables, a tree for `list`), `--json` for scripts.
+//!
+//! Connection settings come from flags, then the environment
+//! (`JMXGATE_URL`, `JMXGATE_USER`, `JMXGATE_PASSWORD`, `JMXGATE_TARGET`),
+//! then a client config file (`--client-config`, TOML with the same keys
+//! in lower case plus `password_file`, `ca_file`).
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::render;
+use super::{JolokiaClient, JolokiaError, Poller};
+use crate::protocol::Request;
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct ConnectOpts {
+    /// The Jolokia URL: the gateway's (`http://gw:8080/jolokia`) or an agent's.
+    #[arg(long, env = "JMXGATE_URL")]
+    pub url: Option<String>,
+    /// HTTP Basic user; the password comes from JMXGATE_PASSWORD or --password-file.
+    #[arg(long, env = "JMXGATE_USER")]
+    pub user: Option<String>,
+    /// A file holding the password (first line).
+    #[arg(long)]
+    pub password_file: Option<PathBuf>,
+    /// Proxy mode: the gateway target to address (name or URL).
+    #[arg(long, env = "JMXGATE_TARGET")]
+    pub target: Option<String>,
+    /// PEM CA bundle for HTTPS.
+    #[arg(long)]
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate (PEM) to present; needs --client-key.
+    #[arg(long, requires = "client_key")]
+    pub client_cert: Option<PathBuf>,
+    #[arg(long, requires = "client_cert")]
+    pub client_key: Option<PathBuf>,
+    /// Deadline for each call.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// A TOML file with url, user, password_file, target, ca_file.
+    #[arg(long, env = "JMXGATE_CLIENT_CONFIG")]
+    pub client_config: Option<PathBuf>,
+    /// Print the Jolokia answer's value as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClientCmd {
+    /// Read attributes: all, one, or several.
+    Read {
+        mbean: String,
+        attributes: Vec<String>,
+        /// Inner path into the value (`used`, `map/key`).
+        #[arg(long)]
+        path: Option<String>,
+        #[command(flatten)]
+        conn: ConnectOpts,
+    },
+    /// Write an attribute (VALUE is JSON if it parses, else a string);
+    /// prints the previous value.
+    Write {
+        mbean: String,
+        attribute: String,
+        value: String,
+        #[command(flatten)]
+        conn: ConnectOpts,
+    },
+    /// Run an operation (`name` or `name(int,java.lang.String)`).
+    Exec {
+        mbean: String,
+        operation: String,
+        arguments: Vec<String>,
+        #[command(flatten)]
+        conn: ConnectOpts,
+    },
+    /// MBean names matching a pattern (`java.lang:type=*`).
+    Search {
+        pattern: String,
+        #[command(flatten)]
+        conn: ConnectOpts,
+    },
+    /// The MBean tree (below an inner path such as `java.lang/type=Memory`).
+    List {
+        path: Option<String>,
+        /// Levels to return (maxDepth).
+        #[arg(long)]
+        depth: Option<u32>,
+        #[command(flatten)]
+        conn: ConnectOpts,
+    },
+    /// The agent's (or gateway's) version and protocol.
+    Version {
+        #[command(flatten)]
+        conn: ConnectOpts,
+    },
+    /// Read attributes every interval, one line per round (one bulk each).
+    Watch {
+        mbean: String,
+        #[arg(required = true)]
+        attributes: Vec<String>,
+        #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+        interval: Duration,
+        /// Stop after this many rounds.
+        #[arg(long)]
+        count: Option<u64>,
+        #[command(flatten)]
+        conn: ConnectOpts,
+    },
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ClientConfig {
+    url: Option<String>,
+    user: Option<String>,
+    password_file: Option<PathBuf>,
+    target: Option<String>,
+    ca_file: Option<PathBuf>,
+}
+
+impl ConnectOpts {
+    /// A client from flags, environment and config file, in that order.
+    pub fn client(&self) -> Result<JolokiaClient, String> {
+        let file: ClientConfig = match &self.client_config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("client config {}: {e}", path.display()))?;
+                toml::from_str(&text)
+                    .map_err(|e| format!("client config {}: {e}", path.display()))?
+            }
+            None => ClientConfig::default(),
+        };
+        let url =
+            self.url.clone().or(file.url).ok_or(
+                "no URL: pass --url, set JMXGATE_URL, or put url in the --client-config file",
+            )?;
+        let mut b = JolokiaClient::builder(&url).timeout(self.timeout);
+        if let Some(user) = self.user.clone().or(file.user) {
+            let password = match self.password_file.clone().or(file.password_file) {
+                Some(f) => std::fs::read_to_string(&f)
+                    .map_err(|e| format!("password file {}: {e}", f.display()))?
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+                None => std::env::var("JMXGATE_PASSWORD").map_err(|_| {
+                    format!("user {user:?} has no password: set JMXGATE_PASSWORD or pass --password-file")
+                })?,
+            };
+            b = b.user(&user, &password);
+        }
+        if let Some(t) = self.target.clone().or(file.target) {
+            b = b.target(&t);
+        }
+        if let Some(ca) = self.ca_file.clone().or(file.ca_file) {
+            b = b.ca_file(ca);
+        }
+        if let (Some(c), Some(k)) = (&self.client_cert, &self.client_key) {
+            b = b.client_cert(c, k);
+        }
+        b.build().map_err(|e| e.to_string())
+    }
+}
+
+/// Runs one client command; prints to stdout, errors to stderr.
+pub async fn run(cmd: ClientCmd) -> ExitCode {
+    match execute(cmd).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("jmxgate: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn execute(cmd: ClientCmd) -> Result<(), String> {
+    let (conn, request, shape) = match cmd {
+        ClientCmd::Watch {
+            mbean,
+            attributes,
+            interval,
+            count,
+            conn,
+        } => return watch(&conn, &mbean, &attributes, interval, count).await,
+        ClientCmd::Read {
+            mbean,
+            attributes,
+            path,
+            conn,
+        } => {
+            let attrs: Vec<&str> = attributes.iter().map(String::as_str).collect();
+            let mut request = match attrs.as_slice() {
+                [] => Request::read(&mbean, None),
+                [one] => Request::read(&mbean, Some(one)),
+                many => Request::read_many(&mbean, many),
+            }
+            .map_err(|e| e.message)?;
+            if let (Some(p), crate::protocol::Command::Read(r)) = (path, &mut request.command) {
+                r.path = Some(p);
+            }
+            (conn, request, Shape::Table)
+        }
+        ClientCmd::Write {
+            mbean,
+            attribute,
+            value,
+            conn,
+        } => (
+            conn,
+            Request::write(&mbean, &attribute, render::parse_arg(&value)).map_err(|e| e.message)?,
+            Shape::Table,
+        ),
+        ClientCmd::Exec {
+            mbean,
+            operation,
+            arguments,
+            conn,
+        } => {
+            let args = arguments.iter().map(|a| render::parse_arg(a)).collect();
+            (
+                conn,
+                Request::exec(&mbean, &operation, args).map_err(|e| e.message)?,
+                Shape::Table,
+            )
+        }
+        ClientCmd::Search { pattern, conn } => (
+            conn,
+            Request::search(&pattern).map_err(|e| e.message)?,
+            Shape::Lines,
+        ),
+        ClientCmd::List { path, depth, conn } => {
+            let levels = path
+                .as_deref()
+                .map_or(0, |p| crate::protocol::path::split(p).len());
+            let mut request = Request::list(path.as_deref());
+            if let Some(d) = depth {
+                request = request.with_param("maxDepth", &d.to_string());
+            }
+            (conn, request, Shape::Tree(levels))
+        }
+        ClientCmd::Version { conn } => (conn, Request::version(), Shape::Table),
+    };
+    let client = conn.client()?;
+    let reply = client.execute(&request).await.map_err(describe)?;
+    let text = if conn.json {
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&reply.value).expect("JSON value")
+        )
+    } else {
+        match shape {
+            Shape::Table => render::table(&reply.value),
+            Shape::Lines => match &reply.value {
+                Value::Array(items) => items.iter().map(|v| render::scalar(v) + "\n").collect(),
+                other => render::table(other),
+            },
+            Shape::Tree(levels) => render::tree(&reply.value, levels),
+        }
+    };
+    std::io::stdout()
+        .write_all(text.as_bytes())
+        .map_err(|e| e.to_string())
+}
+
+enum Shape {
+    Table,
+    Lines,
+    Tree(usize),
+}
+
+fn describe(e: JolokiaError) -> String {
+    match e {
+        JolokiaError::Remote(r) if r.status == 404 => format!("not found: {}", r.message),
+        JolokiaError::Remote(r) if r.status == 403 => format!("forbidden: {}", r.message),
+        other => other.to_string(),
+    }
+}
+
+async fn watch(
+    conn: &ConnectOpts,
+    mbean: &str,
+    attributes: &[String],
+    interval: Duration,
+    count: Option<u64>,
+) -> Result<(), String> {
+    let client = conn.client()?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut poller = Poller::new(client);
+    for attribute in attributes {
+        let request = Request::read(mbean, Some(attribute)).map_err(|e| e.message)?;
+        let tx = tx.clone();
+        let name = attribute.clone();
+        poller.register(request, move |answer| {
+            let _ = tx.send((name.clone(), answer));
+        });
+    }
+    poller.start(interval);
+    let mut round = std::collections::BTreeMap::new();
+    let mut rounds = 0;
+    let mut failures = 0;
+    while let Some((name, answer)) = rx.recv().await {
+        let shown = match answer {
+            Ok(reply) if conn.json => reply.value.to_string(),
+            Ok(reply) => render::scalar(&reply.value),
+            Err(e) => {
+                failures += 1;
+                format!("<{}>", describe(e))
+            }
+        };
+        round.insert(name, shown);
+        if round.len() < attributes.len() {
+            continue;
+        }
+        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+        let line: Vec<String> = attributes
+            .iter()
+            .map(|a| format!("{a}={}", round.get(a).map_or("", String::as_str)))
+            .collect();
+        println!("{now}  {}", line.join("  "));
+        round.clear();
+        rounds += 1;
+        if count.is_some_and(|c| rounds >= c) {
+            break;
+        }
+    }
+    poller.stop();
+    if failures > 0 && count.is_some() {
+        return Err(format!("{failures} reads failed"));
+    }
+    Ok(())
+}

@@ -1,0 +1,645 @@
+//! The public Jolokia client, modelled on Jolokia's Java client: a builder,
+//! typed requests ([`Request`]), GET or POST chosen per request, bulk
+//! execution with per-item results, and error kinds that say what failed.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), jmxgate::client::JolokiaError> {
+//! use jmxgate::client::JolokiaClient;
+//! use jmxgate::protocol::Request;
+//!
+//! let client = JolokiaClient::builder("http://localhost:8080/jolokia")
+//!     .user("ops", "secret")
+//!     .target("kafka-1") // proxy mode: a target of the gateway's fleet
+//!     .build()?;
+//! let heap = client
+//!     .execute(&Request::read("java.lang:type=Memory", Some("HeapMemoryUsage"))?)
+//!     .await?;
+//! println!("used: {}", heap.value["used"]);
+//! # Ok(()) }
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use serde_json::Value;
+use url::Url;
+
+use crate::config::Secret;
+use crate::protocol::{ProtocolError, Request, Response};
+
+/// An answer with status 200 (or 304 for `ifModifiedSince`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub status: u16,
+    /// `Null` for a 304 answer.
+    pub value: Value,
+    /// The agent's clock, in seconds: the `ifModifiedSince` for next time.
+    pub timestamp: u64,
+}
+
+/// An error the agent (or the gateway) answered for one request.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{error_type} (status {status}): {message}")]
+pub struct RemoteError {
+    pub status: u16,
+    pub error_type: String,
+    pub message: String,
+    /// The request as the server echoed it.
+    pub request: Option<Value>,
+    /// The remote stack trace, when the server sent one.
+    pub stacktrace: Option<String>,
+}
+
+/// Why a call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JolokiaError {
+    #[error("invalid client setup: {0}")]
+    Setup(String),
+    #[error("invalid request: {0}")]
+    Request(String),
+    #[error("cannot connect to {url}: {cause}")]
+    Connect { url: String, cause: String },
+    #[error("no answer from {url} within the timeout: {cause}")]
+    Timeout { url: String, cause: String },
+    #[error("{url} answered HTTP {status}{hint}")]
+    Http {
+        url: String,
+        status: u16,
+        hint: &'static str,
+    },
+    #[error("the answer is not Jolokia JSON: {0}")]
+    BadAnswer(String),
+    #[error("{0}")]
+    Remote(Box<RemoteError>),
+    /// Some items of a bulk failed: every item's result, in order.
+    #[error("{} of {} requests failed; first: {}", .0.iter().filter(|r| r.is_err()).count(), .0.len(),
+        .0.iter().find_map(|r| r.as_ref().err()).map(|e| e.to_string()).unwrap_or_default())]
+    BulkRemote(Vec<Result<Reply, RemoteError>>),
+    #[error("the exchange failed: {0}")]
+    Transport(String),
+}
+
+impl From<ProtocolError> for JolokiaError {
+    fn from(e: ProtocolError) -> Self {
+        JolokiaError::Request(e.message)
+    }
+}
+
+/// How requests travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HttpMethod {
+    /// GET where the request fits a URL, POST otherwise (bulk, several
+    /// attributes, structured values, proxy mode).
+    #[default]
+    Auto,
+    Get,
+    Post,
+}
+
+/// The oldest TLS version accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsVersion {
+    #[default]
+    Tls12,
+    Tls13,
+}
+
+#[derive(Debug, Clone)]
+struct ProxyTarget {
+    url: String,
+    user: Option<String>,
+    password: Option<Secret>,
+}
+
+/// Builder for [`JolokiaClient`].
+#[derive(Debug)]
+pub struct JolokiaClientBuilder {
+    url: String,
+    credentials: Option<(String, Secret)>,
+    target: Option<ProxyTarget>,
+    connect_timeout: Duration,
+    socket_timeout: Option<Duration>,
+    timeout: Option<Duration>,
+    pool_max_idle_per_host: usize,
+    http_proxy: Option<String>,
+    no_proxy: bool,
+    headers: Vec<(String, String)>,
+    ca_file: Option<PathBuf>,
+    identity: Option<(PathBuf, PathBuf)>,
+    min_tls: TlsVersion,
+    method: HttpMethod,
+}
+
+impl JolokiaClientBuilder {
+    /// HTTP Basic credentials for the endpoint (the gateway or an agent).
+    pub fn user(mut self, user: &str, password: &str) -> Self {
+        self.credentials = Some((user.into(), Secret::new(password)));
+        self
+    }
+    /// Proxy mode: every request names this target (a name or URL of the
+    /// gateway's fleet).
+    pub fn target(mut self, url: &str) -> Self {
+        self.target = Some(ProxyTarget {
+            url: url.into(),
+            user: None,
+            password: None,
+        });
+        self
+    }
+    /// Credentials for the proxy target (used where the gateway allows
+    /// pass-through).
+    pub fn target_user(mut self, user: &str, password: &str) -> Self {
+        if let Some(t) = &mut self.target {
+            t.user = Some(user.into());
+            t.password = Some(Secret::new(password));
+        }
+        self
+    }
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    /// Longest wait for data on an open connection.
+    pub fn socket_timeout(mut self, d: Duration) -> Self {
+        self.socket_timeout = Some(d);
+        self
+    }
+    /// Deadline for a whole call.
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+    /// Idle keep-alive connections kept per host.
+    pub fn pool_max_idle_per_host(mut self, n: usize) -> Self {
+        self.pool_max_idle_per_host = n;
+        self
+    }
+    /// An HTTP proxy for every call. Without it, `http_proxy`,
+    /// `https_proxy` and `no_proxy` from the environment apply.
+    pub fn http_proxy(mut self, url: &str) -> Self {
+        self.http_proxy = Some(url.into());
+        self
+    }
+    /// Ignore proxies, the environment's too.
+    pub fn no_proxy(mut self) -> Self {
+        self.no_proxy = true;
+        self
+    }
+    /// A header sent with every call.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+    /// PEM CA bundle for HTTPS; the system roots otherwise.
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
+    }
+    /// A client certificate and key (PEM) to present.
+    pub fn client_cert(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.identity = Some((cert.into(), key.into()));
+        self
+    }
+    pub fn min_tls_version(mut self, v: TlsVersion) -> Self {
+        self.min_tls = v;
+        self
+    }
+    pub fn method(mut self, m: HttpMethod) -> Self {
+        self.method = m;
+        self
+    }
+
+    pub fn build(self) -> Result<JolokiaClient, JolokiaError> {
+        let mut url = Url::parse(&self.url)
+            .map_err(|e| JolokiaError::Setup(format!("url {:?}: {e}", self.url)))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(JolokiaError::Setup(format!(
+                "url {:?}: only http:// and https:// are supported",
+                self.url
+            )));
+        }
+        if !url.path().ends_with('/') {
+            url.set_path(&format!("{}/", url.path()));
+        }
+        let tls = super::tls_config(
+            self.ca_file.as_deref(),
+            self.identity.as_ref(),
+            self.min_tls == TlsVersion::Tls13,
+        )
+        .map_err(|e| JolokiaError::Setup(e.to_string()))?;
+        let mut headers = HeaderMap::new();
+        for (name, value) in &self.headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| JolokiaError::Setup(format!("header {name:?}: {e}")))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|e| JolokiaError::Setup(format!("header {name}: {e}")))?;
+            headers.insert(name, value);
+        }
+        let mut http = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .connect_timeout(self.connect_timeout)
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(self.pool_max_idle_per_host)
+            .default_headers(headers)
+            .http1_only();
+        if let Some(d) = self.socket_timeout {
+            http = http.read_timeout(d);
+        }
+        if let Some(d) = self.timeout {
+            http = http.timeout(d);
+        }
+        if self.no_proxy {
+            http = http.no_proxy();
+        } else if let Some(p) = &self.http_proxy {
+            let proxy = reqwest::Proxy::all(p)
+                .map_err(|e| JolokiaError::Setup(format!("http_proxy {p:?}: {e}")))?;
+            http = http.proxy(proxy);
+        }
+        Ok(JolokiaClient {
+            http: http
+                .build()
+                .map_err(|e| JolokiaError::Setup(e.to_string()))?,
+            url,
+            credentials: self.credentials,
+            target: self.target,
+            method: self.method,
+        })
+    }
+}
+
+/// A client for one Jolokia endpoint: an agent, or the gateway (then
+/// optionally in proxy mode for one target). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct JolokiaClient {
+    http: reqwest::Client,
+    /// Ends with `/`, so GET paths join onto it.
+    url: Url,
+    credentials: Option<(String, Secret)>,
+    target: Option<ProxyTarget>,
+    method: HttpMethod,
+}
+
+/// What stays literal in a GET path segment (Jolokia's own `!` escapes
+/// come first).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'!')
+    .remove(b'*')
+    .remove(b'=')
+    .remove(b',')
+    .remove(b':')
+    .remove(b'/');
+
+impl JolokiaClient {
+    pub fn builder(url: &str) -> JolokiaClientBuilder {
+        JolokiaClientBuilder {
+            url: url.into(),
+            credentials: None,
+            target: None,
+            connect_timeout: Duration::from_secs(10),
+            socket_timeout: None,
+            timeout: None,
+            pool_max_idle_per_host: 8,
+            http_proxy: None,
+            no_proxy: false,
+            headers: Vec::new(),
+            ca_file: None,
+            identity: None,
+            min_tls: TlsVersion::Tls12,
+            method: HttpMethod::Auto,
+        }
+    }
+
+    /// The endpoint's URL.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// Runs one request; a protocol error is [`JolokiaError::Remote`].
+    pub async fn execute(&self, request: &Request) -> Result<Reply, JolokiaError> {
+        let get_path = match self.method {
+            HttpMethod::Post => None,
+            _ if self.target.is_some() => None,
+            _ => request.to_get_path(),
+        };
+        let answers = match (self.method, get_path) {
+            (HttpMethod::Get, None) => {
+                return Err(JolokiaError::Request(format!(
+                    "a {} request with these arguments can't be sent by GET{}",
+                    request.command.type_name(),
+                    if self.target.is_some() {
+                        " (proxy mode needs POST)"
+                    } else {
+                        ""
+                    }
+                )))
+            }
+            (_, Some(path)) => self.get(&path, request).await?,
+            (_, None) => self.post(&self.body(std::slice::from_ref(request))).await?,
+        };
+        let answer = answers
+            .into_iter()
+            .next()
+            .ok_or_else(|| JolokiaError::BadAnswer("an empty answer".into()))?;
+        into_result(answer).map_err(|e| JolokiaError::Remote(Box::new(e)))
+    }
+
+    /// [`execute`](Self::execute), with "not found" (status 404: no such
+    /// MBean, attribute or operation) as `None`.
+    pub async fn execute_validating(
+        &self,
+        request: &Request,
+    ) -> Result<Option<Reply>, JolokiaError> {
+        match self.execute(request).await {
+            Err(JolokiaError::Remote(e)) if e.status == 404 => Ok(None),
+            other => other.map(Some),
+        }
+    }
+
+    /// Runs requests as one bulk POST; one result per request, in order.
+    pub async fn bulk_results(
+        &self,
+        requests: &[Request],
+    ) -> Result<Vec<Result<Reply, RemoteError>>, JolokiaError> {
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        let answers = self.post(&self.body(requests)).await?;
+        if answers.len() != requests.len() {
+            // A server that can't read the bulk answers with one error.
+            if let [one] = answers.as_slice() {
+                if one.is_error() {
+                    return Err(JolokiaError::Remote(Box::new(
+                        into_result(one.clone()).unwrap_err(),
+                    )));
+                }
+            }
+            return Err(JolokiaError::BadAnswer(format!(
+                "{} answers for {} requests",
+                answers.len(),
+                requests.len()
+            )));
+        }
+        Ok(answers.into_iter().map(into_result).collect())
+    }
+
+    /// Runs requests as one bulk POST; when any item failed, the error is
+    /// [`JolokiaError::BulkRemote`] with every item's result.
+    pub async fn bulk(&self, requests: &[Request]) -> Result<Vec<Reply>, JolokiaError> {
+        let results = self.bulk_results(requests).await?;
+        if results.iter().any(Result::is_err) {
+            return Err(JolokiaError::BulkRemote(results));
+        }
+        Ok(results.into_iter().map(|r| r.expect("checked")).collect())
+    }
+
+    /// Reads one attribute (all with `None`) and returns its value.
+    pub async fn read(&self, mbean: &str, attribute: Option<&str>) -> Result<Value, JolokiaError> {
+        Ok(self.execute(&Request::read(mbean, attribute)?).await?.value)
+    }
+
+    /// Writes an attribute and returns its previous value.
+    pub async fn write(
+        &self,
+        mbean: &str,
+        attribute: &str,
+        value: Value,
+    ) -> Result<Value, JolokiaError> {
+        Ok(self
+            .execute(&Request::write(mbean, attribute, value)?)
+            .await?
+            .value)
+    }
+
+    /// Runs an operation and returns its result.
+    pub async fn exec(
+        &self,
+        mbean: &str,
+        operation: &str,
+        arguments: Vec<Value>,
+    ) -> Result<Value, JolokiaError> {
+        Ok(self
+            .execute(&Request::exec(mbean, operation, arguments)?)
+            .await?
+            .value)
+    }
+
+    /// The names of the MBeans matching a pattern.
+    pub async fn search(&self, pattern: &str) -> Result<Vec<String>, JolokiaError> {
+        let value = self.execute(&Request::search(pattern)?).await?.value;
+        serde_json::from_value(value).map_err(|e| JolokiaError::BadAnswer(e.to_string()))
+    }
+
+    /// The MBean tree, below an inner path if given.
+    pub async fn list(&self, path: Option<&str>) -> Result<Value, JolokiaError> {
+        Ok(self.execute(&Request::list(path)).await?.value)
+    }
+
+    /// The agent's (or gateway's) version answer.
+    pub async fn version(&self) -> Result<Value, JolokiaError> {
+        Ok(self.execute(&Request::version()).await?.value)
+    }
+
+    fn body(&self, requests: &[Request]) -> Vec<u8> {
+        let items: Vec<Value> = requests
+            .iter()
+            .map(|r| {
+                let mut item = r.to_agent_json();
+                if let (Some(t), Value::Object(obj)) = (&self.target, &mut item) {
+                    let mut target = serde_json::Map::new();
+                    target.insert("url".into(), Value::String(t.url.clone()));
+                    if let Some(u) = &t.user {
+                        target.insert("user".into(), Value::String(u.clone()));
+                    }
+                    if let Some(p) = &t.password {
+                        target.insert("password".into(), Value::String(p.expose().into()));
+                    }
+                    obj.insert("target".into(), Value::Object(target));
+                }
+                item
+            })
+            .collect();
+        serde_json::to_vec(&items).expect("JSON values serialise")
+    }
+
+    async fn get(&self, path: &str, request: &Request) -> Result<Vec<Response>, JolokiaError> {
+        let encoded = utf8_percent_encode(path, SEGMENT).to_string();
+        let mut url = self
+            .url
+            .join(&encoded)
+            .map_err(|e| JolokiaError::Request(format!("GET path {path:?}: {e}")))?;
+        {
+            let mut query = url.query_pairs_mut();
+            for (k, v) in request.params.to_agent_config() {
+                let v = match v {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                query.append_pair(&k, &v);
+            }
+        }
+        if url.query() == Some("") {
+            url.set_query(None);
+        }
+        self.send(self.http.get(url)).await
+    }
+
+    async fn post(&self, body: &[u8]) -> Result<Vec<Response>, JolokiaError> {
+        let req = self
+            .http
+            .post(self.url.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
+        self.send(req).await
+    }
+
+    async fn send(&self, mut req: reqwest::RequestBuilder) -> Result<Vec<Response>, JolokiaError> {
+        req = req.header(ACCEPT, "application/json");
+        if let Some((user, password)) = &self.credentials {
+            req = req.basic_auth(user, Some(password.expose()));
+        }
+        let url = self.url.as_str().to_string();
+        let resp = req.send().await.map_err(|e| classify(&url, e))?;
+        let status = resp.status().as_u16();
+        if status != 200 {
+            // Jolokia errors come as HTTP 200; a gateway refusal (503, 413…)
+            // has a Jolokia-shaped body worth reading.
+            let body = resp.bytes().await.unwrap_or_default();
+            if let Ok(mut answers) = crate::protocol::parse_bulk_answer(&body) {
+                if answers.len() == 1 && answers[0].is_error() && answers[0].status().is_some() {
+                    return Err(JolokiaError::Remote(Box::new(
+                        into_result(answers.remove(0)).unwrap_err(),
+                    )));
+                }
+            }
+            return Err(JolokiaError::Http {
+                url,
+                status,
+                hint: super::http_hint(status),
+            });
+        }
+        let body = resp.bytes().await.map_err(|e| classify(&url, e))?;
+        crate::protocol::parse_bulk_answer(&body).map_err(JolokiaError::BadAnswer)
+    }
+}
+
+fn classify(url: &str, e: reqwest::Error) -> JolokiaError {
+    let (timeout, connect) = (e.is_timeout(), e.is_connect());
+    let mut cause = None;
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        cause = Some(s.to_string());
+        source = s.source();
+    }
+    let cause = cause.unwrap_or_else(|| e.without_url().to_string());
+    let url = url.to_string();
+    if timeout {
+        JolokiaError::Timeout { url, cause }
+    } else if connect {
+        JolokiaError::Connect { url, cause }
+    } else {
+        JolokiaError::Transport(cause)
+    }
+}
+
+/// One answer as a reply or the error it carries (unboxed: bulk results
+/// hold them side by side).
+#[allow(clippy::result_large_err)]
+fn into_result(answer: Response) -> Result<Reply, RemoteError> {
+    let field = |k: &str| {
+        answer
+            .get(k)
+            .and_then(|v| serde_json::from_str::<Value>(v.get()).ok())
+    };
+    let status = answer.status().unwrap_or(0);
+    if status == 200 || status == 304 {
+        return Ok(Reply {
+            status,
+            value: field("value").unwrap_or(Value::Null),
+            timestamp: field("timestamp").and_then(|t| t.as_u64()).unwrap_or(0),
+        });
+    }
+    let text = |k: &str| field(k).and_then(|v| v.as_str().map(str::to_string));
+    Err(RemoteError {
+        status,
+        error_type: text("error_type").unwrap_or_else(|| "unknown".into()),
+        message: text("error").unwrap_or_else(|| "no error message".into()),
+        request: field("request"),
+        stacktrace: text("stacktrace"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn get_paths_escape_and_fall_back_to_post() {
+        let r = Request::read("java.lang:type=Memory", Some("HeapMemoryUsage")).unwrap();
+        assert_eq!(
+            r.to_get_path().unwrap(),
+            "read/java.lang:type=Memory/HeapMemoryUsage"
+        );
+        let w = Request::write("a:b=c", "Name", json!("x/y!")).unwrap();
+        assert_eq!(w.to_get_path().unwrap(), "write/a:b=c/Name/x!/y!!");
+        let e = Request::exec("a:b=c", "add", vec![json!(1), json!(2)]).unwrap();
+        assert_eq!(e.to_get_path().unwrap(), "exec/a:b=c/add/1/2");
+        assert_eq!(
+            Request::list(Some("java.lang")).to_get_path().unwrap(),
+            "list/java.lang"
+        );
+        assert_eq!(Request::version().to_get_path().unwrap(), "version");
+        // Only POST carries these.
+        assert!(Request::read_many("a:b=c", &["X", "Y"])
+            .unwrap()
+            .to_get_path()
+            .is_none());
+        assert!(Request::write("a:b=c", "M", json!({"k": 1}))
+            .unwrap()
+            .to_get_path()
+            .is_none());
+        assert!(Request::exec("a:b=c", "f", vec![json!([1])])
+            .unwrap()
+            .to_get_path()
+            .is_none());
+    }
+
+    #[test]
+    fn answers_become_replies_or_remote_errors() {
+        let ok: Response =
+            serde_json::from_str(r#"{"value":{"a":1},"timestamp":5,"status":200}"#).unwrap();
+        assert_eq!(
+            into_result(ok).unwrap(),
+            Reply {
+                status: 200,
+                value: json!({"a":1}),
+                timestamp: 5
+            }
+        );
+        let err: Response = serde_json::from_str(
+            r#"{"request":{"type":"read"},"error_type":"javax.management.InstanceNotFoundException","error":"no such MBean","status":404,"stacktrace":"at X"}"#,
+        )
+        .unwrap();
+        let e = into_result(err).unwrap_err();
+        assert_eq!(e.status, 404);
+        assert_eq!(e.error_type, "javax.management.InstanceNotFoundException");
+        assert_eq!(e.request, Some(json!({"type":"read"})));
+        assert_eq!(e.stacktrace.as_deref(), Some("at X"));
+    }
+
+    #[test]
+    fn bad_setups_are_named() {
+        let e = JolokiaClient::builder("ftp://x").build().unwrap_err();
+        assert!(e.to_string().contains("only http"), "{e}");
+        let e = JolokiaClient::builder("http://x/jolokia")
+            .header("bad header", "v")
+            .build()
+            .unwrap_err();
+        assert!(e.to_string().contains("bad header"), "{e}");
+    }
+}

@@ -1,0 +1,465 @@
+//! The public Rust client (`jmxgate::client::JolokiaClient`, `Poller`) and
+//! the `jmxgate read|write|exec|search|list|version|watch` command line,
+//! against real agents: directly, over HTTPS with client certificates, and
+//! through the gateway in proxy mode.
+
+mod common;
+
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{targets_toml, Agent, Gateway, TestPki};
+use jmxgate::client::{HttpMethod, JolokiaClient, JolokiaError, Poller, TlsVersion};
+use jmxgate::protocol::Request;
+use serde_json::{json, Value};
+
+const TYPES: &str = "jmxgate.test:type=Types";
+const OPS: &str = "jmxgate.test:type=Operations";
+
+fn direct_client(agent: &Agent) -> JolokiaClient {
+    JolokiaClient::builder(&agent.url()).build().unwrap()
+}
+
+#[tokio::test]
+async fn the_six_types_work_against_an_agent_by_get_and_post() {
+    let agent = Agent::start("rc-direct");
+    let client = direct_client(&agent);
+    let version = client.version().await.unwrap();
+    assert_eq!(version["protocol"], "7.2", "{version}");
+
+    // GET (automatic for one attribute) and POST (forced) agree.
+    let get = client.read(TYPES, Some("Name")).await.unwrap();
+    assert_eq!(get, "rc-direct");
+    let post = JolokiaClient::builder(&agent.url())
+        .method(HttpMethod::Post)
+        .build()
+        .unwrap()
+        .read(TYPES, Some("Name"))
+        .await
+        .unwrap();
+    assert_eq!(post, get);
+    // Several attributes need POST; the automatic method knows.
+    let many = client
+        .execute(&Request::read_many(TYPES, &["Name", "Int"]).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(many.value["Name"], "rc-direct");
+    assert!(many.timestamp > 0);
+    let forced_get = JolokiaClient::builder(&agent.url())
+        .method(HttpMethod::Get)
+        .build()
+        .unwrap()
+        .execute(&Request::read_many(TYPES, &["Name", "Int"]).unwrap())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(forced_get, JolokiaError::Request(_)),
+        "{forced_get}"
+    );
+
+    // write returns the old value; a slash in the value survives GET.
+    let old = client.write(TYPES, "Name", json!("a/b!c")).await.unwrap();
+    assert_eq!(old, "rc-direct");
+    assert_eq!(client.read(TYPES, Some("Name")).await.unwrap(), "a/b!c");
+    // A structured value goes by POST.
+    client
+        .write(TYPES, "List", json!(["x", "y"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        client.read(TYPES, Some("List")).await.unwrap(),
+        json!(["x", "y"])
+    );
+
+    assert_eq!(
+        client
+            .exec(OPS, "add(int,int)", vec![json!(2), json!(40)])
+            .await
+            .unwrap(),
+        42
+    );
+    let names = client.search("jmxgate.test:type=Pattern,*").await.unwrap();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let list = client
+        .list(Some("jmxgate.test/type=Operations"))
+        .await
+        .unwrap();
+    assert!(list["op"]["sleep"].is_object(), "{list}");
+    // Processing parameters travel with the request.
+    let shallow = client
+        .execute(&Request::list(None).with_param("maxDepth", "1"))
+        .await
+        .unwrap();
+    assert!(
+        shallow.value["jmxgate.test"].is_string(),
+        "{}",
+        shallow.value
+    );
+}
+
+#[tokio::test]
+async fn errors_come_back_as_their_kinds() {
+    let agent = &common::shared_agents()[0];
+    let client = direct_client(agent);
+
+    // Remote: the protocol error with its type, status and request.
+    let e = client.exec(OPS, "fail", vec![]).await.unwrap_err();
+    let JolokiaError::Remote(remote) = e else {
+        panic!("{e}")
+    };
+    assert_eq!(remote.status, 500);
+    assert!(remote.message.contains("deliberate failure"), "{remote:?}");
+    assert_eq!(remote.request.as_ref().unwrap()["operation"], "fail");
+    assert!(remote.stacktrace.is_some(), "{remote:?}");
+
+    // Validating mode: not found is None, not an error.
+    let missing = Request::read("jmxgate.test:type=Missing", Some("X")).unwrap();
+    assert_eq!(client.execute_validating(&missing).await.unwrap(), None);
+    let found = Request::read(TYPES, Some("Name")).unwrap();
+    assert!(client.execute_validating(&found).await.unwrap().is_some());
+
+    // Bulk: every item's result in order; one failure makes BulkRemote.
+    let reqs = vec![found.clone(), missing.clone(), Request::version()];
+    let results = client.bulk_results(&reqs).await.unwrap();
+    assert!(results[0].is_ok() && results[2].is_ok());
+    assert_eq!(results[1].as_ref().unwrap_err().status, 404);
+    match client.bulk(&reqs).await {
+        Err(JolokiaError::BulkRemote(items)) => {
+            assert_eq!(items.len(), 3);
+            assert_eq!(items[0].as_ref().unwrap().value, agent.name.as_str());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(client.bulk(&[found.clone(), found]).await.unwrap().len(), 2);
+
+    // Connect, timeout and HTTP status.
+    let dead = JolokiaClient::builder(&format!("http://127.0.0.1:{}/jolokia", common::dead_port()))
+        .build()
+        .unwrap();
+    let e = dead.version().await.unwrap_err();
+    assert!(matches!(e, JolokiaError::Connect { .. }), "{e}");
+    let impatient = JolokiaClient::builder(&agent.url())
+        .timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let e = impatient
+        .exec(OPS, "sleep", vec![json!(2000)])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, JolokiaError::Timeout { .. }), "{e}");
+    let wrong_path = JolokiaClient::builder(&format!("http://127.0.0.1:{}/nothing", agent.port))
+        .build()
+        .unwrap();
+    let e = wrong_path.version().await.unwrap_err();
+    assert!(matches!(e, JolokiaError::Http { status: 404, .. }), "{e}");
+}
+
+#[tokio::test]
+async fn proxy_mode_through_the_gateway_with_credentials() {
+    let agents = common::shared_agents();
+    let dir = tempfile::tempdir().unwrap();
+    let hash = jmxgate::pipeline::authenticate::basic::hash_password("pw").unwrap();
+    let users = dir.path().join("users.toml");
+    std::fs::write(
+        &users,
+        format!("[[users]]\nname = \"ops\"\npassword_hash = \"{hash}\"\n"),
+    )
+    .unwrap();
+    let gw = Gateway::start(&format!(
+        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\n",
+        targets_toml(&[&agents[0], &agents[1]]),
+        users.display()
+    ))
+    .await;
+    let url = gw.url("/jolokia");
+    for agent in &agents[..2] {
+        let client = JolokiaClient::builder(&url)
+            .user("ops", "pw")
+            .target(&agent.name)
+            .build()
+            .unwrap();
+        assert_eq!(
+            client.read(TYPES, Some("Name")).await.unwrap(),
+            agent.name.as_str()
+        );
+    }
+    // Credentials as a default header work the same.
+    let by_header = JolokiaClient::builder(&url)
+        .header("Authorization", "Basic b3BzOnB3")
+        .target(&agents[1].name)
+        .build()
+        .unwrap();
+    assert_eq!(
+        by_header.read(TYPES, Some("Name")).await.unwrap(),
+        agents[1].name.as_str()
+    );
+    let wrong = JolokiaClient::builder(&url)
+        .user("ops", "nope")
+        .build()
+        .unwrap();
+    let e = wrong.version().await.unwrap_err();
+    assert!(matches!(e, JolokiaError::Http { status: 401, .. }), "{e}");
+    let unknown = JolokiaClient::builder(&url)
+        .user("ops", "pw")
+        .target("no-such-target")
+        .build()
+        .unwrap();
+    match unknown.version().await.unwrap_err() {
+        JolokiaError::Remote(r) => assert_eq!(r.status, 404, "{r:?}"),
+        other => panic!("{other}"),
+    }
+}
+
+#[tokio::test]
+async fn https_with_a_ca_file_a_client_certificate_and_tls_1_3() {
+    let pki = TestPki::new("client-lib");
+    let (cert, key) = pki.server_cert("localhost");
+    let agent = Agent::start_with(
+        "rc-tls",
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+            "--tls-client-ca",
+            pki.ca_file().to_str().unwrap(),
+        ],
+    );
+    let url = format!("https://localhost:{}/jolokia", agent.port);
+    let (client_cert, client_key) = pki.client_cert("rc-client", false);
+    let client = JolokiaClient::builder(&url)
+        .ca_file(pki.ca_file())
+        .client_cert(&client_cert, &client_key)
+        .min_tls_version(TlsVersion::Tls13)
+        .build()
+        .unwrap();
+    assert_eq!(client.read(TYPES, Some("Name")).await.unwrap(), "rc-tls");
+    // Without the CA the server is not trusted.
+    let untrusting = JolokiaClient::builder(&url)
+        .client_cert(&client_cert, &client_key)
+        .build()
+        .unwrap();
+    let e = untrusting.version().await.unwrap_err();
+    assert!(e.to_string().to_lowercase().contains("certificate"), "{e}");
+}
+
+#[tokio::test]
+async fn the_poller_sends_one_bulk_per_period_and_only_changed_lists() {
+    let agent = Agent::start("rc-poller");
+    let client = direct_client(&agent);
+    let reads = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let lists = Arc::new(Mutex::new(0usize));
+    let mut poller = Poller::new(client.clone());
+    let r = reads.clone();
+    poller.register(Request::read(TYPES, Some("Name")).unwrap(), move |answer| {
+        r.lock().unwrap().push(answer.unwrap().value)
+    });
+    let l = lists.clone();
+    poller.register_only_if_modified(Request::list(Some("jmxgate.test")), move |answer| {
+        answer.unwrap();
+        *l.lock().unwrap() += 1;
+    });
+    // Let start-up registrations age: agents count changes by the second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    poller.start(Duration::from_millis(150));
+    assert!(poller.is_running());
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let rounds = reads.lock().unwrap().len();
+    assert!(rounds >= 3, "{rounds} rounds");
+    assert!(reads.lock().unwrap().iter().all(|v| v == "rc-poller"));
+    assert_eq!(
+        *lists.lock().unwrap(),
+        1,
+        "unchanged lists are not passed on"
+    );
+
+    client
+        .exec(OPS, "register", vec![json!("polled")])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(
+        *lists.lock().unwrap(),
+        2,
+        "a changed list is passed on once"
+    );
+
+    poller.stop();
+    assert!(!poller.is_running());
+    let stopped_at = reads.lock().unwrap().len();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        reads.lock().unwrap().len(),
+        stopped_at,
+        "stopped means stopped"
+    );
+    poller.start(Duration::from_millis(150));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(reads.lock().unwrap().len() > stopped_at, "restarted");
+}
+
+fn cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_jmxgate"))
+        .args(args)
+        .env_remove("JMXGATE_URL")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_command_line_reads_writes_lists_and_watches() {
+    let agent = Agent::start("rc-cli");
+    let url = agent.url();
+    let u = ["--url", url.as_str()];
+    let with = |args: &[&str]| -> Vec<String> {
+        args.iter().chain(u.iter()).map(|s| s.to_string()).collect()
+    };
+    let run = |args: &[&str]| {
+        let args = with(args);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        cli(&refs, &[])
+    };
+
+    let (code, out, err) = run(&["read", "java.lang:type=Memory", "HeapMemoryUsage"]);
+    assert_eq!(code, 0, "{err}");
+    let rows: Vec<&str> = out.lines().collect();
+    assert!(rows.iter().any(|r| r.starts_with("used ")), "{out}");
+    assert!(rows.iter().any(|r| r.starts_with("max ")), "{out}");
+
+    let (code, out, _) = run(&["read", TYPES, "Name", "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), "rc-cli");
+
+    let (code, out, _) = run(&["write", TYPES, "Int", "17"]);
+    assert_eq!(code, 0, "{out}");
+    let (_, out, _) = run(&["read", TYPES, "Int"]);
+    assert_eq!(out, "17\n");
+
+    let (code, out, _) = run(&["exec", OPS, "add(int,int)", "20", "22"]);
+    assert_eq!((code, out.as_str()), (0, "42\n"));
+
+    let (_, out, _) = run(&["search", "jmxgate.test:type=Pattern,*"]);
+    let mut names: Vec<&str> = out.lines().collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![
+            "jmxgate.test:name=a,type=Pattern",
+            "jmxgate.test:name=b,type=Pattern"
+        ]
+    );
+
+    let (code, out, _) = run(&["list", "jmxgate.test"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("type=Operations\n"), "{out}");
+    assert!(out.contains("op   sleep(millis: long) -> long"), "{out}");
+    assert!(out.contains("attr Name: java.lang.String rw"), "{out}");
+
+    let (code, out, _) = run(&["version"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("protocol") && l.ends_with("7.2")),
+        "{out}"
+    );
+
+    let (code, _, err) = run(&["read", "jmxgate.test:type=Missing", "X"]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with("jmxgate: not found:"), "{err}");
+
+    let (code, out, err) = run(&[
+        "watch",
+        TYPES,
+        "Name",
+        "Int",
+        "--interval",
+        "200ms",
+        "--count",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines.iter().all(|l| l.ends_with("Name=rc-cli  Int=17")),
+        "{out}"
+    );
+
+    // No URL: a clear error.
+    let (code, _, err) = cli(&["version"], &[]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no URL"), "{err}");
+}
+
+#[tokio::test]
+async fn the_command_line_takes_settings_from_a_file_and_the_environment() {
+    let agents = common::shared_agents();
+    let dir = tempfile::tempdir().unwrap();
+    let hash = jmxgate::pipeline::authenticate::basic::hash_password("s3cret").unwrap();
+    let users = dir.path().join("users.toml");
+    std::fs::write(
+        &users,
+        format!("[[users]]\nname = \"ops\"\npassword_hash = \"{hash}\"\n"),
+    )
+    .unwrap();
+    let gw = Gateway::start(&format!(
+        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\n",
+        targets_toml(&[&agents[2]]),
+        users.display()
+    ))
+    .await;
+    let password_file = dir.path().join("password");
+    std::fs::write(&password_file, "s3cret\n").unwrap();
+    let config = dir.path().join("client.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "url = \"{}\"\nuser = \"ops\"\npassword_file = \"{}\"\ntarget = \"{}\"\n",
+            gw.url("/jolokia"),
+            password_file.display(),
+            agents[2].name
+        ),
+    )
+    .unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        cli(
+            &[
+                "read",
+                TYPES,
+                "Name",
+                "--client-config",
+                config.to_str().unwrap(),
+            ],
+            &[],
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.0, 0, "{}", out.2);
+    assert_eq!(out.1, format!("{}\n", agents[2].name));
+
+    let url = gw.url("/jolokia");
+    let target = agents[2].name.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        cli(
+            &["read", TYPES, "Name"],
+            &[
+                ("JMXGATE_URL", url.as_str()),
+                ("JMXGATE_USER", "ops"),
+                ("JMXGATE_PASSWORD", "s3cret"),
+                ("JMXGATE_TARGET", target.as_str()),
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.0, 0, "{}", out.2);
+    assert_eq!(out.1, format!("{}\n", agents[2].name));
+}
