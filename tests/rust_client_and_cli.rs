@@ -463,3 +463,71 @@ async fn the_command_line_takes_settings_from_a_file_and_the_environment() {
     assert_eq!(out.0, 0, "{}", out.2);
     assert_eq!(out.1, format!("{}\n", agents[2].name));
 }
+
+/// A forward HTTP proxy for the test: reads the first request line
+/// (`GET http://host:port/… HTTP/1.1`), connects to that host and relays
+/// bytes both ways. Agents accept the absolute form of the request line,
+/// so nothing is rewritten. Counts the connections it relayed.
+async fn forward_proxy() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let relayed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = relayed.clone();
+    tokio::spawn(async move {
+        loop {
+            let (client, _) = listener.accept().await.unwrap();
+            let count = count.clone();
+            tokio::spawn(async move {
+                let mut client = BufReader::new(client);
+                let mut line = String::new();
+                client.read_line(&mut line).await.unwrap();
+                let uri = line.split_whitespace().nth(1).unwrap_or_default();
+                let authority = uri
+                    .strip_prefix("http://")
+                    .and_then(|rest| rest.split('/').next())
+                    .unwrap_or_default()
+                    .to_string();
+                let Ok(mut upstream) = tokio::net::TcpStream::connect(&authority).await else {
+                    return;
+                };
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                upstream.write_all(line.as_bytes()).await.unwrap();
+                upstream.write_all(client.buffer()).await.unwrap();
+                let mut client = client.into_inner();
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+            });
+        }
+    });
+    (format!("http://{addr}"), relayed)
+}
+
+#[tokio::test]
+async fn calls_go_through_an_http_proxy_when_told_or_by_the_environment() {
+    let agent = &common::shared_agents()[1];
+    let (proxy, relayed) = forward_proxy().await;
+    let via_builder = JolokiaClient::builder(&agent.url())
+        .http_proxy(&proxy)
+        .build()
+        .unwrap();
+    assert_eq!(
+        via_builder.read(TYPES, Some("Name")).await.unwrap(),
+        agent.name.as_str()
+    );
+    let after_builder = relayed.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(after_builder >= 1, "the proxy relayed the call");
+
+    // Each test runs in its own process: the variable reaches only this one.
+    std::env::set_var("http_proxy", &proxy);
+    let from_env = JolokiaClient::builder(&agent.url()).build().unwrap();
+    assert_eq!(from_env.version().await.unwrap()["protocol"], "7.2");
+    assert!(relayed.load(std::sync::atomic::Ordering::SeqCst) > after_builder);
+    let unproxied = JolokiaClient::builder(&agent.url())
+        .no_proxy()
+        .build()
+        .unwrap();
+    let before = relayed.load(std::sync::atomic::Ordering::SeqCst);
+    unproxied.version().await.unwrap();
+    assert_eq!(relayed.load(std::sync::atomic::Ordering::SeqCst), before);
+    std::env::remove_var("http_proxy");
+}
