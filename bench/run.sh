@@ -72,7 +72,9 @@ http {
         listen 127.0.0.1:$static_port;
         default_type application/json;
         location /bulk { return 200 '$bulk_canned'; }
-        location /biglist { alias $work/biglist.json; error_page 405 =200 \$uri; }
+        # POST is not allowed on a static file: fetch it by GET internally.
+        location = /biglist { proxy_method GET; proxy_pass http://127.0.0.1:$static_port/biglist.json; }
+        location = /biglist.json { root $work; default_type application/json; }
         location / { return 200 '$canned'; }
     }
     server {
@@ -85,7 +87,7 @@ NGINX
 python3 - "$work/biglist.json" <<'PY'
 import json, sys
 attr = {"rw": False, "type": "long", "desc": "an attribute of a large application"}
-value = {f"app.domain{d}": {f"name=bean{b},type=Component": {"attr": {f"Attribute{a}": attr for a in range(20)},
+value = {f"app.domain{d}": {f"name=bean{b},type=Component": {"attr": {f"Attribute{a}": attr for a in range(27)},
          "class": "com.example.Component", "desc": "a component"} for b in range(100)} for d in range(40)}
 json.dump({"request": {"type": "list"}, "value": value, "timestamp": 1795312410, "status": 200}, open(sys.argv[1], "w"))
 PY

@@ -25,6 +25,18 @@ pub enum TargetSelector {
     Labels(Vec<(String, String)>),
 }
 
+impl std::fmt::Display for TargetSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TargetSelector::Name(n) | TargetSelector::Glob(n) => f.write_str(n),
+            TargetSelector::Labels(l) => {
+                let parts: Vec<String> = l.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                f.write_str(&parts.join(","))
+            }
+        }
+    }
+}
+
 impl TargetSelector {
     pub fn parse(s: &str) -> Result<TargetSelector, String> {
         let s = s.trim();
@@ -77,6 +89,8 @@ pub struct Role {
     selectors: Vec<TargetSelector>,
     pub policy: Arc<Policy>,
     pub policy_file: Option<PathBuf>,
+    /// Most targets one item may reach through a selector, if set.
+    pub max_targets_per_item: Option<usize>,
 }
 
 impl Role {
@@ -118,6 +132,7 @@ impl AccessControl {
                 selectors,
                 policy: Arc::new(policy),
                 policy_file: r.policy.clone(),
+                max_targets_per_item: r.max_targets_per_item,
             }));
         }
         let anonymous_role =

@@ -120,6 +120,10 @@ pub struct RoleConfig {
     /// everything on the targets it reaches.
     #[serde(default)]
     pub policy: Option<PathBuf>,
+    /// Most targets one request item may reach through a selector
+    /// (`"target":{"url":"kafka-*"}`); default `server.max_targets_per_item`.
+    #[serde(default)]
+    pub max_targets_per_item: Option<usize>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -160,6 +164,10 @@ pub struct ServerConfig {
     /// status 503 (`jmxgate.GatewayBusy`). Needs a restart.
     #[serde(default = "default_max_buffered_bytes")]
     pub max_buffered_bytes: u64,
+    /// Most targets one item may reach through a selector, unless the
+    /// caller's roles say otherwise (the largest of their limits applies).
+    #[serde(default = "default_max_targets_per_item")]
+    pub max_targets_per_item: usize,
     /// The URL clients use to reach the gateway, reported by `version` in
     /// `details.url`. Defaults to `http://<listen>/jolokia`.
     #[serde(default)]
@@ -263,6 +271,10 @@ fn default_max_concurrent_requests() -> usize {
 
 fn default_max_buffered_bytes() -> u64 {
     DEFAULT_MAX_BUFFERED_BYTES
+}
+
+fn default_max_targets_per_item() -> usize {
+    100
 }
 
 /// `[list_cache]`: one shared copy of each agent's `list` answer,

@@ -28,6 +28,48 @@ pub fn merge(count: usize, answers: impl IntoIterator<Item = (usize, Response)>)
         .collect()
 }
 
+/// One item sent to several targets through a selector becomes one answer
+/// whose value is keyed by target name, the way a pattern read is keyed by
+/// MBean. Without `ignoreErrors`, the first failing target (in target
+/// order) fails the whole item, as one failing MBean fails a pattern read;
+/// with it, each failed target holds its error object and the rest stand.
+pub fn merge_fan_out(per_target: Vec<(String, Response)>, ignore_errors: bool) -> Response {
+    if !ignore_errors {
+        if let Some((name, failed)) = per_target.iter().find(|(_, a)| a.is_error()) {
+            let message = failed.error_text();
+            let mut error = failed.clone();
+            error.remove("request");
+            if !message.starts_with("Target \"") {
+                error.set("error", &format!("Target \"{name}\": {message}"));
+            }
+            return error;
+        }
+    }
+    let mut timestamp = 0u64;
+    let mut value = serde_json::Map::new();
+    for (name, answer) in per_target {
+        let field = |k: &str| {
+            answer
+                .get(k)
+                .and_then(|v| serde_json::from_str::<Value>(v.get()).ok())
+        };
+        timestamp = timestamp.max(field("timestamp").and_then(|t| t.as_u64()).unwrap_or(0));
+        let entry = if answer.is_error() {
+            let mut e = serde_json::Map::new();
+            for k in ["error_type", "error", "status"] {
+                if let Some(v) = field(k) {
+                    e.insert(k.into(), v);
+                }
+            }
+            Value::Object(e)
+        } else {
+            field("value").unwrap_or(Value::Null)
+        };
+        value.insert(name, entry);
+    }
+    Response::value(&Value::Object(value), timestamp)
+}
+
 /// Sets the echoed request: the client's own request (what it sent, minus
 /// credentials) replaces what the agent saw, or is removed when the client
 /// asked for `includeRequest=false`.
@@ -46,6 +88,29 @@ mod tests {
 
     fn answer(v: i64) -> Response {
         Response::value(&v, 0)
+    }
+
+    #[test]
+    fn fan_outs_are_keyed_by_target_and_fail_whole_unless_told() {
+        let failed = Response::error(&ProtocolError::new(502, "jmxgate.AgentUnreachable", "down"));
+        let per_target = || {
+            vec![
+                ("a".to_string(), Response::value(&json!({"x": 1}), 7)),
+                ("b".to_string(), failed.clone()),
+                ("c".to_string(), Response::value(&2, 9)),
+            ]
+        };
+        let whole = merge_fan_out(per_target(), false);
+        assert_eq!(whole.status(), Some(502));
+        assert_eq!(whole.error_text(), "Target \"b\": down");
+        let each = merge_fan_out(per_target(), true);
+        assert_eq!(each.status(), Some(200));
+        let v: Value = serde_json::from_str(each.get("value").unwrap().get()).unwrap();
+        assert_eq!(
+            v,
+            json!({"a": {"x": 1}, "b": {"error_type": "jmxgate.AgentUnreachable", "error": "down", "status": 502}, "c": 2})
+        );
+        assert_eq!(each.get("timestamp").unwrap().get(), "9");
     }
 
     #[test]

@@ -130,6 +130,44 @@ fn destination_name(d: &Destination) -> String {
     }
 }
 
+/// One item sent to several targets through a selector.
+struct FanOut {
+    index: usize,
+    ignore_errors: bool,
+    slots: Vec<FanOutSlot>,
+}
+
+/// One target's share of a fan-out; `slot` numbers its answer.
+struct FanOutSlot {
+    slot: usize,
+    target: String,
+    decision: &'static str,
+    rule: String,
+}
+
+/// What one audit record says beyond the request itself.
+struct AuditRow {
+    target: Option<String>,
+    decision: &'static str,
+    rule: Option<String>,
+    status: u16,
+    error_type: Option<String>,
+}
+
+fn error_type_of(answer: &Response) -> Option<String> {
+    answer
+        .get("error_type")
+        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+}
+
+/// The selector an item's `target.url` is, if it names several targets.
+fn selector_of_item(
+    item: &parse::Item,
+) -> Option<Result<crate::access::TargetSelector, crate::protocol::ProtocolError>> {
+    let url = &item.parsed.as_ref().ok()?.target.as_ref()?.url;
+    route::selector_of(url)
+}
+
 /// Which URL shape the client used.
 enum Addressed {
     Proxy,
@@ -320,6 +358,10 @@ impl Gateway {
         let mut decisions: Vec<&'static str> = vec!["allowed"; count];
         let held = access.roles_of(&principal);
         let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
+        // Items sent to several targets through a selector; their per-target
+        // answers are numbered from `count` up and merged afterwards.
+        let mut fan_outs: Vec<FanOut> = Vec::new();
+        let mut slot_answers: Vec<(usize, Response)> = Vec::new();
         for (index, item) in parsed.items.iter().enumerate() {
             let caller = Caller {
                 access: &access,
@@ -327,6 +369,63 @@ impl Gateway {
                 roles: &held,
                 facts: &facts,
             };
+            if let (Addressed::Proxy, Some(selector)) = (&addressed, selector_of_item(item)) {
+                let parsed_item = item
+                    .parsed
+                    .as_ref()
+                    .expect("selectors come from parsed items");
+                let per_target = selector
+                    .and_then(|sel| self.fan_out(&state, &caller, &parsed_item.request, &sel));
+                targets[index] = parsed_item.target.as_ref().map(|t| t.url.clone());
+                match per_target {
+                    Err(error) => {
+                        decisions[index] = "invalid";
+                        answers.push((index, Response::error(&error)));
+                    }
+                    Ok(per_target) => {
+                        let mut fan_out = FanOut {
+                            index,
+                            ignore_errors: parsed_item
+                                .request
+                                .params
+                                .flag("ignoreErrors")
+                                .unwrap_or(false),
+                            slots: Vec::new(),
+                        };
+                        for (target, outcome) in per_target {
+                            let slot = count + slot_answers.len() + jobs.len();
+                            let (decision, rule) = match outcome {
+                                Ok(allowed) => {
+                                    let mut request = forwarded(&parsed_item.request);
+                                    // Answers are merged across targets: always whole.
+                                    request.params.remove("ifModifiedSince");
+                                    jobs.push(dispatch::Job {
+                                        index: slot,
+                                        target: target.clone(),
+                                        request,
+                                        plan: allowed.plan,
+                                        grant: allowed.grant,
+                                        credentials: None,
+                                    });
+                                    ("allowed", allowed.rule)
+                                }
+                                Err((error, rule)) => {
+                                    slot_answers.push((slot, Response::error(&error)));
+                                    ("denied", rule)
+                                }
+                            };
+                            fan_out.slots.push(FanOutSlot {
+                                slot,
+                                target: target.name.clone(),
+                                decision,
+                                rule,
+                            });
+                        }
+                        fan_outs.push(fan_out);
+                    }
+                }
+                continue;
+            }
             let decided = self.decide(&state, &caller, addressing, item);
             targets[index] = decided.target.clone();
             match decided.outcome {
@@ -367,7 +466,45 @@ impl Gateway {
                 }
             }
         }
-        answers.extend(dispatch::dispatch(jobs, &self.metrics, state.list_cache.as_ref()).await);
+        for (index, answer) in
+            dispatch::dispatch(jobs, &self.metrics, state.list_cache.as_ref()).await
+        {
+            if index < count {
+                answers.push((index, answer));
+            } else {
+                slot_answers.push((index, answer));
+            }
+        }
+        // Per-target outcomes of fan-outs: audited one by one, then merged.
+        let mut slot_answers: std::collections::HashMap<usize, Response> =
+            slot_answers.into_iter().collect();
+        let mut fanned: std::collections::HashMap<usize, Vec<AuditRow>> = Default::default();
+        for fan_out in fan_outs {
+            let mut per_target = Vec::with_capacity(fan_out.slots.len());
+            let mut rows = Vec::with_capacity(fan_out.slots.len());
+            for slot in fan_out.slots {
+                let answer = slot_answers.remove(&slot.slot).unwrap_or_else(|| {
+                    Response::error(&crate::protocol::ProtocolError::new(
+                        500,
+                        "jmxgate.InternalError",
+                        "No answer was produced for this target",
+                    ))
+                });
+                rows.push(AuditRow {
+                    target: Some(slot.target.clone()),
+                    decision: slot.decision,
+                    rule: Some(slot.rule),
+                    status: answer.status().unwrap_or(0),
+                    error_type: error_type_of(&answer),
+                });
+                per_target.push((slot.target, answer));
+            }
+            answers.push((
+                fan_out.index,
+                merge::merge_fan_out(per_target, fan_out.ignore_errors),
+            ));
+            fanned.insert(fan_out.index, rows);
+        }
         let mut merged = merge::merge(count, answers);
 
         let latency = started.elapsed();
@@ -383,42 +520,52 @@ impl Gateway {
                 &item.echo,
                 params.flag("includeRequest").unwrap_or(true),
             );
-            let record = audit::Record {
-                request_id: &request_id,
-                principal: &principal,
-                roles: &roles,
-                client,
-                index,
-                target: targets[index].as_deref(),
-                request,
-                decision: decisions[index],
-                status: answer.status().unwrap_or(0),
-                error_type: answer
-                    .get("error_type")
-                    .and_then(|v| serde_json::from_str::<String>(v.get()).ok()),
-                rule: rules[index].as_deref(),
-                latency,
-            };
-            audit::record(&record);
-            let kind = request.map_or("-", |r| r.command.type_name());
-            self.metrics
-                .items
-                .get_or_create(&crate::metrics::ItemLabels {
-                    r#type: kind.into(),
-                    target: record.target.unwrap_or("-").into(),
-                    status: record.status.to_string(),
-                    decision: record.decision.into(),
-                })
-                .inc();
-            self.metrics
-                .item_seconds
-                .get_or_create(&crate::metrics::TypeLabel {
-                    r#type: kind.into(),
-                })
-                .observe(latency.as_secs_f64());
-            if let Some(log) = &self.audit {
-                durable |= audit::needs_durability(request);
-                entries.push(audit::entry(&record, log.config.values));
+            // A fan-out is one record per target; other items one record.
+            let rows = fanned.remove(&index).unwrap_or_else(|| {
+                vec![AuditRow {
+                    target: targets[index].clone(),
+                    decision: decisions[index],
+                    rule: rules[index].clone(),
+                    status: answer.status().unwrap_or(0),
+                    error_type: error_type_of(answer),
+                }]
+            });
+            for row in rows {
+                let record = audit::Record {
+                    request_id: &request_id,
+                    principal: &principal,
+                    roles: &roles,
+                    client,
+                    index,
+                    target: row.target.as_deref(),
+                    request,
+                    decision: row.decision,
+                    status: row.status,
+                    error_type: row.error_type,
+                    rule: row.rule.as_deref(),
+                    latency,
+                };
+                audit::record(&record);
+                let kind = request.map_or("-", |r| r.command.type_name());
+                self.metrics
+                    .items
+                    .get_or_create(&crate::metrics::ItemLabels {
+                        r#type: kind.into(),
+                        target: record.target.unwrap_or("-").into(),
+                        status: record.status.to_string(),
+                        decision: record.decision.into(),
+                    })
+                    .inc();
+                self.metrics
+                    .item_seconds
+                    .get_or_create(&crate::metrics::TypeLabel {
+                        r#type: kind.into(),
+                    })
+                    .observe(latency.as_secs_f64());
+                if let Some(log) = &self.audit {
+                    durable |= audit::needs_durability(request);
+                    entries.push(audit::entry(&record, log.config.values));
+                }
             }
         }
         if let Some(log) = &self.audit {
@@ -633,6 +780,71 @@ impl Gateway {
         .map(|allowed| (destination, allowed))
         .map_err(|denied| (denied.error, Some(denied.rule)));
         Decided { target, outcome }
+    }
+
+    /// The targets a selector reaches for this caller, each with its own
+    /// authorization outcome. Targets the caller's roles don't reach are
+    /// not there for it; none left, or more than the caller's limit, is an
+    /// error for the item.
+    #[allow(clippy::type_complexity)]
+    fn fan_out(
+        &self,
+        state: &State,
+        caller: &Caller<'_>,
+        request: &Request,
+        selector: &crate::access::TargetSelector,
+    ) -> Result<
+        Vec<(
+            Arc<Target>,
+            Result<authorize::Allowed, (crate::protocol::ProtocolError, String)>,
+        )>,
+        crate::protocol::ProtocolError,
+    > {
+        let reachable: Vec<Arc<Target>> = state
+            .fleet
+            .iter()
+            .filter(|t| selector.matches(t))
+            .filter(|t| caller.access.is_open() || caller.roles.iter().any(|r| r.reaches(t)))
+            .cloned()
+            .collect();
+        if reachable.is_empty() {
+            return Err(crate::protocol::ProtocolError::new(
+                404,
+                "jmxgate.UnknownTarget",
+                format!("Target selector \"{selector}\" matches no target you may reach"),
+            ));
+        }
+        let limit = caller
+            .roles
+            .iter()
+            .filter_map(|r| r.max_targets_per_item)
+            .max()
+            .unwrap_or(state.max_targets_per_item);
+        if reachable.len() > limit {
+            return Err(crate::protocol::ProtocolError::new(
+                400,
+                "jmxgate.TooManyTargets",
+                format!(
+                    "Target selector \"{selector}\" matches {} targets; one item may reach at most {limit} (max_targets_per_item); narrow the selector or split the request",
+                    reachable.len()
+                ),
+            ));
+        }
+        Ok(reachable
+            .into_iter()
+            .map(|t| {
+                let outcome = authorize::authorize(
+                    caller.access,
+                    caller.principal,
+                    caller.roles,
+                    caller.facts,
+                    request,
+                    &Destination::Agent(t.clone()),
+                )
+                .map_err(|denied| (denied.error, denied.rule));
+                (t, outcome)
+            })
+            .collect())
     }
 
     /// Splits the URL into addressing and the Jolokia path after it.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use url::Url;
 
+use crate::access::TargetSelector;
 use crate::fleet::{EndpointKey, Fleet, Target};
 use crate::protocol::{Command, ProtocolError};
 
@@ -62,6 +63,19 @@ pub fn route(
                 }),
         },
     }
+}
+
+/// A proxy-mode `target.url` that names several targets: a glob over
+/// target names (`kafka-*`) or a label selector (`env=prod,role=broker`).
+/// URLs and plain names are single targets (`None`).
+pub fn selector_of(url: &str) -> Option<Result<TargetSelector, ProtocolError>> {
+    let lower = url.to_ascii_lowercase();
+    if lower.contains("://") || lower.starts_with("service:") || !url.contains(['*', '?', '=']) {
+        return None;
+    }
+    Some(TargetSelector::parse(url).map_err(|e| {
+        ProtocolError::new(400, "jmxgate.BadSelector", format!("Target selector {e}"))
+    }))
 }
 
 /// Resolves a proxy-mode `target.url` against the fleet. Accepted forms: a

@@ -19,6 +19,8 @@ pub struct State {
     pub tls_methods: Vec<AuthMethod>,
     pub max_body_bytes: usize,
     pub max_bulk_items: usize,
+    /// Targets one item may reach through a selector, unless roles say.
+    pub max_targets_per_item: usize,
     /// Starts empty after a reload: targets or credentials may have changed.
     pub list_cache: Option<super::dispatch::list_cache::ListCache>,
 }
@@ -60,6 +62,7 @@ impl State {
             tls_methods,
             max_body_bytes: config.server.max_body_bytes,
             max_bulk_items: config.server.max_bulk_items,
+            max_targets_per_item: config.server.max_targets_per_item,
             list_cache: super::dispatch::list_cache::ListCache::new(&config.list_cache),
         })
     }

@@ -1,0 +1,214 @@
+//! One request item answered by a group of agents: `target.url` as a glob
+//! over target names or a label selector, against real agents, with a dead
+//! target in the group, roles that reach part of it, and the per-role limit.
+
+mod common;
+
+use common::{Agent, Gateway};
+use serde_json::{json, Value};
+
+const TYPES: &str = "jmxgate.test:type=Types";
+
+fn name_read(selector: &str) -> Value {
+    json!({"type":"read","mbean":TYPES,"attribute":"Name","target":{"url":selector}})
+}
+
+/// alpha and beta in prod, gamma in dev, and a dead prod target.
+fn fleet(agents: &[Agent; 3], dead: u16) -> String {
+    let [alpha, beta, gamma] = agents;
+    format!(
+        "[[targets]]\nname = \"alpha\"\nurl = \"{}\"\nlabels = {{ env = \"prod\", app = \"orders\" }}\n\
+         [[targets]]\nname = \"beta\"\nurl = \"{}\"\nlabels = {{ env = \"prod\", app = \"billing\" }}\n\
+         [[targets]]\nname = \"gamma\"\nurl = \"{}\"\nlabels = {{ env = \"dev\", app = \"orders\" }}\n\
+         [[targets]]\nname = \"zz-dead\"\nurl = \"http://127.0.0.1:{dead}/jolokia\"\nlabels = {{ env = \"prod\", app = \"gone\" }}\n\
+         connect_timeout = \"500ms\"\n",
+        alpha.url(),
+        beta.url(),
+        gamma.url()
+    )
+}
+
+#[tokio::test]
+async fn globs_and_label_selectors_fan_out_keyed_by_target() {
+    let agents = common::shared_agents();
+    let gw = Gateway::start(&fleet(agents, common::dead_port())).await;
+
+    let (_, r) = gw.post("/jolokia", &name_read("[a-g]*")).await;
+    // `[` is no glob syntax: a name with brackets is no target.
+    assert_eq!(r["status"], 404, "{r}");
+
+    let (_, r) = gw.post("/jolokia", &name_read("?e*a")).await;
+    assert_eq!(r["status"], 200, "{r}");
+    assert_eq!(r["value"], json!({"beta": "beta"}));
+
+    let (_, r) = gw.post("/jolokia", &name_read("app=orders")).await;
+    assert_eq!(
+        r["value"],
+        json!({"alpha": "alpha", "gamma": "gamma"}),
+        "{r}"
+    );
+    // The echoed request is the client's, selector included.
+    assert_eq!(r["request"]["target"]["url"], "app=orders");
+
+    let (_, r) = gw.post("/jolokia", &name_read("env=dev,app=orders")).await;
+    assert_eq!(r["value"], json!({"gamma": "gamma"}), "{r}");
+
+    let (_, r) = gw.post("/jolokia", &name_read("env=staging")).await;
+    assert_eq!(r["status"], 404, "{r}");
+    assert_eq!(r["error_type"], "jmxgate.UnknownTarget");
+
+    // search and list across targets, keyed the same way.
+    let (_, r) = gw
+        .post(
+            "/jolokia",
+            &json!({"type":"search","mbean":"jmxgate.test:type=Pattern,*","target":{"url":"app=orders"}}),
+        )
+        .await;
+    assert_eq!(r["value"]["alpha"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(r["value"]["gamma"].as_array().unwrap().len(), 2, "{r}");
+    let (_, r) = gw
+        .post(
+            "/jolokia",
+            &json!({"type":"list","path":"jmxgate.test/type=Counter","target":{"url":"app=orders"}}),
+        )
+        .await;
+    assert!(r["value"]["alpha"]["attr"]["Reads"].is_object(), "{r}");
+    assert!(r["value"]["gamma"]["attr"]["Reads"].is_object(), "{r}");
+
+    // A bulk mixes single and multi-target items and keeps their order.
+    let (_, r) = gw
+        .post(
+            "/jolokia",
+            &json!([
+                name_read("gamma"),
+                name_read("app=orders"),
+                {"type":"version"},
+                name_read("env=prod,app=billing"),
+            ]),
+        )
+        .await;
+    assert_eq!(r[0]["value"], "gamma");
+    assert_eq!(r[1]["value"], json!({"alpha": "alpha", "gamma": "gamma"}));
+    assert_eq!(r[2]["value"]["protocol"], "8.0");
+    assert_eq!(r[3]["value"], json!({"beta": "beta"}));
+}
+
+#[tokio::test]
+async fn a_dead_target_fails_the_item_unless_errors_are_ignored() {
+    let agents = common::shared_agents();
+    let gw = Gateway::start(&fleet(agents, common::dead_port())).await;
+
+    let (_, r) = gw.post("/jolokia", &name_read("env=prod")).await;
+    assert_eq!(r["status"], 502, "{r}");
+    assert_eq!(r["error_type"], "jmxgate.AgentUnreachable");
+    assert!(
+        r["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Target \"zz-dead\""),
+        "{r}"
+    );
+
+    let mut ignoring = name_read("env=prod");
+    ignoring["config"] = json!({"ignoreErrors": true});
+    let (_, r) = gw.post("/jolokia", &ignoring).await;
+    assert_eq!(r["status"], 200, "{r}");
+    assert_eq!(r["value"]["alpha"], "alpha");
+    assert_eq!(r["value"]["beta"], "beta");
+    assert_eq!(r["value"]["zz-dead"]["status"], 502);
+    assert_eq!(
+        r["value"]["zz-dead"]["error_type"],
+        "jmxgate.AgentUnreachable"
+    );
+}
+
+#[tokio::test]
+async fn roles_see_only_their_part_of_a_group_and_have_a_limit() {
+    let agents = common::shared_agents();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("no-gamma-writes.xml");
+    std::fs::write(
+        &policy,
+        "<restrict><commands><command>read</command></commands></restrict>",
+    )
+    .unwrap();
+    let audit = dir.path().join("audit");
+    let config = format!(
+        "{}[access]\nanonymous_role = \"orders-ops\"\n\n\
+         [[roles]]\nname = \"orders-ops\"\ntargets = [\"alpha\", \"beta\"]\npolicy = \"{}\"\nmax_targets_per_item = 2\n\n\
+         [audit]\ndir = \"{}\"\n",
+        fleet(agents, common::dead_port()),
+        policy.display(),
+        audit.display()
+    );
+    let gw = Gateway::start(&config).await;
+
+    // "*" matches four targets, but this role reaches two of them.
+    let (_, r) = gw.post("/jolokia", &name_read("*")).await;
+    assert_eq!(r["value"], json!({"alpha": "alpha", "beta": "beta"}), "{r}");
+    // The policy applies on every target of the group.
+    let (_, r) = gw
+        .post(
+            "/jolokia",
+            &json!({"type":"write","mbean":TYPES,"attribute":"Name","value":"x","target":{"url":"*"}}),
+        )
+        .await;
+    assert_eq!(r["status"], 403, "{r}");
+    for agent in &agents[..2] {
+        let name = common::direct(
+            agent,
+            &json!({"type":"read","mbean":TYPES,"attribute":"Name"}),
+        )
+        .await;
+        assert_eq!(name["value"], agent.name.as_str(), "the write never ran");
+    }
+
+    // A role limit below the group's size refuses the item.
+    let limited = config.replace("max_targets_per_item = 2", "max_targets_per_item = 1");
+    let limited = limited.replace(
+        &audit.display().to_string(),
+        &dir.path().join("audit2").display().to_string(),
+    );
+    let gw1 = Gateway::start(&limited).await;
+    let (_, r) = gw1.post("/jolokia", &name_read("*")).await;
+    assert_eq!(r["status"], 400, "{r}");
+    assert_eq!(r["error_type"], "jmxgate.TooManyTargets");
+    assert!(
+        r["error"].as_str().unwrap().contains("matches 2 targets"),
+        "{r}"
+    );
+    let (_, r) = gw1.post("/jolokia", &name_read("a*")).await;
+    assert_eq!(r["value"], json!({"alpha": "alpha"}), "{r}");
+
+    // The audit log has one record per target of a fan-out.
+    drop(gw1);
+    let log = gw.gateway.audit().unwrap();
+    log.close().await.unwrap();
+    let mut records: Vec<Value> = Vec::new();
+    for entry in std::fs::read_dir(&audit).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        records.extend(
+            text.lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap()),
+        );
+    }
+    let reads: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["event"] == "item" && r["type"] == "read")
+        .collect();
+    let mut targets: Vec<&str> = reads
+        .iter()
+        .map(|r| r["target"].as_str().unwrap())
+        .collect();
+    targets.sort();
+    assert_eq!(targets, vec!["alpha", "beta"], "{reads:?}");
+    let writes: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["event"] == "item" && r["type"] == "write")
+        .collect();
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    assert!(
+        writes.iter().all(|w| w["decision"] == "denied"),
+        "{writes:?}"
+    );
+}
