@@ -58,6 +58,9 @@ pub struct Config {
     /// The shared cache of `list` answers.
     #[serde(default)]
     pub list_cache: ListCacheConfig,
+    /// Background probes and the circuit breaker per target.
+    #[serde(default)]
+    pub health: crate::health::HealthConfig,
 }
 
 /// `[log]`: the log on stderr.

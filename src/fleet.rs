@@ -8,6 +8,7 @@ use url::Url;
 
 use crate::client::{AgentClient, BufferBudget, ClientError};
 use crate::config::{self, Config, Secret, TargetConfig};
+use crate::health::{HealthBook, TargetHealth};
 
 /// One agent of the fleet, ready to be called.
 #[derive(Debug)]
@@ -17,6 +18,8 @@ pub struct Target {
     pub labels: BTreeMap<String, String>,
     pub request_timeout: Duration,
     pub client: AgentClient,
+    /// Shared with the health book: survives reloads.
+    pub health: Arc<TargetHealth>,
     /// A proxy request's own `target.user`/`target.password` may be used.
     pub allow_credentials_passthrough: bool,
 }
@@ -77,7 +80,7 @@ impl Fleet {
     /// Builds clients for every configured target. Fails on the first
     /// target whose credentials or TLS material can't be loaded.
     pub fn from_config(config: &Config) -> Result<Fleet, String> {
-        Fleet::with_budget(config, None)
+        Fleet::with_budget(config, None, &HealthBook::default())
     }
 
     /// The configured targets, their clients sharing one budget for
@@ -85,10 +88,11 @@ impl Fleet {
     pub fn with_budget(
         config: &Config,
         budget: Option<Arc<BufferBudget>>,
+        health: &HealthBook,
     ) -> Result<Fleet, String> {
         let mut fleet = Fleet::default();
         for t in &config.targets {
-            let target = build_target(t, &config.target_defaults, budget.clone())
+            let target = build_target(t, &config.target_defaults, budget.clone(), health)
                 .map_err(|e| format!("target \"{}\": {e}", t.name))?;
             fleet.insert(target);
         }
@@ -132,6 +136,7 @@ fn build_target(
     t: &TargetConfig,
     defaults: &config::TargetDefaults,
     budget: Option<Arc<BufferBudget>>,
+    health: &HealthBook,
 ) -> Result<Target, String> {
     let url = parse_agent_url(&t.url)?;
     let password = load_password(t)?;
@@ -173,6 +178,7 @@ fn build_target(
         labels: t.labels.clone(),
         request_timeout,
         client,
+        health: health.for_target(&t.name),
         allow_credentials_passthrough: t.allow_credentials_passthrough,
     })
 }

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod client;
 pub mod config;
 pub mod fleet;
+pub mod health;
 pub mod metrics;
 pub mod pipeline;
 pub mod policy;

@@ -55,6 +55,8 @@ pub enum ClientError {
     BulkRefused(String),
     #[error("the agent's answer exceeds {0} bytes (the target's max_response_bytes)")]
     TooLarge(u64),
+    #[error("the target is unavailable: it {0}")]
+    Unavailable(String),
     #[error("the gateway is busy: agent answers being received already fill its {0}-byte budget (server.max_buffered_bytes); retry later")]
     Busy(u64),
     #[error("the agent's answer is not a Jolokia response: {0}")]
@@ -69,7 +71,7 @@ impl ClientError {
     pub fn item_status(&self) -> u16 {
         match self {
             ClientError::Timeout(_) => 504,
-            ClientError::Busy(_) => 503,
+            ClientError::Busy(_) | ClientError::Unavailable(_) => 503,
             ClientError::Http { status: 400, .. } | ClientError::BulkRefused(_) => 400,
             _ => 502,
         }
@@ -95,6 +97,7 @@ impl ClientError {
             ClientError::BulkRefused(_) => "jmxgate.AgentRefusedBulk",
             ClientError::TooLarge(_) => "jmxgate.AgentAnswerTooLarge",
             ClientError::Busy(_) => "jmxgate.GatewayBusy",
+            ClientError::Unavailable(_) => "jmxgate.TargetUnavailable",
             ClientError::BadAnswer(_) => "jmxgate.AgentBadAnswer",
             ClientError::Transport(_) => "jmxgate.AgentTransportError",
         }

@@ -93,6 +93,9 @@ pub struct Gateway {
     max_concurrent: usize,
     /// Agent answers being received (`server.max_buffered_bytes`).
     budget: Arc<crate::client::BufferBudget>,
+    /// Every target's health, kept across reloads.
+    health: Arc<crate::health::HealthBook>,
+    probe_interval: std::time::Duration,
 }
 
 /// Who asks, the same for every item of a request.
@@ -172,13 +175,16 @@ fn selector_of_item(
 enum Addressed {
     Proxy,
     Virtual(Arc<Target>),
+    /// `GET /jolokia/targets`: the targets the caller may reach.
+    TargetList,
 }
 
 impl Gateway {
     pub fn new(config: &Config) -> Result<Gateway, String> {
         let metrics = Arc::new(crate::metrics::Metrics::new());
         let budget = crate::client::BufferBudget::new(config.server.max_buffered_bytes);
-        let state = State::from_config(config, &metrics, &budget)?;
+        let health = Arc::new(crate::health::HealthBook::from_config(&config.health));
+        let state = State::from_config(config, &metrics, &budget, &health)?;
         if state.access.is_open() {
             tracing::warn!("no roles configured: every caller may do everything on every target");
         }
@@ -197,6 +203,8 @@ impl Gateway {
             working: tokio::sync::Semaphore::new(config.server.max_concurrent_requests),
             max_concurrent: config.server.max_concurrent_requests,
             budget,
+            health,
+            probe_interval: config.health.probe_interval,
         })
     }
 
@@ -229,7 +237,7 @@ impl Gateway {
     /// In-flight requests finish under the set they started with.
     /// Listeners and the audit log keep their settings until a restart.
     pub fn reload(&self, config: &Config) -> Result<(), String> {
-        let result = State::from_config(config, &self.metrics, &self.budget)
+        let result = State::from_config(config, &self.metrics, &self.budget, &self.health)
             .map(|state| self.state.store(Arc::new(state)));
         let status = if result.is_ok() { "ok" } else { "error" };
         self.metrics
@@ -245,6 +253,35 @@ impl Gateway {
     /// received right now.
     pub fn buffer_budget_available(&self) -> u64 {
         self.budget.available()
+    }
+
+    /// Asks every target for its `version` once, concurrently, and records
+    /// health, latency, agent version and protocol.
+    pub async fn probe_targets(&self) {
+        let fleet = self.fleet();
+        futures::future::join_all(fleet.iter().map(|t| crate::health::probe(t, &self.metrics)))
+            .await;
+    }
+
+    /// Probes every `health.probe_interval` while the gateway lives (not
+    /// at all with `0s`). Needs a Tokio runtime.
+    pub fn spawn_health_probes(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
+        if self.probe_interval.is_zero() {
+            return None;
+        }
+        let gateway = Arc::downgrade(self);
+        let interval = self.probe_interval;
+        Some(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let Some(gateway) = gateway.upgrade() else {
+                    return;
+                };
+                gateway.probe_targets().await;
+            }
+        }))
     }
 
     /// The gateway's metrics.
@@ -327,6 +364,9 @@ impl Gateway {
             Ok(p) => p,
             Err(refusal) => return refusal,
         };
+        if let Addressed::TargetList = addressed {
+            return self.target_list(&state, &principal, &parts.method, &headers, cors);
+        }
         let parsed = self
             .read_request(&state, &parts.method, &rest, parts.uri.query(), body)
             .await;
@@ -340,7 +380,7 @@ impl Gateway {
 
         let addressing = match &addressed {
             Addressed::Virtual(t) => Addressing::Virtual(t),
-            Addressed::Proxy => Addressing::Proxy {
+            Addressed::Proxy | Addressed::TargetList => Addressing::Proxy {
                 default_target: state.default_target.as_ref(),
             },
         };
@@ -847,6 +887,36 @@ impl Gateway {
             .collect())
     }
 
+    /// `GET /jolokia/targets`: the targets the caller's roles reach, with
+    /// labels, health, latency, agent version and protocol.
+    fn target_list(
+        &self,
+        state: &State,
+        principal: &authenticate::Principal,
+        method: &Method,
+        headers: &HeaderMap,
+        cors: bool,
+    ) -> HttpResponse<Body> {
+        if method != Method::GET {
+            return respond::http_error(
+                &HttpError::new(405, "jmxgate.MethodNotAllowed", "GET the target list"),
+                headers,
+                cors,
+            );
+        }
+        let access = &state.access;
+        let held = access.roles_of(principal);
+        let listed: Vec<serde_json::Value> = state
+            .fleet
+            .iter()
+            .filter(|t| access.is_open() || held.iter().any(|r| r.reaches(t)))
+            .map(|t| crate::health::describe(t))
+            .collect();
+        let answer = Response::value(&listed, unix_seconds());
+        let body = respond::body(&[answer], false);
+        respond::http_response(body, &crate::protocol::Params::default(), headers, cors)
+    }
+
     /// Splits the URL into addressing and the Jolokia path after it.
     fn addressing(&self, state: &State, path: &str) -> Result<(Addressed, String), HttpError> {
         let not_found = || {
@@ -871,6 +941,9 @@ impl Gateway {
         else {
             return Ok((Addressed::Proxy, rest.to_string()));
         };
+        if after.is_empty() || after == "/" {
+            return Ok((Addressed::TargetList, String::new()));
+        }
         let Some(after) = after.strip_prefix('/') else {
             // `/jolokia/targetsX…` is an ordinary Jolokia path.
             return Ok((Addressed::Proxy, rest.to_string()));

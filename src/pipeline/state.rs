@@ -32,8 +32,9 @@ impl State {
         config: &Config,
         metrics: &Arc<crate::metrics::Metrics>,
         budget: &Arc<crate::client::BufferBudget>,
+        health: &crate::health::HealthBook,
     ) -> Result<State, String> {
-        let fleet = Arc::new(Fleet::with_budget(config, Some(budget.clone()))?);
+        let fleet = Arc::new(Fleet::with_budget(config, Some(budget.clone()), health)?);
         let default_target = config
             .server
             .default_target

@@ -223,6 +223,8 @@ impl Gateway {
 
     async fn serve(config: &jmxgate::Config) -> Gateway {
         let gateway = Arc::new(jmxgate::Gateway::new(config).expect("gateway starts"));
+        // As `jmxgate serve` does; the task ends with the gateway.
+        let _probes = gateway.spawn_health_probes();
         if let Some(tls) = &config.server.tls {
             let reloading =
                 Arc::new(jmxgate::tls::ReloadingTls::new(tls.clone()).expect("TLS config loads"));

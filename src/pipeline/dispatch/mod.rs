@@ -162,7 +162,8 @@ pub async fn dispatch(
     a.into_iter().chain(b).chain(c).flatten().collect()
 }
 
-/// Runs one exchange and counts it.
+/// Runs one exchange unless the target's breaker is open, counts it and
+/// tells the target's health how it went.
 pub async fn measured<F>(
     metrics: &Metrics,
     target: &Target,
@@ -171,8 +172,25 @@ pub async fn measured<F>(
 where
     F: Future<Output = Result<Vec<Response>, ClientError>>,
 {
+    if let Some(why) = target.health.refusal() {
+        metrics.exchange(&target.name, "circuit_open", 0.0);
+        return Err(ClientError::Unavailable(why));
+    }
     let started = std::time::Instant::now();
     let result = exchange.await;
+    match &result {
+        Ok(_) => target.health.record_exchange(Ok(started.elapsed())),
+        // The agent's fault (or the path to it); not the gateway's budget,
+        // a too large answer or a request the agent refused.
+        Err(
+            e @ (ClientError::Connect(_)
+            | ClientError::Timeout(_)
+            | ClientError::Http { .. }
+            | ClientError::BadAnswer(_)
+            | ClientError::Transport(_)),
+        ) => target.health.record_exchange(Err(e.to_string())),
+        Err(_) => {}
+    }
     let outcome = match &result {
         Ok(_) => "ok",
         Err(ClientError::Timeout(_)) => "timeout",
@@ -181,6 +199,7 @@ where
         Err(ClientError::BulkRefused(_)) => "refused",
         Err(ClientError::TooLarge(_)) => "too_large",
         Err(ClientError::Busy(_)) => "busy",
+        Err(ClientError::Unavailable(_)) => "circuit_open",
         Err(_) => "bad_answer",
     };
     metrics.exchange(&target.name, outcome, started.elapsed().as_secs_f64());
@@ -281,6 +300,7 @@ mod tests {
             labels: Default::default(),
             request_timeout: Duration::from_secs(1),
             client: AgentClient::builder(url).build().unwrap(),
+            health: crate::health::HealthBook::default().for_target(name),
             allow_credentials_passthrough: false,
         })
     }

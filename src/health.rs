@@ -1,0 +1,285 @@
+//! Target health: what the last exchanges and background `version` probes
+//! said about each agent, and a circuit breaker. After `failures_to_open`
+//! failed exchanges in a row (the agent unreachable, timing out or not
+//! answering Jolokia), items for it are answered at once with 503
+//! `jmxgate.TargetUnavailable` instead of waiting for timeouts, until a
+//! probe succeeds. Health is kept by target name, so it survives reloads.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+
+/// `[health]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HealthConfig {
+    /// How often every target is asked for its `version`; `0s` turns the
+    /// probes, and with them the circuit breaker, off.
+    #[serde(default = "default_probe_interval", with = "humantime_serde")]
+    pub probe_interval: Duration,
+    /// Failed exchanges in a row that open a target's breaker.
+    #[serde(default = "default_failures_to_open")]
+    pub failures_to_open: u32,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            probe_interval: default_probe_interval(),
+            failures_to_open: default_failures_to_open(),
+        }
+    }
+}
+
+fn default_probe_interval() -> Duration {
+    Duration::from_secs(30)
+}
+
+fn default_failures_to_open() -> u32 {
+    3
+}
+
+/// One target's health as last seen.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HealthState {
+    /// `None` until the first exchange or probe.
+    pub up: Option<bool>,
+    pub consecutive_failures: u32,
+    pub latency: Option<Duration>,
+    pub last_check: Option<SystemTime>,
+    pub last_error: Option<String>,
+    /// From the last successful probe: the agent's version and protocol.
+    pub agent_version: Option<String>,
+    pub protocol: Option<String>,
+    /// When the breaker opened; `None` while closed.
+    pub open_since: Option<SystemTime>,
+}
+
+#[derive(Debug)]
+pub struct TargetHealth {
+    state: Mutex<HealthState>,
+    /// 0: the breaker never opens.
+    failures_to_open: u32,
+}
+
+impl TargetHealth {
+    fn new(failures_to_open: u32) -> TargetHealth {
+        TargetHealth {
+            state: Mutex::default(),
+            failures_to_open,
+        }
+    }
+
+    pub fn snapshot(&self) -> HealthState {
+        self.state.lock().expect("health lock").clone()
+    }
+
+    /// Why items must not be sent now, if the breaker is open.
+    pub fn refusal(&self) -> Option<String> {
+        let s = self.state.lock().expect("health lock");
+        let since = s.open_since?;
+        let ago = SystemTime::now()
+            .duration_since(since)
+            .unwrap_or_default()
+            .as_secs();
+        Some(format!(
+            "failed {} times in a row ({}), circuit open for {ago}s; answered without contacting it until a health probe succeeds",
+            s.consecutive_failures,
+            s.last_error.as_deref().unwrap_or("no answer")
+        ))
+    }
+
+    /// An exchange's outcome (probes use [`record_probe`](Self::record_probe)).
+    pub fn record_exchange(&self, outcome: Result<Duration, String>) {
+        let mut s = self.state.lock().expect("health lock");
+        s.last_check = Some(SystemTime::now());
+        match outcome {
+            Ok(latency) => {
+                s.up = Some(true);
+                s.latency = Some(latency);
+                s.consecutive_failures = 0;
+                s.last_error = None;
+                // An exchange only runs while closed; nothing to close here.
+            }
+            Err(error) => {
+                s.up = Some(false);
+                s.consecutive_failures += 1;
+                s.last_error = Some(error);
+                if self.failures_to_open > 0
+                    && s.consecutive_failures >= self.failures_to_open
+                    && s.open_since.is_none()
+                {
+                    s.open_since = Some(SystemTime::now());
+                }
+            }
+        }
+    }
+
+    /// A probe's outcome: on success, the agent's version and protocol,
+    /// and the breaker closes.
+    pub fn record_probe(
+        &self,
+        outcome: Result<(Duration, Option<String>, Option<String>), String>,
+    ) {
+        match outcome {
+            Ok((latency, version, protocol)) => {
+                self.record_exchange(Ok(latency));
+                let mut s = self.state.lock().expect("health lock");
+                s.open_since = None;
+                s.agent_version = version.or(s.agent_version.take());
+                s.protocol = protocol.or(s.protocol.take());
+            }
+            Err(e) => self.record_exchange(Err(e)),
+        }
+    }
+}
+
+/// Every target's health, by name.
+#[derive(Debug)]
+pub struct HealthBook {
+    entries: Mutex<HashMap<String, Arc<TargetHealth>>>,
+    failures_to_open: u32,
+}
+
+impl HealthBook {
+    /// `failures_to_open` 0 never opens a breaker (probes off).
+    pub fn new(failures_to_open: u32) -> HealthBook {
+        HealthBook {
+            entries: Mutex::default(),
+            failures_to_open,
+        }
+    }
+
+    pub fn from_config(config: &HealthConfig) -> HealthBook {
+        let breaker = if config.probe_interval.is_zero() {
+            0
+        } else {
+            config.failures_to_open
+        };
+        HealthBook::new(breaker)
+    }
+
+    /// The target's health, the same value across reloads.
+    pub fn for_target(&self, name: &str) -> Arc<TargetHealth> {
+        self.entries
+            .lock()
+            .expect("health lock")
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(TargetHealth::new(self.failures_to_open)))
+            .clone()
+    }
+}
+
+impl Default for HealthBook {
+    fn default() -> Self {
+        HealthBook::new(default_failures_to_open())
+    }
+}
+
+/// Asks one target for its `version` and records the outcome.
+pub async fn probe(target: &crate::fleet::Target, metrics: &crate::metrics::Metrics) {
+    let started = std::time::Instant::now();
+    let outcome = match target
+        .client
+        .bulk(&[crate::protocol::Request::version()])
+        .await
+    {
+        Ok(mut answers) => {
+            let answer = answers.swap_remove(0);
+            if answer.is_error() {
+                Err(format!("version failed: {}", answer.error_text()))
+            } else {
+                let value: serde_json::Value = answer
+                    .get("value")
+                    .and_then(|v| serde_json::from_str(v.get()).ok())
+                    .unwrap_or_default();
+                let text = |k: &str| value.get(k).and_then(|v| v.as_str()).map(str::to_string);
+                Ok((started.elapsed(), text("agent"), text("protocol")))
+            }
+        }
+        Err(e) => Err(e.to_string()),
+    };
+    metrics
+        .agent_up
+        .get_or_create(&crate::metrics::TargetLabel {
+            target: target.name.clone(),
+        })
+        .set(i64::from(outcome.is_ok()));
+    target.health.record_probe(outcome);
+}
+
+/// A target as `GET /jolokia/targets` shows it: never its URL or
+/// credentials, which are the operator's business.
+pub fn describe(target: &crate::fleet::Target) -> serde_json::Value {
+    let s = target.health.snapshot();
+    let rfc3339 = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
+    serde_json::json!({
+        "name": target.name,
+        "labels": target.labels,
+        "health": {
+            "state": match s.up { Some(true) => "up", Some(false) => "down", None => "unknown" },
+            "breaker": if s.open_since.is_some() { "open" } else { "closed" },
+            "consecutive_failures": s.consecutive_failures,
+            "latency_ms": s.latency.map(|d| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0),
+            "last_check": s.last_check.map(rfc3339),
+            "last_error": s.last_error,
+        },
+        "agent": {"version": s.agent_version, "protocol": s.protocol},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_breaker_opens_after_failures_and_a_probe_closes_it() {
+        let h = TargetHealth::new(3);
+        h.record_exchange(Err("refused".into()));
+        h.record_exchange(Err("refused".into()));
+        assert!(h.refusal().is_none());
+        h.record_exchange(Err("refused".into()));
+        let why = h.refusal().unwrap();
+        assert!(
+            why.starts_with("failed 3 times in a row (refused)"),
+            "{why}"
+        );
+        h.record_probe(Err("still refused".into()));
+        assert!(h.refusal().is_some());
+        h.record_probe(Ok((
+            Duration::from_millis(4),
+            Some("1.7.1".into()),
+            Some("7.2".into()),
+        )));
+        assert!(h.refusal().is_none());
+        let s = h.snapshot();
+        assert_eq!(s.up, Some(true));
+        assert_eq!(s.consecutive_failures, 0);
+        assert_eq!(s.agent_version.as_deref(), Some("1.7.1"));
+    }
+
+    #[test]
+    fn a_success_resets_the_count_and_zero_never_opens() {
+        let h = TargetHealth::new(2);
+        h.record_exchange(Err("x".into()));
+        h.record_exchange(Ok(Duration::from_millis(1)));
+        h.record_exchange(Err("x".into()));
+        assert!(h.refusal().is_none());
+        let never = TargetHealth::new(0);
+        for _ in 0..10 {
+            never.record_exchange(Err("x".into()));
+        }
+        assert!(never.refusal().is_none());
+    }
+
+    #[test]
+    fn health_survives_by_name() {
+        let book = HealthBook::new(3);
+        let a = book.for_target("a");
+        a.record_exchange(Err("x".into()));
+        assert_eq!(book.for_target("a").snapshot().consecutive_failures, 1);
+        assert_eq!(book.for_target("b").snapshot().up, None);
+    }
+}

@@ -1,0 +1,130 @@
+//! Target health against real agents: background `version` probes, the
+//! `GET /jolokia/targets` listing, and a circuit breaker that trips when an
+//! agent goes away and recovers when it comes back.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Agent, Gateway};
+use serde_json::{json, Value};
+
+const READ: &str = "/read/jmxgate.test:type=Types/Name";
+
+/// Polls `check` until it holds or `within` passes; the last value for
+/// the failure message.
+async fn eventually(within: Duration, mut check: impl AsyncFnMut() -> (bool, Value)) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let (ok, last) = check().await;
+        if ok {
+            return last;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never happened; last seen: {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_target_list_shows_what_the_caller_may_reach_with_health() {
+    let [alpha, beta, _] = common::shared_agents();
+    let dead = common::dead_port();
+    let config = format!(
+        "[health]\nprobe_interval = \"200ms\"\n\
+         [[targets]]\nname = \"alpha\"\nurl = \"{}\"\nlabels = {{ env = \"prod\" }}\n\
+         [[targets]]\nname = \"beta\"\nurl = \"{}\"\n\
+         [[targets]]\nname = \"gone\"\nurl = \"http://127.0.0.1:{dead}/jolokia\"\nlabels = {{ env = \"prod\" }}\n\
+         [access]\nanonymous_role = \"prod\"\n[[roles]]\nname = \"prod\"\ntargets = [\"env=prod\"]\n",
+        alpha.url(),
+        beta.url()
+    );
+    let gw = Gateway::start(&config).await;
+    let listed = eventually(Duration::from_secs(10), async || {
+        let (status, r) = gw.get("/jolokia/targets").await;
+        assert_eq!(status, 200);
+        let ready = r["value"]
+            .as_array()
+            .is_some_and(|ts| ts.iter().all(|t| t["health"]["state"] != "unknown"));
+        (ready, r)
+    })
+    .await;
+    let targets = listed["value"].as_array().unwrap();
+    let names: Vec<&str> = targets
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["alpha", "gone"], "beta is not this role's");
+    let alpha_entry = &targets[0];
+    assert_eq!(alpha_entry["labels"], json!({"env": "prod"}));
+    assert_eq!(alpha_entry["health"]["state"], "up");
+    assert_eq!(alpha_entry["agent"]["version"], "1.7.1");
+    assert_eq!(alpha_entry["agent"]["protocol"], "7.2");
+    assert!(alpha_entry["health"]["latency_ms"].as_f64().unwrap() > 0.0);
+    assert!(
+        alpha_entry.get("url").is_none(),
+        "agent addresses stay private"
+    );
+    let gone = &targets[1];
+    assert_eq!(gone["health"]["state"], "down");
+    assert!(
+        gone["health"]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot connect"),
+        "{gone}"
+    );
+    assert_eq!(gw.post("/jolokia/targets", &json!({})).await.0, 405);
+}
+
+#[tokio::test]
+async fn a_failing_target_trips_the_breaker_and_a_probe_closes_it() {
+    let agent = Agent::start("flaky");
+    let port = agent.port;
+    let config = format!(
+        "[health]\nprobe_interval = \"300ms\"\nfailures_to_open = 2\n\
+         [[targets]]\nname = \"flaky\"\nurl = \"{}\"\nconnect_timeout = \"300ms\"\n",
+        agent.url()
+    );
+    let gw = Gateway::start(&config).await;
+    let path = format!("/jolokia/targets/flaky{READ}");
+    let (_, r) = gw.get(&path).await;
+    assert_eq!(r["value"], "flaky", "{r}");
+
+    // The agent goes away: exchanges fail, and soon the breaker answers.
+    drop(agent);
+    let tripped = eventually(Duration::from_secs(10), async || {
+        let (_, r) = gw.get(&path).await;
+        (r["error_type"] == "jmxgate.TargetUnavailable", r)
+    })
+    .await;
+    assert_eq!(tripped["status"], 503);
+    assert!(
+        tripped["error"].as_str().unwrap().contains("circuit open"),
+        "{tripped}"
+    );
+    let started = Instant::now();
+    let (_, fast) = gw.get(&path).await;
+    assert_eq!(fast["error_type"], "jmxgate.TargetUnavailable");
+    assert!(
+        started.elapsed() < Duration::from_millis(250),
+        "answered without waiting"
+    );
+    let (_, listed) = gw.get("/jolokia/targets").await;
+    assert_eq!(listed["value"][0]["health"]["breaker"], "open", "{listed}");
+
+    // It comes back on the same port: a probe closes the breaker.
+    let port_arg = port.to_string();
+    let _back = Agent::start_with("flaky", &["--port", &port_arg]);
+    let recovered = eventually(Duration::from_secs(10), async || {
+        let (_, r) = gw.get(&path).await;
+        (r["status"] == 200, r)
+    })
+    .await;
+    assert_eq!(recovered["value"], "flaky");
+    let (_, listed) = gw.get("/jolokia/targets").await;
+    assert_eq!(listed["value"][0]["health"]["breaker"], "closed");
+    assert_eq!(listed["value"][0]["health"]["state"], "up");
+}
