@@ -36,6 +36,10 @@ pub struct Config {
     pub target_defaults: TargetDefaults,
     #[serde(default)]
     pub targets: Vec<TargetConfig>,
+    /// More targets from inventory files (TOML, JSON or YAML), re-read on
+    /// every reload.
+    #[serde(default)]
+    pub inventory: Vec<crate::inventory::InventoryConfig>,
     /// Who may do what. Without it (and without roles) the gateway is open:
     /// every caller may do everything on every target.
     #[serde(default)]
@@ -386,6 +390,42 @@ impl Config {
         toml::from_str(text).map_err(|e| vec![e.to_string().trim_end().replace('\n', "\n    ")])
     }
 
+    /// Appends the targets of every `[[inventory]]` file. A name the
+    /// configuration or an earlier inventory already uses is an error that
+    /// names both places.
+    pub fn add_inventories(&mut self) -> Result<(), Vec<String>> {
+        let mut problems = Vec::new();
+        let mut origin: BTreeMap<String, String> = self
+            .targets
+            .iter()
+            .map(|t| (t.name.clone(), "the configuration".to_string()))
+            .collect();
+        for inventory in &self.inventory {
+            let file = inventory.targets_file.display().to_string();
+            match crate::inventory::load(inventory) {
+                Err(e) => problems.push(e),
+                Ok(targets) => {
+                    for t in targets {
+                        if let Some(first) = origin.get(&t.name) {
+                            problems.push(format!(
+                                "inventory {file}: target \"{}\" is already defined by {first}",
+                                t.name
+                            ));
+                            continue;
+                        }
+                        origin.insert(t.name.clone(), format!("inventory {file}"));
+                        self.targets.push(t);
+                    }
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+
     /// Checks what TOML types can't: unique names, usable URLs, one password
     /// source, references that exist.
     pub fn validate(self) -> Result<Config, Vec<String>> {
@@ -655,13 +695,17 @@ impl ConfigSource {
     pub fn load_with_env(&self, env: &[(String, String)]) -> Result<Config, ConfigError> {
         let merged = self.merged(env)?;
         let label = PathBuf::from(self.describe());
-        let config: Config =
+        let mut config: Config =
             toml::Value::Table(merged)
                 .try_into()
                 .map_err(|e: toml::de::Error| ConfigError {
                     file: label.clone(),
                     problems: vec![e.to_string().trim_end().to_string()],
                 })?;
+        config.add_inventories().map_err(|problems| ConfigError {
+            file: label.clone(),
+            problems,
+        })?;
         config.validate().map_err(|problems| ConfigError {
             file: label,
             problems,

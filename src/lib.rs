@@ -8,6 +8,7 @@ pub mod client;
 pub mod config;
 pub mod fleet;
 pub mod health;
+pub mod inventory;
 pub mod metrics;
 pub mod pipeline;
 pub mod policy;

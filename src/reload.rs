@@ -20,7 +20,11 @@ pub fn reload_access(gateway: &Gateway, config_path: &Path) -> Result<(usize, us
 
 /// [`reload_access`] for layered configuration.
 pub fn reload(gateway: &Gateway, source: &ConfigSource) -> Result<(usize, usize), String> {
-    let config = source.load().map_err(|e| e.to_string())?;
+    let config = source.load().map_err(|e| {
+        // A file that doesn't load is a failed reload too.
+        gateway.count_reload(false);
+        e.to_string()
+    })?;
     gateway
         .reload(&config)
         .map_err(|e| format!("{}: {e}", source.describe()))?;

@@ -239,14 +239,18 @@ impl Gateway {
     pub fn reload(&self, config: &Config) -> Result<(), String> {
         let result = State::from_config(config, &self.metrics, &self.budget, &self.health)
             .map(|state| self.state.store(Arc::new(state)));
-        let status = if result.is_ok() { "ok" } else { "error" };
+        self.count_reload(result.is_ok());
+        result
+    }
+
+    /// Counts a reload attempt in `jmxgate_config_reloads_total`.
+    pub fn count_reload(&self, ok: bool) {
         self.metrics
             .reloads
             .get_or_create(&crate::metrics::StatusLabel {
-                status: status.into(),
+                status: if ok { "ok" } else { "error" }.into(),
             })
             .inc();
-        result
     }
 
     /// Bytes of `server.max_buffered_bytes` not held by answers being
