@@ -91,6 +91,8 @@ value = {f"app.domain{d}": {f"name=bean{b},type=Component": {"attr": {f"Attribut
          "class": "com.example.Component", "desc": "a component"} for b in range(100)} for d in range(40)}
 json.dump({"request": {"type": "list"}, "value": value, "timestamp": 1795312410, "status": 200}, open(sys.argv[1], "w"))
 PY
+# nginx's workers run as another user: let them read the file.
+chmod 755 "$work" && chmod 644 "$work/biglist.json"
 nginx -c "$work/nginx.conf"
 
 # jmxgate with authentication, a policy and the audit log.

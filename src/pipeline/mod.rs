@@ -95,6 +95,9 @@ pub struct Gateway {
     budget: Arc<crate::client::BufferBudget>,
     /// Every target's health, kept across reloads.
     health: Arc<crate::health::HealthBook>,
+    /// The configuration in force and the targets discovery found; the
+    /// fleet is both, rebuilt when either changes.
+    sources: std::sync::Mutex<(Config, Vec<crate::config::TargetConfig>)>,
     probe_interval: std::time::Duration,
 }
 
@@ -205,6 +208,7 @@ impl Gateway {
             budget,
             health,
             probe_interval: config.health.probe_interval,
+            sources: std::sync::Mutex::new((config.clone(), Vec::new())),
         })
     }
 
@@ -237,10 +241,46 @@ impl Gateway {
     /// In-flight requests finish under the set they started with.
     /// Listeners and the audit log keep their settings until a restart.
     pub fn reload(&self, config: &Config) -> Result<(), String> {
-        let result = State::from_config(config, &self.metrics, &self.budget, &self.health)
-            .map(|state| self.state.store(Arc::new(state)));
+        let mut sources = self.sources.lock().expect("sources lock");
+        let result = self.install(config, &sources.1);
+        if result.is_ok() {
+            sources.0 = config.clone();
+        }
         self.count_reload(result.is_ok());
         result
+    }
+
+    /// Replaces the targets found by discovery (DNS); the configured ones
+    /// stay. A discovered name that a configured target already uses is
+    /// left out, with a warning.
+    pub fn set_discovered(&self, targets: Vec<crate::config::TargetConfig>) -> Result<(), String> {
+        let mut sources = self.sources.lock().expect("sources lock");
+        let result = self.install(&sources.0, &targets);
+        if result.is_ok() {
+            tracing::info!(targets = targets.len(), "discovered targets installed");
+            sources.1 = targets;
+        } else if let Err(e) = &result {
+            tracing::error!("discovered targets not installed, keeping the previous fleet: {e}");
+        }
+        result
+    }
+
+    fn install(
+        &self,
+        config: &Config,
+        discovered: &[crate::config::TargetConfig],
+    ) -> Result<(), String> {
+        let mut config = config.clone();
+        for t in discovered {
+            if config.targets.iter().any(|c| c.name == t.name) {
+                tracing::warn!(target_name = %t.name, "a discovered target has the name of a configured one; the configured one is kept");
+                continue;
+            }
+            config.targets.push(t.clone());
+        }
+        let state = State::from_config(&config, &self.metrics, &self.budget, &self.health)?;
+        self.state.store(Arc::new(state));
+        Ok(())
     }
 
     /// Counts a reload attempt in `jmxgate_config_reloads_total`.
