@@ -58,6 +58,9 @@ pub struct Config {
     /// The shared cache of `list` answers.
     #[serde(default)]
     pub list_cache: ListCacheConfig,
+    /// Targets found at run time (`[[discovery.dns]]`).
+    #[serde(default)]
+    pub discovery: crate::discovery::DiscoveryConfig,
 }
 
 /// `[log]`: the log on stderr.
@@ -508,6 +511,7 @@ impl Config {
                 self.server.max_buffered_bytes
             ));
         }
+        problems.extend(self.discovery.problems());
         if problems.is_empty() {
             Ok(self)
         } else {
