@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use hickory_resolver::config::{NameServerConfig, ResolveHosts, ResolverConfig};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
-use hickory_resolver::net::NetError;
+use hickory_resolver::net::{DnsError, NetError};
 use hickory_resolver::proto::rr::{Name, RData, RecordType};
 use hickory_resolver::{Resolver, TokioResolver};
 use serde::Deserialize;
@@ -414,6 +414,12 @@ impl DnsDiscovery {
             "NXDOMAIN: the name does not exist".into()
         } else if e.is_no_records_found() {
             format!("no {what} records")
+        } else if let NetError::Dns(DnsError::ResponseCode(code)) = e {
+            // SERVFAIL, REFUSED, ...
+            format!(
+                "the nameserver answered {} ({code})",
+                format!("{code:?}").to_ascii_uppercase()
+            )
         } else if matches!(e, NetError::Timeout) {
             match self.timeout {
                 Some(t) => format!(
