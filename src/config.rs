@@ -65,6 +65,9 @@ pub struct Config {
     /// Background probes and the circuit breaker per target.
     #[serde(default)]
     pub health: crate::health::HealthConfig,
+    /// Targets found at run time (`[[discovery.dns]]`).
+    #[serde(default)]
+    pub discovery: crate::discovery::DiscoveryConfig,
 }
 
 /// `[log]`: the log on stderr.
@@ -563,6 +566,7 @@ impl Config {
                 self.server.max_buffered_bytes
             ));
         }
+        problems.extend(self.discovery.problems());
         if problems.is_empty() {
             Ok(self)
         } else {

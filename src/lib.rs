@@ -6,6 +6,7 @@ pub mod admin;
 pub mod audit;
 pub mod client;
 pub mod config;
+pub mod discovery;
 pub mod fleet;
 pub mod health;
 pub mod inventory;
