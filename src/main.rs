@@ -329,6 +329,7 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
         std::time::Duration::from_secs(2),
     ));
     let _probes = gateway.spawn_health_probes();
+    let _discovery = gateway.spawn_discovery();
     // One shutdown signal for every listener; each drains its requests.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = move || {

@@ -4,6 +4,8 @@
 //! queries it answers, so "no change reported" is checked after resolutions
 //! that really happened.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -622,4 +624,74 @@ async fn nothing_to_watch_returns_at_once() {
         .expect("watch returns without entries")
         .unwrap();
     assert!(changes.recv().await.is_none());
+}
+
+/// The whole path: SRV records naming real agents become gateway targets,
+/// reachable by name and by the `discovered_by=dns` selector, and a
+/// changed record set changes the fleet while the gateway serves.
+#[tokio::test(flavor = "multi_thread")]
+async fn discovered_agents_are_served_by_the_gateway() {
+    let [alpha, beta, _] = common::shared_agents();
+    let records = |ports: &[u16]| {
+        ports
+            .iter()
+            .map(|p| format!("_jolokia._tcp.jvm IN SRV 0 0 {p} localhost.\n"))
+            .collect::<String>()
+    };
+    let dns = TestDns::start(&records(&[alpha.port, beta.port])).await;
+    let config = format!(
+        "[health]\nprobe_interval = \"0s\"\n\
+         [[discovery.dns]]\nname = \"_jolokia._tcp.jvm.example.\"\nnameserver = \"{}\"\n\
+         interval = \"100ms\"\nname_prefix = \"jvm-\"\nlabels = {{ app = \"jvm\" }}\n",
+        dns.addr
+    );
+    let gw = common::Gateway::start(&config).await;
+    let _discovery = gw
+        .gateway
+        .spawn_discovery()
+        .expect("an entry is configured");
+    let read = serde_json::json!({"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name",
+        "target":{"url":"discovered_by=dns,app=jvm"}});
+    let (a, b) = (
+        format!("jvm-localhost-{}", alpha.port),
+        format!("jvm-localhost-{}", beta.port),
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let answer = loop {
+        let (_, r) = gw.post("/jolokia", &read).await;
+        if r["status"] == 200 {
+            break r;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never discovered: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        answer["value"],
+        serde_json::json!({ a.clone(): "alpha", b.clone(): "beta" }),
+        "{answer}"
+    );
+    let (_, by_name) = gw
+        .get(&format!(
+            "/jolokia/targets/{b}/read/jmxgate.test:type=Types/Name"
+        ))
+        .await;
+    assert_eq!(by_name["value"], "beta");
+
+    // alpha leaves the record set, and the fleet.
+    dns.set_records(&records(&[beta.port])).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, r) = gw.post("/jolokia", &read).await;
+        if r["value"] == serde_json::json!({ b.clone(): "beta" }) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "alpha never left: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -328,6 +328,33 @@ impl Gateway {
         }))
     }
 
+    /// Starts DNS discovery (`[[discovery.dns]]` of the configuration the
+    /// gateway started with; changing it needs a restart): every changed
+    /// answer set replaces the discovered targets. `None` without entries.
+    pub fn spawn_discovery(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
+        let entries = self
+            .sources
+            .lock()
+            .expect("sources lock")
+            .0
+            .discovery
+            .dns
+            .clone();
+        if entries.is_empty() {
+            return None;
+        }
+        let gateway = Arc::downgrade(self);
+        Some(tokio::spawn(crate::discovery::watch(
+            entries,
+            move |targets| {
+                if let Some(gateway) = gateway.upgrade() {
+                    // Errors are logged there; the previous fleet stays.
+                    let _ = gateway.set_discovered(targets);
+                }
+            },
+        )))
+    }
+
     /// The gateway's metrics.
     pub fn metrics(&self) -> &crate::metrics::Metrics {
         &self.metrics
