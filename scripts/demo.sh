@@ -109,6 +109,13 @@ jmxgate demo is starting on $base (config: $config). Paste these:
     {"type":"exec","mbean":"jmxgate.test:type=Operations","operation":"add(int,int)","arguments":[2,3],"target":{"url":"billing-1"}},
     {"type":"search","mbean":"java.lang:type=GarbageCollector,*","target":{"url":"service:jmx:jolokia://127.0.0.1:${ports[1]}/jolokia"}},
     {"type":"read","mbean":"java.lang:type=Runtime","attribute":"Uptime","target":{"url":"not-in-the-fleet"}}]'
+  # one read answered by every agent of a group (label selector or glob)
+  curl -s -H 'Content-Type: application/json' $base -d '{"type":"read","mbean":"java.lang:type=Threading","attribute":"ThreadCount","target":{"url":"app=orders"}}'
+  # the targets you may reach, with health, latency and agent version
+  curl -s $base/targets
+  # the command-line client
+  JMXGATE_URL=$base target/release/jmxgate read --target orders-2 java.lang:type=Memory HeapMemoryUsage
+  JMXGATE_URL=$base target/release/jmxgate list --target billing-1 jmxgate.test
   # denied by the demo policy (status 403), and never run on the agent
   curl -s $base/targets/billing-1/exec/jmxgate.test:type=Operations/reset
   # what the gateway would decide, without running anything

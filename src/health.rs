@@ -59,14 +59,16 @@ pub struct HealthState {
 
 #[derive(Debug)]
 pub struct TargetHealth {
+    name: String,
     state: Mutex<HealthState>,
     /// 0: the breaker never opens.
     failures_to_open: u32,
 }
 
 impl TargetHealth {
-    fn new(failures_to_open: u32) -> TargetHealth {
+    fn new(name: &str, failures_to_open: u32) -> TargetHealth {
         TargetHealth {
+            name: name.to_string(),
             state: Mutex::default(),
             failures_to_open,
         }
@@ -112,6 +114,12 @@ impl TargetHealth {
                     && s.open_since.is_none()
                 {
                     s.open_since = Some(SystemTime::now());
+                    tracing::warn!(
+                        target_name = %self.name,
+                        failures = s.consecutive_failures,
+                        last_error = s.last_error.as_deref().unwrap_or(""),
+                        "circuit opened: items for this target are refused until a health probe succeeds"
+                    );
                 }
             }
         }
@@ -127,7 +135,9 @@ impl TargetHealth {
             Ok((latency, version, protocol)) => {
                 self.record_exchange(Ok(latency));
                 let mut s = self.state.lock().expect("health lock");
-                s.open_since = None;
+                if s.open_since.take().is_some() {
+                    tracing::info!(target_name = %self.name, "circuit closed: the target answered a health probe");
+                }
                 s.agent_version = version.or(s.agent_version.take());
                 s.protocol = protocol.or(s.protocol.take());
             }
@@ -167,7 +177,7 @@ impl HealthBook {
             .lock()
             .expect("health lock")
             .entry(name.to_string())
-            .or_insert_with(|| Arc::new(TargetHealth::new(self.failures_to_open)))
+            .or_insert_with(|| Arc::new(TargetHealth::new(name, self.failures_to_open)))
             .clone()
     }
 }
@@ -236,7 +246,7 @@ mod tests {
 
     #[test]
     fn the_breaker_opens_after_failures_and_a_probe_closes_it() {
-        let h = TargetHealth::new(3);
+        let h = TargetHealth::new("t", 3);
         h.record_exchange(Err("refused".into()));
         h.record_exchange(Err("refused".into()));
         assert!(h.refusal().is_none());
@@ -262,12 +272,12 @@ mod tests {
 
     #[test]
     fn a_success_resets_the_count_and_zero_never_opens() {
-        let h = TargetHealth::new(2);
+        let h = TargetHealth::new("t", 2);
         h.record_exchange(Err("x".into()));
         h.record_exchange(Ok(Duration::from_millis(1)));
         h.record_exchange(Err("x".into()));
         assert!(h.refusal().is_none());
-        let never = TargetHealth::new(0);
+        let never = TargetHealth::new("t", 0);
         for _ in 0..10 {
             never.record_exchange(Err("x".into()));
         }

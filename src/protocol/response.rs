@@ -60,6 +60,11 @@ impl Response {
         self.0.insert(key.to_string(), raw(value));
     }
 
+    /// Sets a field to JSON text as it is.
+    pub fn set_raw(&mut self, key: &str, value: Box<RawValue>) {
+        self.0.insert(key.to_string(), value);
+    }
+
     /// Puts `request` first, where agents put it.
     pub fn set_request(&mut self, request: &serde_json::Value) {
         self.0.shift_insert(0, "request".to_string(), raw(request));

@@ -67,6 +67,51 @@ pub fn filter_list(
     }
 }
 
+type Raw = Box<serde_json::value::RawValue>;
+type Mbeans = indexmap::IndexMap<String, Raw>;
+
+/// [`filter_list`] on the answer's JSON text, parsing only domain and MBean
+/// keys: each MBean's description passes through as text, so a 10 MB list
+/// costs a scan rather than a tree of values. `None` for an answer of
+/// another shape (cut short by `maxDepth`): use [`filter_list`] then.
+pub fn filter_list_raw(
+    value: &serde_json::value::RawValue,
+    list_path: Option<&str>,
+    grant: &Grant,
+) -> Option<Result<Raw, ListDenied>> {
+    let segments: Vec<String> = list_path.map(path::split).unwrap_or_default();
+    match segments.as_slice() {
+        [] => {
+            let domains: indexmap::IndexMap<String, Mbeans> =
+                serde_json::from_str(value.get()).ok()?;
+            let kept: indexmap::IndexMap<String, Mbeans> = domains
+                .into_iter()
+                .filter_map(|(domain, mbeans)| {
+                    let visible = visible_mbeans(&domain, mbeans, grant);
+                    (!visible.is_empty()).then_some((domain, visible))
+                })
+                .collect();
+            serde_json::value::to_raw_value(&kept).ok().map(Ok)
+        }
+        [domain] => {
+            let mbeans: Mbeans = serde_json::from_str(value.get()).ok()?;
+            serde_json::value::to_raw_value(&visible_mbeans(domain, mbeans, grant))
+                .ok()
+                .map(Ok)
+        }
+        _ => None,
+    }
+}
+
+fn visible_mbeans(domain: &str, mbeans: Mbeans, grant: &Grant) -> Mbeans {
+    mbeans
+        .into_iter()
+        .filter(|(props, _)| {
+            ObjectName::parse(&format!("{domain}:{props}")).is_ok_and(|name| grant.visible(&name))
+        })
+        .collect()
+}
+
 /// A list of domains only (no path, `maxDepth=1`) names no MBean, so it
 /// can't be filtered as it is: the gateway asks for one level more
 /// (`maxDepth=2`), filters, and cuts the answer back with [`to_domains`].
@@ -129,6 +174,31 @@ mod tests {
             to_domains(deeper),
             json!({"java.lang": "1", "jmx4perl": null})
         );
+    }
+
+    #[test]
+    fn the_text_filter_agrees_with_the_value_filter() {
+        let list = json!({"a": {"type=X": {"attr": {"A": {"type": "int"}}}, "type=Y": {}}, "b": {"name=z": {"desc": "a/b"}}});
+        let raw = serde_json::value::to_raw_value(&list).unwrap();
+        for grant in [Grant::open(), Grant::default()] {
+            let by_text = filter_list_raw(&raw, None, &grant).unwrap().unwrap();
+            let by_value = filter_list(list.clone(), None, &grant).unwrap();
+            let by_text: serde_json::Value = serde_json::from_str(by_text.get()).unwrap();
+            assert_eq!(by_text, by_value);
+            let domain = serde_json::value::to_raw_value(&list["a"]).unwrap();
+            let by_text = filter_list_raw(&domain, Some("a"), &grant)
+                .unwrap()
+                .unwrap();
+            let by_text: serde_json::Value = serde_json::from_str(by_text.get()).unwrap();
+            assert_eq!(
+                by_text,
+                filter_list(list["a"].clone(), Some("a"), &grant).unwrap()
+            );
+        }
+        // Cut short by maxDepth, or one MBean: the value filter's job.
+        let cut = serde_json::value::to_raw_value(&json!({"a": "1"})).unwrap();
+        assert!(filter_list_raw(&cut, None, &Grant::open()).is_none());
+        assert!(filter_list_raw(&raw, Some("a/type=X"), &Grant::open()).is_none());
     }
 
     #[test]

@@ -215,6 +215,26 @@ fn filtered(answer: Response, request: &Request, how: &AnswerFilter) -> Response
     {
         return answer;
     }
+    // Lists of domains or of a domain's MBeans: filtered on the text.
+    if let (Command::List(l), Plan::FilterList, false) = (&request.command, plan, how.to_domains) {
+        if let Some(raw) = answer.get("value") {
+            match filter::filter_list_raw(raw, l.path.as_deref(), grant) {
+                Some(Ok(kept)) => {
+                    let mut answer = answer;
+                    answer.set_raw("value", kept);
+                    return answer;
+                }
+                Some(Err(filter::ListDenied(why))) => {
+                    return Response::error(&ProtocolError::new(
+                        403,
+                        "java.lang.SecurityException",
+                        why,
+                    ))
+                }
+                None => {}
+            }
+        }
+    }
     // A 304 (not modified) answer carries no value.
     let Some(value) = answer
         .get("value")
