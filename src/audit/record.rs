@@ -84,7 +84,7 @@ impl ValueMode {
         match self {
             ValueMode::Hash => {
                 let digest = Sha256::digest(text.as_bytes());
-                let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+                let hex = super::chain::hex(&digest);
                 format!("sha256:{hex}")
             }
             ValueMode::Redact => "redacted".into(),
