@@ -199,6 +199,15 @@ for scenario in "GET read" "POST read" "POST bulk of 10" "POST full list"; do
     run "nginx proxy_pass" "$scenario" "$N$suffix" "$m" "$body"
 done
 
+# Moderate load: two clients, each waiting for its answer; what a request
+# costs in latency when the machine is not saturated.
+echo "==> JVM agent backend, moderate load (wrk -t1 -c2)"
+saved=("$threads" "$connections"); threads=1; connections=2
+run "agent directly" "POST read, 2 clients" "$A" POST "$read_body"
+run "jmxgate (auth+policy+audit)" "POST read, 2 clients" "$G" POST "$read_body" "$auth"
+run "nginx proxy_pass" "POST read, 2 clients" "$N" POST "$read_body"
+threads="${saved[0]}"; connections="${saved[1]}"
+
 echo "==> static backend (nginx answering a canned response)"
 run "static directly" "POST read" "http://127.0.0.1:$static_port/jolokia" POST "$read_body"
 run "jmxgate (auth+policy+audit)" "POST read" "http://127.0.0.1:$gw_port/jolokia/targets/static" POST "$read_body" "$auth"
