@@ -159,17 +159,10 @@ async fn errors_come_back_as_their_kinds() {
 async fn proxy_mode_through_the_gateway_with_credentials() {
     let agents = common::shared_agents();
     let dir = tempfile::tempdir().unwrap();
-    let hash = jmxgate::pipeline::authenticate::basic::hash_password("pw").unwrap();
-    let users = dir.path().join("users.toml");
-    std::fs::write(
+    let users = common::users_file(dir.path(), &[("ops", "pw", &[])]);
+    let gw = Gateway::start(&common::basic_auth_config(
         &users,
-        format!("[[users]]\nname = \"ops\"\npassword_hash = \"{hash}\"\n"),
-    )
-    .unwrap();
-    let gw = Gateway::start(&format!(
-        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\n",
-        targets_toml(&[&agents[0], &agents[1]]),
-        users.display()
+        &targets_toml(&[&agents[0], &agents[1]]),
     ))
     .await;
     let url = gw.url("/jolokia");
@@ -402,17 +395,10 @@ async fn the_command_line_reads_writes_lists_and_watches() {
 async fn the_command_line_takes_settings_from_a_file_and_the_environment() {
     let agents = common::shared_agents();
     let dir = tempfile::tempdir().unwrap();
-    let hash = jmxgate::pipeline::authenticate::basic::hash_password("s3cret").unwrap();
-    let users = dir.path().join("users.toml");
-    std::fs::write(
+    let users = common::users_file(dir.path(), &[("ops", "s3cret", &[])]);
+    let gw = Gateway::start(&common::basic_auth_config(
         &users,
-        format!("[[users]]\nname = \"ops\"\npassword_hash = \"{hash}\"\n"),
-    )
-    .unwrap();
-    let gw = Gateway::start(&format!(
-        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\n",
-        targets_toml(&[&agents[2]]),
-        users.display()
+        &targets_toml(&[&agents[2]]),
     ))
     .await;
     let password_file = dir.path().join("password");

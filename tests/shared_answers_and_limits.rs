@@ -15,20 +15,6 @@ fn list(config: Value) -> Value {
     json!({"type": "list", "config": config})
 }
 
-fn users_file(dir: &std::path::Path) -> String {
-    let hash = jmxgate::pipeline::authenticate::basic::hash_password("pw").unwrap();
-    let path = dir.join("users.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[[users]]\nname = \"lang\"\npassword_hash = \"{hash}\"\nroles = [\"lang\"]\n\
-             [[users]]\nname = \"test\"\npassword_hash = \"{hash}\"\nroles = [\"test\"]\n"
-        ),
-    )
-    .unwrap();
-    path.display().to_string()
-}
-
 fn policy(dir: &std::path::Path, name: &str, domain: &str) -> String {
     let path = dir.join(format!("{name}.xml"));
     std::fs::write(
@@ -127,7 +113,11 @@ async fn each_role_sees_its_own_part_of_one_cached_list() {
          [[roles]]\nname = \"lang\"\ntargets = [\"*\"]\npolicy = \"{}\"\n\n\
          [[roles]]\nname = \"test\"\ntargets = [\"*\"]\npolicy = \"{}\"\n",
         targets_toml(&[&agent]),
-        users_file(dir.path()),
+        common::users_file(
+            dir.path(),
+            &[("lang", "pw", &["lang"]), ("test", "pw", &["test"])]
+        )
+        .display(),
         policy(dir.path(), "lang", "java.lang"),
         policy(dir.path(), "test", "jmxgate.test"),
     );

@@ -166,6 +166,29 @@ pub fn shared_agents() -> &'static [Agent; 3] {
     })
 }
 
+/// A users file for `[auth.basic]`: one user per (name, password, roles).
+pub fn users_file(dir: &Path, users: &[(&str, &str, &[&str])]) -> PathBuf {
+    let path = dir.join("users.toml");
+    let text: String = users
+        .iter()
+        .map(|(name, password, roles)| {
+            let hash = jmxgate::pipeline::authenticate::basic::hash_password(password).unwrap();
+            format!("[[users]]\nname = \"{name}\"\npassword_hash = \"{hash}\"\nroles = {roles:?}\n")
+        })
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A gateway config body with Basic authentication against `users` and
+/// the given `[[targets]]` (and anything else) in `rest`.
+pub fn basic_auth_config(users: &Path, rest: &str) -> String {
+    format!(
+        "auth = [\"basic\"]\n{rest}\n[auth.basic]\nusers_file = \"{}\"\n",
+        users.display()
+    )
+}
+
 /// A port with nothing listening on it.
 pub fn dead_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
