@@ -163,6 +163,30 @@ async fn roles_see_only_their_part_of_a_group_and_have_a_limit() {
         assert_eq!(name["value"], agent.name.as_str(), "the write never ran");
     }
 
+    // explain shows the decision for each target of the group.
+    let (_, e) = gw.post("/jmxgate/explain", &name_read("*")).await;
+    assert_eq!(e["decision"], "allow", "{e}");
+    let per_target: Vec<(&str, &str)> = e["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["target"].as_str().unwrap(),
+                t["decision"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(per_target, vec![("alpha", "allow"), ("beta", "allow")]);
+    let (_, e) = gw
+        .post(
+            "/jmxgate/explain",
+            &json!({"type":"write","mbean":TYPES,"attribute":"Name","value":"x","target":{"url":"*"}}),
+        )
+        .await;
+    assert_eq!(e["decision"], "deny", "{e}");
+    assert_eq!(e["targets"][0]["status"], 403, "{e}");
+
     // A role limit below the group's size refuses the item.
     let limited = config.replace("max_targets_per_item = 2", "max_targets_per_item = 1");
     let limited = limited.replace(

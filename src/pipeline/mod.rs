@@ -792,12 +792,15 @@ impl Gateway {
                     roles: &held,
                     facts: &facts,
                 };
-                let decided = self.decide(state, &caller, addressing, item);
                 let kind = item
                     .parsed
                     .as_ref()
                     .ok()
                     .map(|p| p.request.command.type_name());
+                if let (None, Some(selector)) = (&virtual_target, selector_of_item(item)) {
+                    return self.explain_fan_out(state, &caller, item, selector, index, kind);
+                }
+                let decided = self.decide(state, &caller, addressing, item);
                 let mut entry =
                     serde_json::json!({ "index": index, "type": kind, "target": decided.target });
                 match decided.outcome {
@@ -826,6 +829,52 @@ impl Gateway {
         }
         .expect("JSON values serialise");
         respond::http_response(body, &crate::protocol::Params::default(), headers, cors)
+    }
+
+    /// The explain entry of a group item: one decision per target the
+    /// selector reaches for this caller, or why it reaches none.
+    fn explain_fan_out(
+        &self,
+        state: &State,
+        caller: &Caller<'_>,
+        item: &parse::Item,
+        selector: Result<crate::access::TargetSelector, crate::protocol::ProtocolError>,
+        index: usize,
+        kind: Option<&str>,
+    ) -> serde_json::Value {
+        let parsed = item
+            .parsed
+            .as_ref()
+            .expect("selectors come from parsed items");
+        let selector_text = parsed.target.as_ref().map(|t| t.url.clone());
+        let mut entry =
+            serde_json::json!({ "index": index, "type": kind, "target": selector_text });
+        match selector.and_then(|sel| self.fan_out(state, caller, &parsed.request, &sel)) {
+            Err(error) => {
+                entry["decision"] = "deny".into();
+                entry["status"] = error.status.into();
+                entry["error"] = error.message.into();
+            }
+            Ok(per_target) => {
+                let targets: Vec<serde_json::Value> = per_target
+                    .into_iter()
+                    .map(|(target, outcome)| match outcome {
+                        Ok(allowed) => serde_json::json!({
+                            "target": target.name, "decision": "allow",
+                            "rule": allowed.rule, "plan": allowed.plan.name(),
+                        }),
+                        Err((error, rule)) => serde_json::json!({
+                            "target": target.name, "decision": "deny", "status": error.status,
+                            "error": error.message, "rule": rule,
+                        }),
+                    })
+                    .collect();
+                let any_allowed = targets.iter().any(|t| t["decision"] == "allow");
+                entry["decision"] = if any_allowed { "allow" } else { "deny" }.into();
+                entry["targets"] = targets.into();
+            }
+        }
+        entry
     }
 
     /// Step 3 for any method: the GET path or the POST body, parsed.
