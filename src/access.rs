@@ -189,6 +189,12 @@ impl AccessControl {
         }
     }
 
+    /// Whether a caller holding `roles` may reach `target` at all (an open
+    /// gateway reaches every target).
+    pub fn reaches(&self, roles: &[Arc<Role>], target: &Target) -> bool {
+        self.open || roles.iter().any(|r| r.reaches(target))
+    }
+
     /// The client chain `<remote>` checks: the peer alone, or, when the
     /// peer is a trusted proxy, every `X-Forwarded-For` hop and the peer.
     pub fn client_chain(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> Vec<String> {

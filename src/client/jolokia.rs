@@ -529,13 +529,7 @@ impl JolokiaClient {
 
 fn classify(url: &str, e: reqwest::Error) -> JolokiaError {
     let (timeout, connect) = (e.is_timeout(), e.is_connect());
-    let mut cause = None;
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        cause = Some(s.to_string());
-        source = s.source();
-    }
-    let cause = cause.unwrap_or_else(|| e.without_url().to_string());
+    let cause = super::innermost_cause(e);
     let url = url.to_string();
     if timeout {
         JolokiaError::Timeout { url, cause }
@@ -560,7 +554,7 @@ fn into_result(answer: Response) -> Result<Reply, RemoteError> {
         return Ok(Reply {
             status,
             value: field("value").unwrap_or(Value::Null),
-            timestamp: field("timestamp").and_then(|t| t.as_u64()).unwrap_or(0),
+            timestamp: answer.timestamp().unwrap_or(0),
         });
     }
     let text = |k: &str| field(k).and_then(|v| v.as_str().map(str::to_string));

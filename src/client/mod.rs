@@ -498,7 +498,22 @@ impl AgentClient {
 }
 
 fn flight_key(body: &[u8], credentials: Option<&(String, Secret)>) -> FlightKey {
+    exchange_key(&[], credentials, body)
+}
+
+/// One digest of what an exchange is: `scope` (e.g. target name and URL),
+/// the credentials it is sent with and its body. Hashed, so no password
+/// sits in a map key; shared by single-flight and the list cache.
+pub(crate) fn exchange_key(
+    scope: &[&str],
+    credentials: Option<&(String, Secret)>,
+    body: &[u8],
+) -> [u8; 32] {
     let mut h = Sha256::new();
+    for part in scope {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
     if let Some((user, password)) = credentials {
         h.update(user.as_bytes());
         h.update([0]);
@@ -532,18 +547,21 @@ fn http_hint(status: u16) -> &'static str {
     }
 }
 
-/// reqwest's errors name the URL; describe the fault by its innermost
-/// cause instead, which is what a user needs ("Connection refused").
-fn classify(e: reqwest::Error) -> ClientError {
+/// reqwest's errors name the URL; the innermost cause is what a user
+/// needs ("Connection refused").
+fn innermost_cause(e: reqwest::Error) -> String {
     let mut cause = None;
     let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
     while let Some(s) = source {
         cause = Some(s.to_string());
         source = s.source();
     }
-    let timeout = e.is_timeout();
-    let connect = e.is_connect();
-    let cause = cause.unwrap_or_else(|| e.without_url().to_string());
+    cause.unwrap_or_else(|| e.without_url().to_string())
+}
+
+fn classify(e: reqwest::Error) -> ClientError {
+    let (timeout, connect) = (e.is_timeout(), e.is_connect());
+    let cause = innermost_cause(e);
     if timeout {
         ClientError::Transport(format!("timed out: {cause}"))
     } else if connect {

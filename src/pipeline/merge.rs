@@ -53,7 +53,7 @@ pub fn merge_fan_out(per_target: Vec<(String, Response)>, ignore_errors: bool) -
                 .get(k)
                 .and_then(|v| serde_json::from_str::<Value>(v.get()).ok())
         };
-        timestamp = timestamp.max(field("timestamp").and_then(|t| t.as_u64()).unwrap_or(0));
+        timestamp = timestamp.max(answer.timestamp().unwrap_or(0));
         let entry = if answer.is_error() {
             let mut e = serde_json::Map::new();
             for k in ["error_type", "error", "status"] {

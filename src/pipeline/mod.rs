@@ -473,6 +473,7 @@ impl Gateway {
         // answers are numbered from `count` up and merged afterwards.
         let mut fan_outs: Vec<FanOut> = Vec::new();
         let mut slot_answers: Vec<(usize, Response)> = Vec::new();
+        let mut next_slot = count;
         for (index, item) in parsed.items.iter().enumerate() {
             let caller = Caller {
                 access: &access,
@@ -504,7 +505,8 @@ impl Gateway {
                             slots: Vec::new(),
                         };
                         for (target, outcome) in per_target {
-                            let slot = count + slot_answers.len() + jobs.len();
+                            let slot = next_slot;
+                            next_slot += 1;
                             let (decision, rule) = match outcome {
                                 Ok(allowed) => {
                                     let mut request = forwarded(&parsed_item.request);
@@ -964,7 +966,7 @@ impl Gateway {
             .fleet
             .iter()
             .filter(|t| selector.matches(t))
-            .filter(|t| caller.access.is_open() || caller.roles.iter().any(|r| r.reaches(t)))
+            .filter(|t| caller.access.reaches(caller.roles, t))
             .cloned()
             .collect();
         if reachable.is_empty() {
@@ -1029,7 +1031,7 @@ impl Gateway {
         let listed: Vec<serde_json::Value> = state
             .fleet
             .iter()
-            .filter(|t| access.is_open() || held.iter().any(|r| r.reaches(t)))
+            .filter(|t| access.reaches(&held, t))
             .map(|t| crate::health::describe(t))
             .collect();
         let answer = Response::value(&listed, unix_seconds());

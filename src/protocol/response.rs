@@ -41,6 +41,11 @@ impl Response {
         self.0.get("status")?.get().trim().parse().ok()
     }
 
+    /// The agent's clock when it answered, in seconds.
+    pub fn timestamp(&self) -> Option<u64> {
+        self.0.get("timestamp")?.get().trim().parse().ok()
+    }
+
     pub fn is_error(&self) -> bool {
         self.status().is_none_or(|s| s != 200 && s != 304)
     }

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
-use sha2::{Digest, Sha256};
 
 use crate::config::{ListCacheConfig, Secret};
 use crate::fleet::Target;
@@ -124,29 +123,17 @@ fn revalidation(base: &Request, produced: u64) -> Request {
 
 /// Target, credentials and request, hashed: no password in a map key.
 fn cache_key(target: &Target, base: &Request, credentials: Option<&(String, Secret)>) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(target.name.as_bytes());
-    h.update([0]);
-    h.update(target.url.as_str().as_bytes());
-    h.update([0]);
-    if let Some((user, password)) = credentials {
-        h.update(user.as_bytes());
-        h.update([0]);
-        h.update(password.expose().as_bytes());
-    }
-    h.update([1]);
-    h.update(serde_json::to_vec(&base.to_agent_json()).expect("JSON serialises"));
-    h.finalize().into()
-}
-
-fn timestamp(answer: &Response) -> Option<u64> {
-    answer.get("timestamp")?.get().trim().parse().ok()
+    crate::client::exchange_key(
+        &[&target.name, target.url.as_str()],
+        credentials,
+        &serde_json::to_vec(&base.to_agent_json()).expect("JSON serialises"),
+    )
 }
 
 /// The entry after the agent's answer, and whether the cached value was
 /// still good; an error answer is returned as the item's answer.
 pub fn updated(cached: Option<&Entry>, answer: Response) -> Result<(Entry, bool), Response> {
-    let now = timestamp(&answer);
+    let now = answer.timestamp();
     match (answer.status(), cached) {
         (Some(304), Some(old)) => Ok((
             Entry {

@@ -224,13 +224,7 @@ fn filtered(answer: Response, request: &Request, how: &AnswerFilter) -> Response
                     answer.set_raw("value", kept);
                     return answer;
                 }
-                Some(Err(filter::ListDenied(why))) => {
-                    return Response::error(&ProtocolError::new(
-                        403,
-                        "java.lang.SecurityException",
-                        why,
-                    ))
-                }
+                Some(Err(denied)) => return list_denied(denied),
                 None => {}
             }
         }
@@ -247,13 +241,7 @@ fn filtered(answer: Response, request: &Request, how: &AnswerFilter) -> Response
             match filter::filter_list(value, l.path.as_deref(), grant) {
                 Ok(v) if how.to_domains => filter::to_domains(v),
                 Ok(v) => v,
-                Err(filter::ListDenied(why)) => {
-                    return Response::error(&ProtocolError::new(
-                        403,
-                        "java.lang.SecurityException",
-                        why,
-                    ))
-                }
+                Err(denied) => return list_denied(denied),
             }
         }
         _ => filter::filter_search(value, grant),
@@ -261,6 +249,11 @@ fn filtered(answer: Response, request: &Request, how: &AnswerFilter) -> Response
     let mut answer = answer;
     answer.set("value", &kept);
     answer
+}
+
+/// A list the caller may not see, in Jolokia's words.
+fn list_denied(filter::ListDenied(why): filter::ListDenied) -> Response {
+    Response::error(&ProtocolError::new(403, "java.lang.SecurityException", why))
 }
 
 /// One agent's share of the work: a single bulk call, and if the agent
