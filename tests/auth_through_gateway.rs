@@ -295,21 +295,12 @@ async fn client_certificates_identify_callers_over_tls() {
 #[tokio::test(flavor = "multi_thread")]
 async fn agents_requiring_client_certificates_and_credential_pass_through() {
     let pki = TestPki::new("agents");
-    let (cert, key) = pki.server_cert("agent");
-    let secured = Agent::start_with(
+    let secured = Agent::start_https(
         "mtls-agent",
-        &[
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-            "--tls-client-ca",
-            pki.ca_file().to_str().unwrap(),
-            "--user",
-            "jolokia",
-            "--password",
-            "agent-pw",
-        ],
+        &pki,
+        "agent",
+        true,
+        &["--user", "jolokia", "--password", "agent-pw"],
     );
     let (gw_cert, gw_key) = pki.client_cert("jmxgate", false);
     let url = format!("https://127.0.0.1:{}/jolokia", secured.port);

@@ -6,24 +6,11 @@ mod common;
 use common::{Agent, Gateway, TestPki};
 use serde_json::json;
 
-fn https_agent(pki: &TestPki, name: &str) -> Agent {
-    let (cert, key) = pki.server_cert(name);
-    Agent::start_with(
-        name,
-        &[
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-        ],
-    )
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn https_agents_are_verified_against_the_configured_ca() {
     let pki = TestPki::new("agents");
     let other = TestPki::new("someone-else");
-    let agent = https_agent(&pki, "secure");
+    let agent = Agent::start_https("secure", &pki, "secure", false, &[]);
     let url = format!("https://127.0.0.1:{}/jolokia", agent.port);
     let config = format!(
         "[[targets]]\nname = \"trusted\"\nurl = \"{url}\"\nca_file = \"{}\"\n\n\

@@ -207,18 +207,7 @@ async fn proxy_mode_through_the_gateway_with_credentials() {
 #[tokio::test]
 async fn https_with_a_ca_file_a_client_certificate_and_tls_1_3() {
     let pki = TestPki::new("client-lib");
-    let (cert, key) = pki.server_cert("localhost");
-    let agent = Agent::start_with(
-        "rc-tls",
-        &[
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-            "--tls-client-ca",
-            pki.ca_file().to_str().unwrap(),
-        ],
-    );
+    let agent = Agent::start_https("rc-tls", &pki, "localhost", true, &[]);
     let url = format!("https://localhost:{}/jolokia", agent.port);
     let (client_cert, client_key) = pki.client_cert("rc-client", false);
     let client = JolokiaClient::builder(&url)

@@ -141,6 +141,30 @@ impl Agent {
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/jolokia", self.port)
     }
+
+    /// An HTTPS agent with a certificate for `host` from `pki`; with
+    /// `client_ca`, it requires client certificates signed by `pki`.
+    pub fn start_https(
+        name: &str,
+        pki: &TestPki,
+        host: &str,
+        client_ca: bool,
+        extra: &[&str],
+    ) -> Agent {
+        let (cert, key) = pki.server_cert(host);
+        let ca = pki.ca_file();
+        let mut args = vec![
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ];
+        if client_ca {
+            args.extend(["--tls-client-ca", ca.to_str().unwrap()]);
+        }
+        args.extend(extra);
+        Agent::start_with(name, &args)
+    }
 }
 
 impl Drop for Agent {
