@@ -53,6 +53,19 @@ async fn globs_and_label_selectors_fan_out_keyed_by_target() {
     let (_, r) = gw.post("/jolokia", &name_read("env=dev,app=orders")).await;
     assert_eq!(r["value"], json!({"gamma": "gamma"}), "{r}");
 
+    // A malformed selector is the item's clear error; the gateway goes on.
+    let (status, r) = gw
+        .post(
+            "/jolokia",
+            &json!([name_read("env=,app=orders"), name_read("beta")]),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(r[0]["status"], 400, "{r}");
+    assert_eq!(r[0]["error_type"], "jmxgate.BadSelector");
+    assert!(r[0]["error"].as_str().unwrap().contains("key=value"), "{r}");
+    assert_eq!(r[1]["value"], "beta");
+
     let (_, r) = gw.post("/jolokia", &name_read("env=staging")).await;
     assert_eq!(r["status"], 404, "{r}");
     assert_eq!(r["error_type"], "jmxgate.UnknownTarget");
