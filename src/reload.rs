@@ -39,15 +39,31 @@ fn watched_files(source: &ConfigSource) -> Vec<PathBuf> {
     files
 }
 
-fn stamp(files: &[PathBuf]) -> Vec<Option<(SystemTime, u64)>> {
-    files
-        .iter()
-        .map(|f| {
-            std::fs::metadata(f)
-                .ok()
-                .map(|m| (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len()))
-        })
-        .collect()
+/// What identifies one version of a file: modification time, length and
+/// (on Unix) inode, so that an atomic rename is seen even with a kept mtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    modified: Option<SystemTime>,
+    len: u64,
+    inode: u64,
+}
+
+/// The file's stamp, `None` while it doesn't exist.
+pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(Stamp {
+        modified: meta.modified().ok(),
+        len: meta.len(),
+        inode,
+    })
+}
+
+fn stamps(files: &[PathBuf]) -> Vec<Option<Stamp>> {
+    files.iter().map(|f| stamp(f)).collect()
 }
 
 fn reload_logged(gateway: &Gateway, source: &ConfigSource, why: &str) {
@@ -69,7 +85,7 @@ pub async fn watch(gateway: Arc<Gateway>, source: impl Into<ConfigSource>, inter
     #[cfg(unix)]
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let mut files = watched_files(&source);
-    let mut last = stamp(&files);
+    let mut last = stamps(&files);
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -84,17 +100,62 @@ pub async fn watch(gateway: Arc<Gateway>, source: impl Into<ConfigSource>, inter
         };
         #[cfg(not(unix))]
         let hangup = std::future::pending::<()>();
-        tokio::select! {
-            () = hangup => reload_logged(&gateway, &source, "SIGHUP"),
-            _ = tick.tick() => {
-                let now = stamp(&files);
-                if now == last {
-                    continue;
-                }
-                reload_logged(&gateway, &source, "file changed");
-            }
+        let signalled = tokio::select! {
+            () = hangup => true,
+            _ = tick.tick() => false,
+        };
+        // Stamped before the reload reads the files: a write that lands
+        // while the reload runs shows up as a change on the next tick
+        // instead of being taken as already seen.
+        let before = stamps(&files);
+        if signalled {
+            reload_logged(&gateway, &source, "SIGHUP");
+        } else if before != last {
+            reload_logged(&gateway, &source, "file changed");
+        } else {
+            continue;
         }
-        files = watched_files(&source);
-        last = stamp(&files);
+        let named = watched_files(&source);
+        last = restamp(&files, &before, &named);
+        files = named;
+    }
+}
+
+/// The stamps for the files watched after a reload: those watched before
+/// keep the stamp taken before the reload; newly named ones are stamped now.
+fn restamp(old: &[PathBuf], before: &[Option<Stamp>], new: &[PathBuf]) -> Vec<Option<Stamp>> {
+    new.iter()
+        .map(|f| match old.iter().position(|o| o == f) {
+            Some(i) => before[i],
+            None => stamp(f),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reload_keeps_the_stamps_taken_before_it_read_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, policy, added) = (
+            dir.path().join("c.toml"),
+            dir.path().join("p.xml"),
+            dir.path().join("u.txt"),
+        );
+        for f in [&config, &policy, &added] {
+            std::fs::write(f, "x").unwrap();
+        }
+        let old = vec![config.clone(), policy.clone()];
+        let before = stamps(&old);
+        // The config changes while the reload runs: its stamp must stay the
+        // one from before, so the next tick sees the change.
+        std::fs::write(&config, "a longer config").unwrap();
+        let new = vec![config.clone(), added.clone()];
+        let last = restamp(&old, &before, &new);
+        assert_eq!(last[0], before[0]);
+        assert_ne!(last[0], stamp(&config));
+        assert_eq!(last[1], stamp(&added));
     }
 }

@@ -2,36 +2,14 @@
 //! connections get the newest configuration; established ones keep the one
 //! they were made with.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use rustls::ServerConfig;
 
 use super::config::{server_config, TlsConfig};
-
-/// What identifies one version of a file: modification time, length and
-/// (on Unix) inode, so that an atomic rename is seen even with a kept mtime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
-    modified: Option<SystemTime>,
-    len: u64,
-    inode: u64,
-}
-
-fn stamp(path: &Path) -> Option<Stamp> {
-    let meta = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
-    #[cfg(not(unix))]
-    let inode = 0;
-    Some(Stamp {
-        modified: meta.modified().ok(),
-        len: meta.len(),
-        inode,
-    })
-}
+use crate::reload::{stamp, Stamp};
 
 /// The current rustls server configuration, rebuilt when its files change.
 pub struct ReloadingTls {
