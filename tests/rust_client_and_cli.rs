@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{targets_toml, Agent, Gateway, TestPki};
+use common::{eventually, targets_toml, Agent, Gateway, TestPki};
 use jmxgate::client::{HttpMethod, JolokiaClient, JolokiaError, Poller, TlsVersion};
 use jmxgate::protocol::Request;
 use serde_json::{json, Value};
@@ -246,9 +246,13 @@ async fn the_poller_sends_one_bulk_per_period_and_only_changed_lists() {
     tokio::time::sleep(Duration::from_millis(1100)).await;
     poller.start(Duration::from_millis(150));
     assert!(poller.is_running());
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    let rounds = reads.lock().unwrap().len();
-    assert!(rounds >= 3, "{rounds} rounds");
+    let rounds = || reads.lock().unwrap().len();
+    eventually("three rounds", Duration::from_secs(10), || async {
+        (rounds() >= 3)
+            .then_some(())
+            .ok_or(format!("{} rounds", rounds()))
+    })
+    .await;
     assert!(reads.lock().unwrap().iter().all(|v| v == "rc-poller"));
     assert_eq!(
         *lists.lock().unwrap(),
@@ -260,7 +264,25 @@ async fn the_poller_sends_one_bulk_per_period_and_only_changed_lists() {
         .exec(OPS, "register", vec![json!("polled")])
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let changed_at = rounds();
+    eventually(
+        "the changed list passed on",
+        Duration::from_secs(10),
+        || async {
+            match *lists.lock().unwrap() {
+                2 => Ok(()),
+                n => Err(format!("{n} lists")),
+            }
+        },
+    )
+    .await;
+    // Several more rounds (past the agent's one-second change clock): once.
+    eventually("more rounds", Duration::from_secs(10), || async {
+        (rounds() >= changed_at + 10)
+            .then_some(())
+            .ok_or(format!("{} rounds", rounds()))
+    })
+    .await;
     assert_eq!(
         *lists.lock().unwrap(),
         2,
@@ -277,8 +299,12 @@ async fn the_poller_sends_one_bulk_per_period_and_only_changed_lists() {
         "stopped means stopped"
     );
     poller.start(Duration::from_millis(150));
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(reads.lock().unwrap().len() > stopped_at, "restarted");
+    eventually("restarted", Duration::from_secs(10), || async {
+        (rounds() > stopped_at)
+            .then_some(())
+            .ok_or(format!("{} rounds", rounds()))
+    })
+    .await;
 }
 
 fn cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {

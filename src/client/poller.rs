@@ -48,6 +48,10 @@ struct Job {
 struct Jobs {
     next: u64,
     jobs: Vec<Job>,
+    /// Bumped by every start and stop: a round of an older run that comes
+    /// back after a stop (abort can't cut a round that is already past its
+    /// last await) finds it changed and tells nobody.
+    run: u64,
 }
 
 pub struct Poller {
@@ -114,21 +118,29 @@ impl Poller {
         self.stop();
         let client = self.client.clone();
         let jobs = self.jobs.clone();
+        let run = {
+            let mut jobs = jobs.lock().expect("jobs lock");
+            jobs.run += 1;
+            jobs.run
+        };
         self.task = Some(tokio::spawn(async move {
             let mut ticks = tokio::time::interval(period);
             // A slow agent delays the next round instead of causing a burst.
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 ticks.tick().await;
-                poll_once(&client, &jobs).await;
+                poll_once(&client, &jobs, run).await;
             }
         }));
     }
 
     /// Stops polling; registered jobs stay for the next [`start`](Self::start).
+    /// Once it returns, no callback runs until the next start.
     pub fn stop(&mut self) {
         if let Some(task) = self.task.take() {
             task.abort();
+            // Waits for a round that is passing answers on right now.
+            self.jobs.lock().expect("jobs lock").run += 1;
         }
     }
 
@@ -144,7 +156,7 @@ impl Drop for Poller {
 }
 
 /// One round: all jobs in one bulk, answers to their callbacks.
-async fn poll_once(client: &JolokiaClient, jobs: &Mutex<Jobs>) {
+async fn poll_once(client: &JolokiaClient, jobs: &Mutex<Jobs>, run: u64) {
     let (ids, requests): (Vec<JobId>, Vec<Request>) = {
         let jobs = jobs.lock().expect("jobs lock");
         jobs.jobs
@@ -163,6 +175,9 @@ async fn poll_once(client: &JolokiaClient, jobs: &Mutex<Jobs>) {
     }
     let results = client.bulk_results(&requests).await;
     let mut jobs = jobs.lock().expect("jobs lock");
+    if jobs.run != run {
+        return;
+    }
     match results {
         Ok(results) => {
             for (id, result) in ids.into_iter().zip(results) {

@@ -78,6 +78,26 @@ pub fn first_line(out: impl std::io::Read + Send + 'static, timeout: Duration) -
     rx.recv_timeout(timeout).ok()
 }
 
+/// Polls `check` until it gives `Some`, for at most `within`; panics with
+/// `what` and the last state otherwise. For waits on background work
+/// (reloads, pollers) whose pace depends on how busy the machine is.
+pub async fn eventually<T, F, Fut>(what: &str, within: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        match check().await {
+            Ok(v) => return v,
+            Err(state) if std::time::Instant::now() >= deadline => {
+                panic!("{what}: not so after {within:?}; last: {state}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
 /// GETs a URL and parses the answer as JSON.
 pub async fn get_json(http: &reqwest::Client, url: &str) -> Value {
     let text = http.get(url).send().await.unwrap().text().await.unwrap();
