@@ -22,10 +22,11 @@ pub use poller::{JobId, Poller};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::{BoxFuture, FutureExt, Shared};
+use futures::future::{BoxFuture, FutureExt, Shared, WeakShared};
 use sha2::{Digest, Sha256};
 
 use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
@@ -226,6 +227,7 @@ impl AgentClientBuilder {
                 max_response_bytes: self.max_response_bytes,
                 budget: self.budget,
                 flights: Mutex::new(HashMap::new()),
+                next_flight: AtomicU64::new(0),
             }),
         })
     }
@@ -301,7 +303,25 @@ fn tls_config(
 }
 
 /// One exchange several callers wait for.
-type Flight = Shared<BoxFuture<'static, Result<Arc<Vec<Response>>, ClientError>>>;
+type BoxedExchange = BoxFuture<'static, Result<Arc<Vec<Response>>, ClientError>>;
+type Flight = Shared<BoxedExchange>;
+
+/// Removes its flight from the map when the exchange ends or is dropped;
+/// the id keeps it from removing a newer flight under the same key.
+struct LeavesMap<'a> {
+    client: &'a AgentClient,
+    key: FlightKey,
+    id: u64,
+}
+
+impl Drop for LeavesMap<'_> {
+    fn drop(&mut self) {
+        let mut flights = self.client.inner.flights.lock().expect("flights lock");
+        if flights.get(&self.key).is_some_and(|(id, _)| *id == self.id) {
+            flights.remove(&self.key);
+        }
+    }
+}
 
 /// The body and the credentials an exchange is sent with (hashed, so no
 /// password sits in a map key).
@@ -311,7 +331,9 @@ struct Inner {
     slots: tokio::sync::Semaphore,
     max_response_bytes: u64,
     budget: Option<Arc<BufferBudget>>,
-    flights: Mutex<HashMap<FlightKey, Flight>>,
+    /// Weak, so a flight nobody waits for any more is dropped.
+    flights: Mutex<HashMap<FlightKey, (u64, WeakShared<BoxedExchange>)>>,
+    next_flight: AtomicU64,
     url: Url,
     http: reqwest::Client,
     request_timeout: Duration,
@@ -388,8 +410,10 @@ impl AgentClient {
     }
 
     /// Joins an identical exchange already in flight, or starts one that
-    /// others may join. The exchange runs as its own task, so it finishes
-    /// (and leaves the map) even when the caller that started it gives up.
+    /// others may join. The callers drive it together, without a task of
+    /// its own (a spawn costs a cross-thread wake-up per exchange): it runs
+    /// while anyone still waits for it and leaves the map when it ends or
+    /// when the last of them gives up.
     async fn shared_post(
         &self,
         body: Vec<u8>,
@@ -398,27 +422,23 @@ impl AgentClient {
         let key = flight_key(&body, credentials.as_ref());
         let flight = {
             let mut flights = self.inner.flights.lock().expect("flights lock");
-            match flights.get(&key) {
-                Some(flight) => flight.clone(),
+            match flights.get(&key).and_then(|(_, f)| f.upgrade()) {
+                Some(flight) => flight,
                 None => {
                     let client = self.clone();
-                    let task = tokio::spawn(async move {
-                        let result = client.post(body, credentials.as_ref()).await.map(Arc::new);
-                        client
-                            .inner
-                            .flights
-                            .lock()
-                            .expect("flights lock")
-                            .remove(&key);
-                        result
-                    });
+                    let id = self.inner.next_flight.fetch_add(1, Ordering::Relaxed);
                     let flight: Flight = async move {
-                        task.await
-                            .unwrap_or_else(|e| Err(ClientError::Transport(e.to_string())))
+                        let _leaves = LeavesMap {
+                            client: &client,
+                            key,
+                            id,
+                        };
+                        client.post(body, credentials.as_ref()).await.map(Arc::new)
                     }
                     .boxed()
                     .shared();
-                    flights.insert(key, flight.clone());
+                    let weak = flight.downgrade().expect("not yet polled");
+                    flights.insert(key, (id, weak));
                     flight
                 }
             }
