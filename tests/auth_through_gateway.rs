@@ -464,3 +464,117 @@ fn secrets_never_reach_logs_answers_or_errors() {
         .block_on(direct(a, &json!({"type":"version"})));
     assert_eq!(v["status"], 200);
 }
+
+/// Sends a POST's head, reads the answer if one comes before the body, then
+/// sends the body: the way clients that write head and body separately
+/// (Python's http.client) look to a server that answers early.
+async fn post_in_two_writes(
+    stream: &mut tokio::net::TcpStream,
+    auth: &str,
+) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = r#"{"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name"}"#;
+    let head = format!(
+        "POST /jolokia/targets/alpha HTTP/1.1\r\nHost: gw\r\nAuthorization: Basic {auth}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.ok()?;
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut body_sent = false;
+    loop {
+        // An answer to a refused login comes before the body is sent.
+        let read = tokio::time::timeout(Duration::from_millis(300), stream.read(&mut buf)).await;
+        match read {
+            Ok(Ok(0)) | Ok(Err(_)) => return None,
+            Ok(Ok(n)) => answer.extend_from_slice(&buf[..n]),
+            Err(_) if !body_sent => {
+                stream.write_all(body.as_bytes()).await.ok()?;
+                body_sent = true;
+                continue;
+            }
+            Err(_) => return None,
+        }
+        let text = String::from_utf8_lossy(&answer).to_string();
+        if let Some((head, rest)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")
+                        .map(|v| v.trim().parse::<usize>().unwrap())
+                })
+                .unwrap_or(0);
+            if rest.len() >= length {
+                if !body_sent {
+                    // What a client does next: send the body it was writing.
+                    let _ = stream.write_all(body.as_bytes()).await;
+                }
+                let status = head[9..12].parse().unwrap();
+                return Some((status, head.to_ascii_lowercase()));
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_logins_on_a_kept_alive_connection_say_it_closes() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let config = format!(
+        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\nmax_failures = 3\n{}",
+        targets_toml(&[a]),
+        users_file(dir.path()),
+        ops_role()
+    );
+    let gw = Gateway::start(&config).await;
+    let encode = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+
+    // A good login with the body sent late: answered, connection kept.
+    let mut conn = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    for _ in 0..3 {
+        let (status, head) = post_in_two_writes(&mut conn, &encode("alice:wonder:land"))
+            .await
+            .expect("answered on the kept-alive connection");
+        assert_eq!(status, 200, "{head}");
+        assert!(!head.contains("connection: close"), "{head}");
+    }
+
+    // Refused (401, then 429 once throttled) before the body was read: the
+    // answer says the connection closes, so clients open a new one instead
+    // of writing into a closed socket.
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        let mut conn = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+        let (status, head) = post_in_two_writes(&mut conn, &encode("mallory:guess"))
+            .await
+            .expect("a refusal is an answer");
+        assert!(head.contains("connection: close"), "{head}");
+        statuses.push(status);
+    }
+    assert_eq!(statuses[0], 401);
+    assert_eq!(statuses[5], 429, "{statuses:?}");
+
+    // An HTTP client that keeps connections alive sees every refusal as an
+    // answer, never as a broken connection, and the gateway still serves.
+    for _ in 0..20 {
+        let r = gw
+            .http
+            .post(gw.url("/jolokia/targets/alpha"))
+            .basic_auth("eve", Some("nope"))
+            .body(r#"{"type":"version"}"#)
+            .send()
+            .await
+            .expect("an answer, not a connection error");
+        assert!([401, 429].contains(&r.status().as_u16()));
+    }
+    // The first connection is still open and answered; this client's
+    // address is throttled by now, even for alice.
+    let (status, head) = post_in_two_writes(&mut conn, &encode("alice:wonder:land"))
+        .await
+        .expect("the first connection still serves");
+    assert_eq!(status, 429, "{head}");
+    assert!(head.contains("retry-after"), "{head}");
+}

@@ -3,13 +3,19 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, State};
 use axum::serve::ListenerExt;
 use axum::Router;
-use http::{Request, Response};
+use bytes::Bytes;
+use http::header::CONNECTION;
+use http::{HeaderValue, Request, Response};
+use http_body::{Frame, SizeHint};
 use tokio::net::TcpListener;
 
 use super::authenticate::Connection;
@@ -59,4 +65,90 @@ pub async fn serve(
     )
     .with_graceful_shutdown(shutdown)
     .await
+}
+
+/// Whether a request's body has been read to its end.
+#[derive(Clone, Debug)]
+pub struct BodyRead(Arc<AtomicBool>);
+
+impl BodyRead {
+    /// An answer given before the body was read (a refused login, a busy
+    /// gateway) closes the connection and says so: hyper would otherwise
+    /// close it anyway when the rest of the body isn't there yet, and the
+    /// client's next request on it would fail without an answer.
+    pub fn close_unless_read(&self, response: &mut Response<Body>) {
+        if !self.0.load(Ordering::Acquire) {
+            response
+                .headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+        }
+    }
+}
+
+/// Wraps a request body so that reading it to its end is noted.
+pub fn track_body(body: Body) -> (Body, BodyRead) {
+    let read = BodyRead(Arc::new(AtomicBool::new(http_body::Body::is_end_stream(
+        &body,
+    ))));
+    let tracked = TrackedBody {
+        inner: body,
+        read: read.clone(),
+    };
+    (Body::new(tracked), read)
+}
+
+struct TrackedBody {
+    inner: Body,
+    read: BodyRead,
+}
+
+impl http_body::Body for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.read.0.store(true, Ordering::Release);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn a_body_counts_as_read_only_at_its_end() {
+        let (body, read) = track_body(Body::from("{\"type\":\"version\"}"));
+        let mut early = Response::new(Body::empty());
+        read.close_unless_read(&mut early);
+        assert_eq!(early.headers()[CONNECTION], "close");
+
+        body.collect().await.unwrap();
+        let mut late = Response::new(Body::empty());
+        read.close_unless_read(&mut late);
+        assert!(late.headers().get(CONNECTION).is_none());
+    }
+
+    #[test]
+    fn no_body_is_read_from_the_start() {
+        let (_, read) = track_body(Body::empty());
+        let mut r = Response::new(Body::empty());
+        read.close_unless_read(&mut r);
+        assert!(r.headers().get(CONNECTION).is_none());
+    }
 }

@@ -371,7 +371,10 @@ impl Gateway {
 
     /// Runs one HTTP request through the pipeline.
     pub async fn handle(&self, req: HttpRequest<Body>, conn: Connection) -> HttpResponse<Body> {
-        let resp = self.run(req, conn).await;
+        let (parts, body) = req.into_parts();
+        let (body, read) = listen::track_body(body);
+        let mut resp = self.run(HttpRequest::from_parts(parts, body), conn).await;
+        read.close_unless_read(&mut resp);
         self.metrics
             .http_requests
             .get_or_create(&crate::metrics::StatusLabel {
