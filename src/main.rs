@@ -102,7 +102,7 @@ enum AuditCmd {
         /// allowed, denied or invalid.
         #[arg(long, value_parser = ["allowed", "denied", "invalid"])]
         decision: Option<String>,
-        /// item, auth_failure, log_opened, log_closed.
+        /// item, auth_failure, target_list, log_opened, log_closed.
         #[arg(long)]
         event: Option<String>,
         /// From this time on (2026-11-22T10:00:00Z).

@@ -6,49 +6,34 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Agent, Gateway};
+use common::{eventually, Agent, Gateway};
 use serde_json::{json, Value};
 
 const READ: &str = "/read/jmxgate.test:type=Types/Name";
-
-/// Polls `check` until it holds or `within` passes; the last value for
-/// the failure message.
-async fn eventually(within: Duration, mut check: impl AsyncFnMut() -> (bool, Value)) -> Value {
-    let deadline = Instant::now() + within;
-    loop {
-        let (ok, last) = check().await;
-        if ok {
-            return last;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never happened; last seen: {last}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 #[tokio::test]
 async fn the_target_list_shows_what_the_caller_may_reach_with_health() {
     let [alpha, beta, _] = common::shared_agents();
     let dead = common::dead_port();
+    let audit = tempfile::tempdir().unwrap();
     let config = format!(
-        "[health]\nprobe_interval = \"200ms\"\n\
+        "[audit]\ndir = \"{}\"\n[health]\nprobe_interval = \"200ms\"\n\
          [[targets]]\nname = \"alpha\"\nurl = \"{}\"\nlabels = {{ env = \"prod\" }}\n\
          [[targets]]\nname = \"beta\"\nurl = \"{}\"\n\
          [[targets]]\nname = \"gone\"\nurl = \"http://127.0.0.1:{dead}/jolokia\"\nlabels = {{ env = \"prod\" }}\n\
          [access]\nanonymous_role = \"prod\"\n[[roles]]\nname = \"prod\"\ntargets = [\"env=prod\"]\n",
+        audit.path().display(),
         alpha.url(),
         beta.url()
     );
     let gw = Gateway::start(&config).await;
-    let listed = eventually(Duration::from_secs(10), async || {
+    let listed = eventually("every target probed", Duration::from_secs(10), || async {
         let (status, r) = gw.get("/jolokia/targets").await;
         assert_eq!(status, 200);
         let ready = r["value"]
             .as_array()
             .is_some_and(|ts| ts.iter().all(|t| t["health"]["state"] != "unknown"));
-        (ready, r)
+        ready.then_some(r.clone()).ok_or(r.to_string())
     })
     .await;
     let targets = listed["value"].as_array().unwrap();
@@ -77,6 +62,30 @@ async fn the_target_list_shows_what_the_caller_may_reach_with_health() {
         "{gone}"
     );
     assert_eq!(gw.post("/jolokia/targets", &json!({})).await.0, 405);
+
+    // Who looked at which part of the fleet is in the audit log.
+    let records: Vec<Value> = std::fs::read_dir(audit.path())
+        .unwrap()
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f.unwrap().path()).unwrap();
+            text.lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .filter(|r| r["event"] == "target_list")
+        .collect();
+    let served = records
+        .iter()
+        .find(|r| r["status"] == 200)
+        .expect("a served list is recorded");
+    assert_eq!(served["note"], "2 target(s) listed", "{served}");
+    assert_eq!(served["roles"], json!(["prod"]), "{served}");
+    assert_eq!(served["decision"], "allowed", "{served}");
+    let refused = records
+        .iter()
+        .find(|r| r["status"] == 405)
+        .expect("a refused method is recorded");
+    assert_eq!(refused["decision"], "invalid", "{refused}");
 }
 
 #[tokio::test]
@@ -95,9 +104,10 @@ async fn a_failing_target_trips_the_breaker_and_a_probe_closes_it() {
 
     // The agent goes away: exchanges fail, and soon the breaker answers.
     drop(agent);
-    let tripped = eventually(Duration::from_secs(10), async || {
+    let tripped = eventually("the breaker open", Duration::from_secs(10), || async {
         let (_, r) = gw.get(&path).await;
-        (r["error_type"] == "jmxgate.TargetUnavailable", r)
+        let open = r["error_type"] == "jmxgate.TargetUnavailable";
+        open.then_some(r.clone()).ok_or(r.to_string())
     })
     .await;
     assert_eq!(tripped["status"], 503);
@@ -118,9 +128,10 @@ async fn a_failing_target_trips_the_breaker_and_a_probe_closes_it() {
     // It comes back on the same port: a probe closes the breaker.
     let port_arg = port.to_string();
     let _back = Agent::start_with("flaky", &["--port", &port_arg]);
-    let recovered = eventually(Duration::from_secs(10), async || {
+    let recovered = eventually("the breaker closed", Duration::from_secs(10), || async {
         let (_, r) = gw.get(&path).await;
-        (r["status"] == 200, r)
+        let ok = r["status"] == 200;
+        ok.then_some(r.clone()).ok_or(r.to_string())
     })
     .await;
     assert_eq!(recovered["value"], "flaky");

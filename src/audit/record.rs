@@ -12,7 +12,7 @@ pub struct Entry {
     pub seq: u64,
     /// RFC 3339, UTC, milliseconds.
     pub time: String,
-    /// `item`, `auth_failure`, `log_opened`, `log_closed`.
+    /// `item`, `auth_failure`, `target_list`, `log_opened`, `log_closed`.
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,

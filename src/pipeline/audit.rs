@@ -172,3 +172,56 @@ pub fn auth_failure_entry(
         ..Entry::default()
     }
 }
+
+/// A request for `GET /jolokia/targets`: who saw which part of the fleet.
+#[derive(Debug)]
+pub struct TargetListRecord<'a> {
+    pub request_id: &'a str,
+    pub principal: &'a Principal,
+    pub roles: Vec<String>,
+    pub client: Option<SocketAddr>,
+    /// 200, or 405 for a method other than GET.
+    pub status: u16,
+    /// How many targets the answer listed.
+    pub listed: usize,
+    pub latency: Duration,
+}
+
+pub fn record_target_list(r: &TargetListRecord<'_>) {
+    tracing::info!(
+        target: "jmxgate::audit",
+        request_id = r.request_id,
+        principal = %r.principal.name,
+        auth = r.principal.method.as_str(),
+        client = r.client.map(|c| c.to_string()).unwrap_or_default(),
+        status = r.status,
+        listed = r.listed,
+        "target list"
+    );
+}
+
+/// The audit file record of a target list request.
+pub fn target_list_entry(r: &TargetListRecord<'_>) -> Entry {
+    Entry {
+        time: now_rfc3339(),
+        event: "target_list".into(),
+        request_id: Some(r.request_id.to_string()),
+        principal: Some(r.principal.name.clone()),
+        auth: Some(r.principal.method.as_str().into()),
+        certificate_sha256: r.principal.certificate_sha256.clone(),
+        client: r.client.map(|c| c.to_string()),
+        roles: r.roles.clone(),
+        decision: Some(
+            if r.status == 200 {
+                "allowed"
+            } else {
+                "invalid"
+            }
+            .into(),
+        ),
+        status: Some(r.status),
+        latency_ms: Some((r.latency.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0),
+        note: Some(format!("{} target(s) listed", r.listed)),
+        ..Entry::default()
+    }
+}

@@ -182,6 +182,14 @@ enum Addressed {
     TargetList,
 }
 
+/// Who asked for the target list, for its audit record.
+struct TargetListing<'a> {
+    principal: &'a authenticate::Principal,
+    request_id: &'a str,
+    client: Option<std::net::SocketAddr>,
+    started: Instant,
+}
+
 impl Gateway {
     pub fn new(config: &Config) -> Result<Gateway, String> {
         let metrics = Arc::new(crate::metrics::Metrics::new());
@@ -439,7 +447,15 @@ impl Gateway {
             Err(refusal) => return refusal,
         };
         if let Addressed::TargetList = addressed {
-            return self.target_list(&state, &principal, &parts.method, &headers, cors);
+            let listing = TargetListing {
+                principal: &principal,
+                request_id: &request_id,
+                client,
+                started,
+            };
+            return self
+                .target_list(&state, listing, &parts.method, &headers, cors)
+                .await;
         }
         let parsed = self
             .read_request(&state, &parts.method, &rest, parts.uri.query(), body)
@@ -1014,29 +1030,60 @@ impl Gateway {
 
     /// `GET /jolokia/targets`: the targets the caller's roles reach, with
     /// labels, health, latency, agent version and protocol.
-    fn target_list(
+    /// `GET /jolokia/targets`: the targets the caller's roles reach, with
+    /// their health. Recorded in the audit log like an item.
+    async fn target_list(
         &self,
         state: &State,
-        principal: &authenticate::Principal,
+        listing: TargetListing<'_>,
         method: &Method,
         headers: &HeaderMap,
         cors: bool,
     ) -> HttpResponse<Body> {
-        if method != Method::GET {
+        let access = &state.access;
+        let held = access.roles_of(listing.principal);
+        let (status, listed) = if method == Method::GET {
+            let listed: Vec<serde_json::Value> = state
+                .fleet
+                .iter()
+                .filter(|t| access.reaches(&held, t))
+                .map(|t| crate::health::describe(t))
+                .collect();
+            (200, Some(listed))
+        } else {
+            (405, None)
+        };
+        let record = audit::TargetListRecord {
+            request_id: listing.request_id,
+            principal: listing.principal,
+            roles: held.iter().map(|r| r.name.clone()).collect(),
+            client: listing.client,
+            status,
+            listed: listed.as_ref().map_or(0, Vec::len),
+            latency: listing.started.elapsed(),
+        };
+        audit::record_target_list(&record);
+        if let Some(log) = &self.audit {
+            if let Err(reason) = log
+                .write(vec![audit::target_list_entry(&record)], false)
+                .await
+            {
+                if log.config.on_failure == crate::audit::OnFailure::Closed {
+                    return respond::http_error(&audit_unavailable(&reason), headers, cors);
+                }
+                tracing::error!(
+                    request_id = listing.request_id,
+                    "AUDIT RECORDS LOST (audit.on_failure = \"open\"): {reason}"
+                );
+            }
+        }
+        let Some(listed) = listed else {
             return respond::http_error(
                 &HttpError::new(405, "jmxgate.MethodNotAllowed", "GET the target list"),
                 headers,
                 cors,
             );
-        }
-        let access = &state.access;
-        let held = access.roles_of(principal);
-        let listed: Vec<serde_json::Value> = state
-            .fleet
-            .iter()
-            .filter(|t| access.reaches(&held, t))
-            .map(|t| crate::health::describe(t))
-            .collect();
+        };
         let answer = Response::value(&listed, unix_seconds());
         let body = respond::body(&[answer], false);
         respond::http_response(body, &crate::protocol::Params::default(), headers, cors)
