@@ -74,22 +74,20 @@ pub fn needs_durability(request: Option<&Request>) -> bool {
 /// The audit file record of an item.
 pub fn entry(r: &Record<'_>, values: ValueMode) -> Entry {
     let mut e = Entry {
-        time: now_rfc3339(),
-        event: "item".into(),
-        request_id: Some(r.request_id.to_string()),
         index: Some(r.index),
-        principal: Some(r.principal.name.clone()),
-        auth: Some(r.principal.method.as_str().into()),
-        certificate_sha256: r.principal.certificate_sha256.clone(),
-        client: r.client.map(|c| c.to_string()),
-        roles: r.roles.to_vec(),
         target: r.target.map(str::to_string),
         decision: Some(r.decision.into()),
         rule: r.rule.map(str::to_string),
         status: Some(r.status),
         error_type: r.error_type.clone(),
-        latency_ms: Some((r.latency.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0),
-        ..Entry::default()
+        ..caller_entry(
+            "item",
+            r.request_id,
+            r.principal,
+            r.roles,
+            r.client,
+            r.latency,
+        )
     };
     if let Some(command) = r.command() {
         e.kind = Some(command.type_name().into());
@@ -203,14 +201,6 @@ pub fn record_target_list(r: &TargetListRecord<'_>) {
 /// The audit file record of a target list request.
 pub fn target_list_entry(r: &TargetListRecord<'_>) -> Entry {
     Entry {
-        time: now_rfc3339(),
-        event: "target_list".into(),
-        request_id: Some(r.request_id.to_string()),
-        principal: Some(r.principal.name.clone()),
-        auth: Some(r.principal.method.as_str().into()),
-        certificate_sha256: r.principal.certificate_sha256.clone(),
-        client: r.client.map(|c| c.to_string()),
-        roles: r.roles.clone(),
         decision: Some(
             if r.status == 200 {
                 "allowed"
@@ -220,8 +210,39 @@ pub fn target_list_entry(r: &TargetListRecord<'_>) -> Entry {
             .into(),
         ),
         status: Some(r.status),
-        latency_ms: Some((r.latency.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0),
         note: Some(format!("{} target(s) listed", r.listed)),
+        ..caller_entry(
+            "target_list",
+            r.request_id,
+            r.principal,
+            &r.roles,
+            r.client,
+            r.latency,
+        )
+    }
+}
+
+/// What every record of an authenticated request says about the caller
+/// and the request as a whole.
+fn caller_entry(
+    event: &str,
+    request_id: &str,
+    principal: &Principal,
+    roles: &[String],
+    client: Option<SocketAddr>,
+    latency: Duration,
+) -> Entry {
+    Entry {
+        time: now_rfc3339(),
+        event: event.into(),
+        request_id: Some(request_id.to_string()),
+        principal: Some(principal.name.clone()),
+        auth: Some(principal.method.as_str().into()),
+        certificate_sha256: principal.certificate_sha256.clone(),
+        client: client.map(|c| c.to_string()),
+        roles: roles.to_vec(),
+        // Microsecond precision, in milliseconds.
+        latency_ms: Some((latency.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0),
         ..Entry::default()
     }
 }

@@ -264,11 +264,14 @@ impl Gateway {
     pub fn set_discovered(&self, targets: Vec<crate::config::TargetConfig>) -> Result<(), String> {
         let mut sources = self.sources.lock().expect("sources lock");
         let result = self.install(&sources.0, &targets);
-        if result.is_ok() {
-            tracing::info!(targets = targets.len(), "discovered targets installed");
-            sources.1 = targets;
-        } else if let Err(e) = &result {
-            tracing::error!("discovered targets not installed, keeping the previous fleet: {e}");
+        match &result {
+            Ok(()) => {
+                tracing::info!(targets = targets.len(), "discovered targets installed");
+                sources.1 = targets;
+            }
+            Err(e) => {
+                tracing::error!("discovered targets not installed, keeping the previous fleet: {e}")
+            }
         }
         result
     }
@@ -700,16 +703,8 @@ impl Gateway {
                 }
             }
         }
-        if let Some(log) = &self.audit {
-            if let Err(reason) = log.write(entries, durable).await {
-                if log.config.on_failure == crate::audit::OnFailure::Closed {
-                    return respond::http_error(&audit_unavailable(&reason), &headers, cors);
-                }
-                tracing::error!(
-                    request_id,
-                    "AUDIT RECORDS LOST (audit.on_failure = \"open\"): {reason}"
-                );
-            }
+        if let Err(e) = self.write_audit(entries, durable, &request_id).await {
+            return respond::http_error(&e, &headers, cors);
         }
         let body = respond::body(&merged, parsed.bulk);
         let mut resp = respond::http_response(body, &parsed.query, &headers, cors);
@@ -1029,9 +1024,8 @@ impl Gateway {
     }
 
     /// `GET /jolokia/targets`: the targets the caller's roles reach, with
-    /// labels, health, latency, agent version and protocol.
-    /// `GET /jolokia/targets`: the targets the caller's roles reach, with
-    /// their health. Recorded in the audit log like an item.
+    /// labels, health, latency, agent version and protocol. Recorded in
+    /// the audit log like an item.
     async fn target_list(
         &self,
         state: &State,
@@ -1063,19 +1057,9 @@ impl Gateway {
             latency: listing.started.elapsed(),
         };
         audit::record_target_list(&record);
-        if let Some(log) = &self.audit {
-            if let Err(reason) = log
-                .write(vec![audit::target_list_entry(&record)], false)
-                .await
-            {
-                if log.config.on_failure == crate::audit::OnFailure::Closed {
-                    return respond::http_error(&audit_unavailable(&reason), headers, cors);
-                }
-                tracing::error!(
-                    request_id = listing.request_id,
-                    "AUDIT RECORDS LOST (audit.on_failure = \"open\"): {reason}"
-                );
-            }
+        let entries = vec![audit::target_list_entry(&record)];
+        if let Err(e) = self.write_audit(entries, false, listing.request_id).await {
+            return respond::http_error(&e, headers, cors);
         }
         let Some(listed) = listed else {
             return respond::http_error(
@@ -1087,6 +1071,30 @@ impl Gateway {
         let answer = Response::value(&listed, unix_seconds());
         let body = respond::body(&[answer], false);
         respond::http_response(body, &crate::protocol::Params::default(), headers, cors)
+    }
+
+    /// Writes a request's audit records before its answer goes out. `Err`
+    /// is the answer to give instead: the log failed and
+    /// `audit.on_failure = "closed"`. Without an audit log, nothing to do.
+    async fn write_audit(
+        &self,
+        entries: Vec<crate::audit::Entry>,
+        durable: bool,
+        request_id: &str,
+    ) -> Result<(), HttpError> {
+        let Some(log) = &self.audit else {
+            return Ok(());
+        };
+        if let Err(reason) = log.write(entries, durable).await {
+            if log.config.on_failure == crate::audit::OnFailure::Closed {
+                return Err(audit_unavailable(&reason));
+            }
+            tracing::error!(
+                request_id,
+                "AUDIT RECORDS LOST (audit.on_failure = \"open\"): {reason}"
+            );
+        }
+        Ok(())
     }
 
     /// Splits the URL into addressing and the Jolokia path after it.
