@@ -48,9 +48,9 @@ struct Job {
 struct Jobs {
     next: u64,
     jobs: Vec<Job>,
-    /// Bumped by every start and stop: a round of an older run that comes
-    /// back after a stop (abort can't cut a round that is already past its
-    /// last await) finds it changed and tells nobody.
+    /// Bumped by every stop: a round of an older run that comes back
+    /// after a stop (abort can't cut a round that is already past its last
+    /// await) finds it changed and tells nobody.
     run: u64,
 }
 
@@ -118,11 +118,8 @@ impl Poller {
         self.stop();
         let client = self.client.clone();
         let jobs = self.jobs.clone();
-        let run = {
-            let mut jobs = jobs.lock().expect("jobs lock");
-            jobs.run += 1;
-            jobs.run
-        };
+        // `stop` moved `run` on if a task ran: older rounds can't match.
+        let run = jobs.lock().expect("jobs lock").run;
         self.task = Some(tokio::spawn(async move {
             let mut ticks = tokio::time::interval(period);
             // A slow agent delays the next round instead of causing a burst.
