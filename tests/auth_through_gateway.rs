@@ -30,6 +30,18 @@ fn ops_role() -> &'static str {
     "[[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n"
 }
 
+/// Basic authentication (alice and bob), `max_failures` per client and
+/// user, the ops role, and the shared agent alpha.
+fn basic_to_alpha(dir: &std::path::Path, max_failures: u32) -> String {
+    let [a, ..] = shared_agents();
+    format!(
+        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\nmax_failures = {max_failures}\n{}",
+        targets_toml(&[a]),
+        users_file(dir),
+        ops_role()
+    )
+}
+
 async fn status_and_headers(resp: reqwest::Response) -> (u16, reqwest::header::HeaderMap, String) {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
@@ -46,14 +58,7 @@ fn challenges(h: &reqwest::header::HeaderMap) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn basic_good_bad_and_missing_credentials() {
     let dir = tempfile::tempdir().unwrap();
-    let [a, ..] = shared_agents();
-    let config = format!(
-        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\nmax_failures = 4\n{}",
-        targets_toml(&[a]),
-        users_file(dir.path()),
-        ops_role()
-    );
-    let gw = Gateway::start(&config).await;
+    let gw = Gateway::start(&basic_to_alpha(dir.path(), 4)).await;
     let get = |user: Option<(&str, &str)>| {
         let mut req = gw.http.get(gw.url(NAME));
         if let Some((u, p)) = user {
@@ -522,14 +527,7 @@ async fn post_in_two_writes(
 async fn refused_logins_on_a_kept_alive_connection_say_it_closes() {
     use base64::Engine;
     let dir = tempfile::tempdir().unwrap();
-    let [a, ..] = shared_agents();
-    let config = format!(
-        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\nmax_failures = 3\n{}",
-        targets_toml(&[a]),
-        users_file(dir.path()),
-        ops_role()
-    );
-    let gw = Gateway::start(&config).await;
+    let gw = Gateway::start(&basic_to_alpha(dir.path(), 3)).await;
     let encode = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
 
     // A good login with the body sent late: answered, connection kept.
