@@ -132,6 +132,8 @@ pub struct RoleConfig {
     pub policy: Option<PathBuf>,
     /// Most targets one request item may reach through a selector
     /// (`"target":{"url":"kafka-*"}`); default `server.max_targets_per_item`.
+    /// A caller holding several roles gets the largest of their limits, a
+    /// role without its own counting as the server's.
     #[serde(default)]
     pub max_targets_per_item: Option<usize>,
 }

@@ -249,3 +249,72 @@ async fn roles_see_only_their_part_of_a_group_and_have_a_limit() {
         "{writes:?}"
     );
 }
+
+#[tokio::test]
+async fn a_role_without_a_limit_has_the_server_default() {
+    let agents = common::shared_agents();
+    let dir = tempfile::tempdir().unwrap();
+    let users = common::users_file(
+        dir.path(),
+        &[
+            ("w", "pw", &["wide"]),
+            ("n", "pw", &["narrow"]),
+            ("both", "pw", &["wide", "narrow"]),
+        ],
+    );
+    // Server default 3; "wide" sets no limit of its own, "narrow" sets 1.
+    let config = common::basic_auth_config(
+        &users,
+        &format!(
+            "max_targets_per_item = 3\n{}\
+             [[roles]]\nname = \"wide\"\ntargets = [\"*\"]\n\n\
+             [[roles]]\nname = \"narrow\"\ntargets = [\"*\"]\nmax_targets_per_item = 1\n",
+            fleet(agents, common::dead_port())
+        ),
+    );
+    let gw = Gateway::start(&config).await;
+    let post_as = |user: &'static str, body: Value| {
+        let request = gw
+            .http
+            .post(gw.url("/jolokia"))
+            .basic_auth(user, Some("pw"))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        async move {
+            let text = request.send().await.unwrap().text().await.unwrap();
+            serde_json::from_str::<Value>(&text).unwrap()
+        }
+    };
+    let too_many = |r: &Value, matches: usize, limit: usize| {
+        assert_eq!(r["status"], 400, "{r}");
+        assert_eq!(r["error_type"], "jmxgate.TooManyTargets", "{r}");
+        let error = r["error"].as_str().unwrap();
+        assert!(
+            error.contains(&format!("matches {matches} targets"))
+                && error.contains(&format!("at most {limit} ")),
+            "{r}"
+        );
+    };
+
+    // No role of the caller sets a limit: server.max_targets_per_item.
+    too_many(&post_as("w", name_read("*")).await, 4, 3);
+    let r = post_as("w", name_read("app=orders")).await;
+    assert_eq!(
+        r["value"],
+        json!({"alpha": "alpha", "gamma": "gamma"}),
+        "{r}"
+    );
+
+    // The role's own limit, alone.
+    too_many(&post_as("n", name_read("app=orders")).await, 2, 1);
+
+    // Both roles: the one without a limit counts as the server's 3, which
+    // is larger than "narrow"'s 1.
+    let r = post_as("both", name_read("app=orders")).await;
+    assert_eq!(
+        r["value"],
+        json!({"alpha": "alpha", "gamma": "gamma"}),
+        "{r}"
+    );
+    too_many(&post_as("both", name_read("*")).await, 4, 3);
+}

@@ -990,12 +990,10 @@ impl Gateway {
                 format!("Target selector \"{selector}\" matches no target you may reach"),
             ));
         }
-        let limit = caller
-            .roles
-            .iter()
-            .filter_map(|r| r.max_targets_per_item)
-            .max()
-            .unwrap_or(state.max_targets_per_item);
+        let limit = route::targets_per_item_limit(
+            caller.roles.iter().map(|r| r.max_targets_per_item),
+            state.max_targets_per_item,
+        );
         if reachable.len() > limit {
             return Err(crate::protocol::ProtocolError::new(
                 400,

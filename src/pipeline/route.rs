@@ -78,6 +78,21 @@ pub fn selector_of(url: &str) -> Option<Result<TargetSelector, ProtocolError>> {
     }))
 }
 
+/// Most targets one group item may reach for a caller: the largest limit
+/// among the caller's roles, where a role without its own
+/// `max_targets_per_item` counts as the server's (`server_default`). No
+/// roles at all (an open gateway): the server's.
+pub fn targets_per_item_limit(
+    role_limits: impl IntoIterator<Item = Option<usize>>,
+    server_default: usize,
+) -> usize {
+    role_limits
+        .into_iter()
+        .map(|limit| limit.unwrap_or(server_default))
+        .max()
+        .unwrap_or(server_default)
+}
+
 /// Resolves a proxy-mode `target.url` against the fleet. Accepted forms: a
 /// target name, the agent URL as configured, `service:jmx:jolokia://…`
 /// (HTTPS when the port ends in 443), `service:jmx:jolokia+http(s)://…`.
@@ -174,6 +189,24 @@ pub fn redact_userinfo(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_role_without_a_limit_counts_as_the_server_default() {
+        // No roles: the server's limit.
+        assert_eq!(targets_per_item_limit([], 100), 100);
+        // Only roles without a limit: the server's.
+        assert_eq!(targets_per_item_limit([None, None], 7), 7);
+        // A role limited below the server default does not narrow a caller
+        // who also holds a role without a limit.
+        assert_eq!(targets_per_item_limit([None, Some(2)], 100), 100);
+        assert_eq!(targets_per_item_limit([Some(2), None], 100), 100);
+        // Explicit limits above the default win; the largest counts.
+        assert_eq!(targets_per_item_limit([Some(2), Some(500)], 100), 500);
+        assert_eq!(targets_per_item_limit([None, Some(500)], 100), 500);
+        // A role limited below the default, alone, is limited.
+        assert_eq!(targets_per_item_limit([Some(2)], 100), 2);
+        assert_eq!(targets_per_item_limit([Some(1), Some(3)], 100), 3);
+    }
 
     #[test]
     fn jolokia_connector_urls_map_to_agent_urls() {
