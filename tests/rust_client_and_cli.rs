@@ -26,7 +26,11 @@ async fn the_six_types_work_against_an_agent_by_get_and_post() {
     let agent = Agent::start("rc-direct");
     let client = direct_client(&agent);
     let version = client.version().await.unwrap();
-    assert_eq!(version["protocol"], "7.2", "{version}");
+    assert_eq!(
+        (version.agent.as_str(), version.protocol.as_str()),
+        ("1.7.1", "7.2"),
+        "{version:?}"
+    );
 
     // GET (automatic for one attribute) and POST (forced) agree.
     let get = client.read(TYPES, Some("Name")).await.unwrap();
@@ -46,6 +50,12 @@ async fn the_six_types_work_against_an_agent_by_get_and_post() {
         .unwrap();
     assert_eq!(many.value["Name"], "rc-direct");
     assert!(many.timestamp > 0);
+    let typed = client
+        .read_attributes(TYPES, &["Int", "Name"])
+        .await
+        .unwrap();
+    assert_eq!(typed.get("Name"), Some(&json!("rc-direct")), "{typed:?}");
+    assert!(typed.contains_key("Int"), "{typed:?}");
     let forced_get = JolokiaClient::builder(&agent.url())
         .method(HttpMethod::Get)
         .build()
@@ -86,6 +96,17 @@ async fn the_six_types_work_against_an_agent_by_get_and_post() {
         .await
         .unwrap();
     assert!(list["op"]["sleep"].is_object(), "{list}");
+    // The same, typed: domains, MBeans, attributes and signatures.
+    let tree = client.list_mbeans(Some("jmxgate.test")).await.unwrap();
+    let ops = &tree["jmxgate.test"]["type=Operations"];
+    let sleep = ops.op["sleep"].signatures();
+    assert_eq!(sleep.len(), 1, "{sleep:?}");
+    assert_eq!(sleep[0].args.len(), 1, "{sleep:?}");
+    let types = &tree["jmxgate.test"]["type=Types"];
+    assert!(types.attr["Name"].rw, "{:?}", types.attr["Name"]);
+    assert_eq!(types.attr["Name"].type_name, "java.lang.String");
+    let whole = client.list_mbeans(None).await.unwrap();
+    assert!(whole["java.lang"].contains_key("type=Memory"));
     // Processing parameters travel with the request.
     let shallow = client
         .execute(&Request::list(None).with_param("maxDepth", "1"))
@@ -202,6 +223,36 @@ async fn proxy_mode_through_the_gateway_with_credentials() {
         JolokiaError::Remote(r) => assert_eq!(r.status, 404, "{r:?}"),
         other => panic!("{other}"),
     }
+    // A mistyped target is an error in validating mode too, not "absent".
+    let read = Request::read(TYPES, Some("Name")).unwrap();
+    match unknown.execute_validating(&read).await {
+        Err(JolokiaError::Remote(r)) => assert_eq!(r.error_type, "jmxgate.UnknownTarget"),
+        other => panic!("{other:?}"),
+    }
+    let absent = Request::read("jmxgate.test:type=Missing", Some("X")).unwrap();
+    let through = JolokiaClient::builder(&url)
+        .user("ops", "pw")
+        .target(&agents[0].name)
+        .build()
+        .unwrap();
+    assert_eq!(through.execute_validating(&absent).await.unwrap(), None);
+    // Target credentials may be given before the target; alone they are a
+    // setup mistake.
+    let before = JolokiaClient::builder(&url)
+        .user("ops", "pw")
+        .target_user("agent-user", "agent-pw")
+        .target(&agents[1].name)
+        .build()
+        .unwrap();
+    assert_eq!(
+        before.read(TYPES, Some("Name")).await.unwrap(),
+        agents[1].name.as_str()
+    );
+    let e = JolokiaClient::builder(&url)
+        .target_user("agent-user", "agent-pw")
+        .build()
+        .unwrap_err();
+    assert!(e.to_string().contains("target()"), "{e}");
 }
 
 #[tokio::test]
@@ -217,6 +268,28 @@ async fn https_with_a_ca_file_a_client_certificate_and_tls_1_3() {
         .build()
         .unwrap();
     assert_eq!(client.read(TYPES, Some("Name")).await.unwrap(), "rc-tls");
+    // An agent that speaks TLS 1.2 at most: refused with TLS 1.3 as the
+    // minimum, served with the default minimum (1.2).
+    let old = Agent::start_https(
+        "rc-tls12",
+        &pki,
+        "localhost",
+        false,
+        &["--tls-protocols", "TLSv1.2"],
+    );
+    let old_url = format!("https://localhost:{}/jolokia", old.port);
+    let strict = JolokiaClient::builder(&old_url)
+        .ca_file(pki.ca_file())
+        .min_tls_version(TlsVersion::Tls13)
+        .build()
+        .unwrap();
+    let e = strict.version().await.unwrap_err();
+    assert!(matches!(e, JolokiaError::Connect { .. }), "{e}");
+    let lenient = JolokiaClient::builder(&old_url)
+        .ca_file(pki.ca_file())
+        .build()
+        .unwrap();
+    assert_eq!(lenient.read(TYPES, Some("Name")).await.unwrap(), "rc-tls12");
     // Without the CA the server is not trusted.
     let untrusting = JolokiaClient::builder(&url)
         .client_cert(&client_cert, &client_key)
@@ -468,18 +541,37 @@ async fn the_command_line_takes_settings_from_a_file_and_the_environment() {
 /// A forward HTTP proxy for the test: reads the first request line
 /// (`GET http://host:port/… HTTP/1.1`), connects to that host and relays
 /// bytes both ways. Agents accept the absolute form of the request line,
-/// so nothing is rewritten. Counts the connections it relayed.
+/// so nothing is rewritten. Counts the connections it relayed and keeps
+/// each connection's first request line (method and URL), and how many
+/// connections are open at once at most.
 async fn forward_proxy() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let (url, log) = recording_proxy().await;
+    (url, log.relayed.clone())
+}
+
+#[derive(Default)]
+struct ProxyLog {
+    relayed: Arc<std::sync::atomic::AtomicUsize>,
+    lines: Mutex<Vec<String>>,
+    open: std::sync::atomic::AtomicUsize,
+    most_open: std::sync::atomic::AtomicUsize,
+}
+
+async fn recording_proxy() -> (String, Arc<ProxyLog>) {
+    use std::sync::atomic::Ordering::SeqCst;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let relayed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let count = relayed.clone();
+    let log = Arc::new(ProxyLog::default());
+    let shared = log.clone();
     tokio::spawn(async move {
         loop {
             let (client, _) = listener.accept().await.unwrap();
-            let count = count.clone();
+            let log = shared.clone();
+            let count = log.relayed.clone();
             tokio::spawn(async move {
+                let open = log.open.fetch_add(1, SeqCst) + 1;
+                log.most_open.fetch_max(open, SeqCst);
                 let mut client = BufReader::new(client);
                 let mut line = String::new();
                 client.read_line(&mut line).await.unwrap();
@@ -489,7 +581,9 @@ async fn forward_proxy() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
                     .and_then(|rest| rest.split('/').next())
                     .unwrap_or_default()
                     .to_string();
+                log.lines.lock().unwrap().push(line.trim_end().to_string());
                 let Ok(mut upstream) = tokio::net::TcpStream::connect(&authority).await else {
+                    log.open.fetch_sub(1, SeqCst);
                     return;
                 };
                 count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -497,10 +591,151 @@ async fn forward_proxy() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
                 upstream.write_all(client.buffer()).await.unwrap();
                 let mut client = client.into_inner();
                 let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                log.open.fetch_sub(1, SeqCst);
             });
         }
     });
-    (format!("http://{addr}"), relayed)
+    (format!("http://{addr}"), log)
+}
+
+/// Through a recording proxy with no idle connections kept, every call is
+/// a connection of its own, so its first line is the call's method and URL.
+#[tokio::test]
+async fn the_automatic_method_is_get_where_a_url_can_carry_it_and_post_otherwise() {
+    let agent = &common::shared_agents()[2];
+    let (proxy, log) = recording_proxy().await;
+    let client = |method| {
+        JolokiaClient::builder(&agent.url())
+            .http_proxy(&proxy)
+            .pool_max_idle_per_host(0)
+            .method(method)
+            .build()
+            .unwrap()
+    };
+    let last_line = || {
+        log.lines
+            .lock()
+            .unwrap()
+            .last()
+            .cloned()
+            .unwrap_or_default()
+    };
+    let auto = client(HttpMethod::Auto);
+    auto.read(TYPES, Some("Name")).await.unwrap();
+    assert!(
+        last_line().starts_with("GET ")
+            && last_line().contains("/read/jmxgate.test:type=Types/Name"),
+        "{}",
+        last_line()
+    );
+    auto.read_attributes(TYPES, &["Name", "Int"]).await.unwrap();
+    assert!(last_line().starts_with("POST "), "{}", last_line());
+    auto.bulk(&[Request::version(), Request::version()])
+        .await
+        .unwrap();
+    assert!(last_line().starts_with("POST "), "{}", last_line());
+    client(HttpMethod::Post)
+        .read(TYPES, Some("Name"))
+        .await
+        .unwrap();
+    assert!(last_line().starts_with("POST "), "{}", last_line());
+    client(HttpMethod::Get).version().await.unwrap();
+    assert!(last_line().starts_with("GET "), "{}", last_line());
+}
+
+#[tokio::test]
+async fn max_connections_bounds_the_calls_in_flight() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let agent = &common::shared_agents()[2];
+    let (proxy, log) = recording_proxy().await;
+    let client = JolokiaClient::builder(&agent.url())
+        .http_proxy(&proxy)
+        .max_connections(2)
+        .build()
+        .unwrap();
+    let calls = (0..6).map(|_| client.exec(OPS, "sleep", vec![json!(200)]));
+    let started = std::time::Instant::now();
+    for result in futures::future::join_all(calls).await {
+        result.unwrap();
+    }
+    assert!(
+        log.most_open.load(SeqCst) <= 2,
+        "{} connections open at once",
+        log.most_open.load(SeqCst)
+    );
+    // Six calls of 200 ms, two at a time: three rounds at least.
+    assert!(
+        started.elapsed() >= Duration::from_millis(590),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(JolokiaClient::builder(&agent.url())
+        .max_connections(0)
+        .build()
+        .is_err());
+}
+
+/// All registered requests go out as one bulk per round, and a failed
+/// exchange reaches each callback as its own error kind.
+#[tokio::test]
+async fn the_poller_sends_one_http_request_per_round() {
+    let agent = &common::shared_agents()[2];
+    let (proxy, log) = recording_proxy().await;
+    let client = JolokiaClient::builder(&agent.url())
+        .http_proxy(&proxy)
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let answers = Arc::new(Mutex::new(Vec::<usize>::new()));
+    let mut poller = Poller::new(client);
+    for job in 0..3 {
+        let answers = answers.clone();
+        poller.register(Request::read(TYPES, Some("Name")).unwrap(), move |a| {
+            a.unwrap();
+            answers.lock().unwrap().push(job);
+        });
+    }
+    poller.start(Duration::from_millis(100));
+    eventually("four rounds", Duration::from_secs(10), || async {
+        let n = answers.lock().unwrap().len();
+        (n >= 12).then_some(()).ok_or(format!("{n} answers"))
+    })
+    .await;
+    poller.stop();
+    let answered = answers.lock().unwrap().len();
+    let requests = log.lines.lock().unwrap().len();
+    assert_eq!(answered % 3, 0, "every round answers all three jobs");
+    assert_eq!(requests, answered / 3, "one request per round");
+    assert!(log
+        .lines
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|l| l.starts_with("POST ")));
+
+    let dead = JolokiaClient::builder(&format!("http://127.0.0.1:{}/jolokia", common::dead_port()))
+        .build()
+        .unwrap();
+    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut failing = Poller::new(dead);
+    for _ in 0..2 {
+        let errors = errors.clone();
+        failing.register(Request::version(), move |a| {
+            let kind = match a {
+                Err(JolokiaError::Connect { .. }) => "connect".to_string(),
+                other => format!("{other:?}"),
+            };
+            errors.lock().unwrap().push(kind);
+        });
+    }
+    failing.start(Duration::from_secs(60));
+    eventually("both callbacks told", Duration::from_secs(10), || async {
+        let e = errors.lock().unwrap().clone();
+        (e.len() >= 2).then_some(()).ok_or(format!("{e:?}"))
+    })
+    .await;
+    failing.stop();
+    assert_eq!(errors.lock().unwrap()[..2], ["connect", "connect"]);
 }
 
 #[tokio::test]
@@ -521,7 +756,7 @@ async fn calls_go_through_an_http_proxy_when_told_or_by_the_environment() {
     // Each test runs in its own process: the variable reaches only this one.
     std::env::set_var("http_proxy", &proxy);
     let from_env = JolokiaClient::builder(&agent.url()).build().unwrap();
-    assert_eq!(from_env.version().await.unwrap()["protocol"], "7.2");
+    assert_eq!(from_env.version().await.unwrap().protocol, "7.2");
     assert!(relayed.load(std::sync::atomic::Ordering::SeqCst) > after_builder);
     let unproxied = JolokiaClient::builder(&agent.url())
         .no_proxy()

@@ -19,10 +19,14 @@
 //! ```
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use indexmap::IndexMap;
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
@@ -52,8 +56,9 @@ pub struct RemoteError {
     pub stacktrace: Option<String>,
 }
 
-/// Why a call failed.
-#[derive(Debug, thiserror::Error)]
+/// Why a call failed. Cloneable, so a [`Poller`](super::Poller) can hand
+/// one exchange's failure to every callback of the round.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum JolokiaError {
     #[error("invalid client setup: {0}")]
     Setup(String),
@@ -79,6 +84,14 @@ pub enum JolokiaError {
     BulkRemote(Vec<Result<Reply, RemoteError>>),
     #[error("the exchange failed: {0}")]
     Transport(String),
+}
+
+impl RemoteError {
+    /// The agent said the MBean, attribute or operation does not exist.
+    /// The gateway's own 404s (`jmxgate.UnknownTarget`) are not that.
+    pub fn is_not_found(&self) -> bool {
+        self.status == 404 && !self.error_type.starts_with("jmxgate.")
+    }
 }
 
 impl From<ProtocolError> for JolokiaError {
@@ -109,8 +122,7 @@ pub enum TlsVersion {
 #[derive(Debug, Clone)]
 struct ProxyTarget {
     url: String,
-    user: Option<String>,
-    password: Option<Secret>,
+    credentials: Option<(String, Secret)>,
 }
 
 /// Builder for [`JolokiaClient`].
@@ -118,11 +130,13 @@ struct ProxyTarget {
 pub struct JolokiaClientBuilder {
     url: String,
     credentials: Option<(String, Secret)>,
-    target: Option<ProxyTarget>,
+    target: Option<String>,
+    target_credentials: Option<(String, Secret)>,
     connect_timeout: Duration,
     socket_timeout: Option<Duration>,
     timeout: Option<Duration>,
     pool_max_idle_per_host: usize,
+    max_connections: Option<usize>,
     http_proxy: Option<String>,
     no_proxy: bool,
     headers: Vec<(String, String)>,
@@ -141,22 +155,16 @@ impl JolokiaClientBuilder {
     /// Proxy mode: every request names this target (a name or URL of the
     /// gateway's fleet).
     pub fn target(mut self, url: &str) -> Self {
-        self.target = Some(ProxyTarget {
-            url: url.into(),
-            user: None,
-            password: None,
-        });
+        self.target = Some(url.into());
         self
     }
     /// Credentials for the proxy target (used where the gateway allows
-    /// pass-through).
+    /// pass-through). Needs [`target`](Self::target), in either order.
     pub fn target_user(mut self, user: &str, password: &str) -> Self {
-        if let Some(t) = &mut self.target {
-            t.user = Some(user.into());
-            t.password = Some(Secret::new(password));
-        }
+        self.target_credentials = Some((user.into(), Secret::new(password)));
         self
     }
+    /// Longest wait for a TCP (and TLS) connection. Default 10 s.
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.connect_timeout = d;
         self
@@ -171,9 +179,16 @@ impl JolokiaClientBuilder {
         self.timeout = Some(d);
         self
     }
-    /// Idle keep-alive connections kept per host.
+    /// Idle keep-alive connections kept for reuse. Default 8.
     pub fn pool_max_idle_per_host(mut self, n: usize) -> Self {
         self.pool_max_idle_per_host = n;
+        self
+    }
+    /// At most this many calls (so HTTP/1.1 connections) open at once;
+    /// further calls wait for a free one. Unbounded by default. Agents
+    /// often serve with a single thread: a small number spares them.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = Some(n);
         self
     }
     /// An HTTP proxy for every call. Without it, `http_proxy`,
@@ -202,16 +217,33 @@ impl JolokiaClientBuilder {
         self.identity = Some((cert.into(), key.into()));
         self
     }
+    /// The oldest TLS version accepted. Default TLS 1.2.
     pub fn min_tls_version(mut self, v: TlsVersion) -> Self {
         self.min_tls = v;
         self
     }
+    /// GET, POST, or [`HttpMethod::Auto`] (the default) per request.
     pub fn method(mut self, m: HttpMethod) -> Self {
         self.method = m;
         self
     }
 
+    /// Checks the settings and builds the client; no connection is made.
     pub fn build(self) -> Result<JolokiaClient, JolokiaError> {
+        let target = match (self.target, self.target_credentials) {
+            (None, Some(_)) => {
+                return Err(JolokiaError::Setup(
+                    "target_user needs a proxy target: call target() too".into(),
+                ))
+            }
+            (None, None) => None,
+            (Some(url), credentials) => Some(ProxyTarget { url, credentials }),
+        };
+        if self.max_connections == Some(0) {
+            return Err(JolokiaError::Setup(
+                "max_connections must be at least 1".into(),
+            ));
+        }
         let mut url = Url::parse(&self.url)
             .map_err(|e| JolokiaError::Setup(format!("url {:?}: {e}", self.url)))?;
         if !matches!(url.scheme(), "http" | "https") {
@@ -263,14 +295,62 @@ impl JolokiaClientBuilder {
                 .map_err(|e| JolokiaError::Setup(e.to_string()))?,
             url,
             credentials: self.credentials,
-            target: self.target,
+            target,
             method: self.method,
+            connections: self
+                .max_connections
+                .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
         })
     }
 }
 
 /// A client for one Jolokia endpoint: an agent, or the gateway (then
-/// optionally in proxy mode for one target). Cheap to clone.
+/// optionally in proxy mode for one target). Cheap to clone; clones share
+/// connections.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), jmxgate::client::JolokiaError> {
+/// use std::time::Duration;
+/// use jmxgate::client::{HttpMethod, JolokiaClient};
+/// use jmxgate::protocol::Request;
+///
+/// let client = JolokiaClient::builder("https://gateway:8443/jolokia")
+///     .user("ops", "secret")
+///     .ca_file("/etc/jmxgate/ca.pem")
+///     .timeout(Duration::from_secs(5))
+///     .max_connections(4)
+///     .method(HttpMethod::Auto)
+///     .build()?;
+///
+/// // Typed answers for the common cases.
+/// let version = client.version().await?;
+/// println!("agent {} speaks protocol {}", version.agent, version.protocol);
+/// let threads = client.read("java.lang:type=Threading", Some("ThreadCount")).await?;
+/// let heap = client
+///     .read_attributes("java.lang:type=Memory", &["HeapMemoryUsage", "Verbose"])
+///     .await?;
+/// let gcs = client.search("java.lang:type=GarbageCollector,*").await?;
+/// let beans = client.list_mbeans(Some("java.lang")).await?;
+/// for (name, info) in &beans["java.lang"] {
+///     println!("{name}: {} attributes", info.attr.len());
+/// }
+///
+/// // Several requests, one round trip, one result each, in order.
+/// let results = client
+///     .bulk_results(&[
+///         Request::read("java.lang:type=Runtime", Some("Uptime"))?,
+///         Request::read("no.such:type=MBean", Some("X"))?,
+///     ])
+///     .await?;
+/// assert!(results[1].is_err());
+///
+/// // Absent MBeans as None instead of an error.
+/// let maybe = client
+///     .execute_validating(&Request::read("kafka.server:type=Missing", Some("Count"))?)
+///     .await?;
+/// # let _ = (threads, heap, gcs, maybe);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct JolokiaClient {
     http: reqwest::Client,
@@ -279,6 +359,102 @@ pub struct JolokiaClient {
     credentials: Option<(String, Secret)>,
     target: Option<ProxyTarget>,
     method: HttpMethod,
+    /// `max_connections`: one permit per call in flight.
+    connections: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+/// The `version` answer.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct VersionInfo {
+    /// The agent's version (or the gateway's).
+    pub agent: String,
+    /// The Jolokia protocol version, e.g. `7.2` or `8.0`.
+    pub protocol: String,
+    /// Agent details (`details` on 2.x, `info` on 1.x; empty if neither).
+    #[serde(default, alias = "info")]
+    pub details: Value,
+    /// The agent's configuration, where it reports it.
+    #[serde(default)]
+    pub config: Value,
+}
+
+/// One MBean of a `list` answer.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct MBeanInfo {
+    #[serde(default)]
+    pub desc: String,
+    /// The MBean's class, where the agent reports it.
+    #[serde(default)]
+    pub class: Option<String>,
+    #[serde(default)]
+    pub attr: IndexMap<String, AttributeInfo>,
+    /// Operations by name; an overloaded name has several signatures.
+    #[serde(default)]
+    pub op: IndexMap<String, Overloads>,
+    #[serde(default)]
+    pub notif: IndexMap<String, Value>,
+    /// Set instead of the rest when the agent could not describe the MBean.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AttributeInfo {
+    #[serde(rename = "type")]
+    pub type_name: String,
+    #[serde(default)]
+    pub desc: String,
+    /// Writable.
+    #[serde(default)]
+    pub rw: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct OperationInfo {
+    #[serde(default)]
+    pub args: Vec<ArgumentInfo>,
+    #[serde(default)]
+    pub ret: String,
+    #[serde(default)]
+    pub desc: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ArgumentInfo {
+    #[serde(default)]
+    pub name: String,
+    #[serde(rename = "type")]
+    pub type_name: String,
+    #[serde(default)]
+    pub desc: String,
+}
+
+/// Jolokia lists an operation as one object, or as an array when the
+/// name is overloaded.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Overloads {
+    One(OperationInfo),
+    Many(Vec<OperationInfo>),
+}
+
+impl Overloads {
+    /// Every signature of the operation.
+    pub fn signatures(&self) -> &[OperationInfo] {
+        match self {
+            Overloads::One(op) => std::slice::from_ref(op),
+            Overloads::Many(ops) => ops,
+        }
+    }
+}
+
+/// MBeans by domain, then by key properties (`name=x,type=y`).
+pub type MBeanTree = IndexMap<String, IndexMap<String, MBeanInfo>>;
+
+fn typed<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T, JolokiaError> {
+    serde_json::from_value(value).map_err(|e| {
+        JolokiaError::BadAnswer(format!("a {what} answer of an unexpected shape: {e}"))
+    })
 }
 
 /// What stays literal in a GET path segment (Jolokia's own `!` escapes
@@ -295,15 +471,19 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'/');
 
 impl JolokiaClient {
+    /// A builder for the endpoint at `url` (an agent's or the gateway's
+    /// Jolokia URL, `http://` or `https://`).
     pub fn builder(url: &str) -> JolokiaClientBuilder {
         JolokiaClientBuilder {
             url: url.into(),
             credentials: None,
             target: None,
+            target_credentials: None,
             connect_timeout: Duration::from_secs(10),
             socket_timeout: None,
             timeout: None,
             pool_max_idle_per_host: 8,
+            max_connections: None,
             http_proxy: None,
             no_proxy: false,
             headers: Vec::new(),
@@ -349,13 +529,14 @@ impl JolokiaClient {
     }
 
     /// [`execute`](Self::execute), with "not found" (status 404: no such
-    /// MBean, attribute or operation) as `None`.
+    /// MBean, attribute or operation) as `None`. A gateway's 404 (an
+    /// unknown proxy target) stays an error: it is a mistake, not absence.
     pub async fn execute_validating(
         &self,
         request: &Request,
     ) -> Result<Option<Reply>, JolokiaError> {
         match self.execute(request).await {
-            Err(JolokiaError::Remote(e)) if e.status == 404 => Ok(None),
+            Err(JolokiaError::Remote(e)) if e.is_not_found() => Ok(None),
             other => other.map(Some),
         }
     }
@@ -434,14 +615,38 @@ impl JolokiaClient {
         serde_json::from_value(value).map_err(|e| JolokiaError::BadAnswer(e.to_string()))
     }
 
-    /// The MBean tree, below an inner path if given.
+    /// Reads several attributes of one MBean in one call: values by
+    /// attribute name.
+    pub async fn read_attributes(
+        &self,
+        mbean: &str,
+        attributes: &[&str],
+    ) -> Result<IndexMap<String, Value>, JolokiaError> {
+        let value = self
+            .execute(&Request::read_many(mbean, attributes)?)
+            .await?
+            .value;
+        typed("read", value)
+    }
+
+    /// The MBean tree as JSON, below an inner path if given (any depth).
     pub async fn list(&self, path: Option<&str>) -> Result<Value, JolokiaError> {
         Ok(self.execute(&Request::list(path)).await?.value)
     }
 
+    /// The MBeans of every domain, or of one, typed.
+    pub async fn list_mbeans(&self, domain: Option<&str>) -> Result<MBeanTree, JolokiaError> {
+        let value = self.execute(&Request::list(domain)).await?.value;
+        match domain {
+            // Below a domain the answer is that domain's MBeans only.
+            Some(d) => Ok(IndexMap::from([(d.to_string(), typed("list", value)?)])),
+            None => typed("list", value),
+        }
+    }
+
     /// The agent's (or gateway's) version answer.
-    pub async fn version(&self) -> Result<Value, JolokiaError> {
-        Ok(self.execute(&Request::version()).await?.value)
+    pub async fn version(&self) -> Result<VersionInfo, JolokiaError> {
+        typed("version", self.execute(&Request::version()).await?.value)
     }
 
     fn body(&self, requests: &[Request]) -> Vec<u8> {
@@ -452,11 +657,9 @@ impl JolokiaClient {
                 if let (Some(t), Value::Object(obj)) = (&self.target, &mut item) {
                     let mut target = serde_json::Map::new();
                     target.insert("url".into(), Value::String(t.url.clone()));
-                    if let Some(u) = &t.user {
-                        target.insert("user".into(), Value::String(u.clone()));
-                    }
-                    if let Some(p) = &t.password {
-                        target.insert("password".into(), Value::String(p.expose().into()));
+                    if let Some((user, password)) = &t.credentials {
+                        target.insert("user".into(), Value::String(user.clone()));
+                        target.insert("password".into(), Value::String(password.expose().into()));
                     }
                     obj.insert("target".into(), Value::Object(target));
                 }
@@ -498,6 +701,11 @@ impl JolokiaClient {
     }
 
     async fn send(&self, mut req: reqwest::RequestBuilder) -> Result<Vec<Response>, JolokiaError> {
+        // Held until the answer is read: the connection is busy till then.
+        let _connection = match &self.connections {
+            Some(permits) => Some(permits.acquire().await.expect("never closed")),
+            None => None,
+        };
         req = req.header(ACCEPT, "application/json");
         if let Some((user, password)) = &self.credentials {
             req = req.basic_auth(user, Some(password.expose()));

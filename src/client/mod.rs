@@ -16,7 +16,8 @@ mod poller;
 pub mod render;
 
 pub use jolokia::{
-    HttpMethod, JolokiaClient, JolokiaClientBuilder, JolokiaError, RemoteError, Reply, TlsVersion,
+    ArgumentInfo, AttributeInfo, HttpMethod, JolokiaClient, JolokiaClientBuilder, JolokiaError,
+    MBeanInfo, MBeanTree, OperationInfo, Overloads, RemoteError, Reply, TlsVersion, VersionInfo,
 };
 pub use poller::{JobId, Poller};
 

@@ -54,6 +54,37 @@ struct Jobs {
     run: u64,
 }
 
+/// Sends every registered request as one bulk per period and hands each
+/// answer to its request's callback, as jolokia.js' scheduler does.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use jmxgate::client::{JolokiaClient, Poller};
+/// use jmxgate::protocol::Request;
+///
+/// let client = JolokiaClient::builder("http://gateway:8080/jolokia")
+///     .target("kafka-1")
+///     .build()?;
+/// let mut poller = Poller::new(client);
+/// let job = poller.register(
+///     Request::read("java.lang:type=Memory", Some("HeapMemoryUsage"))?,
+///     |answer| match answer {
+///         Ok(reply) => println!("heap: {}", reply.value["used"]),
+///         Err(e) => eprintln!("heap: {e}"),
+///     },
+/// );
+/// // The MBean tree, passed on only when it changed.
+/// poller.register_only_if_modified(Request::list(None), |tree| {
+///     println!("the MBeans changed: {}", tree.is_ok());
+/// });
+/// poller.start(Duration::from_secs(10));
+/// tokio::time::sleep(Duration::from_secs(60)).await;
+/// poller.stop();
+/// poller.unregister(job);
+/// poller.start(Duration::from_secs(30)); // again, with the rest
+/// # Ok(()) }
+/// ```
 pub struct Poller {
     client: JolokiaClient,
     jobs: Arc<Mutex<Jobs>>,
@@ -61,6 +92,7 @@ pub struct Poller {
 }
 
 impl Poller {
+    /// A stopped poller with no jobs, sending through `client`.
     pub fn new(client: JolokiaClient) -> Poller {
         Poller {
             client,
@@ -200,9 +232,10 @@ async fn poll_once(client: &JolokiaClient, jobs: &Mutex<Jobs>, run: u64) {
             }
         }
         Err(e) => {
-            let message = e.to_string();
+            // Each callback hears the exchange's own error kind (connect,
+            // timeout, HTTP status…).
             for job in jobs.jobs.iter_mut().filter(|j| ids.contains(&j.id)) {
-                (job.callback)(Err(JolokiaError::Transport(message.clone())));
+                (job.callback)(Err(e.clone()));
             }
         }
     }

@@ -615,7 +615,7 @@ public class Launcher {
         System.err.println("usage: java -cp <classes>:$(tests/agent/classpath.sh) Launcher"
                 + " [--port N] [--host H] [--user U --password P] [--name NAME]"
                 + " [--mime application/json|text/plain]"
-                + " [--tls-cert CERT.pem --tls-key KEY.pem [--tls-client-ca CA.pem]] [--verbose]");
+                + " [--tls-cert CERT.pem --tls-key KEY.pem [--tls-client-ca CA.pem] [--tls-protocols TLSv1.2,...]] [--verbose]");
         System.exit(2);
     }
 
@@ -630,6 +630,7 @@ public class Launcher {
         String tlsCert = null;
         String tlsKey = null;
         String tlsClientCa = null;
+        String tlsProtocols = null;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("--verbose")) {
@@ -656,6 +657,7 @@ public class Launcher {
                 case "--tls-cert": tlsCert = v; break;
                 case "--tls-key": tlsKey = v; break;
                 case "--tls-client-ca": tlsClientCa = v; break;
+                case "--tls-protocols": tlsProtocols = v; break;
                 default: usage("unknown argument: " + a);
             }
         }
@@ -675,6 +677,10 @@ public class Launcher {
 
         // Read and check the PEM files before anything else starts (bad files: exit 2).
         SslContextFactory.Server ssl = tlsCert == null ? null : tlsContext(tlsCert, tlsKey, tlsClientCa);
+        if (ssl != null && tlsProtocols != null) {
+            // e.g. "TLSv1.2": an agent that a TLS-1.3-only client must refuse.
+            ssl.setIncludeProtocols(tlsProtocols.split(","));
+        }
 
         MBeanServer mbs = ManagementFactory.getPlatformMBeanServer();
         Types types = new Types(name);
