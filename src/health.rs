@@ -3,7 +3,9 @@
 //! failed exchanges in a row (the agent unreachable, timing out or not
 //! answering Jolokia), items for it are answered at once with 503
 //! `jmxgate.TargetUnavailable` instead of waiting for timeouts, until a
-//! probe succeeds. Health is kept by target name, so it survives reloads.
+//! probe succeeds. Health is kept by target name, so it survives reloads;
+//! a name that leaves the fleet loses its entry ([`HealthBook::retain`]), so
+//! a target added again under that name starts afresh.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -180,6 +182,29 @@ impl HealthBook {
             .or_insert_with(|| Arc::new(TargetHealth::new(name, self.failures_to_open)))
             .clone()
     }
+
+    /// Drops the entries of names `keep` refuses (targets no longer in the
+    /// fleet) and returns those names. Targets still held elsewhere (a
+    /// request in flight on the previous fleet) keep their value; the book
+    /// just forgets it, so the name, if added again, starts unknown with a
+    /// closed breaker.
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut entries = self.entries.lock().expect("health lock");
+        let gone: Vec<String> = entries.keys().filter(|n| !keep(n)).cloned().collect();
+        for name in &gone {
+            entries.remove(name);
+        }
+        gone
+    }
+
+    /// How many targets have an entry.
+    pub fn len(&self) -> usize {
+        self.entries.lock().expect("health lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl Default for HealthBook {
@@ -291,5 +316,31 @@ mod tests {
         a.record_exchange(Err("x".into()));
         assert_eq!(book.for_target("a").snapshot().consecutive_failures, 1);
         assert_eq!(book.for_target("b").snapshot().up, None);
+    }
+
+    #[test]
+    fn names_that_leave_are_forgotten_and_start_afresh_when_back() {
+        let book = HealthBook::new(2);
+        let a = book.for_target("a");
+        a.record_exchange(Err("x".into()));
+        a.record_exchange(Err("x".into()));
+        assert!(a.refusal().is_some());
+        let b = book.for_target("b");
+        b.record_exchange(Err("x".into()));
+        book.for_target("c");
+
+        let mut gone = book.retain(|n| n == "b");
+        gone.sort();
+        assert_eq!(gone, vec!["a", "c"]);
+        assert_eq!(book.len(), 1);
+        // The one kept is the same value, failures and all.
+        assert!(Arc::ptr_eq(&book.for_target("b"), &b));
+        assert_eq!(b.snapshot().consecutive_failures, 1);
+        // "a" back under the same name: no inherited breaker.
+        let again = book.for_target("a");
+        assert!(!Arc::ptr_eq(&again, &a));
+        assert_eq!(again.snapshot(), HealthState::default());
+        assert!(again.refusal().is_none());
+        assert!(book.retain(|_| true).is_empty());
     }
 }

@@ -204,6 +204,18 @@ impl Metrics {
             .set(i64::from(outcome == "ok"));
     }
 
+    /// Drops the per-target series of targets that left the fleet
+    /// (`agent_up` and `agent_exchange_duration_seconds`), so a gauge does
+    /// not go on reporting a target that is no longer there. Counters with
+    /// more labels than the target (`agent_exchanges`, `items`) stay.
+    pub fn forget_target(&self, target: &str) {
+        let label = TargetLabel {
+            target: target.into(),
+        };
+        self.agent_up.remove(&label);
+        self.agent_seconds.remove(&label);
+    }
+
     pub fn cache_lookup(&self, cache: &str, hit: bool) {
         self.cache
             .get_or_create(&CacheLabels {

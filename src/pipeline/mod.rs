@@ -289,8 +289,22 @@ impl Gateway {
             }
             config.targets.push(t.clone());
         }
-        let state = State::from_config(&config, &self.metrics, &self.budget, &self.health)?;
-        self.state.store(Arc::new(state));
+        let state = Arc::new(State::from_config(
+            &config,
+            &self.metrics,
+            &self.budget,
+            &self.health,
+        )?);
+        self.state.store(state.clone());
+        // Targets that left the fleet (an inventory edit, DNS churn): their
+        // health and per-target gauges go, so they don't pile up and a name
+        // added again later doesn't inherit an open breaker.
+        for gone in self
+            .health
+            .retain(|name| state.fleet.by_name(name).is_some())
+        {
+            self.metrics.forget_target(&gone);
+        }
         Ok(())
     }
 
@@ -1248,4 +1262,72 @@ pub fn unix_seconds() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(names: &[&str]) -> Config {
+        let targets: String = names
+            .iter()
+            .map(|n| format!("[[targets]]\nname = \"{n}\"\nurl = \"http://127.0.0.1:1/{n}\"\n"))
+            .collect();
+        Config::parse(&format!("[server]\nlisten = \"127.0.0.1:0\"\n{targets}"))
+            .and_then(Config::validate)
+            .unwrap()
+    }
+
+    fn discovered(name: &str) -> crate::config::TargetConfig {
+        config(&[name]).targets.remove(0)
+    }
+
+    #[test]
+    fn targets_that_leave_the_fleet_lose_their_health_and_gauges() {
+        let gw = Gateway::new(&config(&["a", "b"])).unwrap();
+        let a = gw.fleet().by_name("a").unwrap().health.clone();
+        let b = gw.fleet().by_name("b").unwrap().health.clone();
+        for _ in 0..3 {
+            a.record_exchange(Err("refused".into()));
+        }
+        assert!(a.refusal().is_some(), "a's breaker is open");
+        b.record_exchange(Err("refused".into()));
+        gw.metrics().exchange("a", "unreachable", 0.1);
+        gw.metrics().exchange("b", "ok", 0.1);
+        assert!(gw
+            .metrics()
+            .encode()
+            .contains("jmxgate_agent_up{target=\"a\"} 0"));
+
+        // An inventory edit drops "a": its health and agent_up go.
+        gw.reload(&config(&["b"])).unwrap();
+        assert_eq!(gw.health.len(), 1);
+        let text = gw.metrics().encode();
+        assert!(!text.contains("jmxgate_agent_up{target=\"a\"}"), "{text}");
+        assert!(text.contains("jmxgate_agent_up{target=\"b\"} 1"), "{text}");
+        // "b" stayed: the same health, its failure remembered.
+        let b_now = gw.fleet().by_name("b").unwrap().health.clone();
+        assert!(Arc::ptr_eq(&b_now, &b));
+        assert_eq!(b_now.snapshot().consecutive_failures, 1);
+
+        // "a" comes back: unknown, breaker closed.
+        gw.reload(&config(&["a", "b"])).unwrap();
+        let a_again = gw.fleet().by_name("a").unwrap().health.clone();
+        assert!(a_again.refusal().is_none());
+        assert_eq!(a_again.snapshot(), crate::health::HealthState::default());
+
+        // The same through discovery: a discovered name that goes away.
+        gw.set_discovered(vec![discovered("dns-1")]).unwrap();
+        gw.fleet()
+            .by_name("dns-1")
+            .unwrap()
+            .health
+            .record_exchange(Err("refused".into()));
+        assert_eq!(gw.health.len(), 3);
+        gw.set_discovered(Vec::new()).unwrap();
+        assert_eq!(gw.health.len(), 2);
+        gw.set_discovered(vec![discovered("dns-1")]).unwrap();
+        let back = gw.fleet().by_name("dns-1").unwrap().health.snapshot();
+        assert_eq!(back.consecutive_failures, 0);
+    }
 }
