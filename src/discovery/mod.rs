@@ -9,46 +9,42 @@
 //!
 //! # Wiring discovery into the gateway
 //!
-//! [`watch`] re-resolves every `interval` and hands over the whole
-//! discovered set whenever it changes. It knows nothing of the gateway: the
-//! caller merges the set into the configuration it loaded and reloads.
+//! Nothing to wire by hand: [`Gateway::spawn_discovery`] starts [`watch`]
+//! with the `[[discovery.dns]]` entries of the configuration the gateway
+//! was built with (`jmxgate serve` calls it), and every changed answer set
+//! goes to [`Gateway::set_discovered`]. That replaces the discovered
+//! targets and rebuilds the fleet from the configuration in force plus
+//! them; [`Gateway::reload`] rebuilds from the new configuration plus the
+//! last discovered set, so a SIGHUP or a changed file keeps what DNS
+//! found. A discovered name that a configured target already uses is left
+//! out with a warning; a set that fails to build is logged and the previous
+//! fleet stays.
 //!
 //! ```no_run
-//! # use std::sync::{Arc, Mutex};
-//! # fn example(gateway: Arc<jmxgate::Gateway>, source: jmxgate::config::ConfigSource) {
-//! let config = source.load().expect("valid configuration");
-//! // The latest discovered targets, also for reloads triggered by
-//! // SIGHUP or a changed file: they must add it before `Gateway::reload`.
-//! let discovered = Arc::new(Mutex::new(Vec::new()));
-//! let (latest, gw) = (discovered.clone(), gateway.clone());
-//! let task = tokio::spawn(jmxgate::discovery::watch(
-//!     config.discovery.dns.clone(),
-//!     move |targets| {
-//!         *latest.lock().unwrap() = targets.clone();
-//!         let mut config = match source.load() {
-//!             Ok(c) => c,
-//!             Err(e) => return tracing::error!("{e}"),
-//!         };
-//!         config.targets.extend(targets);
-//!         // validate() catches a discovered name that clashes with a
-//!         // configured target; the previous set then stays in force.
-//!         match config.validate().map_err(|p| p.join("; ")) {
-//!             Ok(config) => match gw.reload(&config) {
-//!                 Ok(()) => tracing::info!("discovered targets installed"),
-//!                 Err(e) => tracing::error!("discovered targets not installed: {e}"),
-//!             },
-//!             Err(e) => tracing::error!("discovered targets not installed: {e}"),
-//!         }
-//!     },
-//! ));
-//! // When a reload changes `config.discovery`, `task.abort()` and spawn a
-//! // new watch with the new settings (`DiscoveryConfig` is `PartialEq`).
-//! # drop(task);
+//! # use std::sync::Arc;
+//! # async fn example(config: jmxgate::Config) -> Result<(), String> {
+//! let gateway = Arc::new(jmxgate::Gateway::new(&config)?);
+//! // `None` when the configuration has no `[[discovery.dns]]` entry. The
+//! // task holds the gateway weakly and keeps resolving until aborted.
+//! let discovery = gateway.spawn_discovery();
+//! # if let Some(task) = discovery { task.abort(); }
+//! # Ok(())
 //! # }
 //! ```
 //!
-//! `on_change` runs on the watch task between two resolutions; it should
-//! not block for long (a reload is fine).
+//! Another source of targets (a service registry, a cloud API) is fed the
+//! same way: produce the whole set as `TargetConfig`s and hand it to
+//! `gateway.set_discovered(targets)` whenever it changes. Discovery
+//! settings themselves are read once; changing them needs a restart.
+//!
+//! [`watch`] can also be used on its own: it re-resolves every `interval`
+//! and calls `on_change` with the whole discovered set whenever it changes,
+//! on the watch task between two resolutions, so `on_change` should not
+//! block for long.
+//!
+//! [`Gateway::spawn_discovery`]: crate::Gateway::spawn_discovery
+//! [`Gateway::set_discovered`]: crate::Gateway::set_discovered
+//! [`Gateway::reload`]: crate::Gateway::reload
 
 pub mod dns;
 
