@@ -442,6 +442,26 @@ async fn the_command_line_reads_writes_lists_and_watches() {
     assert!(out.contains("type=Operations\n"), "{out}");
     assert!(out.contains("op   sleep(millis: long) -> long"), "{out}");
     assert!(out.contains("attr Name: java.lang.String rw"), "{out}");
+    // Below an MBean the answer is a map: printed, not dropped.
+    let (code, out, err) = run(&["list", "jmxgate.test/type=Types/attr"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("Name.type ") && l.ends_with("java.lang.String")),
+        "{out}"
+    );
+    let (code, out, _) = run(&["list", "jmxgate.test/type=Operations/op/sleep"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("ret ") && l.ends_with("long")),
+        "{out}"
+    );
+    // --depth is maxDepth: domains only.
+    let (code, out, _) = run(&["list", "--depth", "1"]);
+    assert_eq!(code, 0);
+    assert!(out.lines().any(|l| l == "jmxgate.test"), "{out}");
+    assert!(!out.contains("type=Operations"), "{out}");
 
     let (code, out, _) = run(&["version"]);
     assert_eq!(code, 0);
@@ -472,6 +492,32 @@ async fn the_command_line_reads_writes_lists_and_watches() {
         lines.iter().all(|l| l.ends_with("Name=rc-cli  Int=17")),
         "{out}"
     );
+    let (code, out, err) = run(&[
+        "watch",
+        TYPES,
+        "Name",
+        "Missing",
+        "--interval",
+        "200ms",
+        "--count",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(code, 1, "a failed read fails a counted watch: {err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for line in &lines {
+        assert_eq!(line["values"], json!({"Name": "rc-cli"}), "{line}");
+        assert!(line["errors"]["Missing"].is_string(), "{line}");
+        assert!(line["time"].is_string(), "{line}");
+    }
+    // The same attribute twice would never fill a round: refused.
+    let (code, _, err) = run(&["watch", TYPES, "Name", "Name", "--count", "1"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("\"Name\" is given twice"), "{err}");
 
     // No URL: a clear error.
     let (code, _, err) = cli(&["version"], &[]);
@@ -502,6 +548,7 @@ async fn the_command_line_takes_settings_from_a_file_and_the_environment() {
         ),
     )
     .unwrap();
+    let first = config.clone();
     let out = tokio::task::spawn_blocking(move || {
         cli(
             &[
@@ -509,7 +556,7 @@ async fn the_command_line_takes_settings_from_a_file_and_the_environment() {
                 TYPES,
                 "Name",
                 "--client-config",
-                config.to_str().unwrap(),
+                first.to_str().unwrap(),
             ],
             &[],
         )
@@ -518,6 +565,64 @@ async fn the_command_line_takes_settings_from_a_file_and_the_environment() {
     .unwrap();
     assert_eq!(out.0, 0, "{}", out.2);
     assert_eq!(out.1, format!("{}\n", agents[2].name));
+
+    // Flags, then the environment, then the file: the environment's wrong
+    // password beats the file's right one, and a flag's file beats both.
+    let wrong_env = {
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || {
+            cli(
+                &[
+                    "read",
+                    TYPES,
+                    "Name",
+                    "--client-config",
+                    config.to_str().unwrap(),
+                ],
+                &[("JMXGATE_PASSWORD", "wrong")],
+            )
+        })
+        .await
+        .unwrap()
+    };
+    assert_eq!(wrong_env.0, 1, "{wrong_env:?}");
+    assert!(wrong_env.2.contains("401"), "{}", wrong_env.2);
+    let flags = {
+        let (config, password_file, url) =
+            (config.clone(), password_file.clone(), gw.url("/jolokia"));
+        let other = agents[1].name.clone();
+        tokio::task::spawn_blocking(move || {
+            cli(
+                &[
+                    "read",
+                    TYPES,
+                    "Name",
+                    "--client-config",
+                    config.to_str().unwrap(),
+                    "--url",
+                    url.as_str(),
+                    "--user",
+                    "ops",
+                    "--password-file",
+                    password_file.to_str().unwrap(),
+                    "--target",
+                    other.as_str(),
+                    "--timeout",
+                    "5s",
+                ],
+                &[("JMXGATE_PASSWORD", "wrong")],
+            )
+        })
+        .await
+        .unwrap()
+    };
+    // agents[1] is not in this gateway's fleet: the flag reached it.
+    assert_eq!(flags.0, 1, "{flags:?}");
+    assert!(
+        flags.2.contains("not found") && flags.2.contains(&agents[1].name),
+        "{}",
+        flags.2
+    );
 
     let url = gw.url("/jolokia");
     let target = agents[2].name.clone();

@@ -4,8 +4,10 @@
 //!
 //! Connection settings come from flags, then the environment
 //! (`JMXGATE_URL`, `JMXGATE_USER`, `JMXGATE_PASSWORD`, `JMXGATE_TARGET`),
-//! then a client config file (`--client-config`, TOML with the same keys
-//! in lower case plus `password_file`, `ca_file`).
+//! then a client config file (`--client-config`, TOML: `url`, `user`,
+//! `password_file`, `target`, `ca_file`, `client_cert`, `client_key`,
+//! `timeout`). Passwords never come as flags: a command line is visible
+//! to every user of the machine.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -42,10 +44,11 @@ pub struct ConnectOpts {
     pub client_cert: Option<PathBuf>,
     #[arg(long, requires = "client_cert")]
     pub client_key: Option<PathBuf>,
-    /// Deadline for each call.
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
-    pub timeout: Duration,
-    /// A TOML file with url, user, password_file, target, ca_file.
+    /// Deadline for each call [default: 30s].
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub timeout: Option<Duration>,
+    /// A TOML file with url, user, password_file, target, ca_file,
+    /// client_cert, client_key and timeout.
     #[arg(long, env = "JMXGATE_CLIENT_CONFIG")]
     pub client_config: Option<PathBuf>,
     /// Print the Jolokia answer's value as JSON.
@@ -102,7 +105,8 @@ pub enum ClientCmd {
         #[command(flatten)]
         conn: ConnectOpts,
     },
-    /// Read attributes every interval, one line per round (one bulk each).
+    /// Read attributes every interval, one line per round (one bulk each);
+    /// with --json, one JSON object per line.
     Watch {
         mbean: String,
         #[arg(required = true)]
@@ -125,6 +129,20 @@ struct ClientConfig {
     password_file: Option<PathBuf>,
     target: Option<String>,
     ca_file: Option<PathBuf>,
+    client_cert: Option<PathBuf>,
+    client_key: Option<PathBuf>,
+    #[serde(default, with = "humantime_serde")]
+    timeout: Option<Duration>,
+}
+
+/// The first line of a password file.
+fn read_password(file: &std::path::Path) -> Result<String, String> {
+    Ok(std::fs::read_to_string(file)
+        .map_err(|e| format!("password file {}: {e}", file.display()))?
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string())
 }
 
 impl ConnectOpts {
@@ -143,18 +161,24 @@ impl ConnectOpts {
             self.url.clone().or(file.url).ok_or(
                 "no URL: pass --url, set JMXGATE_URL, or put url in the --client-config file",
             )?;
-        let mut b = JolokiaClient::builder(&url).timeout(self.timeout);
+        let timeout = self
+            .timeout
+            .or(file.timeout)
+            .unwrap_or(Duration::from_secs(30));
+        let mut b = JolokiaClient::builder(&url).timeout(timeout);
         if let Some(user) = self.user.clone().or(file.user) {
-            let password = match self.password_file.clone().or(file.password_file) {
-                Some(f) => std::fs::read_to_string(&f)
-                    .map_err(|e| format!("password file {}: {e}", f.display()))?
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string(),
-                None => std::env::var("JMXGATE_PASSWORD").map_err(|_| {
-                    format!("user {user:?} has no password: set JMXGATE_PASSWORD or pass --password-file")
-                })?,
+            // Flag, then environment, then file, as for every setting.
+            let password = match (&self.password_file, std::env::var("JMXGATE_PASSWORD")) {
+                (Some(f), _) => read_password(f)?,
+                (None, Ok(p)) => p,
+                (None, Err(_)) => match &file.password_file {
+                    Some(f) => read_password(f)?,
+                    None => {
+                        return Err(format!(
+                            "user {user:?} has no password: set JMXGATE_PASSWORD, pass --password-file, or put password_file in the --client-config file"
+                        ))
+                    }
+                },
             };
             b = b.user(&user, &password);
         }
@@ -164,7 +188,18 @@ impl ConnectOpts {
         if let Some(ca) = self.ca_file.clone().or(file.ca_file) {
             b = b.ca_file(ca);
         }
-        if let (Some(c), Some(k)) = (&self.client_cert, &self.client_key) {
+        let identity = match (&self.client_cert, &self.client_key) {
+            (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+            _ => match (file.client_cert, file.client_key) {
+                (Some(c), Some(k)) => Some((c, k)),
+                (None, None) => None,
+                _ => return Err(
+                    "the --client-config file needs both client_cert and client_key, or neither"
+                        .into(),
+                ),
+            },
+        };
+        if let Some((c, k)) = identity {
             b = b.client_cert(c, k);
         }
         b.build().map_err(|e| e.to_string())
@@ -271,6 +306,27 @@ async fn execute(cmd: ClientCmd) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// One `watch --json` line: `{"time":…,"values":{…}}`, with `"errors"`
+/// by attribute when some reads failed.
+fn watch_json(
+    time: &str,
+    round: &std::collections::BTreeMap<String, Result<Value, String>>,
+) -> Value {
+    let values: serde_json::Map<String, Value> = round
+        .iter()
+        .filter_map(|(a, r)| Some((a.clone(), r.as_ref().ok()?.clone())))
+        .collect();
+    let errors: serde_json::Map<String, Value> = round
+        .iter()
+        .filter_map(|(a, r)| Some((a.clone(), Value::String(r.as_ref().err()?.clone()))))
+        .collect();
+    let mut line = serde_json::json!({"time": time, "values": values});
+    if !errors.is_empty() {
+        line["errors"] = Value::Object(errors);
+    }
+    line
+}
+
 enum Shape {
     Table,
     Lines,
@@ -292,6 +348,13 @@ async fn watch(
     interval: Duration,
     count: Option<u64>,
 ) -> Result<(), String> {
+    if let Some(dup) = attributes
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| attributes[..i].contains(a).then_some(a))
+    {
+        return Err(format!("attribute {dup:?} is given twice"));
+    }
     let client = conn.client()?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut poller = Poller::new(client);
@@ -308,24 +371,26 @@ async fn watch(
     let mut rounds = 0;
     let mut failures = 0;
     while let Some((name, answer)) = rx.recv().await {
-        let shown = match answer {
-            Ok(reply) if conn.json => reply.value.to_string(),
-            Ok(reply) => render::scalar(&reply.value),
-            Err(e) => {
-                failures += 1;
-                format!("<{}>", describe(e))
-            }
-        };
-        round.insert(name, shown);
+        if answer.is_err() {
+            failures += 1;
+        }
+        round.insert(name, answer.map(|r| r.value).map_err(describe));
         if round.len() < attributes.len() {
             continue;
         }
-        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
-        let line: Vec<String> = attributes
-            .iter()
-            .map(|a| format!("{a}={}", round.get(a).map_or("", String::as_str)))
-            .collect();
-        println!("{now}  {}", line.join("  "));
+        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+        if conn.json {
+            println!("{}", watch_json(&now, &round));
+        } else {
+            let line: Vec<String> = attributes
+                .iter()
+                .map(|a| match &round[a] {
+                    Ok(v) => format!("{a}={}", render::scalar(v)),
+                    Err(e) => format!("{a}=<{e}>"),
+                })
+                .collect();
+            println!("{now}  {}", line.join("  "));
+        }
         round.clear();
         rounds += 1;
         if count.is_some_and(|c| rounds >= c) {
@@ -337,4 +402,28 @@ async fn watch(
         return Err(format!("{failures} reads failed"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn watch_lines_in_json_keep_values_and_errors_apart() {
+        let round = std::collections::BTreeMap::from([
+            ("A".to_string(), Ok(json!(1))),
+            ("B".to_string(), Err("not found: B".to_string())),
+        ]);
+        assert_eq!(
+            watch_json("2026-01-01T00:00:00Z", &round),
+            json!({"time": "2026-01-01T00:00:00Z", "values": {"A": 1}, "errors": {"B": "not found: B"}})
+        );
+    }
+
+    #[test]
+    fn watch_lines_without_errors_have_no_errors_key() {
+        let round = std::collections::BTreeMap::from([("A".to_string(), Ok(json!("x")))]);
+        assert!(watch_json("t", &round).get("errors").is_none());
+    }
 }

@@ -59,13 +59,15 @@ pub fn table(value: &Value) -> String {
 /// A `list` answer as a tree: domains, MBeans, then attributes (type,
 /// `rw` when writable) and operations (arguments and return type).
 /// `depth` is how many levels the answer starts below the root (1 for
-/// `list java.lang`, 2 for one MBean).
+/// `list java.lang`, 2 for one MBean); deeper answers (`…/attr`,
+/// `…/op/gc`) are plain maps and print as a table.
 pub fn tree(value: &Value, depth: usize) -> String {
     let mut out = String::new();
     match depth {
         0 => domains(value, &mut out),
         1 => mbeans(value, "", &mut out),
-        _ => mbean(value, "", &mut out),
+        2 => mbean(value, "", &mut out),
+        _ => return table(value),
     }
     out
 }
@@ -179,6 +181,16 @@ mod tests {
             "java.lang\n  type=Memory\n    Memory\n    attr Verbose: boolean rw\n    attr HeapMemoryUsage: CompositeData\n    op   gc() -> void\n    op   add(a: int) -> int\n    op   add() -> int\n"
         );
         assert!(tree(&v["java.lang"], 1).starts_with("type=Memory\n  Memory\n"));
+        // Below an MBean (`java.lang/type=Memory/attr`): the map itself.
+        let attrs = &v["java.lang"]["type=Memory"]["attr"];
+        assert_eq!(
+            tree(attrs, 3),
+            "Verbose.type          boolean\nVerbose.rw            true\nHeapMemoryUsage.type  CompositeData\nHeapMemoryUsage.rw    false\n"
+        );
+        assert_eq!(
+            tree(&v["java.lang"]["type=Memory"]["op"]["gc"]["ret"], 4),
+            "void\n"
+        );
     }
 
     #[test]
