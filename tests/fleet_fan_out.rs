@@ -1,6 +1,7 @@
 //! One request item answered by a group of agents: `target.url` as a glob
 //! over target names or a label selector, against real agents, with a dead
-//! target in the group, roles that reach part of it, and the per-role limit.
+//! target in the group, roles that reach part of it, the per-role limit, and
+//! targets asked concurrently.
 
 mod common;
 
@@ -317,4 +318,29 @@ async fn a_role_without_a_limit_has_the_server_default() {
         "{r}"
     );
     too_many(&post_as("both", name_read("*")).await, 4, 3);
+}
+
+#[tokio::test]
+async fn a_group_is_asked_concurrently() {
+    let agents = common::shared_agents();
+    let gw = Gateway::start(&fleet(agents, common::dead_port())).await;
+    let sleep = |millis: u64| {
+        json!({"type":"exec","mbean":"jmxgate.test:type=Operations","operation":"sleep",
+               "arguments":[millis],"target":{"url":"app=orders"}})
+    };
+    // Warm both agents' exec path first, so the timing below is the sleep.
+    let (_, r) = gw.post("/jolokia", &sleep(1)).await;
+    assert_eq!(r["value"], json!({"alpha": 1, "gamma": 1}), "{r}");
+
+    // Each of the two targets sleeps 1.5 s: one after the other would be
+    // 3 s or more, concurrently about 1.5 s.
+    let started = std::time::Instant::now();
+    let (_, r) = gw.post("/jolokia", &sleep(1500)).await;
+    let took = started.elapsed();
+    assert_eq!(r["value"], json!({"alpha": 1500, "gamma": 1500}), "{r}");
+    assert!(took >= std::time::Duration::from_millis(1500), "{took:?}");
+    assert!(
+        took < std::time::Duration::from_millis(2900),
+        "the group's targets were not asked concurrently: took {took:?}"
+    );
 }

@@ -1,6 +1,7 @@
 //! Target health against real agents: background `version` probes, the
 //! `GET /jolokia/targets` listing, and a circuit breaker that trips when an
-//! agent goes away and recovers when it comes back.
+//! agent hangs (answering at once instead of after the timeout) and
+//! recovers when a real agent is back.
 
 mod common;
 
@@ -88,23 +89,45 @@ async fn the_target_list_shows_what_the_caller_may_reach_with_health() {
     assert_eq!(refused["decision"], "invalid", "{refused}");
 }
 
+/// A stand-in for a hung agent: accepts TCP connections and holds them
+/// open without ever answering, so every exchange with it takes the full
+/// `request_timeout` (a closed port would refuse at once and prove nothing
+/// about the breaker saving time). Ends, closing all of them, when aborted.
+async fn hung_agent() -> (u16, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    (port, task)
+}
+
 #[tokio::test]
 async fn a_failing_target_trips_the_breaker_and_a_probe_closes_it() {
-    let agent = Agent::start("flaky");
-    let port = agent.port;
+    const TIMEOUT: Duration = Duration::from_secs(3);
+    let (port, hung) = hung_agent().await;
     let config = format!(
         "[health]\nprobe_interval = \"300ms\"\nfailures_to_open = 2\n\
-         [[targets]]\nname = \"flaky\"\nurl = \"{}\"\nconnect_timeout = \"300ms\"\n",
-        agent.url()
+         [[targets]]\nname = \"flaky\"\nurl = \"http://127.0.0.1:{port}/jolokia\"\n\
+         request_timeout = \"{}s\"\n",
+        TIMEOUT.as_secs()
     );
     let gw = Gateway::start(&config).await;
     let path = format!("/jolokia/targets/flaky{READ}");
-    let (_, r) = gw.get(&path).await;
-    assert_eq!(r["value"], "flaky", "{r}");
 
-    // The agent goes away: exchanges fail, and soon the breaker answers.
-    drop(agent);
-    let tripped = eventually("the breaker open", Duration::from_secs(10), || async {
+    // While the breaker is closed, an item waits the whole timeout.
+    let started = Instant::now();
+    let (_, r) = gw.get(&path).await;
+    let waited = started.elapsed();
+    assert_eq!(r["error_type"], "jmxgate.AgentTimeout", "{r}");
+    assert!(waited >= TIMEOUT - Duration::from_millis(100), "{waited:?}");
+
+    // Failed exchanges and probes open the breaker; from then on the
+    // gateway answers without waiting for the hung agent.
+    let tripped = eventually("the breaker open", Duration::from_secs(30), || async {
         let (_, r) = gw.get(&path).await;
         let open = r["error_type"] == "jmxgate.TargetUnavailable";
         open.then_some(r.clone()).ok_or(r.to_string())
@@ -117,18 +140,22 @@ async fn a_failing_target_trips_the_breaker_and_a_probe_closes_it() {
     );
     let started = Instant::now();
     let (_, fast) = gw.get(&path).await;
-    assert_eq!(fast["error_type"], "jmxgate.TargetUnavailable");
+    let took = started.elapsed();
+    assert_eq!(fast["error_type"], "jmxgate.TargetUnavailable", "{fast}");
     assert!(
-        started.elapsed() < Duration::from_millis(250),
-        "answered without waiting"
+        took < TIMEOUT / 3,
+        "answered without waiting for the timeout: took {took:?}"
     );
     let (_, listed) = gw.get("/jolokia/targets").await;
     assert_eq!(listed["value"][0]["health"]["breaker"], "open", "{listed}");
 
-    // It comes back on the same port: a probe closes the breaker.
+    // The agent is restarted, a real one on the same port: a probe closes
+    // the breaker.
+    hung.abort();
+    let _ = hung.await;
     let port_arg = port.to_string();
     let _back = Agent::start_with("flaky", &["--port", &port_arg]);
-    let recovered = eventually("the breaker closed", Duration::from_secs(10), || async {
+    let recovered = eventually("the breaker closed", Duration::from_secs(30), || async {
         let (_, r) = gw.get(&path).await;
         let ok = r["status"] == 200;
         ok.then_some(r.clone()).ok_or(r.to_string())
