@@ -134,6 +134,15 @@ async fn a_dead_target_fails_the_item_unless_errors_are_ignored() {
         r["value"]["zz-dead"]["error_type"],
         "jmxgate.AgentUnreachable"
     );
+
+    // Every target of the group failed: still an answer with a time.
+    let mut all_failed = name_read("app=gone");
+    all_failed["config"] = json!({"ignoreErrors": true});
+    let (_, r) = gw.post("/jolokia", &all_failed).await;
+    assert_eq!(r["status"], 200, "{r}");
+    // 502, or 503 once its breaker has opened.
+    assert!(r["value"]["zz-dead"]["error_type"].is_string(), "{r}");
+    assert!(r["timestamp"].as_u64().unwrap() > 1_700_000_000, "{r}");
 }
 
 #[tokio::test]

@@ -33,7 +33,13 @@ pub fn merge(count: usize, answers: impl IntoIterator<Item = (usize, Response)>)
 /// MBean. Without `ignoreErrors`, the first failing target (in target
 /// order) fails the whole item, as one failing MBean fails a pattern read;
 /// with it, each failed target holds its error object and the rest stand.
-pub fn merge_fan_out(per_target: Vec<(String, Response)>, ignore_errors: bool) -> Response {
+/// The timestamp is the latest of the targets' answers, `now` when none
+/// has one (every target failed: error answers carry none).
+pub fn merge_fan_out(
+    per_target: Vec<(String, Response)>,
+    ignore_errors: bool,
+    now: u64,
+) -> Response {
     if !ignore_errors {
         if let Some((name, failed)) = per_target.iter().find(|(_, a)| a.is_error()) {
             let message = failed.error_text();
@@ -66,6 +72,9 @@ pub fn merge_fan_out(per_target: Vec<(String, Response)>, ignore_errors: bool) -
             field("value").unwrap_or(Value::Null)
         };
         value.insert(name, entry);
+    }
+    if timestamp == 0 {
+        timestamp = now;
     }
     Response::value(&Value::Object(value), timestamp)
 }
@@ -100,10 +109,10 @@ mod tests {
                 ("c".to_string(), Response::value(&2, 9)),
             ]
         };
-        let whole = merge_fan_out(per_target(), false);
+        let whole = merge_fan_out(per_target(), false, 5);
         assert_eq!(whole.status(), Some(502));
         assert_eq!(whole.error_text(), "Target \"b\": down");
-        let each = merge_fan_out(per_target(), true);
+        let each = merge_fan_out(per_target(), true, 5);
         assert_eq!(each.status(), Some(200));
         let v: Value = serde_json::from_str(each.get("value").unwrap().get()).unwrap();
         assert_eq!(
@@ -111,6 +120,11 @@ mod tests {
             json!({"a": {"x": 1}, "b": {"error_type": "jmxgate.AgentUnreachable", "error": "down", "status": 502}, "c": 2})
         );
         assert_eq!(each.get("timestamp").unwrap().get(), "9");
+        // Every target failed: the merged answer still has a time.
+        let all_failed = vec![("a".to_string(), failed.clone()), ("b".to_string(), failed)];
+        let each = merge_fan_out(all_failed, true, 5);
+        assert_eq!(each.status(), Some(200));
+        assert_eq!(each.get("timestamp").unwrap().get(), "5");
     }
 
     #[test]

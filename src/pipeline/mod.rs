@@ -650,7 +650,7 @@ impl Gateway {
             }
             answers.push((
                 fan_out.index,
-                merge::merge_fan_out(per_target, fan_out.ignore_errors),
+                merge::merge_fan_out(per_target, fan_out.ignore_errors, unix_seconds()),
             ));
             fanned.insert(fan_out.index, rows);
         }
