@@ -109,7 +109,7 @@ async fn the_six_types_work_against_an_agent_by_get_and_post() {
     assert!(whole["java.lang"].contains_key("type=Memory"));
     // Processing parameters travel with the request.
     let shallow = client
-        .execute(&Request::list(None).with_param("maxDepth", "1"))
+        .execute(&Request::list(None).with_param("maxDepth", "1").unwrap())
         .await
         .unwrap();
     assert!(
@@ -117,6 +117,15 @@ async fn the_six_types_work_against_an_agent_by_get_and_post() {
         "{}",
         shallow.value
     );
+    // A misspelt parameter or a bad value is refused, not dropped.
+    let typo = Request::list(None).with_param("maxdepth", "1").unwrap_err();
+    assert!(
+        typo.message
+            .contains("\"maxdepth\" is not a processing parameter"),
+        "{}",
+        typo.message
+    );
+    assert!(Request::list(None).with_param("maxDepth", "deep").is_err());
 }
 
 #[tokio::test]

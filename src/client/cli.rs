@@ -278,7 +278,9 @@ async fn execute(cmd: ClientCmd) -> Result<(), String> {
                 .map_or(0, |p| crate::protocol::path::split(p).len());
             let mut request = Request::list(path.as_deref());
             if let Some(d) = depth {
-                request = request.with_param("maxDepth", &d.to_string());
+                request = request
+                    .with_param("maxDepth", &d.to_string())
+                    .map_err(|e| e.message)?;
             }
             (conn, request, Shape::Tree(levels))
         }

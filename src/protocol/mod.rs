@@ -158,10 +158,12 @@ impl Request {
         Request::new(Command::Version(Version))
     }
 
-    /// Sets a processing parameter (`maxDepth`, `ignoreErrors`, …).
-    pub fn with_param(mut self, key: &'static str, value: &str) -> Request {
-        self.params.set(key, value);
-        self
+    /// Sets a processing parameter (`maxDepth`, `ignoreErrors`, …),
+    /// checked as the gateway checks a client's: an unknown name or a bad
+    /// value is an error.
+    pub fn with_param(mut self, key: &str, value: &str) -> Result<Request, ProtocolError> {
+        self.params.try_set(key, value)?;
+        Ok(self)
     }
 
     /// Parses one POST item. `query` holds the query string's parameters,

@@ -114,9 +114,22 @@ impl Params {
         self.get(key).map(|v| v == "true")
     }
 
+    /// Sets a parameter from outside (a client library's caller): an
+    /// unknown key or a bad value is an error, not silently dropped.
+    pub fn try_set(&mut self, key: &str, value: &str) -> Result<(), ProtocolError> {
+        let (name, kind, _) = spec(key).ok_or_else(|| {
+            ProtocolError::bad_request(format!(
+                "{key:?} is not a processing parameter (known: {})",
+                PARAMS.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")
+            ))
+        })?;
+        self.0.insert(name, normalise(name, kind, value)?);
+        Ok(())
+    }
+
     /// Sets a parameter the gateway itself decides (already normal form).
     pub fn set(&mut self, key: &'static str, value: &str) {
-        debug_assert!(spec(key).is_some(), "{key} is not a processing parameter");
+        assert!(spec(key).is_some(), "{key} is not a processing parameter");
         self.0.insert(key, value.to_string());
     }
 
