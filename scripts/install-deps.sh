@@ -26,6 +26,14 @@ fi
 # whenever package-lock.json changes. (playwright-core fetches no browser:
 # the tests drive Debian's Chromium.)
 js=tests/clients/js
+# playwright-core (the Chromium driver of the browser suite) needs Node 20+;
+# Debian bookworm's own nodejs is 18.
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ]; then
+    echo "install-deps: tests/clients/js needs Node.js 20 or later (playwright-core); found $(node --version 2>/dev/null || echo none)." >&2
+    echo "install-deps: install a newer nodejs (Debian trixie's, or NodeSource's) and run this again." >&2
+    exit 1
+fi
 if ! cmp -s "$js/package-lock.json" "$js/node_modules/.installed-lock.json"; then
     echo "==> npm ci in $js"
     (cd "$js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
