@@ -535,6 +535,18 @@ impl Config {
                 "server: no listener; set server.listen (HTTP) or [server.tls] (HTTPS)".into(),
             );
         }
+        // An empty list would refuse every caller with a bare 401.
+        for (key, methods) in [
+            ("server.auth", &self.server.auth),
+            ("server.tls_auth", &self.server.tls_auth),
+        ] {
+            if methods.as_ref().is_some_and(Vec::is_empty) {
+                problems.push(format!(
+                    "{key}: an empty list accepts no caller at all; list the methods (\"basic\", \"bearer\", \"anonymous\"{}), or leave it out for the default",
+                    if key == "server.tls_auth" { ", \"mtls\"" } else { "" }
+                ));
+            }
+        }
         if self.server.tls.is_none() && self.server.tls_auth.is_some() {
             problems.push("server.tls_auth: there is no [server.tls] listener".into());
         }
@@ -622,6 +634,29 @@ mod tests {
             .unwrap_err()
             .join("\n");
         assert!(err.contains("listen_port"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_method_list_is_refused_with_the_choices() {
+        let text = MINIMAL.replace(
+            "listen = \"127.0.0.1:8080\"",
+            "listen = \"127.0.0.1:8080\"\nauth = []",
+        );
+        let all = Config::parse(&text)
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .join("\n");
+        assert!(
+            all.contains("server.auth: an empty list accepts no caller"),
+            "{all}"
+        );
+        assert!(all.contains("\"anonymous\""), "{all}");
+        let anonymous = MINIMAL.replace(
+            "listen = \"127.0.0.1:8080\"",
+            "listen = \"127.0.0.1:8080\"\nauth = [\"anonymous\"]",
+        );
+        assert!(Config::parse(&anonymous).unwrap().validate().is_ok());
     }
 
     #[test]
