@@ -28,9 +28,20 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 /// Appends the hash to an unsealed line (`{…,"prev":"…"}`); returns the
 /// sealed line (without newline) and its hash.
 pub fn seal(unsealed: &str) -> (String, String) {
-    let hash = hex(&Sha256::digest(unsealed.as_bytes()));
-    let body = unsealed.strip_suffix('}').expect("a JSON object");
-    (format!("{body},\"hash\":\"{hash}\"}}"), hash)
+    let mut line = unsealed.as_bytes().to_vec();
+    let hash = seal_in_place(&mut line, 0);
+    (String::from_utf8(line).expect("JSON is UTF-8"), hash)
+}
+
+/// Seals the unsealed line that `buf` holds from `start` on, in place (the
+/// writer builds a batch in one buffer); returns its hash.
+pub fn seal_in_place(buf: &mut Vec<u8>, start: usize) -> String {
+    let hash = hex(&Sha256::digest(&buf[start..]));
+    assert_eq!(buf.pop(), Some(b'}'), "a JSON object");
+    buf.extend_from_slice(b",\"hash\":\"");
+    buf.extend_from_slice(hash.as_bytes());
+    buf.extend_from_slice(b"\"}");
+    hash
 }
 
 /// Splits a sealed line into the unsealed text and the stated hash.

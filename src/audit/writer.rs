@@ -221,20 +221,20 @@ impl Writer {
         };
         let mut seq = self.next_seq;
         let mut prev = self.prev.clone();
-        let mut buf = String::with_capacity(entries.len() * 400);
+        let mut buf = Vec::with_capacity(entries.len() * 400);
         for mut e in entries {
             e.seq = seq;
             e.prev = prev;
-            let unsealed = serde_json::to_string(&e).map_err(|e| e.to_string())?;
-            let (line, hash) = chain::seal(&unsealed);
-            buf.push_str(&line);
-            buf.push('\n');
-            prev = hash;
+            // Serialised and sealed in the batch's buffer: no copy per record.
+            let start = buf.len();
+            serde_json::to_writer(&mut buf, &e).map_err(|e| e.to_string())?;
+            prev = chain::seal_in_place(&mut buf, start);
+            buf.push(b'\n');
             seq += 1;
         }
         let path = open.path.display().to_string();
         open.file
-            .write_all(buf.as_bytes())
+            .write_all(&buf)
             .map_err(|e| format!("writing {path}: {e}"))?;
         if durable {
             let started = Instant::now();
@@ -251,7 +251,7 @@ impl Writer {
         self.prev = prev;
         if self.sink.stdout {
             let mut out = std::io::stdout().lock();
-            let _ = out.write_all(buf.as_bytes());
+            let _ = out.write_all(&buf);
             let _ = out.flush();
         }
         Ok(())

@@ -71,8 +71,22 @@ pub fn needs_durability(request: Option<&Request>) -> bool {
     )
 }
 
-/// The audit file record of an item.
-pub fn entry(r: &Record<'_>, values: ValueMode) -> Entry {
+/// What the item records of one request share: [`caller_entry`] for
+/// event `item`, made once per request (a bulk has many items).
+pub fn item_template(r: &Record<'_>) -> Entry {
+    caller_entry(
+        "item",
+        r.request_id,
+        r.principal,
+        r.roles,
+        r.client,
+        r.latency,
+    )
+}
+
+/// The audit file record of an item; `caller` is the request's
+/// [`item_template`].
+pub fn entry(r: &Record<'_>, values: ValueMode, caller: &Entry) -> Entry {
     let mut e = Entry {
         index: Some(r.index),
         target: r.target.map(str::to_string),
@@ -80,14 +94,7 @@ pub fn entry(r: &Record<'_>, values: ValueMode) -> Entry {
         rule: r.rule.map(str::to_string),
         status: Some(r.status),
         error_type: r.error_type.clone(),
-        ..caller_entry(
-            "item",
-            r.request_id,
-            r.principal,
-            r.roles,
-            r.client,
-            r.latency,
-        )
+        ..caller.clone()
     };
     if let Some(command) = r.command() {
         e.kind = Some(command.type_name().into());

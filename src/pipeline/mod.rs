@@ -658,6 +658,7 @@ impl Gateway {
 
         let latency = started.elapsed();
         let mut entries = Vec::with_capacity(count);
+        let mut template = None;
         let mut durable = false;
         for (index, (answer, item)) in merged.iter_mut().zip(&parsed.items).enumerate() {
             let (params, request) = match &item.parsed {
@@ -713,7 +714,8 @@ impl Gateway {
                     .observe(latency.as_secs_f64());
                 if let Some(log) = &self.audit {
                     durable |= audit::needs_durability(request);
-                    entries.push(audit::entry(&record, log.config.values));
+                    let caller = template.get_or_insert_with(|| audit::item_template(&record));
+                    entries.push(audit::entry(&record, log.config.values, caller));
                 }
             }
         }
