@@ -234,6 +234,23 @@ impl AgentClientBuilder {
     }
 }
 
+/// The system's CA certificates, read once per process and shared: every
+/// target's client used to parse the whole bundle again, at each reload
+/// and discovery change.
+fn system_roots() -> Arc<rustls::RootCertStore> {
+    static ROOTS: std::sync::OnceLock<Arc<rustls::RootCertStore>> = std::sync::OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in rustls_native_certs::load_native_certs().certs {
+                // A broken system certificate should not stop the gateway.
+                let _ = roots.add(cert);
+            }
+            Arc::new(roots)
+        })
+        .clone()
+}
+
 /// TLS towards a Jolokia endpoint: verified against `ca_file` or the system
 /// roots, optionally with a client certificate, TLS 1.3 only if asked.
 fn tls_config(
@@ -243,9 +260,9 @@ fn tls_config(
 ) -> Result<rustls::ClientConfig, ClientError> {
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-    let mut roots = rustls::RootCertStore::empty();
-    match ca_file {
+    let roots: Arc<rustls::RootCertStore> = match ca_file {
         Some(path) => {
+            let mut roots = rustls::RootCertStore::empty();
             let certs = CertificateDer::pem_file_iter(path)
                 .map_err(|e| ClientError::Setup(format!("ca_file {}: {e}", path.display())))?;
             for cert in certs {
@@ -261,14 +278,10 @@ fn tls_config(
                     path.display()
                 )));
             }
+            Arc::new(roots)
         }
-        None => {
-            for cert in rustls_native_certs::load_native_certs().certs {
-                // A broken system certificate should not stop the gateway.
-                let _ = roots.add(cert);
-            }
-        }
-    }
+        None => system_roots(),
+    };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let versions: &[&rustls::SupportedProtocolVersion] = if tls13_only {
         &[&rustls::version::TLS13]
