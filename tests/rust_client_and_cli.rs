@@ -196,12 +196,15 @@ async fn proxy_mode_through_the_gateway_with_credentials() {
     ))
     .await;
     let url = gw.url("/jolokia");
-    for agent in &agents[..2] {
-        let client = JolokiaClient::builder(&url)
+    let ops = |target: &str| {
+        JolokiaClient::builder(&url)
             .user("ops", "pw")
-            .target(&agent.name)
+            .target(target)
             .build()
-            .unwrap();
+            .unwrap()
+    };
+    for agent in &agents[..2] {
+        let client = ops(&agent.name);
         assert_eq!(
             client.read(TYPES, Some("Name")).await.unwrap(),
             agent.name.as_str()
@@ -223,11 +226,7 @@ async fn proxy_mode_through_the_gateway_with_credentials() {
         .unwrap();
     let e = wrong.version().await.unwrap_err();
     assert!(matches!(e, JolokiaError::Http { status: 401, .. }), "{e}");
-    let unknown = JolokiaClient::builder(&url)
-        .user("ops", "pw")
-        .target("no-such-target")
-        .build()
-        .unwrap();
+    let unknown = ops("no-such-target");
     match unknown.version().await.unwrap_err() {
         JolokiaError::Remote(r) => assert_eq!(r.status, 404, "{r:?}"),
         other => panic!("{other}"),
@@ -239,12 +238,13 @@ async fn proxy_mode_through_the_gateway_with_credentials() {
         other => panic!("{other:?}"),
     }
     let absent = Request::read("jmxgate.test:type=Missing", Some("X")).unwrap();
-    let through = JolokiaClient::builder(&url)
-        .user("ops", "pw")
-        .target(&agents[0].name)
-        .build()
-        .unwrap();
-    assert_eq!(through.execute_validating(&absent).await.unwrap(), None);
+    assert_eq!(
+        ops(&agents[0].name)
+            .execute_validating(&absent)
+            .await
+            .unwrap(),
+        None
+    );
     // Target credentials may be given before the target; alone they are a
     // setup mistake.
     let before = JolokiaClient::builder(&url)
