@@ -105,6 +105,13 @@ async fn the_six_types_work_against_an_agent_by_get_and_post() {
     let types = &tree["jmxgate.test"]["type=Types"];
     assert!(types.attr["Name"].rw, "{:?}", types.attr["Name"]);
     assert_eq!(types.attr["Name"].type_name, "java.lang.String");
+    // A domain is a name: a `/` in it does not reach into an MBean (1.7.1
+    // answers an unknown domain with no MBeans).
+    let odd = client
+        .list_mbeans(Some("jmxgate.test/type=Types"))
+        .await
+        .unwrap();
+    assert!(odd["jmxgate.test/type=Types"].is_empty(), "{odd:?}");
     let whole = client.list_mbeans(None).await.unwrap();
     assert!(whole["java.lang"].contains_key("type=Memory"));
     // Processing parameters travel with the request.

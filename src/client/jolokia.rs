@@ -636,7 +636,9 @@ impl JolokiaClient {
 
     /// The MBeans of every domain, or of one, typed.
     pub async fn list_mbeans(&self, domain: Option<&str>) -> Result<MBeanTree, JolokiaError> {
-        let value = self.execute(&Request::list(domain)).await?.value;
+        // A domain is a name, not a path: a `/` in it is escaped.
+        let path = domain.map(crate::protocol::path::escape_segment);
+        let value = self.execute(&Request::list(path.as_deref())).await?.value;
         match domain {
             // Below a domain the answer is that domain's MBeans only.
             Some(d) => Ok(IndexMap::from([(d.to_string(), typed("list", value)?)])),
