@@ -189,11 +189,14 @@ impl HealthBook {
     /// just forgets it, so the name, if added again, starts unknown with a
     /// closed breaker.
     pub fn retain(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
-        let mut entries = self.entries.lock().expect("health lock");
-        let gone: Vec<String> = entries.keys().filter(|n| !keep(n)).cloned().collect();
-        for name in &gone {
-            entries.remove(name);
-        }
+        let mut gone = Vec::new();
+        self.entries.lock().expect("health lock").retain(|name, _| {
+            let stays = keep(name);
+            if !stays {
+                gone.push(name.clone());
+            }
+            stays
+        });
         gone
     }
 
