@@ -25,14 +25,6 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     out
 }
 
-/// Appends the hash to an unsealed line (`{…,"prev":"…"}`); returns the
-/// sealed line (without newline) and its hash.
-pub fn seal(unsealed: &str) -> (String, String) {
-    let mut line = unsealed.as_bytes().to_vec();
-    let hash = seal_in_place(&mut line, 0);
-    (String::from_utf8(line).expect("JSON is UTF-8"), hash)
-}
-
 /// Seals the unsealed line that `buf` holds from `start` on, in place (the
 /// writer builds a batch in one buffer); returns its hash.
 pub fn seal_in_place(buf: &mut Vec<u8>, start: usize) -> String {
@@ -261,6 +253,14 @@ pub fn last_record(file: &Path) -> std::io::Result<Option<(u64, String)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Seals one unsealed line (`{…,"prev":"…"}`) the way the writer does;
+    /// returns the sealed line (without newline) and its hash.
+    fn seal(unsealed: &str) -> (String, String) {
+        let mut line = unsealed.as_bytes().to_vec();
+        let hash = seal_in_place(&mut line, 0);
+        (String::from_utf8(line).expect("JSON is UTF-8"), hash)
+    }
 
     fn chain(n: u64) -> Vec<String> {
         let mut prev = GENESIS.to_string();
