@@ -153,7 +153,7 @@ impl Metrics {
         );
         registry.register(
             "audit_queue_depth",
-            "Audit submissions waiting for the writer",
+            "Requests waiting for their audit records to be flushed to disk",
             m.audit_queue.clone(),
         );
         registry.register(

@@ -36,6 +36,34 @@ pub fn seal_in_place(buf: &mut Vec<u8>, start: usize) -> String {
     hash
 }
 
+/// Writes `records` as sealed lines into `buf`, numbered from `seq` and
+/// chained from `prev`; returns the next `seq` and the last hash. The
+/// lines are exactly what serialising each [`super::Entry`] with its `seq`
+/// and `prev` set would give, then sealed.
+pub fn seal_records(
+    records: &super::record::Encoded,
+    mut seq: u64,
+    prev: &str,
+    buf: &mut Vec<u8>,
+) -> (u64, String) {
+    let mut prev = prev.to_string();
+    buf.reserve(records.text_len() + records.len() * 200);
+    for body in records.bodies() {
+        let start = buf.len();
+        buf.extend_from_slice(b"{\"seq\":");
+        buf.extend_from_slice(seq.to_string().as_bytes());
+        buf.push(b',');
+        buf.extend_from_slice(body);
+        buf.extend_from_slice(b",\"prev\":\"");
+        buf.extend_from_slice(prev.as_bytes());
+        buf.extend_from_slice(b"\"}");
+        prev = seal_in_place(buf, start);
+        buf.push(b'\n');
+        seq += 1;
+    }
+    (seq, prev)
+}
+
 /// Splits a sealed line into the unsealed text and the stated hash.
 fn unseal(line: &str) -> Option<(String, &str)> {
     let body = line.strip_suffix("\"}")?;
@@ -260,6 +288,45 @@ mod tests {
         let mut line = unsealed.as_bytes().to_vec();
         let hash = seal_in_place(&mut line, 0);
         (String::from_utf8(line).expect("JSON is UTF-8"), hash)
+    }
+
+    #[test]
+    fn sealed_records_are_the_entries_serialised_with_seq_and_prev() {
+        let entries = vec![
+            super::super::Entry {
+                time: "2026-11-22T00:00:00.000Z".into(),
+                event: "item".into(),
+                principal: Some("a \"quoted\" name".into()),
+                roles: vec!["ops".into()],
+                attribute: Some(serde_json::json!(["A", "B"])),
+                status: Some(200),
+                ..Default::default()
+            },
+            super::super::Entry {
+                time: "2026-11-22T00:00:01.000Z".into(),
+                event: "log_closed".into(),
+                ..Default::default()
+            },
+        ];
+        let mut buf = b"earlier\n".to_vec();
+        let (next, last) = seal_records(
+            &super::super::Encoded::new(entries.clone()),
+            41,
+            GENESIS,
+            &mut buf,
+        );
+        assert_eq!(next, 43);
+        let text = String::from_utf8(buf).unwrap();
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        let mut prev = GENESIS.to_string();
+        for (i, (line, mut e)) in lines.iter().zip(entries).enumerate() {
+            e.seq = 41 + i as u64;
+            e.prev = prev.clone();
+            let (expected, hash) = seal(&serde_json::to_string(&e).unwrap());
+            assert_eq!(*line, expected);
+            prev = hash;
+        }
+        assert_eq!(last, prev);
     }
 
     fn chain(n: u64) -> Vec<String> {

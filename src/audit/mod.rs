@@ -1,7 +1,7 @@
 //! The audit log: one record per request item and per failed
 //! authentication, in JSON Lines files that are hash-chained across
-//! records and files (`chain`), written by one thread with group commit
-//! (`writer`). `jmxgate audit verify` and `jmxgate audit query` read them.
+//! records and files (`chain`), appended by the requests themselves and
+//! made durable with group commit (`writer`). `jmxgate audit verify` and `jmxgate audit query` read them.
 
 pub mod chain;
 pub mod query;
@@ -13,9 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use tokio::sync::{mpsc, oneshot};
 
-pub use record::{Entry, ValueMode};
+pub use record::{Encoded, Entry, ValueMode};
 pub use writer::{Health, WriterMetrics};
 
 /// Which records must be on disk before the answer goes out.
@@ -82,14 +81,14 @@ impl AuditConfig {
 /// A handle to the running audit log.
 #[derive(Debug, Clone)]
 pub struct AuditLog {
-    tx: mpsc::UnboundedSender<writer::Submission>,
+    writer: Arc<writer::Writer>,
     health: Arc<Health>,
     pub config: Arc<AuditConfig>,
 }
 
 impl AuditLog {
     pub fn start(config: &AuditConfig, metrics: WriterMetrics) -> Result<AuditLog, String> {
-        let (tx, health, _thread) = writer::start(
+        let (writer, health) = writer::start(
             writer::FileSink {
                 dir: config.dir.clone(),
                 rotate_bytes: config.rotate_bytes.max(4096),
@@ -100,7 +99,7 @@ impl AuditLog {
             metrics,
         )?;
         Ok(AuditLog {
-            tx,
+            writer,
             health,
             config: Arc::new(config.clone()),
         })
@@ -113,16 +112,17 @@ impl AuditLog {
     /// Writes the records and waits until they are written (and on disk
     /// when `durable`). `Err` says why they could not be.
     pub async fn write(&self, entries: Vec<Entry>, durable: bool) -> Result<(), String> {
-        let (ack, done) = oneshot::channel();
-        self.tx
-            .send(writer::Submission {
-                entries,
-                durable,
-                ack: Some(ack),
-            })
-            .map_err(|_| "the audit writer has stopped".to_string())?;
-        done.await
-            .unwrap_or_else(|_| Err("the audit writer has stopped".into()))
+        self.write_encoded(&Encoded::new(entries), durable).await
+    }
+
+    /// [`AuditLog::write`] for records already serialised.
+    pub async fn write_encoded(&self, records: &Encoded, durable: bool) -> Result<(), String> {
+        match self.writer.append(records, durable)? {
+            Some(done) => done
+                .await
+                .unwrap_or_else(|_| Err("the audit sync thread has stopped".into())),
+            None => Ok(()),
+        }
     }
 
     /// Ends the current file with a `log_closed` record, on disk, when the
@@ -138,24 +138,17 @@ impl AuditLog {
         self.write(vec![closing], true).await
     }
 
-    /// Asks a failed writer to try again (it does so at most once a
-    /// second); requests refused while the log is down call this, so the
-    /// gateway reopens as soon as the log is writable.
+    /// Asks a failed log to try again (it does so at most once a second);
+    /// requests refused while the log is down call this, so the gateway
+    /// reopens as soon as the log is writable.
     pub fn nudge(&self) {
-        let _ = self.tx.send(writer::Submission {
-            entries: Vec::new(),
-            durable: false,
-            ack: None,
-        });
+        self.writer.nudge();
     }
 
-    /// Queues records without waiting (failed authentications: nothing is
-    /// answered but a 401, which must not wait for the disk).
+    /// Writes records without waiting for durability (failed
+    /// authentications: nothing is answered but a 401, which must not wait
+    /// for the disk). A failure is counted and logged by the writer.
     pub fn write_later(&self, entries: Vec<Entry>) {
-        let _ = self.tx.send(writer::Submission {
-            entries,
-            durable: false,
-            ack: None,
-        });
+        let _ = self.writer.append(&Encoded::new(entries), false);
     }
 }

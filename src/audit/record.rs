@@ -65,6 +65,60 @@ pub struct Entry {
     pub prev: String,
 }
 
+/// Records serialised before the writer's lock is taken: for each, the
+/// JSON text between `seq` (first) and `prev` (last), which only the
+/// writer knows. [`super::chain::seal_records`] puts them around it.
+#[derive(Debug, Default)]
+pub struct Encoded {
+    text: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+const SEQ_PLACEHOLDER: &[u8] = b"{\"seq\":0,";
+const PREV_PLACEHOLDER: &[u8] = b",\"prev\":\"\"}";
+
+impl Encoded {
+    /// Serialises `entries`; their `seq` and `prev` are ignored.
+    pub fn new(entries: Vec<Entry>) -> Encoded {
+        let mut text = Vec::with_capacity(entries.len() * 320);
+        let mut ends = Vec::with_capacity(entries.len());
+        let mut scratch = Vec::with_capacity(512);
+        for mut e in entries {
+            e.seq = 0;
+            e.prev.clear();
+            scratch.clear();
+            serde_json::to_writer(&mut scratch, &e).expect("records serialise");
+            // Field order is the struct's: `seq` first, `prev` last.
+            let body = scratch
+                .strip_prefix(SEQ_PLACEHOLDER)
+                .and_then(|b| b.strip_suffix(PREV_PLACEHOLDER))
+                .expect("a record starts with seq and ends with prev");
+            text.extend_from_slice(body);
+            ends.push(text.len());
+        }
+        Encoded { text, ends }
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Bytes of all bodies together.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Each record's fields between `seq` and `prev`, without the commas.
+    pub fn bodies(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(s, &e)| &self.text[s..e])
+    }
+}
+
 /// How written values and exec arguments are recorded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]

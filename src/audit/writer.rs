@@ -1,38 +1,32 @@
-//! The audit file writer: one thread owns the file. Requests hand it their
-//! records and wait for the acknowledgement; everything that arrived
-//! meanwhile is written in one batch and, when any of it must be durable,
-//! made durable with one `fdatasync` (group commit), so many concurrent
-//! requests share the cost of one disk flush.
+//! The audit file writer. A request appends its own records under one
+//! lock that owns the chain's head and the open file: a record costs a
+//! `write(2)` into the page cache and no thread hop. Records that must be
+//! durable are then handed to the sync thread, which makes everything
+//! written so far durable with one `fdatasync` (group commit), so many
+//! concurrent requests share the cost of one disk flush.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc as sync_mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::chain::{self, GENESIS};
-use super::record::{now_rfc3339, Entry};
-
-/// Records of one request, and whether they must be on disk before the
-/// answer goes out.
-pub struct Submission {
-    pub entries: Vec<Entry>,
-    pub durable: bool,
-    pub ack: Option<oneshot::Sender<Result<(), String>>>,
-}
+use super::record::{now_rfc3339, Encoded, Entry};
 
 /// The metric handles the writer feeds.
 #[derive(Debug, Clone, Default)]
 pub struct WriterMetrics {
     pub records: Counter,
     pub failures: Counter,
+    /// Requests waiting for their records to be made durable.
     pub queue: Gauge,
     pub fsync_seconds: Option<Histogram>,
 }
@@ -83,33 +77,62 @@ pub struct FileSink {
     pub stdout: bool,
 }
 
-struct Open {
+/// One audit file; shared with the sync thread, which may still flush it
+/// after a rotation replaced it.
+#[derive(Debug)]
+struct LogFile {
     file: File,
     path: PathBuf,
+}
+
+impl LogFile {
+    fn sync(&self) -> Result<(), String> {
+        self.file
+            .sync_data()
+            .map_err(|e| format!("fsync of {}: {e}", self.path.display()))
+    }
+}
+
+struct Open {
+    file: Arc<LogFile>,
     bytes: u64,
     opened: Instant,
 }
 
-struct Writer {
+/// What the lock guards: the chain's head and the file it continues in.
+struct Log {
     sink: FileSink,
-    health: Arc<Health>,
     next_seq: u64,
     prev: String,
     open: Option<Open>,
     last_recovery_try: Option<Instant>,
 }
 
-/// The writer's inbox, its health, and its thread.
-pub type Started = (
-    mpsc::UnboundedSender<Submission>,
-    Arc<Health>,
-    std::thread::JoinHandle<()>,
-);
+/// Work for the sync thread, done in arrival order.
+enum SyncJob {
+    /// A new file's directory entry (so the file survives a crash).
+    Dir(PathBuf),
+    /// Flush a file; tell the request, if one waits.
+    File(Arc<LogFile>, Option<oneshot::Sender<Result<(), String>>>),
+}
 
-/// Starts the writer thread; continues the chain of the newest file in
-/// the directory (a new file is always started, so a crash's torn tail is
-/// never appended to).
-pub fn start(sink: FileSink, metrics: WriterMetrics) -> Result<Started, String> {
+/// The writer: appends under its lock, hands durability to its thread.
+pub struct Writer {
+    log: Mutex<Log>,
+    health: Arc<Health>,
+    syncs: sync_mpsc::Sender<SyncJob>,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer").finish_non_exhaustive()
+    }
+}
+
+/// Opens the log; continues the chain of the newest file in the directory
+/// (a new file is always started, so a crash's torn tail is never
+/// appended to).
+pub fn start(sink: FileSink, metrics: WriterMetrics) -> Result<(Arc<Writer>, Arc<Health>), String> {
     std::fs::create_dir_all(&sink.dir)
         .map_err(|e| format!("audit dir {}: {e}", sink.dir.display()))?;
     let files =
@@ -128,125 +151,121 @@ pub fn start(sink: FileSink, metrics: WriterMetrics) -> Result<Started, String> 
         metrics,
         ..Health::default()
     });
-    let mut writer = Writer {
+    let (syncs, jobs) = sync_mpsc::channel();
+    let mut log = Log {
         sink,
-        health: health.clone(),
         next_seq,
         prev,
         open: None,
         last_recovery_try: None,
     };
-    writer.rotate(
-        previous
-            .map(|p| format!("continues {p}"))
-            .unwrap_or_else(|| "new log".into()),
-    )?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let handle = std::thread::Builder::new()
-        .name("jmxgate-audit".into())
-        .spawn(move || writer.run(rx))
-        .map_err(|e| format!("cannot start the audit writer: {e}"))?;
-    Ok((tx, health, handle))
+    let why = previous
+        .map(|p| format!("continues {p}"))
+        .unwrap_or_else(|| "new log".into());
+    for job in log.rotate(why)? {
+        job.run(&health);
+    }
+    let thread_health = health.clone();
+    std::thread::Builder::new()
+        .name("jmxgate-audit-sync".into())
+        .spawn(move || run_syncs(&jobs, &thread_health))
+        .map_err(|e| format!("cannot start the audit sync thread: {e}"))?;
+    let writer = Writer {
+        log: Mutex::new(log),
+        health: health.clone(),
+        syncs,
+    };
+    Ok((Arc::new(writer), health))
 }
 
 impl Writer {
-    fn run(mut self, mut rx: mpsc::UnboundedReceiver<Submission>) {
-        while let Some(first) = rx.blocking_recv() {
-            let mut batch = vec![first];
-            while batch.len() < 4096 {
-                match rx.try_recv() {
-                    Ok(s) => batch.push(s),
-                    Err(_) => break,
+    /// Appends the records to the file. When `durable` (or the sink makes
+    /// everything durable), returns what to await until they are on disk.
+    pub fn append(
+        &self,
+        records: &Encoded,
+        durable: bool,
+    ) -> Result<Option<oneshot::Receiver<Result<(), String>>>, String> {
+        let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Err(reason) = self.health.check() {
+            match log.try_recover(&reason) {
+                Ok(jobs) => {
+                    self.health.recovered();
+                    self.queue(jobs);
                 }
-            }
-            self.health.metrics.queue.set(rx.len() as i64);
-            let result = self.write_batch(&mut batch);
-            for s in batch {
-                if let Some(ack) = s.ack {
-                    let _ = ack.send(result.clone());
+                Err(None) => return Err(reason),
+                Err(Some(e)) => {
+                    self.health.fail(e.clone());
+                    return Err(e);
                 }
             }
         }
-        // Channel closed: the gateway is shutting down.
-        let _ = self.append(
-            vec![self.marker("log_closed", "gateway stopped".into())],
-            true,
-        );
+        if records.is_empty() {
+            return Ok(None);
+        }
+        let durable = durable || log.sink.durable_all;
+        let file = match log.write(records) {
+            Ok(file) => file,
+            Err(e) => {
+                self.health.fail(e.clone());
+                return Err(e);
+            }
+        };
+        self.health.metrics.records.inc_by(records.len() as u64);
+        if log.due_for_rotation() {
+            match log.rotate("rotated".into()) {
+                Ok(jobs) => self.queue(jobs),
+                Err(e) => self.health.fail(e),
+            }
+        }
+        drop(log);
+        if !durable {
+            return Ok(None);
+        }
+        let (ack, done) = oneshot::channel();
+        self.health.metrics.queue.inc();
+        self.syncs
+            .send(SyncJob::File(file, Some(ack)))
+            .map_err(|_| "the audit sync thread has stopped".to_string())?;
+        Ok(Some(done))
     }
 
-    fn marker(&self, event: &str, note: String) -> Entry {
-        Entry {
+    /// Asks a failed log to try again (at most once a second).
+    pub fn nudge(&self) {
+        let _ = self.append(&Encoded::default(), false);
+    }
+
+    fn queue(&self, jobs: Vec<SyncJob>) {
+        for job in jobs {
+            if let Err(sync_mpsc::SendError(job)) = self.syncs.send(job) {
+                job.run(&self.health);
+            }
+        }
+    }
+}
+
+impl Log {
+    fn marker(event: &str, note: String) -> Encoded {
+        Encoded::new(vec![Entry {
             time: now_rfc3339(),
             event: event.into(),
             note: Some(note),
             ..Entry::default()
-        }
+        }])
     }
 
-    fn write_batch(&mut self, batch: &mut [Submission]) -> Result<(), String> {
-        if let Err(reason) = self.health.check() {
-            if !self.try_recover(&reason) {
-                return Err(reason);
-            }
-        }
-        let durable = self.sink.durable_all || batch.iter().any(|s| s.durable);
-        let entries: Vec<Entry> = batch
-            .iter_mut()
-            .flat_map(|s| std::mem::take(&mut s.entries))
-            .collect();
-        match self.append(entries, durable) {
-            Ok(()) => {
-                let open = self.open.as_ref().expect("a file is open after a write");
-                if open.bytes >= self.sink.rotate_bytes
-                    || open.opened.elapsed() >= self.sink.rotate_after
-                {
-                    if let Err(e) = self.rotate("rotated".into()) {
-                        self.health.fail(e);
-                    }
-                }
-                Ok(())
-            }
-            Err(e) => {
-                self.health.fail(e.clone());
-                Err(e)
-            }
-        }
-    }
-
-    /// Seals and writes entries; the chain advances only if all of it
-    /// reached the file (and the disk, when `durable`).
-    fn append(&mut self, entries: Vec<Entry>, durable: bool) -> Result<(), String> {
+    /// Seals and writes records; the chain advances only if all of them
+    /// reached the file.
+    fn write(&mut self, records: &Encoded) -> Result<Arc<LogFile>, String> {
         let Some(open) = self.open.as_mut() else {
             return Err("no audit file is open".into());
         };
-        let mut seq = self.next_seq;
-        let mut prev = self.prev.clone();
-        let mut buf = Vec::with_capacity(entries.len() * 400);
-        for mut e in entries {
-            e.seq = seq;
-            e.prev = prev;
-            // Serialised and sealed in the batch's buffer: no copy per record.
-            let start = buf.len();
-            serde_json::to_writer(&mut buf, &e).map_err(|e| e.to_string())?;
-            prev = chain::seal_in_place(&mut buf, start);
-            buf.push(b'\n');
-            seq += 1;
-        }
-        let path = open.path.display().to_string();
-        open.file
+        let mut buf = Vec::new();
+        let (seq, prev) = chain::seal_records(records, self.next_seq, &self.prev, &mut buf);
+        (&open.file.file)
             .write_all(&buf)
-            .map_err(|e| format!("writing {path}: {e}"))?;
-        if durable {
-            let started = Instant::now();
-            open.file
-                .sync_data()
-                .map_err(|e| format!("fsync of {path}: {e}"))?;
-            if let Some(h) = &self.health.metrics.fsync_seconds {
-                h.observe(started.elapsed().as_secs_f64());
-            }
-        }
+            .map_err(|e| format!("writing {}: {e}", open.file.path.display()))?;
         open.bytes += buf.len() as u64;
-        self.health.metrics.records.inc_by(seq - self.next_seq);
         self.next_seq = seq;
         self.prev = prev;
         if self.sink.stdout {
@@ -254,16 +273,28 @@ impl Writer {
             let _ = out.write_all(&buf);
             let _ = out.flush();
         }
-        Ok(())
+        Ok(open.file.clone())
+    }
+
+    fn due_for_rotation(&self) -> bool {
+        self.open.as_ref().is_some_and(|o| {
+            o.bytes >= self.sink.rotate_bytes || o.opened.elapsed() >= self.sink.rotate_after
+        })
     }
 
     /// Closes the current file (with a closing record) and opens a new one
-    /// whose first record links to the last one written.
-    fn rotate(&mut self, why: String) -> Result<(), String> {
-        let previous = self.open.as_ref().map(|o| o.path.display().to_string());
+    /// whose first record links to the last one written. Returns the
+    /// flushes that make both files and the new directory entry durable;
+    /// they run on the sync thread, ahead of any later request's flush.
+    fn rotate(&mut self, why: String) -> Result<Vec<SyncJob>, String> {
+        let mut jobs = Vec::new();
+        let previous = self
+            .open
+            .as_ref()
+            .map(|o| o.file.path.display().to_string());
         if self.open.is_some() {
-            let close = self.marker("log_closed", format!("{why}; continues in the next file"));
-            self.append(vec![close], true)?;
+            let close = Self::marker("log_closed", format!("{why}; continues in the next file"));
+            jobs.push(SyncJob::File(self.write(&close)?, None));
         }
         let path = new_file_path(&self.sink.dir, self.next_seq);
         let file = OpenOptions::new()
@@ -271,13 +302,9 @@ impl Writer {
             .append(true)
             .open(&path)
             .map_err(|e| format!("creating {}: {e}", path.display()))?;
-        // Make the new directory entry itself durable.
-        if let Ok(dir) = File::open(&self.sink.dir) {
-            let _ = dir.sync_all();
-        }
+        jobs.push(SyncJob::Dir(self.sink.dir.clone()));
         self.open = Some(Open {
-            file,
-            path,
+            file: Arc::new(LogFile { file, path }),
             bytes: 0,
             opened: Instant::now(),
         });
@@ -285,29 +312,95 @@ impl Writer {
             Some(p) => format!("{why}; follows {p}"),
             None => why,
         };
-        let opened = self.marker("log_opened", note);
-        self.append(vec![opened], true)
+        let opened = Self::marker("log_opened", note);
+        jobs.push(SyncJob::File(self.write(&opened)?, None));
+        Ok(jobs)
     }
 
     /// After a failure, tries (at most once a second) to continue in a new
-    /// file. The chain continues from the last record that was written.
-    fn try_recover(&mut self, reason: &str) -> bool {
+    /// file; the chain continues from the last record that was written.
+    /// `Err(None)`: not tried this time.
+    fn try_recover(&mut self, reason: &str) -> Result<Vec<SyncJob>, Option<String>> {
         if self
             .last_recovery_try
             .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
         {
-            return false;
+            return Err(None);
         }
         self.last_recovery_try = Some(Instant::now());
         self.open = None;
-        match self.rotate(format!("recovered after: {reason}")) {
-            Ok(()) => {
-                self.health.recovered();
-                true
+        self.rotate(format!("recovered after: {reason}"))
+            .map_err(Some)
+    }
+}
+
+impl SyncJob {
+    /// Runs one job on its own (before the sync thread runs, or after it
+    /// stopped).
+    fn run(self, health: &Health) {
+        match self {
+            SyncJob::Dir(dir) => sync_dir(&dir),
+            SyncJob::File(file, ack) => {
+                let result = flush(&file, health);
+                if let Some(ack) = ack {
+                    let _ = ack.send(result);
+                    health.metrics.queue.dec();
+                }
             }
-            Err(e) => {
-                self.health.fail(e);
-                false
+        }
+    }
+}
+
+/// Makes a new directory entry durable. Best effort: some filesystems
+/// refuse to sync a directory.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+fn flush(file: &LogFile, health: &Health) -> Result<(), String> {
+    let started = Instant::now();
+    let result = file.sync();
+    if let Some(h) = &health.metrics.fsync_seconds {
+        h.observe(started.elapsed().as_secs_f64());
+    }
+    if let Err(e) = &result {
+        health.fail(e.clone());
+    }
+    result
+}
+
+/// The sync thread: takes every job that arrived meanwhile and flushes
+/// each file once for all of them (group commit). Every job was queued
+/// after its write, so one flush covers them all.
+fn run_syncs(jobs: &sync_mpsc::Receiver<SyncJob>, health: &Health) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < 4096 {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut flushed: Vec<(Arc<LogFile>, Result<(), String>)> = Vec::new();
+        for job in batch {
+            match job {
+                SyncJob::Dir(dir) => sync_dir(&dir),
+                SyncJob::File(file, ack) => {
+                    let result = match flushed.iter().find(|(f, _)| Arc::ptr_eq(f, &file)) {
+                        Some((_, r)) => r.clone(),
+                        None => {
+                            let r = flush(&file, health);
+                            flushed.push((file, r.clone()));
+                            r
+                        }
+                    };
+                    if let Some(ack) = ack {
+                        let _ = ack.send(result);
+                        health.metrics.queue.dec();
+                    }
+                }
             }
         }
     }
@@ -318,4 +411,71 @@ fn new_file_path(dir: &Path, first_seq: u64) -> PathBuf {
         .to_string()
         .replace([':', '-'], "");
     dir.join(format!("audit-{first_seq:012}-{stamp}.jsonl"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(n: usize) -> Entry {
+        Entry {
+            time: now_rfc3339(),
+            event: "item".into(),
+            index: Some(n),
+            ..Entry::default()
+        }
+    }
+
+    fn sink(dir: &Path, rotate_bytes: u64) -> FileSink {
+        FileSink {
+            dir: dir.to_path_buf(),
+            rotate_bytes,
+            rotate_after: Duration::from_secs(3600),
+            durable_all: false,
+            stdout: false,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn concurrent_appends_rotate_and_restart_keep_one_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let metrics = WriterMetrics::default();
+        let (writer, health) = start(sink(dir.path(), 4096), metrics.clone()).unwrap();
+        let tasks: Vec<_> = (0..8)
+            .map(|t| {
+                let writer = writer.clone();
+                tokio::spawn(async move {
+                    for i in 0..50 {
+                        let records = Encoded::new(vec![item(t * 100 + i), item(t * 100 + i)]);
+                        // Every tenth one waits for the disk.
+                        if let Some(done) = writer.append(&records, i % 10 == 0).unwrap() {
+                            done.await.unwrap().unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert!(health.check().is_ok());
+        assert_eq!(metrics.records.get(), 800);
+        assert_eq!(metrics.queue.get(), 0, "every waiter was answered");
+        drop(writer);
+        // A restart continues the chain in a new file.
+        let (writer, _) = start(sink(dir.path(), 4096), WriterMetrics::default()).unwrap();
+        writer
+            .append(&Encoded::new(vec![item(0)]), true)
+            .unwrap()
+            .unwrap()
+            .await
+            .unwrap()
+            .unwrap();
+        let files = chain::files_in(dir.path()).unwrap();
+        assert!(files.len() > 10, "rotated by size: {} files", files.len());
+        let report = chain::verify(&files).unwrap();
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        // 800 items, one log_opened per file, one log_closed per rotation.
+        assert_eq!(report.records, 801 + 2 * files.len() as u64 - 2);
+    }
 }
