@@ -101,7 +101,7 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("merge");
     let answers = parse_bulk_answer(&answer(100)).unwrap();
-    let echo = serde_json::json!({"type":"read","mbean":"java.lang:type=Memory","attribute":"HeapMemoryUsage"});
+    let echo = serde_json::value::to_raw_value(&serde_json::json!({"type":"read","mbean":"java.lang:type=Memory","attribute":"HeapMemoryUsage"})).unwrap();
     g.throughput(Throughput::Elements(100));
     g.bench_function("100 answers back in order, echoed, serialised", |b| {
         b.iter(|| {

@@ -82,7 +82,11 @@ pub fn merge_fan_out(
 /// Sets the echoed request: the client's own request (what it sent, minus
 /// credentials) replaces what the agent saw, or is removed when the client
 /// asked for `includeRequest=false`.
-pub fn echo_request(answer: &mut Response, echo: &Value, include_request: bool) {
+pub fn echo_request(
+    answer: &mut Response,
+    echo: &serde_json::value::RawValue,
+    include_request: bool,
+) {
     if include_request {
         answer.set_request(echo);
     } else {
@@ -147,13 +151,21 @@ mod tests {
     #[test]
     fn echo_is_set_or_removed() {
         let mut a = answer(1);
-        a.set_request(&json!({"type":"agent-saw-this"}));
-        echo_request(&mut a, &json!({"type":"read","target":{"url":"x"}}), true);
+        a.set_request(&serde_json::value::to_raw_value(&json!({"type":"agent-saw-this"})).unwrap());
+        echo_request(
+            &mut a,
+            &serde_json::value::to_raw_value(&json!({"type":"read","target":{"url":"x"}})).unwrap(),
+            true,
+        );
         assert_eq!(
             a.get("request").unwrap().get(),
             r#"{"type":"read","target":{"url":"x"}}"#
         );
-        echo_request(&mut a, &json!({}), false);
+        echo_request(
+            &mut a,
+            &serde_json::value::to_raw_value(&json!({})).unwrap(),
+            false,
+        );
         assert!(a.get("request").is_none());
     }
 }

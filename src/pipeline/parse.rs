@@ -3,6 +3,7 @@
 //! items, bad query parameters) are [`HttpError`]s; a malformed *item* is
 //! kept as an error at its index so the rest of a bulk still runs.
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::protocol::{self, Params, ProtocolError, ProxyTarget, Request};
@@ -14,7 +15,7 @@ use super::HttpError;
 pub struct Item {
     /// The request as the client sent it, credentials removed: what
     /// `includeRequest` echoes.
-    pub echo: Value,
+    pub echo: Box<RawValue>,
     pub parsed: Result<ParsedItem, ProtocolError>,
 }
 
@@ -60,9 +61,10 @@ pub fn parse_get(path: &str, query: Option<&str>) -> Result<Parsed, HttpError> {
         target: None,
     });
     let echo = match &parsed {
-        Ok(item) => item.request.to_echo_json(),
-        Err(_) => serde_json::json!({ "path": effective }),
-    };
+        Ok(item) => serde_json::value::to_raw_value(&protocol::Echo(&item.request.command)),
+        Err(_) => serde_json::value::to_raw_value(&serde_json::json!({ "path": effective })),
+    }
+    .expect("JSON serialises");
     Ok(Parsed {
         bulk: false,
         items: vec![Item { echo, parsed }],
@@ -78,15 +80,21 @@ pub fn parse_post(body: &[u8], query: Option<&str>, max_items: usize) -> Result<
             "Empty request body: POST a Jolokia request object or an array of them",
         ));
     }
-    let value: Value = serde_json::from_slice(body)
+    // Items are read from the body as it is: no JSON tree is built.
+    let text = std::str::from_utf8(body)
+        .map_err(|_| HttpError::bad_request("Invalid JSON request: the body is not UTF-8"))?;
+    let whole: &RawValue = serde_json::from_str(text)
         .map_err(|e| HttpError::bad_request(format!("Invalid JSON request: {e}")))?;
-    let (bulk, values) = match value {
-        Value::Array(items) => (true, items),
-        obj @ Value::Object(_) => (false, vec![obj]),
-        other => {
+    let (bulk, values): (bool, Vec<&RawValue>) = match whole.get().as_bytes().first() {
+        Some(b'[') => (
+            true,
+            serde_json::from_str(whole.get()).expect("a raw array is valid JSON"),
+        ),
+        Some(b'{') => (false, vec![whole]),
+        _ => {
             return Err(HttpError::bad_request(format!(
                 "Invalid JSON request: expected an object or an array, found {}",
-                protocol::json_kind(&other)
+                protocol::raw_kind(whole)
             )))
         }
     };
@@ -96,22 +104,42 @@ pub fn parse_post(body: &[u8], query: Option<&str>, max_items: usize) -> Result<
             values.len()
         )));
     }
-    let items = values
-        .into_iter()
-        .map(|v| {
-            let parsed = Request::from_json(&v, &params)
-                .map(|(request, target)| ParsedItem { request, target });
-            Item {
-                echo: without_credentials(v),
-                parsed,
-            }
-        })
-        .collect();
+    let items = values.into_iter().map(|raw| item(raw, &params)).collect();
     Ok(Parsed {
         bulk,
         items,
         query: params,
     })
+}
+
+/// One POST item, parsed from its text; echoed as sent unless the client
+/// put credentials in its target (or it is too malformed to tell).
+fn item(raw: &RawValue, params: &Params) -> Item {
+    let fields = match raw.get().starts_with('{') {
+        true => protocol::Fields::parse(raw.get()),
+        false => Err(ProtocolError::bad_request(format!(
+            "Not a request: expected a JSON object, found {}",
+            protocol::raw_kind(raw)
+        ))),
+    };
+    let parsed = fields.as_ref().map_err(Clone::clone).and_then(|f| {
+        Request::from_fields(f, params).map(|(request, target)| ParsedItem { request, target })
+    });
+    let plain = match (&fields, &parsed) {
+        (Ok(f), _) if f.target.is_none() => true,
+        (_, Ok(p)) => !p
+            .target
+            .as_ref()
+            .is_some_and(ProxyTarget::carries_credentials),
+        _ => !raw.get().contains("target") && !raw.get().contains('\\'),
+    };
+    let echo = if plain {
+        raw.to_owned()
+    } else {
+        let value: Value = serde_json::from_str(raw.get()).expect("a raw value is valid JSON");
+        serde_json::value::to_raw_value(&without_credentials(value)).expect("JSON serialises")
+    };
+    Item { echo, parsed }
 }
 
 /// Removes `target.user`, `target.password` and credentials inside
@@ -141,14 +169,18 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn echo(p: &Parsed) -> Value {
+        serde_json::from_str(p.items[0].echo.get()).unwrap()
+    }
+
     #[test]
     fn get_decodes_and_uses_p_only_for_empty_paths() {
         let p = parse_get("/read/java.lang%3Atype%3DMemory/HeapMemoryUsage", None).unwrap();
-        assert_eq!(p.items[0].echo["mbean"], "java.lang:type=Memory");
+        assert_eq!(echo(&p)["mbean"], "java.lang:type=Memory");
         let p = parse_get("/", Some("p=/read/java.lang:type=Memory/Verbose")).unwrap();
-        assert_eq!(p.items[0].echo["attribute"], "Verbose");
+        assert_eq!(echo(&p)["attribute"], "Verbose");
         let p = parse_get("/version", Some("p=/read/x:y=z/A")).unwrap();
-        assert_eq!(p.items[0].echo["type"], "version");
+        assert_eq!(echo(&p)["type"], "version");
     }
 
     #[test]
@@ -181,9 +213,40 @@ mod tests {
         let body = br#"{"type":"version","target":{"url":"a","user":"u","password":"p"}}"#;
         let p = parse_post(body, None, 10).unwrap();
         assert!(!p.bulk);
-        assert_eq!(
-            p.items[0].echo,
-            json!({"type":"version","target":{"url":"a"}})
+        assert_eq!(echo(&p), json!({"type":"version","target":{"url":"a"}}));
+    }
+
+    #[test]
+    fn a_field_given_twice_fails_its_item_only() {
+        let body = br#"[{"type":"read","mbean":"a:b=c","mbean":"java.lang:type=Runtime"},{"type":"version"}]"#;
+        let p = parse_post(body, None, 10).unwrap();
+        let e = p.items[0].parsed.as_ref().unwrap_err();
+        assert!(
+            e.message.contains("duplicate field `mbean`"),
+            "{}",
+            e.message
         );
+        assert!(p.items[1].parsed.is_ok());
+    }
+
+    #[test]
+    fn credentials_are_dropped_however_the_key_is_spelled() {
+        for body in [
+            r#"{"type":"version","t\u0061rget":{"url":"a","password":"p"}}"#,
+            r#"{"type":"version","target":{"url":"a","password":"p"},"target":{"url":"a","password":"p"}}"#,
+            r#"{"type":"version","target":{"url":"http://u:p@a/","user":"u"}}"#,
+        ] {
+            let p = parse_post(body.as_bytes(), None, 10).unwrap();
+            let echoed = p.items[0].echo.get();
+            assert!(
+                !echoed.contains("\"p\"") && !echoed.contains(":p@"),
+                "{body} -> {echoed}"
+            );
+            assert!(!echoed.contains("\"user\""), "{body} -> {echoed}");
+        }
+        // Without a target the item is echoed as sent.
+        let body = br#"{ "type" : "read", "mbean":"a:b=c", "extra": [1] }"#;
+        let p = parse_post(body, None, 10).unwrap();
+        assert_eq!(p.items[0].echo.get(), std::str::from_utf8(body).unwrap());
     }
 }

@@ -8,12 +8,16 @@ pub mod params;
 pub mod path;
 mod response;
 
-pub use command::{Attributes, Command, Exec, List, Read, Search, Version, Write};
+pub use command::{
+    raw_kind, Attributes, Command, Exec, Fields, List, Read, Search, Version, Write,
+};
 pub use object_name::ObjectName;
 pub use params::Params;
 pub use response::{parse_bulk_answer, Response};
 
-use serde_json::{Map, Value};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use crate::config::Secret;
 
@@ -60,29 +64,55 @@ pub struct ProxyTarget {
 }
 
 impl ProxyTarget {
-    fn from_json(value: &Value) -> Result<ProxyTarget, ProtocolError> {
-        let obj = value.as_object().ok_or_else(|| {
-            ProtocolError::bad_request("\"target\" must be an object with a \"url\"")
-        })?;
-        let text = |key: &str| -> Result<Option<String>, ProtocolError> {
-            match obj.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(_) => Err(ProtocolError::bad_request(format!(
-                    "\"target.{key}\" must be a string"
-                ))),
-            }
+    fn from_raw(raw: &RawValue) -> Result<ProxyTarget, ProtocolError> {
+        #[derive(serde::Deserialize)]
+        struct Fields<'a> {
+            #[serde(borrow)]
+            url: Option<&'a RawValue>,
+            #[serde(borrow)]
+            user: Option<&'a RawValue>,
+            #[serde(borrow)]
+            password: Option<&'a RawValue>,
+        }
+        let not_object =
+            || ProtocolError::bad_request("\"target\" must be an object with a \"url\"");
+        if !raw.get().starts_with('{') {
+            return Err(not_object());
+        }
+        let fields: Fields = serde_json::from_str(raw.get())
+            .map_err(|e| ProtocolError::bad_request(format!("Invalid \"target\": {e}")))?;
+        let text = |key: &str, v: Option<&RawValue>| -> Result<Option<String>, ProtocolError> {
+            v.map(|raw| {
+                command::string_of(raw)
+                    .map(|s| s.into_owned())
+                    .ok_or_else(|| {
+                        ProtocolError::bad_request(format!("\"target.{key}\" must be a string"))
+                    })
+            })
+            .transpose()
         };
         Ok(ProxyTarget {
-            url: text("url")?.ok_or_else(|| {
+            url: text("url", fields.url)?.ok_or_else(|| {
                 ProtocolError::bad_request(
                     "No service url given for the target (\"target\":{\"url\":…})",
                 )
             })?,
-            user: text("user")?,
-            password: text("password")?.map(Secret::new),
+            user: text("user", fields.user)?,
+            password: text("password", fields.password)?.map(Secret::new),
         })
     }
+
+    /// Whether the client put credentials in it (as fields or in the URL).
+    pub fn carries_credentials(&self) -> bool {
+        self.user.is_some() || self.password.is_some() || url_has_userinfo(&self.url)
+    }
+}
+
+/// `scheme://user:password@host…`: an `@` before the path (judged as
+/// `route::redact_userinfo` judges it, which hides what this finds).
+pub fn url_has_userinfo(url: &str) -> bool {
+    url.split_once("://")
+        .is_some_and(|(_, rest)| rest[..rest.find('/').unwrap_or(rest.len())].contains('@'))
 }
 
 /// One typed request.
@@ -166,25 +196,33 @@ impl Request {
         Ok(self)
     }
 
-    /// Parses one POST item. `query` holds the query string's parameters,
-    /// which the item's own `config` overrides.
-    pub fn from_json(
-        value: &Value,
+    /// Parses one POST item, read from the body without building a JSON
+    /// tree. `query` holds the query string's parameters, which the item's
+    /// own `config` overrides.
+    pub fn from_item(
+        item: &RawValue,
         query: &Params,
     ) -> Result<(Request, Option<ProxyTarget>), ProtocolError> {
-        let obj = value.as_object().ok_or_else(|| {
-            ProtocolError::bad_request(format!(
+        if !item.get().starts_with('{') {
+            return Err(ProtocolError::bad_request(format!(
                 "Not a request: expected a JSON object, found {}",
-                json_kind(value)
-            ))
-        })?;
-        let command = Command::from_json(obj)?;
-        let own = match obj.get("config") {
-            None | Some(Value::Null) => Params::default(),
-            Some(Value::Object(c)) => Params::from_json(c)?,
-            Some(_) => return Err(ProtocolError::bad_request("\"config\" must be an object")),
+                command::raw_kind(item)
+            )));
+        }
+        Self::from_fields(&Fields::parse(item.get())?, query)
+    }
+
+    /// [`Request::from_item`] for fields already read.
+    pub fn from_fields(
+        fields: &Fields,
+        query: &Params,
+    ) -> Result<(Request, Option<ProxyTarget>), ProtocolError> {
+        let command = Command::from_fields(fields)?;
+        let own = match fields.config {
+            None => Params::default(),
+            Some(raw) => Params::from_raw(raw)?,
         };
-        let target = obj.get("target").map(ProxyTarget::from_json).transpose()?;
+        let target = fields.target.map(ProxyTarget::from_raw).transpose()?;
         Ok((
             Request {
                 command,
@@ -192,6 +230,15 @@ impl Request {
             },
             target,
         ))
+    }
+
+    /// [`Request::from_item`] for a JSON value (tests, the CLI).
+    pub fn from_json(
+        value: &Value,
+        query: &Params,
+    ) -> Result<(Request, Option<ProxyTarget>), ProtocolError> {
+        let raw = serde_json::value::to_raw_value(value).expect("JSON values serialise");
+        Self::from_item(&raw, query)
     }
 
     /// Parses a GET path (the part after the agent URL).
@@ -204,13 +251,7 @@ impl Request {
 
     /// The request as the agent receives it: type fields plus `config`.
     pub fn to_agent_json(&self) -> Value {
-        let mut obj = Map::new();
-        self.command.write_json(&mut obj);
-        let config = self.params.to_agent_config();
-        if !config.is_empty() {
-            obj.insert("config".into(), Value::Object(config));
-        }
-        Value::Object(obj)
+        serde_json::to_value(AgentForm(self)).expect("requests serialise")
     }
 
     /// The request as a GET path (`read/java.lang:type=Memory/HeapMemoryUsage`,
@@ -265,16 +306,62 @@ impl Request {
 
     /// The request as agents echo it in `request` (no `config`).
     pub fn to_echo_json(&self) -> Value {
-        let mut obj = Map::new();
-        self.command.write_json(&mut obj);
-        Value::Object(obj)
+        serde_json::to_value(Echo(&self.command)).expect("requests serialise")
+    }
+}
+
+/// A request in the form an agent receives it: the command's fields plus
+/// `config` with the parameters meant for the agent. Serialised straight
+/// to text, without building a JSON tree.
+pub struct AgentForm<'a>(pub &'a Request);
+
+impl Serialize for AgentForm<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_map(None)?;
+        self.0.command.write_fields(&mut out)?;
+        let config = self.0.params.agent_config();
+        if config.clone().next().is_some() {
+            out.serialize_entry("config", &MapOf(config))?;
+        }
+        out.end()
+    }
+}
+
+/// A command as agents echo it in `request`.
+pub struct Echo<'a>(pub &'a Command);
+
+impl Serialize for Echo<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = serializer.serialize_map(None)?;
+        self.0.write_fields(&mut out)?;
+        out.end()
+    }
+}
+
+/// Key-value pairs serialised as a JSON object.
+struct MapOf<I>(I);
+
+impl<'a, I: Iterator<Item = (&'a str, &'a str)> + Clone> Serialize for MapOf<I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.clone())
     }
 }
 
 /// The body of a bulk POST to an agent.
 pub fn serialize_bulk(requests: &[Request]) -> Vec<u8> {
-    let items: Vec<Value> = requests.iter().map(Request::to_agent_json).collect();
-    serde_json::to_vec(&items).expect("JSON values serialise")
+    let mut body = Vec::with_capacity(requests.len() * 128);
+    let items = requests.iter().map(AgentForm);
+    serde_json::to_writer(&mut body, &SeqOf(items)).expect("requests serialise");
+    body
+}
+
+/// Items serialised as a JSON array.
+struct SeqOf<I>(I);
+
+impl<T: Serialize, I: Iterator<Item = T> + Clone> Serialize for SeqOf<I> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.clone())
+    }
 }
 
 pub fn json_kind(v: &Value) -> &'static str {

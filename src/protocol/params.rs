@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use indexmap::IndexMap;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::ProtocolError;
@@ -82,17 +84,28 @@ impl Params {
 
     /// Parses a request's `config` object (JSON strings, numbers or booleans).
     pub fn from_json(config: &Map<String, Value>) -> Result<Params, ProtocolError> {
+        Self::from_raw(&serde_json::value::to_raw_value(config).expect("JSON serialises"))
+    }
+
+    /// Parses a request's `config` as it appears in the body.
+    pub fn from_raw(raw: &RawValue) -> Result<Params, ProtocolError> {
+        if !raw.get().starts_with('{') {
+            return Err(ProtocolError::bad_request("\"config\" must be an object"));
+        }
+        let config: IndexMap<String, &RawValue> = serde_json::from_str(raw.get())
+            .map_err(|e| ProtocolError::bad_request(format!("Invalid \"config\": {e}")))?;
         let mut params = Params::default();
         for (key, value) in config {
-            let Some((name, kind, _)) = spec(key) else {
+            let Some((name, kind, _)) = spec(&key) else {
                 continue;
             };
-            let text = match value {
-                Value::String(s) => s.clone(),
-                Value::Bool(b) => b.to_string(),
-                Value::Number(n) => n.to_string(),
-                Value::Null => continue,
-                _ => return Err(invalid(name)),
+            let text = match value.get().as_bytes().first() {
+                Some(b'"') => {
+                    serde_json::from_str::<String>(value.get()).map_err(|_| invalid(name))?
+                }
+                Some(b'n') => continue,
+                Some(b'{' | b'[') | None => return Err(invalid(name)),
+                _ => value.get().to_string(),
             };
             params.0.insert(name, normalise(name, kind, &text)?);
         }
@@ -141,12 +154,18 @@ impl Params {
         self.0.is_empty()
     }
 
-    /// The parameters an agent should see, as a JSON `config` object.
-    pub fn to_agent_config(&self) -> Map<String, Value> {
+    /// The parameters an agent should see (its `config` object).
+    pub fn agent_config(&self) -> impl Iterator<Item = (&str, &str)> + Clone {
         self.0
             .iter()
             .filter(|(k, _)| matches!(spec(k), Some((_, _, Scope::Agent))))
-            .map(|(k, v)| (k.to_string(), Value::String(v.clone())))
+            .map(|(k, v)| (*k, v.as_str()))
+    }
+
+    /// [`Params::agent_config`] as a JSON object.
+    pub fn to_agent_config(&self) -> Map<String, Value> {
+        self.agent_config()
+            .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
             .collect()
     }
 }

@@ -71,8 +71,9 @@ impl Response {
     }
 
     /// Puts `request` first, where agents put it.
-    pub fn set_request(&mut self, request: &serde_json::Value) {
-        self.0.shift_insert(0, "request".to_string(), raw(request));
+    pub fn set_request(&mut self, request: &RawValue) {
+        self.0
+            .shift_insert(0, "request".to_string(), request.to_owned());
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Box<RawValue>> {
@@ -118,7 +119,7 @@ mod tests {
         let mut r = parse_bulk_answer(br#"[{"value":1,"status":200}]"#)
             .unwrap()
             .remove(0);
-        r.set_request(&serde_json::json!({"type":"version"}));
+        r.set_request(&raw(&serde_json::json!({"type":"version"})));
         assert_eq!(
             String::from_utf8(r.to_json_bytes()).unwrap(),
             r#"{"request":{"type":"version"},"value":1,"status":200}"#

@@ -1,13 +1,14 @@
 //! `exec`: Invokes an operation, optionally naming its signature to pick an
 //! overload: `add(int,int)`.
 
+use serde::ser::SerializeMap;
 use serde_json::Value;
 
 use crate::protocol::object_name::ObjectName;
 use crate::protocol::path;
 use crate::protocol::ProtocolError;
 
-use super::{object_name, object_name_from_get, required_str, Json, PathArgs};
+use super::{object_name, object_name_from_get, required_str, value_of, Fields, PathArgs};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exec {
@@ -35,7 +36,7 @@ impl Exec {
         })
     }
 
-    pub fn from_json(obj: &Json) -> Result<Exec, ProtocolError> {
+    pub fn from_fields(obj: &Fields) -> Result<Exec, ProtocolError> {
         let mbean = required_str(
             obj,
             "mbean",
@@ -47,8 +48,11 @@ impl Exec {
             "Exec POST requests require an operation name to invoke",
         )?;
         let arguments = match obj.get("arguments") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(a)) => a.clone(),
+            None => Vec::new(),
+            Some(raw) if raw.get().starts_with('[') => match value_of(raw) {
+                Value::Array(a) => a,
+                _ => unreachable!("a raw array is an array"),
+            },
             Some(_) => {
                 return Err(ProtocolError::bad_request(
                     "\"arguments\" of an exec request must be an array",
@@ -56,17 +60,18 @@ impl Exec {
             }
         };
         Ok(Exec {
-            mbean: object_name(mbean)?,
-            operation: operation.to_string(),
+            mbean: object_name(&mbean)?,
+            operation: operation.into_owned(),
             arguments,
         })
     }
 
-    pub fn write_json(&self, out: &mut Json) {
-        out.insert("mbean".into(), self.mbean.as_str().into());
-        out.insert("operation".into(), self.operation.as_str().into());
+    pub fn write_fields<M: SerializeMap>(&self, out: &mut M) -> Result<(), M::Error> {
+        out.serialize_entry("mbean", self.mbean.as_str())?;
+        out.serialize_entry("operation", &self.operation)?;
         if !self.arguments.is_empty() {
-            out.insert("arguments".into(), Value::Array(self.arguments.clone()));
+            out.serialize_entry("arguments", &self.arguments)?;
         }
+        Ok(())
     }
 }

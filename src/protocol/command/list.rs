@@ -2,8 +2,9 @@
 //! below an inner path such as `java.lang/type=Memory`.
 
 use crate::protocol::ProtocolError;
+use serde::ser::SerializeMap;
 
-use super::{inner_path, inner_path_from_get, put_path, Json, PathArgs};
+use super::{inner_path, inner_path_from_get, put_path, Fields, PathArgs};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct List {
@@ -17,13 +18,13 @@ impl List {
         })
     }
 
-    pub fn from_json(obj: &Json) -> Result<List, ProtocolError> {
+    pub fn from_fields(obj: &Fields) -> Result<List, ProtocolError> {
         Ok(List {
             path: inner_path(obj)?,
         })
     }
 
-    pub fn write_json(&self, out: &mut Json) {
-        put_path(out, &self.path);
+    pub fn write_fields<M: SerializeMap>(&self, out: &mut M) -> Result<(), M::Error> {
+        put_path(out, &self.path)
     }
 }

@@ -5,7 +5,12 @@
 
 use std::collections::VecDeque;
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+use serde::ser::SerializeMap;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 mod exec;
 mod list;
@@ -25,32 +30,110 @@ use super::object_name::ObjectName;
 use super::path::{self, Segment};
 use super::ProtocolError;
 
-pub(super) type Json = Map<String, Value>;
+/// One POST item's fields, borrowed from the request body (no JSON tree
+/// is built). Unknown fields are skipped, so they are never forwarded; a
+/// field given twice is an error, so what policy checks can't differ from
+/// what an agent would pick. `null` counts as absent, except for `value`.
+#[derive(Debug, Default, Deserialize)]
+pub struct Fields<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    mbean: Option<&'a RawValue>,
+    #[serde(borrow)]
+    attribute: Option<&'a RawValue>,
+    #[serde(borrow)]
+    path: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    value: Option<&'a RawValue>,
+    #[serde(borrow)]
+    operation: Option<&'a RawValue>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub config: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub target: Option<&'a RawValue>,
+}
+
+/// Keeps a present `null` (a write may set one).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+impl<'a> Fields<'a> {
+    /// Reads an item's fields; `text` must be a JSON object.
+    pub fn parse(text: &'a str) -> Result<Fields<'a>, ProtocolError> {
+        serde_json::from_str(text)
+            .map_err(|e| ProtocolError::bad_request(format!("Invalid request: {e}")))
+    }
+
+    pub(super) fn get(&self, key: &str) -> Option<&'a RawValue> {
+        match key {
+            "type" => self.kind,
+            "mbean" => self.mbean,
+            "attribute" => self.attribute,
+            "path" => self.path,
+            "value" => self.value,
+            "operation" => self.operation,
+            "arguments" => self.arguments,
+            "config" => self.config,
+            "target" => self.target,
+            _ => None,
+        }
+    }
+}
+
+/// What kind of JSON value a raw value is, for error messages.
+pub fn raw_kind(raw: &RawValue) -> &'static str {
+    match raw.get().trim_start().as_bytes().first() {
+        Some(b'{') => "an object",
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
+}
+
+/// A raw JSON string's text, borrowed unless it has escapes.
+pub(super) fn string_of(raw: &RawValue) -> Option<Cow<'_, str>> {
+    if !raw.get().starts_with('"') {
+        return None;
+    }
+    match serde_json::from_str::<&str>(raw.get()) {
+        Ok(s) => Some(Cow::Borrowed(s)),
+        Err(_) => serde_json::from_str::<String>(raw.get())
+            .ok()
+            .map(Cow::Owned),
+    }
+}
+
+/// `raw` as a JSON value (for values kept whole: write values, arguments).
+pub(super) fn value_of(raw: &RawValue) -> Value {
+    serde_json::from_str(raw.get()).expect("a raw value is valid JSON")
+}
 
 /// GET path arguments after the type, wildcards as `None`.
 pub type PathArgs = VecDeque<Segment>;
 
 pub(super) fn required_str<'a>(
-    obj: &'a Json,
+    obj: &Fields<'a>,
     key: &str,
     missing: &str,
-) -> Result<&'a str, ProtocolError> {
-    match obj.get(key) {
-        Some(Value::String(s)) => Ok(s),
-        None | Some(Value::Null) => Err(ProtocolError::bad_request(missing)),
-        Some(_) => Err(ProtocolError::bad_request(format!(
-            "\"{key}\" must be a string"
-        ))),
-    }
+) -> Result<Cow<'a, str>, ProtocolError> {
+    optional_str(obj, key)?.ok_or_else(|| ProtocolError::bad_request(missing))
 }
 
-pub(super) fn optional_str<'a>(obj: &'a Json, key: &str) -> Result<Option<&'a str>, ProtocolError> {
+pub(super) fn optional_str<'a>(
+    obj: &Fields<'a>,
+    key: &str,
+) -> Result<Option<Cow<'a, str>>, ProtocolError> {
     match obj.get(key) {
-        Some(Value::String(s)) => Ok(Some(s)),
-        None | Some(Value::Null) => Ok(None),
-        Some(_) => Err(ProtocolError::bad_request(format!(
-            "\"{key}\" must be a string"
-        ))),
+        None => Ok(None),
+        Some(raw) => string_of(raw)
+            .map(Some)
+            .ok_or_else(|| ProtocolError::bad_request(format!("\"{key}\" must be a string"))),
     }
 }
 
@@ -68,10 +151,10 @@ pub(super) fn object_name_from_get(seg: Segment) -> Result<ObjectName, ProtocolE
 }
 
 /// An inner path, kept in Jolokia's escaped string form.
-pub(super) fn inner_path(obj: &Json) -> Result<Option<String>, ProtocolError> {
+pub(super) fn inner_path(obj: &Fields) -> Result<Option<String>, ProtocolError> {
     Ok(optional_str(obj, "path")?
-        .filter(|p| !p.is_empty() && *p != "/")
-        .map(str::to_string))
+        .filter(|p| !p.is_empty() && p != "/")
+        .map(Cow::into_owned))
 }
 
 pub(super) fn inner_path_from_get(args: PathArgs) -> Option<String> {
@@ -79,9 +162,10 @@ pub(super) fn inner_path_from_get(args: PathArgs) -> Option<String> {
     (!segments.is_empty()).then(|| path::join(&segments))
 }
 
-pub(super) fn put_path(out: &mut Json, p: &Option<String>) {
-    if let Some(p) = p {
-        out.insert("path".into(), Value::String(p.clone()));
+pub(super) fn put_path<M: SerializeMap>(out: &mut M, p: &Option<String>) -> Result<(), M::Error> {
+    match p {
+        Some(p) => out.serialize_entry("path", p),
+        None => Ok(()),
     }
 }
 
@@ -125,15 +209,15 @@ impl Command {
         }
     }
 
-    /// Parses `type` and the type's own fields from a POST object.
-    pub fn from_json(obj: &Json) -> Result<Command, ProtocolError> {
+    /// Parses `type` and the type's own fields from a POST item.
+    pub fn from_fields(obj: &Fields) -> Result<Command, ProtocolError> {
         let kind = required_str(obj, "type", "No type given")?;
         match kind.to_ascii_lowercase().as_str() {
-            "read" => Read::from_json(obj).map(Command::Read),
-            "write" => Write::from_json(obj).map(Command::Write),
-            "exec" => Exec::from_json(obj).map(Command::Exec),
-            "search" => Search::from_json(obj).map(Command::Search),
-            "list" => List::from_json(obj).map(Command::List),
+            "read" => Read::from_fields(obj).map(Command::Read),
+            "write" => Write::from_fields(obj).map(Command::Write),
+            "exec" => Exec::from_fields(obj).map(Command::Exec),
+            "search" => Search::from_fields(obj).map(Command::Search),
+            "list" => List::from_fields(obj).map(Command::List),
             "version" => Ok(Command::Version(Version)),
             other => Err(unsupported_type(other)),
         }
@@ -162,16 +246,17 @@ impl Command {
         }
     }
 
-    /// Writes `type` and the type's fields.
-    pub fn write_json(&self, out: &mut Json) {
-        out.insert("type".into(), self.type_name().into());
+    /// Writes `type` and the type's fields into a JSON object being
+    /// serialised (the agent's form and the echo share it).
+    pub fn write_fields<M: SerializeMap>(&self, out: &mut M) -> Result<(), M::Error> {
+        out.serialize_entry("type", self.type_name())?;
         match self {
-            Command::Read(c) => c.write_json(out),
-            Command::Write(c) => c.write_json(out),
-            Command::Exec(c) => c.write_json(out),
-            Command::Search(c) => c.write_json(out),
-            Command::List(c) => c.write_json(out),
-            Command::Version(_) => {}
+            Command::Read(c) => c.write_fields(out),
+            Command::Write(c) => c.write_fields(out),
+            Command::Exec(c) => c.write_fields(out),
+            Command::Search(c) => c.write_fields(out),
+            Command::List(c) => c.write_fields(out),
+            Command::Version(_) => Ok(()),
         }
     }
 }
@@ -190,10 +275,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn from_json(v: &Value) -> Result<Command, ProtocolError> {
+        let text = v.to_string();
+        Command::from_fields(&Fields::parse(&text)?)
+    }
+
     fn roundtrip(c: &Command) -> Value {
-        let mut m = Map::new();
-        c.write_json(&mut m);
-        Value::Object(m)
+        serde_json::to_value(crate::protocol::Echo(c)).unwrap()
     }
 
     #[test]
@@ -285,27 +373,21 @@ mod tests {
     #[test]
     fn post_forms_drop_unknown_fields() {
         let obj = json!({"type":"READ","mbean":"d:type=T","attribute":["A",""," ",3,"B"],"path":"x","sneaky":"y"});
-        let c = Command::from_json(obj.as_object().unwrap()).unwrap();
+        let c = from_json(&obj).unwrap();
         assert_eq!(
             roundtrip(&c),
             json!({"type":"read","mbean":"d:type=T","attribute":["A","B"],"path":"x"})
         );
         let obj = json!({"type":"write","mbean":"d:type=T","attribute":"A","value":null});
-        assert_eq!(
-            roundtrip(&Command::from_json(obj.as_object().unwrap()).unwrap())["value"],
-            Value::Null
-        );
+        assert_eq!(roundtrip(&from_json(&obj).unwrap())["value"], Value::Null);
         let obj =
             json!({"type":"exec","mbean":"d:type=T","operation":"op","arguments":[1,[2],{"a":3}]});
         assert_eq!(
-            roundtrip(&Command::from_json(obj.as_object().unwrap()).unwrap())["arguments"],
+            roundtrip(&from_json(&obj).unwrap())["arguments"],
             json!([1, [2], {"a": 3}])
         );
         let obj = json!({"type":"search"});
-        assert_eq!(
-            roundtrip(&Command::from_json(obj.as_object().unwrap()).unwrap())["mbean"],
-            "*:*"
-        );
+        assert_eq!(roundtrip(&from_json(&obj).unwrap())["mbean"], "*:*");
     }
 
     #[test]
@@ -340,7 +422,7 @@ mod tests {
             ),
             (json!({"type":"bogus"}), "No type with name 'bogus'"),
         ] {
-            let e = Command::from_json(obj.as_object().unwrap()).unwrap_err();
+            let e = from_json(&obj).unwrap_err();
             assert_eq!(e.status, 400);
             assert!(e.message.contains(msg), "{obj}: {}", e.message);
         }

@@ -1,7 +1,10 @@
 //! `read`: Reads one attribute, several, or all, of an MBean or an MBean pattern,
 //! optionally descending into the value along an inner path.
 
-use serde_json::Value;
+use std::borrow::Cow;
+
+use serde::ser::SerializeMap;
+use serde_json::value::RawValue;
 
 use crate::protocol::object_name::ObjectName;
 use crate::protocol::path;
@@ -9,7 +12,7 @@ use crate::protocol::ProtocolError;
 
 use super::{
     inner_path, inner_path_from_get, object_name, object_name_from_get, put_path, required_str,
-    Json, PathArgs,
+    string_of, Fields, PathArgs,
 };
 
 /// Which attributes a read asks for.
@@ -55,28 +58,22 @@ impl Read {
         })
     }
 
-    pub fn from_json(obj: &Json) -> Result<Read, ProtocolError> {
+    pub fn from_fields(obj: &Fields) -> Result<Read, ProtocolError> {
         let mbean = required_str(
             obj,
             "mbean",
             "Read POST requests require an ObjectName to read from (may be a pattern)",
         )?;
         let attribute = match obj.get("attribute") {
-            None | Some(Value::Null) => Attributes::All,
-            Some(Value::String(s)) => {
-                let mut names = path::split_csv(s);
-                match names.len() {
-                    1 if names[0].trim().is_empty() => Attributes::All,
-                    1 => Attributes::One(names.remove(0)),
-                    _ => Attributes::Many(names),
-                }
-            }
-            Some(Value::Array(items)) => {
+            None => Attributes::All,
+            Some(raw) if raw.get().starts_with('[') => {
+                let items: Vec<&RawValue> =
+                    serde_json::from_str(raw.get()).expect("a raw array is valid JSON");
                 let names: Vec<String> = items
-                    .iter()
-                    .filter_map(Value::as_str)
+                    .into_iter()
+                    .filter_map(string_of)
                     .filter(|s| !s.trim().is_empty())
-                    .map(str::to_string)
+                    .map(Cow::into_owned)
                     .collect();
                 if names.is_empty() {
                     Attributes::All
@@ -84,30 +81,36 @@ impl Read {
                     Attributes::Many(names)
                 }
             }
-            Some(_) => {
-                return Err(ProtocolError::bad_request(format!(
-                    "Can't determine attribute names to read from {mbean}: \"attribute\" must be a string or an array of strings"
-                )))
-            }
+            Some(raw) => match string_of(raw) {
+                Some(s) => {
+                    let mut names = path::split_csv(&s);
+                    match names.len() {
+                        1 if names[0].trim().is_empty() => Attributes::All,
+                        1 => Attributes::One(names.remove(0)),
+                        _ => Attributes::Many(names),
+                    }
+                }
+                None => {
+                    return Err(ProtocolError::bad_request(format!(
+                        "Can't determine attribute names to read from {mbean}: \"attribute\" must be a string or an array of strings"
+                    )))
+                }
+            },
         };
         Ok(Read {
-            mbean: object_name(mbean)?,
+            mbean: object_name(&mbean)?,
             attribute,
             path: inner_path(obj)?,
         })
     }
 
-    pub fn write_json(&self, out: &mut Json) {
-        out.insert("mbean".into(), self.mbean.as_str().into());
+    pub fn write_fields<M: SerializeMap>(&self, out: &mut M) -> Result<(), M::Error> {
+        out.serialize_entry("mbean", self.mbean.as_str())?;
         match &self.attribute {
             Attributes::All => {}
-            Attributes::One(a) => {
-                out.insert("attribute".into(), a.as_str().into());
-            }
-            Attributes::Many(list) => {
-                out.insert("attribute".into(), list.clone().into());
-            }
+            Attributes::One(a) => out.serialize_entry("attribute", a)?,
+            Attributes::Many(list) => out.serialize_entry("attribute", list)?,
         }
-        put_path(out, &self.path);
+        put_path(out, &self.path)
     }
 }

@@ -2,8 +2,9 @@
 
 use crate::protocol::object_name::ObjectName;
 use crate::protocol::ProtocolError;
+use serde::ser::SerializeMap;
 
-use super::{object_name, object_name_from_get, optional_str, Json, PathArgs};
+use super::{object_name, object_name_from_get, optional_str, Fields, PathArgs};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Search {
@@ -18,13 +19,13 @@ impl Search {
         })
     }
 
-    pub fn from_json(obj: &Json) -> Result<Search, ProtocolError> {
+    pub fn from_fields(obj: &Fields) -> Result<Search, ProtocolError> {
         Ok(Search {
-            mbean: object_name(optional_str(obj, "mbean")?.unwrap_or("*:*"))?,
+            mbean: object_name(optional_str(obj, "mbean")?.as_deref().unwrap_or("*:*"))?,
         })
     }
 
-    pub fn write_json(&self, out: &mut Json) {
-        out.insert("mbean".into(), self.mbean.as_str().into());
+    pub fn write_fields<M: SerializeMap>(&self, out: &mut M) -> Result<(), M::Error> {
+        out.serialize_entry("mbean", self.mbean.as_str())
     }
 }

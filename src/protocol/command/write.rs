@@ -1,6 +1,7 @@
 //! `write`: Sets one attribute (or a value inside it, along an inner path); the
 //! agent answers with the old value.
 
+use serde::ser::SerializeMap;
 use serde_json::Value;
 
 use crate::protocol::object_name::ObjectName;
@@ -9,7 +10,7 @@ use crate::protocol::ProtocolError;
 
 use super::{
     inner_path, inner_path_from_get, object_name, object_name_from_get, put_path, required_str,
-    Json, PathArgs,
+    value_of, Fields, PathArgs,
 };
 
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +39,7 @@ impl Write {
         })
     }
 
-    pub fn from_json(obj: &Json) -> Result<Write, ProtocolError> {
+    pub fn from_fields(obj: &Fields) -> Result<Write, ProtocolError> {
         let mbean = required_str(
             obj,
             "mbean",
@@ -49,21 +50,21 @@ impl Write {
             "attribute",
             "Write POST requests require an attribute name to write to",
         )?;
-        let value = obj.get("value").cloned().ok_or_else(|| {
+        let value = obj.get("value").map(value_of).ok_or_else(|| {
             ProtocolError::bad_request("Write POST requests require a value to set (may be a null)")
         })?;
         Ok(Write {
-            mbean: object_name(mbean)?,
-            attribute: attribute.to_string(),
+            mbean: object_name(&mbean)?,
+            attribute: attribute.into_owned(),
             value,
             path: inner_path(obj)?,
         })
     }
 
-    pub fn write_json(&self, out: &mut Json) {
-        out.insert("mbean".into(), self.mbean.as_str().into());
-        out.insert("attribute".into(), self.attribute.as_str().into());
-        out.insert("value".into(), self.value.clone());
-        put_path(out, &self.path);
+    pub fn write_fields<M: SerializeMap>(&self, out: &mut M) -> Result<(), M::Error> {
+        out.serialize_entry("mbean", self.mbean.as_str())?;
+        out.serialize_entry("attribute", &self.attribute)?;
+        out.serialize_entry("value", &self.value)?;
+        put_path(out, &self.path)
     }
 }
