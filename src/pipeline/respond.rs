@@ -2,51 +2,188 @@
 //! with protocol statuses inside (as agents answer), except when the HTTP
 //! exchange itself failed. Also the CORS headers Jolokia agents send.
 
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
 use axum::body::Body;
+use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Response as HttpResponse, StatusCode};
+use serde_json::value::RawValue;
 
-use crate::protocol::{Params, Response};
+use crate::protocol::{Params, Raw, Response};
 
 use super::HttpError;
 
+/// Shared values at least this large are sent as their own chunk instead
+/// of being copied into the answer's text.
+const SHARE_FROM: usize = 64 * 1024;
+
+/// An answer's JSON text as chunks: written pieces, and large values sent
+/// straight from where they are shared (the list cache) without a copy.
+#[derive(Debug, Default)]
+pub struct JsonBody {
+    chunks: Vec<Bytes>,
+}
+
+impl From<Vec<u8>> for JsonBody {
+    fn from(text: Vec<u8>) -> JsonBody {
+        JsonBody {
+            chunks: vec![Bytes::from(text)],
+        }
+    }
+}
+
+impl JsonBody {
+    pub fn len(&self) -> usize {
+        self.chunks.iter().map(Bytes::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole text in one piece (tests, small answers).
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.chunks.concat()
+    }
+}
+
+/// Collects written text and shared chunks in order.
+#[derive(Default)]
+struct ChunkWriter {
+    done: Vec<Bytes>,
+    text: Vec<u8>,
+}
+
+impl ChunkWriter {
+    fn shared(&mut self, value: &Arc<RawValue>) {
+        if !self.text.is_empty() {
+            self.done.push(Bytes::from(std::mem::take(&mut self.text)));
+        }
+        self.done.push(Bytes::from_owner(SharedText(value.clone())));
+    }
+
+    fn response(&mut self, r: &Response) {
+        self.text.push(b'{');
+        for (i, (key, value)) in r.fields().enumerate() {
+            if i > 0 {
+                self.text.push(b',');
+            }
+            serde_json::to_writer(&mut self.text, key).expect("a key serialises");
+            self.text.push(b':');
+            match value {
+                Raw::Shared(v) if v.get().len() >= SHARE_FROM => self.shared(v),
+                other => self.text.extend_from_slice(other.get().as_bytes()),
+            }
+        }
+        self.text.push(b'}');
+    }
+
+    fn finish(mut self) -> JsonBody {
+        if !self.text.is_empty() || self.done.is_empty() {
+            self.done.push(Bytes::from(self.text));
+        }
+        JsonBody { chunks: self.done }
+    }
+}
+
+/// Lets a chunk of the HTTP body point into a shared JSON text.
+struct SharedText(Arc<RawValue>);
+
+impl AsRef<[u8]> for SharedText {
+    fn as_ref(&self) -> &[u8] {
+        self.0.get().as_bytes()
+    }
+}
+
 /// The JSON text of the answer: an array for a bulk request, else the one
 /// response object.
-pub fn body(answers: &[Response], bulk: bool) -> Vec<u8> {
+pub fn body(answers: &[Response], bulk: bool) -> JsonBody {
+    let mut w = ChunkWriter::default();
     if bulk {
-        serde_json::to_vec(answers).expect("raw JSON serialises")
+        w.text.push(b'[');
+        for (i, r) in answers.iter().enumerate() {
+            if i > 0 {
+                w.text.push(b',');
+            }
+            w.response(r);
+        }
+        w.text.push(b']');
     } else {
-        answers
-            .first()
-            .map(Response::to_json_bytes)
-            .unwrap_or_else(|| b"{}".to_vec())
+        match answers.first() {
+            Some(r) => w.response(r),
+            None => w.text.extend_from_slice(b"{}"),
+        }
     }
+    w.finish()
+}
+
+/// An HTTP body of known chunks; its exact size lets hyper send
+/// `Content-Length`, as agents do.
+struct Chunks {
+    chunks: VecDeque<Bytes>,
+    remaining: u64,
+}
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(self.chunks.pop_front().map(|chunk| {
+            self.remaining -= chunk.len() as u64;
+            Ok(http_body::Frame::data(chunk))
+        }))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining)
+    }
+}
+
+fn http_body_of(mut chunks: Vec<Bytes>) -> Body {
+    if chunks.len() == 1 {
+        return Body::from(chunks.remove(0));
+    }
+    let remaining = chunks.iter().map(|c| c.len() as u64).sum();
+    Body::new(Chunks {
+        chunks: chunks.into(),
+        remaining,
+    })
 }
 
 /// Wraps a JSON body as the client asked: `callback` gives JSONP,
 /// `mimeType` picks `text/plain`, and JSON is the default (jolokia.js only
 /// parses answers typed `application/json`).
 pub fn http_response(
-    json: Vec<u8>,
+    json: impl Into<JsonBody>,
     params: &Params,
     request_headers: &HeaderMap,
     cors: bool,
 ) -> HttpResponse<Body> {
-    let (content_type, payload) = match params.get("callback") {
+    let mut chunks = json.into().chunks;
+    let content_type = match params.get("callback") {
         Some(cb) => {
-            let mut out = Vec::with_capacity(json.len() + cb.len() + 3);
-            out.extend_from_slice(cb.as_bytes());
-            out.push(b'(');
-            out.extend_from_slice(&json);
-            out.extend_from_slice(b");");
-            ("text/javascript; charset=utf-8", out)
+            chunks.insert(0, Bytes::from(format!("{cb}(")));
+            chunks.push(Bytes::from_static(b");"));
+            "text/javascript; charset=utf-8"
         }
         None => match params.get("mimeType") {
-            Some("text/plain") => ("text/plain; charset=utf-8", json),
-            _ => ("application/json; charset=utf-8", json),
+            Some("text/plain") => "text/plain; charset=utf-8",
+            _ => "application/json; charset=utf-8",
         },
     };
-    let mut resp = HttpResponse::new(Body::from(payload));
+    let mut resp = HttpResponse::new(http_body_of(chunks));
     let headers = resp.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -147,6 +284,61 @@ pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shared(text: String) -> Arc<RawValue> {
+        Arc::from(RawValue::from_string(text).unwrap())
+    }
+
+    #[test]
+    fn a_shared_value_is_sent_as_is_without_a_copy() {
+        let big = shared(format!("{{\"k\":\"{}\"}}", "x".repeat(SHARE_FROM)));
+        let mut r = Response::default();
+        r.set_request(&RawValue::from_string(r#"{"type":"list"}"#.into()).unwrap());
+        r.set_shared("value", big.clone());
+        r.set("timestamp", &7);
+        r.set("status", &200);
+        let mut small = Response::value(&"q\"uote", 1);
+        small.set_shared("extra", shared("[1,2]".into()));
+        for (answers, bulk) in [
+            (vec![r.clone()], false),
+            (vec![small.clone(), r, small], true),
+        ] {
+            let body = body(&answers, bulk);
+            let expected = if bulk {
+                serde_json::to_vec(&answers).unwrap()
+            } else {
+                serde_json::to_vec(&answers[0]).unwrap()
+            };
+            assert_eq!(body.to_vec(), expected);
+            // The big value is its own chunk, pointing at the shared text.
+            let chunk = body
+                .chunks
+                .iter()
+                .find(|c| c.len() == big.get().len())
+                .expect("the shared value is a chunk of its own");
+            assert_eq!(chunk.as_ptr(), big.get().as_ptr());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_chunked_answer_has_its_length_and_jsonp_wraps_it() {
+        let big = shared(format!("\"{}\"", "y".repeat(SHARE_FROM)));
+        let mut r = Response::default();
+        r.set_shared("value", big);
+        r.set("status", &200);
+        let json = body(&[r], false);
+        let len = json.len();
+        let p = Params::from_query([("callback", "cb")]).unwrap();
+        let resp = http_response(json, &p, &HeaderMap::new(), false);
+        use http_body::Body as _;
+        assert_eq!(resp.body().size_hint().exact(), Some(len as u64 + 5));
+        let bytes = http_body_util::BodyExt::collect(resp.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        assert!(bytes.starts_with(b"cb({\"value\":\"yyy"));
+        assert!(bytes.ends_with(b"\"status\":200});"));
+    }
 
     #[test]
     fn jsonp_and_mime_types() {

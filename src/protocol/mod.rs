@@ -13,7 +13,7 @@ pub use command::{
 };
 pub use object_name::ObjectName;
 pub use params::Params;
-pub use response::{parse_bulk_answer, Response};
+pub use response::{parse_bulk_answer, Raw, Response};
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;

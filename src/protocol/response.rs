@@ -3,6 +3,9 @@
 //! fields, so `value` passes through byte for byte (no precision lost on
 //! `Long.MAX_VALUE` or big decimals, no re-encoding cost).
 
+use std::ops::Deref;
+use std::sync::Arc;
+
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -11,7 +14,48 @@ use super::ProtocolError;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Response(IndexMap<String, Box<RawValue>>);
+pub struct Response(IndexMap<String, Raw>);
+
+/// One field's JSON text: the answer's own, or shared (with the list
+/// cache), so a large value reaches every client without a copy.
+#[derive(Debug, Clone)]
+pub enum Raw {
+    Owned(Box<RawValue>),
+    Shared(Arc<RawValue>),
+}
+
+impl Deref for Raw {
+    type Target = RawValue;
+
+    fn deref(&self) -> &RawValue {
+        match self {
+            Raw::Owned(b) => b,
+            Raw::Shared(a) => a,
+        }
+    }
+}
+
+impl Raw {
+    /// The text as a shared value (copied once if it was the answer's own).
+    pub fn into_shared(self) -> Arc<RawValue> {
+        match self {
+            Raw::Owned(b) => Arc::from(b),
+            Raw::Shared(a) => a,
+        }
+    }
+}
+
+impl Serialize for Raw {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Raw {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Raw, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(Raw::Owned)
+    }
+}
 
 fn raw<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
     // Serialising plain data (strings, numbers, JSON values) can't fail.
@@ -62,22 +106,32 @@ impl Response {
     }
 
     pub fn set<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
-        self.0.insert(key.to_string(), raw(value));
+        self.0.insert(key.to_string(), Raw::Owned(raw(value)));
     }
 
     /// Sets a field to JSON text as it is.
     pub fn set_raw(&mut self, key: &str, value: Box<RawValue>) {
-        self.0.insert(key.to_string(), value);
+        self.0.insert(key.to_string(), Raw::Owned(value));
+    }
+
+    /// Sets a field to JSON text others hold too (no copy).
+    pub fn set_shared(&mut self, key: &str, value: Arc<RawValue>) {
+        self.0.insert(key.to_string(), Raw::Shared(value));
     }
 
     /// Puts `request` first, where agents put it.
     pub fn set_request(&mut self, request: &RawValue) {
         self.0
-            .shift_insert(0, "request".to_string(), request.to_owned());
+            .shift_insert(0, "request".to_string(), Raw::Owned(request.to_owned()));
     }
 
-    pub fn remove(&mut self, key: &str) -> Option<Box<RawValue>> {
+    pub fn remove(&mut self, key: &str) -> Option<Raw> {
         self.0.shift_remove(key)
+    }
+
+    /// The fields in order.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &Raw)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v))
     }
 
     pub fn to_json_bytes(&self) -> Vec<u8> {

@@ -74,33 +74,41 @@ type Mbeans = indexmap::IndexMap<String, Raw>;
 /// keys: each MBean's description passes through as text, so a 10 MB list
 /// costs a scan rather than a tree of values. `None` for an answer of
 /// another shape (cut short by `maxDepth`): use [`filter_list`] then.
+/// `Some(Ok(None))`: the grant sees all of it, the text stays as it is
+/// (and stays shared with the list cache).
 pub fn filter_list_raw(
     value: &serde_json::value::RawValue,
     list_path: Option<&str>,
     grant: &Grant,
-) -> Option<Result<Raw, ListDenied>> {
+) -> Option<Result<Option<Raw>, ListDenied>> {
     let segments: Vec<String> = list_path.map(path::split).unwrap_or_default();
-    match segments.as_slice() {
+    let mut hidden = false;
+    let kept = match segments.as_slice() {
         [] => {
             let domains: indexmap::IndexMap<String, Mbeans> =
                 serde_json::from_str(value.get()).ok()?;
             let kept: indexmap::IndexMap<String, Mbeans> = domains
                 .into_iter()
                 .filter_map(|(domain, mbeans)| {
+                    let all = mbeans.len();
                     let visible = visible_mbeans(&domain, mbeans, grant);
+                    // A domain left empty is dropped too.
+                    hidden |= visible.len() < all || visible.is_empty();
                     (!visible.is_empty()).then_some((domain, visible))
                 })
                 .collect();
-            serde_json::value::to_raw_value(&kept).ok().map(Ok)
+            serde_json::value::to_raw_value(&kept).ok()?
         }
         [domain] => {
             let mbeans: Mbeans = serde_json::from_str(value.get()).ok()?;
-            serde_json::value::to_raw_value(&visible_mbeans(domain, mbeans, grant))
-                .ok()
-                .map(Ok)
+            let all = mbeans.len();
+            let visible = visible_mbeans(domain, mbeans, grant);
+            hidden = visible.len() < all;
+            serde_json::value::to_raw_value(&visible).ok()?
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    Some(Ok(hidden.then_some(kept)))
 }
 
 fn visible_mbeans(domain: &str, mbeans: Mbeans, grant: &Grant) -> Mbeans {
@@ -181,20 +189,34 @@ mod tests {
         let list = json!({"a": {"type=X": {"attr": {"A": {"type": "int"}}}, "type=Y": {}}, "b": {"name=z": {"desc": "a/b"}}});
         let raw = serde_json::value::to_raw_value(&list).unwrap();
         for grant in [Grant::open(), Grant::default()] {
-            let by_text = filter_list_raw(&raw, None, &grant).unwrap().unwrap();
+            let by_text = filter_list_raw(&raw, None, &grant)
+                .unwrap()
+                .unwrap()
+                .unwrap_or_else(|| raw.clone());
             let by_value = filter_list(list.clone(), None, &grant).unwrap();
             let by_text: serde_json::Value = serde_json::from_str(by_text.get()).unwrap();
             assert_eq!(by_text, by_value);
             let domain = serde_json::value::to_raw_value(&list["a"]).unwrap();
             let by_text = filter_list_raw(&domain, Some("a"), &grant)
                 .unwrap()
-                .unwrap();
+                .unwrap()
+                .unwrap_or_else(|| domain.clone());
             let by_text: serde_json::Value = serde_json::from_str(by_text.get()).unwrap();
             assert_eq!(
                 by_text,
                 filter_list(list["a"].clone(), Some("a"), &grant).unwrap()
             );
         }
+        // Nothing hidden: the text is left as it is (and stays shared).
+        assert!(filter_list_raw(&raw, None, &Grant::open())
+            .unwrap()
+            .unwrap()
+            .is_none());
+        let empty_domain = serde_json::value::to_raw_value(&json!({"a": {}})).unwrap();
+        assert!(filter_list_raw(&empty_domain, None, &Grant::open())
+            .unwrap()
+            .unwrap()
+            .is_some());
         // Cut short by maxDepth, or one MBean: the value filter's job.
         let cut = serde_json::value::to_raw_value(&json!({"a": "1"})).unwrap();
         assert!(filter_list_raw(&cut, None, &Grant::open()).is_none());

@@ -132,7 +132,7 @@ fn cache_key(target: &Target, base: &Request, credentials: Option<&(String, Secr
 
 /// The entry after the agent's answer, and whether the cached value was
 /// still good; an error answer is returned as the item's answer.
-pub fn updated(cached: Option<&Entry>, answer: Response) -> Result<(Entry, bool), Response> {
+pub fn updated(cached: Option<&Entry>, mut answer: Response) -> Result<(Entry, bool), Response> {
     let now = answer.timestamp();
     match (answer.status(), cached) {
         (Some(304), Some(old)) => Ok((
@@ -144,13 +144,13 @@ pub fn updated(cached: Option<&Entry>, answer: Response) -> Result<(Entry, bool)
             true,
         )),
         (Some(200), _) => {
-            let Some(value) = answer.get("value") else {
+            let Some(value) = answer.remove("value") else {
                 return Err(answer);
             };
             let produced = now.unwrap_or(0);
             Ok((
                 Entry {
-                    value: Arc::from(value.to_owned()),
+                    value: value.into_shared(),
                     produced,
                     confirmed: produced,
                     checked: Instant::now(),
@@ -172,7 +172,8 @@ pub fn reply(entry: &Entry, client_since: Option<u64>) -> Response {
         r.set("timestamp", &entry.confirmed);
         return r;
     }
-    r.set("value", &*entry.value);
+    // The cached text itself: every client's answer shares it.
+    r.set_shared("value", entry.value.clone());
     r.set("timestamp", &entry.confirmed);
     r.set("status", &200);
     r

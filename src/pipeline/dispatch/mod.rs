@@ -219,7 +219,8 @@ fn filtered(answer: Response, request: &Request, how: &AnswerFilter) -> Response
     if let (Command::List(l), Plan::FilterList, false) = (&request.command, plan, how.to_domains) {
         if let Some(raw) = answer.get("value") {
             match filter::filter_list_raw(raw, l.path.as_deref(), grant) {
-                Some(Ok(kept)) => {
+                Some(Ok(None)) => return answer,
+                Some(Ok(Some(kept))) => {
                     let mut answer = answer;
                     answer.set_raw("value", kept);
                     return answer;
