@@ -68,7 +68,8 @@ pub fn filter_list(
 }
 
 type Raw = Box<serde_json::value::RawValue>;
-type Mbeans = indexmap::IndexMap<String, Raw>;
+/// An MBean's description stays text borrowed from the answer.
+type Mbeans<'a> = indexmap::IndexMap<String, &'a serde_json::value::RawValue>;
 
 /// [`filter_list`] on the answer's JSON text, parsing only domain and MBean
 /// keys: each MBean's description passes through as text, so a 10 MB list
@@ -82,11 +83,11 @@ pub fn filter_list_raw(
     grant: &Grant,
 ) -> Option<Result<Option<Raw>, ListDenied>> {
     let segments: Vec<String> = list_path.map(path::split).unwrap_or_default();
-    let mut hidden = false;
-    let kept = match segments.as_slice() {
+    match segments.as_slice() {
         [] => {
             let domains: indexmap::IndexMap<String, Mbeans> =
                 serde_json::from_str(value.get()).ok()?;
+            let mut hidden = false;
             let kept: indexmap::IndexMap<String, Mbeans> = domains
                 .into_iter()
                 .filter_map(|(domain, mbeans)| {
@@ -97,21 +98,27 @@ pub fn filter_list_raw(
                     (!visible.is_empty()).then_some((domain, visible))
                 })
                 .collect();
-            serde_json::value::to_raw_value(&kept).ok()?
+            rewritten(hidden, &kept).map(Ok)
         }
         [domain] => {
             let mbeans: Mbeans = serde_json::from_str(value.get()).ok()?;
             let all = mbeans.len();
             let visible = visible_mbeans(domain, mbeans, grant);
-            hidden = visible.len() < all;
-            serde_json::value::to_raw_value(&visible).ok()?
+            rewritten(visible.len() < all, &visible).map(Ok)
         }
-        _ => return None,
-    };
-    Some(Ok(hidden.then_some(kept)))
+        _ => None,
+    }
 }
 
-fn visible_mbeans(domain: &str, mbeans: Mbeans, grant: &Grant) -> Mbeans {
+/// The filtered text, written out only when something was hidden.
+fn rewritten<T: serde::Serialize>(hidden: bool, kept: &T) -> Option<Option<Raw>> {
+    if !hidden {
+        return Some(None);
+    }
+    serde_json::value::to_raw_value(kept).ok().map(Some)
+}
+
+fn visible_mbeans<'a>(domain: &str, mbeans: Mbeans<'a>, grant: &Grant) -> Mbeans<'a> {
     mbeans
         .into_iter()
         .filter(|(props, _)| {
