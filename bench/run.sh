@@ -4,8 +4,11 @@
 #   (a) the agent directly, (b) through jmxgate, (c) through nginx proxy_pass
 # for a GET read, a POST read, a 10-item bulk and a full list; then (b) and
 # (c) again against a fast static backend (nginx answering a canned Jolokia
-# response) to show the gateway's own cost without the JVM's limits; then a
-# fan-out bulk of 1000 items over 50 targets. jmxgate runs with Basic
+# response) to show the gateway's own cost without the JVM's limits; then
+# `list` answers of about 10 MB, from a real agent with 6000 MBeans (which
+# the gateway's shared cache revalidates) and from the static backend
+# (fetched in full every time), with the gateway's peak RSS; then a fan-out
+# bulk of 1000 items over 50 targets. jmxgate runs with Basic
 # authentication, a restrictor policy and the durable audit log on.
 #
 # Writes bench/results.md (a markdown table) and prints it.
@@ -43,6 +46,7 @@ javac -nowarn -d "$work/classes" -cp "$cp" tests/agent/Launcher.java
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 agent_port=$(free_port); proxy_port=$(free_port); static_port=$(free_port); static_proxy_port=$(free_port)
+big_port=$(free_port); big_proxy_port=$(free_port)
 gw_port=$(free_port)
 
 mkfifo "$work/agent.stdin"
@@ -51,6 +55,12 @@ java -Xmx256m -XX:+UseParallelGC -cp "$work/classes:$cp" Launcher --port "$agent
     <"$work/agent.stdin" >"$work/agent.out" 2>"$work/agent.log" & pids+=($!)
 for _ in $(seq 1 100); do grep -q READY "$work/agent.out" 2>/dev/null && break; sleep 0.2; done
 grep -q READY "$work/agent.out" || { echo "agent did not start" >&2; exit 1; }
+# A second agent for a large application: 6000 more MBeans, a list answer
+# of about 10 MB.
+java -Xmx1g -XX:+UseParallelGC -cp "$work/classes:$cp" Launcher --port "$big_port" --name big --many-mbeans 6000 \
+    <"$work/agent.stdin" >"$work/big.out" 2>"$work/big.log" & pids+=($!)
+for _ in $(seq 1 150); do grep -q READY "$work/big.out" 2>/dev/null && break; sleep 0.2; done
+grep -q READY "$work/big.out" || { echo "the large agent did not start" >&2; exit 1; }
 
 # nginx: a proxy to the agent, a static canned answer, and a proxy to that.
 canned='{"request":{"type":"read","mbean":"java.lang:type=Memory","attribute":"HeapMemoryUsage"},"value":{"init":67108864,"committed":64880640,"max":64880640,"used":7527472},"timestamp":1795312410,"status":200}'
@@ -64,6 +74,7 @@ http {
     access_log off;
     upstream agent { server 127.0.0.1:$agent_port; keepalive 32; }
     upstream static { server 127.0.0.1:$static_port; keepalive 32; }
+    upstream big { server 127.0.0.1:$big_port; keepalive 32; }
     server {
         listen 127.0.0.1:$proxy_port;
         location / { proxy_pass http://agent; proxy_http_version 1.1; proxy_set_header Connection ""; }
@@ -76,6 +87,10 @@ http {
         location = /biglist { proxy_method GET; proxy_pass http://127.0.0.1:$static_port/biglist.json; }
         location = /biglist.json { root $work; default_type application/json; }
         location / { return 200 '$canned'; }
+    }
+    server {
+        listen 127.0.0.1:$big_proxy_port;
+        location / { proxy_pass http://big; proxy_http_version 1.1; proxy_set_header Connection ""; }
     }
     server {
         listen 127.0.0.1:$static_proxy_port;
@@ -127,6 +142,9 @@ policy = "policy.xml"
 name = "agent"
 url = "http://127.0.0.1:$agent_port/jolokia"
 [[targets]]
+name = "big"
+url = "http://127.0.0.1:$big_port/jolokia"
+[[targets]]
 name = "static"
 url = "http://127.0.0.1:$static_port/jolokia"
 [[targets]]
@@ -172,7 +190,7 @@ run() {
     [ -n "${6:-}" ] && warm+=(-H "Authorization: $6")
     [ -n "$5" ] && warm+=(--data-binary "$5")
     curl "${warm[@]}" "$3" || true
-    out=$(wrk -t"$threads" -c"$connections" -d"$duration" --latency -s "$script" "$3" 2>&1)
+    out=$(wrk -t"$threads" -c"$connections" -d"$duration" --timeout "${wrk_timeout:-2s}" --latency -s "$script" "$3" 2>&1)
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     p50=$(awk '$1=="50%" {print $2}' <<<"$out")
     p99=$(awk '$1=="99%" {print $2}' <<<"$out")
@@ -217,6 +235,18 @@ run "jmxgate (auth+policy+audit)" "POST bulk of 10" "http://127.0.0.1:$gw_port/j
 run "nginx proxy_pass" "POST bulk of 10" "http://127.0.0.1:$static_proxy_port/bulk" POST "$bulk_body"
 
 rss_small_kb=$(awk '/VmHWM/ {print $2}' "/proc/$gw_pid/status")
+# The large agent's list: the gateway answers from its shared cache after
+# a cheap revalidation, every client's answer pointing at the same copy.
+# The JVM needs seconds per answer: longer runs, a longer timeout, and a
+# pause after each run for the answers still being computed.
+saved=("$duration" "$connections"); duration=20s; connections=8; wrk_timeout=60s
+echo "==> JVM agent with 6000 MBeans, 10 MB list answers (wrk -c$connections -d$duration)"
+big="POST full list, 6000 MBeans (10 MB)"
+run "agent directly" "$big" "http://127.0.0.1:$big_port/jolokia" POST "$list_body"; sleep 20
+run "jmxgate (auth+policy+audit)" "$big" "http://127.0.0.1:$gw_port/jolokia/targets/big" POST "$list_body" "$auth"; sleep 20
+run "nginx proxy_pass" "$big" "http://127.0.0.1:$big_proxy_port/jolokia" POST "$list_body"; sleep 20
+duration="${saved[0]}"; connections="${saved[1]}"; unset wrk_timeout
+rss_shared_kb=$(awk '/VmHWM/ {print $2}' "/proc/$gw_pid/status")
 echo "==> static backend, 10 MB list answers (wrk -c$connections)"
 run "static directly" "POST list, 10 MB answer" "http://127.0.0.1:$static_port/biglist" POST "$list_body"
 run "jmxgate (auth+policy+audit)" "POST list, 10 MB answer" "http://127.0.0.1:$gw_port/jolokia/targets/static-biglist" POST "$list_body" "$auth"
@@ -248,10 +278,10 @@ ok=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); print(sum(1 fo
 fan_best=$(printf '%s\n' "${fan_times[@]}" | sort -n | head -1)
 echo "  answers with status 200: $ok; times: ${fan_times[*]} s"
 
-python3 - "$results" "$rss_kb" "$fan_best" "$ok" "$duration" "$connections" "$threads" "$rss_small_kb" >bench/results.md <<'PY'
+python3 - "$results" "$rss_kb" "$fan_best" "$ok" "$duration" "$connections" "$threads" "$rss_small_kb" "$rss_shared_kb" >bench/results.md <<'PY'
 import sys, datetime, platform, os
 rows = [l.strip().split("|") for l in open(sys.argv[1]) if l.strip()]
-rss_kb, fan_best, ok, duration, conns, threads, rss_small_kb = sys.argv[2:9]
+rss_kb, fan_best, ok, duration, conns, threads, rss_small_kb, rss_shared_kb = sys.argv[2:10]
 print(f"Measured {datetime.date.today()} on {os.cpu_count()} cores ({platform.machine()}), one run, "
       f"wrk -t{threads} -c{conns} -d{duration}; jmxgate with Basic auth, a policy and "
       f"{'the durable audit log' if os.environ.get('AUDIT', 'on') != 'off' else 'no audit log'}.\n")
@@ -267,10 +297,11 @@ def cell(v):
 for g in groups:
     direct = g.get("agent directly") or g.get("static directly")
     gw, ng = g.get("jmxgate (auth+policy+audit)"), g.get("nginx proxy_pass")
-    ratio = f"{gw[0] / ng[0]:.2f}" if gw and ng else "-"
+    ratio = f"{gw[0] / ng[0]:.2f}" if gw and ng and ng[0] else "-"
     print(f"| {g['backend']} | {g['scen']} | {cell(direct)} | {cell(gw)} | {cell(ng)} | {ratio} |")
 print(f"\nGateway peak RSS: {int(rss_small_kb) / 1024:.0f} MiB before the 10 MB list answers, "
-      f"{int(rss_kb) / 1024:.0f} MiB after them.")
+      f"{int(rss_shared_kb) / 1024:.0f} MiB after those of the large agent (shared cache), "
+      f"{int(rss_kb) / 1024:.0f} MiB after those of the static backend (fetched in full every time).")
 print(f"\nFan-out: a bulk of 1000 items over 50 targets whose slowest answers after 500 ms: "
       f"{float(fan_best) * 1000:.0f} ms ({float(fan_best) / 0.5:.2f} x the slowest agent's delay); "
       f"{ok.split()[0] if ' ' in ok else ok} items answered with status 200.")

@@ -615,7 +615,8 @@ public class Launcher {
         System.err.println("usage: java -cp <classes>:$(tests/agent/classpath.sh) Launcher"
                 + " [--port N] [--host H] [--user U --password P] [--name NAME]"
                 + " [--mime application/json|text/plain]"
-                + " [--tls-cert CERT.pem --tls-key KEY.pem [--tls-client-ca CA.pem] [--tls-protocols TLSv1.2,...]] [--verbose]");
+                + " [--tls-cert CERT.pem --tls-key KEY.pem [--tls-client-ca CA.pem] [--tls-protocols TLSv1.2,...]]"
+                + " [--many-mbeans N] [--verbose]");
         System.exit(2);
     }
 
@@ -631,6 +632,7 @@ public class Launcher {
         String tlsKey = null;
         String tlsClientCa = null;
         String tlsProtocols = null;
+        int manyMbeans = 0;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("--verbose")) {
@@ -658,6 +660,13 @@ public class Launcher {
                 case "--tls-key": tlsKey = v; break;
                 case "--tls-client-ca": tlsClientCa = v; break;
                 case "--tls-protocols": tlsProtocols = v; break;
+                case "--many-mbeans":
+                    try {
+                        manyMbeans = Integer.parseInt(v);
+                    } catch (NumberFormatException e) {
+                        usage("bad --many-mbeans count: " + v);
+                    }
+                    break;
                 default: usage("unknown argument: " + a);
             }
         }
@@ -689,6 +698,11 @@ public class Launcher {
         mbs.registerMBean(new Counter(), new ObjectName("jmxgate.test:type=Counter"));
         mbs.registerMBean(new Pattern("value-a", 1), new ObjectName("jmxgate.test:type=Pattern,name=a"));
         mbs.registerMBean(new Pattern("value-b", 2), new ObjectName("jmxgate.test:type=Pattern,name=b"));
+        // A large application: its `list` answer runs to megabytes.
+        for (int i = 0; i < manyMbeans; i++) {
+            mbs.registerMBean(new Types("component-" + i),
+                    new ObjectName("jmxgate.many" + (i % 40) + ":type=Component,name=c" + i));
+        }
 
         Server server = new Server();
         ServerConnector connector;
