@@ -224,9 +224,10 @@ impl Writer {
         }
         let (ack, done) = oneshot::channel();
         self.health.metrics.queue.inc();
-        self.syncs
-            .send(SyncJob::File(file, Some(ack)))
-            .map_err(|_| "the audit sync thread has stopped".to_string())?;
+        if let Err(sync_mpsc::SendError(job)) = self.syncs.send(SyncJob::File(file, Some(ack))) {
+            // The thread is gone (it panicked): flush here instead.
+            job.run(&self.health);
+        }
         Ok(Some(done))
     }
 
@@ -343,8 +344,9 @@ impl SyncJob {
             SyncJob::File(file, ack) => {
                 let result = flush(&file, health);
                 if let Some(ack) = ack {
-                    let _ = ack.send(result);
+                    // Counted out before the waiter wakes.
                     health.metrics.queue.dec();
+                    let _ = ack.send(result);
                 }
             }
         }
@@ -397,8 +399,8 @@ fn run_syncs(jobs: &sync_mpsc::Receiver<SyncJob>, health: &Health) {
                         }
                     };
                     if let Some(ack) = ack {
-                        let _ = ack.send(result);
                         health.metrics.queue.dec();
+                        let _ = ack.send(result);
                     }
                 }
             }
