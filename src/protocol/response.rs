@@ -6,7 +6,6 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
-use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -14,7 +13,66 @@ use super::ProtocolError;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Response(IndexMap<String, Raw>);
+pub struct Response(FieldList);
+
+/// An answer's few top-level fields, in order. A list, not a hash map:
+/// there are four to six of them, looked up by comparing keys.
+#[derive(Debug, Clone, Default)]
+struct FieldList(Vec<(String, Raw)>);
+
+impl FieldList {
+    fn get(&self, key: &str) -> Option<&Raw> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    fn insert(&mut self, key: &str, value: Raw) {
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some((_, slot)) => *slot = value,
+            None => self.0.push((key.to_string(), value)),
+        }
+    }
+
+    fn shift_remove(&mut self, key: &str) -> Option<Raw> {
+        let at = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(at).1)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&String, &Raw)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl Serialize for FieldList {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for FieldList {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<FieldList, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = FieldList;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<FieldList, A::Error> {
+                let mut fields = FieldList(Vec::with_capacity(map.size_hint().unwrap_or(4)));
+                // A key given twice: the last one counts, as with a map.
+                while let Some((key, value)) = map.next_entry::<String, Raw>()? {
+                    fields.insert(&key, value);
+                }
+                Ok(fields)
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
+}
 
 /// One field's JSON text: the answer's own, or shared (with the list
 /// cache), so a large value reaches every client without a copy.
@@ -106,23 +164,25 @@ impl Response {
     }
 
     pub fn set<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
-        self.0.insert(key.to_string(), Raw::Owned(raw(value)));
+        self.0.insert(key, Raw::Owned(raw(value)));
     }
 
     /// Sets a field to JSON text as it is.
     pub fn set_raw(&mut self, key: &str, value: Box<RawValue>) {
-        self.0.insert(key.to_string(), Raw::Owned(value));
+        self.0.insert(key, Raw::Owned(value));
     }
 
     /// Sets a field to JSON text others hold too (no copy).
     pub fn set_shared(&mut self, key: &str, value: Arc<RawValue>) {
-        self.0.insert(key.to_string(), Raw::Shared(value));
+        self.0.insert(key, Raw::Shared(value));
     }
 
     /// Puts `request` first, where agents put it.
     pub fn set_request(&mut self, request: &RawValue) {
-        self.0
-            .shift_insert(0, "request".to_string(), Raw::Owned(request.to_owned()));
+        self.0.shift_remove("request");
+        (self.0)
+            .0
+            .insert(0, ("request".to_string(), Raw::Owned(request.to_owned())));
     }
 
     pub fn remove(&mut self, key: &str) -> Option<Raw> {
