@@ -250,3 +250,87 @@ async fn an_answer_beyond_the_buffer_budget_fails_its_exchange_with_503() {
         "all budget returned"
     );
 }
+
+/// A list answer large enough to be sent from the cache as it is (without
+/// a copy into each answer): still exactly the agent's list, with a
+/// `Content-Length` that matches, as JSON and as JSONP, to several clients
+/// at once, and filtered (so copied) for a role whose policy hides part.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_cached_list_reaches_every_client_whole() {
+    // 300 more MBeans: a list of about half a megabyte.
+    let agent = Agent::start_with("large", &["--many-mbeans", "300"]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\n\n\
+         [[roles]]\nname = \"all\"\ntargets = [\"*\"]\n\n\
+         [[roles]]\nname = \"narrow\"\ntargets = [\"*\"]\npolicy = \"{}\"\n",
+        targets_toml(&[&agent]),
+        common::users_file(
+            dir.path(),
+            &[("all", "pw", &["all"]), ("narrow", "pw", &["narrow"])]
+        )
+        .display(),
+        policy(dir.path(), "narrow", "jmxgate.many7"),
+    );
+    let gw = Gateway::start(&config).await;
+    let expected = direct(&agent, &list(json!({}))).await["value"].clone();
+    assert!(
+        expected.to_string().len() > 256 * 1024,
+        "the agent's list is large"
+    );
+
+    let fetch = |query: &'static str| {
+        let (http, url) = (
+            gw.http.clone(),
+            gw.url(&format!("/jolokia/targets/large{query}")),
+        );
+        async move {
+            let r = http
+                .post(url)
+                .basic_auth("all", Some("pw"))
+                .header("content-type", "application/json")
+                .body(list(json!({})).to_string())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            let declared: usize = r.headers()["content-length"]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            let body = r.bytes().await.unwrap();
+            assert_eq!(declared, body.len(), "Content-Length matches the body");
+            String::from_utf8(body.to_vec()).unwrap()
+        }
+    };
+    let answers = join_all((0..6).map(|_| fetch(""))).await;
+    for text in &answers {
+        let answer: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(answer["status"], 200);
+        assert_eq!(
+            answer["request"],
+            list(json!({})),
+            "the client's own request"
+        );
+        assert_eq!(answer["value"], expected);
+    }
+    let jsonp = fetch("?callback=seen").await;
+    let inner = jsonp
+        .strip_prefix("seen(")
+        .and_then(|t| t.strip_suffix(");"))
+        .expect("wrapped in the callback");
+    assert_eq!(
+        serde_json::from_str::<Value>(inner).unwrap()["value"],
+        expected
+    );
+
+    // A role that sees one domain gets that domain only.
+    let narrowed = post_as(&gw, "narrow", "/jolokia/targets/large", &list(json!({}))).await;
+    let domains: Vec<&String> = narrowed["value"].as_object().unwrap().keys().collect();
+    assert_eq!(domains, ["jmxgate.many7"], "{}", narrowed["value"]);
+    assert_eq!(
+        narrowed["value"]["jmxgate.many7"],
+        expected["jmxgate.many7"]
+    );
+}
