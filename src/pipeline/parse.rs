@@ -115,13 +115,7 @@ pub fn parse_post(body: &[u8], query: Option<&str>, max_items: usize) -> Result<
 /// One POST item, parsed from its text; echoed as sent unless the client
 /// put credentials in its target (or it is too malformed to tell).
 fn item(raw: &RawValue, params: &Params) -> Item {
-    let fields = match raw.get().starts_with('{') {
-        true => protocol::Fields::parse(raw.get()),
-        false => Err(ProtocolError::bad_request(format!(
-            "Not a request: expected a JSON object, found {}",
-            protocol::raw_kind(raw)
-        ))),
-    };
+    let fields = protocol::Fields::of_item(raw);
     let parsed = fields.as_ref().map_err(Clone::clone).and_then(|f| {
         Request::from_fields(f, params).map(|(request, target)| ParsedItem { request, target })
     });

@@ -174,14 +174,8 @@ fn quote_for_error(url: &str) -> String {
 /// `***`, so a URL can be echoed or logged.
 pub fn redact_userinfo(url: &str) -> String {
     let mut shown = url.to_string();
-    if let Some(scheme_end) = shown.find("://") {
-        let after = scheme_end + 3;
-        if let Some(at) = shown[after..].find('@') {
-            let host_start = shown[after..].find('/').unwrap_or(usize::MAX);
-            if at < host_start {
-                shown.replace_range(after..after + at + 1, "***@");
-            }
-        }
+    if let Some(userinfo) = crate::protocol::userinfo_range(url) {
+        shown.replace_range(userinfo, "***@");
     }
     shown
 }

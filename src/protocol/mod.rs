@@ -108,11 +108,17 @@ impl ProxyTarget {
     }
 }
 
-/// `scheme://user:password@host…`: an `@` before the path (judged as
-/// `route::redact_userinfo` judges it, which hides what this finds).
+/// `scheme://user:password@host…`: where `user:password@` is, if there is
+/// an `@` before the path.
+pub fn userinfo_range(url: &str) -> Option<std::ops::Range<usize>> {
+    let after = url.find("://")? + 3;
+    let rest = &url[after..];
+    let at = rest[..rest.find('/').unwrap_or(rest.len())].find('@')?;
+    Some(after..after + at + 1)
+}
+
 pub fn url_has_userinfo(url: &str) -> bool {
-    url.split_once("://")
-        .is_some_and(|(_, rest)| rest[..rest.find('/').unwrap_or(rest.len())].contains('@'))
+    userinfo_range(url).is_some()
 }
 
 /// One typed request.
@@ -203,13 +209,7 @@ impl Request {
         item: &RawValue,
         query: &Params,
     ) -> Result<(Request, Option<ProxyTarget>), ProtocolError> {
-        if !item.get().starts_with('{') {
-            return Err(ProtocolError::bad_request(format!(
-                "Not a request: expected a JSON object, found {}",
-                command::raw_kind(item)
-            )));
-        }
-        Self::from_fields(&Fields::parse(item.get())?, query)
+        Self::from_fields(&Fields::of_item(item)?, query)
     }
 
     /// [`Request::from_item`] for fields already read.

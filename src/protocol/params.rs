@@ -82,12 +82,8 @@ impl Params {
         Ok(params)
     }
 
-    /// Parses a request's `config` object (JSON strings, numbers or booleans).
-    pub fn from_json(config: &Map<String, Value>) -> Result<Params, ProtocolError> {
-        Self::from_raw(&serde_json::value::to_raw_value(config).expect("JSON serialises"))
-    }
-
-    /// Parses a request's `config` as it appears in the body.
+    /// Parses a request's `config` as it appears in the body (JSON
+    /// strings, numbers or booleans).
     pub fn from_raw(raw: &RawValue) -> Result<Params, ProtocolError> {
         if !raw.get().starts_with('{') {
             return Err(ProtocolError::bad_request("\"config\" must be an object"));
@@ -240,16 +236,13 @@ mod tests {
     #[test]
     fn config_object_beats_query_and_accepts_json_types() {
         let q = Params::from_query([("maxDepth", "1"), ("ignoreErrors", "false")]).unwrap();
-        let c = Params::from_json(
-            json!({"maxDepth": 5, "ignoreErrors": true})
-                .as_object()
-                .unwrap(),
-        )
-        .unwrap();
+        let raw = |v: Value| serde_json::value::to_raw_value(&v).unwrap();
+        let c = Params::from_raw(&raw(json!({"maxDepth": 5, "ignoreErrors": true}))).unwrap();
         let m = q.merged_with(&c);
         assert_eq!(m.get("maxDepth"), Some("5"));
         assert_eq!(m.flag("ignoreErrors"), Some(true));
-        assert!(Params::from_json(json!({"maxDepth": [1]}).as_object().unwrap()).is_err());
+        assert!(Params::from_raw(&raw(json!({"maxDepth": [1]}))).is_err());
+        assert!(Params::from_raw(&raw(json!([1]))).is_err(), "not an object");
     }
 
     #[test]

@@ -68,6 +68,17 @@ impl<'a> Fields<'a> {
             .map_err(|e| ProtocolError::bad_request(format!("Invalid request: {e}")))
     }
 
+    /// Reads one POST item: it must be a JSON object.
+    pub fn of_item(item: &'a RawValue) -> Result<Fields<'a>, ProtocolError> {
+        if !item.get().starts_with('{') {
+            return Err(ProtocolError::bad_request(format!(
+                "Not a request: expected a JSON object, found {}",
+                raw_kind(item)
+            )));
+        }
+        Fields::parse(item.get())
+    }
+
     pub(super) fn get(&self, key: &str) -> Option<&'a RawValue> {
         match key {
             "type" => self.kind,
