@@ -66,7 +66,7 @@ pub struct ProxyTarget {
 impl ProxyTarget {
     fn from_raw(raw: &RawValue) -> Result<ProxyTarget, ProtocolError> {
         #[derive(serde::Deserialize)]
-        struct Fields<'a> {
+        struct TargetFields<'a> {
             #[serde(borrow)]
             url: Option<&'a RawValue>,
             #[serde(borrow)]
@@ -74,12 +74,12 @@ impl ProxyTarget {
             #[serde(borrow)]
             password: Option<&'a RawValue>,
         }
-        let not_object =
-            || ProtocolError::bad_request("\"target\" must be an object with a \"url\"");
         if !raw.get().starts_with('{') {
-            return Err(not_object());
+            return Err(ProtocolError::bad_request(
+                "\"target\" must be an object with a \"url\"",
+            ));
         }
-        let fields: Fields = serde_json::from_str(raw.get())
+        let fields: TargetFields = serde_json::from_str(raw.get())
             .map_err(|e| ProtocolError::bad_request(format!("Invalid \"target\": {e}")))?;
         let text = |key: &str, v: Option<&RawValue>| -> Result<Option<String>, ProtocolError> {
             v.map(|raw| {
@@ -303,11 +303,6 @@ impl Request {
                 .join("/"),
         )
     }
-
-    /// The request as agents echo it in `request` (no `config`).
-    pub fn to_echo_json(&self) -> Value {
-        serde_json::to_value(Echo(&self.command)).expect("requests serialise")
-    }
 }
 
 /// A request in the form an agent receives it: the command's fields plus
@@ -361,17 +356,6 @@ struct SeqOf<I>(I);
 impl<T: Serialize, I: Iterator<Item = T> + Clone> Serialize for SeqOf<I> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq(self.0.clone())
-    }
-}
-
-pub fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

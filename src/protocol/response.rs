@@ -193,10 +193,6 @@ impl Response {
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Raw)> {
         self.0.iter().map(|(k, v)| (k.as_str(), v))
     }
-
-    pub fn to_json_bytes(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("raw JSON serialises")
-    }
 }
 
 /// Parses an agent's answer to a bulk POST: a JSON array of responses, or
@@ -235,7 +231,7 @@ mod tests {
             .remove(0);
         r.set_request(&raw(&serde_json::json!({"type":"version"})));
         assert_eq!(
-            String::from_utf8(r.to_json_bytes()).unwrap(),
+            serde_json::to_string(&r).unwrap(),
             r#"{"request":{"type":"version"},"value":1,"status":200}"#
         );
     }

@@ -126,7 +126,7 @@ fn cache_key(target: &Target, base: &Request, credentials: Option<&(String, Secr
     crate::client::exchange_key(
         &[&target.name, target.url.as_str()],
         credentials,
-        &serde_json::to_vec(&base.to_agent_json()).expect("JSON serialises"),
+        &serde_json::to_vec(&crate::protocol::AgentForm(base)).expect("requests serialise"),
     )
 }
 
