@@ -28,6 +28,31 @@ fn policy(dir: &std::path::Path, name: &str, domain: &str) -> String {
     path.display().to_string()
 }
 
+/// Basic auth with one user per role (password `pw`), each role seeing
+/// every target, limited to one domain by a policy when one is named.
+fn one_user_per_role(
+    agent: &Agent,
+    dir: &std::path::Path,
+    roles: &[(&str, Option<&str>)],
+) -> String {
+    let users: Vec<(&str, &str, &[&str])> = roles
+        .iter()
+        .map(|(name, _)| (*name, "pw", std::slice::from_ref(name)))
+        .collect();
+    let mut config = format!(
+        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\n",
+        targets_toml(&[agent]),
+        common::users_file(dir, &users).display(),
+    );
+    for (name, domain) in roles {
+        config += &format!("\n[[roles]]\nname = \"{name}\"\ntargets = [\"*\"]\n");
+        if let Some(domain) = domain {
+            config += &format!("policy = \"{}\"\n", policy(dir, name, domain));
+        }
+    }
+    config
+}
+
 async fn post_as(gw: &Gateway, user: &str, path: &str, body: &Value) -> Value {
     let r = gw
         .http
@@ -108,18 +133,10 @@ async fn list_answers_are_shared_and_revalidated_with_if_modified_since() {
 async fn each_role_sees_its_own_part_of_one_cached_list() {
     let agent = Agent::start("shared");
     let dir = tempfile::tempdir().unwrap();
-    let config = format!(
-        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\n\n\
-         [[roles]]\nname = \"lang\"\ntargets = [\"*\"]\npolicy = \"{}\"\n\n\
-         [[roles]]\nname = \"test\"\ntargets = [\"*\"]\npolicy = \"{}\"\n",
-        targets_toml(&[&agent]),
-        common::users_file(
-            dir.path(),
-            &[("lang", "pw", &["lang"]), ("test", "pw", &["test"])]
-        )
-        .display(),
-        policy(dir.path(), "lang", "java.lang"),
-        policy(dir.path(), "test", "jmxgate.test"),
+    let config = one_user_per_role(
+        &agent,
+        dir.path(),
+        &[("lang", Some("java.lang")), ("test", Some("jmxgate.test"))],
     );
     let gw = Gateway::start(&config).await;
     let path = "/jolokia/targets/shared";
@@ -260,17 +277,10 @@ async fn a_large_cached_list_reaches_every_client_whole() {
     // 300 more MBeans: a list of about half a megabyte.
     let agent = Agent::start_with("large", &["--many-mbeans", "300"]);
     let dir = tempfile::tempdir().unwrap();
-    let config = format!(
-        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\n\n\
-         [[roles]]\nname = \"all\"\ntargets = [\"*\"]\n\n\
-         [[roles]]\nname = \"narrow\"\ntargets = [\"*\"]\npolicy = \"{}\"\n",
-        targets_toml(&[&agent]),
-        common::users_file(
-            dir.path(),
-            &[("all", "pw", &["all"]), ("narrow", "pw", &["narrow"])]
-        )
-        .display(),
-        policy(dir.path(), "narrow", "jmxgate.many7"),
+    let config = one_user_per_role(
+        &agent,
+        dir.path(),
+        &[("all", None), ("narrow", Some("jmxgate.many7"))],
     );
     let gw = Gateway::start(&config).await;
     let expected = direct(&agent, &list(json!({}))).await["value"].clone();
