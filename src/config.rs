@@ -71,7 +71,7 @@ pub struct Config {
 }
 
 /// `[log]`: the log on stderr.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogConfig {
     /// `text` (for people), `json` (one object per line), `quiet`
@@ -79,22 +79,9 @@ pub struct LogConfig {
     #[serde(default)]
     pub format: LogFormat,
     /// A `RUST_LOG`-style filter, e.g. `info,jmxgate::audit=warn`.
-    /// `RUST_LOG` itself wins when set.
-    #[serde(default = "default_log_filter")]
-    pub filter: String,
-}
-
-impl Default for LogConfig {
-    fn default() -> Self {
-        LogConfig {
-            format: LogFormat::default(),
-            filter: default_log_filter(),
-        }
-    }
-}
-
-fn default_log_filter() -> String {
-    "info".into()
+    /// `RUST_LOG` itself wins when set. Unset: see [`Config::log_filter`].
+    #[serde(default)]
+    pub filter: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -390,6 +377,17 @@ impl Config {
         ConfigSource::file(path).load_with_env(&[])
     }
 
+    /// The log filter: `log.filter` when set; otherwise `info`, with the
+    /// per-item audit events left out when the audit files hold them
+    /// (formatting each item twice costs every request).
+    pub fn log_filter(&self) -> &str {
+        match (&self.log.filter, &self.audit) {
+            (Some(filter), _) => filter,
+            (None, Some(_)) => "info,jmxgate::audit=warn",
+            (None, None) => "info",
+        }
+    }
+
     /// Parses TOML text; syntax and type errors carry the key and line.
     pub fn parse(text: &str) -> Result<Config, Vec<String>> {
         toml::from_str(text).map_err(|e| vec![e.to_string().trim_end().replace('\n', "\n    ")])
@@ -626,6 +624,19 @@ mod tests {
         assert_eq!(c.targets[0].labels["env"], "prod");
         assert_eq!(c.targets[0].request_timeout, Some(Duration::from_secs(3)));
         assert_eq!(c.server.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+    }
+
+    #[test]
+    fn audit_files_take_item_events_out_of_the_default_log() {
+        let plain = Config::parse(MINIMAL).unwrap();
+        assert_eq!(plain.log_filter(), "info");
+        let audited = Config::parse(&format!("{MINIMAL}\n[audit]\ndir = \"audit\"\n")).unwrap();
+        assert_eq!(audited.log_filter(), "info,jmxgate::audit=warn");
+        let chosen = Config::parse(&format!(
+            "[log]\nfilter = \"debug\"\n{MINIMAL}\n[audit]\ndir = \"audit\"\n"
+        ))
+        .unwrap();
+        assert_eq!(chosen.log_filter(), "debug");
     }
 
     #[test]

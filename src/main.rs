@@ -260,7 +260,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            init_logging(log_format, &config.0.log);
+            init_logging(log_format, &config.0);
             let runtime = match tokio::runtime::Runtime::new() {
                 Ok(rt) => rt,
                 Err(e) => {
@@ -597,18 +597,19 @@ fn policy_check(
 
 /// Logs on stderr: the CLI flag beats `[log]`; `RUST_LOG` beats the
 /// configured filter; `quiet` keeps errors only.
-fn init_logging(flag: Option<LogFormat>, config: &jmxgate::config::LogConfig) {
+fn init_logging(flag: Option<LogFormat>, config: &Config) {
     use jmxgate::config::LogFormat as Configured;
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
-    let format = flag.unwrap_or(match config.format {
+    let format = flag.unwrap_or(match config.log.format {
         Configured::Text => LogFormat::Text,
         Configured::Json => LogFormat::Json,
         Configured::Quiet => LogFormat::Quiet,
     });
     let filter = match format {
         LogFormat::Quiet => EnvFilter::new("error"),
-        _ => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&config.filter)),
+        _ => EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| EnvFilter::new(config.log_filter())),
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
