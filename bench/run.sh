@@ -11,13 +11,20 @@
 # bulk of 1000 items over 50 targets. jmxgate runs with Basic
 # authentication, a restrictor policy and the durable audit log on.
 #
+# The JVM agent is warmed up first (WARMUP seconds per request kind), and
+# each comparison runs in ROUNDS rounds of alternating order; the table
+# shows the mean of the rounds.
+#
 # Writes bench/results.md (a markdown table) and prints it.
-#   DURATION=10s CONNECTIONS=16 THREADS=2 bench/run.sh
+#   DURATION=6s ROUNDS=2 WARMUP=5 BIG_SECONDS=20 CONNECTIONS=16 THREADS=2 bench/run.sh
 #   AUDIT=off bench/run.sh      # the same without the audit log
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-duration="${DURATION:-10s}"
+duration="${DURATION:-6s}"
+rounds="${ROUNDS:-2}"
+warmup="${WARMUP:-5}"
+big_seconds="${BIG_SECONDS:-20}" # the 6000-MBean agent's runs and pauses
 connections="${CONNECTIONS:-16}"
 threads="${THREADS:-2}"
 
@@ -36,7 +43,9 @@ work="$(mktemp -d /tmp/jmxgate-bench.XXXXXX)"
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+    for f in "$work/nginx.pid" "$work/nginx-static.pid"; do
+        [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+    done
     wait 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -62,9 +71,29 @@ java -Xmx1g -XX:+UseParallelGC -cp "$work/classes:$cp" Launcher --port "$big_por
 for _ in $(seq 1 150); do grep -q READY "$work/big.out" 2>/dev/null && break; sleep 0.2; done
 grep -q READY "$work/big.out" || { echo "the large agent did not start" >&2; exit 1; }
 
-# nginx: a proxy to the agent, a static canned answer, and a proxy to that.
+# nginx twice, as separate processes so that each one's CPU time is its
+# own: the static backend (a canned answer), and the proxy in front of the
+# agents and of that backend.
 canned='{"request":{"type":"read","mbean":"java.lang:type=Memory","attribute":"HeapMemoryUsage"},"value":{"init":67108864,"committed":64880640,"max":64880640,"used":7527472},"timestamp":1795312410,"status":200}'
 bulk_canned="[$(printf '%s,' $(for _ in $(seq 1 10); do echo "$canned"; done) | sed 's/,$//')]"
+cat >"$work/nginx-static.conf" <<NGINX
+worker_processes 1;
+pid $work/nginx-static.pid;
+error_log $work/nginx-static-error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:$static_port;
+        default_type application/json;
+        location /bulk { return 200 '$bulk_canned'; }
+        # POST is not allowed on a static file: fetch it by GET internally.
+        location = /biglist { proxy_method GET; proxy_pass http://127.0.0.1:$static_port/biglist.json; }
+        location = /biglist.json { root $work; default_type application/json; }
+        location / { return 200 '$canned'; }
+    }
+}
+NGINX
 cat >"$work/nginx.conf" <<NGINX
 worker_processes 1;
 pid $work/nginx.pid;
@@ -78,15 +107,6 @@ http {
     server {
         listen 127.0.0.1:$proxy_port;
         location / { proxy_pass http://agent; proxy_http_version 1.1; proxy_set_header Connection ""; }
-    }
-    server {
-        listen 127.0.0.1:$static_port;
-        default_type application/json;
-        location /bulk { return 200 '$bulk_canned'; }
-        # POST is not allowed on a static file: fetch it by GET internally.
-        location = /biglist { proxy_method GET; proxy_pass http://127.0.0.1:$static_port/biglist.json; }
-        location = /biglist.json { root $work; default_type application/json; }
-        location / { return 200 '$canned'; }
     }
     server {
         listen 127.0.0.1:$big_proxy_port;
@@ -108,7 +128,10 @@ json.dump({"request": {"type": "list"}, "value": value, "timestamp": 1795312410,
 PY
 # nginx's workers run as another user: let them read the file.
 chmod 755 "$work" && chmod 644 "$work/biglist.json"
+nginx -c "$work/nginx-static.conf"
 nginx -c "$work/nginx.conf"
+for _ in $(seq 1 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
+nginx_worker=$(pgrep -P "$(cat "$work/nginx.pid")" | head -1)
 
 # jmxgate with authentication, a policy and the audit log.
 hash=$(echo 'bench-password' | target/release/jmxgate hash-password)
@@ -180,77 +203,99 @@ lua() { # method body [auth]
 
 results="$work/rows.txt"
 : >"$results"
-# run LABEL SCENARIO URL METHOD BODY AUTH
-run() {
-    local script out rps p50 p99
-    script=$(lua "$4" "$5" "${6:-}")
-    # One request first: connection pools and credential caches warm up
-    # outside the measurement.
-    local warm=(-s -o /dev/null -X "$4" -H 'Content-Type: application/json')
-    [ -n "${6:-}" ] && warm+=(-H "Authorization: $6")
-    [ -n "$5" ] && warm+=(--data-binary "$5")
-    curl "${warm[@]}" "$3" || true
-    out=$(wrk -t"$threads" -c"$connections" -d"$duration" --timeout "${wrk_timeout:-2s}" --latency -s "$script" "$3" 2>&1)
+# CPU time (user + system) a process has used, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+ticks_per_s=$(getconf CLK_TCK)
+# measure BACKEND SCENARIO LABEL URL METHOD BODY AUTH [PID]: one wrk run,
+# one row; with PID, also that process's CPU time per request.
+measure() {
+    local script out rps p50 p99 n t0 t1 cpu=-
+    script=$(lua "$5" "$6" "${7:-}")
+    [ -n "${8:-}" ] && t0=$(cpu_ticks "$8")
+    out=$(wrk -t"$threads" -c"$connections" -d"$duration" --timeout "${wrk_timeout:-2s}" --latency -s "$script" "$4" 2>&1)
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     p50=$(awk '$1=="50%" {print $2}' <<<"$out")
     p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-    if grep -q "Non-2xx" <<<"$out"; then
-        echo "warning: $1 $2 had non-2xx answers" >&2
+    n=$(awk '/requests in/ {print $1}' <<<"$out")
+    if [ -n "${8:-}" ] && [ "${n:-0}" -gt 0 ]; then
+        t1=$(cpu_ticks "$8")
+        cpu=$(( (t1 - t0) * 1000000 / ticks_per_s / n ))
     fi
-    printf '%s|%s|%s|%s|%s\n' "$2" "$1" "$rps" "$p50" "$p99" >>"$results"
-    printf '  %-14s %-34s %10s req/s  p50 %-9s p99 %s\n' "$2" "$1" "$rps" "$p50" "$p99"
+    if grep -q "Non-2xx" <<<"$out"; then
+        echo "warning: $3 $2 had non-2xx answers" >&2
+    fi
+    printf '%s|%s|%s|%s|%s|%s|%s\n' "$1" "$2" "$3" "$rps" "$p50" "$p99" "$cpu" >>"$results"
+    printf '  %-6s %-36s %-28s %10s req/s  p50 %-9s p99 %-9s CPU %s us/req\n' "$1" "$2" "$3" "$rps" "$p50" "$p99" "$cpu"
 }
+# compare BACKEND SCENARIO METHOD BODY DIRECT_URL GATEWAY_URL NGINX_URL:
+# the three side by side, in rounds of alternating order (direct, gateway,
+# nginx, then back), so that drift on a noisy machine (JIT, other load)
+# does not favour whichever runs last. The table shows the mean.
+compare() {
+    local round i label url auth order u pid
+    for u in "$5" "$6" "$7"; do # pools and caches warm up unmeasured
+        local warm=(-s -o /dev/null -X "$3" -H 'Content-Type: application/json' -H "Authorization: $auth_header")
+        [ -n "$4" ] && warm+=(--data-binary "$4")
+        curl "${warm[@]}" "$u" || true
+    done
+    for round in $(seq 1 "$rounds"); do
+        order=(0 1 2); [ $((round % 2)) -eq 0 ] && order=(2 1 0)
+        for i in "${order[@]}"; do
+            case $i in
+                0) label="$1 directly"; url="$5"; auth=""; pid="" ;;
+                1) label="jmxgate (auth+policy+audit)"; url="$6"; auth="$auth_header"; pid="$gw_pid" ;;
+                2) label="nginx proxy_pass"; url="$7"; auth=""; pid="$nginx_worker" ;;
+            esac
+            measure "$1" "$2" "$label" "$url" "$3" "$4" "$auth" "$pid"
+            if [ -n "${pause:-}" ]; then sleep "$pause"; fi
+        done
+    done
+}
+auth_header="$auth"
 
 A="http://127.0.0.1:$agent_port/jolokia"
 G="http://127.0.0.1:$gw_port/jolokia/targets/agent"
 N="http://127.0.0.1:$proxy_port/jolokia"
-echo "==> JVM agent backend (wrk -t$threads -c$connections -d$duration)"
-for scenario in "GET read" "POST read" "POST bulk of 10" "POST full list"; do
-    case "$scenario" in
-        "GET read") m=GET; body=""; suffix="$read_path" ;;
-        "POST read") m=POST; body="$read_body"; suffix="" ;;
-        "POST bulk of 10") m=POST; body="$bulk_body"; suffix="" ;;
-        "POST full list") m=POST; body="$list_body"; suffix="" ;;
-    esac
-    run "agent directly" "$scenario" "$A$suffix" "$m" "$body"
-    run "jmxgate (auth+policy+audit)" "$scenario" "$G$suffix" "$m" "$body" "$auth"
-    run "nginx proxy_pass" "$scenario" "$N$suffix" "$m" "$body"
+# The JVM compiles its hot paths in the first seconds of load: warm every
+# request kind up first, or whichever variant runs first pays for it.
+echo "==> warming up the JVM agent (${warmup}s per request kind)"
+for spec in "GET|$read_path|" "POST||$read_body" "POST||$bulk_body" "POST||$list_body"; do
+    IFS='|' read -r m suffix body <<<"$spec"
+    wrk -t"$threads" -c"$connections" -d"${warmup}s" -s "$(lua "$m" "$body")" "$A$suffix" >/dev/null 2>&1
 done
+echo "==> JVM agent backend (wrk -t$threads -c$connections -d$duration, $rounds rounds)"
+compare agent "GET read" GET "" "$A$read_path" "$G$read_path" "$N$read_path"
+compare agent "POST read" POST "$read_body" "$A" "$G" "$N"
+compare agent "POST bulk of 10" POST "$bulk_body" "$A" "$G" "$N"
+compare agent "POST full list" POST "$list_body" "$A" "$G" "$N"
 
 # Moderate load: two clients, each waiting for its answer; what a request
 # costs in latency when the machine is not saturated.
 echo "==> JVM agent backend, moderate load (wrk -t1 -c2)"
 saved=("$threads" "$connections"); threads=1; connections=2
-run "agent directly" "POST read, 2 clients" "$A" POST "$read_body"
-run "jmxgate (auth+policy+audit)" "POST read, 2 clients" "$G" POST "$read_body" "$auth"
-run "nginx proxy_pass" "POST read, 2 clients" "$N" POST "$read_body"
+compare agent "POST read, 2 clients" POST "$read_body" "$A" "$G" "$N"
 threads="${saved[0]}"; connections="${saved[1]}"
 
 echo "==> static backend (nginx answering a canned response)"
-run "static directly" "POST read" "http://127.0.0.1:$static_port/jolokia" POST "$read_body"
-run "jmxgate (auth+policy+audit)" "POST read" "http://127.0.0.1:$gw_port/jolokia/targets/static" POST "$read_body" "$auth"
-run "nginx proxy_pass" "POST read" "http://127.0.0.1:$static_proxy_port/jolokia" POST "$read_body"
-run "static directly" "POST bulk of 10" "http://127.0.0.1:$static_port/bulk" POST "$bulk_body"
-run "jmxgate (auth+policy+audit)" "POST bulk of 10" "http://127.0.0.1:$gw_port/jolokia/targets/static-bulk" POST "$bulk_body" "$auth"
-run "nginx proxy_pass" "POST bulk of 10" "http://127.0.0.1:$static_proxy_port/bulk" POST "$bulk_body"
+S="http://127.0.0.1:$static_port"
+GS="http://127.0.0.1:$gw_port/jolokia/targets"
+NS="http://127.0.0.1:$static_proxy_port"
+compare static "POST read" POST "$read_body" "$S/jolokia" "$GS/static" "$NS/jolokia"
+compare static "POST bulk of 10" POST "$bulk_body" "$S/bulk" "$GS/static-bulk" "$NS/bulk"
 
 rss_small_kb=$(awk '/VmHWM/ {print $2}' "/proc/$gw_pid/status")
 # The large agent's list: the gateway answers from its shared cache after
 # a cheap revalidation, every client's answer pointing at the same copy.
-# The JVM needs seconds per answer: longer runs, a longer timeout, and a
-# pause after each run for the answers still being computed.
-saved=("$duration" "$connections"); duration=20s; connections=8; wrk_timeout=60s
+# The JVM needs seconds per answer: one round of longer runs, a longer
+# timeout, and a pause after each run for the answers still being computed.
+saved=("$duration" "$connections" "$rounds"); duration="${big_seconds}s"; connections=8; rounds=1; wrk_timeout=60s; pause="$big_seconds"
 echo "==> JVM agent with 6000 MBeans, 10 MB list answers (wrk -c$connections -d$duration)"
-big="POST full list, 6000 MBeans (10 MB)"
-run "agent directly" "$big" "http://127.0.0.1:$big_port/jolokia" POST "$list_body"; sleep 20
-run "jmxgate (auth+policy+audit)" "$big" "http://127.0.0.1:$gw_port/jolokia/targets/big" POST "$list_body" "$auth"; sleep 20
-run "nginx proxy_pass" "$big" "http://127.0.0.1:$big_proxy_port/jolokia" POST "$list_body"; sleep 20
-duration="${saved[0]}"; connections="${saved[1]}"; unset wrk_timeout
+compare agent "POST full list, 6000 MBeans (10 MB)" POST "$list_body" \
+    "http://127.0.0.1:$big_port/jolokia" "$GS/big" "http://127.0.0.1:$big_proxy_port/jolokia"
+duration="${saved[0]}"; connections="${saved[1]}"; rounds="${saved[2]}"; unset wrk_timeout pause
 rss_shared_kb=$(awk '/VmHWM/ {print $2}' "/proc/$gw_pid/status")
 echo "==> static backend, 10 MB list answers (wrk -c$connections)"
-run "static directly" "POST list, 10 MB answer" "http://127.0.0.1:$static_port/biglist" POST "$list_body"
-run "jmxgate (auth+policy+audit)" "POST list, 10 MB answer" "http://127.0.0.1:$gw_port/jolokia/targets/static-biglist" POST "$list_body" "$auth"
-run "nginx proxy_pass" "POST list, 10 MB answer" "http://127.0.0.1:$static_proxy_port/biglist" POST "$list_body"
+compare static "POST list, 10 MB answer" POST "$list_body" "$S/biglist" "$GS/static-biglist" "$NS/biglist"
 rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$gw_pid/status")
 
 # Fan-out: 1000 items over 50 targets; target i's group includes one exec
@@ -278,27 +323,41 @@ ok=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); print(sum(1 fo
 fan_best=$(printf '%s\n' "${fan_times[@]}" | sort -n | head -1)
 echo "  answers with status 200: $ok; times: ${fan_times[*]} s"
 
-python3 - "$results" "$rss_kb" "$fan_best" "$ok" "$duration" "$connections" "$threads" "$rss_small_kb" "$rss_shared_kb" >bench/results.md <<'PY'
-import sys, datetime, platform, os
-rows = [l.strip().split("|") for l in open(sys.argv[1]) if l.strip()]
-rss_kb, fan_best, ok, duration, conns, threads, rss_small_kb, rss_shared_kb = sys.argv[2:10]
-print(f"Measured {datetime.date.today()} on {os.cpu_count()} cores ({platform.machine()}), one run, "
-      f"wrk -t{threads} -c{conns} -d{duration}; jmxgate with Basic auth, a policy and "
+python3 - "$results" "$rss_kb" "$fan_best" "$ok" "$duration" "$connections" "$threads" "$rss_small_kb" "$rss_shared_kb" "$rounds" >bench/results.md <<'PY'
+import sys, datetime, platform, os, re
+rss_kb, fan_best, ok, duration, conns, threads, rss_small_kb, rss_shared_kb, rounds = sys.argv[2:11]
+def ms(t):  # wrk's 745.00us / 1.54ms / 5.42s
+    n, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", t).groups()
+    return float(n) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+def show(v):
+    return f"{v * 1000:.0f}us" if v < 1 else f"{v:.2f}ms" if v < 1000 else f"{v / 1000:.2f}s"
+runs = {}  # (backend, scenario) -> label -> [(rps, p50, p99)], in first-seen order
+for line in open(sys.argv[1]):
+    if line.strip():
+        backend, scen, label, rps, p50, p99, cpu = line.strip().split("|")
+        runs.setdefault((backend, scen), {}).setdefault(label, []).append(
+            (float(rps), ms(p50), ms(p99), None if cpu == "-" else float(cpu)))
+print(f"Measured {datetime.date.today()} on {os.cpu_count()} cores ({platform.machine()}), "
+      f"wrk -t{threads} -c{conns} -d{duration}, the mean of {rounds} rounds in alternating order "
+      f"(one round for the 6000-MBean agent) after a JVM warm-up; jmxgate with Basic auth, a policy and "
       f"{'the durable audit log' if os.environ.get('AUDIT', 'on') != 'off' else 'no audit log'}.\n")
-print("| backend | request | directly | jmxgate | nginx proxy_pass | jmxgate / nginx |")
-print("|---|---|---|---|---|---|")
-groups = []
-for scen, label, rps, p50, p99 in rows:
-    if label in ("agent directly", "static directly"):
-        groups.append({"backend": "JVM agent" if label == "agent directly" else "static", "scen": scen})
-    groups[-1][label] = (float(rps), p50, p99)
+print("| backend | request | directly | jmxgate | nginx proxy_pass | jmxgate / nginx | CPU per request: jmxgate, nginx |")
+print("|---|---|---|---|---|---|---|")
+def mean(rs):
+    if not rs:
+        return None
+    cpus = [r[3] for r in rs if r[3] is not None]
+    return tuple(sum(r[i] for r in rs) / len(rs) for i in range(3)) + (sum(cpus) / len(cpus) if cpus else None,)
 def cell(v):
-    return f"{v[0]:,.0f} req/s, p50 {v[1]}, p99 {v[2]}" if v else "-"
-for g in groups:
-    direct = g.get("agent directly") or g.get("static directly")
-    gw, ng = g.get("jmxgate (auth+policy+audit)"), g.get("nginx proxy_pass")
+    return f"{v[0]:,.0f} req/s, p50 {show(v[1])}, p99 {show(v[2])}" if v else "-"
+for (backend, scen), by_label in runs.items():
+    direct = mean(by_label.get(f"{backend} directly", []))
+    gw = mean(by_label.get("jmxgate (auth+policy+audit)", []))
+    ng = mean(by_label.get("nginx proxy_pass", []))
     ratio = f"{gw[0] / ng[0]:.2f}" if gw and ng and ng[0] else "-"
-    print(f"| {g['backend']} | {g['scen']} | {cell(direct)} | {cell(gw)} | {cell(ng)} | {ratio} |")
+    cpu = f"{gw[3]:,.0f} us, {ng[3]:,.0f} us" if gw and ng and gw[3] is not None and ng[3] is not None else "-"
+    name = "JVM agent" if backend == "agent" else backend
+    print(f"| {name} | {scen} | {cell(direct)} | {cell(gw)} | {cell(ng)} | {ratio} | {cpu} |")
 print(f"\nGateway peak RSS: {int(rss_small_kb) / 1024:.0f} MiB before the 10 MB list answers, "
       f"{int(rss_shared_kb) / 1024:.0f} MiB after those of the large agent (shared cache), "
       f"{int(rss_kb) / 1024:.0f} MiB after those of the static backend (fetched in full every time).")
