@@ -65,6 +65,98 @@ pub struct Entry {
     pub prev: String,
 }
 
+/// A record borrowed from what it describes, so that the items of a bulk
+/// don't each copy the request's caller fields. It serialises exactly like
+/// the [`Entry`] it equals: the same fields in the same order, absent ones
+/// left out (the tests compare the two).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct EntryRef<'a> {
+    pub seq: u64,
+    pub time: &'a str,
+    pub event: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certificate_sha256: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub roles: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<&'a str>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mbean: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribute: Option<Names<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<&'a str>,
+    pub prev: &'a str,
+}
+
+/// An attribute name, or several, as [`Entry::attribute`] holds them.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(untagged)]
+pub enum Names<'a> {
+    One(&'a str),
+    Many(&'a [String]),
+    Json(&'a Value),
+}
+
+impl<'a> From<&'a Entry> for EntryRef<'a> {
+    fn from(e: &'a Entry) -> EntryRef<'a> {
+        EntryRef {
+            seq: e.seq,
+            time: &e.time,
+            event: &e.event,
+            request_id: e.request_id.as_deref(),
+            index: e.index,
+            principal: e.principal.as_deref(),
+            auth: e.auth.as_deref(),
+            certificate_sha256: e.certificate_sha256.as_deref(),
+            client: e.client.as_deref(),
+            roles: &e.roles,
+            target: e.target.as_deref(),
+            kind: e.kind.as_deref(),
+            mbean: e.mbean.as_deref(),
+            attribute: e.attribute.as_ref().map(Names::Json),
+            operation: e.operation.as_deref(),
+            value: e.value.as_deref(),
+            arguments: e.arguments.as_deref(),
+            decision: e.decision.as_deref(),
+            rule: e.rule.as_deref(),
+            status: e.status,
+            error_type: e.error_type.as_deref(),
+            latency_ms: e.latency_ms,
+            note: e.note.as_deref(),
+            prev: &e.prev,
+        }
+    }
+}
+
 /// Records serialised before the writer's lock is taken: for each, the
 /// JSON text between `seq` (first) and `prev` (last), which only the
 /// writer knows. [`super::chain::seal_records`] puts them around it.
@@ -80,23 +172,34 @@ const PREV_PLACEHOLDER: &[u8] = b",\"prev\":\"\"}";
 impl Encoded {
     /// Serialises `entries`; their `seq` and `prev` are ignored.
     pub fn new(entries: Vec<Entry>) -> Encoded {
-        let mut text = Vec::with_capacity(entries.len() * 320);
-        let mut ends = Vec::with_capacity(entries.len());
-        let mut scratch = Vec::with_capacity(512);
-        for mut e in entries {
-            e.seq = 0;
-            e.prev.clear();
-            scratch.clear();
-            serde_json::to_writer(&mut scratch, &e).expect("records serialise");
-            // Field order is the struct's: `seq` first, `prev` last.
-            let body = scratch
-                .strip_prefix(SEQ_PLACEHOLDER)
-                .and_then(|b| b.strip_suffix(PREV_PLACEHOLDER))
-                .expect("a record starts with seq and ends with prev");
-            text.extend_from_slice(body);
-            ends.push(text.len());
+        let mut encoded = Encoded {
+            text: Vec::with_capacity(entries.len() * 320),
+            ends: Vec::with_capacity(entries.len()),
+        };
+        for e in &entries {
+            encoded.push(&EntryRef::from(e));
         }
-        Encoded { text, ends }
+        encoded
+    }
+
+    /// Serialises one more record; its `seq` and `prev` are ignored.
+    pub fn push(&mut self, record: &EntryRef<'_>) {
+        let start = self.text.len();
+        let record = EntryRef {
+            seq: 0,
+            prev: "",
+            ..*record
+        };
+        serde_json::to_writer(&mut self.text, &record).expect("records serialise");
+        // Field order is the struct's: `seq` first, `prev` last.
+        let written = &self.text[start..];
+        assert!(
+            written.starts_with(SEQ_PLACEHOLDER) && written.ends_with(PREV_PLACEHOLDER),
+            "a record starts with seq and ends with prev"
+        );
+        self.text.truncate(self.text.len() - PREV_PLACEHOLDER.len());
+        self.text.drain(start..start + SEQ_PLACEHOLDER.len());
+        self.ends.push(self.text.len());
     }
 
     pub fn len(&self) -> usize {
@@ -165,6 +268,81 @@ mod tests {
         assert!(!h.contains('x') || !h.contains("password"));
         assert_eq!(ValueMode::Redact.render(&v), "redacted");
         assert_eq!(ValueMode::Plain.render(&json!(5)), "5");
+    }
+
+    fn every_field() -> Entry {
+        Entry {
+            seq: 7,
+            time: "2026-11-22T10:00:00.000Z".into(),
+            event: "item".into(),
+            request_id: Some("r-1".into()),
+            index: Some(3),
+            principal: Some("alice \"the\" admin".into()),
+            auth: Some("basic".into()),
+            certificate_sha256: Some("ab".into()),
+            client: Some("127.0.0.1:5".into()),
+            roles: vec!["ops".into(), "read".into()],
+            target: Some("orders-1".into()),
+            kind: Some("exec".into()),
+            mbean: Some("java.lang:type=Memory".into()),
+            attribute: Some(json!(["A", "B"])),
+            operation: Some("gc".into()),
+            value: Some("sha256:00".into()),
+            arguments: Some("redacted".into()),
+            decision: Some("allowed".into()),
+            rule: Some("<allow> 2".into()),
+            status: Some(200),
+            error_type: Some("java.lang.Exception".into()),
+            latency_ms: Some(1.25),
+            note: Some("n\u{e9}".into()),
+            prev: "p".into(),
+        }
+    }
+
+    #[test]
+    fn borrowed_records_serialise_like_entries() {
+        let full = every_field();
+        let minimal = Entry {
+            event: "item".into(),
+            ..Entry::default()
+        };
+        for e in [&full, &minimal] {
+            assert_eq!(
+                serde_json::to_string(&EntryRef::from(e)).unwrap(),
+                serde_json::to_string(e).unwrap()
+            );
+        }
+        // Attribute names given as text serialise as the JSON they equal.
+        let names = ["A".to_string(), "B".to_string()];
+        for (borrowed, owned) in [
+            (Names::One("A"), json!("A")),
+            (Names::Many(&names), json!(["A", "B"])),
+        ] {
+            let with = |attribute| EntryRef {
+                attribute,
+                ..EntryRef::from(&full)
+            };
+            let owned_entry = Entry {
+                attribute: Some(owned),
+                ..full.clone()
+            };
+            assert_eq!(
+                serde_json::to_string(&with(Some(borrowed))).unwrap(),
+                serde_json::to_string(&owned_entry).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn encoded_bodies_leave_seq_and_prev_to_the_writer() {
+        let encoded = Encoded::new(vec![every_field(), every_field()]);
+        let whole = serde_json::to_string(&every_field()).unwrap();
+        let body = whole
+            .strip_prefix("{\"seq\":7,")
+            .and_then(|b| b.strip_suffix(",\"prev\":\"p\"}"))
+            .unwrap();
+        let bodies: Vec<&[u8]> = encoded.bodies().collect();
+        assert_eq!(bodies, vec![body.as_bytes(), body.as_bytes()]);
     }
 
     #[test]

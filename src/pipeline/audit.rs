@@ -11,7 +11,8 @@ use http::HeaderMap;
 use serde_json::Value;
 
 use super::authenticate::{Connection, Failure, Principal};
-use crate::audit::{record::now_rfc3339, Entry, ValueMode};
+use crate::audit::record::{now_rfc3339, Encoded, EntryRef, Names};
+use crate::audit::{Entry, ValueMode};
 use crate::protocol::{Attributes, Command, Request};
 
 /// What happened to one item.
@@ -84,41 +85,45 @@ pub fn item_template(r: &Record<'_>) -> Entry {
     )
 }
 
-/// The audit file record of an item; `caller` is the request's
-/// [`item_template`].
-pub fn entry(r: &Record<'_>, values: ValueMode, caller: &Entry) -> Entry {
-    let mut e = Entry {
+/// Adds the audit file record of an item to `records`; `caller` is the
+/// request's [`item_template`], borrowed rather than copied per item.
+pub fn push_item(records: &mut Encoded, r: &Record<'_>, values: ValueMode, caller: &Entry) {
+    let mut e = EntryRef {
         index: Some(r.index),
-        target: r.target.map(str::to_string),
-        decision: Some(r.decision.into()),
-        rule: r.rule.map(str::to_string),
+        target: r.target,
+        decision: Some(r.decision),
+        rule: r.rule,
         status: Some(r.status),
-        error_type: r.error_type.clone(),
-        ..caller.clone()
+        error_type: r.error_type.as_deref(),
+        ..EntryRef::from(caller)
     };
-    if let Some(command) = r.command() {
-        e.kind = Some(command.type_name().into());
-        e.mbean = command.mbean().map(|m| m.to_string());
-        match command {
-            Command::Read(read) => {
-                e.attribute = match &read.attribute {
-                    Attributes::All => None,
-                    Attributes::One(a) => Some(Value::String(a.clone())),
-                    Attributes::Many(list) => Some(list.clone().into()),
-                }
+    let Some(command) = r.command() else {
+        return records.push(&e);
+    };
+    e.kind = Some(command.type_name());
+    e.mbean = command.mbean().map(|m| m.as_str());
+    let rendered;
+    match command {
+        Command::Read(read) => {
+            e.attribute = match &read.attribute {
+                Attributes::All => None,
+                Attributes::One(a) => Some(Names::One(a)),
+                Attributes::Many(list) => Some(Names::Many(list)),
             }
-            Command::Write(w) => {
-                e.attribute = Some(Value::String(w.attribute.clone()));
-                e.value = Some(values.render(&w.value));
-            }
-            Command::Exec(x) => {
-                e.operation = Some(x.operation.clone());
-                e.arguments = Some(values.render(&Value::Array(x.arguments.clone())));
-            }
-            Command::Search(_) | Command::List(_) | Command::Version(_) => {}
         }
+        Command::Write(w) => {
+            e.attribute = Some(Names::One(&w.attribute));
+            rendered = values.render(&w.value);
+            e.value = Some(&rendered);
+        }
+        Command::Exec(x) => {
+            e.operation = Some(&x.operation);
+            rendered = values.render(&Value::Array(x.arguments.clone()));
+            e.arguments = Some(&rendered);
+        }
+        Command::Search(_) | Command::List(_) | Command::Version(_) => {}
     }
-    e
+    records.push(&e);
 }
 
 /// A caller that could not be authenticated. Never the credentials.

@@ -657,7 +657,7 @@ impl Gateway {
         let mut merged = merge::merge(count, answers);
 
         let latency = started.elapsed();
-        let mut entries = Vec::with_capacity(count);
+        let mut records = crate::audit::Encoded::default();
         let mut template = None;
         let mut durable = false;
         for (index, (answer, item)) in merged.iter_mut().zip(&parsed.items).enumerate() {
@@ -715,11 +715,11 @@ impl Gateway {
                 if let Some(log) = &self.audit {
                     durable |= audit::needs_durability(request);
                     let caller = template.get_or_insert_with(|| audit::item_template(&record));
-                    entries.push(audit::entry(&record, log.config.values, caller));
+                    audit::push_item(&mut records, &record, log.config.values, caller);
                 }
             }
         }
-        if let Err(e) = self.write_audit(entries, durable, &request_id).await {
+        if let Err(e) = self.write_audit(&records, durable, &request_id).await {
             return respond::http_error(&e, &headers, cors);
         }
         let body = respond::body(&merged, parsed.bulk);
@@ -1072,7 +1072,14 @@ impl Gateway {
         };
         audit::record_target_list(&record);
         let entries = vec![audit::target_list_entry(&record)];
-        if let Err(e) = self.write_audit(entries, false, listing.request_id).await {
+        if let Err(e) = self
+            .write_audit(
+                &crate::audit::Encoded::new(entries),
+                false,
+                listing.request_id,
+            )
+            .await
+        {
             return respond::http_error(&e, headers, cors);
         }
         let Some(listed) = listed else {
@@ -1092,14 +1099,14 @@ impl Gateway {
     /// `audit.on_failure = "closed"`. Without an audit log, nothing to do.
     async fn write_audit(
         &self,
-        entries: Vec<crate::audit::Entry>,
+        records: &crate::audit::Encoded,
         durable: bool,
         request_id: &str,
     ) -> Result<(), HttpError> {
         let Some(log) = &self.audit else {
             return Ok(());
         };
-        if let Err(reason) = log.write(entries, durable).await {
+        if let Err(reason) = log.write_encoded(records, durable).await {
             if log.config.on_failure == crate::audit::OnFailure::Closed {
                 return Err(audit_unavailable(&reason));
             }
