@@ -65,6 +65,9 @@ pub struct TargetHealth {
     state: Mutex<HealthState>,
     /// 0: the breaker never opens.
     failures_to_open: u32,
+    /// Set when the target leaves the fleet; exchanges and probes still
+    /// under way then must not bring its gauges back.
+    retired: std::sync::atomic::AtomicBool,
 }
 
 impl TargetHealth {
@@ -73,7 +76,13 @@ impl TargetHealth {
             name: name.to_string(),
             state: Mutex::default(),
             failures_to_open,
+            retired: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether the target has left the fleet (see [`HealthBook::retain`]).
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn snapshot(&self) -> HealthState {
@@ -190,13 +199,19 @@ impl HealthBook {
     /// closed breaker.
     pub fn retain(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
         let mut gone = Vec::new();
-        self.entries.lock().expect("health lock").retain(|name, _| {
-            let stays = keep(name);
-            if !stays {
-                gone.push(name.clone());
-            }
-            stays
-        });
+        self.entries
+            .lock()
+            .expect("health lock")
+            .retain(|name, health| {
+                let stays = keep(name);
+                if !stays {
+                    health
+                        .retired
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                    gone.push(name.clone());
+                }
+                stays
+            });
         gone
     }
 
@@ -239,12 +254,7 @@ pub async fn probe(target: &crate::fleet::Target, metrics: &crate::metrics::Metr
         }
         Err(e) => Err(e.to_string()),
     };
-    metrics
-        .agent_up
-        .get_or_create(&crate::metrics::TargetLabel {
-            target: target.name.clone(),
-        })
-        .set(i64::from(outcome.is_ok()));
+    metrics.probed(target, outcome.is_ok());
     target.health.record_probe(outcome);
 }
 

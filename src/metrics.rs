@@ -9,6 +9,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use crate::fleet::Target;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ItemLabels {
     pub r#type: String,
@@ -188,20 +190,43 @@ impl Metrics {
     }
 
     /// Counts one exchange with an agent and sets its `agent_up`.
-    pub fn exchange(&self, target: &str, outcome: &str, seconds: f64) {
+    pub fn exchange(&self, target: &Target, outcome: &str, seconds: f64) {
         self.agent_exchanges
             .get_or_create(&ExchangeLabels {
-                target: target.into(),
+                target: target.name.clone(),
                 outcome: outcome.into(),
             })
             .inc();
         let label = TargetLabel {
-            target: target.into(),
+            target: target.name.clone(),
         };
         self.agent_seconds.get_or_create(&label).observe(seconds);
         self.agent_up
             .get_or_create(&label)
             .set(i64::from(outcome == "ok"));
+        self.unless_retired(target);
+    }
+
+    /// Sets `agent_up` from a health probe.
+    pub fn probed(&self, target: &Target, up: bool) {
+        self.agent_up
+            .get_or_create(&TargetLabel {
+                target: target.name.clone(),
+            })
+            .set(i64::from(up));
+        self.unless_retired(target);
+    }
+
+    /// An exchange or probe that ends after its target left the fleet
+    /// takes back the gauges it just set. Checked after setting them, and
+    /// the fleet marks a target retired before forgetting it, so either
+    /// this or the fleet's [`forget_target`](Self::forget_target) comes
+    /// last. (A target of the same name added again meanwhile loses its
+    /// gauges until its next exchange or probe.)
+    fn unless_retired(&self, target: &Target) {
+        if target.health.is_retired() {
+            self.forget_target(&target.name);
+        }
     }
 
     /// Drops the per-target series of targets that left the fleet

@@ -1294,15 +1294,17 @@ mod tests {
     #[test]
     fn targets_that_leave_the_fleet_lose_their_health_and_gauges() {
         let gw = Gateway::new(&config(&["a", "b"])).unwrap();
-        let a = gw.fleet().by_name("a").unwrap().health.clone();
-        let b = gw.fleet().by_name("b").unwrap().health.clone();
+        let a_target = gw.fleet().by_name("a").unwrap().clone();
+        let b_target = gw.fleet().by_name("b").unwrap().clone();
+        let a = a_target.health.clone();
+        let b = b_target.health.clone();
         for _ in 0..3 {
             a.record_exchange(Err("refused".into()));
         }
         assert!(a.refusal().is_some(), "a's breaker is open");
         b.record_exchange(Err("refused".into()));
-        gw.metrics().exchange("a", "unreachable", 0.1);
-        gw.metrics().exchange("b", "ok", 0.1);
+        gw.metrics().exchange(&a_target, "unreachable", 0.1);
+        gw.metrics().exchange(&b_target, "ok", 0.1);
         assert!(gw
             .metrics()
             .encode()
@@ -1314,6 +1316,16 @@ mod tests {
         let text = gw.metrics().encode();
         assert!(!text.contains("jmxgate_agent_up{target=\"a\"}"), "{text}");
         assert!(text.contains("jmxgate_agent_up{target=\"b\"} 1"), "{text}");
+        // An exchange and a probe with "a" that were under way when it left
+        // end now: they don't bring its gauges back.
+        gw.metrics().exchange(&a_target, "ok", 0.1);
+        gw.metrics().probed(&a_target, true);
+        let text = gw.metrics().encode();
+        assert!(!text.contains("jmxgate_agent_up{target=\"a\"}"), "{text}");
+        assert!(
+            !text.contains("jmxgate_agent_exchange_duration_seconds_count{target=\"a\"}"),
+            "{text}"
+        );
         // "b" stayed: the same health, its failure remembered.
         let b_now = gw.fleet().by_name("b").unwrap().health.clone();
         assert!(Arc::ptr_eq(&b_now, &b));
