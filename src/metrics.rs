@@ -32,9 +32,23 @@ pub struct TargetLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ExchangeLabels {
     pub target: String,
-    /// `ok`, `timeout`, `unreachable`, `http_error`, `bad_answer`, `refused`.
+    /// One of [`EXCHANGE_OUTCOMES`].
     pub outcome: String,
 }
+
+/// Every value of `jmxgate_agent_exchanges_total`'s `outcome` label, so
+/// that a target's series can all be dropped when it leaves the fleet.
+pub const EXCHANGE_OUTCOMES: [&str; 9] = [
+    "ok",
+    "timeout",
+    "unreachable",
+    "http_error",
+    "refused",
+    "too_large",
+    "busy",
+    "circuit_open",
+    "bad_answer",
+];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StatusLabel {
@@ -191,6 +205,7 @@ impl Metrics {
 
     /// Counts one exchange with an agent and sets its `agent_up`.
     pub fn exchange(&self, target: &Target, outcome: &str, seconds: f64) {
+        debug_assert!(EXCHANGE_OUTCOMES.contains(&outcome), "{outcome}");
         self.agent_exchanges
             .get_or_create(&ExchangeLabels {
                 target: target.name.clone(),
@@ -230,15 +245,22 @@ impl Metrics {
     }
 
     /// Drops the per-target series of targets that left the fleet
-    /// (`agent_up` and `agent_exchange_duration_seconds`), so a gauge does
-    /// not go on reporting a target that is no longer there. Counters with
-    /// more labels than the target (`agent_exchanges`, `items`) stay.
+    /// (`agent_up`, `agent_exchange_duration_seconds` and
+    /// `agent_exchanges_total`), so a gauge does not go on reporting a
+    /// target that is no longer there and DNS churn doesn't pile series up.
+    /// `items_total` stays: its `status` label has no fixed set of values.
     pub fn forget_target(&self, target: &str) {
         let label = TargetLabel {
             target: target.into(),
         };
         self.agent_up.remove(&label);
         self.agent_seconds.remove(&label);
+        for outcome in EXCHANGE_OUTCOMES {
+            self.agent_exchanges.remove(&ExchangeLabels {
+                target: target.into(),
+                outcome: outcome.into(),
+            });
+        }
     }
 
     pub fn cache_lookup(&self, cache: &str, hit: bool) {

@@ -136,6 +136,16 @@ fn destination_name(d: &Destination) -> String {
     }
 }
 
+/// An item's `target` label in the metrics: a configured target's name,
+/// `gateway`, or `-`. Never a client's text (the selector of a fan-out
+/// that failed), with which clients could grow the series without bound.
+fn metric_target<'a>(fleet: &crate::fleet::Fleet, target: Option<&'a str>) -> &'a str {
+    match target {
+        Some(name) if name == "gateway" || fleet.by_name(name).is_some() => name,
+        _ => "-",
+    }
+}
+
 /// One item sent to several targets through a selector.
 struct FanOut {
     index: usize,
@@ -701,7 +711,7 @@ impl Gateway {
                     .items
                     .get_or_create(&crate::metrics::ItemLabels {
                         r#type: kind.into(),
-                        target: record.target.unwrap_or("-").into(),
+                        target: metric_target(&state.fleet, record.target).into(),
                         status: record.status.to_string(),
                         decision: record.decision.into(),
                     })
@@ -1292,6 +1302,17 @@ mod tests {
     }
 
     #[test]
+    fn item_metrics_name_configured_targets_only() {
+        let gw = Gateway::new(&config(&["a"])).unwrap();
+        let fleet = gw.fleet();
+        assert_eq!(metric_target(&fleet, Some("a")), "a");
+        assert_eq!(metric_target(&fleet, Some("gateway")), "gateway");
+        assert_eq!(metric_target(&fleet, Some("group:no-such-group")), "-");
+        assert_eq!(metric_target(&fleet, Some("b")), "-");
+        assert_eq!(metric_target(&fleet, None), "-");
+    }
+
+    #[test]
     fn targets_that_leave_the_fleet_lose_their_health_and_gauges() {
         let gw = Gateway::new(&config(&["a", "b"])).unwrap();
         let a_target = gw.fleet().by_name("a").unwrap().clone();
@@ -1326,6 +1347,8 @@ mod tests {
             !text.contains("jmxgate_agent_exchange_duration_seconds_count{target=\"a\"}"),
             "{text}"
         );
+        assert!(!text.contains("target=\"a\",outcome"), "{text}");
+        assert!(text.contains("target=\"b\",outcome=\"ok\""), "{text}");
         // "b" stayed: the same health, its failure remembered.
         let b_now = gw.fleet().by_name("b").unwrap().health.clone();
         assert!(Arc::ptr_eq(&b_now, &b));
