@@ -8,6 +8,7 @@
 //! a target added again under that name starts afresh.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -67,7 +68,7 @@ pub struct TargetHealth {
     failures_to_open: u32,
     /// Set when the target leaves the fleet; exchanges and probes still
     /// under way then must not bring its gauges back.
-    retired: std::sync::atomic::AtomicBool,
+    retired: AtomicBool,
 }
 
 impl TargetHealth {
@@ -76,13 +77,13 @@ impl TargetHealth {
             name: name.to_string(),
             state: Mutex::default(),
             failures_to_open,
-            retired: std::sync::atomic::AtomicBool::new(false),
+            retired: AtomicBool::new(false),
         }
     }
 
     /// Whether the target has left the fleet (see [`HealthBook::retain`]).
     pub fn is_retired(&self) -> bool {
-        self.retired.load(std::sync::atomic::Ordering::SeqCst)
+        self.retired.load(Ordering::SeqCst)
     }
 
     pub fn snapshot(&self) -> HealthState {
@@ -205,9 +206,7 @@ impl HealthBook {
             .retain(|name, health| {
                 let stays = keep(name);
                 if !stays {
-                    health
-                        .retired
-                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                    health.retired.store(true, Ordering::SeqCst);
                     gone.push(name.clone());
                 }
                 stays
