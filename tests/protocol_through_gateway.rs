@@ -413,11 +413,18 @@ async fn mime_type_and_jsonp() {
 async fn agents_are_reachable_by_every_documented_target_form() {
     let gw = gateway().await;
     let port = shared_agents()[1].port;
+    // Jolokia reads `service:jmx:jolokia` with a port ending in 443 as
+    // HTTPS; the agent's port is random, so such a port says http.
+    let connector = if port.to_string().ends_with("443") {
+        "service:jmx:jolokia+http"
+    } else {
+        "service:jmx:jolokia"
+    };
     for url in [
         "beta".to_string(),
         format!("http://127.0.0.1:{port}/jolokia"),
         format!("http://127.0.0.1:{port}/jolokia/"),
-        format!("service:jmx:jolokia://127.0.0.1:{port}/jolokia"),
+        format!("{connector}://127.0.0.1:{port}/jolokia"),
         format!("service:jmx:jolokia+http://127.0.0.1:{port}/jolokia/"),
     ] {
         let (_, r) = gw
