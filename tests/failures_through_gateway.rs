@@ -145,6 +145,52 @@ async fn a_slow_agent_does_not_delay_the_others() {
     assert_eq!(r["value"], 3000);
 }
 
+/// Stand-in for an agent whose accept backlog is full (Jolokia 2.x's is
+/// 10): a listener that never accepts, filled until the kernel drops new
+/// connection attempts, so connecting hangs.
+fn full_backlog_listener() -> (tokio::net::TcpListener, Vec<std::net::TcpStream>) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut queued = Vec::new();
+    while queued.len() < 64 {
+        match std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+            Ok(s) => queued.push(s),
+            Err(_) => return (listener, queued),
+        }
+    }
+    panic!("the kernel kept accepting connections into a full backlog");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_never_accepts_fails_its_items_at_the_connect_timeout() {
+    let [a, ..] = shared_agents();
+    let (hung, _queued) = full_backlog_listener();
+    let config = format!(
+        "{}[[targets]]\nname = \"hung\"\nurl = \"http://{}/jolokia\"\nconnect_timeout = \"300ms\"\n",
+        targets_toml(&[a]),
+        hung.local_addr().unwrap()
+    );
+    let gw = Gateway::start(&config).await;
+    let started = Instant::now();
+    let (status, r) = gw
+        .post("/jolokia", &json!([read_name("hung"), read_name("alpha")]))
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(r[0]["status"], 502, "{r}");
+    assert_eq!(r[0]["error_type"], "jmxgate.AgentUnreachable", "{r}");
+    let error = r[0]["error"].as_str().unwrap();
+    assert!(error.contains("timed out (connect_timeout)"), "{error}");
+    assert_eq!(r[1]["value"], "alpha", "{r}");
+    assert_still_serving(&gw).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn hostile_target_urls_are_refused_without_any_connection() {
     // A listener standing in for an attacker-chosen host: it counts every

@@ -739,7 +739,7 @@ impl JolokiaClient {
 
 fn classify(url: &str, e: reqwest::Error) -> JolokiaError {
     let (timeout, connect) = (e.is_timeout(), e.is_connect());
-    let cause = super::innermost_cause(e);
+    let cause = super::innermost_cause(&e.without_url());
     let url = url.to_string();
     if timeout {
         JolokiaError::Timeout { url, cause }

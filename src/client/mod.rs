@@ -30,7 +30,12 @@ use std::time::Duration;
 use futures::future::{BoxFuture, FutureExt, Shared, WeakShared};
 use sha2::{Digest, Sha256};
 
-use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
+use bytes::Bytes;
+use http::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use url::Url;
 
 use crate::config::Secret;
@@ -204,23 +209,33 @@ impl AgentClientBuilder {
 
     pub fn build(self) -> Result<AgentClient, ClientError> {
         let tls = tls_config(self.ca_file.as_deref(), self.identity.as_ref(), false)?;
-        let http = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .connect_timeout(self.connect_timeout)
-            // Agents on the JDK HttpServer stall 40 ms per kept-alive
-            // answer without it.
-            .tcp_nodelay(true)
+        let uri: http::Uri = self
+            .url
+            .as_str()
+            .parse()
+            .map_err(|e| ClientError::Setup(format!("{}: {e}", self.url)))?;
+        let mut tcp = HttpConnector::new();
+        // The URL's scheme decides; the TLS layer below handles https.
+        tcp.enforce_http(false);
+        // Agents on the JDK HttpServer stall 40 ms per kept-alive answer
+        // without it.
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(self.connect_timeout));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(tcp);
+        // No redirects and no proxies: this client follows nothing, so it
+        // only ever reaches the configured target.
+        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
             .pool_idle_timeout(Duration::from_secs(30))
-            .http1_only()
-            // Targets come from the config only; never follow a redirect
-            // to an address the agent (or someone in between) names.
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .build()
-            .map_err(|e| ClientError::Setup(e.to_string()))?;
+            .build(connector);
         Ok(AgentClient {
             inner: Arc::new(Inner {
                 url: self.url,
+                uri,
                 http,
                 request_timeout: self.request_timeout,
                 credentials: self.credentials,
@@ -316,6 +331,9 @@ fn tls_config(
     }
 }
 
+/// hyper's pooled client over TCP or rustls.
+type HttpClient = hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
 /// One exchange several callers wait for.
 type BoxedExchange = BoxFuture<'static, Result<Arc<Vec<Response>>, ClientError>>;
 type Flight = Shared<BoxedExchange>;
@@ -349,7 +367,9 @@ struct Inner {
     flights: Mutex<HashMap<FlightKey, (u64, WeakShared<BoxedExchange>)>>,
     next_flight: AtomicU64,
     url: Url,
-    http: reqwest::Client,
+    /// `url`, parsed once for every exchange.
+    uri: http::Uri,
+    http: HttpClient,
     request_timeout: Duration,
     credentials: Option<(String, Secret)>,
 }
@@ -471,15 +491,15 @@ impl AgentClient {
         credentials: Option<&(String, Secret)>,
     ) -> Result<Vec<Response>, ClientError> {
         let inner = &self.inner;
-        let mut req = inner
-            .http
-            .post(inner.url.clone())
+        let mut req = http::Request::post(inner.uri.clone())
             // Jetty drops a form-encoded body silently: always JSON.
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(ACCEPT, HeaderValue::from_static("application/json"))
-            .body(body);
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| ClientError::Transport(e.to_string()))?;
         if let Some((user, password)) = credentials {
-            req = req.basic_auth(user, Some(password.expose()));
+            req.headers_mut()
+                .insert(AUTHORIZATION, basic_auth(user, password));
         }
         let exchange = async {
             // Waiting for a slot counts against the deadline too.
@@ -488,11 +508,17 @@ impl AgentClient {
                 .acquire()
                 .await
                 .map_err(|e| ClientError::Transport(e.to_string()))?;
-            let mut resp = req.send().await.map_err(classify)?;
+            let resp = inner.http.request(req).await.map_err(classify)?;
             let status = resp.status().as_u16();
+            let length = resp
+                .headers()
+                .get(CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+            let mut incoming = resp.into_body();
             if status != 200 {
                 let detail = if status == 400 {
-                    first_text_line(&resp.bytes().await.unwrap_or_default())
+                    let text = incoming.collect().await.map(|b| b.to_bytes());
+                    first_text_line(&text.unwrap_or_default())
                 } else {
                     String::new()
                 };
@@ -502,17 +528,17 @@ impl AgentClient {
                     detail,
                 });
             }
-            if resp
-                .content_length()
-                .is_some_and(|n| n > inner.max_response_bytes)
-            {
+            if length.is_some_and(|n| n > inner.max_response_bytes) {
                 return Err(ClientError::TooLarge(inner.max_response_bytes));
             }
-            let mut body = Vec::new();
+            let mut body = Vec::with_capacity(length.unwrap_or(0).min(1 << 20) as usize);
             // Budget held until the answer is parsed: the buffer and the
             // parsed answer are this exchange's peak.
             let mut held = Vec::new();
-            while let Some(chunk) = resp.chunk().await.map_err(classify)? {
+            while let Some(frame) = incoming.frame().await {
+                let Ok(chunk) = frame.map_err(classify_body)?.into_data() else {
+                    continue; // trailers
+                };
                 if (body.len() + chunk.len()) as u64 > inner.max_response_bytes {
                     return Err(ClientError::TooLarge(inner.max_response_bytes));
                 }
@@ -581,26 +607,52 @@ fn http_hint(status: u16) -> &'static str {
     }
 }
 
-/// reqwest's errors name the URL; the innermost cause is what a user
-/// needs ("Connection refused").
-fn innermost_cause(e: reqwest::Error) -> String {
-    let mut cause = None;
-    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
+/// The innermost cause of an error is what a user needs ("Connection
+/// refused"), not the layers above it.
+fn innermost_cause(e: &dyn std::error::Error) -> String {
+    let mut cause = e.to_string();
+    let mut source = e.source();
     while let Some(s) = source {
-        cause = Some(s.to_string());
+        cause = s.to_string();
         source = s.source();
     }
-    cause.unwrap_or_else(|| e.without_url().to_string())
+    cause
 }
 
-fn classify(e: reqwest::Error) -> ClientError {
-    let (timeout, connect) = (e.is_timeout(), e.is_connect());
-    let cause = innermost_cause(e);
-    if timeout {
-        ClientError::Transport(format!("timed out: {cause}"))
-    } else if connect {
-        ClientError::Connect(cause)
-    } else {
-        ClientError::Transport(cause)
+fn classify(e: hyper_util::client::legacy::Error) -> ClientError {
+    if !e.is_connect() {
+        return ClientError::Transport(innermost_cause(&e));
     }
+    // The connector's own deadline (connect_timeout) says only "deadline
+    // has elapsed".
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        if s.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return ClientError::Connect("timed out (connect_timeout)".into());
+        }
+        source = s.source();
+    }
+    ClientError::Connect(innermost_cause(&e))
+}
+
+fn classify_body(e: hyper::Error) -> ClientError {
+    if e.is_timeout() {
+        ClientError::Transport(format!("timed out: {}", innermost_cause(&e)))
+    } else {
+        ClientError::Transport(innermost_cause(&e))
+    }
+}
+
+/// `Authorization: Basic …`, marked sensitive so no log or debug output
+/// of the headers shows it.
+fn basic_auth(user: &str, password: &Secret) -> HeaderValue {
+    use base64::Engine;
+    let token =
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{}", password.expose()));
+    let mut value = HeaderValue::from_str(&format!("Basic {token}"))
+        .unwrap_or_else(|_| HeaderValue::from_static("Basic"));
+    value.set_sensitive(true);
+    value
 }
