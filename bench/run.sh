@@ -4,7 +4,9 @@
 #   (a) the agent directly, (b) through jmxgate, (c) through nginx proxy_pass
 # for a GET read, a POST read, a 10-item bulk and a full list; then (b) and
 # (c) again against a fast static backend (nginx answering a canned Jolokia
-# response) to show the gateway's own cost without the JVM's limits; then
+# response) to show the gateway's own cost without the JVM's limits, next
+# to a bare hyper pass-through that does no work (examples/passthrough.rs,
+# the floor of any gateway built on the same parts); then
 # `list` answers of about 10 MB, from a real agent with 6000 MBeans (which
 # the gateway's shared cache revalidates) and from the static backend
 # (fetched in full every time), with the gateway's peak RSS; then a fan-out
@@ -39,6 +41,7 @@ fi
 
 echo "==> building (release)"
 cargo build --release --quiet
+cargo build --release --quiet --example passthrough
 work="$(mktemp -d /tmp/jmxgate-bench.XXXXXX)"
 pids=()
 cleanup() {
@@ -56,7 +59,7 @@ javac -nowarn -d "$work/classes" -cp "$cp" tests/agent/Launcher.java
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 agent_port=$(free_port); proxy_port=$(free_port); static_port=$(free_port); static_proxy_port=$(free_port)
 big_port=$(free_port); big_proxy_port=$(free_port)
-gw_port=$(free_port)
+gw_port=$(free_port); floor_port=$(free_port)
 
 mkfifo "$work/agent.stdin"
 sleep infinity >"$work/agent.stdin" & pids+=($!)
@@ -184,6 +187,9 @@ TOML
 target/release/jmxgate serve --config "$work/gateway.toml" 2>"$work/gateway.log" & gw_pid=$!; pids+=($gw_pid)
 for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$gw_port/" && break; sleep 0.1; done
 
+target/release/examples/passthrough "127.0.0.1:$floor_port" "http://127.0.0.1:$static_port" \
+    2>"$work/passthrough.log" & floor_pid=$!; pids+=($floor_pid)
+
 auth="Basic $(printf 'bench:bench-password' | base64)"
 read_path='/read/java.lang:type=Memory/HeapMemoryUsage'
 read_body='{"type":"read","mbean":"java.lang:type=Memory","attribute":"HeapMemoryUsage"}'
@@ -227,24 +233,26 @@ measure() {
     printf '%s|%s|%s|%s|%s|%s|%s\n' "$1" "$2" "$3" "$rps" "$p50" "$p99" "$cpu" >>"$results"
     printf '  %-6s %-36s %-28s %10s req/s  p50 %-9s p99 %-9s CPU %s us/req\n' "$1" "$2" "$3" "$rps" "$p50" "$p99" "$cpu"
 }
-# compare BACKEND SCENARIO METHOD BODY DIRECT_URL GATEWAY_URL NGINX_URL:
-# the three side by side, in rounds of alternating order (direct, gateway,
-# nginx, then back), so that drift on a noisy machine (JIT, other load)
-# does not favour whichever runs last. The table shows the mean.
+# compare BACKEND SCENARIO METHOD BODY DIRECT_URL GATEWAY_URL NGINX_URL
+# [FLOOR_URL]: the three (or four, with the bare pass-through) side by
+# side, in rounds of alternating order (direct, gateway, nginx, then back),
+# so that drift on a noisy machine (JIT, other load) does not favour
+# whichever runs last. The table shows the mean.
 compare() {
     local round i label url auth order u pid
-    for u in "$5" "$6" "$7"; do # pools and caches warm up unmeasured
+    for u in "$5" "$6" "$7" ${8:+"$8"}; do # pools and caches warm up unmeasured
         local warm=(-s -o /dev/null -X "$3" -H 'Content-Type: application/json' -H "Authorization: $auth_header")
         [ -n "$4" ] && warm+=(--data-binary "$4")
         curl "${warm[@]}" "$u" || true
     done
     for round in $(seq 1 "$rounds"); do
-        order=(0 1 2); [ $((round % 2)) -eq 0 ] && order=(2 1 0)
+        order=(0 1 2 ${8:+3}); [ $((round % 2)) -eq 0 ] && order=(${8:+3} 2 1 0)
         for i in "${order[@]}"; do
             case $i in
                 0) label="$1 directly"; url="$5"; auth=""; pid="" ;;
                 1) label="jmxgate (auth+policy+audit)"; url="$6"; auth="$auth_header"; pid="$gw_pid" ;;
                 2) label="nginx proxy_pass"; url="$7"; auth=""; pid="$nginx_worker" ;;
+                3) label="hyper pass-through"; url="$8"; auth=""; pid="$floor_pid" ;;
             esac
             measure "$1" "$2" "$label" "$url" "$3" "$4" "$auth" "$pid"
             if [ -n "${pause:-}" ]; then sleep "$pause"; fi
@@ -280,8 +288,9 @@ echo "==> static backend (nginx answering a canned response)"
 S="http://127.0.0.1:$static_port"
 GS="http://127.0.0.1:$gw_port/jolokia/targets"
 NS="http://127.0.0.1:$static_proxy_port"
-compare static "POST read" POST "$read_body" "$S/jolokia" "$GS/static" "$NS/jolokia"
-compare static "POST bulk of 10" POST "$bulk_body" "$S/bulk" "$GS/static-bulk" "$NS/bulk"
+F="http://127.0.0.1:$floor_port"
+compare static "POST read" POST "$read_body" "$S/jolokia" "$GS/static" "$NS/jolokia" "$F/jolokia"
+compare static "POST bulk of 10" POST "$bulk_body" "$S/bulk" "$GS/static-bulk" "$NS/bulk" "$F/bulk"
 
 rss_small_kb=$(awk '/VmHWM/ {print $2}' "/proc/$gw_pid/status")
 # The large agent's list: the gateway answers from its shared cache after
@@ -358,6 +367,16 @@ for (backend, scen), by_label in runs.items():
     cpu = f"{gw[3]:,.0f} us, {ng[3]:,.0f} us" if gw and ng and gw[3] is not None and ng[3] is not None else "-"
     name = "JVM agent" if backend == "agent" else backend
     print(f"| {name} | {scen} | {cell(direct)} | {cell(gw)} | {cell(ng)} | {ratio} | {cpu} |")
+floors = []
+for (backend, scen), by_label in runs.items():
+    fl, ng = mean(by_label.get("hyper pass-through", [])), mean(by_label.get("nginx proxy_pass", []))
+    if fl and ng and ng[0]:
+        floors.append(f"{scen}: {fl[0]:,.0f} req/s, {fl[0] / ng[0]:.2f} of nginx, "
+                      + (f"{fl[3]:,.0f} us of CPU per request" if fl[3] is not None else "CPU not measured"))
+if floors:
+    print("\nFloor: a bare hyper pass-through that does no work (examples/passthrough.rs: same runtime, "
+          "HTTP server and client as jmxgate; no auth, parsing, policy or audit) against the same static backend: "
+          + "; ".join(floors) + ".")
 print(f"\nGateway peak RSS: {int(rss_small_kb) / 1024:.0f} MiB before the 10 MB list answers, "
       f"{int(rss_shared_kb) / 1024:.0f} MiB after those of the large agent (shared cache), "
       f"{int(rss_kb) / 1024:.0f} MiB after those of the static backend (fetched in full every time).")
