@@ -638,11 +638,7 @@ fn classify(e: hyper_util::client::legacy::Error) -> ClientError {
 }
 
 fn classify_body(e: hyper::Error) -> ClientError {
-    if e.is_timeout() {
-        ClientError::Transport(format!("timed out: {}", innermost_cause(&e)))
-    } else {
-        ClientError::Transport(innermost_cause(&e))
-    }
+    ClientError::Transport(innermost_cause(&e))
 }
 
 /// `Authorization: Basic …`, marked sensitive so no log or debug output
@@ -652,7 +648,7 @@ fn basic_auth(user: &str, password: &Secret) -> HeaderValue {
     let token =
         base64::engine::general_purpose::STANDARD.encode(format!("{user}:{}", password.expose()));
     let mut value = HeaderValue::from_str(&format!("Basic {token}"))
-        .unwrap_or_else(|_| HeaderValue::from_static("Basic"));
+        .expect("base64 is made of valid header characters");
     value.set_sensitive(true);
     value
 }
