@@ -236,8 +236,8 @@ pub enum ValueMode {
 }
 
 impl ValueMode {
-    pub fn render(self, value: &Value) -> String {
-        let text = value.to_string();
+    /// `text` is the value's compact JSON, as forwarded to the agent.
+    pub fn render(self, text: &str) -> String {
         match self {
             ValueMode::Hash => {
                 let digest = Sha256::digest(text.as_bytes());
@@ -245,7 +245,7 @@ impl ValueMode {
                 format!("sha256:{hex}")
             }
             ValueMode::Redact => "redacted".into(),
-            ValueMode::Plain => text,
+            ValueMode::Plain => text.to_string(),
         }
     }
 }
@@ -262,12 +262,12 @@ mod tests {
 
     #[test]
     fn values_are_hashed_by_default() {
-        let v = json!({"password": "x"});
+        let v = json!({"password": "x"}).to_string();
         let h = ValueMode::default().render(&v);
         assert!(h.starts_with("sha256:") && h.len() == 71, "{h}");
         assert!(!h.contains('x') || !h.contains("password"));
         assert_eq!(ValueMode::Redact.render(&v), "redacted");
-        assert_eq!(ValueMode::Plain.render(&json!(5)), "5");
+        assert_eq!(ValueMode::Plain.render("5"), "5");
     }
 
     fn every_field() -> Entry {

@@ -8,7 +8,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use http::HeaderMap;
-use serde_json::Value;
 
 use super::authenticate::{Connection, Failure, Principal};
 use crate::audit::record::{now_rfc3339, Encoded, EntryRef, Names};
@@ -113,12 +112,14 @@ pub fn push_item(records: &mut Encoded, r: &Record<'_>, values: ValueMode, calle
         }
         Command::Write(w) => {
             e.attribute = Some(Names::One(&w.attribute));
-            rendered = values.render(&w.value);
+            rendered = values.render(w.value.as_str());
             e.value = Some(&rendered);
         }
         Command::Exec(x) => {
             e.operation = Some(&x.operation);
-            rendered = values.render(&Value::Array(x.arguments.clone()));
+            // The array the agent receives; `JsonText` serialises as its text.
+            let text = serde_json::to_string(&x.arguments).unwrap_or_default();
+            rendered = values.render(&text);
             e.arguments = Some(&rendered);
         }
         Command::Search(_) | Command::List(_) | Command::Version(_) => {}

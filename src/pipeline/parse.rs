@@ -3,8 +3,8 @@
 //! items, bad query parameters) are [`HttpError`]s; a malformed *item* is
 //! kept as an error at its index so the rest of a bulk still runs.
 
+use indexmap::IndexMap;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use crate::protocol::{self, Params, ProtocolError, ProxyTarget, Request};
 
@@ -61,10 +61,9 @@ pub fn parse_get(path: &str, query: Option<&str>) -> Result<Parsed, HttpError> {
         target: None,
     });
     let echo = match &parsed {
-        Ok(item) => serde_json::value::to_raw_value(&protocol::Echo(&item.request.command)),
-        Err(_) => serde_json::value::to_raw_value(&serde_json::json!({ "path": effective })),
-    }
-    .expect("JSON serialises");
+        Ok(item) => to_raw(&protocol::Echo(&item.request.command)),
+        Err(_) => to_raw(&serde_json::json!({ "path": effective })),
+    };
     Ok(Parsed {
         bulk: false,
         items: vec![Item { echo, parsed }],
@@ -88,7 +87,8 @@ pub fn parse_post(body: &[u8], query: Option<&str>, max_items: usize) -> Result<
     let (bulk, values): (bool, Vec<&RawValue>) = match whole.get().as_bytes().first() {
         Some(b'[') => (
             true,
-            serde_json::from_str(whole.get()).expect("a raw array is valid JSON"),
+            serde_json::from_str(whole.get())
+                .map_err(|e| HttpError::bad_request(format!("Invalid JSON request: {e}")))?,
         ),
         Some(b'{') => (false, vec![whole]),
         _ => {
@@ -119,6 +119,13 @@ fn item(raw: &RawValue, params: &Params) -> Item {
     let parsed = fields.as_ref().map_err(Clone::clone).and_then(|f| {
         Request::from_fields(f, params).map(|(request, target)| ParsedItem { request, target })
     });
+    // Echoed text strict parsers can read: lone surrogates become U+FFFD.
+    let readable = protocol::without_lone_surrogates(raw.get());
+    let readable = match &readable {
+        std::borrow::Cow::Borrowed(_) => None,
+        std::borrow::Cow::Owned(text) => RawValue::from_string(text.clone()).ok(),
+    };
+    let raw = readable.as_deref().unwrap_or(raw);
     let plain = match (&fields, &parsed) {
         (Ok(f), _) if f.target.is_none() => true,
         (_, Ok(p)) => !p
@@ -130,23 +137,52 @@ fn item(raw: &RawValue, params: &Params) -> Item {
     let echo = if plain {
         raw.to_owned()
     } else {
-        let value: Value = serde_json::from_str(raw.get()).expect("a raw value is valid JSON");
-        serde_json::value::to_raw_value(&without_credentials(value)).expect("JSON serialises")
+        // Keys it can't read (a lone surrogate in one): the typed request,
+        // which holds no credentials, or nothing.
+        without_credentials(raw).unwrap_or_else(|| match &parsed {
+            Ok(p) => to_raw(&protocol::Echo(&p.request.command)),
+            Err(_) => to_raw(&serde_json::Map::new()),
+        })
     };
     Item { echo, parsed }
 }
 
-/// Removes `target.user`, `target.password` and credentials inside
-/// `target.url` from an echoed request.
-pub fn without_credentials(mut v: Value) -> Value {
-    if let Some(target) = v.get_mut("target").and_then(Value::as_object_mut) {
-        target.remove("password");
-        target.remove("user");
-        if let Some(Value::String(url)) = target.get_mut("url") {
-            *url = super::route::redact_userinfo(url);
+/// The item as sent, with `target.user`, `target.password` and the
+/// credentials inside `target.url` removed; a `target` that is not an
+/// object is removed whole. Works on the text (values stay raw), so any
+/// item the body parser took can be echoed; `None` when a key is no valid
+/// string.
+fn without_credentials(raw: &RawValue) -> Option<Box<RawValue>> {
+    type Object<'a> = IndexMap<String, &'a RawValue>;
+    let mut item: Object = serde_json::from_str(raw.get()).ok()?;
+    let Some(target) = item.get("target").copied() else {
+        return serde_json::value::to_raw_value(&item).ok();
+    };
+    let mut fields: Object = match serde_json::from_str(target.get()) {
+        Ok(fields) => fields,
+        Err(_) => {
+            item.shift_remove("target");
+            return serde_json::value::to_raw_value(&item).ok();
         }
+    };
+    fields.shift_remove("user");
+    fields.shift_remove("password");
+    let url = fields
+        .shift_remove("url")
+        .and_then(|u| serde_json::from_str::<String>(u.get()).ok())
+        .map(|u| to_raw(&super::route::redact_userinfo(&u)));
+    if let Some(url) = &url {
+        fields.insert("url".into(), url);
     }
-    v
+    let target = serde_json::value::to_raw_value(&fields).ok()?;
+    item.insert("target".into(), &target);
+    serde_json::value::to_raw_value(&item).ok()
+}
+
+/// JSON text of a string, a map with string keys or a typed request:
+/// their serialisation can't fail.
+fn to_raw(value: &impl serde::Serialize) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value).expect("strings and typed requests serialise")
 }
 
 fn percent_decode(path: &str) -> Result<String, HttpError> {
@@ -161,7 +197,7 @@ fn percent_decode(path: &str) -> Result<String, HttpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn echo(p: &Parsed) -> Value {
         serde_json::from_str(p.items[0].echo.get()).unwrap()
@@ -221,6 +257,116 @@ mod tests {
             e.message
         );
         assert!(p.items[1].parsed.is_ok());
+    }
+
+    /// Values no agent would receive as sent fail their own item, with a
+    /// message naming the field; the rest of the bulk is read.
+    #[test]
+    fn hostile_values_fail_their_item_only() {
+        let big = "9".repeat(400);
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let items = [
+            (
+                r#"{"type":"write","mbean":"a:b=c","attribute":"A","value":"\ud800"}"#.to_string(),
+                "\"value\" can't be forwarded: a string holds a lone UTF-16 surrogate",
+            ),
+            (
+                format!(r#"{{"type":"write","mbean":"a:b=c","attribute":"A","value":{big}}}"#),
+                "outside the range of a Java long",
+            ),
+            (
+                r#"{"type":"write","mbean":"a:b=c","attribute":"A","value":1e400}"#.into(),
+                "outside the range of a Java double",
+            ),
+            (
+                format!(r#"{{"type":"write","mbean":"a:b=c","attribute":"A","value":{deep}}}"#),
+                "deeper than 64 levels",
+            ),
+            (
+                r#"{"type":"exec","mbean":"a:b=c","operation":"o","arguments":[1,-1e400]}"#.into(),
+                "\"arguments[1]\" can't be forwarded",
+            ),
+            (
+                format!(
+                    r#"{{"type":"exec","mbean":"a:b=c","operation":"o","arguments":[{deep}]}}"#
+                ),
+                "\"arguments[0]\"",
+            ),
+            (
+                r#"{"type":"read","mbean":"a:b=\udc00"}"#.into(),
+                "\"mbean\" is not a valid string: it holds a lone UTF-16 surrogate",
+            ),
+            (
+                r#"{"type":"read","mbean":"a:b=c","attribute":["A","\ud800"]}"#.into(),
+                "\"attribute\" is not a valid string",
+            ),
+            (
+                r#"{"type":"version","config":{"maxDepth":1e400}}"#.into(),
+                "Invalid value of maxDepth",
+            ),
+            (
+                format!(r#"{{"type":"version","config":{{"maxDepth":{big}}}}}"#),
+                "Invalid value of maxDepth",
+            ),
+            (
+                r#"{"type":"version","config":{"maxDepth":"\ud800"}}"#.into(),
+                "Invalid value of maxDepth",
+            ),
+            (
+                r#"{"type":"version","target":{"url":"\ud800"}}"#.into(),
+                "\"target.url\" is not a valid string",
+            ),
+            (r#"{"type\ud800":"version"}"#.into(), "Invalid request"),
+        ];
+        let body = format!(
+            "[{},{{\"type\":\"version\"}}]",
+            items
+                .iter()
+                .map(|(i, _)| i.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let p = parse_post(body.as_bytes(), None, 100).unwrap();
+        for ((item, says), parsed) in items.iter().zip(&p.items) {
+            let e = parsed.parsed.as_ref().unwrap_err();
+            assert_eq!(e.status, 400, "{item}");
+            assert!(e.message.contains(says), "{item}: {}", e.message);
+        }
+        assert!(p.items.last().unwrap().parsed.is_ok());
+    }
+
+    #[test]
+    fn values_agents_take_pass_verbatim() {
+        let body = br#"{"type":"exec","mbean":"a:b=c","operation":"o","arguments":[ 9223372036854775807, 1.5e300, "\ud83d\ude00", [[{"k" : null}]] ]}"#;
+        let p = parse_post(body, None, 10).unwrap();
+        let request = &p.items[0].parsed.as_ref().unwrap().request;
+        let forwarded = serde_json::to_string(&protocol::AgentForm(request)).unwrap();
+        assert!(
+            forwarded.contains(
+                r#""arguments":[9223372036854775807,1.5e300,"\ud83d\ude00",[[{"k":null}]]]"#
+            ),
+            "{forwarded}"
+        );
+    }
+
+    /// Items echoed with their target's credentials removed, whatever else
+    /// they hold: values too big or deep for a JSON tree, bad targets.
+    #[test]
+    fn echoes_of_hostile_items() {
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        for (body, kept) in [
+            (r#"{"type":"write","mbean":"a:b=c","attribute":"A","value":1e400,"target":{"url":"t","password":"pw"}}"#.to_string(), "1e400"),
+            (format!(r#"{{"type":"write","mbean":"a:b=c","attribute":"A","value":{deep},"target":{{"url":"t","password":"pw"}}}}"#), "[[["),
+            (r#"{"type":"read","mbean":"a:b=\ud800","target":{"url":"http://u:pw@h/","user":"u"}}"#.into(), "***@h"),
+            (r#"{"type":"version","target":"http://u:pw@h/"}"#.into(), "version"),
+            (r#"{"type":"version","target":{"url":{"password":"pw"}}}"#.into(), "version"),
+            (r#"{"type":"version","target":{"url":"t","password":"pw"},"k\ud800":1}"#.into(), r#"{"url":"t"}"#),
+        ] {
+            let p = parse_post(body.as_bytes(), None, 10).unwrap();
+            let echo = p.items[0].echo.get();
+            assert!(!echo.contains("pw"), "{body} -> {echo}");
+            assert!(echo.contains(kept), "{body} -> {echo}");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! [`Params`]), responses, and the wire forms of both.
 
 mod command;
+mod json_text;
 pub mod object_name;
 pub mod params;
 pub mod path;
@@ -11,6 +12,7 @@ mod response;
 pub use command::{
     raw_kind, Attributes, Command, Exec, Fields, List, Read, Search, Version, Write,
 };
+pub use json_text::{without_lone_surrogates, JsonText};
 pub use object_name::ObjectName;
 pub use params::Params;
 pub use response::{parse_bulk_answer, Raw, Response};
@@ -83,11 +85,7 @@ impl ProxyTarget {
             .map_err(|e| ProtocolError::bad_request(format!("Invalid \"target\": {e}")))?;
         let text = |key: &str, v: Option<&RawValue>| -> Result<Option<String>, ProtocolError> {
             v.map(|raw| {
-                command::string_of(raw)
-                    .map(|s| s.into_owned())
-                    .ok_or_else(|| {
-                        ProtocolError::bad_request(format!("\"target.{key}\" must be a string"))
-                    })
+                command::string_field(raw, &format!("target.{key}")).map(|s| s.into_owned())
             })
             .transpose()
         };
@@ -159,7 +157,7 @@ impl Request {
         Ok(Request::new(Command::Write(Write {
             mbean: command::object_name(mbean)?,
             attribute: attribute.into(),
-            value,
+            value: JsonText::from_value(&value),
             path: None,
         })))
     }
@@ -173,7 +171,7 @@ impl Request {
         Ok(Request::new(Command::Exec(Exec {
             mbean: command::object_name(mbean)?,
             operation: operation.into(),
-            arguments,
+            arguments: arguments.iter().map(JsonText::from_value).collect(),
         })))
     }
 
@@ -258,9 +256,9 @@ impl Request {
     /// segments escaped, not yet percent-encoded), or `None` when only POST
     /// can carry it: several attributes, non-scalar values or arguments.
     pub fn to_get_path(&self) -> Option<String> {
-        fn scalar(v: &Value) -> Option<String> {
-            match v {
-                Value::String(s) if !s.is_empty() => Some(s.clone()),
+        fn scalar(v: &JsonText) -> Option<String> {
+            match v.to_value()? {
+                Value::String(s) if !s.is_empty() => Some(s),
                 Value::Number(n) => Some(n.to_string()),
                 Value::Bool(b) => Some(b.to_string()),
                 _ => None,

@@ -87,11 +87,11 @@ pub fn split_csv(list: &str) -> Vec<String> {
 
 /// The GET spellings of special values: `[null]` is null and `""` the
 /// empty string; anything else is the string itself.
-pub fn value_from_get(segment: Segment) -> serde_json::Value {
+pub fn value_from_get(segment: Segment) -> super::JsonText {
     match segment.as_deref() {
-        None | Some("[null]") => serde_json::Value::Null,
-        Some("\"\"") => serde_json::Value::String(String::new()),
-        Some(s) => serde_json::Value::String(s.to_string()),
+        None | Some("[null]") => super::JsonText::null(),
+        Some("\"\"") => super::JsonText::string(""),
+        Some(s) => super::JsonText::string(s),
     }
 }
 
@@ -140,12 +140,10 @@ mod tests {
 
     #[test]
     fn special_value_tags() {
-        assert_eq!(
-            value_from_get(Some("[null]".into())),
-            serde_json::Value::Null
-        );
-        assert_eq!(value_from_get(Some("\"\"".into())), serde_json::json!(""));
-        assert_eq!(value_from_get(Some("12".into())), serde_json::json!("12"));
-        assert_eq!(value_from_get(None), serde_json::Value::Null);
+        let text = |s: Option<&str>| value_from_get(s.map(str::to_string)).as_str().to_string();
+        assert_eq!(text(Some("[null]")), "null");
+        assert_eq!(text(Some("\"\"")), "\"\"");
+        assert_eq!(text(Some("12")), "\"12\"");
+        assert_eq!(text(None), "null");
     }
 }

@@ -367,7 +367,7 @@ pub async fn post_json(http: &reqwest::Client, url: &str, body: &Value) -> (u16,
     (status, parse(&text))
 }
 
-fn parse(text: &str) -> Value {
+pub fn parse(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 

@@ -2,20 +2,20 @@
 //! overload: `add(int,int)`.
 
 use serde::ser::SerializeMap;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::protocol::object_name::ObjectName;
 use crate::protocol::path;
-use crate::protocol::ProtocolError;
+use crate::protocol::{JsonText, ProtocolError};
 
-use super::{object_name, object_name_from_get, required_str, value_of, Fields, PathArgs};
+use super::{object_name, object_name_from_get, required_str, Fields, PathArgs};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exec {
     pub mbean: ObjectName,
     /// The operation name, optionally with a signature: `add(int,int)`.
     pub operation: String,
-    pub arguments: Vec<Value>,
+    pub arguments: Vec<JsonText>,
 }
 
 impl Exec {
@@ -49,10 +49,16 @@ impl Exec {
         )?;
         let arguments = match obj.get("arguments") {
             None => Vec::new(),
-            Some(raw) if raw.get().starts_with('[') => match value_of(raw) {
-                Value::Array(a) => a,
-                _ => unreachable!("a raw array is an array"),
-            },
+            Some(raw) if raw.get().starts_with('[') => {
+                let items: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(|e| {
+                    ProtocolError::bad_request(format!("Invalid \"arguments\": {e}"))
+                })?;
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, item)| JsonText::from_raw(item, &format!("arguments[{i}]")))
+                    .collect::<Result<_, _>>()?
+            }
             Some(_) => {
                 return Err(ProtocolError::bad_request(
                     "\"arguments\" of an exec request must be an array",

@@ -10,7 +10,6 @@ use std::borrow::Cow;
 use serde::ser::SerializeMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 mod exec;
 mod list;
@@ -120,11 +119,6 @@ pub(super) fn string_of(raw: &RawValue) -> Option<Cow<'_, str>> {
     }
 }
 
-/// `raw` as a JSON value (for values kept whole: write values, arguments).
-pub(super) fn value_of(raw: &RawValue) -> Value {
-    serde_json::from_str(raw.get()).expect("a raw value is valid JSON")
-}
-
 /// GET path arguments after the type, wildcards as `None`.
 pub type PathArgs = VecDeque<Segment>;
 
@@ -142,10 +136,23 @@ pub(super) fn optional_str<'a>(
 ) -> Result<Option<Cow<'a, str>>, ProtocolError> {
     match obj.get(key) {
         None => Ok(None),
-        Some(raw) => string_of(raw)
-            .map(Some)
-            .ok_or_else(|| ProtocolError::bad_request(format!("\"{key}\" must be a string"))),
+        Some(raw) => string_field(raw, key).map(Some),
     }
+}
+
+/// A field that must be a string, with an error that says why it isn't.
+pub(super) fn string_field<'a>(
+    raw: &'a RawValue,
+    key: &str,
+) -> Result<Cow<'a, str>, ProtocolError> {
+    string_of(raw).ok_or_else(|| {
+        ProtocolError::bad_request(if raw.get().starts_with('"') {
+            // Valid JSON whose text isn't Unicode: an unpaired \uD800-\uDFFF.
+            format!("\"{key}\" is not a valid string: it holds a lone UTF-16 surrogate, which is no character")
+        } else {
+            format!("\"{key}\" must be a string")
+        })
+    })
 }
 
 pub(super) fn object_name(raw: &str) -> Result<ObjectName, ProtocolError> {
@@ -284,7 +291,7 @@ fn unsupported_type(name: &str) -> ProtocolError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn from_json(v: &Value) -> Result<Command, ProtocolError> {
         let text = v.to_string();

@@ -1,8 +1,6 @@
 //! `read`: Reads one attribute, several, or all, of an MBean or an MBean pattern,
 //! optionally descending into the value along an inner path.
 
-use std::borrow::Cow;
-
 use serde::ser::SerializeMap;
 use serde_json::value::RawValue;
 
@@ -12,7 +10,7 @@ use crate::protocol::ProtocolError;
 
 use super::{
     inner_path, inner_path_from_get, object_name, object_name_from_get, put_path, required_str,
-    string_of, Fields, PathArgs,
+    string_field, string_of, Fields, PathArgs,
 };
 
 /// Which attributes a read asks for.
@@ -67,14 +65,18 @@ impl Read {
         let attribute = match obj.get("attribute") {
             None => Attributes::All,
             Some(raw) if raw.get().starts_with('[') => {
-                let items: Vec<&RawValue> =
-                    serde_json::from_str(raw.get()).expect("a raw array is valid JSON");
-                let names: Vec<String> = items
-                    .into_iter()
-                    .filter_map(string_of)
-                    .filter(|s| !s.trim().is_empty())
-                    .map(Cow::into_owned)
-                    .collect();
+                let items: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(|e| {
+                    ProtocolError::bad_request(format!("Invalid \"attribute\": {e}"))
+                })?;
+                // Like the agents: what is not a name is left out; a name
+                // that is no valid string is an error, not silently dropped.
+                let mut names = Vec::with_capacity(items.len());
+                for item in items.into_iter().filter(|i| i.get().starts_with('"')) {
+                    let name = string_field(item, "attribute")?;
+                    if !name.trim().is_empty() {
+                        names.push(name.into_owned());
+                    }
+                }
                 if names.is_empty() {
                     Attributes::All
                 } else {

@@ -2,22 +2,21 @@
 //! agent answers with the old value.
 
 use serde::ser::SerializeMap;
-use serde_json::Value;
 
 use crate::protocol::object_name::ObjectName;
 use crate::protocol::path;
-use crate::protocol::ProtocolError;
+use crate::protocol::{JsonText, ProtocolError};
 
 use super::{
     inner_path, inner_path_from_get, object_name, object_name_from_get, put_path, required_str,
-    value_of, Fields, PathArgs,
+    Fields, PathArgs,
 };
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Write {
     pub mbean: ObjectName,
     pub attribute: String,
-    pub value: Value,
+    pub value: JsonText,
     pub path: Option<String>,
 }
 
@@ -50,9 +49,10 @@ impl Write {
             "attribute",
             "Write POST requests require an attribute name to write to",
         )?;
-        let value = obj.get("value").map(value_of).ok_or_else(|| {
+        let value = obj.get("value").ok_or_else(|| {
             ProtocolError::bad_request("Write POST requests require a value to set (may be a null)")
         })?;
+        let value = JsonText::from_raw(value, "value")?;
         Ok(Write {
             mbean: object_name(&mbean)?,
             attribute: attribute.into_owned(),
