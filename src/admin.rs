@@ -52,6 +52,12 @@ pub fn router(gateway: Arc<Gateway>, config: &AdminConfig) -> Router {
         .route("/readyz", get(readyz))
         .route("/actuator/jolokia", get(actuator))
         .with_state(admin)
+        .layer(axum::middleware::map_response(
+            |mut resp: axum::response::Response| async move {
+                crate::pipeline::respond::no_sniffing(resp.headers_mut());
+                resp
+            },
+        ))
 }
 
 async fn metrics(State(admin): State<Arc<Admin>>) -> impl IntoResponse {

@@ -25,6 +25,13 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 /// Default largest number of items in one bulk request.
 pub const DEFAULT_MAX_BULK_ITEMS: usize = 1000;
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 1024;
+/// Default time a client has to send a request's head (and how long a
+/// kept-alive connection may sit idle).
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time a client has to send a request's whole body.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default cap on open client connections, all listeners together.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 pub const DEFAULT_MAX_BUFFERED_BYTES: u64 = 512 * 1024 * 1024;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -158,6 +165,21 @@ pub struct ServerConfig {
     /// once with HTTP 503 and `Retry-After: 1`. Needs a restart.
     #[serde(default = "default_max_concurrent_requests")]
     pub max_concurrent_requests: usize,
+    /// Time a client has to send a request's head, counted from when the
+    /// gateway starts waiting for it (so also how long a kept-alive
+    /// connection may sit idle); then the connection is closed. Needs a
+    /// restart.
+    #[serde(default = "default_header_read_timeout", with = "humantime_serde")]
+    pub header_read_timeout: Duration,
+    /// Time a client has to send a request's whole body once its head
+    /// arrived; then HTTP 408 and the connection is closed.
+    #[serde(default = "default_body_read_timeout", with = "humantime_serde")]
+    pub body_read_timeout: Duration,
+    /// Open client connections, HTTP and HTTPS listeners together; at the
+    /// cap, new connections wait in the listen backlog until one closes.
+    /// Needs a restart.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
     /// Bytes of agent answers held while they are received and parsed,
     /// all targets together. An answer that would exceed it fails with
     /// status 503 (`jmxgate.GatewayBusy`). Needs a restart.
@@ -266,6 +288,18 @@ fn default_max_bulk_items() -> usize {
 
 fn default_max_concurrent_requests() -> usize {
     DEFAULT_MAX_CONCURRENT_REQUESTS
+}
+
+fn default_header_read_timeout() -> Duration {
+    DEFAULT_HEADER_READ_TIMEOUT
+}
+
+fn default_body_read_timeout() -> Duration {
+    DEFAULT_BODY_READ_TIMEOUT
+}
+
+fn default_max_connections() -> usize {
+    DEFAULT_MAX_CONNECTIONS
 }
 
 fn default_max_buffered_bytes() -> u64 {
@@ -571,6 +605,17 @@ impl Config {
         }
         if self.server.max_concurrent_requests == 0 {
             problems.push("server.max_concurrent_requests: must be greater than zero".into());
+        }
+        if self.server.max_connections == 0 {
+            problems.push("server.max_connections: must be greater than zero".into());
+        }
+        for (key, timeout) in [
+            ("header_read_timeout", self.server.header_read_timeout),
+            ("body_read_timeout", self.server.body_read_timeout),
+        ] {
+            if timeout.is_zero() {
+                problems.push(format!("server.{key}: must be longer than 0s"));
+            }
         }
         if self.server.max_buffered_bytes < 1024 * 1024 {
             problems.push(format!(

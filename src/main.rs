@@ -381,9 +381,9 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
             jmxgate::version::GATEWAY_VERSION
         );
         tokio::spawn(reloading.watch());
-        servers.spawn(jmxgate::tls::serve(
+        servers.spawn(pipeline::listen::serve_tls(
             listener,
-            pipeline::listen::router(gateway.clone()),
+            gateway.clone(),
             stopped(),
         ));
     }

@@ -73,7 +73,7 @@ async fn a_mixed_bulk_comes_back_complete_in_order_within_the_slow_agents_timeou
         r[1]["error"]
             .as_str()
             .unwrap()
-            .contains("not a configured target"),
+            .contains("that you may reach is configured"),
         "{}",
         r[1]
     );

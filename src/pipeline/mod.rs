@@ -99,6 +99,8 @@ pub struct Gateway {
     /// fleet is both, rebuilt when either changes.
     sources: std::sync::Mutex<(Config, Vec<crate::config::TargetConfig>)>,
     probe_interval: std::time::Duration,
+    /// Header timeout and connection cap of every listener.
+    limits: listen::ClientLimits,
 }
 
 /// Who asks, the same for every item of a request.
@@ -184,10 +186,12 @@ fn selector_of_item(
     route::selector_of(url)
 }
 
-/// Which URL shape the client used.
+/// Which URL shape the client used. A virtual URL's name is looked up
+/// only once the caller is known, so that nothing tells an unauthenticated
+/// client which names exist.
 enum Addressed {
     Proxy,
-    Virtual(Arc<Target>),
+    Virtual(String),
     /// `GET /jolokia/targets`: the targets the caller may reach.
     TargetList,
 }
@@ -227,6 +231,7 @@ impl Gateway {
             health,
             probe_interval: config.health.probe_interval,
             sources: std::sync::Mutex::new((config.clone(), Vec::new())),
+            limits: listen::ClientLimits::from_config(&config.server),
         })
     }
 
@@ -410,6 +415,7 @@ impl Gateway {
         let (body, read) = listen::track_body(body);
         let mut resp = self.run(HttpRequest::from_parts(parts, body), conn).await;
         read.close_unless_read(&mut resp);
+        respond::no_sniffing(resp.headers_mut());
         self.metrics
             .http_requests
             .get_or_create(&crate::metrics::StatusLabel {
@@ -434,14 +440,16 @@ impl Gateway {
         }
         let headers = parts.headers;
 
-        let (addressed, rest) = match self.addressing(&state, parts.uri.path()) {
+        let (addressed, rest) = match self.addressing(parts.uri.path()) {
             Ok(a) => a,
             Err(e) => return respond::http_error(&e, &headers, true),
         };
         let access = state.access.clone();
         let chain = access.client_chain(client.map(|c| c.ip()), &headers);
         let origin = request_origin(&headers);
-        let cors = cors_allowed(&access, origin.as_deref());
+        // Before authentication (preflights, refusals that carry no data):
+        // an origin some role admits. After it: the caller's own roles.
+        let cors = cors_allowed(&access, access.roles(), origin.as_deref());
 
         // Fail closed: nothing runs while the audit log can't be written.
         if let Some(log) = &self.audit {
@@ -473,6 +481,26 @@ impl Gateway {
             Ok(p) => p,
             Err(refusal) => return refusal,
         };
+        let held = access.roles_of(&principal);
+        let without_role = held.is_empty() && !access.is_open();
+        let virtual_target = match &addressed {
+            // A caller without a role is refused item by item, whatever the name.
+            Addressed::Virtual(_) if without_role => None,
+            Addressed::Virtual(name) => match visible_target(&state, &held, name) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    let cors = cors_allowed(&access, &held, origin.as_deref());
+                    tracing::info!(request_id, principal = %principal.name, status = e.status, "{}", e.message);
+                    return respond::http_error(&e, &headers, cors);
+                }
+            },
+            _ => None,
+        };
+        let cors = cors_allowed(
+            &access,
+            reaching(&held, virtual_target.as_deref()),
+            origin.as_deref(),
+        );
         if let Addressed::TargetList = addressed {
             let listing = TargetListing {
                 principal: &principal,
@@ -495,9 +523,9 @@ impl Gateway {
             }
         };
 
-        let addressing = match &addressed {
-            Addressed::Virtual(t) => Addressing::Virtual(t),
-            Addressed::Proxy | Addressed::TargetList => Addressing::Proxy {
+        let addressing = match &virtual_target {
+            Some(t) => Addressing::Virtual(t),
+            None => Addressing::Proxy {
                 default_target: state.default_target.as_ref(),
             },
         };
@@ -513,13 +541,13 @@ impl Gateway {
         let mut targets: Vec<Option<String>> = vec![None; count];
         let mut rules: Vec<Option<String>> = vec![None; count];
         let mut decisions: Vec<&'static str> = vec!["allowed"; count];
-        let held = access.roles_of(&principal);
         let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
         // Items sent to several targets through a selector; their per-target
         // answers are numbered from `count` up and merged afterwards.
         let mut fan_outs: Vec<FanOut> = Vec::new();
         let mut slot_answers: Vec<(usize, Response)> = Vec::new();
         let mut next_slot = count;
+        let proxy_mode = matches!(addressed, Addressed::Proxy);
         for (index, item) in parsed.items.iter().enumerate() {
             let caller = Caller {
                 access: &access,
@@ -527,7 +555,7 @@ impl Gateway {
                 roles: &held,
                 facts: &facts,
             };
-            if let (Addressed::Proxy, Some(selector)) = (&addressed, selector_of_item(item)) {
+            if let (true, Some(selector)) = (proxy_mode, selector_of_item(item)) {
                 let parsed_item = item
                     .parsed
                     .as_ref()
@@ -755,36 +783,41 @@ impl Gateway {
         let headers = &parts.headers;
         let access = state.access.clone();
         let origin = request_origin(headers);
-        let cors = cors_allowed(&access, origin.as_deref());
-        let fail = |e: HttpError| respond::http_error(&e, headers, cors);
+        let cors = cors_allowed(&access, access.roles(), origin.as_deref());
         match parts.method {
             Method::OPTIONS => return respond::preflight(headers, cors),
             Method::POST => {}
             _ => {
-                return fail(HttpError::new(
+                let e = HttpError::new(
                     405,
                     "jmxgate.MethodNotAllowed",
                     "POST the request (or bulk) to explain",
-                ))
+                );
+                return respond::http_error(&e, headers, cors);
             }
         }
+        let principal = match self
+            .authenticate(state, headers, &conn, "explain", cors)
+            .await
+        {
+            Ok(p) => p,
+            Err(refusal) => return refusal,
+        };
+        let held = access.roles_of(&principal);
         let query: Vec<(String, String)> =
             url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
                 .into_owned()
                 .collect();
         let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
-        let virtual_target = match param("target") {
-            Some(name) => match state.fleet.by_name(name) {
-                Some(t) => Some(t.clone()),
-                None => {
-                    return fail(HttpError::new(
-                        404,
-                        "jmxgate.UnknownTarget",
-                        format!("No target named \"{name}\" is configured"),
-                    ))
-                }
-            },
-            None => None,
+        let virtual_target = param("target")
+            .map(|name| visible_target(state, &held, name))
+            .transpose();
+        let addressed = virtual_target.as_ref().ok().and_then(Option::as_deref);
+        let cors = cors_allowed(&access, reaching(&held, addressed), origin.as_deref());
+        let fail = |e: HttpError| respond::http_error(&e, headers, cors);
+        let virtual_target = match virtual_target {
+            Ok(t) => t,
+            Err(e) => return fail(e),
         };
         let method = match param("method").map(str::to_ascii_uppercase).as_deref() {
             None | Some("POST") => "POST",
@@ -802,13 +835,6 @@ impl Gateway {
             Ok(p) => p,
             Err(e) => return fail(e),
         };
-        let principal = match self
-            .authenticate(state, headers, &conn, "explain", cors)
-            .await
-        {
-            Ok(p) => p,
-            Err(refusal) => return refusal,
-        };
         let chain = access.client_chain(client.map(|c| c.ip()), headers);
         let facts = authorize::RequestFacts {
             method,
@@ -822,7 +848,6 @@ impl Gateway {
                 default_target: state.default_target.as_ref(),
             },
         };
-        let held = access.roles_of(&principal);
         let report: Vec<serde_json::Value> = parsed
             .items
             .iter()
@@ -930,17 +955,32 @@ impl Gateway {
     ) -> Result<parse::Parsed, HttpError> {
         match *method {
             Method::GET => parse::parse_get(rest, query),
-            Method::POST => match axum::body::to_bytes(body, state.max_body_bytes).await {
-                Ok(bytes) => parse::parse_post(&bytes, query, state.max_bulk_items),
-                Err(_) => Err(HttpError::new(
-                    413,
-                    "jmxgate.RequestTooLarge",
-                    format!(
-                        "Request body exceeds {} bytes (server.max_body_bytes)",
-                        state.max_body_bytes
-                    ),
-                )),
-            },
+            Method::POST => {
+                // A slow client holds a request slot only this long.
+                let read = axum::body::to_bytes(body, state.max_body_bytes);
+                match tokio::time::timeout(state.body_read_timeout, read).await {
+                    Ok(Ok(bytes)) => parse::parse_post(&bytes, query, state.max_bulk_items),
+                    Ok(Err(e)) if listen::is_too_large(&e) => Err(HttpError::new(
+                        413,
+                        "jmxgate.RequestTooLarge",
+                        format!(
+                            "Request body exceeds {} bytes (server.max_body_bytes)",
+                            state.max_body_bytes
+                        ),
+                    )),
+                    Ok(Err(e)) => Err(HttpError::bad_request(format!(
+                        "The request body could not be read: {e}"
+                    ))),
+                    Err(_) => Err(HttpError::new(
+                        408,
+                        "jmxgate.RequestTimeout",
+                        format!(
+                            "The request body did not arrive within {} (server.body_read_timeout)",
+                            humantime::format_duration(state.body_read_timeout)
+                        ),
+                    )),
+                }
+            }
             _ => Err(HttpError::new(
                 405,
                 "jmxgate.MethodNotAllowed",
@@ -961,16 +1001,41 @@ impl Gateway {
             Ok(p) => p,
             Err(e) => return Decided::failed(e.clone()),
         };
+        if caller.roles.is_empty() && !caller.access.is_open() {
+            let denied = authorize::no_role(caller.principal);
+            return Decided {
+                target: None,
+                outcome: Err((denied.error, Some(denied.rule))),
+            };
+        }
+        let target_url = parsed.target.as_ref().map(|t| t.url.as_str());
         let destination = match route::route(
             &state.fleet,
             addressing,
             &parsed.request.command,
-            parsed.target.as_ref().map(|t| t.url.as_str()),
+            target_url,
         ) {
             Ok(d) => d,
             Err(e) => return Decided::failed(e),
         };
         let target = Some(destination_name(&destination));
+        if let Destination::Agent(t) = &destination {
+            if !caller.access.reaches(caller.roles, t) {
+                // Answered as a name that doesn't exist; the audit record
+                // says which target it was.
+                let rule = format!(
+                    "no role of {} reaches target {}",
+                    caller.principal.name, t.name
+                );
+                return Decided {
+                    target,
+                    outcome: Err((
+                        route::unknown_target(target_url.unwrap_or(&t.name)),
+                        Some(rule),
+                    )),
+                };
+            }
+        }
         let outcome = authorize::authorize(
             caller.access,
             caller.principal,
@@ -1129,7 +1194,7 @@ impl Gateway {
     }
 
     /// Splits the URL into addressing and the Jolokia path after it.
-    fn addressing(&self, state: &State, path: &str) -> Result<(Addressed, String), HttpError> {
+    fn addressing(&self, path: &str) -> Result<(Addressed, String), HttpError> {
         let not_found = || {
             HttpError::new(
                 404,
@@ -1161,17 +1226,7 @@ impl Gateway {
         };
         let (raw_name, tail) = after.split_once('/').map_or((after, ""), |(n, t)| (n, t));
         let name = percent_encoding::percent_decode_str(raw_name).decode_utf8_lossy();
-        let target = state.fleet.by_name(&name).cloned().ok_or_else(|| {
-            HttpError::new(
-                404,
-                "jmxgate.UnknownTarget",
-                format!(
-                    "No target named \"{}\" is configured",
-                    name.chars().take(100).collect::<String>()
-                ),
-            )
-        })?;
-        Ok((Addressed::Virtual(target), format!("/{tail}")))
+        Ok((Addressed::Virtual(name.into_owned()), format!("/{tail}")))
     }
 
     /// Items the gateway answers itself: `version` without a target.
@@ -1254,14 +1309,49 @@ fn request_origin(headers: &HeaderMap) -> Option<String> {
         .map(|v| v.replace(['\r', '\n'], ""))
 }
 
-/// Whether to send CORS headers for this origin: some role's `<cors>`
-/// admits it (every origin when the gateway is open).
-fn cors_allowed(access: &AccessControl, origin: Option<&str>) -> bool {
+/// Whether to send CORS headers for this origin: one of `roles` admits it
+/// in its `<cors>` (every origin when the gateway is open). `roles` are the
+/// caller's own once it is known; before that, every configured role.
+fn cors_allowed<'a>(
+    access: &AccessControl,
+    roles: impl IntoIterator<Item = &'a Arc<crate::access::Role>>,
+    origin: Option<&str>,
+) -> bool {
     access.is_open()
-        || access
-            .roles()
-            .iter()
+        || roles
+            .into_iter()
             .any(|r| r.policy.origin_allowed(origin, false))
+}
+
+/// The caller's roles that reach the addressed target (all of them when
+/// the URL addresses none): those decide CORS.
+fn reaching<'a>(
+    held: &'a [Arc<crate::access::Role>],
+    target: Option<&'a Target>,
+) -> impl Iterator<Item = &'a Arc<crate::access::Role>> {
+    held.iter()
+        .filter(move |r| target.is_none_or(|t| r.reaches(t)))
+}
+
+/// The target a virtual URL names, if the caller's roles reach it. A name
+/// that doesn't exist and one the caller can't reach get the same answer.
+fn visible_target(
+    state: &State,
+    roles: &[Arc<crate::access::Role>],
+    name: &str,
+) -> Result<Arc<Target>, HttpError> {
+    state
+        .fleet
+        .by_name(name)
+        .filter(|t| state.access.reaches(roles, t))
+        .cloned()
+        .ok_or_else(|| {
+            HttpError::new(
+                404,
+                "jmxgate.UnknownTarget",
+                route::unknown_target_message(name),
+            )
+        })
 }
 
 /// What the agent receives: the typed request with the parameters the

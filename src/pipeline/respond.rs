@@ -261,21 +261,34 @@ pub fn preflight(request_headers: &HeaderMap, cors: bool) -> HttpResponse<Body> 
 
 /// Echoes an admitted `Origin` with credentials allowed, as Jolokia does;
 /// also for answers made elsewhere (a 401), so a browser page can read them.
+/// `Origin: null` (sandboxed frames, local files: any page can make one)
+/// gets `*` and never credentials.
 pub fn cors_headers(request_headers: &HeaderMap, out: &mut HeaderMap) {
     let Some(origin) = request_headers.get(header::ORIGIN) else {
         return;
     };
-    let allow = if origin.as_bytes() == b"null" {
-        HeaderValue::from_static("*")
+    if origin.as_bytes() == b"null" {
+        out.insert(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        );
     } else {
-        origin.clone()
-    };
-    out.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, allow);
-    out.insert(
-        header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
-        HeaderValue::from_static("true"),
-    );
+        out.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+        out.insert(
+            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+            HeaderValue::from_static("true"),
+        );
+    }
     out.append(header::VARY, HeaderValue::from_static("Origin"));
+}
+
+/// Every answer: browsers must not guess another type than the one sent
+/// (a JSON answer read as HTML or script).
+pub fn no_sniffing(headers: &mut HeaderMap) {
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
 }
 
 /// A header name constant for request ids, so operators can correlate.
@@ -389,6 +402,18 @@ mod tests {
         assert!(r
             .headers()
             .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+            .is_none());
+    }
+
+    #[test]
+    fn a_null_origin_never_gets_credentials() {
+        let mut req = HeaderMap::new();
+        req.insert(header::ORIGIN, HeaderValue::from_static("null"));
+        let r = http_response(b"{}".to_vec(), &Params::default(), &req, true);
+        assert_eq!(r.headers()[header::ACCESS_CONTROL_ALLOW_ORIGIN], "*");
+        assert!(r
+            .headers()
+            .get(header::ACCESS_CONTROL_ALLOW_CREDENTIALS)
             .is_none());
     }
 }

@@ -101,18 +101,23 @@ pub fn resolve_target_url(fleet: &Fleet, url: &str) -> Result<Arc<Target>, Proto
         return Ok(t.clone());
     }
     let agent_url = agent_url_of(url)?;
-    let key = EndpointKey::of(&agent_url).ok_or_else(|| unknown(url))?;
-    fleet.by_endpoint(&key).cloned().ok_or_else(|| unknown(url))
+    let key = EndpointKey::of(&agent_url).ok_or_else(|| unknown_target(url))?;
+    fleet
+        .by_endpoint(&key)
+        .cloned()
+        .ok_or_else(|| unknown_target(url))
 }
 
-fn unknown(url: &str) -> ProtocolError {
-    ProtocolError::new(
-        404,
-        "jmxgate.UnknownTarget",
-        format!(
-            "Target {} is not a configured target of this gateway; use a target name or the agent URL from the gateway's configuration",
-            quote_for_error(url)
-        ),
+/// The one answer for a target that doesn't exist and for one the
+/// caller's roles don't reach, so that names can't be probed.
+pub fn unknown_target(text: &str) -> ProtocolError {
+    ProtocolError::new(404, "jmxgate.UnknownTarget", unknown_target_message(text))
+}
+
+pub fn unknown_target_message(text: &str) -> String {
+    format!(
+        "No target {} that you may reach is configured; use a name or agent URL from the target list (GET …/targets)",
+        quote_for_error(text)
     )
 }
 
@@ -149,9 +154,9 @@ pub fn agent_url_of(url: &str) -> Result<Url, ProtocolError> {
     } else if lower.starts_with("http://") || lower.starts_with("https://") {
         url.to_string()
     } else {
-        return Err(unknown(url));
+        return Err(unknown_target(url));
     };
-    let parsed = Url::parse(&http_form).map_err(|_| unknown(url))?;
+    let parsed = Url::parse(&http_form).map_err(|_| unknown_target(url))?;
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err(ProtocolError::bad_request(
             "A target URL must not carry credentials; use target.user and target.password",
@@ -256,7 +261,7 @@ mod tests {
 
     #[test]
     fn credentials_are_not_echoed() {
-        let e = unknown("http://admin:pw@h/jolokia");
+        let e = unknown_target("http://admin:pw@h/jolokia");
         assert!(!e.message.contains("pw@"), "{}", e.message);
         let e = agent_url_of("service:jmx:jolokia://u:secret@h:1/j").unwrap_err();
         assert!(!e.message.contains("secret"), "{}", e.message);

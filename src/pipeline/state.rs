@@ -18,6 +18,7 @@ pub struct State {
     pub http_methods: Vec<AuthMethod>,
     pub tls_methods: Vec<AuthMethod>,
     pub max_body_bytes: usize,
+    pub body_read_timeout: std::time::Duration,
     pub max_bulk_items: usize,
     /// Targets one item may reach through a selector, unless roles say.
     pub max_targets_per_item: usize,
@@ -62,6 +63,7 @@ impl State {
             http_methods,
             tls_methods,
             max_body_bytes: config.server.max_body_bytes,
+            body_read_timeout: config.server.body_read_timeout,
             max_bulk_items: config.server.max_bulk_items,
             max_targets_per_item: config.server.max_targets_per_item,
             list_cache: super::dispatch::list_cache::ListCache::new(&config.list_cache),

@@ -151,6 +151,19 @@ pub struct TlsConnectInfo {
 }
 
 impl TlsConnectInfo {
+    /// What an established connection tells about its client.
+    pub fn of(stream: &TlsStream<TcpStream>, remote: SocketAddr) -> TlsConnectInfo {
+        TlsConnectInfo {
+            remote,
+            peer_certificates: stream
+                .get_ref()
+                .1
+                .peer_certificates()
+                .filter(|certs| !certs.is_empty())
+                .map(|certs| Arc::new(certs.to_vec())),
+        }
+    }
+
     /// The client's own (end-entity) certificate.
     pub fn client_certificate(&self) -> Option<&CertificateDer<'static>> {
         self.peer_certificates.as_ref()?.first()
@@ -159,13 +172,6 @@ impl TlsConnectInfo {
 
 impl Connected<IncomingStream<'_, TlsListener>> for TlsConnectInfo {
     fn connect_info(stream: IncomingStream<'_, TlsListener>) -> Self {
-        let (_, conn) = stream.io().get_ref();
-        TlsConnectInfo {
-            remote: *stream.remote_addr(),
-            peer_certificates: conn
-                .peer_certificates()
-                .filter(|certs| !certs.is_empty())
-                .map(|certs| Arc::new(certs.to_vec())),
-        }
+        TlsConnectInfo::of(stream.io(), *stream.remote_addr())
     }
 }

@@ -5,7 +5,8 @@
 //! ```text
 //! TlsConfig ──server_config──▶ ReloadingTls (ArcSwap, watch: interval + SIGHUP)
 //!                                   │ newest config per new connection
-//! TcpListener ──▶ TlsListener (handshake tasks, 10 s limit) ──▶ axum::serve
+//! TcpListener ──▶ TlsListener (handshake tasks, 10 s limit) ──▶ pipeline::listen::serve_tls
+//!                                                              (or `serve` below, for any router)
 //!                                   │
 //!                 ConnectInfo<TlsConnectInfo> + ConnectInfo<SocketAddr>
 //! ```
@@ -26,8 +27,9 @@ pub use config::{server_config, ClientAuth, TlsConfig, TlsVersion, DEFAULT_RELOA
 pub use listener::{TlsConnectInfo, TlsListener, HANDSHAKE_TIMEOUT};
 pub use reload::ReloadingTls;
 
-/// Serves `router` over TLS until `shutdown` completes, then drains
-/// in-flight requests. Handlers see `ConnectInfo<TlsConnectInfo>` and, for
+/// Serves any `router` over TLS (for embedding; the gateway's own
+/// listener is `pipeline::listen::serve_tls`) until `shutdown` completes,
+/// then drains in-flight requests. Handlers see `ConnectInfo<TlsConnectInfo>` and, for
 /// code written for the plain listener, `ConnectInfo<SocketAddr>`.
 pub async fn serve(
     listener: TlsListener,

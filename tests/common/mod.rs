@@ -298,9 +298,9 @@ impl Gateway {
             let listener = jmxgate::tls::TlsListener::bind(reloading).await.unwrap();
             let addr = axum::serve::Listener::local_addr(&listener).unwrap();
             let (tx, rx) = tokio::sync::oneshot::channel();
-            tokio::spawn(jmxgate::tls::serve(
+            tokio::spawn(jmxgate::pipeline::listen::serve_tls(
                 listener,
-                jmxgate::pipeline::listen::router(gateway.clone()),
+                gateway.clone(),
                 async {
                     let _ = rx.await;
                 },

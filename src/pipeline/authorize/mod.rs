@@ -151,6 +151,15 @@ fn forbidden(message: String, rule: impl Into<String>) -> Denied {
     }
 }
 
+/// The refusal for a caller that holds no role: the same whatever target
+/// it names, so it tells nothing about which exist.
+pub fn no_role(principal: &Principal) -> Denied {
+    forbidden(
+        format!("Principal {} has no role on this gateway", principal.name),
+        "no role for this principal",
+    )
+}
+
 /// Decides one item. `roles` are the principal's (`AccessControl::roles_of`,
 /// looked up once per request).
 pub fn authorize(
@@ -169,10 +178,7 @@ pub fn authorize(
         });
     }
     if roles.is_empty() {
-        return Err(forbidden(
-            format!("Principal {} has no role on this gateway", principal.name),
-            "no role for this principal",
-        ));
+        return Err(no_role(principal));
     }
     let reaching: Vec<_> = roles
         .iter()
@@ -181,20 +187,12 @@ pub fn authorize(
             Destination::Agent(t) => r.reaches(t),
         })
         .collect();
-    if reaching.is_empty() {
-        let target = match destination {
-            Destination::Agent(t) => t.name.as_str(),
-            Destination::Gateway => "gateway",
-        };
-        let names: Vec<&str> = roles.iter().map(|r| r.name.as_str()).collect();
-        return Err(forbidden(
-            format!(
-                "Target {target} is not reachable for principal {} (roles: {})",
-                principal.name,
-                names.join(", ")
-            ),
-            format!("no role of {} reaches target {target}", principal.name),
-        ));
+    if let (true, Destination::Agent(t)) = (reaching.is_empty(), destination) {
+        // As for a name that doesn't exist: nothing tells the caller it does.
+        return Err(Denied {
+            error: super::route::unknown_target(&t.name),
+            rule: format!("no role of {} reaches target {}", principal.name, t.name),
+        });
     }
 
     // Request-level checks, as Jolokia's agent makes them before anything.

@@ -1,0 +1,476 @@
+//! A multi-tenant gateway against hostile callers, with real agents: CORS
+//! decided by the caller's own roles, no way to learn target names one may
+//! not reach, slow clients bounded by timeouts and a connection cap, and
+//! `X-Content-Type-Options: nosniff` on every answer.
+
+mod common;
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{basic_auth_config, shared_agents, targets_toml, users_file, Gateway};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const BIN: &str = env!("CARGO_BIN_EXE_jmxgate");
+const T: &str = "jmxgate.test:type=Types";
+
+/// Two tenants: `ann` (role `a`: target alpha, `<cors>` admits only
+/// https://good.example.com) and `bob` (role `b`: target beta, no `<cors>`,
+/// so any origin), and `eve`, who holds no configured role; with an audit
+/// log. `server` goes into `[server]`.
+fn tenants_config(dir: &std::path::Path, server: &str) -> String {
+    let [a, b, ..] = shared_agents();
+    let users = users_file(
+        dir,
+        &[
+            ("ann", "ann-pw", &["a"]),
+            ("bob", "bob-pw", &["b"]),
+            ("eve", "eve-pw", &["no-such-role"]),
+        ],
+    );
+    let policy = |name: &str, body: &str| {
+        let path = dir.join(format!("{name}.xml"));
+        std::fs::write(&path, format!("<restrict>{body}</restrict>")).unwrap();
+        path.display().to_string()
+    };
+    let pa = policy(
+        "a",
+        "<cors><allow-origin>https://good.example.com</allow-origin></cors>",
+    );
+    let pb = policy("b", "");
+    basic_auth_config(
+        &users,
+        &format!(
+            "{server}\n{}[[roles]]\nname = \"a\"\ntargets = [\"alpha\"]\npolicy = \"{pa}\"\n\n\
+             [[roles]]\nname = \"b\"\ntargets = [\"beta\"]\npolicy = \"{pb}\"\n\n\
+             [audit]\ndir = \"{}\"\n",
+            targets_toml(&[a, b]),
+            dir.join("audit").display()
+        ),
+    )
+}
+
+fn header<'a>(resp: &'a reqwest::Response, name: &str) -> Option<&'a str> {
+    resp.headers().get(name).map(|v| v.to_str().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cors_answers_follow_the_callers_own_roles() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&tenants_config(dir.path(), "")).await;
+    let read = |user: &str, target: &str, origin: &str| {
+        gw.http
+            .get(gw.url(&format!("/jolokia/targets/{target}/read/{T}/Name")))
+            .basic_auth(user, Some(format!("{user}-pw")))
+            .header("origin", origin)
+            .send()
+    };
+    // Ann's only role admits good.example.com; bob's admitting every origin
+    // must not open ann's data to evil.example.
+    let evil = read("ann", "alpha", "http://evil.example").await.unwrap();
+    assert_eq!(header(&evil, "access-control-allow-origin"), None);
+    assert_eq!(header(&evil, "access-control-allow-credentials"), None);
+    let good = read("ann", "alpha", "https://good.example.com")
+        .await
+        .unwrap();
+    assert_eq!(
+        header(&good, "access-control-allow-origin"),
+        Some("https://good.example.com")
+    );
+    assert_eq!(
+        header(&good, "access-control-allow-credentials"),
+        Some("true")
+    );
+    // The same by proxy mode at /jolokia.
+    let proxied = gw
+        .http
+        .post(gw.url("/jolokia"))
+        .basic_auth("ann", Some("ann-pw"))
+        .header("origin", "http://evil.example")
+        .body(
+            json!({"type":"read","mbean":T,"attribute":"Name","target":{"url":"alpha"}})
+                .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header(&proxied, "access-control-allow-origin"), None);
+    assert!(proxied
+        .text()
+        .await
+        .unwrap()
+        .contains("\"value\":\"alpha\""));
+    // Bob's role has no <cors>: any origin, as Jolokia's own default.
+    let bob = read("bob", "beta", "http://evil.example").await.unwrap();
+    assert_eq!(
+        header(&bob, "access-control-allow-origin"),
+        Some("http://evil.example")
+    );
+    // `Origin: null` never gets `*` together with credentials.
+    let null = read("bob", "beta", "null").await.unwrap();
+    assert_eq!(header(&null, "access-control-allow-origin"), Some("*"));
+    assert_eq!(header(&null, "access-control-allow-credentials"), None);
+    // A preflight carries no credentials: answered for an origin some role
+    // admits, so that the browser sends the real request.
+    let preflight = gw
+        .http
+        .request(reqwest::Method::OPTIONS, gw.url("/jolokia/targets/alpha"))
+        .header("origin", "http://evil.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        header(&preflight, "access-control-allow-origin"),
+        Some("http://evil.example")
+    );
+    assert_eq!(
+        header(&preflight, "x-content-type-options"),
+        Some("nosniff")
+    );
+}
+
+/// The answer with the variable parts (request id, the name asked for)
+/// taken out, for comparing two answers.
+async fn shape(resp: reqwest::Response, name: &str) -> (u16, Vec<(String, String)>, String) {
+    let status = resp.status().as_u16();
+    let mut headers: Vec<(String, String)> = resp
+        .headers()
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "x-request-id" | "date" | "content-length"))
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_string()))
+        .collect();
+    headers.sort();
+    let body = resp.text().await.unwrap().replace(name, "NAME");
+    (status, headers, body)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn target_names_cannot_be_probed() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&tenants_config(dir.path(), "")).await;
+    let virtual_get = |user: Option<&str>, name: &str| {
+        let r = gw
+            .http
+            .get(gw.url(&format!("/jolokia/targets/{name}/version")));
+        match user {
+            Some(u) => r.basic_auth(u, Some(format!("{u}-pw"))),
+            None => r,
+        }
+        .send()
+    };
+    // Without credentials: the same 401 for a configured name and any other.
+    let configured = shape(virtual_get(None, "beta").await.unwrap(), "beta").await;
+    let unknown = shape(virtual_get(None, "nosuch").await.unwrap(), "nosuch").await;
+    assert_eq!(configured.0, 401, "{configured:?}");
+    assert_eq!(configured, unknown);
+    // Ann: the same 404 for beta (exists, not hers) and a name that doesn't.
+    let hidden = shape(virtual_get(Some("ann"), "beta").await.unwrap(), "beta").await;
+    let unknown = shape(virtual_get(Some("ann"), "nosuch").await.unwrap(), "nosuch").await;
+    assert_eq!(hidden.0, 404, "{hidden:?}");
+    assert_eq!(hidden, unknown);
+    assert!(hidden.2.contains("jmxgate.UnknownTarget"), "{hidden:?}");
+    // Bob reaches beta.
+    assert_eq!(
+        virtual_get(Some("bob"), "beta").await.unwrap().status(),
+        200
+    );
+    // Eve holds no role: told so, whatever name she tries.
+    let configured = shape(virtual_get(Some("eve"), "beta").await.unwrap(), "beta").await;
+    let unknown = shape(virtual_get(Some("eve"), "nosuch").await.unwrap(), "nosuch").await;
+    assert!(
+        configured.2.contains("Principal eve has no role"),
+        "{configured:?}"
+    );
+    assert_eq!(configured, unknown);
+
+    // Proxy mode: by name and by the agent's URL, the same item error.
+    let beta_url = shared_agents()[1].url();
+    let items = json!([
+        {"type":"read","mbean":T,"attribute":"Name","target":{"url":"beta"}},
+        {"type":"read","mbean":T,"attribute":"Name","target":{"url":"nosuch"}},
+        {"type":"read","mbean":T,"attribute":"Name","target":{"url":beta_url}},
+        {"type":"read","mbean":T,"attribute":"Name","target":{"url":"http://127.0.0.1:1/jolokia"}},
+        {"type":"read","mbean":T,"attribute":"Name","target":{"url":"alpha"}},
+    ]);
+    let text = gw
+        .http
+        .post(gw.url("/jolokia"))
+        .basic_auth("ann", Some("ann-pw"))
+        .body(items.to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let r: Value = serde_json::from_str(&text).unwrap();
+    let without = |i: usize, name: &str| {
+        let mut e = r[i].clone();
+        e.as_object_mut().unwrap().remove("request");
+        e.as_object_mut().unwrap().remove("timestamp");
+        e.to_string().replace(name, "NAME")
+    };
+    assert_eq!(r[0]["status"], 404, "{text}");
+    assert_eq!(without(0, "beta"), without(1, "nosuch"));
+    assert_eq!(
+        without(2, &beta_url),
+        without(3, "http://127.0.0.1:1/jolokia")
+    );
+    assert_eq!(r[4]["value"], "alpha");
+    assert!(!text.contains("not reachable"), "{text}");
+    let eve = gw
+        .http
+        .post(gw.url("/jolokia"))
+        .basic_auth("eve", Some("eve-pw"))
+        .body(items.to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let eve: Value = serde_json::from_str(&eve).unwrap();
+    for i in 0..5 {
+        assert_eq!(eve[i]["status"], 403, "{eve}");
+        assert_eq!(eve[i]["error"], eve[0]["error"], "{eve}");
+    }
+
+    // Explain: authentication first, then the same answer for both names.
+    let explain = |user: Option<&str>, name: &str| {
+        let r = gw
+            .http
+            .post(gw.url(&format!("/jmxgate/explain?target={name}")))
+            .body(json!({"type":"version"}).to_string());
+        match user {
+            Some(u) => r.basic_auth(u, Some(format!("{u}-pw"))),
+            None => r,
+        }
+        .send()
+    };
+    let configured = shape(explain(None, "beta").await.unwrap(), "beta").await;
+    let unknown = shape(explain(None, "nosuch").await.unwrap(), "nosuch").await;
+    assert_eq!(configured.0, 401);
+    assert_eq!(configured, unknown);
+    let hidden = shape(explain(Some("ann"), "beta").await.unwrap(), "beta").await;
+    let unknown = shape(explain(Some("ann"), "nosuch").await.unwrap(), "nosuch").await;
+    assert_eq!(hidden.0, 404);
+    assert_eq!(hidden, unknown);
+
+    // The audit log tells the operator which target it really was.
+    let records: Vec<Value> = jmxgate::audit::chain::files_in(&dir.path().join("audit"))
+        .unwrap()
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let denied = records
+        .iter()
+        .find(|r| r["principal"] == "ann" && r["target"] == "beta")
+        .unwrap_or_else(|| panic!("no record of ann and beta: {records:?}"));
+    assert_eq!(denied["decision"], "denied");
+    assert_eq!(denied["rule"], "no role of ann reaches target beta");
+}
+
+/// Starts `jmxgate serve` with `config`; returns it, its address and its
+/// log lines as they come.
+fn serve(
+    config: &std::path::Path,
+) -> (
+    std::process::Child,
+    String,
+    std::sync::mpsc::Receiver<String>,
+) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(config)
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("serve started").unwrap();
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.split('/').next().unwrap().to_string();
+        }
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, addr, rx)
+}
+
+/// Reads until the peer closes or `within` passes; what came, and whether
+/// it closed.
+async fn read_until_closed(stream: &mut TcpStream, within: Duration) -> (String, bool) {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (String::from_utf8_lossy(&got).into(), true),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => return (String::from_utf8_lossy(&got).into(), false),
+        }
+    }
+}
+
+const BASIC_ANN: &str = "Authorization: Basic YW5uOmFubi1wdw=="; // ann:ann-pw
+
+#[test]
+fn slow_clients_are_cut_off_and_release_their_slots() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+            tenants_config(
+                dir.path(),
+                "header_read_timeout = \"1s\"\nbody_read_timeout = \"1s\"\n\
+                 max_concurrent_requests = 2\nmax_connections = 6"
+            )
+        ),
+    )
+    .unwrap();
+    let (mut child, addr, log) = serve(&config);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        // A request line that never ends: the connection is closed.
+        let mut partial = TcpStream::connect(&addr).await.unwrap();
+        partial.write_all(b"GET /jolokia/vers").await.unwrap();
+        let (_, closed) = read_until_closed(&mut partial, Duration::from_secs(10)).await;
+        assert!(closed, "a partial request line was kept open");
+
+        // Bodies that trickle (a short Content-Length body and a chunked
+        // one), as many as max_concurrent_requests: each gets 408 and
+        // gives its slot back.
+        let head = |extra: &str| {
+            format!(
+                "POST /jolokia/targets/alpha HTTP/1.1\r\nHost: {addr}\r\n{BASIC_ANN}\r\n\
+                 Content-Type: application/json\r\n{extra}\r\n"
+            )
+        };
+        let mut short = TcpStream::connect(&addr).await.unwrap();
+        short
+            .write_all(format!("{}{{\"type\":", head("Content-Length: 100\r\n")).as_bytes())
+            .await
+            .unwrap();
+        let mut chunked = TcpStream::connect(&addr).await.unwrap();
+        chunked
+            .write_all(head("Transfer-Encoding: chunked\r\n").as_bytes())
+            .await
+            .unwrap();
+        let trickle = tokio::spawn(async move {
+            for _ in 0..40 {
+                if chunked.write_all(b"1\r\n \r\n").await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            read_until_closed(&mut chunked, Duration::from_secs(10)).await
+        });
+        for (answer, closed) in [
+            read_until_closed(&mut short, Duration::from_secs(10)).await,
+            trickle.await.unwrap(),
+        ] {
+            assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+            assert!(answer.contains("server.body_read_timeout"), "{answer}");
+            assert!(answer
+                .to_ascii_lowercase()
+                .contains("x-content-type-options: nosniff"));
+            assert!(closed, "the connection stays open after 408: {answer}");
+        }
+
+        // Both slots are free again: a request is answered.
+        let http = common::http_client();
+        let answer = http
+            .post(format!("http://{addr}/jolokia/targets/alpha"))
+            .basic_auth("ann", Some("ann-pw"))
+            .body(json!({"type":"read","mbean":T,"attribute":"Name"}).to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        assert!(answer.text().await.unwrap().contains("\"value\":\"alpha\""));
+
+        // Connections that send nothing fill max_connections; the gateway
+        // says so, and serves again once the header timeout closes them.
+        let mut idle = Vec::new();
+        for _ in 0..8 {
+            idle.push(TcpStream::connect(&addr).await.unwrap());
+        }
+        let waited = Instant::now();
+        let answer = common::http_client()
+            .get(format!("http://{addr}/jolokia/targets/alpha/read/{T}/Name"))
+            .basic_auth("ann", Some("ann-pw"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        assert!(
+            waited.elapsed() >= Duration::from_millis(500),
+            "answered at once although every connection slot was taken"
+        );
+        drop(idle);
+    });
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    assert!(child.wait().unwrap().success());
+    let lines: Vec<String> = log.iter().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("server.max_connections reached")),
+        "no log line for the connection cap:\n{}",
+        lines.join("\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_answer_says_nosniff() {
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&tenants_config(dir.path(), "")).await;
+    let cases = [
+        gw.http.get(gw.url("/jolokia/version")),
+        gw.http
+            .get(gw.url("/jolokia/version"))
+            .basic_auth("ann", Some("ann-pw")),
+        gw.http
+            .get(gw.url("/jolokia/targets/nosuch/version"))
+            .basic_auth("ann", Some("ann-pw")),
+        gw.http.get(gw.url("/elsewhere")),
+        gw.http
+            .post(gw.url("/jolokia"))
+            .basic_auth("ann", Some("ann-pw"))
+            .body("{oops"),
+        gw.http
+            .get(gw.url("/jolokia/targets"))
+            .basic_auth("ann", Some("ann-pw")),
+    ];
+    for case in cases {
+        let resp = case.send().await.unwrap();
+        let status = resp.status();
+        assert_eq!(
+            header(&resp, "x-content-type-options"),
+            Some("nosniff"),
+            "{status}"
+        );
+    }
+}
