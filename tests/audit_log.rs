@@ -349,12 +349,7 @@ fn sigkill_under_load_loses_no_answered_request() {
     let addr = {
         use std::io::BufRead;
         let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines.next().expect("serve started").unwrap();
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest.split('/').next().unwrap().to_string();
-            }
-        };
+        let addr = common::listening_address(&mut lines);
         std::thread::spawn(move || lines.for_each(drop));
         addr
     };

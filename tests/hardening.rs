@@ -5,16 +5,13 @@
 
 mod common;
 
-use std::io::BufRead;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{basic_auth_config, shared_agents, targets_toml, users_file, Gateway};
+use common::{basic_auth_config, shared_agents, targets_toml, users_file, Gateway, GatewayProcess};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const BIN: &str = env!("CARGO_BIN_EXE_jmxgate");
 const T: &str = "jmxgate.test:type=Types";
 
 /// Two tenants: `ann` (role `a`: target alpha, `<cors>` admits only
@@ -196,17 +193,21 @@ async fn target_names_cannot_be_probed() {
         {"type":"read","mbean":T,"attribute":"Name","target":{"url":"http://127.0.0.1:1/jolokia"}},
         {"type":"read","mbean":T,"attribute":"Name","target":{"url":"alpha"}},
     ]);
-    let text = gw
-        .http
-        .post(gw.url("/jolokia"))
-        .basic_auth("ann", Some("ann-pw"))
-        .body(items.to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (gw_ref, items_ref) = (&gw, &items);
+    let post_as = |user: &'static str| async move {
+        let (gw, items) = (gw_ref, items_ref);
+        gw.http
+            .post(gw.url("/jolokia"))
+            .basic_auth(user, Some(format!("{user}-pw")))
+            .body(items.to_string())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let text = post_as("ann").await;
     let r: Value = serde_json::from_str(&text).unwrap();
     let without = |i: usize, name: &str| {
         let mut e = r[i].clone();
@@ -222,18 +223,7 @@ async fn target_names_cannot_be_probed() {
     );
     assert_eq!(r[4]["value"], "alpha");
     assert!(!text.contains("not reachable"), "{text}");
-    let eve = gw
-        .http
-        .post(gw.url("/jolokia"))
-        .basic_auth("eve", Some("eve-pw"))
-        .body(items.to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let eve: Value = serde_json::from_str(&eve).unwrap();
+    let eve: Value = serde_json::from_str(&post_as("eve").await).unwrap();
     for i in 0..5 {
         assert_eq!(eve[i]["status"], 403, "{eve}");
         assert_eq!(eve[i]["error"], eve[0]["error"], "{eve}");
@@ -280,40 +270,6 @@ async fn target_names_cannot_be_probed() {
     assert_eq!(denied["rule"], "no role of ann reaches target beta");
 }
 
-/// Starts `jmxgate serve` with `config`; returns it, its address and its
-/// log lines as they come.
-fn serve(
-    config: &std::path::Path,
-) -> (
-    std::process::Child,
-    String,
-    std::sync::mpsc::Receiver<String>,
-) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(config)
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("serve started").unwrap();
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split('/').next().unwrap().to_string();
-        }
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in lines.map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    (child, addr, rx)
-}
-
 /// Reads until the peer closes or `within` passes; what came, and whether
 /// it closed.
 async fn read_until_closed(stream: &mut TcpStream, within: Duration) -> (String, bool) {
@@ -348,7 +304,8 @@ fn slow_clients_are_cut_off_and_release_their_slots() {
         ),
     )
     .unwrap();
-    let (mut child, addr, log) = serve(&config);
+    let gateway = GatewayProcess::start(&config, "info");
+    let addr = gateway.addr.clone();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         // A request line that never ends: the connection is closed.
@@ -429,11 +386,7 @@ fn slow_clients_are_cut_off_and_release_their_slots() {
         );
         drop(idle);
     });
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    assert!(child.wait().unwrap().success());
-    let lines: Vec<String> = log.iter().collect();
+    let lines = gateway.stop();
     assert!(
         lines
             .iter()

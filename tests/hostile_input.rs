@@ -7,10 +7,9 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::BufRead;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use common::{shared_agents, targets_toml};
+use common::{shared_agents, targets_toml, GatewayProcess};
 use jmxgate::pipeline::parse::{parse_get, parse_post};
 use jmxgate::protocol::{AgentForm, Params, Request};
 use proptest::prelude::*;
@@ -244,24 +243,8 @@ fn a_gateway_process_answers_every_hostile_body_and_keeps_serving() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("RUST_LOG", "warn,jmxgate=info")
-        .env("RUST_BACKTRACE", "0")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("serve started").unwrap();
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split('/').next().unwrap().to_string();
-        }
-    };
-    let log = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
-    let url = format!("http://{addr}/jolokia");
+    let gateway = GatewayProcess::start(&config, "warn,jmxgate=info");
+    let url = format!("http://{}/jolokia", gateway.addr);
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -310,11 +293,7 @@ fn a_gateway_process_answers_every_hostile_body_and_keeps_serving() {
         assert_eq!(answer["value"], i64::MAX, "{answer}");
     });
 
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    assert!(child.wait().unwrap().success());
-    let log = log.join().unwrap();
+    let log = gateway.stop();
     assert!(
         !log.iter().any(|l| l.contains("panicked")),
         "the gateway panicked:\n{}",

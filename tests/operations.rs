@@ -310,12 +310,7 @@ async fn layered_files_environment_and_set_overrides() {
         .spawn()
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("serve started").unwrap();
-        if let Some(r) = line.split("listening on http://").nth(1) {
-            break r.split('/').next().unwrap().to_string();
-        }
-    };
+    let addr = common::listening_address(&mut lines);
     let r: Value = serde_json::from_str(
         &common::http_client()
             .get(format!(

@@ -485,3 +485,59 @@ impl TestPki {
         (cert_path, key_path)
     }
 }
+
+/// `jmxgate serve`'s HTTP address, read from its log lines: it says
+/// "listening on http://ADDR/jolokia" once it listens.
+pub fn listening_address(lines: impl IntoIterator<Item = std::io::Result<String>>) -> String {
+    for line in lines {
+        let line = line.expect("serve's log is readable");
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            return rest.split('/').next().unwrap().to_string();
+        }
+    }
+    panic!("serve ended without saying where it listens");
+}
+
+/// A `jmxgate serve` process: its HTTP address and its log lines
+/// (stderr), collected as they come.
+pub struct GatewayProcess {
+    pub child: Child,
+    pub addr: String,
+    log: std::sync::mpsc::Receiver<String>,
+}
+
+impl GatewayProcess {
+    /// Starts `jmxgate serve --config CONFIG` with `RUST_LOG=rust_log`.
+    pub fn start(config: &Path, rust_log: &str) -> GatewayProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_jmxgate"))
+            .args(["serve", "--config"])
+            .arg(config)
+            .env("RUST_LOG", rust_log)
+            .env("NO_COLOR", "1")
+            .env("RUST_BACKTRACE", "0")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start jmxgate serve");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = listening_address(&mut lines);
+        let (tx, log) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        GatewayProcess { child, addr, log }
+    }
+
+    /// Stops it with SIGTERM; checks it exits cleanly and returns every
+    /// log line it wrote after starting.
+    pub fn stop(mut self) -> Vec<String> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "jmxgate serve exited with {status}");
+        self.log.iter().collect()
+    }
+}
