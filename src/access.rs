@@ -11,7 +11,7 @@ use ipnet::IpNet;
 
 use crate::config::Config;
 use crate::fleet::Target;
-use crate::pipeline::authenticate::{AuthMethod, Principal};
+use crate::principal::{AuthMethod, Principal};
 use crate::policy::Policy;
 use crate::protocol::object_name::wildmatch;
 

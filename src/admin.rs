@@ -76,7 +76,7 @@ async fn actuator(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> impl I
     let body = serde_json::json!({
         "request": {"type": "version"},
         "value": value,
-        "timestamp": crate::pipeline::unix_seconds(),
+        "timestamp": crate::clock::unix_seconds(),
         "status": 200,
     });
     (

@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::pipeline::authenticate::{AuthConfig, AuthMethod};
+use crate::pipeline::authenticate::AuthConfig;
+use crate::principal::AuthMethod;
+/// Re-exported where target passwords were always found.
+pub use crate::secret::Secret;
 
 /// Default connect timeout towards an agent.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -255,27 +258,6 @@ pub struct TargetConfig {
     /// never forwarded.
     #[serde(default)]
     pub allow_credentials_passthrough: bool,
-}
-
-/// A string that never shows itself in `Debug` or `Display` output, so a
-/// config dump or an error can't leak it.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(value.into())
-    }
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
 }
 
 fn default_max_body_bytes() -> usize {

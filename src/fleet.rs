@@ -7,7 +7,8 @@ use std::time::Duration;
 use url::Url;
 
 use crate::client::{AgentClient, BufferBudget, ClientError};
-use crate::config::{self, Config, Secret, TargetConfig};
+use crate::config::{self, Config, TargetConfig};
+use crate::secret::Secret;
 use crate::health::{HealthBook, TargetHealth};
 
 /// One agent of the fleet, ready to be called.

@@ -5,6 +5,7 @@ pub mod access;
 pub mod admin;
 pub mod audit;
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod discovery;
 pub mod fleet;
@@ -13,8 +14,10 @@ pub mod inventory;
 pub mod metrics;
 pub mod pipeline;
 pub mod policy;
+pub mod principal;
 pub mod protocol;
 pub mod reload;
+pub mod secret;
 pub mod tls;
 pub mod version;
 

@@ -30,7 +30,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
-use crate::config::Secret;
+use crate::secret::Secret;
 use crate::protocol::{ProtocolError, Request, Response};
 
 /// An answer with status 200 (or 304 for `ifModifiedSince`).

@@ -38,7 +38,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use url::Url;
 
-use crate::config::Secret;
+use crate::secret::Secret;
 use crate::protocol::{Request, Response};
 
 /// Why an exchange with an agent failed as a whole.

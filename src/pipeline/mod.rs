@@ -31,7 +31,9 @@ pub mod state;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
+
+use crate::clock::unix_seconds;
 
 use axum::body::Body;
 use http::{HeaderMap, Method, Request as HttpRequest, Response as HttpResponse};
@@ -39,7 +41,8 @@ use http::{HeaderMap, Method, Request as HttpRequest, Response as HttpResponse};
 use arc_swap::ArcSwap;
 
 use crate::access::AccessControl;
-use crate::config::{Config, Secret};
+use crate::config::Config;
+use crate::secret::Secret;
 use crate::fleet::{Fleet, Target};
 use crate::protocol::{Request, Response};
 use crate::version::GatewayIdentity;
@@ -1366,12 +1369,6 @@ fn forwarded(request: &Request) -> Request {
     out
 }
 
-pub fn unix_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default()
-}
 
 #[cfg(test)]
 mod tests {

@@ -21,7 +21,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::config::Secret;
+use crate::secret::Secret;
 
 /// The protocol version the gateway speaks to its clients.
 pub const PROTOCOL_VERSION: &str = "8.0";

@@ -142,7 +142,7 @@ fn answer_with(value: &Value, template: Option<&Response>) -> Response {
     let timestamp = template
         .and_then(|t| t.get("timestamp"))
         .and_then(|t| t.get().parse().ok())
-        .unwrap_or_else(crate::pipeline::unix_seconds);
+        .unwrap_or_else(crate::clock::unix_seconds);
     Response::value(value, timestamp)
 }
 

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
 
-use crate::config::{ListCacheConfig, Secret};
+use crate::config::ListCacheConfig;
+use crate::secret::Secret;
 use crate::fleet::Target;
 use crate::metrics::Metrics;
 use crate::protocol::{Request, Response};

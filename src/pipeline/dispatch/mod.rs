@@ -14,7 +14,7 @@ use std::sync::Arc;
 use futures::future::join_all;
 
 use crate::client::ClientError;
-use crate::config::Secret;
+use crate::secret::Secret;
 use crate::fleet::Target;
 use crate::metrics::Metrics;
 use crate::protocol::{Command, ProtocolError, Request, Response};
