@@ -11,8 +11,8 @@ use ipnet::IpNet;
 
 use crate::config::Config;
 use crate::fleet::Target;
-use crate::principal::{AuthMethod, Principal};
 use crate::policy::Policy;
+use crate::principal::{AuthMethod, Principal};
 use crate::protocol::object_name::wildmatch;
 
 /// Which targets a role reaches.

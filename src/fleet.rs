@@ -8,8 +8,8 @@ use url::Url;
 
 use crate::client::{AgentClient, BufferBudget, ClientError};
 use crate::config::{self, Config, TargetConfig};
-use crate::secret::Secret;
 use crate::health::{HealthBook, TargetHealth};
+use crate::secret::Secret;
 
 /// One agent of the fleet, ready to be called.
 #[derive(Debug)]

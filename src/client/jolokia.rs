@@ -30,8 +30,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
-use crate::secret::Secret;
 use crate::protocol::{ProtocolError, Request, Response};
+use crate::secret::Secret;
 
 /// An answer with status 200 (or 304 for `ifModifiedSince`).
 #[derive(Debug, Clone, PartialEq)]

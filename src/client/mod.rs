@@ -38,8 +38,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use url::Url;
 
-use crate::secret::Secret;
 use crate::protocol::{Request, Response};
+use crate::secret::Secret;
 
 /// Why an exchange with an agent failed as a whole.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -16,6 +16,80 @@ use crate::protocol::{Attributes, Command, Request};
 
 /// What happened to one item.
 #[derive(Debug)]
+/// Who asked and when, the same for every record of a request.
+pub struct Who<'a> {
+    pub request_id: &'a str,
+    pub principal: &'a Principal,
+    pub roles: &'a [String],
+    pub client: Option<SocketAddr>,
+    /// From the request's arrival to its merged answers.
+    pub latency: Duration,
+}
+
+impl super::Gateway {
+    /// Step 8, audit: one record per item (per target of a fan-out) to the
+    /// log and the item metrics, and encoded for the audit files. Returns
+    /// the encoded records and whether they must be made durable (a write
+    /// or exec among them) before the answer goes out.
+    pub(super) fn audit_items(
+        &self,
+        state: &super::state::State,
+        who: &Who<'_>,
+        parsed: &super::parse::Parsed,
+        merged: &[(crate::protocol::Response, Vec<super::items::AuditRow>)],
+    ) -> (Encoded, bool) {
+        let mut records = Encoded::default();
+        let mut template = None;
+        let mut durable = false;
+        for (index, ((_, rows), item)) in merged.iter().zip(&parsed.items).enumerate() {
+            let request = item.parsed.as_ref().ok().map(|p| &p.request);
+            for row in rows {
+                let item_record = Record {
+                    request_id: who.request_id,
+                    principal: who.principal,
+                    roles: who.roles,
+                    client: who.client,
+                    index,
+                    target: row.verdict.target.as_deref(),
+                    request,
+                    decision: row.verdict.decision,
+                    status: row.status,
+                    error_type: row.error_type.clone(),
+                    rule: row.verdict.rule.as_deref(),
+                    latency: who.latency,
+                };
+                record(&item_record);
+                self.count_item(state, &item_record);
+                if let Some(log) = &self.audit {
+                    durable |= needs_durability(request);
+                    let caller = template.get_or_insert_with(|| item_template(&item_record));
+                    push_item(&mut records, &item_record, log.config.values, caller);
+                }
+            }
+        }
+        (records, durable)
+    }
+
+    fn count_item(&self, state: &super::state::State, record: &Record<'_>) {
+        let kind = record.request.map_or("-", |r| r.command.type_name());
+        self.metrics
+            .items
+            .get_or_create(&crate::metrics::ItemLabels {
+                r#type: kind.into(),
+                target: super::metric_target(&state.fleet, record.target).into(),
+                status: record.status.to_string(),
+                decision: record.decision.into(),
+            })
+            .inc();
+        self.metrics
+            .item_seconds
+            .get_or_create(&crate::metrics::TypeLabel {
+                r#type: kind.into(),
+            })
+            .observe(record.latency.as_secs_f64());
+    }
+}
+
 pub struct Record<'a> {
     pub request_id: &'a str,
     pub principal: &'a Principal,

@@ -22,6 +22,7 @@ pub mod audit;
 pub mod authenticate;
 pub mod authorize;
 pub mod dispatch;
+pub mod items;
 pub mod listen;
 pub mod merge;
 pub mod parse;
@@ -42,12 +43,12 @@ use arc_swap::ArcSwap;
 
 use crate::access::AccessControl;
 use crate::config::Config;
-use crate::secret::Secret;
 use crate::fleet::{Fleet, Target};
 use crate::protocol::{Request, Response};
 use crate::version::GatewayIdentity;
 use authenticate::{AuthMethod, Connection};
 
+use items::Items;
 use route::{Addressing, Destination};
 use state::State;
 
@@ -149,36 +150,6 @@ fn metric_target<'a>(fleet: &crate::fleet::Fleet, target: Option<&'a str>) -> &'
         Some(name) if name == "gateway" || fleet.by_name(name).is_some() => name,
         _ => "-",
     }
-}
-
-/// One item sent to several targets through a selector.
-struct FanOut {
-    index: usize,
-    ignore_errors: bool,
-    slots: Vec<FanOutSlot>,
-}
-
-/// One target's share of a fan-out; `slot` numbers its answer.
-struct FanOutSlot {
-    slot: usize,
-    target: String,
-    decision: &'static str,
-    rule: String,
-}
-
-/// What one audit record says beyond the request itself.
-struct AuditRow {
-    target: Option<String>,
-    decision: &'static str,
-    rule: Option<String>,
-    status: u16,
-    error_type: Option<String>,
-}
-
-fn error_type_of(answer: &Response) -> Option<String> {
-    answer
-        .get("error_type")
-        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
 }
 
 /// The selector an item's `target.url` is, if it names several targets.
@@ -538,232 +509,75 @@ impl Gateway {
             origin: origin.as_deref(),
             scheme: "http",
         };
-        let count = parsed.items.len();
-        let mut answers: Vec<(usize, Response)> = Vec::with_capacity(count);
-        let mut jobs = Vec::new();
-        let mut targets: Vec<Option<String>> = vec![None; count];
-        let mut rules: Vec<Option<String>> = vec![None; count];
-        let mut decisions: Vec<&'static str> = vec!["allowed"; count];
-        let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
-        // Items sent to several targets through a selector; their per-target
-        // answers are numbered from `count` up and merged afterwards.
-        let mut fan_outs: Vec<FanOut> = Vec::new();
-        let mut slot_answers: Vec<(usize, Response)> = Vec::new();
-        let mut next_slot = count;
+        // Route and authorize each item.
+        let caller = Caller {
+            access: &access,
+            principal: &principal,
+            roles: &held,
+            facts: &facts,
+        };
+        let mut items = Items::new(parsed.items.len());
         let proxy_mode = matches!(addressed, Addressed::Proxy);
         for (index, item) in parsed.items.iter().enumerate() {
-            let caller = Caller {
-                access: &access,
-                principal: &principal,
-                roles: &held,
-                facts: &facts,
-            };
-            if let (true, Some(selector)) = (proxy_mode, selector_of_item(item)) {
-                let parsed_item = item
-                    .parsed
-                    .as_ref()
-                    .expect("selectors come from parsed items");
-                let per_target = selector
-                    .and_then(|sel| self.fan_out(&state, &caller, &parsed_item.request, &sel));
-                targets[index] = parsed_item.target.as_ref().map(|t| t.url.clone());
-                match per_target {
-                    Err(error) => {
-                        decisions[index] = "invalid";
-                        answers.push((index, Response::error(&error)));
-                    }
-                    Ok(per_target) => {
-                        let mut fan_out = FanOut {
-                            index,
-                            ignore_errors: parsed_item
-                                .request
-                                .params
-                                .flag("ignoreErrors")
-                                .unwrap_or(false),
-                            slots: Vec::new(),
-                        };
-                        for (target, outcome) in per_target {
-                            let slot = next_slot;
-                            next_slot += 1;
-                            let (decision, rule) = match outcome {
-                                Ok(allowed) => {
-                                    let mut request = forwarded(&parsed_item.request);
-                                    // Answers are merged across targets: always whole.
-                                    request.params.remove("ifModifiedSince");
-                                    jobs.push(dispatch::Job {
-                                        index: slot,
-                                        target: target.clone(),
-                                        request,
-                                        plan: allowed.plan,
-                                        grant: allowed.grant,
-                                        credentials: None,
-                                    });
-                                    ("allowed", allowed.rule)
-                                }
-                                Err((error, rule)) => {
-                                    slot_answers.push((slot, Response::error(&error)));
-                                    ("denied", rule)
-                                }
-                            };
-                            fan_out.slots.push(FanOutSlot {
-                                slot,
-                                target: target.name.clone(),
-                                decision,
-                                rule,
-                            });
-                        }
-                        fan_outs.push(fan_out);
+            match (proxy_mode, &item.parsed, selector_of_item(item)) {
+                (true, Ok(parsed_item), Some(selector)) => {
+                    let text = parsed_item.target.as_ref().map(|t| t.url.clone());
+                    let per_target = selector
+                        .and_then(|sel| self.fan_out(&state, &caller, &parsed_item.request, &sel));
+                    match per_target {
+                        Ok(per_target) => items.fan_out(index, text, parsed_item, per_target),
+                        Err(error) => items.fail(index, text, &error, None),
                     }
                 }
-                continue;
-            }
-            let decided = self.decide(&state, &caller, addressing, item);
-            targets[index] = decided.target.clone();
-            match decided.outcome {
-                Err((error, rule)) => {
-                    // A rule means policy denied it; none, that it was
-                    // malformed or unroutable.
-                    decisions[index] = if rule.is_some() { "denied" } else { "invalid" };
-                    rules[index] = rule;
-                    answers.push((index, Response::error(&error)));
-                }
-                Ok((Destination::Gateway, allowed)) => {
-                    rules[index] = Some(allowed.rule);
-                    answers.push((index, self.answer_locally(&state, &headers, conn.tls)));
-                }
-                Ok((Destination::Agent(target), allowed)) => {
-                    rules[index] = Some(allowed.rule);
-                    let parsed = item.parsed.as_ref().expect("decided items parsed");
-                    // Client-supplied target credentials only where the
-                    // target's config allows it; never otherwise.
-                    let credentials = parsed
-                        .target
-                        .as_ref()
-                        .filter(|_| target.allow_credentials_passthrough)
-                        .and_then(|t| {
-                            Some((
-                                t.user.clone()?,
-                                t.password.clone().unwrap_or_else(|| Secret::new("")),
-                            ))
-                        });
-                    jobs.push(dispatch::Job {
-                        index,
+                _ => match self.decide(&state, &caller, addressing, item) {
+                    Decided {
                         target,
-                        request: forwarded(&parsed.request),
-                        plan: allowed.plan,
-                        grant: allowed.grant,
-                        credentials,
-                    });
-                }
+                        outcome: Err((error, rule)),
+                    } => items.fail(index, target, &error, rule),
+                    Decided {
+                        target,
+                        outcome: Ok((Destination::Gateway, allowed)),
+                    } => {
+                        let answer = self.answer_locally(&state, &headers, conn.tls);
+                        items.answer(index, target, answer, allowed.rule);
+                    }
+                    Decided {
+                        outcome: Ok((Destination::Agent(target), allowed)),
+                        ..
+                    } => match &item.parsed {
+                        Ok(parsed_item) => items.forward(index, target, parsed_item, allowed),
+                        Err(error) => items.fail(index, None, error, None),
+                    },
+                },
             }
         }
-        for (index, answer) in
-            dispatch::dispatch(jobs, &self.metrics, state.list_cache.as_ref()).await
-        {
-            if index < count {
-                answers.push((index, answer));
-            } else {
-                slot_answers.push((index, answer));
-            }
-        }
-        // Per-target outcomes of fan-outs: audited one by one, then merged.
-        let mut slot_answers: std::collections::HashMap<usize, Response> =
-            slot_answers.into_iter().collect();
-        let mut fanned: std::collections::HashMap<usize, Vec<AuditRow>> = Default::default();
-        for fan_out in fan_outs {
-            let mut per_target = Vec::with_capacity(fan_out.slots.len());
-            let mut rows = Vec::with_capacity(fan_out.slots.len());
-            for slot in fan_out.slots {
-                let answer = slot_answers.remove(&slot.slot).unwrap_or_else(|| {
-                    Response::error(&crate::protocol::ProtocolError::new(
-                        500,
-                        "jmxgate.InternalError",
-                        "No answer was produced for this target",
-                    ))
-                });
-                rows.push(AuditRow {
-                    target: Some(slot.target.clone()),
-                    decision: slot.decision,
-                    rule: Some(slot.rule),
-                    status: answer.status().unwrap_or(0),
-                    error_type: error_type_of(&answer),
-                });
-                per_target.push((slot.target, answer));
-            }
-            answers.push((
-                fan_out.index,
-                merge::merge_fan_out(per_target, fan_out.ignore_errors, unix_seconds()),
-            ));
-            fanned.insert(fan_out.index, rows);
-        }
-        let mut merged = merge::merge(count, answers);
-
-        let latency = started.elapsed();
-        let mut records = crate::audit::Encoded::default();
-        let mut template = None;
-        let mut durable = false;
-        for (index, (answer, item)) in merged.iter_mut().zip(&parsed.items).enumerate() {
-            let (params, request) = match &item.parsed {
-                Ok(p) => (&p.request.params, Some(&p.request)),
-                Err(_) => (&parsed.query, None),
-            };
+        let dispatched =
+            dispatch::dispatch(items.take_jobs(), &self.metrics, state.list_cache.as_ref()).await;
+        let mut merged = items.merge(dispatched);
+        for ((answer, _), item) in merged.iter_mut().zip(&parsed.items) {
+            let params = item
+                .parsed
+                .as_ref()
+                .map_or(&parsed.query, |p| &p.request.params);
             merge::echo_request(
                 answer,
                 &item.echo,
                 params.flag("includeRequest").unwrap_or(true),
             );
-            // A fan-out is one record per target; other items one record.
-            let rows = fanned.remove(&index).unwrap_or_else(|| {
-                vec![AuditRow {
-                    target: targets[index].clone(),
-                    decision: decisions[index],
-                    rule: rules[index].clone(),
-                    status: answer.status().unwrap_or(0),
-                    error_type: error_type_of(answer),
-                }]
-            });
-            for row in rows {
-                let record = audit::Record {
-                    request_id: &request_id,
-                    principal: &principal,
-                    roles: &roles,
-                    client,
-                    index,
-                    target: row.target.as_deref(),
-                    request,
-                    decision: row.decision,
-                    status: row.status,
-                    error_type: row.error_type,
-                    rule: row.rule.as_deref(),
-                    latency,
-                };
-                audit::record(&record);
-                let kind = request.map_or("-", |r| r.command.type_name());
-                self.metrics
-                    .items
-                    .get_or_create(&crate::metrics::ItemLabels {
-                        r#type: kind.into(),
-                        target: metric_target(&state.fleet, record.target).into(),
-                        status: record.status.to_string(),
-                        decision: record.decision.into(),
-                    })
-                    .inc();
-                self.metrics
-                    .item_seconds
-                    .get_or_create(&crate::metrics::TypeLabel {
-                        r#type: kind.into(),
-                    })
-                    .observe(latency.as_secs_f64());
-                if let Some(log) = &self.audit {
-                    durable |= audit::needs_durability(request);
-                    let caller = template.get_or_insert_with(|| audit::item_template(&record));
-                    audit::push_item(&mut records, &record, log.config.values, caller);
-                }
-            }
         }
+        let who = audit::Who {
+            request_id: &request_id,
+            principal: &principal,
+            roles: &held.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
+            client,
+            latency: started.elapsed(),
+        };
+        let (records, durable) = self.audit_items(&state, &who, &parsed, &merged);
         if let Err(e) = self.write_audit(&records, durable, &request_id).await {
             return respond::http_error(&e, &headers, cors);
         }
-        let body = respond::body(&merged, parsed.bulk);
+        let answers: Vec<Response> = merged.into_iter().map(|(answer, _)| answer).collect();
+        let body = respond::body(&answers, parsed.bulk);
         let mut resp = respond::http_response(body, &parsed.query, &headers, cors);
         if let Ok(v) = http::HeaderValue::from_str(&request_id) {
             resp.headers_mut().insert(respond::REQUEST_ID, v);
@@ -1056,20 +870,13 @@ impl Gateway {
     /// authorization outcome. Targets the caller's roles don't reach are
     /// not there for it; none left, or more than the caller's limit, is an
     /// error for the item.
-    #[allow(clippy::type_complexity)]
     fn fan_out(
         &self,
         state: &State,
         caller: &Caller<'_>,
         request: &Request,
         selector: &crate::access::TargetSelector,
-    ) -> Result<
-        Vec<(
-            Arc<Target>,
-            Result<authorize::Allowed, (crate::protocol::ProtocolError, String)>,
-        )>,
-        crate::protocol::ProtocolError,
-    > {
+    ) -> Result<Vec<items::TargetOutcome>, crate::protocol::ProtocolError> {
         let reachable: Vec<Arc<Target>> = state
             .fleet
             .iter()
@@ -1356,19 +1163,6 @@ fn visible_target(
             )
         })
 }
-
-/// What the agent receives: the typed request with the parameters the
-/// gateway decides. Stack traces only when asked (1.x agents send them by
-/// default); no echo, since the gateway echoes the client's own request.
-fn forwarded(request: &Request) -> Request {
-    let mut out = request.clone();
-    if out.params.get("includeStackTrace").is_none() {
-        out.params.set("includeStackTrace", "false");
-    }
-    out.params.set("includeRequest", "false");
-    out
-}
-
 
 #[cfg(test)]
 mod tests {

@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 
 use crate::config::ListCacheConfig;
-use crate::secret::Secret;
 use crate::fleet::Target;
 use crate::metrics::Metrics;
 use crate::protocol::{Request, Response};
+use crate::secret::Secret;
 
 use super::{exchange_error, measured};
 

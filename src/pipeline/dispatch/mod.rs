@@ -14,10 +14,10 @@ use std::sync::Arc;
 use futures::future::join_all;
 
 use crate::client::ClientError;
-use crate::secret::Secret;
 use crate::fleet::Target;
 use crate::metrics::Metrics;
 use crate::protocol::{Command, ProtocolError, Request, Response};
+use crate::secret::Secret;
 
 use super::authorize::{filter, Grant, Plan};
 use list_cache::ListCache;

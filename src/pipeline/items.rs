@@ -1,0 +1,267 @@
+//! The request's items between the phases: what route and authorize decided
+//! for each (its target, decision and rule), the agent jobs that dispatch
+//! runs, the answers known before dispatch, and the fan-outs whose
+//! per-target answers merge folds back into one. One value replaces
+//! parallel vectors indexed by item.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::fleet::Target;
+use crate::protocol::{ProtocolError, Request, Response};
+use crate::secret::Secret;
+
+use super::authorize::Allowed;
+use super::dispatch::Job;
+use super::parse::ParsedItem;
+use super::{merge, unix_seconds};
+
+/// What an item's audit record says besides the request itself.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// The target's name once routed (`gateway` for local answers), or the
+    /// selector a fan-out was sent with.
+    pub target: Option<String>,
+    /// `allowed`, `denied` (by a rule) or `invalid` (malformed, unroutable).
+    pub decision: &'static str,
+    pub rule: Option<String>,
+}
+
+/// One audit row: a verdict and how the item (or one target of a
+/// fan-out) ended.
+pub struct AuditRow {
+    pub verdict: Verdict,
+    pub status: u16,
+    pub error_type: Option<String>,
+}
+
+impl AuditRow {
+    fn of(verdict: Verdict, answer: &Response) -> AuditRow {
+        AuditRow {
+            verdict,
+            status: answer.status().unwrap_or(0),
+            error_type: answer
+                .get("error_type")
+                .and_then(|v| serde_json::from_str::<String>(v.get()).ok()),
+        }
+    }
+}
+
+/// One target a selector reached, with its own authorization outcome
+/// (the error and the deciding rule when denied).
+pub type TargetOutcome = (Arc<Target>, Result<Allowed, (ProtocolError, String)>);
+
+/// One item sent to several targets through a selector.
+struct FanOut {
+    index: usize,
+    ignore_errors: bool,
+    /// Per target: the answer's slot number and the target's verdict.
+    slots: Vec<(usize, String, Verdict)>,
+}
+
+/// The items of one request, from route to merge.
+pub struct Items {
+    count: usize,
+    verdicts: Vec<Verdict>,
+    /// Answers known before dispatch (errors, the gateway's own), by index.
+    answers: Vec<(usize, Response)>,
+    jobs: Vec<Job>,
+    fan_outs: Vec<FanOut>,
+    /// Answers of fan-out targets, by slot (numbered from `count` up).
+    slot_answers: HashMap<usize, Response>,
+    next_slot: usize,
+}
+
+impl Items {
+    pub fn new(count: usize) -> Items {
+        Items {
+            count,
+            verdicts: vec![
+                Verdict {
+                    target: None,
+                    decision: "allowed",
+                    rule: None,
+                };
+                count
+            ],
+            answers: Vec::with_capacity(count),
+            jobs: Vec::new(),
+            fan_outs: Vec::new(),
+            slot_answers: HashMap::new(),
+            next_slot: count,
+        }
+    }
+
+    /// The item fails with `error`; a `rule` means policy denied it, none
+    /// that it was malformed or unroutable.
+    pub fn fail(
+        &mut self,
+        index: usize,
+        target: Option<String>,
+        error: &ProtocolError,
+        rule: Option<String>,
+    ) {
+        let decision = if rule.is_some() { "denied" } else { "invalid" };
+        self.verdicts[index] = Verdict {
+            target,
+            decision,
+            rule,
+        };
+        self.answers.push((index, Response::error(error)));
+    }
+
+    /// The gateway answers the item itself.
+    pub fn answer(&mut self, index: usize, target: Option<String>, answer: Response, rule: String) {
+        self.verdicts[index] = Verdict {
+            target,
+            decision: "allowed",
+            rule: Some(rule),
+        };
+        self.answers.push((index, answer));
+    }
+
+    /// The item goes to `target`'s agent under `allowed`.
+    pub fn forward(
+        &mut self,
+        index: usize,
+        target: Arc<Target>,
+        item: &ParsedItem,
+        allowed: Allowed,
+    ) {
+        self.verdicts[index] = Verdict {
+            target: Some(target.name.clone()),
+            decision: "allowed",
+            rule: Some(allowed.rule),
+        };
+        // Client-supplied target credentials only where the target's
+        // config allows it; never otherwise.
+        let credentials = item
+            .target
+            .as_ref()
+            .filter(|_| target.allow_credentials_passthrough)
+            .and_then(|t| {
+                Some((
+                    t.user.clone()?,
+                    t.password.clone().unwrap_or_else(|| Secret::new("")),
+                ))
+            });
+        self.jobs.push(Job {
+            index,
+            target,
+            request: forwarded(&item.request),
+            plan: allowed.plan,
+            grant: allowed.grant,
+            credentials,
+        });
+    }
+
+    /// The item goes to every target a selector reached, each with its
+    /// own authorization outcome. `selector` is the client's text.
+    pub fn fan_out(
+        &mut self,
+        index: usize,
+        selector: Option<String>,
+        item: &ParsedItem,
+        per_target: Vec<TargetOutcome>,
+    ) {
+        self.verdicts[index].target = selector;
+        let mut fan_out = FanOut {
+            index,
+            ignore_errors: item.request.params.flag("ignoreErrors").unwrap_or(false),
+            slots: Vec::with_capacity(per_target.len()),
+        };
+        for (target, outcome) in per_target {
+            let slot = self.next_slot;
+            self.next_slot += 1;
+            let verdict = match outcome {
+                Ok(allowed) => {
+                    let mut request = forwarded(&item.request);
+                    // Answers are merged across targets: always whole.
+                    request.params.remove("ifModifiedSince");
+                    self.jobs.push(Job {
+                        index: slot,
+                        target: target.clone(),
+                        request,
+                        plan: allowed.plan,
+                        grant: allowed.grant,
+                        credentials: None,
+                    });
+                    ("allowed", allowed.rule)
+                }
+                Err((error, rule)) => {
+                    self.slot_answers.insert(slot, Response::error(&error));
+                    ("denied", rule)
+                }
+            };
+            let verdict = Verdict {
+                target: Some(target.name.clone()),
+                decision: verdict.0,
+                rule: Some(verdict.1),
+            };
+            fan_out.slots.push((slot, target.name.clone(), verdict));
+        }
+        self.fan_outs.push(fan_out);
+    }
+
+    /// The agent jobs for dispatch.
+    pub fn take_jobs(&mut self) -> Vec<Job> {
+        std::mem::take(&mut self.jobs)
+    }
+
+    /// Merge: every answer at its item's index (fan-outs folded into one
+    /// answer keyed by target), with each item's audit rows: one per
+    /// item, one per target of a fan-out.
+    pub fn merge(mut self, dispatched: Vec<(usize, Response)>) -> Vec<(Response, Vec<AuditRow>)> {
+        for (index, answer) in dispatched {
+            if index < self.count {
+                self.answers.push((index, answer));
+            } else {
+                self.slot_answers.insert(index, answer);
+            }
+        }
+        let mut fanned: HashMap<usize, Vec<AuditRow>> = HashMap::new();
+        for fan_out in std::mem::take(&mut self.fan_outs) {
+            let mut per_target = Vec::with_capacity(fan_out.slots.len());
+            let mut rows = Vec::with_capacity(fan_out.slots.len());
+            for (slot, target, verdict) in fan_out.slots {
+                let answer = self.slot_answers.remove(&slot).unwrap_or_else(|| {
+                    Response::error(&ProtocolError::new(
+                        500,
+                        "jmxgate.InternalError",
+                        "No answer was produced for this target",
+                    ))
+                });
+                rows.push(AuditRow::of(verdict, &answer));
+                per_target.push((target, answer));
+            }
+            self.answers.push((
+                fan_out.index,
+                merge::merge_fan_out(per_target, fan_out.ignore_errors, unix_seconds()),
+            ));
+            fanned.insert(fan_out.index, rows);
+        }
+        merge::merge(self.count, self.answers)
+            .into_iter()
+            .zip(self.verdicts)
+            .enumerate()
+            .map(|(index, (answer, verdict))| {
+                let rows = fanned
+                    .remove(&index)
+                    .unwrap_or_else(|| vec![AuditRow::of(verdict, &answer)]);
+                (answer, rows)
+            })
+            .collect()
+    }
+}
+
+/// What the agent receives: the typed request with the parameters the
+/// gateway decides. Stack traces only when asked (1.x agents send them by
+/// default); no echo, since the gateway echoes the client's own request.
+fn forwarded(request: &Request) -> Request {
+    let mut out = request.clone();
+    if out.params.get("includeStackTrace").is_none() {
+        out.params.set("includeStackTrace", "false");
+    }
+    out.params.set("includeRequest", "false");
+    out
+}
