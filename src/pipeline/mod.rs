@@ -170,6 +170,15 @@ enum Addressed {
     TargetList,
 }
 
+/// A request the pre-phase let in: how its URL addresses the fleet, the
+/// Jolokia path after that, and its `server.max_concurrent_requests` slot,
+/// held until the answer.
+struct Admission<'g> {
+    addressed: Addressed,
+    rest: String,
+    _working: tokio::sync::SemaphorePermit<'g>,
+}
+
 /// Who asked for the target list, for its audit record.
 struct TargetListing<'a> {
     principal: &'a authenticate::Principal,
@@ -413,41 +422,20 @@ impl Gateway {
             return self.explain(&state, parts, body, conn).await;
         }
         let headers = parts.headers;
-
-        let (addressed, rest) = match self.addressing(parts.uri.path()) {
-            Ok(a) => a,
-            Err(e) => return respond::http_error(&e, &headers, true),
-        };
         let access = state.access.clone();
         let chain = access.client_chain(client.map(|c| c.ip()), &headers);
         let origin = request_origin(&headers);
         // Before authentication (preflights, refusals that carry no data):
         // an origin some role admits. After it: the caller's own roles.
         let cors = cors_allowed(&access, access.roles(), origin.as_deref());
-
-        // Fail closed: nothing runs while the audit log can't be written.
-        if let Some(log) = &self.audit {
-            if let Err(reason) = log.health().check() {
-                log.nudge();
-                if log.config.on_failure == crate::audit::OnFailure::Closed {
-                    return respond::http_error(&audit_unavailable(&reason), &headers, cors);
-                }
-            }
-        }
-
-        // Shed load before doing any work for it.
-        let Ok(_working) = self.working.try_acquire() else {
-            tracing::warn!(
-                limit = self.max_concurrent,
-                "request refused: server.max_concurrent_requests reached"
-            );
-            return respond::busy(&headers, cors, self.max_concurrent);
+        let Admission {
+            addressed,
+            rest,
+            _working,
+        } = match self.admit(&parts.method, parts.uri.path(), &headers, cors) {
+            Ok(admitted) => admitted,
+            Err(refusal) => return *refusal,
         };
-
-        // CORS preflights carry no credentials, by the browser's rules.
-        if parts.method == Method::OPTIONS {
-            return respond::preflight(&headers, cors);
-        }
         let principal = match self
             .authenticate(&state, &headers, &conn, &request_id, cors)
             .await
@@ -455,26 +443,17 @@ impl Gateway {
             Ok(p) => p,
             Err(refusal) => return refusal,
         };
-        let held = access.roles_of(&principal);
-        let without_role = held.is_empty() && !access.is_open();
-        let virtual_target = match &addressed {
-            // A caller without a role is refused item by item, whatever the name.
-            Addressed::Virtual(_) if without_role => None,
-            Addressed::Virtual(name) => match visible_target(&state, &held, name) {
-                Ok(t) => Some(t),
-                Err(e) => {
-                    let cors = cors_allowed(&access, &held, origin.as_deref());
-                    tracing::info!(request_id, principal = %principal.name, status = e.status, "{}", e.message);
-                    return respond::http_error(&e, &headers, cors);
-                }
-            },
-            _ => None,
+        let Scope {
+            held,
+            virtual_target,
+            cors,
+        } = match scope(&state, &principal, &addressed, origin.as_deref()) {
+            Ok(scope) => scope,
+            Err((e, cors)) => {
+                tracing::info!(request_id, principal = %principal.name, status = e.status, "{}", e.message);
+                return respond::http_error(&e, &headers, cors);
+            }
         };
-        let cors = cors_allowed(
-            &access,
-            reaching(&held, virtual_target.as_deref()),
-            origin.as_deref(),
-        );
         if let Addressed::TargetList = addressed {
             let listing = TargetListing {
                 principal: &principal,
@@ -509,48 +488,16 @@ impl Gateway {
             origin: origin.as_deref(),
             scheme: "http",
         };
-        // Route and authorize each item.
         let caller = Caller {
             access: &access,
             principal: &principal,
             roles: &held,
             facts: &facts,
         };
-        let mut items = Items::new(parsed.items.len());
+        let local = || self.answer_locally(&state, &headers, conn.tls);
         let proxy_mode = matches!(addressed, Addressed::Proxy);
-        for (index, item) in parsed.items.iter().enumerate() {
-            match (proxy_mode, &item.parsed, selector_of_item(item)) {
-                (true, Ok(parsed_item), Some(selector)) => {
-                    let text = parsed_item.target.as_ref().map(|t| t.url.clone());
-                    let per_target = selector
-                        .and_then(|sel| self.fan_out(&state, &caller, &parsed_item.request, &sel));
-                    match per_target {
-                        Ok(per_target) => items.fan_out(index, text, parsed_item, per_target),
-                        Err(error) => items.fail(index, text, &error, None),
-                    }
-                }
-                _ => match self.decide(&state, &caller, addressing, item) {
-                    Decided {
-                        target,
-                        outcome: Err((error, rule)),
-                    } => items.fail(index, target, &error, rule),
-                    Decided {
-                        target,
-                        outcome: Ok((Destination::Gateway, allowed)),
-                    } => {
-                        let answer = self.answer_locally(&state, &headers, conn.tls);
-                        items.answer(index, target, answer, allowed.rule);
-                    }
-                    Decided {
-                        outcome: Ok((Destination::Agent(target), allowed)),
-                        ..
-                    } => match &item.parsed {
-                        Ok(parsed_item) => items.forward(index, target, parsed_item, allowed),
-                        Err(error) => items.fail(index, None, error, None),
-                    },
-                },
-            }
-        }
+        let mut items =
+            self.route_and_authorize(&state, &caller, addressing, proxy_mode, &parsed, local);
         let dispatched =
             dispatch::dispatch(items.take_jobs(), &self.metrics, state.list_cache.as_ref()).await;
         let mut merged = items.merge(dispatched);
@@ -620,22 +567,24 @@ impl Gateway {
             Ok(p) => p,
             Err(refusal) => return refusal,
         };
-        let held = access.roles_of(&principal);
         let query: Vec<(String, String)> =
             url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
                 .into_owned()
                 .collect();
         let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
-        let virtual_target = param("target")
-            .map(|name| visible_target(state, &held, name))
-            .transpose();
-        let addressed = virtual_target.as_ref().ok().and_then(Option::as_deref);
-        let cors = cors_allowed(&access, reaching(&held, addressed), origin.as_deref());
-        let fail = |e: HttpError| respond::http_error(&e, headers, cors);
-        let virtual_target = match virtual_target {
-            Ok(t) => t,
-            Err(e) => return fail(e),
+        // `?target=` is judged as that target's virtual URL.
+        let addressed = param("target").map_or(Addressed::Proxy, |name| {
+            Addressed::Virtual(name.to_string())
+        });
+        let Scope {
+            held,
+            virtual_target,
+            cors,
+        } = match scope(state, &principal, &addressed, origin.as_deref()) {
+            Ok(scope) => scope,
+            Err((e, cors)) => return respond::http_error(&e, headers, cors),
         };
+        let fail = |e: HttpError| respond::http_error(&e, headers, cors);
         let method = match param("method").map(str::to_ascii_uppercase).as_deref() {
             None | Some("POST") => "POST",
             Some("GET") => "GET",
@@ -681,7 +630,7 @@ impl Gateway {
                     .as_ref()
                     .ok()
                     .map(|p| p.request.command.type_name());
-                if let (None, Some(selector)) = (&virtual_target, selector_of_item(item)) {
+                if let (Addressed::Proxy, Some(selector)) = (&addressed, selector_of_item(item)) {
                     return self.explain_fan_out(state, &caller, item, selector, index, kind);
                 }
                 let decided = self.decide(state, &caller, addressing, item);
@@ -804,6 +753,52 @@ impl Gateway {
                 format!("HTTP method {method} is not supported; use GET or POST"),
             )),
         }
+    }
+
+    /// Steps 4 and 5, route and authorize, for every item: each gets its
+    /// verdict and either an answer (an error, the gateway's own) or agent
+    /// jobs (one, or one per target of a selector in proxy mode).
+    fn route_and_authorize(
+        &self,
+        state: &State,
+        caller: &Caller<'_>,
+        addressing: Addressing<'_>,
+        proxy_mode: bool,
+        parsed: &parse::Parsed,
+        answer_locally: impl Fn() -> Response,
+    ) -> Items {
+        let mut items = Items::new(parsed.items.len());
+        for (index, item) in parsed.items.iter().enumerate() {
+            match (proxy_mode, &item.parsed, selector_of_item(item)) {
+                (true, Ok(parsed_item), Some(selector)) => {
+                    let text = parsed_item.target.as_ref().map(|t| t.url.clone());
+                    let per_target = selector
+                        .and_then(|sel| self.fan_out(state, caller, &parsed_item.request, &sel));
+                    match per_target {
+                        Ok(per_target) => items.fan_out(index, text, parsed_item, per_target),
+                        Err(error) => items.fail(index, text, &error, None),
+                    }
+                }
+                _ => match self.decide(state, caller, addressing, item) {
+                    Decided {
+                        target,
+                        outcome: Err((error, rule)),
+                    } => items.fail(index, target, &error, rule),
+                    Decided {
+                        target,
+                        outcome: Ok((Destination::Gateway, allowed)),
+                    } => items.answer(index, target, answer_locally(), allowed.rule),
+                    Decided {
+                        outcome: Ok((Destination::Agent(target), allowed)),
+                        ..
+                    } => match &item.parsed {
+                        Ok(parsed_item) => items.forward(index, target, parsed_item, allowed),
+                        Err(error) => items.fail(index, None, error, None),
+                    },
+                },
+            }
+        }
+        items
     }
 
     /// Steps 4 and 5 for one item: where it goes and whether it may.
@@ -1003,6 +998,48 @@ impl Gateway {
         Ok(())
     }
 
+    /// The pre-phase: what is checked before anything else, needing no
+    /// caller and costing nothing: the URL's shape, the audit gate (fail
+    /// closed: nothing runs while the log can't be written), load shedding
+    /// (`server.max_concurrent_requests`), and CORS preflights (answered
+    /// here: they carry no credentials). `cors` is the answer before
+    /// authentication.
+    fn admit(
+        &self,
+        method: &Method,
+        path: &str,
+        headers: &HeaderMap,
+        cors: bool,
+    ) -> Result<Admission<'_>, Box<HttpResponse<Body>>> {
+        let (addressed, rest) = self
+            .addressing(path)
+            .map_err(|e| Box::new(respond::http_error(&e, headers, true)))?;
+        if let Some(log) = &self.audit {
+            if let Err(reason) = log.health().check() {
+                log.nudge();
+                if log.config.on_failure == crate::audit::OnFailure::Closed {
+                    let e = audit_unavailable(&reason);
+                    return Err(Box::new(respond::http_error(&e, headers, cors)));
+                }
+            }
+        }
+        let Ok(working) = self.working.try_acquire() else {
+            tracing::warn!(
+                limit = self.max_concurrent,
+                "request refused: server.max_concurrent_requests reached"
+            );
+            return Err(Box::new(respond::busy(headers, cors, self.max_concurrent)));
+        };
+        if method == Method::OPTIONS {
+            return Err(Box::new(respond::preflight(headers, cors)));
+        }
+        Ok(Admission {
+            addressed,
+            rest,
+            _working: working,
+        })
+    }
+
     /// Splits the URL into addressing and the Jolokia path after it.
     fn addressing(&self, path: &str) -> Result<(Addressed, String), HttpError> {
         let not_found = || {
@@ -1141,6 +1178,43 @@ fn reaching<'a>(
 ) -> impl Iterator<Item = &'a Arc<crate::access::Role>> {
     held.iter()
         .filter(move |r| target.is_none_or(|t| r.reaches(t)))
+}
+
+/// What an authenticated caller may see: its roles, the target a virtual
+/// URL names, and whether its origin gets CORS headers.
+struct Scope {
+    held: Vec<Arc<crate::access::Role>>,
+    virtual_target: Option<Arc<Target>>,
+    cors: bool,
+}
+
+/// Right after authentication: the caller's roles, the virtual URL's
+/// target if they reach it, and CORS from the roles that reach the
+/// addressed target. `Err` is the 404 for a target the caller doesn't
+/// reach (with its CORS answer). A caller without a role is refused item
+/// by item, whatever the name.
+fn scope(
+    state: &State,
+    principal: &authenticate::Principal,
+    addressed: &Addressed,
+    origin: Option<&str>,
+) -> Result<Scope, (HttpError, bool)> {
+    let access = &state.access;
+    let held = access.roles_of(principal);
+    let without_role = held.is_empty() && !access.is_open();
+    let virtual_target = match addressed {
+        Addressed::Virtual(name) if !without_role => Some(
+            visible_target(state, &held, name)
+                .map_err(|e| (e, cors_allowed(access, &held, origin)))?,
+        ),
+        _ => None,
+    };
+    let cors = cors_allowed(access, reaching(&held, virtual_target.as_deref()), origin);
+    Ok(Scope {
+        held,
+        virtual_target,
+        cors,
+    })
 }
 
 /// The target a virtual URL names, if the caller's roles reach it. A name
