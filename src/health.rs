@@ -243,10 +243,7 @@ pub async fn probe(target: &crate::fleet::Target, metrics: &crate::metrics::Metr
             if answer.is_error() {
                 Err(format!("version failed: {}", answer.error_text()))
             } else {
-                let value: serde_json::Value = answer
-                    .get("value")
-                    .and_then(|v| serde_json::from_str(v.get()).ok())
-                    .unwrap_or_default();
+                let value: serde_json::Value = answer.field("value").unwrap_or_default();
                 let text = |k: &str| value.get(k).and_then(|v| v.as_str()).map(str::to_string);
                 Ok((started.elapsed(), text("agent"), text("protocol")))
             }

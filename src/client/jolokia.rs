@@ -754,11 +754,7 @@ fn classify(url: &str, e: reqwest::Error) -> JolokiaError {
 /// hold them side by side).
 #[allow(clippy::result_large_err)]
 fn into_result(answer: Response) -> Result<Reply, RemoteError> {
-    let field = |k: &str| {
-        answer
-            .get(k)
-            .and_then(|v| serde_json::from_str::<Value>(v.get()).ok())
-    };
+    let field = |k: &str| answer.field::<Value>(k);
     let status = answer.status().unwrap_or(0);
     if status == 200 || status == 304 {
         return Ok(Reply {

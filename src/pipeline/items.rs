@@ -13,7 +13,7 @@ use crate::secret::Secret;
 
 use super::authorize::Allowed;
 use super::dispatch::Job;
-use super::parse::ParsedItem;
+use super::parse::{Parsed, ParsedItem};
 use super::{merge, unix_seconds};
 
 /// What an item's audit record says besides the request itself.
@@ -40,9 +40,7 @@ impl AuditRow {
         AuditRow {
             verdict,
             status: answer.status().unwrap_or(0),
-            error_type: answer
-                .get("error_type")
-                .and_then(|v| serde_json::from_str::<String>(v.get()).ok()),
+            error_type: answer.field("error_type"),
         }
     }
 }
@@ -208,10 +206,15 @@ impl Items {
         std::mem::take(&mut self.jobs)
     }
 
-    /// Merge: every answer at its item's index (fan-outs folded into one
-    /// answer keyed by target), with each item's audit rows: one per
-    /// item, one per target of a fan-out.
-    pub fn merge(mut self, dispatched: Vec<(usize, Response)>) -> Vec<(Response, Vec<AuditRow>)> {
+    /// Step 7, merge: every answer at its item's index (fan-outs folded
+    /// into one answer keyed by target), the client's own request echoed
+    /// in it, with each item's audit rows: one per item, one per target of
+    /// a fan-out.
+    pub fn merge(
+        mut self,
+        dispatched: Vec<(usize, Response)>,
+        parsed: &Parsed,
+    ) -> Vec<(Response, Vec<AuditRow>)> {
         for (index, answer) in dispatched {
             if index < self.count {
                 self.answers.push((index, answer));
@@ -243,8 +246,15 @@ impl Items {
         merge::merge(self.count, self.answers)
             .into_iter()
             .zip(self.verdicts)
+            .zip(&parsed.items)
             .enumerate()
-            .map(|(index, (answer, verdict))| {
+            .map(|(index, ((mut answer, verdict), item))| {
+                let params = item
+                    .parsed
+                    .as_ref()
+                    .map_or(&parsed.query, |p| &p.request.params);
+                let include = params.flag("includeRequest").unwrap_or(true);
+                merge::echo_request(&mut answer, &item.echo, include);
                 let rows = fanned
                     .remove(&index)
                     .unwrap_or_else(|| vec![AuditRow::of(verdict, &answer)]);

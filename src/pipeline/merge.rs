@@ -54,11 +54,7 @@ pub fn merge_fan_out(
     let mut timestamp = 0u64;
     let mut value = serde_json::Map::new();
     for (name, answer) in per_target {
-        let field = |k: &str| {
-            answer
-                .get(k)
-                .and_then(|v| serde_json::from_str::<Value>(v.get()).ok())
-        };
+        let field = |k: &str| answer.field::<Value>(k);
         timestamp = timestamp.max(answer.timestamp().unwrap_or(0));
         let entry = if answer.is_error() {
             let mut e = serde_json::Map::new();

@@ -408,6 +408,10 @@ impl Gateway {
         resp
     }
 
+    /// The phases, in order: the pre-phase (`admit`), authenticate,
+    /// `scope` (what the caller may see), the target list or parse,
+    /// route and authorize, dispatch, merge, audit, respond. Each phase
+    /// that refuses answers at once.
     async fn run(&self, req: HttpRequest<Body>, conn: Connection) -> HttpResponse<Body> {
         let state = self.state.load_full();
         let client = conn.remote;
@@ -500,18 +504,7 @@ impl Gateway {
             self.route_and_authorize(&state, &caller, addressing, proxy_mode, &parsed, local);
         let dispatched =
             dispatch::dispatch(items.take_jobs(), &self.metrics, state.list_cache.as_ref()).await;
-        let mut merged = items.merge(dispatched);
-        for ((answer, _), item) in merged.iter_mut().zip(&parsed.items) {
-            let params = item
-                .parsed
-                .as_ref()
-                .map_or(&parsed.query, |p| &p.request.params);
-            merge::echo_request(
-                answer,
-                &item.echo,
-                params.flag("includeRequest").unwrap_or(true),
-            );
-        }
+        let merged = items.merge(dispatched, &parsed);
         let who = audit::Who {
             request_id: &request_id,
             principal: &principal,

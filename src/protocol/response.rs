@@ -154,9 +154,13 @@ impl Response {
 
     /// The `error` text of an error answer.
     pub fn error_text(&self) -> String {
-        self.get("error")
-            .and_then(|e| serde_json::from_str::<String>(e.get()).ok())
+        self.field("error")
             .unwrap_or_else(|| "no error message".into())
+    }
+
+    /// A field decoded as `T`; `None` when it is absent or not a `T`.
+    pub fn field<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
+        serde_json::from_str(self.get(key)?.get()).ok()
     }
 
     pub fn get(&self, key: &str) -> Option<&RawValue> {

@@ -38,10 +38,7 @@ pub fn names_from_search(answer: &Response) -> Result<Vec<ObjectName>, Response>
     if answer.is_error() {
         return Err(answer.clone());
     }
-    let names: Vec<String> = answer
-        .get("value")
-        .and_then(|v| serde_json::from_str(v.get()).ok())
-        .unwrap_or_default();
+    let names: Vec<String> = answer.field("value").unwrap_or_default();
     Ok(names
         .iter()
         .filter_map(|n| ObjectName::parse(n).ok())
@@ -51,8 +48,7 @@ pub fn names_from_search(answer: &Response) -> Result<Vec<ObjectName>, Response>
 /// The attribute names in a list answer for one MBean.
 pub fn attributes_from_list(answer: &Response) -> Vec<String> {
     answer
-        .get("value")
-        .and_then(|v| serde_json::from_str::<Value>(v.get()).ok())
+        .field::<Value>("value")
         .and_then(|v| {
             v.get("attr")
                 .and_then(Value::as_object)
@@ -132,10 +128,7 @@ fn error_value(attribute: &str, name: &ObjectName) -> Value {
 }
 
 fn value_map(answer: &Response) -> Map<String, Value> {
-    answer
-        .get("value")
-        .and_then(|v| serde_json::from_str(v.get()).ok())
-        .unwrap_or_default()
+    answer.field("value").unwrap_or_default()
 }
 
 fn answer_with(value: &Value, template: Option<&Response>) -> Response {

@@ -231,10 +231,7 @@ fn filtered(answer: Response, request: &Request, how: &AnswerFilter) -> Response
         }
     }
     // A 304 (not modified) answer carries no value.
-    let Some(value) = answer
-        .get("value")
-        .and_then(|v| serde_json::from_str::<serde_json::Value>(v.get()).ok())
-    else {
+    let Some(value) = answer.field::<serde_json::Value>("value") else {
         return answer;
     };
     let kept = match (&request.command, plan) {
