@@ -5,9 +5,9 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use jmxgate::pipeline::route::{resolve_target_url, route, Addressing};
+use jmxgate::pipeline::route::{resolve_target_url, route_item, Addressing, Reach};
 use jmxgate::pipeline::{merge, parse};
-use jmxgate::protocol::{parse_bulk_answer, serialize_bulk, Command, Response, Version};
+use jmxgate::protocol::{parse_bulk_answer, serialize_bulk, Response};
 
 fn bulk_body(n: usize) -> Vec<u8> {
     let items: Vec<serde_json::Value> = (0..n)
@@ -58,17 +58,27 @@ fn bench(c: &mut Criterion) {
     g.finish();
 
     let fleet = fleet();
-    let version = Command::Version(Version);
+    let named = parse::parse_post(
+        br#"{"type":"version","target":{"url":"orders-42"}}"#,
+        None,
+        1,
+    )
+    .unwrap();
+    let item = named.items[0].parsed.as_ref().unwrap();
+    let reach = Reach {
+        reaches: &|_| true,
+        max_targets: 100,
+    };
     let mut g = c.benchmark_group("route");
     g.bench_function("by name", |b| {
         b.iter(|| {
-            route(
+            route_item(
                 &fleet,
                 Addressing::Proxy {
                     default_target: None,
                 },
-                &version,
-                Some(black_box("orders-42")),
+                black_box(item),
+                &reach,
             )
         })
     });

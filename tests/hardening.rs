@@ -249,6 +249,28 @@ async fn target_names_cannot_be_probed() {
     let unknown = shape(explain(Some("ann"), "nosuch").await.unwrap(), "nosuch").await;
     assert_eq!(hidden.0, 404);
     assert_eq!(hidden, unknown);
+    // Explaining a proxy item by the agent's URL shows the URL as sent,
+    // never the name behind it.
+    let report = gw
+        .http
+        .post(gw.url("/jmxgate/explain"))
+        .basic_auth("ann", Some("ann-pw"))
+        .body(json!([items[2], items[3]]).to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!report.contains("\"beta\""), "{report}");
+    let report: Value = serde_json::from_str(&report).unwrap();
+    let entry = |i: usize, url: &str| {
+        let mut e = report[i].clone();
+        e.as_object_mut().unwrap().remove("index");
+        e.to_string().replace(url, "URL")
+    };
+    assert_eq!(report[0]["decision"], "deny", "{report}");
+    assert_eq!(entry(0, &beta_url), entry(1, "http://127.0.0.1:1/jolokia"));
 
     // The audit log tells the operator which target it really was.
     let records: Vec<Value> = jmxgate::audit::chain::files_in(&dir.path().join("audit"))

@@ -13,7 +13,7 @@ use crate::secret::Secret;
 
 use super::authorize::Allowed;
 use super::dispatch::Job;
-use super::parse::{Parsed, ParsedItem};
+use super::parse::Parsed;
 use super::{merge, unix_seconds};
 
 /// What an item's audit record says besides the request itself.
@@ -118,12 +118,14 @@ impl Items {
         self.answers.push((index, answer));
     }
 
-    /// The item goes to `target`'s agent under `allowed`.
+    /// The item goes to `target`'s agent under `allowed`, with the
+    /// credentials routing chose.
     pub fn forward(
         &mut self,
         index: usize,
         target: Arc<Target>,
-        item: &ParsedItem,
+        request: &Request,
+        credentials: Option<(String, Secret)>,
         allowed: Allowed,
     ) {
         self.verdicts[index] = Verdict {
@@ -131,22 +133,10 @@ impl Items {
             decision: "allowed",
             rule: Some(allowed.rule),
         };
-        // Client-supplied target credentials only where the target's
-        // config allows it; never otherwise.
-        let credentials = item
-            .target
-            .as_ref()
-            .filter(|_| target.allow_credentials_passthrough)
-            .and_then(|t| {
-                Some((
-                    t.user.clone()?,
-                    t.password.clone().unwrap_or_else(|| Secret::new("")),
-                ))
-            });
         self.jobs.push(Job {
             index,
             target,
-            request: forwarded(&item.request),
+            request: forwarded(request),
             plan: allowed.plan,
             grant: allowed.grant,
             credentials,
@@ -159,13 +149,13 @@ impl Items {
         &mut self,
         index: usize,
         selector: Option<String>,
-        item: &ParsedItem,
+        request: &Request,
         per_target: Vec<TargetOutcome>,
     ) {
         self.verdicts[index].target = selector;
         let mut fan_out = FanOut {
             index,
-            ignore_errors: item.request.params.flag("ignoreErrors").unwrap_or(false),
+            ignore_errors: request.params.flag("ignoreErrors").unwrap_or(false),
             slots: Vec::with_capacity(per_target.len()),
         };
         for (target, outcome) in per_target {
@@ -173,7 +163,7 @@ impl Items {
             self.next_slot += 1;
             let verdict = match outcome {
                 Ok(allowed) => {
-                    let mut request = forwarded(&item.request);
+                    let mut request = forwarded(request);
                     // Answers are merged across targets: always whole.
                     request.params.remove("ifModifiedSince");
                     self.jobs.push(Job {

@@ -49,7 +49,7 @@ use crate::version::GatewayIdentity;
 use authenticate::{AuthMethod, Connection};
 
 use items::Items;
-use route::{Addressing, Destination};
+use route::{Addressing, Destination, NoRoute, Route};
 use state::State;
 
 /// The path prefix agents use and the gateway mirrors.
@@ -116,29 +116,47 @@ struct Caller<'a> {
     facts: &'a authorize::RequestFacts<'a>,
 }
 
-/// An item after route and authorize.
-struct Decided {
-    /// The target's name once routed (`gateway` for local answers).
-    target: Option<String>,
-    /// Where it goes and under which grant, or its error and the rule that
-    /// denied it.
-    outcome:
-        Result<(Destination, authorize::Allowed), (crate::protocol::ProtocolError, Option<String>)>,
+/// One item after route and authorize.
+enum Judged<'a> {
+    /// Refused: malformed, unroutable or denied. `target` and `rule` (none:
+    /// malformed or unroutable) are for the audit record; a `hidden`
+    /// target (one the caller's roles don't reach) is shown to the caller
+    /// as an unknown one, without them.
+    Failed {
+        target: Option<String>,
+        error: crate::protocol::ProtocolError,
+        rule: Option<String>,
+        hidden: bool,
+    },
+    /// The gateway answers it itself.
+    Local(authorize::Allowed),
+    /// One agent.
+    Agent {
+        target: Arc<Target>,
+        request: &'a Request,
+        credentials: Option<(String, crate::secret::Secret)>,
+        allowed: authorize::Allowed,
+    },
+    /// Every target a selector reaches, each judged on its own.
+    Group {
+        selector: String,
+        request: &'a Request,
+        outcomes: Vec<items::TargetOutcome>,
+    },
 }
 
-impl Decided {
-    fn failed(error: crate::protocol::ProtocolError) -> Decided {
-        Decided {
-            target: None,
-            outcome: Err((error, None)),
+impl Judged<'_> {
+    fn failed(
+        target: Option<String>,
+        error: crate::protocol::ProtocolError,
+        rule: Option<String>,
+    ) -> Self {
+        Judged::Failed {
+            target,
+            error,
+            rule,
+            hidden: false,
         }
-    }
-}
-
-fn destination_name(d: &Destination) -> String {
-    match d {
-        Destination::Gateway => "gateway".into(),
-        Destination::Agent(t) => t.name.clone(),
     }
 }
 
@@ -150,14 +168,6 @@ fn metric_target<'a>(fleet: &crate::fleet::Fleet, target: Option<&'a str>) -> &'
         Some(name) if name == "gateway" || fleet.by_name(name).is_some() => name,
         _ => "-",
     }
-}
-
-/// The selector an item's `target.url` is, if it names several targets.
-fn selector_of_item(
-    item: &parse::Item,
-) -> Option<Result<crate::access::TargetSelector, crate::protocol::ProtocolError>> {
-    let url = &item.parsed.as_ref().ok()?.target.as_ref()?.url;
-    route::selector_of(url)
 }
 
 /// Which URL shape the client used. A virtual URL's name is looked up
@@ -499,9 +509,7 @@ impl Gateway {
             facts: &facts,
         };
         let local = || self.answer_locally(&state, &headers, conn.tls);
-        let proxy_mode = matches!(addressed, Addressed::Proxy);
-        let mut items =
-            self.route_and_authorize(&state, &caller, addressing, proxy_mode, &parsed, local);
+        let mut items = self.route_and_authorize(&state, &caller, addressing, &parsed, local);
         let dispatched =
             dispatch::dispatch(items.take_jobs(), &self.metrics, state.list_cache.as_ref()).await;
         let merged = items.merge(dispatched, &parsed);
@@ -623,29 +631,7 @@ impl Gateway {
                     .as_ref()
                     .ok()
                     .map(|p| p.request.command.type_name());
-                if let (Addressed::Proxy, Some(selector)) = (&addressed, selector_of_item(item)) {
-                    return self.explain_fan_out(state, &caller, item, selector, index, kind);
-                }
-                let decided = self.decide(state, &caller, addressing, item);
-                let mut entry =
-                    serde_json::json!({ "index": index, "type": kind, "target": decided.target });
-                match decided.outcome {
-                    Ok((_, allowed)) => {
-                        entry["decision"] = "allow".into();
-                        entry["rule"] = allowed.rule.into();
-                        entry["plan"] = allowed.plan.name().into();
-                        entry["roles"] = allowed.grant.roles.clone().into();
-                    }
-                    Err((error, rule)) => {
-                        entry["decision"] = "deny".into();
-                        entry["status"] = error.status.into();
-                        entry["error"] = error.message.into();
-                        entry["rule"] = rule
-                            .unwrap_or_else(|| "the request could not be routed".into())
-                            .into();
-                    }
-                }
-                entry
+                explained(index, kind, self.judge(state, &caller, addressing, item))
             })
             .collect();
         let body = if parsed.bulk {
@@ -655,52 +641,6 @@ impl Gateway {
         }
         .expect("JSON values serialise");
         respond::http_response(body, &crate::protocol::Params::default(), headers, cors)
-    }
-
-    /// The explain entry of a group item: one decision per target the
-    /// selector reaches for this caller, or why it reaches none.
-    fn explain_fan_out(
-        &self,
-        state: &State,
-        caller: &Caller<'_>,
-        item: &parse::Item,
-        selector: Result<crate::access::TargetSelector, crate::protocol::ProtocolError>,
-        index: usize,
-        kind: Option<&str>,
-    ) -> serde_json::Value {
-        let parsed = item
-            .parsed
-            .as_ref()
-            .expect("selectors come from parsed items");
-        let selector_text = parsed.target.as_ref().map(|t| t.url.clone());
-        let mut entry =
-            serde_json::json!({ "index": index, "type": kind, "target": selector_text });
-        match selector.and_then(|sel| self.fan_out(state, caller, &parsed.request, &sel)) {
-            Err(error) => {
-                entry["decision"] = "deny".into();
-                entry["status"] = error.status.into();
-                entry["error"] = error.message.into();
-            }
-            Ok(per_target) => {
-                let targets: Vec<serde_json::Value> = per_target
-                    .into_iter()
-                    .map(|(target, outcome)| match outcome {
-                        Ok(allowed) => serde_json::json!({
-                            "target": target.name, "decision": "allow",
-                            "rule": allowed.rule, "plan": allowed.plan.name(),
-                        }),
-                        Err((error, rule)) => serde_json::json!({
-                            "target": target.name, "decision": "deny", "status": error.status,
-                            "error": error.message, "rule": rule,
-                        }),
-                    })
-                    .collect();
-                let any_allowed = targets.iter().any(|t| t["decision"] == "allow");
-                entry["decision"] = if any_allowed { "allow" } else { "deny" }.into();
-                entry["targets"] = targets.into();
-            }
-        }
-        entry
     }
 
     /// Step 3 for any method: the GET path or the POST body, parsed.
@@ -756,158 +696,119 @@ impl Gateway {
         state: &State,
         caller: &Caller<'_>,
         addressing: Addressing<'_>,
-        proxy_mode: bool,
         parsed: &parse::Parsed,
         answer_locally: impl Fn() -> Response,
     ) -> Items {
         let mut items = Items::new(parsed.items.len());
         for (index, item) in parsed.items.iter().enumerate() {
-            match (proxy_mode, &item.parsed, selector_of_item(item)) {
-                (true, Ok(parsed_item), Some(selector)) => {
-                    let text = parsed_item.target.as_ref().map(|t| t.url.clone());
-                    let per_target = selector
-                        .and_then(|sel| self.fan_out(state, caller, &parsed_item.request, &sel));
-                    match per_target {
-                        Ok(per_target) => items.fan_out(index, text, parsed_item, per_target),
-                        Err(error) => items.fail(index, text, &error, None),
-                    }
-                }
-                _ => match self.decide(state, caller, addressing, item) {
-                    Decided {
-                        target,
-                        outcome: Err((error, rule)),
-                    } => items.fail(index, target, &error, rule),
-                    Decided {
-                        target,
-                        outcome: Ok((Destination::Gateway, allowed)),
-                    } => items.answer(index, target, answer_locally(), allowed.rule),
-                    Decided {
-                        outcome: Ok((Destination::Agent(target), allowed)),
-                        ..
-                    } => match &item.parsed {
-                        Ok(parsed_item) => items.forward(index, target, parsed_item, allowed),
-                        Err(error) => items.fail(index, None, error, None),
-                    },
-                },
+            match self.judge(state, caller, addressing, item) {
+                Judged::Failed {
+                    target,
+                    error,
+                    rule,
+                    ..
+                } => items.fail(index, target, &error, rule),
+                Judged::Local(allowed) => items.answer(
+                    index,
+                    Some("gateway".into()),
+                    answer_locally(),
+                    allowed.rule,
+                ),
+                Judged::Agent {
+                    target,
+                    request,
+                    credentials,
+                    allowed,
+                } => items.forward(index, target, request, credentials, allowed),
+                Judged::Group {
+                    selector,
+                    request,
+                    outcomes,
+                } => items.fan_out(index, Some(selector), request, outcomes),
             }
         }
         items
     }
 
-    /// Steps 4 and 5 for one item: where it goes and whether it may.
-    fn decide(
+    /// Steps 4 and 5 for one item: where it goes for this caller (the
+    /// routing is `route::route_item`'s) and whether its roles' policies
+    /// allow it there. The same for requests and for explain.
+    fn judge<'a>(
         &self,
         state: &State,
         caller: &Caller<'_>,
         addressing: Addressing<'_>,
-        item: &parse::Item,
-    ) -> Decided {
+        item: &'a parse::Item,
+    ) -> Judged<'a> {
         let parsed = match &item.parsed {
             Ok(p) => p,
-            Err(e) => return Decided::failed(e.clone()),
+            Err(e) => return Judged::failed(None, e.clone(), None),
         };
         if caller.roles.is_empty() && !caller.access.is_open() {
+            // Refused before routing: the same whatever target it names.
             let denied = authorize::no_role(caller.principal);
-            return Decided {
-                target: None,
-                outcome: Err((denied.error, Some(denied.rule))),
-            };
+            return Judged::failed(None, denied.error, Some(denied.rule));
         }
-        let target_url = parsed.target.as_ref().map(|t| t.url.as_str());
-        let destination = match route::route(
-            &state.fleet,
-            addressing,
-            &parsed.request.command,
-            target_url,
-        ) {
-            Ok(d) => d,
-            Err(e) => return Decided::failed(e),
+        let reaches = |t: &Target| caller.access.reaches(caller.roles, t);
+        let reach = route::Reach {
+            reaches: &reaches,
+            max_targets: route::targets_per_item_limit(
+                caller.roles.iter().map(|r| r.max_targets_per_item),
+                state.max_targets_per_item,
+            ),
         };
-        let target = Some(destination_name(&destination));
-        if let Destination::Agent(t) = &destination {
-            if !caller.access.reaches(caller.roles, t) {
-                // Answered as a name that doesn't exist; the audit record
-                // says which target it was.
-                let rule = format!(
+        let request = &parsed.request;
+        let authorize = |destination: &Destination| {
+            authorize::authorize(
+                caller.access,
+                caller.principal,
+                caller.roles,
+                caller.facts,
+                request,
+                destination,
+            )
+        };
+        match route::route_item(&state.fleet, addressing, parsed, &reach) {
+            Err(NoRoute::Invalid(error)) => Judged::failed(None, error, None),
+            Err(NoRoute::Selector { text, error }) => Judged::failed(Some(text), error, None),
+            Err(NoRoute::Hidden { target, error }) => Judged::Failed {
+                rule: Some(format!(
                     "no role of {} reaches target {}",
-                    caller.principal.name, t.name
-                );
-                return Decided {
+                    caller.principal.name, target.name
+                )),
+                target: Some(target.name.clone()),
+                error,
+                hidden: true,
+            },
+            Ok(Route::Gateway) => match authorize(&Destination::Gateway) {
+                Ok(allowed) => Judged::Local(allowed),
+                Err(d) => Judged::failed(Some("gateway".into()), d.error, Some(d.rule)),
+            },
+            Ok(Route::Agent {
+                target,
+                credentials,
+            }) => match authorize(&Destination::Agent(target.clone())) {
+                Ok(allowed) => Judged::Agent {
                     target,
-                    outcome: Err((
-                        route::unknown_target(target_url.unwrap_or(&t.name)),
-                        Some(rule),
-                    )),
-                };
-            }
-        }
-        let outcome = authorize::authorize(
-            caller.access,
-            caller.principal,
-            caller.roles,
-            caller.facts,
-            &parsed.request,
-            &destination,
-        )
-        .map(|allowed| (destination, allowed))
-        .map_err(|denied| (denied.error, Some(denied.rule)));
-        Decided { target, outcome }
-    }
-
-    /// The targets a selector reaches for this caller, each with its own
-    /// authorization outcome. Targets the caller's roles don't reach are
-    /// not there for it; none left, or more than the caller's limit, is an
-    /// error for the item.
-    fn fan_out(
-        &self,
-        state: &State,
-        caller: &Caller<'_>,
-        request: &Request,
-        selector: &crate::access::TargetSelector,
-    ) -> Result<Vec<items::TargetOutcome>, crate::protocol::ProtocolError> {
-        let reachable: Vec<Arc<Target>> = state
-            .fleet
-            .iter()
-            .filter(|t| selector.matches(t))
-            .filter(|t| caller.access.reaches(caller.roles, t))
-            .cloned()
-            .collect();
-        if reachable.is_empty() {
-            return Err(crate::protocol::ProtocolError::new(
-                404,
-                "jmxgate.UnknownTarget",
-                format!("Target selector \"{selector}\" matches no target you may reach"),
-            ));
-        }
-        let limit = route::targets_per_item_limit(
-            caller.roles.iter().map(|r| r.max_targets_per_item),
-            state.max_targets_per_item,
-        );
-        if reachable.len() > limit {
-            return Err(crate::protocol::ProtocolError::new(
-                400,
-                "jmxgate.TooManyTargets",
-                format!(
-                    "Target selector \"{selector}\" matches {} targets; one item may reach at most {limit} (max_targets_per_item); narrow the selector or split the request",
-                    reachable.len()
-                ),
-            ));
-        }
-        Ok(reachable
-            .into_iter()
-            .map(|t| {
-                let outcome = authorize::authorize(
-                    caller.access,
-                    caller.principal,
-                    caller.roles,
-                    caller.facts,
                     request,
-                    &Destination::Agent(t.clone()),
-                )
-                .map_err(|denied| (denied.error, denied.rule));
-                (t, outcome)
-            })
-            .collect())
+                    credentials,
+                    allowed,
+                },
+                Err(d) => Judged::failed(Some(target.name.clone()), d.error, Some(d.rule)),
+            },
+            Ok(Route::Group { selector, targets }) => Judged::Group {
+                selector,
+                request,
+                outcomes: targets
+                    .into_iter()
+                    .map(|t| {
+                        let outcome = authorize(&Destination::Agent(t.clone()))
+                            .map_err(|d| (d.error, d.rule));
+                        (t, outcome)
+                    })
+                    .collect(),
+            },
+        }
     }
 
     /// `GET /jolokia/targets`: the targets the caller's roles reach, with
@@ -1127,6 +1028,62 @@ impl Gateway {
             }
         }
     }
+}
+
+/// One item's entry in an explain report: its decision and rule, the plan
+/// or the error, per target for a group.
+fn explained(index: usize, kind: Option<&str>, judged: Judged<'_>) -> serde_json::Value {
+    let mut entry = serde_json::json!({ "index": index, "type": kind });
+    let allow = |entry: &mut serde_json::Value, target: &str, allowed: authorize::Allowed| {
+        entry["target"] = target.into();
+        entry["decision"] = "allow".into();
+        entry["rule"] = allowed.rule.into();
+        entry["plan"] = allowed.plan.name().into();
+        entry["roles"] = allowed.grant.roles.into();
+    };
+    match judged {
+        Judged::Failed {
+            target,
+            error,
+            rule,
+            hidden,
+        } => {
+            let (target, rule) = if hidden { (None, None) } else { (target, rule) };
+            entry["target"] = target.into();
+            entry["decision"] = "deny".into();
+            entry["status"] = error.status.into();
+            entry["error"] = error.message.into();
+            entry["rule"] = rule
+                .unwrap_or_else(|| "the request could not be routed".into())
+                .into();
+        }
+        Judged::Local(allowed) => allow(&mut entry, "gateway", allowed),
+        Judged::Agent {
+            target, allowed, ..
+        } => allow(&mut entry, &target.name, allowed),
+        Judged::Group {
+            selector, outcomes, ..
+        } => {
+            let targets: Vec<serde_json::Value> = outcomes
+                .into_iter()
+                .map(|(target, outcome)| match outcome {
+                    Ok(allowed) => serde_json::json!({
+                        "target": target.name, "decision": "allow",
+                        "rule": allowed.rule, "plan": allowed.plan.name(),
+                    }),
+                    Err((error, rule)) => serde_json::json!({
+                        "target": target.name, "decision": "deny", "status": error.status,
+                        "error": error.message, "rule": rule,
+                    }),
+                })
+                .collect();
+            let any_allowed = targets.iter().any(|t| t["decision"] == "allow");
+            entry["target"] = selector.into();
+            entry["decision"] = if any_allowed { "allow" } else { "deny" }.into();
+            entry["targets"] = targets.into();
+        }
+    }
+    entry
 }
 
 fn audit_unavailable(reason: &str) -> HttpError {

@@ -10,6 +10,9 @@ use url::Url;
 use crate::access::TargetSelector;
 use crate::fleet::{EndpointKey, Fleet, Target};
 use crate::protocol::{Command, ProtocolError};
+use crate::secret::Secret;
+
+use super::parse::ParsedItem;
 
 /// Where one item is answered.
 #[derive(Debug, Clone)]
@@ -31,38 +34,146 @@ pub enum Addressing<'a> {
     },
 }
 
-/// Routes one item. `target_url` is the item's `target.url`, if any.
-pub fn route(
+/// Where one item goes, for one caller.
+#[derive(Debug)]
+pub enum Route {
+    /// The gateway answers itself (`version` without a target).
+    Gateway,
+    /// One agent, with the client's own `target.user`/`target.password`
+    /// where the target allows pass-through (never otherwise).
+    Agent {
+        target: Arc<Target>,
+        credentials: Option<(String, Secret)>,
+    },
+    /// Every target a selector (`kafka-*`, `env=prod`) reaches for the
+    /// caller, in proxy mode; `selector` is the client's text.
+    Group {
+        selector: String,
+        targets: Vec<Arc<Target>>,
+    },
+}
+
+/// Why an item has no route.
+#[derive(Debug)]
+pub enum NoRoute {
+    /// Malformed, unknown or forbidden: the client's error.
+    Invalid(ProtocolError),
+    /// A selector that reaches no target or too many; audited under the
+    /// selector's text.
+    Selector { text: String, error: ProtocolError },
+    /// A target the caller's roles don't reach: answered as a name that
+    /// doesn't exist, audited under the target's own name.
+    Hidden {
+        target: Arc<Target>,
+        error: ProtocolError,
+    },
+}
+
+/// What one caller reaches.
+pub struct Reach<'a> {
+    pub reaches: &'a dyn Fn(&Target) -> bool,
+    /// Most targets one selector may reach ([`targets_per_item_limit`]).
+    pub max_targets: usize,
+}
+
+/// Routes one item for a caller: against the configured fleet only, and
+/// only to targets the caller reaches. `target.url` is read once here.
+pub fn route_item(
     fleet: &Fleet,
     addressing: Addressing<'_>,
-    command: &Command,
-    target_url: Option<&str>,
-) -> Result<Destination, ProtocolError> {
-    match addressing {
-        Addressing::Virtual(target) => match target_url {
-            None => Ok(Destination::Agent(target.clone())),
-            Some(_) => Err(ProtocolError::bad_request(
+    item: &ParsedItem,
+    reach: &Reach<'_>,
+) -> Result<Route, NoRoute> {
+    let client_target = item.target.as_ref();
+    let (target, named_as) = match (addressing, client_target) {
+        (Addressing::Virtual(_), Some(_)) => {
+            return Err(NoRoute::Invalid(ProtocolError::bad_request(
                 "A request sent to a virtual agent URL (/jolokia/targets/<name>) must not carry its own \"target\"; send proxy requests to /jolokia",
-            )),
-        },
-        Addressing::Proxy { default_target } => match target_url {
-            Some(url) => resolve_target_url(fleet, url).map(Destination::Agent),
-            None if matches!(command, Command::Version(_)) => Ok(Destination::Gateway),
-            None => default_target
-                .cloned()
-                .map(Destination::Agent)
-                .ok_or_else(|| {
-                    ProtocolError::new(
-                        400,
-                        "jmxgate.NoTarget",
-                        format!(
-                            "No target given and no default_target configured: add \"target\":{{\"url\":\"<target name>\"}} to the {} request, or use /jolokia/targets/<name>/",
-                            command.type_name()
-                        ),
-                    )
-                }),
-        },
+            )))
+        }
+        (Addressing::Virtual(target), None) => (target.clone(), None),
+        (Addressing::Proxy { .. }, Some(t)) => {
+            if let Some(selector) = selector_of(&t.url) {
+                return group(fleet, &t.url, selector, reach);
+            }
+            let target = resolve_target_url(fleet, &t.url).map_err(NoRoute::Invalid)?;
+            (target, Some(t.url.as_str()))
+        }
+        (Addressing::Proxy { .. }, None) if matches!(item.request.command, Command::Version(_)) => {
+            return Ok(Route::Gateway)
+        }
+        (Addressing::Proxy { default_target }, None) => {
+            let target = default_target.cloned().ok_or_else(|| {
+                NoRoute::Invalid(ProtocolError::new(
+                    400,
+                    "jmxgate.NoTarget",
+                    format!(
+                        "No target given and no default_target configured: add \"target\":{{\"url\":\"<target name>\"}} to the {} request, or use /jolokia/targets/<name>/",
+                        item.request.command.type_name()
+                    ),
+                ))
+            })?;
+            (target, None)
+        }
+    };
+    if !(reach.reaches)(&target) {
+        let error = unknown_target(named_as.unwrap_or(&target.name));
+        return Err(NoRoute::Hidden { target, error });
     }
+    let credentials = client_target
+        .filter(|_| target.allow_credentials_passthrough)
+        .and_then(|t| {
+            Some((
+                t.user.clone()?,
+                t.password.clone().unwrap_or_else(|| Secret::new("")),
+            ))
+        });
+    Ok(Route::Agent {
+        target,
+        credentials,
+    })
+}
+
+/// The targets a selector reaches for the caller; none, or more than its
+/// limit, is an error for the item.
+fn group(
+    fleet: &Fleet,
+    text: &str,
+    selector: Result<TargetSelector, ProtocolError>,
+    reach: &Reach<'_>,
+) -> Result<Route, NoRoute> {
+    let failed = |error| NoRoute::Selector {
+        text: text.to_string(),
+        error,
+    };
+    let selector = selector.map_err(failed)?;
+    let targets: Vec<Arc<Target>> = fleet
+        .iter()
+        .filter(|t| selector.matches(t) && (reach.reaches)(t))
+        .cloned()
+        .collect();
+    if targets.is_empty() {
+        return Err(failed(ProtocolError::new(
+            404,
+            "jmxgate.UnknownTarget",
+            format!("Target selector \"{selector}\" matches no target you may reach"),
+        )));
+    }
+    if targets.len() > reach.max_targets {
+        return Err(failed(ProtocolError::new(
+            400,
+            "jmxgate.TooManyTargets",
+            format!(
+                "Target selector \"{selector}\" matches {} targets; one item may reach at most {} (max_targets_per_item); narrow the selector or split the request",
+                targets.len(),
+                reach.max_targets
+            ),
+        )));
+    }
+    Ok(Route::Group {
+        selector: text.to_string(),
+        targets,
+    })
 }
 
 /// A proxy-mode `target.url` that names several targets: a glob over
