@@ -35,7 +35,7 @@ fn fleet() -> jmxgate::fleet::Fleet {
     }
     let config = jmxgate::Config::parse(&text).unwrap().validate().unwrap();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    jmxgate::fleet::Fleet::from_config(&config).unwrap()
+    jmxgate::fleet::Fleet::new(&config.targets, &config.target_defaults).unwrap()
 }
 
 fn bench(c: &mut Criterion) {

@@ -8,12 +8,47 @@ use std::sync::Arc;
 
 use http::HeaderMap;
 use ipnet::IpNet;
+use serde::Deserialize;
 
-use crate::config::Config;
 use crate::fleet::Target;
 use crate::policy::Policy;
 use crate::principal::{AuthMethod, Principal};
 use crate::protocol::object_name::wildmatch;
+
+/// `[access]`: who callers without credentials are, and whose
+/// `X-Forwarded-For` counts.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessConfig {
+    /// Role of callers that present no credentials. Unset: with roles
+    /// configured, anonymous callers are refused.
+    #[serde(default)]
+    pub anonymous_role: Option<String>,
+    /// Proxies (addresses or CIDR subnets) whose `X-Forwarded-For` header
+    /// is believed; every hop it lists must then pass a policy's `<remote>`.
+    #[serde(default)]
+    pub trusted_proxies: Vec<String>,
+}
+
+/// `[[roles]]`: one role.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleConfig {
+    pub name: String,
+    /// Targets the role reaches: names, globs (`kafka-*`) or label
+    /// selectors (`env=prod,app=orders`).
+    pub targets: Vec<String>,
+    /// A `jolokia-access.xml`-style policy. Without one the role may do
+    /// everything on the targets it reaches.
+    #[serde(default)]
+    pub policy: Option<PathBuf>,
+    /// Most targets one request item may reach through a selector
+    /// (`"target":{"url":"kafka-*"}`); default `server.max_targets_per_item`.
+    /// A caller holding several roles gets the largest of their limits, a
+    /// role without its own counting as the server's.
+    #[serde(default)]
+    pub max_targets_per_item: Option<usize>,
+}
 
 /// Which targets a role reaches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,11 +145,15 @@ pub struct AccessControl {
 }
 
 impl AccessControl {
-    /// Builds the access control of a config, loading every policy file.
-    /// Any unreadable or invalid policy fails the whole load.
-    pub fn from_config(config: &Config) -> Result<AccessControl, String> {
+    /// Builds the access control of `[[roles]]` and `[access]`, loading
+    /// every policy file. Any unreadable or invalid policy fails the whole
+    /// load.
+    pub fn new(
+        role_configs: &[RoleConfig],
+        access: &AccessConfig,
+    ) -> Result<AccessControl, String> {
         let mut roles = Vec::new();
-        for r in &config.roles {
+        for r in role_configs {
             let policy = match &r.policy {
                 Some(path) => {
                     Policy::load(path).map_err(|e| format!("role \"{}\": policy {e}", r.name))?
@@ -136,14 +175,13 @@ impl AccessControl {
             }));
         }
         let anonymous_role =
-            match &config.access.anonymous_role {
+            match &access.anonymous_role {
                 Some(name) => Some(roles.iter().find(|r| r.name == *name).cloned().ok_or_else(
                     || format!("access.anonymous_role: no role is named \"{name}\""),
                 )?),
                 None => None,
             };
-        let trusted_proxies = config
-            .access
+        let trusted_proxies = access
             .trusted_proxies
             .iter()
             .map(|p| parse_net(p))
@@ -255,9 +293,11 @@ mod tests {
 
     #[test]
     fn forwarded_for_counts_only_from_trusted_proxies() {
-        let mut config = Config::parse("[server]\nlisten = \"127.0.0.1:1\"\n").unwrap();
-        config.access.trusted_proxies = vec!["10.0.0.0/8".into()];
-        let ac = AccessControl::from_config(&config).unwrap();
+        let access = AccessConfig {
+            trusted_proxies: vec!["10.0.0.0/8".into()],
+            ..AccessConfig::default()
+        };
+        let ac = AccessControl::new(&[], &access).unwrap();
         let mut h = HeaderMap::new();
         h.insert("x-forwarded-for", "203.0.113.7, 10.1.1.1".parse().unwrap());
         let trusted = ac.client_chain(Some("10.2.2.2".parse().unwrap()), &h);

@@ -10,21 +10,18 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+/// Re-exported where they were always found.
+pub use crate::access::{AccessConfig, RoleConfig};
+pub use crate::agent_settings::{
+    TargetConfig, TargetDefaults, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT,
+};
 use crate::pipeline::authenticate::AuthConfig;
 use crate::principal::AuthMethod;
-/// Re-exported where target passwords were always found.
 pub use crate::secret::Secret;
 
-/// Default connect timeout towards an agent.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// Default deadline for a whole agent exchange (send, agent work, answer).
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 /// Default largest request body the gateway accepts.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
-/// Default bound on concurrent exchanges with one agent.
-pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
-/// Default largest agent answer the gateway reads.
-pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 /// Default largest number of items in one bulk request.
 pub const DEFAULT_MAX_BULK_ITEMS: usize = 1000;
 pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 1024;
@@ -61,7 +58,7 @@ pub struct Config {
     pub auth: AuthConfig,
     /// The admin listener: metrics, health and readiness.
     #[serde(default)]
-    pub admin: Option<crate::admin::AdminConfig>,
+    pub admin: Option<crate::admin::config::AdminConfig>,
     /// Where logs go and how they look.
     #[serde(default)]
     pub log: LogConfig,
@@ -101,38 +98,6 @@ pub enum LogFormat {
     Text,
     Json,
     Quiet,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AccessConfig {
-    /// Role of callers that present no credentials. Unset: with roles
-    /// configured, anonymous callers are refused.
-    #[serde(default)]
-    pub anonymous_role: Option<String>,
-    /// Proxies (addresses or CIDR subnets) whose `X-Forwarded-For` header
-    /// is believed; every hop it lists must then pass a policy's `<remote>`.
-    #[serde(default)]
-    pub trusted_proxies: Vec<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RoleConfig {
-    pub name: String,
-    /// Targets the role reaches: names, globs (`kafka-*`) or label
-    /// selectors (`env=prod,app=orders`).
-    pub targets: Vec<String>,
-    /// A `jolokia-access.xml`-style policy. Without one the role may do
-    /// everything on the targets it reaches.
-    #[serde(default)]
-    pub policy: Option<PathBuf>,
-    /// Most targets one request item may reach through a selector
-    /// (`"target":{"url":"kafka-*"}`); default `server.max_targets_per_item`.
-    /// A caller holding several roles gets the largest of their limits, a
-    /// role without its own counting as the server's.
-    #[serde(default)]
-    pub max_targets_per_item: Option<usize>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -196,68 +161,6 @@ pub struct ServerConfig {
     /// `details.url`. Defaults to `http://<listen>/jolokia`.
     #[serde(default)]
     pub public_url: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TargetDefaults {
-    #[serde(default, with = "humantime_serde")]
-    pub connect_timeout: Option<Duration>,
-    #[serde(default, with = "humantime_serde")]
-    pub request_timeout: Option<Duration>,
-    #[serde(default)]
-    pub max_in_flight: Option<usize>,
-    #[serde(default)]
-    pub max_response_bytes: Option<u64>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TargetConfig {
-    /// Unique name; also the path segment of the virtual agent URL
-    /// `/jolokia/targets/<name>/`.
-    pub name: String,
-    /// The agent's own Jolokia URL, e.g. `http://10.0.0.7:8778/jolokia`.
-    pub url: String,
-    #[serde(default)]
-    pub labels: BTreeMap<String, String>,
-    #[serde(default, with = "humantime_serde")]
-    pub connect_timeout: Option<Duration>,
-    #[serde(default, with = "humantime_serde")]
-    pub request_timeout: Option<Duration>,
-    /// Concurrent exchanges with this agent (more wait for a slot).
-    #[serde(default)]
-    pub max_in_flight: Option<usize>,
-    /// Larger answers fail with a 502 for their items.
-    #[serde(default)]
-    pub max_response_bytes: Option<u64>,
-    /// HTTP Basic user towards the agent.
-    #[serde(default)]
-    pub user: Option<String>,
-    /// Password given inline. Prefer `password_env` or `password_file`.
-    #[serde(default)]
-    pub password: Option<Secret>,
-    /// Name of an environment variable holding the password.
-    #[serde(default)]
-    pub password_env: Option<String>,
-    /// File whose content (trailing newline removed) is the password.
-    #[serde(default)]
-    pub password_file: Option<PathBuf>,
-    /// PEM file with the CA certificates that sign the agent's HTTPS
-    /// certificate. Without it the system's trust store is used.
-    #[serde(default)]
-    pub ca_file: Option<PathBuf>,
-    /// Client certificate (PEM) the gateway presents to an agent that
-    /// requires one; with `client_key_file`.
-    #[serde(default)]
-    pub client_cert_file: Option<PathBuf>,
-    #[serde(default)]
-    pub client_key_file: Option<PathBuf>,
-    /// Use a proxy request's own `target.user`/`target.password` towards
-    /// this agent. Off by default: client-supplied target credentials are
-    /// never forwarded.
-    #[serde(default)]
-    pub allow_credentials_passthrough: bool,
 }
 
 fn default_max_body_bytes() -> usize {

@@ -3,11 +3,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
+use std::time::SystemTime;
 
 use url::Url;
 
+use crate::agent_settings::{self, TargetConfig, TargetDefaults};
 use crate::client::{AgentClient, BufferBudget, ClientError};
-use crate::config::{self, Config, TargetConfig};
 use crate::health::{HealthBook, TargetHealth};
 use crate::secret::Secret;
 
@@ -77,23 +78,73 @@ pub fn parse_agent_url(raw: &str) -> Result<Url, String> {
     Ok(url)
 }
 
+impl Target {
+    /// Asks the target for its `version` and records the outcome in its
+    /// health and `agent_up`.
+    pub async fn probe(&self, metrics: &crate::metrics::Metrics) {
+        let target = self;
+        let started = std::time::Instant::now();
+        let outcome = match target
+            .client
+            .bulk(&[crate::protocol::Request::version()])
+            .await
+        {
+            Ok(mut answers) => {
+                let answer = answers.swap_remove(0);
+                if answer.is_error() {
+                    Err(format!("version failed: {}", answer.error_text()))
+                } else {
+                    let value: serde_json::Value = answer.field("value").unwrap_or_default();
+                    let text = |k: &str| value.get(k).and_then(|v| v.as_str()).map(str::to_string);
+                    Ok((started.elapsed(), text("agent"), text("protocol")))
+                }
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        metrics.probed(&target.health, outcome.is_ok());
+        target.health.record_probe(outcome);
+    }
+
+    /// The target as `GET /jolokia/targets` shows it: never its URL or
+    /// credentials, which are the operator's business.
+    pub fn describe(&self) -> serde_json::Value {
+        let target = self;
+        let s = target.health.snapshot();
+        let rfc3339 = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
+        serde_json::json!({
+            "name": target.name,
+            "labels": target.labels,
+            "health": {
+                "state": match s.up { Some(true) => "up", Some(false) => "down", None => "unknown" },
+                "breaker": if s.open_since.is_some() { "open" } else { "closed" },
+                "consecutive_failures": s.consecutive_failures,
+                "latency_ms": s.latency.map(|d| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0),
+                "last_check": s.last_check.map(rfc3339),
+                "last_error": s.last_error,
+            },
+            "agent": {"version": s.agent_version, "protocol": s.protocol},
+        })
+    }
+}
+
 impl Fleet {
     /// Builds clients for every configured target. Fails on the first
     /// target whose credentials or TLS material can't be loaded.
-    pub fn from_config(config: &Config) -> Result<Fleet, String> {
-        Fleet::with_budget(config, None, &HealthBook::default())
+    pub fn new(targets: &[TargetConfig], defaults: &TargetDefaults) -> Result<Fleet, String> {
+        Fleet::with_budget(targets, defaults, None, &HealthBook::default())
     }
 
     /// The configured targets, their clients sharing one budget for
     /// answers being received.
     pub fn with_budget(
-        config: &Config,
+        targets: &[TargetConfig],
+        defaults: &TargetDefaults,
         budget: Option<Arc<BufferBudget>>,
         health: &HealthBook,
     ) -> Result<Fleet, String> {
         let mut fleet = Fleet::default();
-        for t in &config.targets {
-            let target = build_target(t, &config.target_defaults, budget.clone(), health)
+        for t in targets {
+            let target = build_target(t, defaults, budget.clone(), health)
                 .map_err(|e| format!("target \"{}\": {e}", t.name))?;
             fleet.insert(target);
         }
@@ -135,7 +186,7 @@ impl Fleet {
 
 fn build_target(
     t: &TargetConfig,
-    defaults: &config::TargetDefaults,
+    defaults: &TargetDefaults,
     budget: Option<Arc<BufferBudget>>,
     health: &HealthBook,
 ) -> Result<Target, String> {
@@ -149,11 +200,11 @@ fn build_target(
     let connect_timeout = t
         .connect_timeout
         .or(defaults.connect_timeout)
-        .unwrap_or(config::DEFAULT_CONNECT_TIMEOUT);
+        .unwrap_or(agent_settings::DEFAULT_CONNECT_TIMEOUT);
     let request_timeout = t
         .request_timeout
         .or(defaults.request_timeout)
-        .unwrap_or(config::DEFAULT_REQUEST_TIMEOUT);
+        .unwrap_or(agent_settings::DEFAULT_REQUEST_TIMEOUT);
     let client = AgentClient::builder(url.clone())
         .connect_timeout(connect_timeout)
         .request_timeout(request_timeout)
@@ -163,12 +214,12 @@ fn build_target(
         .max_in_flight(
             t.max_in_flight
                 .or(defaults.max_in_flight)
-                .unwrap_or(config::DEFAULT_MAX_IN_FLIGHT),
+                .unwrap_or(agent_settings::DEFAULT_MAX_IN_FLIGHT),
         )
         .max_response_bytes(
             t.max_response_bytes
                 .or(defaults.max_response_bytes)
-                .unwrap_or(config::DEFAULT_MAX_RESPONSE_BYTES),
+                .unwrap_or(agent_settings::DEFAULT_MAX_RESPONSE_BYTES),
         )
         .buffer_budget(budget)
         .build()

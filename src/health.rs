@@ -72,6 +72,11 @@ pub struct TargetHealth {
 }
 
 impl TargetHealth {
+    /// The target's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     fn new(name: &str, failures_to_open: u32) -> TargetHealth {
         TargetHealth {
             name: name.to_string(),
@@ -228,50 +233,6 @@ impl Default for HealthBook {
     fn default() -> Self {
         HealthBook::new(default_failures_to_open())
     }
-}
-
-/// Asks one target for its `version` and records the outcome.
-pub async fn probe(target: &crate::fleet::Target, metrics: &crate::metrics::Metrics) {
-    let started = std::time::Instant::now();
-    let outcome = match target
-        .client
-        .bulk(&[crate::protocol::Request::version()])
-        .await
-    {
-        Ok(mut answers) => {
-            let answer = answers.swap_remove(0);
-            if answer.is_error() {
-                Err(format!("version failed: {}", answer.error_text()))
-            } else {
-                let value: serde_json::Value = answer.field("value").unwrap_or_default();
-                let text = |k: &str| value.get(k).and_then(|v| v.as_str()).map(str::to_string);
-                Ok((started.elapsed(), text("agent"), text("protocol")))
-            }
-        }
-        Err(e) => Err(e.to_string()),
-    };
-    metrics.probed(target, outcome.is_ok());
-    target.health.record_probe(outcome);
-}
-
-/// A target as `GET /jolokia/targets` shows it: never its URL or
-/// credentials, which are the operator's business.
-pub fn describe(target: &crate::fleet::Target) -> serde_json::Value {
-    let s = target.health.snapshot();
-    let rfc3339 = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
-    serde_json::json!({
-        "name": target.name,
-        "labels": target.labels,
-        "health": {
-            "state": match s.up { Some(true) => "up", Some(false) => "down", None => "unknown" },
-            "breaker": if s.open_since.is_some() { "open" } else { "closed" },
-            "consecutive_failures": s.consecutive_failures,
-            "latency_ms": s.latency.map(|d| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0),
-            "last_check": s.last_check.map(rfc3339),
-            "last_error": s.last_error,
-        },
-        "agent": {"version": s.agent_version, "protocol": s.protocol},
-    })
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::config::TargetConfig;
+use crate::agent_settings::TargetConfig;
 
 /// `[[inventory]]`.
 #[derive(Debug, Clone, Deserialize)]

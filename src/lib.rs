@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod agent_settings;
 pub mod audit;
 pub mod client;
 pub mod clock;

@@ -9,7 +9,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::fleet::Target;
+use crate::health::TargetHealth;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ItemLabels {
@@ -204,16 +204,16 @@ impl Metrics {
     }
 
     /// Counts one exchange with an agent and sets its `agent_up`.
-    pub fn exchange(&self, target: &Target, outcome: &str, seconds: f64) {
+    pub fn exchange(&self, target: &TargetHealth, outcome: &str, seconds: f64) {
         debug_assert!(EXCHANGE_OUTCOMES.contains(&outcome), "{outcome}");
         self.agent_exchanges
             .get_or_create(&ExchangeLabels {
-                target: target.name.clone(),
+                target: target.name().to_string(),
                 outcome: outcome.into(),
             })
             .inc();
         let label = TargetLabel {
-            target: target.name.clone(),
+            target: target.name().to_string(),
         };
         self.agent_seconds.get_or_create(&label).observe(seconds);
         self.agent_up
@@ -223,10 +223,10 @@ impl Metrics {
     }
 
     /// Sets `agent_up` from a health probe.
-    pub fn probed(&self, target: &Target, up: bool) {
+    pub fn probed(&self, target: &TargetHealth, up: bool) {
         self.agent_up
             .get_or_create(&TargetLabel {
-                target: target.name.clone(),
+                target: target.name().to_string(),
             })
             .set(i64::from(up));
         self.unless_retired(target);
@@ -238,9 +238,9 @@ impl Metrics {
     /// this or the fleet's [`forget_target`](Self::forget_target) comes
     /// last. (A target of the same name added again meanwhile loses its
     /// gauges until its next exchange or probe.)
-    fn unless_retired(&self, target: &Target) {
-        if target.health.is_retired() {
-            self.forget_target(&target.name);
+    fn unless_retired(&self, target: &TargetHealth) {
+        if target.is_retired() {
+            self.forget_target(target.name());
         }
     }
 

@@ -11,19 +11,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::record::hex;
+
 /// `prev` of the very first record.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    // Per record on the hot path: no formatter per byte.
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    out
-}
 
 /// Seals the unsealed line that `buf` holds from `start` on, in place (the
 /// writer builds a batch in one buffer); returns its hash.

@@ -159,7 +159,7 @@ impl<'a> From<&'a Entry> for EntryRef<'a> {
 
 /// Records serialised before the writer's lock is taken: for each, the
 /// JSON text between `seq` (first) and `prev` (last), which only the
-/// writer knows. [`super::chain::seal_records`] puts them around it.
+/// writer knows. `chain::seal_records` puts them around it.
 #[derive(Debug, Default)]
 pub struct Encoded {
     text: Vec<u8>,
@@ -241,13 +241,25 @@ impl ValueMode {
         match self {
             ValueMode::Hash => {
                 let digest = Sha256::digest(text.as_bytes());
-                let hex = super::chain::hex(&digest);
+                let hex = hex(&digest);
                 format!("sha256:{hex}")
             }
             ValueMode::Redact => "redacted".into(),
             ValueMode::Plain => text.to_string(),
         }
     }
+}
+
+/// Lower-case hex of a digest.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    // Per record on the hot path: no formatter per byte.
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    out
 }
 
 /// Now, as records write it.

@@ -393,13 +393,13 @@ impl AgentClient {
     pub fn builder(url: Url) -> AgentClientBuilder {
         AgentClientBuilder {
             url,
-            connect_timeout: crate::config::DEFAULT_CONNECT_TIMEOUT,
-            request_timeout: crate::config::DEFAULT_REQUEST_TIMEOUT,
+            connect_timeout: crate::agent_settings::DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: crate::agent_settings::DEFAULT_REQUEST_TIMEOUT,
             credentials: None,
             ca_file: None,
             identity: None,
-            max_in_flight: crate::config::DEFAULT_MAX_IN_FLIGHT,
-            max_response_bytes: crate::config::DEFAULT_MAX_RESPONSE_BYTES,
+            max_in_flight: crate::agent_settings::DEFAULT_MAX_IN_FLIGHT,
+            max_response_bytes: crate::agent_settings::DEFAULT_MAX_RESPONSE_BYTES,
             budget: None,
         }
     }

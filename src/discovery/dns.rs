@@ -27,7 +27,7 @@ use hickory_resolver::proto::rr::{Name, RData, RecordType};
 use hickory_resolver::{Resolver, TokioResolver};
 use serde::Deserialize;
 
-use crate::config::TargetConfig;
+use crate::agent_settings::TargetConfig;
 
 /// Label every discovered target carries, with the value `dns`.
 pub const DISCOVERED_BY_LABEL: &str = "discovered_by";

@@ -1,6 +1,6 @@
 //! Discovery of targets: instead of (or beside) listing every agent under
 //! `[[targets]]`, let the gateway find them. Each mechanism produces plain
-//! [`TargetConfig`](crate::config::TargetConfig)s, so a discovered target is
+//! [`TargetConfig`](crate::agent_settings::TargetConfig)s, so a discovered target is
 //! checked, built and reached exactly like a configured one.
 //!
 //! Only DNS for now (`[[discovery.dns]]`, see [`dns`]): SRV records (host and

@@ -59,27 +59,7 @@ pub const EXPLAIN_PATH: &str = "/jmxgate/explain";
 /// Below [`PREFIX`]: `/targets/<name>/…` is the virtual URL of one agent.
 pub const VIRTUAL_SEGMENT: &str = "targets";
 
-/// A failure of the HTTP exchange itself (not of one item).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpError {
-    pub status: u16,
-    pub error_type: String,
-    pub message: String,
-}
-
-impl HttpError {
-    pub fn new(status: u16, error_type: &str, message: impl Into<String>) -> HttpError {
-        HttpError {
-            status,
-            error_type: error_type.to_string(),
-            message: message.into(),
-        }
-    }
-
-    pub fn bad_request(message: impl Into<String>) -> HttpError {
-        Self::new(400, "java.lang.IllegalArgumentException", message)
-    }
-}
+pub use respond::HttpError;
 
 /// The gateway: configuration turned into ready clients, plus counters.
 pub struct Gateway {
@@ -336,8 +316,7 @@ impl Gateway {
     /// health, latency, agent version and protocol.
     pub async fn probe_targets(&self) {
         let fleet = self.fleet();
-        futures::future::join_all(fleet.iter().map(|t| crate::health::probe(t, &self.metrics)))
-            .await;
+        futures::future::join_all(fleet.iter().map(|t| t.probe(&self.metrics))).await;
     }
 
     /// Probes every `health.probe_interval` while the gateway lives (not
@@ -829,7 +808,7 @@ impl Gateway {
                 .fleet
                 .iter()
                 .filter(|t| access.reaches(&held, t))
-                .map(|t| crate::health::describe(t))
+                .map(|t| t.describe())
                 .collect();
             (200, Some(listed))
         } else {
@@ -1229,8 +1208,8 @@ mod tests {
         }
         assert!(a.refusal().is_some(), "a's breaker is open");
         b.record_exchange(Err("refused".into()));
-        gw.metrics().exchange(&a_target, "unreachable", 0.1);
-        gw.metrics().exchange(&b_target, "ok", 0.1);
+        gw.metrics().exchange(&a_target.health, "unreachable", 0.1);
+        gw.metrics().exchange(&b_target.health, "ok", 0.1);
         assert!(gw
             .metrics()
             .encode()
@@ -1244,8 +1223,8 @@ mod tests {
         assert!(text.contains("jmxgate_agent_up{target=\"b\"} 1"), "{text}");
         // An exchange and a probe with "a" that were under way when it left
         // end now: they don't bring its gauges back.
-        gw.metrics().exchange(&a_target, "ok", 0.1);
-        gw.metrics().probed(&a_target, true);
+        gw.metrics().exchange(&a_target.health, "ok", 0.1);
+        gw.metrics().probed(&a_target.health, true);
         let text = gw.metrics().encode();
         assert!(!text.contains("jmxgate_agent_up{target=\"a\"}"), "{text}");
         assert!(

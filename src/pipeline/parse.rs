@@ -170,7 +170,7 @@ fn without_credentials(raw: &RawValue) -> Option<Box<RawValue>> {
     let url = fields
         .shift_remove("url")
         .and_then(|u| serde_json::from_str::<String>(u.get()).ok())
-        .map(|u| to_raw(&super::route::redact_userinfo(&u)));
+        .map(|u| to_raw(&protocol::redact_userinfo(&u)));
     if let Some(url) = &url {
         fields.insert("url".into(), url);
     }

@@ -15,7 +15,27 @@ use serde_json::value::RawValue;
 
 use crate::protocol::{Params, Raw, Response};
 
-use super::HttpError;
+/// A failure of the HTTP exchange itself (not of one item).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpError {
+    pub status: u16,
+    pub error_type: String,
+    pub message: String,
+}
+
+impl HttpError {
+    pub fn new(status: u16, error_type: &str, message: impl Into<String>) -> HttpError {
+        HttpError {
+            status,
+            error_type: error_type.to_string(),
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> HttpError {
+        Self::new(400, "java.lang.IllegalArgumentException", message)
+    }
+}
 
 /// Shared values at least this large are sent as their own chunk instead
 /// of being copied into the answer's text.

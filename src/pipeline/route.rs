@@ -283,22 +283,13 @@ fn strip_prefix_ci<'a>(url: &'a str, lower: &str, prefix: &str) -> Option<&'a st
 /// Client text in an error: cut to a sane length, credentials removed.
 fn quote_for_error(url: &str) -> String {
     let shown: String = url.chars().take(200).collect();
-    format!("\"{}\"", redact_userinfo(&shown))
-}
-
-/// `scheme://user:password@host…` with the part before `@` replaced by
-/// `***`, so a URL can be echoed or logged.
-pub fn redact_userinfo(url: &str) -> String {
-    let mut shown = url.to_string();
-    if let Some(userinfo) = crate::protocol::userinfo_range(url) {
-        shown.replace_range(userinfo, "***@");
-    }
-    shown
+    format!("\"{}\"", crate::protocol::redact_userinfo(&shown))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::redact_userinfo;
 
     #[test]
     fn a_role_without_a_limit_counts_as_the_server_default() {

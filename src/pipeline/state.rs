@@ -35,7 +35,12 @@ impl State {
         budget: &Arc<crate::client::BufferBudget>,
         health: &crate::health::HealthBook,
     ) -> Result<State, String> {
-        let fleet = Arc::new(Fleet::with_budget(config, Some(budget.clone()), health)?);
+        let fleet = Arc::new(Fleet::with_budget(
+            &config.targets,
+            &config.target_defaults,
+            Some(budget.clone()),
+            health,
+        )?);
         let default_target = config
             .server
             .default_target
@@ -47,7 +52,7 @@ impl State {
                     .ok_or_else(|| format!("server.default_target: no target is named \"{name}\""))
             })
             .transpose()?;
-        let access = Arc::new(AccessControl::from_config(config)?);
+        let access = Arc::new(AccessControl::new(&config.roles, &config.access)?);
         let authenticator = Authenticator::from_config(&config.auth)?.with_metrics(metrics.clone());
         let http_methods = config.server.http_methods(&config.auth);
         let tls_methods = config.server.tls_methods(&config.auth);

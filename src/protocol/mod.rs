@@ -115,6 +115,16 @@ pub fn userinfo_range(url: &str) -> Option<std::ops::Range<usize>> {
     Some(after..after + at + 1)
 }
 
+/// `scheme://user:password@host…` with the part before `@` replaced by
+/// `***`, so a URL can be echoed or logged.
+pub fn redact_userinfo(url: &str) -> String {
+    let mut shown = url.to_string();
+    if let Some(userinfo) = userinfo_range(url) {
+        shown.replace_range(userinfo, "***@");
+    }
+    shown
+}
+
 pub fn url_has_userinfo(url: &str) -> bool {
     userinfo_range(url).is_some()
 }

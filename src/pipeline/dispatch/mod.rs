@@ -173,7 +173,7 @@ where
     F: Future<Output = Result<Vec<Response>, ClientError>>,
 {
     if let Some(why) = target.health.refusal() {
-        metrics.exchange(target, "circuit_open", 0.0);
+        metrics.exchange(&target.health, "circuit_open", 0.0);
         return Err(ClientError::Unavailable(why));
     }
     let started = std::time::Instant::now();
@@ -202,7 +202,7 @@ where
         Err(ClientError::Unavailable(_)) => "circuit_open",
         Err(_) => "bad_answer",
     };
-    metrics.exchange(target, outcome, started.elapsed().as_secs_f64());
+    metrics.exchange(&target.health, outcome, started.elapsed().as_secs_f64());
     result
 }
 

@@ -5,7 +5,6 @@
 //! an agent's). Kept off the Jolokia listeners so probes and scrapes need
 //! no credentials and are never exposed with the data path.
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,20 +13,13 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use serde::Deserialize;
+
+pub mod config;
+
+pub use config::AdminConfig;
 
 use crate::pipeline::Gateway;
 use crate::protocol::{Command, Request, Version};
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AdminConfig {
-    /// e.g. `127.0.0.1:9090`.
-    pub listen: SocketAddr,
-    /// `/readyz` also requires that at least one target answers `version`.
-    #[serde(default)]
-    pub ready_requires_target: bool,
-}
 
 struct Admin {
     gateway: Arc<Gateway>,
