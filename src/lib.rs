@@ -18,6 +18,7 @@ pub mod policy;
 pub mod principal;
 pub mod protocol;
 pub mod reload;
+pub mod reload_trigger;
 pub mod secret;
 pub mod tls;
 pub mod version;

@@ -82,28 +82,11 @@ fn reload_logged(gateway: &Gateway, source: &ConfigSource, why: &str) {
 /// (checked every `interval`) and reloads. Runs until the task is dropped.
 pub async fn watch(gateway: Arc<Gateway>, source: impl Into<ConfigSource>, interval: Duration) {
     let source: ConfigSource = source.into();
-    #[cfg(unix)]
-    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut trigger = crate::reload_trigger::ReloadTrigger::new(interval, "config reload");
     let mut files = watched_files(&source);
     let mut last = stamps(&files);
-    let mut tick = tokio::time::interval(interval);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        #[cfg(unix)]
-        let hangup = async {
-            match hup.as_mut() {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        #[cfg(not(unix))]
-        let hangup = std::future::pending::<()>();
-        let signalled = tokio::select! {
-            () = hangup => true,
-            _ = tick.tick() => false,
-        };
+        let signalled = trigger.next().await == crate::reload_trigger::Wake::Hangup;
         // Stamped before the reload reads the files: a write that lands
         // while the reload runs shows up as a change on the next tick
         // instead of being taken as already seen.

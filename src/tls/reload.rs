@@ -3,13 +3,13 @@
 //! they were made with.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use rustls::ServerConfig;
 
 use super::config::{server_config, TlsConfig};
 use crate::reload::{stamp, Stamp};
+use crate::reload_trigger::{ReloadTrigger, Wake};
 
 /// The current rustls server configuration, rebuilt when its files change.
 pub struct ReloadingTls {
@@ -82,46 +82,9 @@ impl ReloadingTls {
     /// Checks the files every `reload_interval` (unless it is zero) and
     /// reloads on SIGHUP, logging the outcome. Runs until dropped.
     pub async fn watch(self: Arc<Self>) {
-        #[cfg(unix)]
-        let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::warn!("TLS: cannot watch for SIGHUP: {e}");
-                None
-            }
-        };
-        let period = self.cfg.reload_interval;
-        let mut tick = (period > Duration::ZERO).then(|| {
-            let mut t = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            t
-        });
+        let mut trigger = ReloadTrigger::new(self.cfg.reload_interval, "TLS");
         loop {
-            let ticked = async {
-                match tick.as_mut() {
-                    Some(t) => {
-                        t.tick().await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            #[cfg(unix)]
-            let hangup = async {
-                match hup.as_mut() {
-                    Some(s) => {
-                        if s.recv().await.is_none() {
-                            std::future::pending::<()>().await;
-                        }
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            #[cfg(not(unix))]
-            let hangup = std::future::pending::<()>();
-            let forced = tokio::select! {
-                () = ticked => false,
-                () = hangup => true,
-            };
+            let forced = trigger.next().await == Wake::Hangup;
             let this = self.clone();
             let result = tokio::task::spawn_blocking(move || {
                 if forced {

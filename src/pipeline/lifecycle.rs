@@ -1,0 +1,303 @@
+//! The gateway's life outside any one request: construction from the
+//! configuration, reloads and discovered targets (each builds a new
+//! [`State`](super::state::State) and swaps it in whole), health probes,
+//! and what the admin listener reads. The request path is in `mod.rs`.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use super::state::State;
+use super::{authenticate, listen, Gateway, PREFIX};
+use crate::access::AccessControl;
+use crate::config::Config;
+use crate::fleet::Fleet;
+use crate::version::GatewayIdentity;
+
+impl Gateway {
+    pub fn new(config: &Config) -> Result<Gateway, String> {
+        let metrics = Arc::new(crate::metrics::Metrics::new());
+        let budget = crate::client::BufferBudget::new(config.server.max_buffered_bytes);
+        let health = Arc::new(crate::health::HealthBook::from_config(&config.health));
+        let state = State::from_config(config, &metrics, &budget, &health)?;
+        if state.access.is_open() {
+            tracing::warn!("no roles configured: every caller may do everything on every target");
+        }
+        let audit = config
+            .audit
+            .as_ref()
+            .map(|a| crate::audit::AuditLog::start(a, metrics.audit_writer()))
+            .transpose()?;
+        Ok(Gateway {
+            state: ArcSwap::from_pointee(state),
+            audit,
+            prefix: PREFIX.to_string(),
+            metrics,
+            identity: GatewayIdentity::new(config),
+            request_seq: AtomicU64::new(0),
+            working: tokio::sync::Semaphore::new(config.server.max_concurrent_requests),
+            max_concurrent: config.server.max_concurrent_requests,
+            budget,
+            health,
+            probe_interval: config.health.probe_interval,
+            sources: std::sync::Mutex::new((config.clone(), Vec::new())),
+            limits: listen::ClientLimits::from_config(&config.server),
+        })
+    }
+
+    /// Serves the Jolokia endpoint at another path than `/jolokia` (`""` or
+    /// `/` for the root), as an agent servlet can be registered anywhere.
+    pub fn with_prefix(mut self, prefix: &str) -> Gateway {
+        self.prefix = prefix.trim_end_matches('/').to_string();
+        if !self.prefix.is_empty() && !self.prefix.starts_with('/') {
+            self.prefix.insert(0, '/');
+        }
+        self
+    }
+
+    /// The targets in force.
+    pub fn fleet(&self) -> Arc<Fleet> {
+        self.state.load().fleet.clone()
+    }
+
+    /// The audit log, when one is configured.
+    pub fn audit(&self) -> Option<&crate::audit::AuditLog> {
+        self.audit.as_ref()
+    }
+
+    /// The roles and policies in force.
+    pub fn access(&self) -> Arc<AccessControl> {
+        self.state.load().access.clone()
+    }
+
+    /// Replaces targets, roles, policies and credential stores at once.
+    /// In-flight requests finish under the set they started with.
+    /// Listeners and the audit log keep their settings until a restart.
+    pub fn reload(&self, config: &Config) -> Result<(), String> {
+        let mut sources = self.sources.lock().expect("sources lock");
+        let result = self.install(config, &sources.1);
+        if result.is_ok() {
+            sources.0 = config.clone();
+        }
+        self.count_reload(result.is_ok());
+        result
+    }
+
+    /// Replaces the targets found by discovery (DNS); the configured ones
+    /// stay. A discovered name that a configured target already uses is
+    /// left out, with a warning.
+    pub fn set_discovered(&self, targets: Vec<crate::config::TargetConfig>) -> Result<(), String> {
+        let mut sources = self.sources.lock().expect("sources lock");
+        let result = self.install(&sources.0, &targets);
+        match &result {
+            Ok(()) => {
+                tracing::info!(targets = targets.len(), "discovered targets installed");
+                sources.1 = targets;
+            }
+            Err(e) => {
+                tracing::error!("discovered targets not installed, keeping the previous fleet: {e}")
+            }
+        }
+        result
+    }
+
+    fn install(
+        &self,
+        config: &Config,
+        discovered: &[crate::config::TargetConfig],
+    ) -> Result<(), String> {
+        let mut config = config.clone();
+        for t in discovered {
+            if config.targets.iter().any(|c| c.name == t.name) {
+                tracing::warn!(target_name = %t.name, "a discovered target has the name of a configured one; the configured one is kept");
+                continue;
+            }
+            config.targets.push(t.clone());
+        }
+        let state = Arc::new(State::from_config(
+            &config,
+            &self.metrics,
+            &self.budget,
+            &self.health,
+        )?);
+        self.state.store(state.clone());
+        // Targets that left the fleet (an inventory edit, DNS churn): their
+        // health and per-target gauges go, so they don't pile up and a name
+        // added again later doesn't inherit an open breaker.
+        for gone in self
+            .health
+            .retain(|name| state.fleet.by_name(name).is_some())
+        {
+            self.metrics.forget_target(&gone);
+        }
+        Ok(())
+    }
+
+    /// Counts a reload attempt in `jmxgate_config_reloads_total`.
+    pub fn count_reload(&self, ok: bool) {
+        self.metrics
+            .reloads
+            .get_or_create(&crate::metrics::StatusLabel {
+                status: if ok { "ok" } else { "error" }.into(),
+            })
+            .inc();
+    }
+
+    /// Bytes of `server.max_buffered_bytes` not held by answers being
+    /// received right now.
+    pub fn buffer_budget_available(&self) -> u64 {
+        self.budget.available()
+    }
+
+    /// Asks every target for its `version` once, concurrently, and records
+    /// health, latency, agent version and protocol.
+    pub async fn probe_targets(&self) {
+        let fleet = self.fleet();
+        futures::future::join_all(fleet.iter().map(|t| t.probe(&self.metrics))).await;
+    }
+
+    /// Probes every `health.probe_interval` while the gateway lives (not
+    /// at all with `0s`). Needs a Tokio runtime.
+    pub fn spawn_health_probes(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
+        if self.probe_interval.is_zero() {
+            return None;
+        }
+        let gateway = Arc::downgrade(self);
+        let interval = self.probe_interval;
+        Some(tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let Some(gateway) = gateway.upgrade() else {
+                    return;
+                };
+                gateway.probe_targets().await;
+            }
+        }))
+    }
+
+    /// Starts DNS discovery (`[[discovery.dns]]` of the configuration the
+    /// gateway started with; changing it needs a restart): every changed
+    /// answer set replaces the discovered targets. `None` without entries.
+    pub fn spawn_discovery(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
+        let entries = self
+            .sources
+            .lock()
+            .expect("sources lock")
+            .0
+            .discovery
+            .dns
+            .clone();
+        if entries.is_empty() {
+            return None;
+        }
+        let gateway = Arc::downgrade(self);
+        Some(tokio::spawn(crate::discovery::watch(
+            entries,
+            move |targets| {
+                if let Some(gateway) = gateway.upgrade() {
+                    // Errors are logged there; the previous fleet stays.
+                    let _ = gateway.set_discovered(targets);
+                }
+            },
+        )))
+    }
+
+    /// The gateway's metrics.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
+    }
+
+    /// The gateway's own `version` answer value (for the admin listener's
+    /// actuator endpoint).
+    pub fn version_value(&self, host: Option<&str>) -> serde_json::Value {
+        let state = self.state.load();
+        let secured = authenticate::is_secured(&state.http_methods);
+        self.identity
+            .version_value(host, &self.prefix, false, secured, state.fleet.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(names: &[&str]) -> Config {
+        let targets: String = names
+            .iter()
+            .map(|n| format!("[[targets]]\nname = \"{n}\"\nurl = \"http://127.0.0.1:1/{n}\"\n"))
+            .collect();
+        Config::parse(&format!("[server]\nlisten = \"127.0.0.1:0\"\n{targets}"))
+            .and_then(Config::validate)
+            .unwrap()
+    }
+
+    fn discovered(name: &str) -> crate::config::TargetConfig {
+        config(&[name]).targets.remove(0)
+    }
+
+    #[test]
+    fn targets_that_leave_the_fleet_lose_their_health_and_gauges() {
+        let gw = Gateway::new(&config(&["a", "b"])).unwrap();
+        let a_target = gw.fleet().by_name("a").unwrap().clone();
+        let b_target = gw.fleet().by_name("b").unwrap().clone();
+        let a = a_target.health.clone();
+        let b = b_target.health.clone();
+        for _ in 0..3 {
+            a.record_exchange(Err("refused".into()));
+        }
+        assert!(a.refusal().is_some(), "a's breaker is open");
+        b.record_exchange(Err("refused".into()));
+        gw.metrics().exchange(&a_target.health, "unreachable", 0.1);
+        gw.metrics().exchange(&b_target.health, "ok", 0.1);
+        assert!(gw
+            .metrics()
+            .encode()
+            .contains("jmxgate_agent_up{target=\"a\"} 0"));
+
+        // An inventory edit drops "a": its health and agent_up go.
+        gw.reload(&config(&["b"])).unwrap();
+        assert_eq!(gw.health.len(), 1);
+        let text = gw.metrics().encode();
+        assert!(!text.contains("jmxgate_agent_up{target=\"a\"}"), "{text}");
+        assert!(text.contains("jmxgate_agent_up{target=\"b\"} 1"), "{text}");
+        // An exchange and a probe with "a" that were under way when it left
+        // end now: they don't bring its gauges back.
+        gw.metrics().exchange(&a_target.health, "ok", 0.1);
+        gw.metrics().probed(&a_target.health, true);
+        let text = gw.metrics().encode();
+        assert!(!text.contains("jmxgate_agent_up{target=\"a\"}"), "{text}");
+        assert!(
+            !text.contains("jmxgate_agent_exchange_duration_seconds_count{target=\"a\"}"),
+            "{text}"
+        );
+        assert!(!text.contains("target=\"a\",outcome"), "{text}");
+        assert!(text.contains("target=\"b\",outcome=\"ok\""), "{text}");
+        // "b" stayed: the same health, its failure remembered.
+        let b_now = gw.fleet().by_name("b").unwrap().health.clone();
+        assert!(Arc::ptr_eq(&b_now, &b));
+        assert_eq!(b_now.snapshot().consecutive_failures, 1);
+
+        // "a" comes back: unknown, breaker closed.
+        gw.reload(&config(&["a", "b"])).unwrap();
+        let a_again = gw.fleet().by_name("a").unwrap().health.clone();
+        assert!(a_again.refusal().is_none());
+        assert_eq!(a_again.snapshot(), crate::health::HealthState::default());
+
+        // The same through discovery: a discovered name that goes away.
+        gw.set_discovered(vec![discovered("dns-1")]).unwrap();
+        gw.fleet()
+            .by_name("dns-1")
+            .unwrap()
+            .health
+            .record_exchange(Err("refused".into()));
+        assert_eq!(gw.health.len(), 3);
+        gw.set_discovered(Vec::new()).unwrap();
+        assert_eq!(gw.health.len(), 2);
+        gw.set_discovered(vec![discovered("dns-1")]).unwrap();
+        let back = gw.fleet().by_name("dns-1").unwrap().health.snapshot();
+        assert_eq!(back.consecutive_failures, 0);
+    }
+}
