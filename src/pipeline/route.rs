@@ -180,8 +180,11 @@ fn group(
 /// target names (`kafka-*`) or a label selector (`env=prod,role=broker`).
 /// URLs and plain names are single targets (`None`).
 pub fn selector_of(url: &str) -> Option<Result<TargetSelector, ProtocolError>> {
-    let lower = url.to_ascii_lowercase();
-    if lower.contains("://") || lower.starts_with("service:") || !url.contains(['*', '?', '=']) {
+    // Per item: no lower-cased copy of the URL.
+    let connector = url
+        .get(..8)
+        .is_some_and(|p| p.eq_ignore_ascii_case("service:"));
+    if connector || url.contains("://") || !url.contains(['*', '?', '=']) {
         return None;
     }
     Some(TargetSelector::parse(url).map_err(|e| {
@@ -348,6 +351,22 @@ mod tests {
         for url in ["ldap://evil/x", "file:///etc/passwd", "nope", "//h/x"] {
             assert_eq!(agent_url_of(url).unwrap_err().status, 404, "{url}");
         }
+    }
+
+    #[test]
+    fn selectors_are_globs_and_labels_never_urls() {
+        for url in [
+            "service:jmx:jolokia://h:1/j?x=y",
+            "SERVICE:jmx:rmi:///jndi/*",
+            "http://h/*",
+            "orders-1",
+        ] {
+            assert!(selector_of(url).is_none(), "{url}");
+        }
+        for url in ["kafka-*", "env=prod,app=x", "orders-?"] {
+            assert!(matches!(selector_of(url), Some(Ok(_))), "{url}");
+        }
+        assert!(matches!(selector_of("=x"), Some(Err(_))));
     }
 
     #[test]
