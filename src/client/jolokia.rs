@@ -255,7 +255,7 @@ impl JolokiaClientBuilder {
         if !url.path().ends_with('/') {
             url.set_path(&format!("{}/", url.path()));
         }
-        let tls = super::tls_config(
+        let tls = super::agent::tls_config(
             self.ca_file.as_deref(),
             self.identity.as_ref(),
             self.min_tls == TlsVersion::Tls13,
@@ -729,7 +729,7 @@ impl JolokiaClient {
             return Err(JolokiaError::Http {
                 url,
                 status,
-                hint: super::http_hint(status),
+                hint: super::agent::http_hint(status),
             });
         }
         let body = resp.bytes().await.map_err(|e| classify(&url, e))?;
@@ -739,7 +739,7 @@ impl JolokiaClient {
 
 fn classify(url: &str, e: reqwest::Error) -> JolokiaError {
     let (timeout, connect) = (e.is_timeout(), e.is_connect());
-    let cause = super::innermost_cause(&e.without_url());
+    let cause = super::agent::innermost_cause(&e.without_url());
     let url = url.to_string();
     if timeout {
         JolokiaError::Timeout { url, cause }

@@ -944,25 +944,15 @@ fn scope(
     })
 }
 
-/// The target a virtual URL names, if the caller's roles reach it. A name
-/// that doesn't exist and one the caller can't reach get the same answer.
+/// The target a virtual URL names, if the caller's roles reach it; else
+/// an HTTP 404, the same as for a name that doesn't exist.
 fn visible_target(
     state: &State,
     roles: &[Arc<crate::access::Role>],
     name: &str,
 ) -> Result<Arc<Target>, HttpError> {
-    state
-        .fleet
-        .by_name(name)
-        .filter(|t| state.access.reaches(roles, t))
-        .cloned()
-        .ok_or_else(|| {
-            HttpError::new(
-                404,
-                "jmxgate.UnknownTarget",
-                route::unknown_target_message(name),
-            )
-        })
+    route::virtual_target(&state.fleet, name, &|t| state.access.reaches(roles, t))
+        .map_err(|e| HttpError::new(e.status, &e.error_type, e.message))
 }
 
 #[cfg(test)]

@@ -222,16 +222,30 @@ pub fn resolve_target_url(fleet: &Fleet, url: &str) -> Result<Arc<Target>, Proto
         .ok_or_else(|| unknown_target(url))
 }
 
+/// The target a virtual URL (`/jolokia/targets/<name>/`) names, if the
+/// caller reaches it.
+pub fn virtual_target(
+    fleet: &Fleet,
+    name: &str,
+    reaches: &dyn Fn(&Target) -> bool,
+) -> Result<Arc<Target>, ProtocolError> {
+    fleet
+        .by_name(name)
+        .filter(|t| reaches(t))
+        .cloned()
+        .ok_or_else(|| unknown_target(name))
+}
+
 /// The one answer for a target that doesn't exist and for one the
 /// caller's roles don't reach, so that names can't be probed.
 pub fn unknown_target(text: &str) -> ProtocolError {
-    ProtocolError::new(404, "jmxgate.UnknownTarget", unknown_target_message(text))
-}
-
-pub fn unknown_target_message(text: &str) -> String {
-    format!(
-        "No target {} that you may reach is configured; use a name or agent URL from the target list (GET …/targets)",
-        quote_for_error(text)
+    ProtocolError::new(
+        404,
+        "jmxgate.UnknownTarget",
+        format!(
+            "No target {} that you may reach is configured; use a name or agent URL from the target list (GET …/targets)",
+            quote_for_error(text)
+        ),
     )
 }
 

@@ -1,0 +1,640 @@
+//! The gateway's client towards agents: sends typed requests to one agent
+//! as a bulk POST and returns one answer per request, or an error kind
+//! saying why the whole exchange failed. The gateway's dispatch step is
+//! built on it.
+//!
+//! Identical read-only exchanges in flight at once (same body, same
+//! credentials) share one call to the agent: a fleet of pollers asking
+//! the same thing costs the agent one answer.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::{BoxFuture, FutureExt, Shared, WeakShared};
+use sha2::{Digest, Sha256};
+
+use bytes::Bytes;
+use http::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use url::Url;
+
+use crate::protocol::{Request, Response};
+use crate::secret::Secret;
+
+/// Why an exchange with an agent failed as a whole.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot set up the HTTP client: {0}")]
+    Setup(String),
+    #[error("cannot connect to the agent: {0}")]
+    Connect(String),
+    #[error("the agent did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the agent answered HTTP {status}{hint}{detail}")]
+    Http {
+        status: u16,
+        hint: &'static str,
+        /// The first line of a plain-text refusal (Jolokia 2.5+ explains
+        /// a 400 this way), prefixed with ": ".
+        detail: String,
+    },
+    #[error("the agent refused the whole bulk request: {0}")]
+    BulkRefused(String),
+    #[error("the agent's answer exceeds {0} bytes (the target's max_response_bytes)")]
+    TooLarge(u64),
+    #[error("the target is unavailable: it {0}")]
+    Unavailable(String),
+    #[error("the gateway is busy: agent answers being received already fill its {0}-byte budget (server.max_buffered_bytes); retry later")]
+    Busy(u64),
+    #[error("the agent's answer is not a Jolokia response: {0}")]
+    BadAnswer(String),
+    #[error("the exchange with the agent failed: {0}")]
+    Transport(String),
+}
+
+impl ClientError {
+    /// The protocol status a failed item gets: 504 for timeouts, 502 for
+    /// every other fault of the agent or the path to it.
+    pub fn item_status(&self) -> u16 {
+        match self {
+            ClientError::Timeout(_) => 504,
+            ClientError::Busy(_) | ClientError::Unavailable(_) => 503,
+            ClientError::Http { status: 400, .. } | ClientError::BulkRefused(_) => 400,
+            _ => 502,
+        }
+    }
+
+    /// The agent rejected the request as a whole because of its content
+    /// (one bad item fails a whole bulk on Jolokia agents); sending the
+    /// items one by one isolates the culprit.
+    pub fn is_bulk_refusal(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Http { status: 400, .. } | ClientError::BulkRefused(_)
+        )
+    }
+
+    /// A Java-style error type, so clients that branch on `error_type` can.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            ClientError::Setup(_) => "jmxgate.TargetSetupError",
+            ClientError::Connect(_) => "jmxgate.AgentUnreachable",
+            ClientError::Timeout(_) => "jmxgate.AgentTimeout",
+            ClientError::Http { .. } => "jmxgate.AgentHttpError",
+            ClientError::BulkRefused(_) => "jmxgate.AgentRefusedBulk",
+            ClientError::TooLarge(_) => "jmxgate.AgentAnswerTooLarge",
+            ClientError::Busy(_) => "jmxgate.GatewayBusy",
+            ClientError::Unavailable(_) => "jmxgate.TargetUnavailable",
+            ClientError::BadAnswer(_) => "jmxgate.AgentBadAnswer",
+            ClientError::Transport(_) => "jmxgate.AgentTransportError",
+        }
+    }
+}
+
+/// Builder for [`AgentClient`].
+pub struct AgentClientBuilder {
+    url: Url,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    credentials: Option<(String, Secret)>,
+    ca_file: Option<PathBuf>,
+    identity: Option<(PathBuf, PathBuf)>,
+    max_in_flight: usize,
+    max_response_bytes: u64,
+    budget: Option<Arc<BufferBudget>>,
+}
+
+/// Bytes of agent answers the whole gateway holds while receiving them,
+/// shared by every target's client. An answer that finds the budget spent
+/// fails at once with [`ClientError::Busy`] rather than waiting, so
+/// answers can't deadlock each other holding half the budget.
+#[derive(Debug)]
+pub struct BufferBudget {
+    bytes: u64,
+    /// One permit per KiB.
+    permits: tokio::sync::Semaphore,
+}
+
+impl BufferBudget {
+    pub fn new(bytes: u64) -> Arc<BufferBudget> {
+        let kib = bytes
+            .div_ceil(1024)
+            .min(tokio::sync::Semaphore::MAX_PERMITS as u64);
+        Arc::new(BufferBudget {
+            bytes,
+            permits: tokio::sync::Semaphore::new(kib as usize),
+        })
+    }
+
+    /// Bytes not taken right now.
+    pub fn available(&self) -> u64 {
+        self.permits.available_permits() as u64 * 1024
+    }
+
+    fn take(&self, bytes: usize) -> Result<tokio::sync::SemaphorePermit<'_>, ClientError> {
+        let kib = (bytes as u64).div_ceil(1024).max(1);
+        u32::try_from(kib)
+            .ok()
+            .and_then(|n| self.permits.try_acquire_many(n).ok())
+            .ok_or(ClientError::Busy(self.bytes))
+    }
+}
+
+impl AgentClientBuilder {
+    /// Shares a gateway-wide budget for answers being received.
+    pub fn buffer_budget(mut self, budget: Option<Arc<BufferBudget>>) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// At most this many exchanges with the agent at once; more wait
+    /// (within their deadline). Agents often run one worker thread and a
+    /// short accept backlog.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Answers larger than this fail with [`ClientError::TooLarge`].
+    pub fn max_response_bytes(mut self, n: u64) -> Self {
+        self.max_response_bytes = n;
+        self
+    }
+
+    /// A client certificate and key (PEM) to present to an agent that
+    /// requires one.
+    pub fn identity(mut self, cert_and_key: Option<(PathBuf, PathBuf)>) -> Self {
+        self.identity = cert_and_key;
+        self
+    }
+
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    pub fn request_timeout(mut self, d: Duration) -> Self {
+        self.request_timeout = d;
+        self
+    }
+    /// HTTP Basic credentials sent to the agent.
+    pub fn credentials(mut self, c: Option<(String, Secret)>) -> Self {
+        self.credentials = c;
+        self
+    }
+    /// PEM CA bundle for an HTTPS agent; the system roots otherwise.
+    pub fn ca_file(mut self, f: Option<PathBuf>) -> Self {
+        self.ca_file = f;
+        self
+    }
+
+    pub fn build(self) -> Result<AgentClient, ClientError> {
+        let tls = tls_config(self.ca_file.as_deref(), self.identity.as_ref(), false)?;
+        let uri: http::Uri = self
+            .url
+            .as_str()
+            .parse()
+            .map_err(|e| ClientError::Setup(format!("{}: {e}", self.url)))?;
+        let mut tcp = HttpConnector::new();
+        // The URL's scheme decides; the TLS layer below handles https.
+        tcp.enforce_http(false);
+        // Agents on the JDK HttpServer stall 40 ms per kept-alive answer
+        // without it.
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(self.connect_timeout));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(tcp);
+        // No redirects and no proxies: this client follows nothing, so it
+        // only ever reaches the configured target.
+        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector);
+        Ok(AgentClient {
+            inner: Arc::new(Inner {
+                url: self.url,
+                uri,
+                http,
+                request_timeout: self.request_timeout,
+                credentials: self.credentials,
+                slots: tokio::sync::Semaphore::new(self.max_in_flight),
+                max_response_bytes: self.max_response_bytes,
+                budget: self.budget,
+                flights: Mutex::new(HashMap::new()),
+                next_flight: AtomicU64::new(0),
+            }),
+        })
+    }
+}
+
+/// The system's CA certificates, read once per process and shared: every
+/// target's client used to parse the whole bundle again, at each reload
+/// and discovery change.
+fn system_roots() -> Arc<rustls::RootCertStore> {
+    static ROOTS: std::sync::OnceLock<Arc<rustls::RootCertStore>> = std::sync::OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in rustls_native_certs::load_native_certs().certs {
+                // A broken system certificate should not stop the gateway.
+                let _ = roots.add(cert);
+            }
+            Arc::new(roots)
+        })
+        .clone()
+}
+
+/// TLS towards a Jolokia endpoint: verified against `ca_file` or the system
+/// roots, optionally with a client certificate, TLS 1.3 only if asked.
+pub(super) fn tls_config(
+    ca_file: Option<&std::path::Path>,
+    identity: Option<&(PathBuf, PathBuf)>,
+    tls13_only: bool,
+) -> Result<rustls::ClientConfig, ClientError> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let roots: Arc<rustls::RootCertStore> = match ca_file {
+        Some(path) => {
+            let mut roots = rustls::RootCertStore::empty();
+            let certs = CertificateDer::pem_file_iter(path)
+                .map_err(|e| ClientError::Setup(format!("ca_file {}: {e}", path.display())))?;
+            for cert in certs {
+                let cert = cert
+                    .map_err(|e| ClientError::Setup(format!("ca_file {}: {e}", path.display())))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| ClientError::Setup(format!("ca_file {}: {e}", path.display())))?;
+            }
+            if roots.is_empty() {
+                return Err(ClientError::Setup(format!(
+                    "ca_file {}: no certificate found",
+                    path.display()
+                )));
+            }
+            Arc::new(roots)
+        }
+        None => system_roots(),
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let versions: &[&rustls::SupportedProtocolVersion] = if tls13_only {
+        &[&rustls::version::TLS13]
+    } else {
+        rustls::DEFAULT_VERSIONS
+    };
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .map_err(|e| ClientError::Setup(e.to_string()))?
+        .with_root_certificates(roots);
+    match identity {
+        None => Ok(builder.with_no_client_auth()),
+        Some((cert_file, key_file)) => {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_file)
+                .and_then(|i| i.collect())
+                .map_err(|e| {
+                    ClientError::Setup(format!("client_cert_file {}: {e}", cert_file.display()))
+                })?;
+            if certs.is_empty() {
+                return Err(ClientError::Setup(format!(
+                    "client_cert_file {}: no certificate found",
+                    cert_file.display()
+                )));
+            }
+            let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| {
+                ClientError::Setup(format!("client_key_file {}: {e}", key_file.display()))
+            })?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| ClientError::Setup(format!("client_cert_file/client_key_file: {e}")))
+        }
+    }
+}
+
+/// hyper's pooled client over TCP or rustls.
+type HttpClient = hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// One exchange several callers wait for.
+type BoxedExchange = BoxFuture<'static, Result<Arc<Vec<Response>>, ClientError>>;
+type Flight = Shared<BoxedExchange>;
+
+/// Removes its flight from the map when the exchange ends or is dropped;
+/// the id keeps it from removing a newer flight under the same key.
+struct LeavesMap<'a> {
+    client: &'a AgentClient,
+    key: FlightKey,
+    id: u64,
+}
+
+impl Drop for LeavesMap<'_> {
+    fn drop(&mut self) {
+        let mut flights = self.client.inner.flights.lock().expect("flights lock");
+        if flights.get(&self.key).is_some_and(|(id, _)| *id == self.id) {
+            flights.remove(&self.key);
+        }
+    }
+}
+
+/// The body and the credentials an exchange is sent with (hashed, so no
+/// password sits in a map key).
+type FlightKey = [u8; 32];
+
+struct Inner {
+    slots: tokio::sync::Semaphore,
+    max_response_bytes: u64,
+    budget: Option<Arc<BufferBudget>>,
+    /// Weak, so a flight nobody waits for any more is dropped.
+    flights: Mutex<HashMap<FlightKey, (u64, WeakShared<BoxedExchange>)>>,
+    next_flight: AtomicU64,
+    url: Url,
+    /// `url`, parsed once for every exchange.
+    uri: http::Uri,
+    http: HttpClient,
+    request_timeout: Duration,
+    credentials: Option<(String, Secret)>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentClient")
+            .field("url", &self.url.as_str())
+            .field("request_timeout", &self.request_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A cheap-to-clone handle for one agent.
+#[derive(Clone, Debug)]
+pub struct AgentClient {
+    inner: Arc<Inner>,
+}
+
+impl AgentClient {
+    pub fn builder(url: Url) -> AgentClientBuilder {
+        AgentClientBuilder {
+            url,
+            connect_timeout: crate::agent_settings::DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: crate::agent_settings::DEFAULT_REQUEST_TIMEOUT,
+            credentials: None,
+            ca_file: None,
+            identity: None,
+            max_in_flight: crate::agent_settings::DEFAULT_MAX_IN_FLIGHT,
+            max_response_bytes: crate::agent_settings::DEFAULT_MAX_RESPONSE_BYTES,
+            budget: None,
+        }
+    }
+
+    pub fn url(&self) -> &Url {
+        &self.inner.url
+    }
+
+    /// Sends the requests as one bulk POST and returns the answers in the
+    /// same order. The agent must answer with exactly one response per
+    /// request; anything else is a [`ClientError::BadAnswer`].
+    pub async fn bulk(&self, requests: &[Request]) -> Result<Vec<Response>, ClientError> {
+        self.bulk_as(requests, None).await
+    }
+
+    /// [`bulk`](Self::bulk) with other Basic credentials than the
+    /// configured ones (target credential pass-through).
+    pub async fn bulk_as(
+        &self,
+        requests: &[Request],
+        credentials: Option<&(String, Secret)>,
+    ) -> Result<Vec<Response>, ClientError> {
+        let body = crate::protocol::serialize_bulk(requests);
+        let credentials = credentials.or(self.inner.credentials.as_ref()).cloned();
+        let answers = if requests.iter().all(|r| r.command.is_read_only()) {
+            Arc::unwrap_or_clone(self.shared_post(body, credentials).await?)
+        } else {
+            self.post(body, credentials.as_ref()).await?
+        };
+        if answers.len() == 1 && requests.len() > 1 && answers[0].is_error() {
+            // Jolokia answers a bulk it cannot parse with one error object.
+            return Err(ClientError::BulkRefused(answers[0].error_text()));
+        }
+        if answers.len() != requests.len() {
+            return Err(ClientError::BadAnswer(format!(
+                "{} answers for {} requests",
+                answers.len(),
+                requests.len()
+            )));
+        }
+        Ok(answers)
+    }
+
+    /// Joins an identical exchange already in flight, or starts one that
+    /// others may join. The callers drive it together, without a task of
+    /// its own (a spawn costs a cross-thread wake-up per exchange): it runs
+    /// while anyone still waits for it and leaves the map when it ends or
+    /// when the last of them gives up.
+    async fn shared_post(
+        &self,
+        body: Vec<u8>,
+        credentials: Option<(String, Secret)>,
+    ) -> Result<Arc<Vec<Response>>, ClientError> {
+        let key = flight_key(&body, credentials.as_ref());
+        let flight = {
+            let mut flights = self.inner.flights.lock().expect("flights lock");
+            match flights.get(&key).and_then(|(_, f)| f.upgrade()) {
+                Some(flight) => flight,
+                None => {
+                    let client = self.clone();
+                    let id = self.inner.next_flight.fetch_add(1, Ordering::Relaxed);
+                    let flight: Flight = async move {
+                        let _leaves = LeavesMap {
+                            client: &client,
+                            key,
+                            id,
+                        };
+                        client.post(body, credentials.as_ref()).await.map(Arc::new)
+                    }
+                    .boxed()
+                    .shared();
+                    let weak = flight.downgrade().expect("not yet polled");
+                    flights.insert(key, (id, weak));
+                    flight
+                }
+            }
+        };
+        flight.await
+    }
+
+    /// Exchanges of identical read-only requests in flight right now.
+    pub fn flights_in_progress(&self) -> usize {
+        self.inner.flights.lock().expect("flights lock").len()
+    }
+
+    async fn post(
+        &self,
+        body: Vec<u8>,
+        credentials: Option<&(String, Secret)>,
+    ) -> Result<Vec<Response>, ClientError> {
+        let inner = &self.inner;
+        let mut req = http::Request::post(inner.uri.clone())
+            // Jetty drops a form-encoded body silently: always JSON.
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .header(ACCEPT, HeaderValue::from_static("application/json"))
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| ClientError::Transport(e.to_string()))?;
+        if let Some((user, password)) = credentials {
+            req.headers_mut()
+                .insert(AUTHORIZATION, basic_auth(user, password));
+        }
+        let exchange = async {
+            // Waiting for a slot counts against the deadline too.
+            let _slot = inner
+                .slots
+                .acquire()
+                .await
+                .map_err(|e| ClientError::Transport(e.to_string()))?;
+            let resp = inner.http.request(req).await.map_err(classify)?;
+            let status = resp.status().as_u16();
+            let length = resp
+                .headers()
+                .get(CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+            let mut incoming = resp.into_body();
+            if status != 200 {
+                let detail = if status == 400 {
+                    let text = incoming.collect().await.map(|b| b.to_bytes());
+                    first_text_line(&text.unwrap_or_default())
+                } else {
+                    String::new()
+                };
+                return Err(ClientError::Http {
+                    status,
+                    hint: http_hint(status),
+                    detail,
+                });
+            }
+            if length.is_some_and(|n| n > inner.max_response_bytes) {
+                return Err(ClientError::TooLarge(inner.max_response_bytes));
+            }
+            let mut body = Vec::with_capacity(length.unwrap_or(0).min(1 << 20) as usize);
+            // Budget held until the answer is parsed: the buffer and the
+            // parsed answer are this exchange's peak.
+            let mut held = Vec::new();
+            while let Some(frame) = incoming.frame().await {
+                let Ok(chunk) = frame.map_err(classify_body)?.into_data() else {
+                    continue; // trailers
+                };
+                if (body.len() + chunk.len()) as u64 > inner.max_response_bytes {
+                    return Err(ClientError::TooLarge(inner.max_response_bytes));
+                }
+                if let Some(budget) = &inner.budget {
+                    held.push(budget.take(chunk.len())?);
+                }
+                body.extend_from_slice(&chunk);
+            }
+            let answers = crate::protocol::parse_bulk_answer(&body).map_err(ClientError::BadAnswer);
+            drop(held);
+            answers
+        };
+        tokio::time::timeout(inner.request_timeout, exchange)
+            .await
+            .map_err(|_| ClientError::Timeout(inner.request_timeout))?
+    }
+}
+
+fn flight_key(body: &[u8], credentials: Option<&(String, Secret)>) -> FlightKey {
+    exchange_key(&[], credentials, body)
+}
+
+/// One digest of what an exchange is: `scope` (e.g. target name and URL),
+/// the credentials it is sent with and its body. Hashed, so no password
+/// sits in a map key; shared by single-flight and the list cache.
+pub(crate) fn exchange_key(
+    scope: &[&str],
+    credentials: Option<&(String, Secret)>,
+    body: &[u8],
+) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in scope {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    if let Some((user, password)) = credentials {
+        h.update(user.as_bytes());
+        h.update([0]);
+        h.update(password.expose().as_bytes());
+    }
+    h.update([1]);
+    h.update(body);
+    h.finalize().into()
+}
+
+/// The explanation in a plain-text error page such as Jolokia 2.5+'s
+/// `400 (Bad Request)\n\nInvalid JSON request\n`, cut to one line.
+fn first_text_line(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(512)]);
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('<') && !l.starts_with("400"))
+        .map(|l| format!(": {}", l.chars().take(200).collect::<String>()))
+        .next()
+        .unwrap_or_default()
+}
+
+pub(super) fn http_hint(status: u16) -> &'static str {
+    match status {
+        401 => " (authentication failed: check the target's user and password)",
+        403 => " (forbidden by the agent)",
+        404 => " (no Jolokia agent at that URL: check the target's url)",
+        405 => " (method not allowed: is this a Jolokia URL?)",
+        400 => " (the agent refused the request)",
+        _ => "",
+    }
+}
+
+/// The innermost cause of an error is what a user needs ("Connection
+/// refused"), not the layers above it.
+pub(super) fn innermost_cause(e: &dyn std::error::Error) -> String {
+    let mut cause = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        cause = s.to_string();
+        source = s.source();
+    }
+    cause
+}
+
+fn classify(e: hyper_util::client::legacy::Error) -> ClientError {
+    if !e.is_connect() {
+        return ClientError::Transport(innermost_cause(&e));
+    }
+    // The connector's own deadline (connect_timeout) says only "deadline
+    // has elapsed".
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        if s.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return ClientError::Connect("timed out (connect_timeout)".into());
+        }
+        source = s.source();
+    }
+    ClientError::Connect(innermost_cause(&e))
+}
+
+fn classify_body(e: hyper::Error) -> ClientError {
+    ClientError::Transport(innermost_cause(&e))
+}
+
+/// `Authorization: Basic …`, marked sensitive so no log or debug output
+/// of the headers shows it.
+fn basic_auth(user: &str, password: &Secret) -> HeaderValue {
+    use base64::Engine;
+    let token =
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{}", password.expose()));
+    let mut value = HeaderValue::from_str(&format!("Basic {token}"))
+        .expect("base64 is made of valid header characters");
+    value.set_sensitive(true);
+    value
+}
