@@ -221,10 +221,11 @@ impl Gateway {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn config(names: &[&str]) -> Config {
+    /// A valid config with one target per name (nothing listens there).
+    pub(in crate::pipeline) fn config(names: &[&str]) -> Config {
         let targets: String = names
             .iter()
             .map(|n| format!("[[targets]]\nname = \"{n}\"\nurl = \"http://127.0.0.1:1/{n}\"\n"))

@@ -957,17 +957,8 @@ fn visible_target(
 
 #[cfg(test)]
 mod tests {
+    use super::lifecycle::tests::config;
     use super::*;
-
-    fn config(names: &[&str]) -> Config {
-        let targets: String = names
-            .iter()
-            .map(|n| format!("[[targets]]\nname = \"{n}\"\nurl = \"http://127.0.0.1:1/{n}\"\n"))
-            .collect();
-        Config::parse(&format!("[server]\nlisten = \"127.0.0.1:0\"\n{targets}"))
-            .and_then(Config::validate)
-            .unwrap()
-    }
 
     #[test]
     fn item_metrics_name_configured_targets_only() {
