@@ -50,6 +50,42 @@ pub struct RoleConfig {
     pub max_targets_per_item: Option<usize>,
 }
 
+/// Every problem of `[[roles]]` and `[access]`, each named by its key.
+pub fn problems(roles: &[RoleConfig], access: &AccessConfig) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut role_names = std::collections::BTreeMap::new();
+    for (i, r) in roles.iter().enumerate() {
+        let key = format!("roles[{i}]");
+        if let Err(why) = crate::agent_settings::check_name(&r.name) {
+            problems.push(format!("{key}.name: {why}"));
+        }
+        if let Some(first) = role_names.insert(r.name.as_str(), i) {
+            problems.push(format!(
+                "{key}.name: \"{}\" is already used by roles[{first}]",
+                r.name
+            ));
+        }
+        for (j, sel) in r.targets.iter().enumerate() {
+            if let Err(why) = TargetSelector::parse(sel) {
+                problems.push(format!("{key}.targets[{j}]: {why}"));
+            }
+        }
+    }
+    if let Some(anon) = &access.anonymous_role {
+        if !role_names.contains_key(anon.as_str()) {
+            problems.push(format!(
+                "access.anonymous_role: no role is named \"{anon}\""
+            ));
+        }
+    }
+    for (i, p) in access.trusted_proxies.iter().enumerate() {
+        if let Err(why) = parse_net(p) {
+            problems.push(format!("access.trusted_proxies[{i}]: {why}"));
+        }
+    }
+    problems
+}
+
 /// Which targets a role reaches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TargetSelector {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
+use url::Url;
 
 use crate::secret::Secret;
 
@@ -81,4 +82,115 @@ pub struct TargetConfig {
     /// never forwarded.
     #[serde(default)]
     pub allow_credentials_passthrough: bool,
+}
+
+/// Checks that a configured agent URL is something the gateway can call.
+pub fn parse_agent_url(raw: &str) -> Result<Url, String> {
+    let url = Url::parse(raw).map_err(|e| format!("\"{raw}\" is not a URL ({e})"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "\"{raw}\" must start with http:// or https:// (the agent's Jolokia URL)"
+        ));
+    }
+    if url.host_str().is_none() {
+        return Err(format!("\"{raw}\" has no host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "\"{}\" carries credentials; use the target's user and password keys",
+            url.host_str().unwrap_or_default()
+        ));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!("\"{raw}\" must not have a query or fragment"));
+    }
+    Ok(url)
+}
+
+/// Target names appear in URLs and logs: keep them plain.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "\"{name}\" contains '{c}'; use letters, digits, '-', '_' and '.'"
+        ));
+    }
+    Ok(())
+}
+
+/// Every problem of `[[targets]]` and `[target_defaults]`, each named by
+/// its key.
+pub fn problems(targets: &[TargetConfig], defaults: &TargetDefaults) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut seen = BTreeMap::new();
+    for (i, t) in targets.iter().enumerate() {
+        let key = format!("targets[{i}]");
+        if let Err(why) = check_name(&t.name) {
+            problems.push(format!("{key}.name: {why}"));
+        }
+        if let Some(first) = seen.insert(t.name.as_str(), i) {
+            problems.push(format!(
+                "{key}.name: \"{}\" is already used by targets[{first}]",
+                t.name
+            ));
+        }
+        if let Err(why) = parse_agent_url(&t.url) {
+            problems.push(format!("{key}.url: {why}"));
+        }
+        let sources = [
+            t.password.is_some(),
+            t.password_env.is_some(),
+            t.password_file.is_some(),
+        ];
+        if sources.iter().filter(|s| **s).count() > 1 {
+            problems.push(format!(
+                "{key}: give only one of password, password_env, password_file"
+            ));
+        }
+        if sources.iter().any(|s| *s) && t.user.is_none() {
+            problems.push(format!("{key}: a password needs a user"));
+        }
+        if t.max_in_flight == Some(0) || t.max_response_bytes == Some(0) {
+            problems.push(format!(
+                "{key}: max_in_flight and max_response_bytes must be greater than zero"
+            ));
+        }
+        for (field, d) in [
+            ("connect_timeout", t.connect_timeout),
+            ("request_timeout", t.request_timeout),
+        ] {
+            if d == Some(Duration::ZERO) {
+                problems.push(format!("{key}.{field}: must be greater than zero"));
+            }
+        }
+    }
+    for (field, d) in [
+        ("connect_timeout", defaults.connect_timeout),
+        ("request_timeout", defaults.request_timeout),
+    ] {
+        if d == Some(Duration::ZERO) {
+            problems.push(format!(
+                "target_defaults.{field}: must be greater than zero"
+            ));
+        }
+    }
+    if defaults.max_in_flight == Some(0) || defaults.max_response_bytes == Some(0) {
+        problems.push(
+            "target_defaults: max_in_flight and max_response_bytes must be greater than zero"
+                .into(),
+        );
+    }
+    for (i, t) in targets.iter().enumerate() {
+        if t.client_cert_file.is_some() != t.client_key_file.is_some() {
+            problems.push(format!(
+                "targets[{i}]: client_cert_file and client_key_file go together"
+            ));
+        }
+    }
+    problems
 }

@@ -351,102 +351,13 @@ impl Config {
     /// Checks what TOML types can't: unique names, usable URLs, one password
     /// source, references that exist.
     pub fn validate(self) -> Result<Config, Vec<String>> {
-        let mut problems = Vec::new();
-        let mut seen = BTreeMap::new();
-        for (i, t) in self.targets.iter().enumerate() {
-            let key = format!("targets[{i}]");
-            if let Err(why) = check_target_name(&t.name) {
-                problems.push(format!("{key}.name: {why}"));
-            }
-            if let Some(first) = seen.insert(t.name.as_str(), i) {
-                problems.push(format!(
-                    "{key}.name: \"{}\" is already used by targets[{first}]",
-                    t.name
-                ));
-            }
-            if let Err(why) = crate::fleet::parse_agent_url(&t.url) {
-                problems.push(format!("{key}.url: {why}"));
-            }
-            let sources = [
-                t.password.is_some(),
-                t.password_env.is_some(),
-                t.password_file.is_some(),
-            ];
-            if sources.iter().filter(|s| **s).count() > 1 {
-                problems.push(format!(
-                    "{key}: give only one of password, password_env, password_file"
-                ));
-            }
-            if sources.iter().any(|s| *s) && t.user.is_none() {
-                problems.push(format!("{key}: a password needs a user"));
-            }
-            if t.max_in_flight == Some(0) || t.max_response_bytes == Some(0) {
-                problems.push(format!(
-                    "{key}: max_in_flight and max_response_bytes must be greater than zero"
-                ));
-            }
-            for (field, d) in [
-                ("connect_timeout", t.connect_timeout),
-                ("request_timeout", t.request_timeout),
-            ] {
-                if d == Some(Duration::ZERO) {
-                    problems.push(format!("{key}.{field}: must be greater than zero"));
-                }
-            }
-        }
-        for (field, d) in [
-            ("connect_timeout", self.target_defaults.connect_timeout),
-            ("request_timeout", self.target_defaults.request_timeout),
-        ] {
-            if d == Some(Duration::ZERO) {
-                problems.push(format!(
-                    "target_defaults.{field}: must be greater than zero"
-                ));
-            }
-        }
-        if self.target_defaults.max_in_flight == Some(0)
-            || self.target_defaults.max_response_bytes == Some(0)
-        {
-            problems.push(
-                "target_defaults: max_in_flight and max_response_bytes must be greater than zero"
-                    .into(),
-            );
-        }
+        let mut problems = crate::agent_settings::problems(&self.targets, &self.target_defaults);
         if let Some(d) = &self.server.default_target {
-            if !seen.contains_key(d.as_str()) {
+            if !self.targets.iter().any(|t| t.name == *d) {
                 problems.push(format!("server.default_target: no target is named \"{d}\""));
             }
         }
-        let mut role_names = BTreeMap::new();
-        for (i, r) in self.roles.iter().enumerate() {
-            let key = format!("roles[{i}]");
-            if let Err(why) = check_target_name(&r.name) {
-                problems.push(format!("{key}.name: {why}"));
-            }
-            if let Some(first) = role_names.insert(r.name.as_str(), i) {
-                problems.push(format!(
-                    "{key}.name: \"{}\" is already used by roles[{first}]",
-                    r.name
-                ));
-            }
-            for (j, sel) in r.targets.iter().enumerate() {
-                if let Err(why) = crate::access::TargetSelector::parse(sel) {
-                    problems.push(format!("{key}.targets[{j}]: {why}"));
-                }
-            }
-        }
-        if let Some(anon) = &self.access.anonymous_role {
-            if !role_names.contains_key(anon.as_str()) {
-                problems.push(format!(
-                    "access.anonymous_role: no role is named \"{anon}\""
-                ));
-            }
-        }
-        for (i, p) in self.access.trusted_proxies.iter().enumerate() {
-            if let Err(why) = crate::access::parse_net(p) {
-                problems.push(format!("access.trusted_proxies[{i}]: {why}"));
-            }
-        }
+        problems.extend(crate::access::problems(&self.roles, &self.access));
         if self.server.listen.is_none() && self.server.tls.is_none() {
             problems.push(
                 "server: no listener; set server.listen (HTTP) or [server.tls] (HTTPS)".into(),
@@ -474,13 +385,6 @@ impl Config {
             .is_some_and(|m| m.contains(&AuthMethod::Mtls))
         {
             problems.push("server.auth: \"mtls\" needs TLS; list it in server.tls_auth".into());
-        }
-        for (i, t) in self.targets.iter().enumerate() {
-            if t.client_cert_file.is_some() != t.client_key_file.is_some() {
-                problems.push(format!(
-                    "targets[{i}]: client_cert_file and client_key_file go together"
-                ));
-            }
         }
         if self.server.max_body_bytes == 0 {
             problems.push("server.max_body_bytes: must be greater than zero".into());
@@ -515,22 +419,6 @@ impl Config {
             Err(problems)
         }
     }
-}
-
-/// Target names appear in URLs and logs: keep them plain.
-fn check_target_name(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("must not be empty".into());
-    }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
-    {
-        return Err(format!(
-            "\"{name}\" contains '{c}'; use letters, digits, '-', '_' and '.'"
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -55,28 +55,7 @@ impl EndpointKey {
     }
 }
 
-/// Checks that a configured agent URL is something the gateway can call.
-pub fn parse_agent_url(raw: &str) -> Result<Url, String> {
-    let url = Url::parse(raw).map_err(|e| format!("\"{raw}\" is not a URL ({e})"))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "\"{raw}\" must start with http:// or https:// (the agent's Jolokia URL)"
-        ));
-    }
-    if url.host_str().is_none() {
-        return Err(format!("\"{raw}\" has no host"));
-    }
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(format!(
-            "\"{}\" carries credentials; use the target's user and password keys",
-            url.host_str().unwrap_or_default()
-        ));
-    }
-    if url.query().is_some() || url.fragment().is_some() {
-        return Err(format!("\"{raw}\" must not have a query or fragment"));
-    }
-    Ok(url)
-}
+pub use crate::agent_settings::parse_agent_url;
 
 impl Target {
     /// Asks the target for its `version` and records the outcome in its

@@ -207,7 +207,7 @@ impl DnsDiscovery {
         }
         if !self.path.starts_with('/') {
             p.push(format!("path: \"{}\" must start with '/'", self.path));
-        } else if let Err(why) = crate::fleet::parse_agent_url(&agent_url(
+        } else if let Err(why) = crate::agent_settings::parse_agent_url(&agent_url(
             self.scheme,
             "agent.example",
             8778,
@@ -671,7 +671,7 @@ mod tests {
         let t = d.target("fd00::7", 8778);
         assert_eq!(t.url, "https://[fd00::7]:8778/actuator/jolokia");
         assert_eq!(t.name, "fd00--7-8778");
-        crate::fleet::parse_agent_url(&t.url).unwrap();
+        crate::agent_settings::parse_agent_url(&t.url).unwrap();
         let t = d.target("10.0.0.7", 8778);
         assert_eq!(t.url, "https://10.0.0.7:8778/actuator/jolokia");
         assert_eq!(t.name, "10.0.0.7-8778");
@@ -838,7 +838,7 @@ mod tests {
         config.targets.extend(found);
         let config = config.validate().unwrap();
         for t in &config.targets {
-            crate::fleet::parse_agent_url(&t.url).unwrap();
+            crate::agent_settings::parse_agent_url(&t.url).unwrap();
         }
     }
 
