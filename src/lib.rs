@@ -5,6 +5,7 @@ pub mod access;
 pub mod admin;
 pub mod agent_settings;
 pub mod audit;
+pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod config;

@@ -74,7 +74,7 @@ enum Cmd {
         command: PolicyCmd,
     },
     #[command(flatten)]
-    Client(jmxgate::client::cli::ClientCmd),
+    Client(jmxgate::cli::ClientCmd),
 }
 
 #[derive(Subcommand)]
@@ -238,7 +238,7 @@ fn main() -> ExitCode {
             .enable_all()
             .build()
         {
-            Ok(rt) => rt.block_on(jmxgate::client::cli::run(command)),
+            Ok(rt) => rt.block_on(jmxgate::cli::run(command)),
             Err(e) => {
                 eprintln!("jmxgate: cannot start the async runtime: {e}");
                 ExitCode::FAILURE

@@ -1,15 +1,13 @@
 //! Jolokia clients, by audience: [`AgentClient`] (`agent.rs`) is the
 //! gateway's own side towards agents, which the dispatch step is built
 //! on; [`JolokiaClient`] (`jolokia.rs`) is the public client for
-//! applications and the `jmxgate` command line (`cli.rs`, `render.rs`);
+//! applications and the `jmxgate` command line (`src/cli/`);
 //! [`Poller`] sends registered requests as one bulk per period. Both
 //! clients share the TLS setup in `agent.rs`.
 
 mod agent;
-pub mod cli;
 mod jolokia;
 mod poller;
-pub mod render;
 
 pub use agent::*;
 pub use jolokia::{

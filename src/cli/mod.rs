@@ -18,8 +18,9 @@ use clap::{Args, Subcommand};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::render;
-use super::{JolokiaClient, JolokiaError, Poller};
+mod render;
+
+use crate::client::{JolokiaClient, JolokiaError, Poller};
 use crate::protocol::Request;
 
 #[derive(Args, Debug, Clone, Default)]
