@@ -30,7 +30,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
-use crate::protocol::{ProtocolError, Request, Response};
+use crate::protocol::{ProtocolError, ProxyTarget, Request, Response};
 use crate::secret::Secret;
 
 /// An answer with status 200 (or 304 for `ifModifiedSince`).
@@ -117,12 +117,6 @@ pub enum TlsVersion {
     #[default]
     Tls12,
     Tls13,
-}
-
-#[derive(Debug, Clone)]
-struct ProxyTarget {
-    url: String,
-    credentials: Option<(String, Secret)>,
 }
 
 /// Builder for [`JolokiaClient`].
@@ -237,7 +231,14 @@ impl JolokiaClientBuilder {
                 ))
             }
             (None, None) => None,
-            (Some(url), credentials) => Some(ProxyTarget { url, credentials }),
+            (Some(url), credentials) => {
+                let (user, password) = credentials.unzip();
+                Some(ProxyTarget {
+                    url,
+                    user,
+                    password,
+                })
+            }
         };
         if self.max_connections == Some(0) {
             return Err(JolokiaError::Setup(
@@ -652,23 +653,10 @@ impl JolokiaClient {
     }
 
     fn body(&self, requests: &[Request]) -> Vec<u8> {
-        let items: Vec<Value> = requests
-            .iter()
-            .map(|r| {
-                let mut item = r.to_agent_json();
-                if let (Some(t), Value::Object(obj)) = (&self.target, &mut item) {
-                    let mut target = serde_json::Map::new();
-                    target.insert("url".into(), Value::String(t.url.clone()));
-                    if let Some((user, password)) = &t.credentials {
-                        target.insert("user".into(), Value::String(user.clone()));
-                        target.insert("password".into(), Value::String(password.expose().into()));
-                    }
-                    obj.insert("target".into(), Value::Object(target));
-                }
-                item
-            })
-            .collect();
-        serde_json::to_vec(&items).expect("JSON values serialise")
+        match &self.target {
+            Some(target) => crate::protocol::serialize_proxy_bulk(requests, target),
+            None => crate::protocol::serialize_bulk(requests),
+        }
     }
 
     async fn get(&self, path: &str, request: &Request) -> Result<Vec<Response>, JolokiaError> {

@@ -321,11 +321,47 @@ pub struct AgentForm<'a>(pub &'a Request);
 impl Serialize for AgentForm<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut out = serializer.serialize_map(None)?;
-        self.0.command.write_fields(&mut out)?;
+        self.write_fields(&mut out)?;
+        out.end()
+    }
+}
+
+impl AgentForm<'_> {
+    fn write_fields<M: SerializeMap>(&self, out: &mut M) -> Result<(), M::Error> {
+        self.0.command.write_fields(out)?;
         let config = self.0.params.agent_config();
         if config.clone().next().is_some() {
             out.serialize_entry("config", &MapOf(config))?;
         }
+        Ok(())
+    }
+}
+
+/// A request for a Jolokia proxy (the gateway, or an agent in proxy
+/// mode): the agent's form plus the `target` to send it on to, with the
+/// target's credentials when given. Only a client sends this; the gateway
+/// never forwards a `target`.
+pub struct ProxyForm<'a>(pub &'a Request, pub &'a ProxyTarget);
+
+impl Serialize for ProxyForm<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Target<'t>(&'t ProxyTarget);
+        impl Serialize for Target<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut out = serializer.serialize_map(None)?;
+                out.serialize_entry("url", &self.0.url)?;
+                if let Some(user) = &self.0.user {
+                    out.serialize_entry("user", user)?;
+                }
+                if let Some(password) = &self.0.password {
+                    out.serialize_entry("password", password.expose())?;
+                }
+                out.end()
+            }
+        }
+        let mut out = serializer.serialize_map(None)?;
+        AgentForm(self.0).write_fields(&mut out)?;
+        out.serialize_entry("target", &Target(self.1))?;
         out.end()
     }
 }
@@ -354,6 +390,14 @@ impl<'a, I: Iterator<Item = (&'a str, &'a str)> + Clone> Serialize for MapOf<I> 
 pub fn serialize_bulk(requests: &[Request]) -> Vec<u8> {
     let mut body = Vec::with_capacity(requests.len() * 128);
     let items = requests.iter().map(AgentForm);
+    serde_json::to_writer(&mut body, &SeqOf(items)).expect("requests serialise");
+    body
+}
+
+/// The body of a bulk POST to a Jolokia proxy, every request for `target`.
+pub fn serialize_proxy_bulk(requests: &[Request], target: &ProxyTarget) -> Vec<u8> {
+    let mut body = Vec::with_capacity(requests.len() * 160);
+    let items = requests.iter().map(|r| ProxyForm(r, target));
     serde_json::to_writer(&mut body, &SeqOf(items)).expect("requests serialise");
     body
 }
@@ -413,6 +457,29 @@ mod tests {
             let e = Request::from_json(&item, &q).unwrap_err();
             assert!(e.message.contains(msg), "{item}: {}", e.message);
         }
+    }
+
+    #[test]
+    fn proxy_requests_carry_their_target() {
+        let target = ProxyTarget {
+            url: "kafka-1".into(),
+            user: Some("u".into()),
+            password: Some(Secret::new("p")),
+        };
+        let reqs = vec![Request::version().with_param("maxDepth", "2").unwrap()];
+        let v: Value = serde_json::from_slice(&serialize_proxy_bulk(&reqs, &target)).unwrap();
+        assert_eq!(
+            v,
+            json!([{"type":"version","config":{"maxDepth":"2"},
+                    "target":{"url":"kafka-1","user":"u","password":"p"}}])
+        );
+        let bare = ProxyTarget {
+            url: "kafka-1".into(),
+            user: None,
+            password: None,
+        };
+        let v: Value = serde_json::from_slice(&serialize_proxy_bulk(&reqs, &bare)).unwrap();
+        assert_eq!(v[0]["target"], json!({"url":"kafka-1"}));
     }
 
     #[test]
