@@ -437,16 +437,28 @@ impl Bearer {
         algs
     }
 
+    /// Checks the claims of a verified token: times, issuer, audience,
+    /// then the principal and roles they carry.
     fn check_claims(&self, claims: &Value, now: u64) -> Result<BearerIdentity, BearerError> {
-        use BearerErrorKind as K;
-
         let Some(claims) = claims.as_object() else {
             return Err(BearerError::new(
-                K::Malformed,
+                BearerErrorKind::Malformed,
                 "claims are not a JSON object",
             ));
         };
+        let exp = self.check_times(claims, now)?;
+        self.check_issuer_and_audience(claims)?;
+        Ok(BearerIdentity {
+            principal: self.principal_of(claims)?.clone(),
+            roles: self.roles_of(claims)?,
+            expires_at: Some(exp),
+        })
+    }
 
+    /// `exp` (required) and `nbf` against `now`, with the leeway; the
+    /// expiry.
+    fn check_times(&self, claims: &Map<String, Value>, now: u64) -> Result<u64, BearerError> {
+        use BearerErrorKind as K;
         let exp = match claims.get("exp") {
             None | Some(Value::Null) => {
                 return Err(BearerError::new(K::Claims, "exp claim is missing"))
@@ -479,7 +491,12 @@ impl Bearer {
                 }
             }
         }
+        Ok(exp)
+    }
 
+    /// `iss` and `aud`, where configured.
+    fn check_issuer_and_audience(&self, claims: &Map<String, Value>) -> Result<(), BearerError> {
+        use BearerErrorKind as K;
         if let Some(issuer) = &self.issuer {
             match claims.get("iss") {
                 Some(Value::String(iss)) if iss == issuer => {}
@@ -508,7 +525,12 @@ impl Bearer {
                 ));
             }
         }
+        Ok(())
+    }
 
+    /// The principal claim: a non-empty string without control characters.
+    fn principal_of<'c>(&self, claims: &'c Map<String, Value>) -> Result<&'c String, BearerError> {
+        use BearerErrorKind as K;
         let principal = match claim(claims, &self.principal_claim) {
             Some(Value::String(p)) if !p.is_empty() => p,
             Some(Value::String(_)) => {
@@ -545,7 +567,13 @@ impl Bearer {
                 ),
             ));
         }
+        Ok(principal)
+    }
 
+    /// The roles claim: an array of strings or a space-separated string;
+    /// duplicates and empty names dropped.
+    fn roles_of(&self, claims: &Map<String, Value>) -> Result<Vec<String>, BearerError> {
+        use BearerErrorKind as K;
         let mut roles: Vec<String> = Vec::new();
         let mut add = |role: &str| {
             if !role.is_empty() && !roles.iter().any(|r| r == role) {
@@ -590,12 +618,7 @@ impl Bearer {
                 ),
             ));
         }
-
-        Ok(BearerIdentity {
-            principal: principal.clone(),
-            roles,
-            expires_at: Some(exp),
-        })
+        Ok(roles)
     }
 }
 
