@@ -4,7 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use crate::config::Config;
+use crate::config::ServerConfig;
 use crate::protocol::PROTOCOL_VERSION;
 
 pub const GATEWAY_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -20,7 +20,7 @@ pub struct GatewayIdentity {
 }
 
 impl GatewayIdentity {
-    pub fn new(config: &Config) -> GatewayIdentity {
+    pub fn new(server: &ServerConfig) -> GatewayIdentity {
         let boot_id = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -32,9 +32,9 @@ impl GatewayIdentity {
         GatewayIdentity {
             boot_id,
             id: format!("{host}-{}-jmxgate", std::process::id()),
-            public_url: config.server.public_url.clone(),
-            max_body_bytes: config.server.max_body_bytes,
-            max_bulk_items: config.server.max_bulk_items,
+            public_url: server.public_url.clone(),
+            max_body_bytes: server.max_body_bytes,
+            max_bulk_items: server.max_bulk_items,
         }
     }
 

@@ -34,7 +34,7 @@ impl Gateway {
             audit,
             prefix: PREFIX.to_string(),
             metrics,
-            identity: GatewayIdentity::new(config),
+            identity: GatewayIdentity::new(&config.server),
             request_seq: AtomicU64::new(0),
             working: tokio::sync::Semaphore::new(config.server.max_concurrent_requests),
             max_concurrent: config.server.max_concurrent_requests,
