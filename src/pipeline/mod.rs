@@ -179,7 +179,10 @@ struct TargetListing<'a> {
 }
 
 impl Gateway {
-    /// Runs one HTTP request through the pipeline.
+    /// Runs one HTTP request through the pipeline. What every answer gets,
+    /// whichever phase gave it, is added here in one place: `Connection:
+    /// close` when the body was not read, `nosniff`, and the
+    /// `http_requests_total` count.
     pub async fn handle(&self, req: HttpRequest<Body>, conn: Connection) -> HttpResponse<Body> {
         let (parts, body) = req.into_parts();
         let (body, read) = listen::track_body(body);
