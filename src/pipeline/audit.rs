@@ -14,9 +14,8 @@ use crate::audit::record::{now_rfc3339, Encoded, EntryRef, Names};
 use crate::audit::{Entry, ValueMode};
 use crate::protocol::{Attributes, Command, Request};
 
-/// What happened to one item.
-#[derive(Debug)]
 /// Who asked and when, the same for every record of a request.
+#[derive(Debug)]
 pub struct Who<'a> {
     pub request_id: &'a str,
     pub principal: &'a Principal,
@@ -45,24 +44,20 @@ impl super::Gateway {
             let request = item.parsed.as_ref().ok().map(|p| &p.request);
             for row in rows {
                 let item_record = Record {
-                    request_id: who.request_id,
-                    principal: who.principal,
-                    roles: who.roles,
-                    client: who.client,
+                    who,
                     index,
                     target: row.verdict.target.as_deref(),
                     request,
                     decision: row.verdict.decision,
                     status: row.status,
-                    error_type: row.error_type.clone(),
+                    error_type: row.error_type.as_deref(),
                     rule: row.verdict.rule.as_deref(),
-                    latency: who.latency,
                 };
                 record(&item_record);
                 self.count_item(state, &item_record);
                 if let Some(log) = &self.audit {
                     durable |= needs_durability(request);
-                    let caller = template.get_or_insert_with(|| item_template(&item_record));
+                    let caller = template.get_or_insert_with(|| item_template(who));
                     push_item(&mut records, &item_record, log.config.values, caller);
                 }
             }
@@ -86,15 +81,14 @@ impl super::Gateway {
             .get_or_create(&crate::metrics::TypeLabel {
                 r#type: kind.into(),
             })
-            .observe(record.latency.as_secs_f64());
+            .observe(record.who.latency.as_secs_f64());
     }
 }
 
+/// What happened to one item (or one target of a fan-out).
+#[derive(Debug)]
 pub struct Record<'a> {
-    pub request_id: &'a str,
-    pub principal: &'a Principal,
-    pub roles: &'a [String],
-    pub client: Option<SocketAddr>,
+    pub who: &'a Who<'a>,
     pub index: usize,
     /// Target name, or `gateway` for items the gateway answered itself.
     pub target: Option<&'a str>,
@@ -103,10 +97,9 @@ pub struct Record<'a> {
     /// `allowed`, `denied` (by policy) or `invalid` (malformed, unroutable).
     pub decision: &'static str,
     pub status: u16,
-    pub error_type: Option<String>,
+    pub error_type: Option<&'a str>,
     /// The policy rule that allowed or denied the item.
     pub rule: Option<&'a str>,
-    pub latency: Duration,
 }
 
 impl Record<'_> {
@@ -118,20 +111,20 @@ impl Record<'_> {
 pub fn record(r: &Record<'_>) {
     tracing::info!(
         target: "jmxgate::audit",
-        request_id = r.request_id,
-        principal = %r.principal.name,
-        auth = r.principal.method.as_str(),
-        certificate_sha256 = r.principal.certificate_sha256.as_deref().unwrap_or("-"),
-        client = r.client.map(|c| c.to_string()).unwrap_or_default(),
+        request_id = r.who.request_id,
+        principal = %r.who.principal.name,
+        auth = r.who.principal.method.as_str(),
+        certificate_sha256 = r.who.principal.certificate_sha256.as_deref().unwrap_or("-"),
+        client = r.who.client.map(|c| c.to_string()).unwrap_or_default(),
         index = r.index,
         target_name = r.target.unwrap_or("-"),
         kind = r.command().map(Command::type_name).unwrap_or("-"),
         mbean = r.command().and_then(Command::mbean).map(|m| m.as_str()).unwrap_or("-"),
         decision = r.decision,
         status = r.status,
-        error_type = r.error_type.as_deref().unwrap_or("-"),
+        error_type = r.error_type.unwrap_or("-"),
         rule = r.rule.unwrap_or("-"),
-        latency_ms = r.latency.as_secs_f64() * 1000.0,
+        latency_ms = r.who.latency.as_secs_f64() * 1000.0,
         "item"
     );
 }
@@ -147,14 +140,14 @@ pub fn needs_durability(request: Option<&Request>) -> bool {
 
 /// What the item records of one request share: [`caller_entry`] for
 /// event `item`, made once per request (a bulk has many items).
-pub fn item_template(r: &Record<'_>) -> Entry {
+pub fn item_template(who: &Who<'_>) -> Entry {
     caller_entry(
         "item",
-        r.request_id,
-        r.principal,
-        r.roles,
-        r.client,
-        r.latency,
+        who.request_id,
+        who.principal,
+        who.roles,
+        who.client,
+        who.latency,
     )
 }
 
@@ -167,7 +160,7 @@ pub fn push_item(records: &mut Encoded, r: &Record<'_>, values: ValueMode, calle
         decision: Some(r.decision),
         rule: r.rule,
         status: Some(r.status),
-        error_type: r.error_type.as_deref(),
+        error_type: r.error_type,
         ..EntryRef::from(caller)
     };
     let Some(command) = r.command() else {

@@ -161,7 +161,7 @@ impl Items {
         for (target, outcome) in per_target {
             let slot = self.next_slot;
             self.next_slot += 1;
-            let verdict = match outcome {
+            let (decision, rule) = match outcome {
                 Ok(allowed) => {
                     let mut request = forwarded(request);
                     // Answers are merged across targets: always whole.
@@ -183,8 +183,8 @@ impl Items {
             };
             let verdict = Verdict {
                 target: Some(target.name.clone()),
-                decision: verdict.0,
-                rule: Some(verdict.1),
+                decision,
+                rule: Some(rule),
             };
             fan_out.slots.push((slot, target.name.clone(), verdict));
         }
