@@ -5,7 +5,7 @@
 //! importing the whole configuration.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -22,21 +22,253 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 8;
 /// Default largest agent answer the gateway reads.
 pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TargetDefaults {
-    #[serde(default, with = "humantime_serde")]
+/// How the gateway talks to one agent: the keys `[target_defaults]`, each
+/// `[[targets]]` entry and each `[[discovery.dns]]` entry share. An entry's
+/// unset keys fall back to `[target_defaults]`, then to the built-in
+/// defaults above.
+// Deserialised by hand (below) so that a bad value names its key even
+// when the settings are flattened into an entry, where serde's own errors
+// lose the key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentSettings {
     pub connect_timeout: Option<Duration>,
-    #[serde(default, with = "humantime_serde")]
     pub request_timeout: Option<Duration>,
-    #[serde(default)]
+    /// Concurrent exchanges with this agent (more wait for a slot).
     pub max_in_flight: Option<usize>,
-    #[serde(default)]
+    /// Larger answers fail with a 502 for their items.
     pub max_response_bytes: Option<u64>,
+    /// HTTP Basic user towards the agent.
+    pub user: Option<String>,
+    /// Password given inline. Prefer `password_env` or `password_file`.
+    pub password: Option<Secret>,
+    /// Name of an environment variable holding the password.
+    pub password_env: Option<String>,
+    /// File whose content (trailing newline removed) is the password.
+    pub password_file: Option<PathBuf>,
+    /// PEM file with the CA certificates that sign the agent's HTTPS
+    /// certificate. Without it the system's trust store is used.
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate (PEM) the gateway presents to an agent that
+    /// requires one; with `client_key_file`.
+    pub client_cert_file: Option<PathBuf>,
+    pub client_key_file: Option<PathBuf>,
+    /// Use a proxy request's own `target.user`/`target.password` towards
+    /// this agent. Off by default: client-supplied target credentials are
+    /// never forwarded.
+    pub allow_credentials_passthrough: Option<bool>,
 }
 
+impl AgentSettings {
+    /// The keys, as written in the configuration.
+    pub const KEYS: &'static [&'static str] = &[
+        "connect_timeout",
+        "request_timeout",
+        "max_in_flight",
+        "max_response_bytes",
+        "user",
+        "password",
+        "password_env",
+        "password_file",
+        "ca_file",
+        "client_cert_file",
+        "client_key_file",
+        "allow_credentials_passthrough",
+    ];
+
+    /// These settings, each unset key taken from `defaults`. The user and
+    /// its password come as one group, and so do the client certificate
+    /// and its key: an entry that sets any of a group uses none of the
+    /// defaults' group.
+    pub fn over(&self, defaults: &AgentSettings) -> AgentSettings {
+        let (user, password, password_env, password_file) = if self.has_credentials() {
+            (
+                &self.user,
+                &self.password,
+                &self.password_env,
+                &self.password_file,
+            )
+        } else {
+            (
+                &defaults.user,
+                &defaults.password,
+                &defaults.password_env,
+                &defaults.password_file,
+            )
+        };
+        let identity = if self.client_cert_file.is_some() || self.client_key_file.is_some() {
+            self
+        } else {
+            defaults
+        };
+        AgentSettings {
+            connect_timeout: self.connect_timeout.or(defaults.connect_timeout),
+            request_timeout: self.request_timeout.or(defaults.request_timeout),
+            max_in_flight: self.max_in_flight.or(defaults.max_in_flight),
+            max_response_bytes: self.max_response_bytes.or(defaults.max_response_bytes),
+            user: user.clone(),
+            password: password.clone(),
+            password_env: password_env.clone(),
+            password_file: password_file.clone(),
+            ca_file: self.ca_file.clone().or_else(|| defaults.ca_file.clone()),
+            client_cert_file: identity.client_cert_file.clone(),
+            client_key_file: identity.client_key_file.clone(),
+            allow_credentials_passthrough: self
+                .allow_credentials_passthrough
+                .or(defaults.allow_credentials_passthrough),
+        }
+    }
+
+    /// Makes the relative file names in these settings relative to `base`
+    /// (the directory of the file they were read from).
+    pub fn make_paths_relative_to(&mut self, base: &Path) {
+        for file in [
+            &mut self.password_file,
+            &mut self.ca_file,
+            &mut self.client_cert_file,
+            &mut self.client_key_file,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if file.is_relative() {
+                *file = base.join(&*file);
+            }
+        }
+    }
+
+    fn has_credentials(&self) -> bool {
+        self.user.is_some() || self.password_sources() > 0
+    }
+
+    fn password_sources(&self) -> usize {
+        [
+            self.password.is_some(),
+            self.password_env.is_some(),
+            self.password_file.is_some(),
+        ]
+        .into_iter()
+        .filter(|s| *s)
+        .count()
+    }
+
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
+    }
+
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT)
+    }
+
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT)
+    }
+
+    pub fn max_response_bytes(&self) -> u64 {
+        self.max_response_bytes
+            .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES)
+    }
+
+    pub fn allow_credentials_passthrough(&self) -> bool {
+        self.allow_credentials_passthrough.unwrap_or(false)
+    }
+
+    /// Every problem, each as `key: why` with the key relative to the
+    /// entry holding these settings.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for (key, d) in [
+            ("connect_timeout", self.connect_timeout),
+            ("request_timeout", self.request_timeout),
+        ] {
+            if d == Some(Duration::ZERO) {
+                problems.push(format!("{key}: must be greater than zero"));
+            }
+        }
+        if self.max_in_flight == Some(0) {
+            problems.push("max_in_flight: must be greater than zero".into());
+        }
+        if self.max_response_bytes == Some(0) {
+            problems.push("max_response_bytes: must be greater than zero".into());
+        }
+        if self.password_sources() > 1 {
+            problems
+                .push("password: give only one of password, password_env, password_file".into());
+        }
+        if self.password_sources() > 0 && self.user.is_none() {
+            problems.push("user: a password needs a user".into());
+        }
+        if self.client_cert_file.is_some() != self.client_key_file.is_some() {
+            problems.push("client_cert_file: goes together with client_key_file".into());
+        }
+        problems
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentSettings {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_struct("AgentSettings", AgentSettings::KEYS, SettingsVisitor)
+    }
+}
+
+struct SettingsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for SettingsVisitor {
+    type Value = AgentSettings;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("agent settings")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<AgentSettings, A::Error> {
+        /// The next value, an error naming `key`.
+        fn value<'de, T: Deserialize<'de>, A: serde::de::MapAccess<'de>>(
+            map: &mut A,
+            key: &str,
+        ) -> Result<T, A::Error> {
+            map.next_value()
+                .map_err(|e| serde::de::Error::custom(format_args!("{key}: {e}")))
+        }
+        fn duration<'de, A: serde::de::MapAccess<'de>>(
+            map: &mut A,
+            key: &str,
+        ) -> Result<Option<Duration>, A::Error> {
+            Ok(Some(
+                value::<humantime_serde::Serde<Duration>, A>(map, key)?.into_inner(),
+            ))
+        }
+        let mut s = AgentSettings::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let key = key.as_str();
+            match key {
+                "connect_timeout" => s.connect_timeout = duration(&mut map, key)?,
+                "request_timeout" => s.request_timeout = duration(&mut map, key)?,
+                "max_in_flight" => s.max_in_flight = value(&mut map, key)?,
+                "max_response_bytes" => s.max_response_bytes = value(&mut map, key)?,
+                "user" => s.user = value(&mut map, key)?,
+                "password" => s.password = value(&mut map, key)?,
+                "password_env" => s.password_env = value(&mut map, key)?,
+                "password_file" => s.password_file = value(&mut map, key)?,
+                "ca_file" => s.ca_file = value(&mut map, key)?,
+                "client_cert_file" => s.client_cert_file = value(&mut map, key)?,
+                "client_key_file" => s.client_key_file = value(&mut map, key)?,
+                "allow_credentials_passthrough" => {
+                    s.allow_credentials_passthrough = value(&mut map, key)?
+                }
+                other => {
+                    return Err(serde::de::Error::unknown_field(other, AgentSettings::KEYS));
+                }
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// One agent the gateway reaches: a `[[targets]]` entry, an inventory
+/// file's entry, or what DNS discovery found.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct TargetConfig {
     /// Unique name; also the path segment of the virtual agent URL
     /// `/jolokia/targets/<name>/`.
@@ -45,43 +277,53 @@ pub struct TargetConfig {
     pub url: String,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
-    #[serde(default, with = "humantime_serde")]
-    pub connect_timeout: Option<Duration>,
-    #[serde(default, with = "humantime_serde")]
-    pub request_timeout: Option<Duration>,
-    /// Concurrent exchanges with this agent (more wait for a slot).
-    #[serde(default)]
-    pub max_in_flight: Option<usize>,
-    /// Larger answers fail with a 502 for their items.
-    #[serde(default)]
-    pub max_response_bytes: Option<u64>,
-    /// HTTP Basic user towards the agent.
-    #[serde(default)]
-    pub user: Option<String>,
-    /// Password given inline. Prefer `password_env` or `password_file`.
-    #[serde(default)]
-    pub password: Option<Secret>,
-    /// Name of an environment variable holding the password.
-    #[serde(default)]
-    pub password_env: Option<String>,
-    /// File whose content (trailing newline removed) is the password.
-    #[serde(default)]
-    pub password_file: Option<PathBuf>,
-    /// PEM file with the CA certificates that sign the agent's HTTPS
-    /// certificate. Without it the system's trust store is used.
-    #[serde(default)]
-    pub ca_file: Option<PathBuf>,
-    /// Client certificate (PEM) the gateway presents to an agent that
-    /// requires one; with `client_key_file`.
-    #[serde(default)]
-    pub client_cert_file: Option<PathBuf>,
-    #[serde(default)]
-    pub client_key_file: Option<PathBuf>,
-    /// Use a proxy request's own `target.user`/`target.password` towards
-    /// this agent. Off by default: client-supplied target credentials are
-    /// never forwarded.
-    #[serde(default)]
-    pub allow_credentials_passthrough: bool,
+    #[serde(flatten)]
+    pub agent: AgentSettings,
+    #[serde(flatten, default)]
+    pub no_other_keys: NoOtherKeys,
+}
+
+impl TargetConfig {
+    /// A target named `name` at `url`, every setting at its default.
+    pub fn new(name: impl Into<String>, url: impl Into<String>) -> TargetConfig {
+        TargetConfig {
+            name: name.into(),
+            url: url.into(),
+            labels: BTreeMap::new(),
+            agent: AgentSettings::default(),
+            no_other_keys: NoOtherKeys,
+        }
+    }
+}
+
+/// Takes the place of `#[serde(deny_unknown_fields)]`, which serde does not
+/// offer next to `flatten`: as the last flattened field of a struct it is
+/// handed only the keys no other field took, and refuses the first one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NoOtherKeys;
+
+impl<'de> Deserialize<'de> for NoOtherKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Refuse;
+        impl<'de> serde::de::Visitor<'de> for Refuse {
+            type Value = NoOtherKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("no further keys")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<NoOtherKeys, A::Error> {
+                match map.next_key::<String>()? {
+                    Some(key) => Err(serde::de::Error::custom(format_args!(
+                        "unknown field `{key}`"
+                    ))),
+                    None => Ok(NoOtherKeys),
+                }
+            }
+        }
+        deserializer.deserialize_map(Refuse)
+    }
 }
 
 /// Checks that a configured agent URL is something the gateway can call.
@@ -125,8 +367,12 @@ pub fn check_name(name: &str) -> Result<(), String> {
 
 /// Every problem of `[[targets]]` and `[target_defaults]`, each named by
 /// its key.
-pub fn problems(targets: &[TargetConfig], defaults: &TargetDefaults) -> Vec<String> {
-    let mut problems = Vec::new();
+pub fn problems(targets: &[TargetConfig], defaults: &AgentSettings) -> Vec<String> {
+    let mut problems: Vec<String> = defaults
+        .problems()
+        .into_iter()
+        .map(|p| format!("target_defaults.{p}"))
+        .collect();
     let mut seen = BTreeMap::new();
     for (i, t) in targets.iter().enumerate() {
         let key = format!("targets[{i}]");
@@ -142,55 +388,121 @@ pub fn problems(targets: &[TargetConfig], defaults: &TargetDefaults) -> Vec<Stri
         if let Err(why) = parse_agent_url(&t.url) {
             problems.push(format!("{key}.url: {why}"));
         }
-        let sources = [
-            t.password.is_some(),
-            t.password_env.is_some(),
-            t.password_file.is_some(),
-        ];
-        if sources.iter().filter(|s| **s).count() > 1 {
-            problems.push(format!(
-                "{key}: give only one of password, password_env, password_file"
-            ));
-        }
-        if sources.iter().any(|s| *s) && t.user.is_none() {
-            problems.push(format!("{key}: a password needs a user"));
-        }
-        if t.max_in_flight == Some(0) || t.max_response_bytes == Some(0) {
-            problems.push(format!(
-                "{key}: max_in_flight and max_response_bytes must be greater than zero"
-            ));
-        }
-        for (field, d) in [
-            ("connect_timeout", t.connect_timeout),
-            ("request_timeout", t.request_timeout),
-        ] {
-            if d == Some(Duration::ZERO) {
-                problems.push(format!("{key}.{field}: must be greater than zero"));
-            }
-        }
-    }
-    for (field, d) in [
-        ("connect_timeout", defaults.connect_timeout),
-        ("request_timeout", defaults.request_timeout),
-    ] {
-        if d == Some(Duration::ZERO) {
-            problems.push(format!(
-                "target_defaults.{field}: must be greater than zero"
-            ));
-        }
-    }
-    if defaults.max_in_flight == Some(0) || defaults.max_response_bytes == Some(0) {
-        problems.push(
-            "target_defaults: max_in_flight and max_response_bytes must be greater than zero"
-                .into(),
-        );
-    }
-    for (i, t) in targets.iter().enumerate() {
-        if t.client_cert_file.is_some() != t.client_key_file.is_some() {
-            problems.push(format!(
-                "targets[{i}]: client_cert_file and client_key_file go together"
-            ));
-        }
+        problems.extend(t.agent.problems().into_iter().map(|p| format!("{key}.{p}")));
     }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(toml_text: &str) -> AgentSettings {
+        toml::from_str(toml_text).unwrap()
+    }
+
+    #[test]
+    fn an_entry_takes_unset_keys_from_the_defaults() {
+        let defaults = settings(
+            "request_timeout = \"3s\"\nmax_in_flight = 2\nca_file = \"ca.pem\"\n\
+             user = \"monitor\"\npassword_env = \"PW\"\nallow_credentials_passthrough = true\n",
+        );
+        let own = settings("request_timeout = \"1s\"\n");
+        let s = own.over(&defaults);
+        assert_eq!(s.request_timeout(), Duration::from_secs(1));
+        assert_eq!(s.connect_timeout(), DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(s.max_in_flight(), 2);
+        assert_eq!(s.max_response_bytes(), DEFAULT_MAX_RESPONSE_BYTES);
+        assert_eq!(s.ca_file.as_deref(), Some(Path::new("ca.pem")));
+        assert_eq!(s.user.as_deref(), Some("monitor"));
+        assert_eq!(s.password_env.as_deref(), Some("PW"));
+        assert!(s.allow_credentials_passthrough());
+        assert!(!AgentSettings::default().allow_credentials_passthrough());
+    }
+
+    #[test]
+    fn credentials_and_client_identity_are_taken_as_groups() {
+        let defaults = settings(
+            "user = \"monitor\"\npassword_env = \"PW\"\n\
+             client_cert_file = \"c.pem\"\nclient_key_file = \"k.pem\"\n",
+        );
+        // A user of its own: the defaults' password must not go with it.
+        let s = settings("user = \"other\"\n").over(&defaults);
+        assert_eq!(s.user.as_deref(), Some("other"));
+        assert_eq!(s.password_env, None);
+        let s = settings("client_cert_file = \"mine.pem\"\n").over(&defaults);
+        assert_eq!(s.client_cert_file.as_deref(), Some(Path::new("mine.pem")));
+        assert_eq!(s.client_key_file, None);
+    }
+
+    #[test]
+    fn problems_name_their_key() {
+        let s = settings(
+            "connect_timeout = \"0s\"\nmax_in_flight = 0\nmax_response_bytes = 0\n\
+             password = \"x\"\npassword_file = \"pw\"\nclient_key_file = \"k.pem\"\n",
+        );
+        let problems = s.problems();
+        for key in [
+            "connect_timeout:",
+            "max_in_flight:",
+            "max_response_bytes:",
+            "password: give only one",
+            "user: a password needs a user",
+            "client_cert_file:",
+        ] {
+            assert!(
+                problems.iter().any(|p| p.starts_with(key)),
+                "{key} missing in {problems:?}"
+            );
+        }
+        assert!(AgentSettings::default().problems().is_empty());
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_in_every_format() {
+        let err =
+            toml::from_str::<TargetConfig>("name = \"a\"\nurl = \"http://h/j\"\nusr = \"x\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("unknown field `usr`"), "{err}");
+        let err = serde_json::from_str::<TargetConfig>(
+            r#"{"name":"a","url":"http://h/j","pasword":"x"}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("unknown field `pasword`"), "{err}");
+        let err = serde_saphyr::from_str::<TargetConfig>("name: a\nurl: http://h/j\nca: x\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown field `ca`"), "{err}");
+        let err = toml::from_str::<AgentSettings>("timeout = \"1s\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("timeout"), "{err}");
+
+        // A bad value names its key, flattened or not.
+        let err = toml::from_str::<TargetConfig>(
+            "name = \"a\"\nurl = \"http://h/j\"\nrequest_timeout = \"soon\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("request_timeout: invalid value"), "{err}");
+        let err = serde_json::from_str::<TargetConfig>(
+            r#"{"name":"a","url":"http://h/j","max_in_flight":"x"}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("max_in_flight: invalid type"), "{err}");
+        let err = toml::from_str::<AgentSettings>("user = 7\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("user: invalid type"), "{err}");
+
+        let t: TargetConfig = toml::from_str(
+            "name = \"a\"\nurl = \"http://h/j\"\nrequest_timeout = \"2s\"\nlabels = { app = \"kafka\" }\n",
+        )
+        .unwrap();
+        assert_eq!(t.agent.request_timeout, Some(Duration::from_secs(2)));
+        assert_eq!(t.labels["app"], "kafka");
+    }
 }

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use url::Url;
 
-use crate::agent_settings::{self, TargetConfig, TargetDefaults};
+use crate::agent_settings::{AgentSettings, TargetConfig};
 use crate::client::{AgentClient, BufferBudget, ClientError};
 use crate::health::{HealthBook, TargetHealth};
 use crate::secret::Secret;
@@ -109,7 +109,7 @@ impl Target {
 impl Fleet {
     /// Builds clients for every configured target. Fails on the first
     /// target whose credentials or TLS material can't be loaded.
-    pub fn new(targets: &[TargetConfig], defaults: &TargetDefaults) -> Result<Fleet, String> {
+    pub fn new(targets: &[TargetConfig], defaults: &AgentSettings) -> Result<Fleet, String> {
         Fleet::with_budget(targets, defaults, None, &HealthBook::default())
     }
 
@@ -117,7 +117,7 @@ impl Fleet {
     /// answers being received.
     pub fn with_budget(
         targets: &[TargetConfig],
-        defaults: &TargetDefaults,
+        defaults: &AgentSettings,
         budget: Option<Arc<BufferBudget>>,
         health: &HealthBook,
     ) -> Result<Fleet, String> {
@@ -165,41 +165,32 @@ impl Fleet {
 
 fn build_target(
     t: &TargetConfig,
-    defaults: &TargetDefaults,
+    defaults: &AgentSettings,
     budget: Option<Arc<BufferBudget>>,
     health: &HealthBook,
 ) -> Result<Target, String> {
     let url = parse_agent_url(&t.url)?;
-    let password = load_password(t)?;
-    let credentials = match (&t.user, password) {
+    let settings = t.agent.over(defaults);
+    let password = load_password(&settings)?;
+    let credentials = match (&settings.user, password) {
         (Some(user), Some(pw)) => Some((user.clone(), pw)),
         (Some(user), None) => Some((user.clone(), Secret::new(""))),
         _ => None,
     };
-    let connect_timeout = t
-        .connect_timeout
-        .or(defaults.connect_timeout)
-        .unwrap_or(agent_settings::DEFAULT_CONNECT_TIMEOUT);
-    let request_timeout = t
-        .request_timeout
-        .or(defaults.request_timeout)
-        .unwrap_or(agent_settings::DEFAULT_REQUEST_TIMEOUT);
+    let request_timeout = settings.request_timeout();
     let client = AgentClient::builder(url.clone())
-        .connect_timeout(connect_timeout)
+        .connect_timeout(settings.connect_timeout())
         .request_timeout(request_timeout)
         .credentials(credentials)
-        .ca_file(t.ca_file.clone())
-        .identity(t.client_cert_file.clone().zip(t.client_key_file.clone()))
-        .max_in_flight(
-            t.max_in_flight
-                .or(defaults.max_in_flight)
-                .unwrap_or(agent_settings::DEFAULT_MAX_IN_FLIGHT),
+        .ca_file(settings.ca_file.clone())
+        .identity(
+            settings
+                .client_cert_file
+                .clone()
+                .zip(settings.client_key_file.clone()),
         )
-        .max_response_bytes(
-            t.max_response_bytes
-                .or(defaults.max_response_bytes)
-                .unwrap_or(agent_settings::DEFAULT_MAX_RESPONSE_BYTES),
-        )
+        .max_in_flight(settings.max_in_flight())
+        .max_response_bytes(settings.max_response_bytes())
         .buffer_budget(budget)
         .build()
         .map_err(|e: ClientError| e.to_string())?;
@@ -210,11 +201,11 @@ fn build_target(
         request_timeout,
         client,
         health: health.for_target(&t.name),
-        allow_credentials_passthrough: t.allow_credentials_passthrough,
+        allow_credentials_passthrough: settings.allow_credentials_passthrough(),
     })
 }
 
-fn load_password(t: &TargetConfig) -> Result<Option<Secret>, String> {
+fn load_password(t: &AgentSettings) -> Result<Option<Secret>, String> {
     if let Some(p) = &t.password {
         return Ok(Some(p.clone()));
     }

@@ -57,19 +57,7 @@ pub fn load(inventory: &InventoryConfig) -> Result<Vec<TargetConfig>, String> {
         for (k, v) in &inventory.labels {
             t.labels.entry(k.clone()).or_insert_with(|| v.clone());
         }
-        for file in [
-            &mut t.password_file,
-            &mut t.ca_file,
-            &mut t.client_cert_file,
-            &mut t.client_key_file,
-        ]
-        .into_iter()
-        .flatten()
-        {
-            if file.is_relative() {
-                *file = base.join(&*file);
-            }
-        }
+        t.agent.make_paths_relative_to(base);
     }
     Ok(targets)
 }
@@ -126,7 +114,7 @@ mod tests {
         }
         let ts = parse(Path::new("x.yaml"), yaml).unwrap();
         assert_eq!(
-            ts[0].request_timeout,
+            ts[0].agent.request_timeout,
             Some(std::time::Duration::from_secs(3))
         );
     }

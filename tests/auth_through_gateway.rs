@@ -356,6 +356,42 @@ async fn agents_requiring_client_certificates_and_credential_pass_through() {
     assert!(!text.contains("agent-pw"), "{text}");
 }
 
+/// `[target_defaults]` carries the agent settings every target shares (CA,
+/// client certificate, credentials); a target setting its own user takes
+/// none of the defaults' password.
+#[tokio::test(flavor = "multi_thread")]
+async fn target_defaults_supply_tls_and_credentials_as_groups() {
+    let pki = TestPki::new("defaults");
+    let secured = Agent::start_https(
+        "defaults-agent",
+        &pki,
+        "agent",
+        true,
+        &["--user", "jolokia", "--password", "agent-pw"],
+    );
+    let (gw_cert, gw_key) = pki.client_cert("jmxgate", false);
+    let url = format!("https://127.0.0.1:{}/jolokia", secured.port);
+    let config = format!(
+        "[target_defaults]\nca_file = \"{ca}\"\nclient_cert_file = \"{c}\"\nclient_key_file = \"{k}\"\nuser = \"jolokia\"\npassword = \"agent-pw\"\n\n\
+         [[targets]]\nname = \"plain\"\nurl = \"{url}\"\n\n\
+         [[targets]]\nname = \"own-user\"\nurl = \"{url}/\"\nuser = \"jolokia\"\n",
+        ca = pki.ca_file().display(),
+        c = gw_cert.display(),
+        k = gw_key.display(),
+    );
+    let gw = Gateway::start(&config).await;
+    let read = |t: &str| json!({"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name","target":{"url":t}});
+    let (_, r) = gw
+        .post("/jolokia", &json!([read("plain"), read("own-user")]))
+        .await;
+    assert_eq!(r[0]["value"], "defaults-agent", "{}", r[0]);
+    assert!(
+        r[1]["error"].as_str().unwrap().contains("HTTP 401"),
+        "the defaults' password went with a target's own user: {}",
+        r[1]
+    );
+}
+
 #[test]
 fn secrets_never_reach_logs_answers_or_errors() {
     // The real binary, logs captured from stderr at debug level.

@@ -218,8 +218,8 @@ async fn srv_records_become_targets() {
     let mut entry = dns.entry(KAFKA);
     entry.name_prefix = "kafka-".into();
     entry.labels.insert("app".into(), "kafka".into());
-    entry.user = Some("monitor".into());
-    entry.password_env = Some("KAFKA_PW".into());
+    entry.agent.user = Some("monitor".into());
+    entry.agent.password_env = Some("KAFKA_PW".into());
     entry.validate().unwrap();
     assert_eq!(entry.record_kind(), RecordKind::Srv);
 
@@ -244,8 +244,8 @@ async fn srv_records_become_targets() {
     for t in &targets {
         assert_eq!(t.labels["app"], "kafka");
         assert_eq!(t.labels["discovered_by"], "dns");
-        assert_eq!(t.user.as_deref(), Some("monitor"));
-        assert_eq!(t.password_env.as_deref(), Some("KAFKA_PW"));
+        assert_eq!(t.agent.user.as_deref(), Some("monitor"));
+        assert_eq!(t.agent.password_env.as_deref(), Some("KAFKA_PW"));
     }
     assert!(dns.queries() >= 1);
 

@@ -17,7 +17,7 @@ pub use source::ConfigSource;
 /// Re-exported where they were always found.
 pub use crate::access::{AccessConfig, RoleConfig};
 pub use crate::agent_settings::{
-    TargetConfig, TargetDefaults, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
+    AgentSettings, TargetConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT,
 };
 use crate::pipeline::authenticate::AuthConfig;
@@ -44,7 +44,7 @@ pub struct Config {
     pub server: ServerConfig,
     /// Defaults applied to every target that does not set its own value.
     #[serde(default)]
-    pub target_defaults: TargetDefaults,
+    pub target_defaults: AgentSettings,
     #[serde(default)]
     pub targets: Vec<TargetConfig>,
     /// More targets from inventory files (TOML, JSON or YAML), re-read on
@@ -444,7 +444,10 @@ mod tests {
     fn parses_the_minimal_example() {
         let c = Config::parse(MINIMAL).unwrap().validate().unwrap();
         assert_eq!(c.targets[0].labels["env"], "prod");
-        assert_eq!(c.targets[0].request_timeout, Some(Duration::from_secs(3)));
+        assert_eq!(
+            c.targets[0].agent.request_timeout,
+            Some(Duration::from_secs(3))
+        );
         assert_eq!(c.server.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
     }
 

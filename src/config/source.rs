@@ -264,7 +264,7 @@ mod layered_tests {
         let names: Vec<&str> = c.targets.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, vec!["b", "a"]);
         assert_eq!(
-            c.targets[0].password_file.as_deref(),
+            c.targets[0].agent.password_file.as_deref(),
             Some(site.parent().unwrap().join("pw.txt").as_path())
         );
     }

@@ -17,7 +17,6 @@
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::time::Duration;
 
 use hickory_resolver::config::{NameServerConfig, ResolveHosts, ResolverConfig};
@@ -27,7 +26,7 @@ use hickory_resolver::proto::rr::{Name, RData, RecordType};
 use hickory_resolver::{Resolver, TokioResolver};
 use serde::Deserialize;
 
-use crate::agent_settings::TargetConfig;
+use crate::agent_settings::{AgentSettings, NoOtherKeys, TargetConfig};
 
 /// Label every discovered target carries, with the value `dns`.
 pub const DISCOVERED_BY_LABEL: &str = "discovered_by";
@@ -66,7 +65,6 @@ impl Scheme {
 
 /// One `[[discovery.dns]]` entry: a DNS name whose records are agents.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct DnsDiscovery {
     /// The name to resolve, e.g. `_jolokia._tcp.kafka.example.` (SRV) or
     /// `kafka-headless.ns.svc.cluster.local.` (A/AAAA). End it with a dot
@@ -105,31 +103,12 @@ pub struct DnsDiscovery {
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
 
-    // Shared by every discovered target; same meaning as in [[targets]].
-    #[serde(default, with = "humantime_serde")]
-    pub connect_timeout: Option<Duration>,
-    #[serde(default, with = "humantime_serde")]
-    pub request_timeout: Option<Duration>,
-    #[serde(default)]
-    pub max_in_flight: Option<usize>,
-    #[serde(default)]
-    pub max_response_bytes: Option<u64>,
-    #[serde(default)]
-    pub user: Option<String>,
-    /// Name of an environment variable holding the password (an inline
-    /// `password` is not offered here).
-    #[serde(default)]
-    pub password_env: Option<String>,
-    #[serde(default)]
-    pub password_file: Option<PathBuf>,
-    #[serde(default)]
-    pub ca_file: Option<PathBuf>,
-    #[serde(default)]
-    pub client_cert_file: Option<PathBuf>,
-    #[serde(default)]
-    pub client_key_file: Option<PathBuf>,
-    #[serde(default)]
-    pub allow_credentials_passthrough: bool,
+    /// Shared by every discovered target; same keys and meaning as in
+    /// `[[targets]]`.
+    #[serde(flatten)]
+    pub agent: AgentSettings,
+    #[serde(flatten, default)]
+    pub no_other_keys: NoOtherKeys,
 }
 
 fn default_path() -> String {
@@ -155,17 +134,8 @@ impl DnsDiscovery {
             nameserver: None,
             name_prefix: String::new(),
             labels: BTreeMap::new(),
-            connect_timeout: None,
-            request_timeout: None,
-            max_in_flight: None,
-            max_response_bytes: None,
-            user: None,
-            password_env: None,
-            password_file: None,
-            ca_file: None,
-            client_cert_file: None,
-            client_key_file: None,
-            allow_credentials_passthrough: false,
+            agent: AgentSettings::default(),
+            no_other_keys: NoOtherKeys,
         }
     }
 
@@ -221,14 +191,8 @@ impl DnsDiscovery {
         if self.interval.is_zero() {
             p.push("interval: must be greater than zero".to_string());
         }
-        for (key, d) in [
-            ("timeout", self.timeout),
-            ("connect_timeout", self.connect_timeout),
-            ("request_timeout", self.request_timeout),
-        ] {
-            if d == Some(Duration::ZERO) {
-                p.push(format!("{key}: must be greater than zero"));
-            }
+        if self.timeout == Some(Duration::ZERO) {
+            p.push("timeout: must be greater than zero".to_string());
         }
         if let Some(ns) = &self.nameserver {
             if let Err(why) = parse_nameserver(ns) {
@@ -246,21 +210,7 @@ impl DnsDiscovery {
                 "labels.{DISCOVERED_BY_LABEL}: set by discovery itself (to \"dns\")"
             ));
         }
-        if self.password_env.is_some() && self.password_file.is_some() {
-            p.push("password_file: give only one of password_env, password_file".to_string());
-        }
-        if (self.password_env.is_some() || self.password_file.is_some()) && self.user.is_none() {
-            p.push("user: a password (password_env, password_file) needs a user".to_string());
-        }
-        if self.client_cert_file.is_some() != self.client_key_file.is_some() {
-            p.push("client_cert_file: goes together with client_key_file".to_string());
-        }
-        if self.max_in_flight == Some(0) {
-            p.push("max_in_flight: must be greater than zero".to_string());
-        }
-        if self.max_response_bytes == Some(0) {
-            p.push("max_response_bytes: must be greater than zero".to_string());
-        }
+        p.extend(self.agent.problems());
         p
     }
 
@@ -273,18 +223,8 @@ impl DnsDiscovery {
             name: target_name(&self.name_prefix, host, port),
             url: agent_url(self.scheme, host, port, &self.path),
             labels,
-            connect_timeout: self.connect_timeout,
-            request_timeout: self.request_timeout,
-            max_in_flight: self.max_in_flight,
-            max_response_bytes: self.max_response_bytes,
-            user: self.user.clone(),
-            password: None,
-            password_env: self.password_env.clone(),
-            password_file: self.password_file.clone(),
-            ca_file: self.ca_file.clone(),
-            client_cert_file: self.client_cert_file.clone(),
-            client_key_file: self.client_key_file.clone(),
-            allow_credentials_passthrough: self.allow_credentials_passthrough,
+            agent: self.agent.clone(),
+            no_other_keys: NoOtherKeys,
         }
     }
 
@@ -627,10 +567,10 @@ mod tests {
         let mut d = DnsDiscovery::new("_jolokia._tcp.kafka.example.");
         d.name_prefix = "kafka-".into();
         d.labels.insert("app".into(), "kafka".into());
-        d.user = Some("monitor".into());
-        d.password_env = Some("KAFKA_JOLOKIA_PW".into());
-        d.ca_file = Some("/etc/jmxgate/kafka-ca.pem".into());
-        d.request_timeout = Some(Duration::from_secs(3));
+        d.agent.user = Some("monitor".into());
+        d.agent.password_env = Some("KAFKA_JOLOKIA_PW".into());
+        d.agent.ca_file = Some("/etc/jmxgate/kafka-ca.pem".into());
+        d.agent.request_timeout = Some(Duration::from_secs(3));
         d
     }
 
@@ -651,15 +591,15 @@ mod tests {
         assert_eq!(t.labels["app"], "kafka");
         assert_eq!(t.labels[DISCOVERED_BY_LABEL], "dns");
         assert_eq!(t.labels.len(), 2);
-        assert_eq!(t.user.as_deref(), Some("monitor"));
-        assert_eq!(t.password_env.as_deref(), Some("KAFKA_JOLOKIA_PW"));
-        assert!(t.password.is_none());
+        assert_eq!(t.agent.user.as_deref(), Some("monitor"));
+        assert_eq!(t.agent.password_env.as_deref(), Some("KAFKA_JOLOKIA_PW"));
+        assert!(t.agent.password.is_none());
         assert_eq!(
-            t.ca_file.as_deref(),
+            t.agent.ca_file.as_deref(),
             Some(std::path::Path::new("/etc/jmxgate/kafka-ca.pem"))
         );
-        assert_eq!(t.request_timeout, Some(Duration::from_secs(3)));
-        assert_eq!(t.connect_timeout, None);
+        assert_eq!(t.agent.request_timeout, Some(Duration::from_secs(3)));
+        assert_eq!(t.agent.connect_timeout, None);
     }
 
     #[test]
@@ -738,9 +678,9 @@ mod tests {
         d.nameserver = Some("localhost".into());
         d.name_prefix = "kafka/".into();
         d.labels.insert(DISCOVERED_BY_LABEL.into(), "me".into());
-        d.password_file = Some("pw".into());
-        d.client_cert_file = Some("cert.pem".into());
-        d.max_in_flight = Some(0);
+        d.agent.password_file = Some("pw".into());
+        d.agent.client_cert_file = Some("cert.pem".into());
+        d.agent.max_in_flight = Some(0);
         let problems = d.problems();
         for key in [
             "name:",
@@ -750,7 +690,7 @@ mod tests {
             "nameserver:",
             "name_prefix:",
             "labels.discovered_by:",
-            "password_file: give only one",
+            "password: give only one",
             "client_cert_file:",
             "max_in_flight:",
         ] {
@@ -762,7 +702,7 @@ mod tests {
         assert_eq!(d.validate().unwrap_err(), problems.join("; "));
 
         let mut d = srv_entry();
-        d.user = None;
+        d.agent.user = None;
         assert!(d.validate().unwrap_err().starts_with("user: a password"));
         let mut d = srv_entry();
         d.path = "/jolokia?x=1".into();
