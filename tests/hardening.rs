@@ -1,7 +1,7 @@
 //! A multi-tenant gateway against hostile callers, with real agents: CORS
 //! decided by the caller's own roles, no way to learn target names one may
 //! not reach, slow clients bounded by timeouts and a connection cap, and
-//! `X-Content-Type-Options: nosniff` on every answer.
+//! `X-Content-Type-Options: nosniff` and an `X-Request-Id` on every answer.
 
 mod common;
 
@@ -419,7 +419,7 @@ fn slow_clients_are_cut_off_and_release_their_slots() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn every_answer_says_nosniff() {
+async fn every_answer_says_nosniff_and_carries_its_own_request_id() {
     let dir = tempfile::tempdir().unwrap();
     let gw = Gateway::start(&tenants_config(dir.path(), "")).await;
     let cases = [
@@ -439,6 +439,7 @@ async fn every_answer_says_nosniff() {
             .get(gw.url("/jolokia/targets"))
             .basic_auth("ann", Some("ann-pw")),
     ];
+    let mut ids = std::collections::BTreeSet::new();
     for case in cases {
         let resp = case.send().await.unwrap();
         let status = resp.status();
@@ -447,5 +448,8 @@ async fn every_answer_says_nosniff() {
             Some("nosniff"),
             "{status}"
         );
+        // Refusals too: the id is what an operator greps the log for.
+        let id = header(&resp, "x-request-id").unwrap_or_else(|| panic!("{status}: no request id"));
+        assert!(ids.insert(id.to_string()), "{id} given twice");
     }
 }

@@ -179,16 +179,26 @@ struct TargetListing<'a> {
 }
 
 impl Gateway {
-    /// Runs one HTTP request through the pipeline. What every answer gets,
-    /// whichever phase gave it, is added here in one place: `Connection:
-    /// close` when the body was not read, `nosniff`, and the
+    /// Runs one HTTP request through the pipeline. What every request and
+    /// every answer gets, whichever phase gave it, is done here in one
+    /// place: a request id (logged, audited, sent as `X-Request-Id`),
+    /// `Connection: close` when the body was not read, `nosniff`, and the
     /// `http_requests_total` count.
     pub async fn handle(&self, req: HttpRequest<Body>, conn: Connection) -> HttpResponse<Body> {
+        let request_id = format!(
+            "{:x}-{}",
+            self.identity.boot_id,
+            self.request_seq.fetch_add(1, Ordering::Relaxed)
+        );
         let (parts, body) = req.into_parts();
         let (body, read) = listen::track_body(body);
-        let mut resp = self.run(HttpRequest::from_parts(parts, body), conn).await;
+        let req = HttpRequest::from_parts(parts, body);
+        let mut resp = self.run(req, conn, &request_id).await;
         read.close_unless_read(&mut resp);
         respond::no_sniffing(resp.headers_mut());
+        if let Ok(v) = http::HeaderValue::from_str(&request_id) {
+            resp.headers_mut().insert(respond::REQUEST_ID, v);
+        }
         self.metrics
             .http_requests
             .get_or_create(&crate::metrics::StatusLabel {
@@ -202,15 +212,15 @@ impl Gateway {
     /// `scope` (what the caller may see), the target list or parse,
     /// route and authorize, dispatch, merge, audit, respond. Each phase
     /// that refuses answers at once.
-    async fn run(&self, req: HttpRequest<Body>, conn: Connection) -> HttpResponse<Body> {
+    async fn run(
+        &self,
+        req: HttpRequest<Body>,
+        conn: Connection,
+        request_id: &str,
+    ) -> HttpResponse<Body> {
         let state = self.state.load_full();
         let client = conn.remote;
         let started = Instant::now();
-        let request_id = format!(
-            "{:x}-{}",
-            self.identity.boot_id,
-            self.request_seq.fetch_add(1, Ordering::Relaxed)
-        );
         let (parts, body) = req.into_parts();
         if parts.uri.path() == EXPLAIN_PATH {
             return self.explain(&state, parts, body, conn).await;
@@ -231,7 +241,7 @@ impl Gateway {
             Err(refusal) => return *refusal,
         };
         let principal = match self
-            .authenticate(&state, &headers, &conn, &request_id, cors)
+            .authenticate(&state, &headers, &conn, request_id, cors)
             .await
         {
             Ok(p) => p,
@@ -251,7 +261,7 @@ impl Gateway {
         if let Addressed::TargetList = addressed {
             let listing = TargetListing {
                 principal: &principal,
-                request_id: &request_id,
+                request_id,
                 client,
                 started,
             };
@@ -294,23 +304,19 @@ impl Gateway {
             dispatch::dispatch(items.take_jobs(), &self.metrics, state.list_cache.as_ref()).await;
         let merged = items.merge(dispatched, &parsed);
         let who = audit::Who {
-            request_id: &request_id,
+            request_id,
             principal: &principal,
             roles: &held.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
             client,
             latency: started.elapsed(),
         };
         let (records, durable) = self.audit_items(&state, &who, &parsed, &merged);
-        if let Err(e) = self.write_audit(&records, durable, &request_id).await {
+        if let Err(e) = self.write_audit(&records, durable, request_id).await {
             return respond::http_error(&e, &headers, cors);
         }
         let answers: Vec<Response> = merged.into_iter().map(|(answer, _)| answer).collect();
         let body = respond::body(&answers, parsed.bulk);
-        let mut resp = respond::http_response(body, &parsed.query, &headers, cors);
-        if let Ok(v) = http::HeaderValue::from_str(&request_id) {
-            resp.headers_mut().insert(respond::REQUEST_ID, v);
-        }
-        resp
+        respond::http_response(body, &parsed.query, &headers, cors)
     }
 
     /// `POST /jmxgate/explain`: the route and authorize decisions for each
