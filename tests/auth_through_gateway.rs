@@ -297,18 +297,48 @@ async fn client_certificates_identify_callers_over_tls() {
     );
 }
 
+/// An HTTPS agent that requires a client certificate and the user
+/// `jolokia` with password `agent-pw`, and the certificate the gateway
+/// presents to it.
+struct SecuredAgent {
+    pki: TestPki,
+    _agent: Agent,
+    url: String,
+    gw_cert: std::path::PathBuf,
+    gw_key: std::path::PathBuf,
+}
+
+impl SecuredAgent {
+    fn start(name: &str) -> SecuredAgent {
+        let pki = TestPki::new(name);
+        let agent = Agent::start_https(
+            name,
+            &pki,
+            "agent",
+            true,
+            &["--user", "jolokia", "--password", "agent-pw"],
+        );
+        let (gw_cert, gw_key) = pki.client_cert("jmxgate", false);
+        let url = format!("https://127.0.0.1:{}/jolokia", agent.port);
+        SecuredAgent {
+            pki,
+            _agent: agent,
+            url,
+            gw_cert,
+            gw_key,
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn agents_requiring_client_certificates_and_credential_pass_through() {
-    let pki = TestPki::new("agents");
-    let secured = Agent::start_https(
-        "mtls-agent",
-        &pki,
-        "agent",
-        true,
-        &["--user", "jolokia", "--password", "agent-pw"],
-    );
-    let (gw_cert, gw_key) = pki.client_cert("jmxgate", false);
-    let url = format!("https://127.0.0.1:{}/jolokia", secured.port);
+    let SecuredAgent {
+        pki,
+        _agent,
+        url,
+        gw_cert,
+        gw_key,
+    } = SecuredAgent::start("mtls-agent");
     let config = format!(
         "[[targets]]\nname = \"with-cert\"\nurl = \"{url}\"\nca_file = \"{ca}\"\nclient_cert_file = \"{c}\"\nclient_key_file = \"{k}\"\nuser = \"jolokia\"\npassword = \"agent-pw\"\n\n\
          [[targets]]\nname = \"no-cert\"\nurl = \"{url}/\"\nca_file = \"{ca}\"\nuser = \"jolokia\"\npassword = \"agent-pw\"\n\n\
@@ -361,16 +391,13 @@ async fn agents_requiring_client_certificates_and_credential_pass_through() {
 /// none of the defaults' password.
 #[tokio::test(flavor = "multi_thread")]
 async fn target_defaults_supply_tls_and_credentials_as_groups() {
-    let pki = TestPki::new("defaults");
-    let secured = Agent::start_https(
-        "defaults-agent",
-        &pki,
-        "agent",
-        true,
-        &["--user", "jolokia", "--password", "agent-pw"],
-    );
-    let (gw_cert, gw_key) = pki.client_cert("jmxgate", false);
-    let url = format!("https://127.0.0.1:{}/jolokia", secured.port);
+    let SecuredAgent {
+        pki,
+        _agent,
+        url,
+        gw_cert,
+        gw_key,
+    } = SecuredAgent::start("defaults-agent");
     let config = format!(
         "[target_defaults]\nca_file = \"{ca}\"\nclient_cert_file = \"{c}\"\nclient_key_file = \"{k}\"\nuser = \"jolokia\"\npassword = \"agent-pw\"\n\n\
          [[targets]]\nname = \"plain\"\nurl = \"{url}\"\n\n\
