@@ -54,7 +54,7 @@ cleanup() {
 trap cleanup EXIT
 
 cp="$(tests/agent/classpath.sh)"
-javac -nowarn -d "$work/classes" -cp "$cp" tests/agent/Launcher.java
+javac -nowarn -d "$work/classes" -cp "$cp" tests/agent/*.java
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 agent_port=$(free_port); proxy_port=$(free_port); static_port=$(free_port); static_proxy_port=$(free_port)

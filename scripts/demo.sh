@@ -21,7 +21,7 @@ work=target/demo
 mkdir -p "$work/classes"
 cp="$(tests/agent/classpath.sh)"
 echo "==> compiling the agent launcher"
-javac -nowarn -d "$work/classes" -cp "$cp" tests/agent/Launcher.java
+javac -nowarn -d "$work/classes" -cp "$cp" tests/agent/*.java
 
 pids=()
 cleanup() {

@@ -1,5 +1,10 @@
-//! Test harness: real Jolokia 1.7.1 agents (tests/agent/Launcher.java in
-//! embedded Jetty) and an in-process gateway in front of them.
+//! Test harness: real Jolokia agents (1.7.1 in embedded Jetty through
+//! tests/agent/Launcher.java; 2.x JVM agents from ../shared/jolokia through
+//! tests/agent/Agent2.java) and an in-process gateway in front of them.
+//!
+//! `JMXGATE_TEST_AGENT=2.6.0` (or `2.6.1-SNAPSHOT`) makes the shared agents
+//! of every suite 2.x agents; `scripts/test.sh` runs the suites once per
+//! generation.
 
 #![allow(dead_code)]
 
@@ -44,8 +49,14 @@ fn launcher_classes() -> &'static (PathBuf, String) {
     static CLASSES: OnceLock<(PathBuf, String)> = OnceLock::new();
     CLASSES.get_or_init(|| {
         let cp = classpath();
-        let source = repo().join("tests/agent/Launcher.java");
-        let text = std::fs::read(&source).unwrap();
+        let sources: Vec<PathBuf> = ["Launcher.java", "TestMBeans.java", "Agent2.java"]
+            .iter()
+            .map(|f| repo().join("tests/agent").join(f))
+            .collect();
+        let text: Vec<u8> = sources
+            .iter()
+            .flat_map(|f| std::fs::read(f).unwrap())
+            .collect();
         let stamp = format!("{:x}", fnv(&text));
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("launcher-{stamp}"));
         if !dir.join("Launcher.class").exists() {
@@ -57,10 +68,10 @@ fn launcher_classes() -> &'static (PathBuf, String) {
                 .arg(&tmp)
                 .arg("-cp")
                 .arg(&cp)
-                .arg(&source)
+                .args(&sources)
                 .status()
                 .expect("run javac (Java 17 is needed)");
-            assert!(status.success(), "javac failed on {}", source.display());
+            assert!(status.success(), "javac failed on tests/agent/*.java");
             let _ = std::fs::rename(&tmp, &dir);
         }
         (dir, cp)
@@ -74,6 +85,25 @@ pub fn first_line(out: impl std::io::Read + Send + 'static, timeout: Duration) -
         let mut line = String::new();
         let _ = BufReader::new(out).read_line(&mut line);
         let _ = tx.send(line);
+    });
+    rx.recv_timeout(timeout).ok()
+}
+
+/// The rest of the first line a child prints that starts with `prefix`
+/// (earlier lines are skipped, later ones drained), or `None` if none
+/// comes in time.
+pub fn line_starting(
+    out: impl std::io::Read + Send + 'static,
+    prefix: &'static str,
+    timeout: Duration,
+) -> Option<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix(prefix) {
+                let _ = tx.send(rest.trim().to_string());
+            }
+        }
     });
     rx.recv_timeout(timeout).ok()
 }
@@ -110,19 +140,156 @@ fn fnv(bytes: &[u8]) -> u64 {
     })
 }
 
+/// Which Jolokia a test agent runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generation {
+    /// 1.7.1 from Debian, protocol 7.2, in embedded Jetty.
+    V1,
+    /// The 2.6.0 release, protocol 8.2, as a JVM agent.
+    V2,
+    /// Upstream main (2.6.1-SNAPSHOT), protocol 8.2, as a JVM agent.
+    V2Snapshot,
+}
+
+impl Generation {
+    /// The generation the suites' shared agents run: `JMXGATE_TEST_AGENT`
+    /// (`1.7.1`, `2.6.0`, `2.6.1-SNAPSHOT`), 1.7.1 by default.
+    pub fn under_test() -> Generation {
+        match std::env::var("JMXGATE_TEST_AGENT").as_deref() {
+            Err(_) | Ok("") | Ok("1.7.1") => Generation::V1,
+            Ok("2.6.0") => Generation::V2,
+            Ok("2.6.1-SNAPSHOT") => Generation::V2Snapshot,
+            Ok(other) => panic!("JMXGATE_TEST_AGENT={other}: use 1.7.1, 2.6.0 or 2.6.1-SNAPSHOT"),
+        }
+    }
+
+    pub fn version(self) -> &'static str {
+        match self {
+            Generation::V1 => "1.7.1",
+            Generation::V2 => "2.6.0",
+            Generation::V2Snapshot => "2.6.1-SNAPSHOT",
+        }
+    }
+
+    pub fn is_v2(self) -> bool {
+        self != Generation::V1
+    }
+
+    /// The 2.x agent jar: in `JMXGATE_JOLOKIA2_DIR`, else `../shared/jolokia`
+    /// beside the repository. `None` for 1.7.1.
+    pub fn jar(self) -> Option<PathBuf> {
+        if !self.is_v2() {
+            return None;
+        }
+        let dir = std::env::var_os("JMXGATE_JOLOKIA2_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo().join("../shared/jolokia"));
+        Some(dir.join(format!("jolokia-agent-jvm-{}.jar", self.version())))
+    }
+
+    /// Whether this generation's agent can run here. A missing 2.x jar
+    /// fails the test in CI and is reported as a skip elsewhere.
+    pub fn available(self) -> bool {
+        match self.jar() {
+            None => true,
+            Some(jar) if jar.is_file() => true,
+            Some(jar) => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "no Jolokia {} agent at {} (CI must have ../shared/jolokia)",
+                    self.version(),
+                    jar.display()
+                );
+                eprintln!(
+                    "SKIPPED: no Jolokia {} agent at {}; set JMXGATE_JOLOKIA2_DIR to a \
+                     directory holding jolokia-agent-jvm-{}.jar (Maven Central: \
+                     org.jolokia:jolokia-agent-jvm:{}:javaagent)",
+                    self.version(),
+                    jar.display(),
+                    self.version(),
+                    self.version()
+                );
+                false
+            }
+        }
+    }
+}
+
 /// A running Jolokia agent. Dropping it closes its stdin, which stops it.
 pub struct Agent {
     pub port: u16,
     pub name: String,
+    pub generation: Generation,
+    base_url: String,
     child: Child,
     stdin: Option<ChildStdin>,
 }
 
 impl Agent {
+    /// An agent of the generation under test (see `Generation::under_test`).
     pub fn start(name: &str) -> Agent {
-        Agent::start_with(name, &[])
+        match Generation::under_test() {
+            Generation::V1 => Agent::start_with(name, &[]),
+            generation => Agent::start_v2(generation, name, &[]),
+        }
     }
 
+    /// A Jolokia 2.x JVM agent with the test MBeans; `options` are agent
+    /// options (`user=u`, `policyLocation=file:///…`). Panics when its jar
+    /// is missing: check `Generation::available` first.
+    pub fn start_v2(generation: Generation, name: &str, options: &[&str]) -> Agent {
+        let jar = generation.jar().expect("a 2.x generation");
+        let (classes, _) = launcher_classes();
+        let mut agent_options = vec!["port=0", "host=127.0.0.1", "discoveryEnabled=false"];
+        agent_options.extend(options);
+        let mut child = Command::new("java")
+            .args([
+                "-Xmx64m",
+                "-Xss512k",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+            ])
+            .arg(format!(
+                "-javaagent:{}={}",
+                jar.display(),
+                agent_options.join(",")
+            ))
+            .arg("-cp")
+            .arg(classes)
+            .arg("Agent2")
+            .args(["--name", name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start java");
+        let line = line_starting(
+            child.stdout.take().unwrap(),
+            "READY url=",
+            Duration::from_secs(60),
+        )
+        .unwrap_or_else(|| {
+            panic!(
+                "Jolokia {} agent did not start within 60 s",
+                generation.version()
+            )
+        });
+        let base_url = line.trim_end_matches('/').to_string();
+        let port = url::Url::parse(&base_url)
+            .ok()
+            .and_then(|u| u.port())
+            .unwrap_or_else(|| panic!("unexpected agent URL {base_url:?}"));
+        Agent {
+            port,
+            name: name.to_string(),
+            generation,
+            base_url,
+            stdin: child.stdin.take(),
+            child,
+        }
+    }
+
+    /// A 1.7.1 agent in embedded Jetty; `extra` are Launcher flags.
     pub fn start_with(name: &str, extra: &[&str]) -> Agent {
         let (classes, cp) = launcher_classes();
         let mut child = Command::new("java")
@@ -153,13 +320,15 @@ impl Agent {
         Agent {
             port,
             name: name.to_string(),
+            generation: Generation::V1,
+            base_url: format!("http://127.0.0.1:{port}/jolokia"),
             stdin: child.stdin.take(),
             child,
         }
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/jolokia", self.port)
+        self.base_url.clone()
     }
 
     /// An HTTPS agent with a certificate for `host` from `pki`; with
