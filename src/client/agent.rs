@@ -44,6 +44,18 @@ pub enum ClientError {
         /// a 400 this way), prefixed with ": ".
         detail: String,
     },
+    /// A plain-text HTTP 400 that explains itself: Jolokia 2.x refuses a
+    /// structurally bad request this way (unknown type, bad ObjectName, an
+    /// overloaded operation named without its signature), where 1.x
+    /// answered that item with an error inside HTTP 200.
+    /// Shown as Jolokia writes an error: `<error_type> : <message>`.
+    #[error("{error_type} : {message}")]
+    Refused {
+        /// The exception class the text names, else
+        /// `java.lang.IllegalArgumentException`.
+        error_type: String,
+        message: String,
+    },
     #[error("the agent refused the whole bulk request: {0}")]
     BulkRefused(String),
     #[error("the agent's answer exceeds {0} bytes (the target's max_response_bytes)")]
@@ -65,7 +77,9 @@ impl ClientError {
         match self {
             ClientError::Timeout(_) => 504,
             ClientError::Busy(_) | ClientError::Unavailable(_) => 503,
-            ClientError::Http { status: 400, .. } | ClientError::BulkRefused(_) => 400,
+            ClientError::Http { status: 400, .. }
+            | ClientError::Refused { .. }
+            | ClientError::BulkRefused(_) => 400,
             _ => 502,
         }
     }
@@ -76,13 +90,16 @@ impl ClientError {
     pub fn is_bulk_refusal(&self) -> bool {
         matches!(
             self,
-            ClientError::Http { status: 400, .. } | ClientError::BulkRefused(_)
+            ClientError::Http { status: 400, .. }
+                | ClientError::Refused { .. }
+                | ClientError::BulkRefused(_)
         )
     }
 
     /// A Java-style error type, so clients that branch on `error_type` can.
-    pub fn error_type(&self) -> &'static str {
+    pub fn error_type(&self) -> &str {
         match self {
+            ClientError::Refused { error_type, .. } => error_type,
             ClientError::Setup(_) => "jmxgate.TargetSetupError",
             ClientError::Connect(_) => "jmxgate.AgentUnreachable",
             ClientError::Timeout(_) => "jmxgate.AgentTimeout",
@@ -203,15 +220,15 @@ impl AgentClientBuilder {
         let mut tcp = HttpConnector::new();
         // The URL's scheme decides; the TLS layer below handles https.
         tcp.enforce_http(false);
-        // Agents on the JDK HttpServer stall 40 ms per kept-alive answer
-        // without it.
+        // Requests leave at once; answers are acknowledged at once
+        // (quick_ack.rs): both halves of the 40 ms delayed-ACK stall.
         tcp.set_nodelay(true);
         tcp.set_connect_timeout(Some(self.connect_timeout));
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
-            .wrap_connector(tcp);
+            .wrap_connector(super::quick_ack::QuickAckConnector(tcp));
         // No redirects and no proxies: this client follows nothing, so it
         // only ever reaches the configured target.
         let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
@@ -318,7 +335,10 @@ pub(super) fn tls_config(
 }
 
 /// hyper's pooled client over TCP or rustls.
-type HttpClient = hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+type HttpClient = hyper_util::client::legacy::Client<
+    HttpsConnector<super::quick_ack::QuickAckConnector>,
+    Full<Bytes>,
+>;
 
 /// One exchange several callers wait for.
 type BoxedExchange = BoxFuture<'static, Result<Arc<Vec<Response>>, ClientError>>;
@@ -496,15 +516,21 @@ impl AgentClient {
                 .map_err(|e| ClientError::Transport(e.to_string()))?;
             let resp = inner.http.request(req).await.map_err(classify)?;
             let status = resp.status().as_u16();
+            let headers_of_answer = resp.headers().clone();
             let length = resp
                 .headers()
                 .get(CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
             let mut incoming = resp.into_body();
             if status != 200 {
+                let plain_text = content_type_is(&headers_of_answer, "text/plain");
                 let detail = if status == 400 {
                     let text = incoming.collect().await.map(|b| b.to_bytes());
-                    first_text_line(&text.unwrap_or_default())
+                    let text = text.unwrap_or_default();
+                    if let Some(refused) = plain_text.then(|| refusal(&text)).flatten() {
+                        return Err(refused);
+                    }
+                    first_text_line(&text)
                 } else {
                     String::new()
                 };
@@ -572,6 +598,53 @@ pub(crate) fn exchange_key(
 
 /// The explanation in a plain-text error page such as Jolokia 2.5+'s
 /// `400 (Bad Request)\n\nInvalid JSON request\n`, cut to one line.
+fn content_type_is(headers: &http::HeaderMap, mime: &str) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with(mime))
+}
+
+/// A Jolokia 2.x plain-text refusal (`400 (Bad Request)`, a blank line,
+/// the reason) as the error the agent meant; `None` when the text gives
+/// no reason.
+fn refusal(body: &[u8]) -> Option<ClientError> {
+    const LIMIT: usize = 2000;
+    let text = String::from_utf8_lossy(&body[..body.len().min(LIMIT)]);
+    let reason: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty() || l.starts_with("400"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let reason = reason.join(" ");
+    if reason.is_empty() {
+        return None;
+    }
+    // "javax.management.MalformedObjectNameException: Key properties ...":
+    // the text names its exception class.
+    let (error_type, message) = match reason.split_once(": ") {
+        Some((class, rest)) if is_java_class_name(class) => (class.to_string(), rest.to_string()),
+        _ => ("java.lang.IllegalArgumentException".to_string(), reason),
+    };
+    Some(ClientError::Refused {
+        error_type,
+        message,
+    })
+}
+
+/// `java.lang.IllegalStateException`, not a sentence that has a colon.
+fn is_java_class_name(s: &str) -> bool {
+    s.contains('.')
+        && s.split('.').all(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+        })
+}
+
 fn first_text_line(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(&body[..body.len().min(512)]);
     text.lines()
@@ -637,4 +710,34 @@ fn basic_auth(user: &str, password: &Secret) -> HeaderValue {
         .expect("base64 is made of valid header characters");
     value.set_sensitive(true);
     value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_text_refusal_becomes_the_error_the_agent_meant() {
+        // As Jolokia 2.6.0 words them.
+        let e = refusal(b"400 (Bad Request)\n\nOperation add on MBean x:type=O is overloaded. Use a signature.\n")
+            .unwrap();
+        assert_eq!(e.error_type(), "java.lang.IllegalArgumentException");
+        assert_eq!(e.item_status(), 400);
+        assert!(e.is_bulk_refusal());
+        assert_eq!(
+            e.to_string(),
+            "java.lang.IllegalArgumentException : Operation add on MBean x:type=O is overloaded. Use a signature."
+        );
+        let e = refusal(b"400 (Bad Request)\n\njavax.management.MalformedObjectNameException: Key properties cannot be empty").unwrap();
+        assert_eq!(
+            e.error_type(),
+            "javax.management.MalformedObjectNameException"
+        );
+        assert!(e.to_string().ends_with(" : Key properties cannot be empty"));
+        // A colon in a sentence names no class.
+        let e = refusal(b"Can't process request: For input string: \"abc\"").unwrap();
+        assert_eq!(e.error_type(), "java.lang.IllegalArgumentException");
+        assert!(refusal(b"400 (Bad Request)\n\n").is_none());
+        assert!(refusal(b"").is_none());
+    }
 }

@@ -8,6 +8,7 @@
 mod agent;
 mod jolokia;
 mod poller;
+mod quick_ack;
 
 pub use agent::*;
 pub use jolokia::{

@@ -196,7 +196,7 @@ where
         Err(ClientError::Timeout(_)) => "timeout",
         Err(ClientError::Connect(_)) => "unreachable",
         Err(ClientError::Http { .. }) => "http_error",
-        Err(ClientError::BulkRefused(_)) => "refused",
+        Err(ClientError::BulkRefused(_) | ClientError::Refused { .. }) => "refused",
         Err(ClientError::TooLarge(_)) => "too_large",
         Err(ClientError::Busy(_)) => "busy",
         Err(ClientError::Unavailable(_)) => "circuit_open",
@@ -287,8 +287,12 @@ where
 }
 
 /// The per-item error for a failed exchange: names the target, never its
-/// URL or credentials.
+/// URL or credentials. An item the agent refused gets the agent's own
+/// message, as if the agent had answered it with an error.
 pub fn exchange_error(target: &str, e: &ClientError) -> ProtocolError {
+    if let ClientError::Refused { .. } = e {
+        return ProtocolError::new(e.item_status(), e.error_type(), e.to_string());
+    }
     ProtocolError::new(
         e.item_status(),
         e.error_type(),
