@@ -38,6 +38,17 @@ impl GatewayIdentity {
         }
     }
 
+    /// The `value` of a `config` answer (protocol 8.1): identity, protocol
+    /// and the authentication of the listener asked.
+    pub fn config_value(&self, authentication: Vec<Value>) -> Value {
+        json!({
+            "agent": GATEWAY_VERSION,
+            "protocol": PROTOCOL_VERSION,
+            "security": {"authentication": authentication},
+            "id": self.id,
+        })
+    }
+
     /// The `value` of a `version` answer, in the protocol 8 shape. `host` is
     /// the request's Host header, used for `details.url` when no
     /// `server.public_url` is configured.

@@ -114,7 +114,7 @@ async fn globs_and_label_selectors_fan_out_keyed_by_target() {
         .await;
     assert_eq!(r[0]["value"], "gamma");
     assert_eq!(r[1]["value"], json!({"alpha": "alpha", "gamma": "gamma"}));
-    assert_eq!(r[2]["value"]["protocol"], "8.0");
+    assert_eq!(r[2]["value"]["protocol"], "8.2");
     assert_eq!(r[3]["value"], json!({"beta": "beta"}));
 }
 

@@ -189,7 +189,7 @@ pub fn push_item(records: &mut Encoded, r: &Record<'_>, values: ValueMode, calle
             rendered = values.render(&text);
             e.arguments = Some(&rendered);
         }
-        Command::Search(_) | Command::List(_) | Command::Version(_) => {}
+        Command::Search(_) | Command::List(_) | Command::Version(_) | Command::Config(_) => {}
     }
     records.push(&e);
 }

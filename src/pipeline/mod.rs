@@ -45,7 +45,7 @@ use arc_swap::ArcSwap;
 use crate::access::AccessControl;
 use crate::config::Config;
 use crate::fleet::Target;
-use crate::protocol::{Request, Response};
+use crate::protocol::{Command, Request, Response};
 use crate::version::GatewayIdentity;
 use authenticate::{AuthMethod, Connection};
 
@@ -109,8 +109,11 @@ enum Judged<'a> {
         rule: Option<String>,
         hidden: bool,
     },
-    /// The gateway answers it itself.
-    Local(authorize::Allowed),
+    /// The gateway answers it itself (`version`, `config`).
+    Local {
+        allowed: authorize::Allowed,
+        command: &'a Command,
+    },
     /// One agent.
     Agent {
         target: Arc<Target>,
@@ -298,7 +301,7 @@ impl Gateway {
             roles: &held,
             facts: &facts,
         };
-        let local = || self.answer_locally(&state, &headers, conn.tls);
+        let local = |command: &Command| self.answer_locally(&state, command, &headers, conn.tls);
         let mut items = self.route_and_authorize(&state, &caller, addressing, &parsed, local);
         let dispatched =
             dispatch::dispatch(items.take_jobs(), &self.metrics, state.list_cache.as_ref()).await;
@@ -483,7 +486,7 @@ impl Gateway {
         caller: &Caller<'_>,
         addressing: Addressing<'_>,
         parsed: &parse::Parsed,
-        answer_locally: impl Fn() -> Response,
+        answer_locally: impl Fn(&Command) -> Response,
     ) -> Items {
         let mut items = Items::new(parsed.items.len());
         for (index, item) in parsed.items.iter().enumerate() {
@@ -494,10 +497,10 @@ impl Gateway {
                     rule,
                     ..
                 } => items.fail(index, target, &error, rule),
-                Judged::Local(allowed) => items.answer(
+                Judged::Local { allowed, command } => items.answer(
                     index,
                     Some("gateway".into()),
-                    answer_locally(),
+                    answer_locally(command),
                     allowed.rule,
                 ),
                 Judged::Agent {
@@ -567,7 +570,10 @@ impl Gateway {
                 hidden: true,
             },
             Ok(Route::Gateway) => match authorize(&Destination::Gateway) {
-                Ok(allowed) => Judged::Local(allowed),
+                Ok(allowed) => Judged::Local {
+                    allowed,
+                    command: &request.command,
+                },
                 Err(d) => Judged::failed(Some("gateway".into()), d.error, Some(d.rule)),
             },
             Ok(Route::Agent {
@@ -756,15 +762,27 @@ impl Gateway {
         Ok((Addressed::Virtual(name.into_owned()), format!("/{tail}")))
     }
 
-    /// Items the gateway answers itself: `version` without a target.
-    fn answer_locally(&self, state: &State, headers: &HeaderMap, tls: bool) -> Response {
-        let host = headers
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok());
-        let secured = authenticate::is_secured(self.methods(state, tls));
-        let value =
+    /// Items the gateway answers itself: `version` and `config` without a
+    /// target, for the listener the request came through.
+    fn answer_locally(
+        &self,
+        state: &State,
+        command: &Command,
+        headers: &HeaderMap,
+        tls: bool,
+    ) -> Response {
+        let methods = self.methods(state, tls);
+        let value = if let Command::Config(_) = command {
             self.identity
-                .version_value(host, &self.prefix, tls, secured, state.fleet.len());
+                .config_value(state.authenticator.advertised(methods))
+        } else {
+            let host = headers
+                .get(http::header::HOST)
+                .and_then(|h| h.to_str().ok());
+            let secured = authenticate::is_secured(methods);
+            self.identity
+                .version_value(host, &self.prefix, tls, secured, state.fleet.len())
+        };
         Response::value(&value, unix_seconds())
     }
 
@@ -843,7 +861,7 @@ fn explained(index: usize, kind: Option<&str>, judged: Judged<'_>) -> serde_json
                 .unwrap_or_else(|| "the request could not be routed".into())
                 .into();
         }
-        Judged::Local(allowed) => allow(&mut entry, "gateway", allowed),
+        Judged::Local { allowed, .. } => allow(&mut entry, "gateway", allowed),
         Judged::Agent {
             target, allowed, ..
         } => allow(&mut entry, &target.name, allowed),

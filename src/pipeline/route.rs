@@ -99,7 +99,9 @@ pub fn route_item(
             let target = resolve_target_url(fleet, &t.url).map_err(NoRoute::Invalid)?;
             (target, Some(t.url.as_str()))
         }
-        (Addressing::Proxy { .. }, None) if matches!(item.request.command, Command::Version(_)) => {
+        (Addressing::Proxy { .. }, None)
+            if matches!(item.request.command, Command::Version(_) | Command::Config(_)) =>
+        {
             return Ok(Route::Gateway)
         }
         (Addressing::Proxy { default_target }, None) => {

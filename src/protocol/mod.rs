@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::secret::Secret;
 
 /// The protocol version the gateway speaks to its clients.
-pub const PROTOCOL_VERSION: &str = "8.0";
+pub const PROTOCOL_VERSION: &str = "8.2";
 
 /// A per-item error: becomes a response with this status, type and text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -301,7 +301,7 @@ impl Request {
             }
             Command::Search(s) => segments.push(s.mbean.as_str().to_string()),
             Command::List(l) => segments.extend(inner(&l.path)),
-            Command::Version(_) => {}
+            Command::Version(_) | Command::Config(_) => {}
         }
         Some(
             segments

@@ -218,6 +218,26 @@ impl Authenticator {
         }
     }
 
+    /// The listener's methods as a protocol 8 `config` answer lists them
+    /// (`security.authentication`): what a client must present, nothing
+    /// about who may pass. Anonymous access lists nothing.
+    pub fn advertised(&self, methods: &[AuthMethod]) -> Vec<serde_json::Value> {
+        methods
+            .iter()
+            .filter_map(|m| match m {
+                AuthMethod::Anonymous => None,
+                AuthMethod::Basic => Some(serde_json::json!({
+                    "method": "basic",
+                    "realm": self.basic.as_ref().map_or("jmxgate", |b| b.realm()),
+                })),
+                AuthMethod::Bearer => {
+                    Some(serde_json::json!({"method": "bearer", "realm": "jmxgate"}))
+                }
+                AuthMethod::Mtls => Some(serde_json::json!({"method": "mtls"})),
+            })
+            .collect()
+    }
+
     /// The 401 (or 429) answer: challenges for the listener's methods, no
     /// body, nothing about which part was wrong.
     pub fn refusal(&self, methods: &[AuthMethod], failure: &Failure) -> Response<Body> {

@@ -281,7 +281,7 @@ fn request_checks(
     // <commands> choosing between <allow> and <deny> (as in Jolokia).
     if matches!(
         request.command,
-        Command::Version(_) | Command::List(_) | Command::Search(_)
+        Command::Version(_) | Command::Config(_) | Command::List(_) | Command::Search(_)
     ) {
         let d = policy.type_allowed(kind);
         if !d.allowed {
@@ -309,6 +309,7 @@ pub fn decide_command(grant: &Grant, request: &Request) -> Result<(Plan, String)
     let ignore_errors = request.params.flag("ignoreErrors").unwrap_or(false);
     match &request.command {
         Command::Version(_) => Ok((Plan::Forward, "version allowed".into())),
+        Command::Config(_) => Ok((Plan::Forward, "config allowed".into())),
         Command::Search(_) => Ok((Plan::FilterSearch, "search allowed; answer filtered".into())),
         Command::List(_) => Ok((Plan::FilterList, "list allowed; answer filtered".into())),
         Command::Read(r) if r.mbean.is_pattern() || r.attribute == Attributes::All => Ok((

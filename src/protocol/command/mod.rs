@@ -1,4 +1,4 @@
-//! The six Jolokia request types. Each type parses itself from a GET path
+//! The Jolokia request types (`notification` aside). Each type parses itself from a GET path
 //! and from a POST object, and writes itself back as the JSON the agent
 //! receives (after the model of mini-redis' `cmd/*.rs`). Only fields the
 //! type knows survive: what the gateway checked is what the agent runs.
@@ -11,6 +11,7 @@ use serde::ser::SerializeMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+mod config;
 mod exec;
 mod list;
 mod read;
@@ -18,6 +19,7 @@ mod search;
 mod version;
 mod write;
 
+pub use config::Config;
 pub use exec::Exec;
 pub use list::List;
 pub use read::{Attributes, Read};
@@ -196,6 +198,7 @@ pub enum Command {
     Search(Search),
     List(List),
     Version(Version),
+    Config(Config),
 }
 
 impl Command {
@@ -207,6 +210,7 @@ impl Command {
             Command::Search(_) => "search",
             Command::List(_) => "list",
             Command::Version(_) => "version",
+            Command::Config(_) => "config",
         }
     }
 
@@ -223,7 +227,7 @@ impl Command {
             Command::Write(w) => Some(&w.mbean),
             Command::Exec(e) => Some(&e.mbean),
             Command::Search(s) => Some(&s.mbean),
-            Command::List(_) | Command::Version(_) => None,
+            Command::List(_) | Command::Version(_) | Command::Config(_) => None,
         }
     }
 
@@ -237,6 +241,7 @@ impl Command {
             "search" => Search::from_fields(obj).map(Command::Search),
             "list" => List::from_fields(obj).map(Command::List),
             "version" => Ok(Command::Version(Version)),
+            "config" => Ok(Command::Config(Config)),
             other => Err(unsupported_type(other)),
         }
     }
@@ -260,6 +265,7 @@ impl Command {
             "search" => Search::from_get(args).map(Command::Search),
             "list" => List::from_get(args).map(Command::List),
             "version" => Ok(Command::Version(Version)),
+            "config" => Ok(Command::Config(Config)),
             other => Err(unsupported_type(other)),
         }
     }
@@ -274,15 +280,15 @@ impl Command {
             Command::Exec(c) => c.write_fields(out),
             Command::Search(c) => c.write_fields(out),
             Command::List(c) => c.write_fields(out),
-            Command::Version(_) => Ok(()),
+            Command::Version(_) | Command::Config(_) => Ok(()),
         }
     }
 }
 
 fn unsupported_type(name: &str) -> ProtocolError {
     match name {
-        "notification" | "config" => ProtocolError::bad_request(format!(
-            "Request type '{name}' is not supported through jmxgate (supported: read, write, exec, search, list, version)"
+        "notification" => ProtocolError::bad_request(format!(
+            "Request type '{name}' is not supported through jmxgate (supported: read, write, exec, search, list, version, config)"
         )),
         _ => ProtocolError::bad_request(format!("No type with name '{name}' exists")),
     }
