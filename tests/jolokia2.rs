@@ -180,3 +180,76 @@ async fn the_snapshot_answers_the_everyday_requests() {
         "{r}"
     );
 }
+
+/// `list` with `listCache=true` (what Hawtio and other 8.x clients send)
+/// answers `{"domains":…,"cache":…}`; under roles the gateway filters that
+/// shape: hidden MBeans go, and the cache entries only they named.
+#[tokio::test(flavor = "multi_thread")]
+async fn cached_lists_are_filtered_under_roles() {
+    if !Generation::V2.available() {
+        return;
+    }
+    let agent = Agent::start_v2(Generation::V2, "two", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let users = common::users_file(
+        dir.path(),
+        &[("open", "open-pw", &["open"]), ("narrow", "narrow-pw", &["narrow"])],
+    );
+    let policy = dir.path().join("narrow.xml");
+    std::fs::write(
+        &policy,
+        "<restrict><filter><mbean>java.lang:type=MemoryPool,*</mbean><mbean>jmxgate.test:type=Counter</mbean></filter></restrict>",
+    )
+    .unwrap();
+    let gw = Gateway::start(&common::basic_auth_config(
+        &users,
+        &format!(
+            "[[targets]]\nname = \"two\"\nurl = \"{}\"\n\n\
+             [[roles]]\nname = \"open\"\ntargets = [\"two\"]\n\n\
+             [[roles]]\nname = \"narrow\"\ntargets = [\"two\"]\npolicy = \"{}\"\n",
+            agent.url(),
+            policy.display()
+        ),
+    ))
+    .await;
+    let list = json!({"type":"list","config":{"listCache":"true"}});
+    let (_, text) = direct(&agent, &list).await;
+    let mine: Value = serde_json::from_str(&text).unwrap();
+    let mine = &mine["value"];
+    assert!(mine["cache"]["java.lang:MemoryPool"].is_object(), "{mine}");
+    let through = |user: &'static str| {
+        let gw = &gw;
+        let list = list.clone();
+        async move {
+            let resp = gw
+                .http
+                .post(gw.url("/jolokia/targets/two"))
+                .basic_auth(user, Some(format!("{user}-pw")))
+                .body(list.to_string())
+                .send()
+                .await
+                .unwrap();
+            common::parse(&resp.text().await.unwrap())
+        }
+    };
+    // A role without a policy sees the agent's own answer.
+    assert_eq!(through("open").await["value"], *mine);
+    // The narrow role: the agent's answer minus what its policy hides.
+    let mut expected = mine.clone();
+    let domains = expected["domains"].as_object_mut().unwrap();
+    domains["java.lang"]
+        .as_object_mut()
+        .unwrap()
+        .retain(|props, _| !props.contains("type=MemoryPool"));
+    domains["jmxgate.test"]
+        .as_object_mut()
+        .unwrap()
+        .remove("type=Counter");
+    expected["cache"]
+        .as_object_mut()
+        .unwrap()
+        .remove("java.lang:MemoryPool");
+    let narrow = through("narrow").await;
+    assert_eq!(narrow["value"], expected, "{narrow}");
+    assert!(narrow["value"]["domains"]["java.lang"]["type=Memory"].is_object());
+}

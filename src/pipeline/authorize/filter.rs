@@ -110,6 +110,53 @@ pub fn filter_list_raw(
     }
 }
 
+/// A protocol 8 list answer asked with `listCache=true`:
+/// `{"domains": {domain: {props: info or cache key}}, "cache": {key: info}}`.
+/// MBeans of one kind share a `cache` entry and name its key instead of
+/// repeating their description.
+#[derive(serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+struct CachedList<'a> {
+    #[serde(borrow)]
+    domains: indexmap::IndexMap<String, Mbeans<'a>>,
+    #[serde(borrow)]
+    cache: indexmap::IndexMap<String, &'a serde_json::value::RawValue>,
+}
+
+/// [`filter_list_raw`] for the `listCache=true` shape, whatever the path
+/// (its `domains` are always keyed by domain): hidden MBeans go, and so do
+/// the cache entries no visible MBean names. `None` for another shape.
+pub fn filter_cached_list_raw(
+    value: &serde_json::value::RawValue,
+    grant: &Grant,
+) -> Option<Option<Raw>> {
+    let list: CachedList = serde_json::from_str(value.get()).ok()?;
+    let mut hidden = false;
+    let domains: indexmap::IndexMap<String, Mbeans> = list
+        .domains
+        .into_iter()
+        .filter_map(|(domain, mbeans)| {
+            let all = mbeans.len();
+            let visible = visible_mbeans(&domain, mbeans, grant);
+            hidden |= visible.len() < all || visible.is_empty();
+            (!visible.is_empty()).then_some((domain, visible))
+        })
+        .collect();
+    let named: std::collections::HashSet<String> = domains
+        .values()
+        .flat_map(|mbeans| mbeans.values())
+        .filter_map(|info| serde_json::from_str::<String>(info.get()).ok())
+        .collect();
+    let all = list.cache.len();
+    let cache: indexmap::IndexMap<String, &serde_json::value::RawValue> = list
+        .cache
+        .into_iter()
+        .filter(|(key, _)| named.contains(key))
+        .collect();
+    hidden |= cache.len() < all;
+    rewritten(hidden, &CachedList { domains, cache })
+}
+
 /// The filtered text, written out only when something was hidden.
 fn rewritten<T: serde::Serialize>(hidden: bool, kept: &T) -> Option<Option<Raw>> {
     if !hidden {
@@ -228,6 +275,49 @@ mod tests {
         let cut = serde_json::value::to_raw_value(&json!({"a": "1"})).unwrap();
         assert!(filter_list_raw(&cut, None, &Grant::open()).is_none());
         assert!(filter_list_raw(&raw, Some("a/type=X"), &Grant::open()).is_none());
+    }
+
+    /// A grant whose one policy hides `mbeans` (`<filter>`).
+    fn grant_hiding(mbeans: &[&str]) -> Grant {
+        let hidden: String = mbeans
+            .iter()
+            .map(|m| format!("<mbean>{m}</mbean>"))
+            .collect();
+        let policy = crate::policy::Policy::parse(&format!(
+            "<restrict><filter>{hidden}</filter></restrict>"
+        ))
+        .unwrap();
+        Grant {
+            policies: vec![std::sync::Arc::new(policy)],
+            roles: vec!["r".into()],
+            open: false,
+        }
+    }
+    #[test]
+    fn cached_lists_keep_visible_mbeans_and_the_cache_entries_they_name() {
+        // As Jolokia 2.6.0 answers list with listCache=true.
+        let text = r#"{"cache":{"java.lang:GarbageCollector":{"attr":{"Valid":{}}},"java.lang:MemoryPool":{"attr":{"Usage":{}}}},
+            "domains":{"java.lang":{"name=Copy,type=GarbageCollector":"java.lang:GarbageCollector",
+                "name=Eden,type=MemoryPool":"java.lang:MemoryPool","type=Memory":{"attr":{"HeapMemoryUsage":{}}}},
+              "jmxgate.test":{"type=Types":{"attr":{}}}}}"#;
+        let raw = serde_json::value::RawValue::from_string(text.into()).unwrap();
+        let grant = grant_hiding(&["java.lang:type=MemoryPool,*", "jmxgate.test:*"]);
+        let kept: Value =
+            serde_json::from_str(filter_cached_list_raw(&raw, &grant).unwrap().unwrap().get())
+                .unwrap();
+        assert_eq!(
+            kept,
+            json!({"domains":{"java.lang":{"name=Copy,type=GarbageCollector":"java.lang:GarbageCollector",
+                        "type=Memory":{"attr":{"HeapMemoryUsage":{}}}}},
+                   "cache":{"java.lang:GarbageCollector":{"attr":{"Valid":{}}}}})
+        );
+        // Everything visible: the text is kept as it is.
+        assert!(filter_cached_list_raw(&raw, &Grant::open())
+            .unwrap()
+            .is_none());
+        // Another shape is not this filter's.
+        let plain = serde_json::value::RawValue::from_string(r#"{"java.lang":{}}"#.into()).unwrap();
+        assert!(filter_cached_list_raw(&plain, &grant).is_none());
     }
 
     #[test]

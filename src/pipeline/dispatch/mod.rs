@@ -215,6 +215,22 @@ fn filtered(answer: Response, request: &Request, how: &AnswerFilter) -> Response
     {
         return answer;
     }
+    // Protocol 8's listCache shape, whatever the path.
+    if let (Command::List(_), Plan::FilterList, Some(true)) =
+        (&request.command, plan, request.params.flag("listCache"))
+    {
+        if let Some(raw) = answer.get("value") {
+            match filter::filter_cached_list_raw(raw, grant) {
+                Some(None) => return answer,
+                Some(Some(kept)) => {
+                    let mut answer = answer;
+                    answer.set_raw("value", kept);
+                    return answer;
+                }
+                None => {}
+            }
+        }
+    }
     // Lists of domains or of a domain's MBeans: filtered on the text.
     if let (Command::List(l), Plan::FilterList, false) = (&request.command, plan, how.to_domains) {
         if let Some(raw) = answer.get("value") {
