@@ -163,6 +163,7 @@ async fn denied_attributes_are_not_read_or_written() {
            </deny>"#,
     )
     .await;
+    gw.wait_until_probed().await;
     let reads = counter(&a, "Reads").await;
     let (_, r) = gw
         .get("/jolokia/targets/attrs/read/jmxgate.test:type=Types/Double")
@@ -188,10 +189,11 @@ async fn denied_attributes_are_not_read_or_written() {
         .await;
     assert_eq!(r["status"], 200, "{r}");
     assert_eq!(r["value"]["LongMax"], json!(9223372036854775807i64));
-    assert!(r["value"]["Double"]
-        .as_str()
-        .unwrap()
-        .starts_with("ERROR: Reading attribute Double is forbidden"));
+    assert_eq!(
+        r["value"]["Double"],
+        common::denied_attribute_value(a.generation, "Double", T),
+        "{r}"
+    );
     assert_eq!(counter(&a, "Reads").await, reads + 1);
 
     // A write to `Double` (no mode: read and write) is refused; `Special`
@@ -210,6 +212,9 @@ async fn denied_attributes_are_not_read_or_written() {
     assert_eq!(counter(&a, "Invocations").await, invocations);
 }
 
+/// A read of all attributes treats a denied one as an agent's own
+/// restrictor does: the read is refused, or with `ignoreErrors` the
+/// attribute's value is the error; only the allowed ones are read.
 #[tokio::test(flavor = "multi_thread")]
 async fn reading_all_attributes_reads_only_allowed_ones() {
     let a = Agent::start("all");
@@ -221,23 +226,40 @@ async fn reading_all_attributes_reads_only_allowed_ones() {
         r#"<deny><mbean><name>jmxgate.test:type=Types</name><attribute>Double</attribute><attribute>Nest*</attribute></mbean></deny>"#,
     )
     .await;
+    gw.wait_until_probed().await;
     let unrestricted = direct(&a, &json!({"type":"read","mbean":T})).await;
     let total = unrestricted["value"].as_object().unwrap().len() as i64;
     let reads = counter(&a, "Reads").await;
     let (_, r) = gw
         .get("/jolokia/targets/all/read/jmxgate.test:type=Types")
         .await;
+    assert_eq!(r["status"], 403, "{r}");
+    assert!(error(&r).starts_with("Reading attribute "), "{r}");
+    assert!(
+        error(&r).ends_with(" is forbidden for MBean jmxgate.test:type=Types"),
+        "{r}"
+    );
+    assert_eq!(
+        counter(&a, "Reads").await,
+        reads,
+        "a refused read read nothing"
+    );
+
+    let (_, r) = gw
+        .get("/jolokia/targets/all/read/jmxgate.test:type=Types?ignoreErrors=true")
+        .await;
     assert_eq!(r["status"], 200, "{r}");
     let value = r["value"].as_object().unwrap();
-    assert!(
-        !value.contains_key("Double") && !value.contains_key("Nested"),
-        "{r}"
-    );
-    assert!(
-        value.contains_key("LongMax") && value.contains_key("Name"),
-        "{r}"
-    );
-    assert_eq!(value.len() as i64, total - 2);
+    assert_eq!(value.len() as i64, total, "{r}");
+    for denied in ["Double", "Nested"] {
+        assert_eq!(
+            value[denied],
+            common::denied_attribute_value(a.generation, denied, T),
+            "{r}"
+        );
+    }
+    assert_eq!(value["LongMax"], unrestricted["value"]["LongMax"], "{r}");
+    assert_eq!(value["Name"], unrestricted["value"]["Name"], "{r}");
     // Exactly the allowed attributes were read on the agent.
     assert_eq!(counter(&a, "Reads").await, reads + total - 2);
 }
@@ -253,6 +275,7 @@ async fn pattern_reads_touch_only_allowed_pairs() {
         r#"<deny><mbean><name>jmxgate.test:type=Pattern,name=b</name><attribute>Value</attribute></mbean></deny>"#,
     )
     .await;
+    gw.wait_until_probed().await;
     let base = "/jolokia/targets/pat/read/jmxgate.test:type=Pattern,*";
     let (_, r) = gw.get(&format!("{base}/Value")).await;
     assert_eq!(r["status"], 403, "{r}");
@@ -262,18 +285,22 @@ async fn pattern_reads_touch_only_allowed_pairs() {
     let a_key = v.keys().find(|k| k.contains("name=a")).unwrap();
     let b_key = v.keys().find(|k| k.contains("name=b")).unwrap();
     assert_eq!(v[a_key]["Value"], "value-a");
-    assert!(
-        v[b_key]["Value"].as_str().unwrap().starts_with("ERROR"),
+    assert_eq!(
+        v[b_key]["Value"],
+        common::denied_attribute_value(a.generation, "Value", b_key),
         "{r}"
     );
-    // All attributes: name=b shows only Level.
+    // All attributes: name=b's Value is denied, as if named.
     let (_, r) = gw.get(base).await;
+    assert_eq!(r["status"], 403, "{r}");
+    let (_, r) = gw.get(&format!("{base}?ignoreErrors=true")).await;
     assert_eq!(r["status"], 200, "{r}");
     let v = r["value"].as_object().unwrap();
-    let b = v.iter().find(|(k, _)| k.contains("name=b")).unwrap().1;
+    let (b_name, b) = v.iter().find(|(k, _)| k.contains("name=b")).unwrap();
+    assert_eq!(b["Level"], 2, "{r}");
     assert_eq!(
-        b.as_object().unwrap().keys().collect::<Vec<_>>(),
-        vec!["Level"],
+        b["Value"],
+        common::denied_attribute_value(a.generation, "Value", b_name),
         "{r}"
     );
     let a_val = v.iter().find(|(k, _)| k.contains("name=a")).unwrap().1;
@@ -444,15 +471,22 @@ async fn list_and_search_show_only_what_the_role_may_touch() {
         .map(|v| v.as_str().unwrap().to_string())
         .collect();
     names.sort();
-    assert_eq!(
-        names,
+    // 1.7.1 writes ObjectNames with their keys in canonical (sorted) order;
+    // 2.x keeps the order the names were given (registered) in.
+    let want = if a.generation.is_v2() {
+        vec![
+            "jmxgate.test:type=Pattern,name=a",
+            "jmxgate.test:type=Pattern,name=b",
+            "jmxgate.test:type=Types",
+        ]
+    } else {
         vec![
             "jmxgate.test:name=a,type=Pattern",
             "jmxgate.test:name=b,type=Pattern",
-            "jmxgate.test:type=Types"
-        ],
-        "{r}"
-    );
+            "jmxgate.test:type=Types",
+        ]
+    };
+    assert_eq!(names, want, "{r}");
     let (_, r) = gw.get("/jolokia/targets/lst/list/jmxgate.test").await;
     let mut keys: Vec<&String> = r["value"].as_object().unwrap().keys().collect();
     keys.sort();
@@ -620,4 +654,23 @@ async fn policies_reload_atomically_and_keep_the_old_set_when_broken() {
     assert_eq!(r["status"], 403, "old policy still denies reset: {r}");
     let err = jmxgate::reload::reload_access(&gw.gateway, &config_path).unwrap_err();
     assert!(err.contains("p.xml"), "the error names the file: {err}");
+}
+
+/// A read of all attributes under a role answers as the agent does: a
+/// write-only attribute is not read (the agent skips it), nothing fails.
+#[tokio::test(flavor = "multi_thread")]
+async fn reading_all_attributes_skips_write_only_ones_as_the_agent_does() {
+    let a = Agent::start("wo");
+    let setup = Setup::new();
+    // A role with a policy that allows everything: the read is expanded.
+    let gw = gateway_with(&setup, &[&a], "[\"wo\"]", "").await;
+    let secretive = "jmxgate.extra:type=Secretive";
+    let mine = direct(&a, &json!({"type":"read","mbean":secretive})).await;
+    assert_eq!(mine["status"], 200, "{mine}");
+    assert!(mine["value"].get("Password").is_none(), "{mine}");
+    let (_, r) = gw
+        .get(&format!("/jolokia/targets/wo/read/{secretive}"))
+        .await;
+    assert_eq!(r["status"], 200, "{r}");
+    assert_eq!(r["value"], mine["value"], "{r}");
 }

@@ -385,6 +385,20 @@ public class TestMBeans {
         public void setLevel(int level) { this.level = level; }
     }
 
+    /** jmxgate.extra:type=Secretive: a write-only attribute next to readable ones. */
+    public interface SecretiveMBean {
+        String getVisible();
+        int getLevel();
+        void setPassword(String password);
+    }
+
+    public static class Secretive implements SecretiveMBean {
+        private volatile String password = "";
+        public String getVisible() { return "shown"; }
+        public int getLevel() { return password.length(); }
+        public void setPassword(String password) { this.password = password == null ? "" : password; }
+    }
+
     /** Registers the test MBeans; {@code many} extra Types copies make a large list. */
     static void register(String name, int many) throws Exception {
         MBeanServer mbs = ManagementFactory.getPlatformMBeanServer();
@@ -394,6 +408,7 @@ public class TestMBeans {
         mbs.registerMBean(new Counter(), new ObjectName("jmxgate.test:type=Counter"));
         mbs.registerMBean(new Pattern("value-a", 1), new ObjectName("jmxgate.test:type=Pattern,name=a"));
         mbs.registerMBean(new Pattern("value-b", 2), new ObjectName("jmxgate.test:type=Pattern,name=b"));
+        mbs.registerMBean(new Secretive(), new ObjectName("jmxgate.extra:type=Secretive"));
         // A large application: its `list` answer runs to megabytes.
         for (int i = 0; i < many; i++) {
             mbs.registerMBean(new Types("component-" + i),

@@ -710,3 +710,34 @@ impl GatewayProcess {
         self.log.iter().collect()
     }
 }
+
+impl Gateway {
+    /// Waits until the health probe has reported every target's protocol
+    /// (what decides, for example, how an attribute's error is written in
+    /// its place). Needs a caller that may list targets.
+    pub async fn wait_until_probed(&self) {
+        for _ in 0..200 {
+            let (_, r) = self.get("/jolokia/targets").await;
+            if r["value"].as_array().is_some_and(|ts| {
+                !ts.is_empty() && ts.iter().all(|t| t["agent"]["protocol"].is_string())
+            }) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("targets not probed within 10 s");
+    }
+}
+
+/// What an agent of `generation` puts in place of an attribute its
+/// restrictor denies, with `ignoreErrors`.
+pub fn denied_attribute_value(generation: Generation, attribute: &str, mbean: &str) -> Value {
+    let message = format!("Reading attribute {attribute} is forbidden for MBean {mbean}");
+    if generation.is_v2() {
+        serde_json::json!({"error_type": "java.lang.SecurityException", ".error": true, "error": message})
+    } else {
+        Value::String(format!(
+            "ERROR: {message} (class java.lang.SecurityException)"
+        ))
+    }
+}

@@ -45,16 +45,32 @@ pub fn names_from_search(answer: &Response) -> Result<Vec<ObjectName>, Response>
         .collect())
 }
 
-/// The attribute names in a list answer for one MBean.
+/// The readable attribute names in a list answer for one MBean: a
+/// write-only attribute (`"r": false`, protocol 8) is left out, as agents
+/// leave it out of a read of all attributes.
 pub fn attributes_from_list(answer: &Response) -> Vec<String> {
     answer
         .field::<Value>("value")
         .and_then(|v| {
-            v.get("attr")
-                .and_then(Value::as_object)
-                .map(|m| m.keys().cloned().collect())
+            v.get("attr").and_then(Value::as_object).map(|m| {
+                m.iter()
+                    .filter(|(_, info)| info.get("r") != Some(&Value::Bool(false)))
+                    .map(|(name, _)| name.clone())
+                    .collect()
+            })
         })
         .unwrap_or_default()
+}
+
+/// The attribute a read failed on for being write-only (Jolokia 1.x:
+/// 404 `AttributeNotFoundException`, "Write-only attribute: X").
+pub fn write_only_attribute(answer: &Response) -> Option<String> {
+    if answer.status() != Some(404) {
+        return None;
+    }
+    let error = answer.error_text();
+    let (_, attribute) = error.split_once("Write-only attribute: ")?;
+    Some(attribute.trim().to_string())
 }
 
 /// One MBean's share of a guarded read.
@@ -62,24 +78,25 @@ pub fn attributes_from_list(answer: &Response) -> Vec<String> {
 pub struct Pairs {
     pub name: ObjectName,
     pub allowed: Vec<String>,
-    /// Denied attributes the client named explicitly.
+    /// Denied attributes, named by the client or among all of them.
     pub denied: Vec<(String, Decision)>,
 }
 
 /// Splits the attributes to read on `name` into allowed and denied.
-/// `available` is the MBean's attribute list, needed for a read of all
-/// attributes; attributes denied there are left out silently (the client
-/// asked for what it may see, not for them by name).
+/// `available` is the MBean's readable attributes, needed for a read of
+/// all attributes. A denied attribute among all of them counts as if named,
+/// as an agent's own restrictor has it: the read fails, or with
+/// `ignoreErrors` the attribute's value is the error.
 pub fn pairs(
     grant: &Grant,
     name: &ObjectName,
     requested: &Attributes,
     available: &[String],
 ) -> Pairs {
-    let (named, silent): (Vec<String>, bool) = match requested {
-        Attributes::All => (available.to_vec(), true),
-        Attributes::One(a) => (vec![a.clone()], false),
-        Attributes::Many(list) => (list.clone(), false),
+    let named: Vec<String> = match requested {
+        Attributes::All => available.to_vec(),
+        Attributes::One(a) => vec![a.clone()],
+        Attributes::Many(list) => list.clone(),
     };
     let mut p = Pairs {
         name: name.clone(),
@@ -90,7 +107,7 @@ pub fn pairs(
         let d = grant.read(name, &attribute);
         if d.allowed {
             p.allowed.push(attribute);
-        } else if !silent {
+        } else {
             p.denied.push((attribute, d));
         }
     }
@@ -121,10 +138,37 @@ pub fn concrete_read(original: &Request, read: &Read, p: &Pairs) -> Request {
     }
 }
 
-fn error_value(attribute: &str, name: &ObjectName) -> Value {
-    Value::String(format!(
-        "ERROR: Reading attribute {attribute} is forbidden for MBean {name} (class java.lang.SecurityException)"
-    ))
+/// How an agent writes an attribute's error in place of its value
+/// (`ignoreErrors`): 1.x as a string, protocol 8 as an error object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorStyle {
+    Text,
+    Object,
+}
+
+impl ErrorStyle {
+    /// From the protocol the target's agent reported; 1.x's text when it
+    /// is not known yet.
+    pub fn of_protocol(protocol: Option<&str>) -> ErrorStyle {
+        match protocol {
+            Some(p) if !p.starts_with("7.") && !p.starts_with("6.") => ErrorStyle::Object,
+            _ => ErrorStyle::Text,
+        }
+    }
+}
+
+fn error_value(attribute: &str, name: &ObjectName, style: ErrorStyle) -> Value {
+    let message = format!("Reading attribute {attribute} is forbidden for MBean {name}");
+    match style {
+        ErrorStyle::Text => Value::String(format!(
+            "ERROR: {message} (class java.lang.SecurityException)"
+        )),
+        ErrorStyle::Object => serde_json::json!({
+            "error_type": "java.lang.SecurityException",
+            ".error": true,
+            "error": message,
+        }),
+    }
 }
 
 fn value_map(answer: &Response) -> Map<String, Value> {
@@ -141,7 +185,12 @@ fn answer_with(value: &Value, template: Option<&Response>) -> Response {
 
 /// Assembles the answer to a guarded read of one (non-pattern) MBean from
 /// the answer to its concrete read (`None` when nothing was allowed).
-pub fn assemble_single(read: &Read, p: &Pairs, answer: Option<&Response>) -> Response {
+pub fn assemble_single(
+    read: &Read,
+    p: &Pairs,
+    answer: Option<&Response>,
+    style: ErrorStyle,
+) -> Response {
     if let Some(a) = answer {
         if a.is_error() {
             return a.clone();
@@ -149,7 +198,7 @@ pub fn assemble_single(read: &Read, p: &Pairs, answer: Option<&Response>) -> Res
     }
     let mut map = answer.map(value_map).unwrap_or_default();
     for (attribute, _) in &p.denied {
-        map.insert(attribute.clone(), error_value(attribute, &p.name));
+        map.insert(attribute.clone(), error_value(attribute, &p.name, style));
     }
     let value = match (&read.attribute, map.len()) {
         // One attribute asked for and allowed: its value, not a map.
@@ -166,6 +215,7 @@ pub fn assemble_pattern(
     read: &Read,
     parts: &[(Pairs, Option<Response>)],
     ignore_errors: bool,
+    style: ErrorStyle,
 ) -> Response {
     let mut out = Map::new();
     let mut template = None;
@@ -189,7 +239,7 @@ pub fn assemble_pattern(
             }
         }
         for (attribute, _) in &p.denied {
-            map.insert(attribute.clone(), error_value(attribute, &p.name));
+            map.insert(attribute.clone(), error_value(attribute, &p.name, style));
         }
         if !map.is_empty() {
             out.insert(p.name.to_string(), Value::Object(map));
@@ -261,7 +311,7 @@ mod tests {
             denied: vec![("B".into(), Decision::deny("x"))],
         };
         let agent = Response::value(&serde_json::json!({"A": 1}), 7);
-        let r = assemble_single(&read, &p, Some(&agent));
+        let r = assemble_single(&read, &p, Some(&agent), ErrorStyle::Text);
         let v: Value = serde_json::from_str(r.get("value").unwrap().get()).unwrap();
         assert_eq!(v["A"], 1);
         assert!(v["B"]
@@ -272,13 +322,26 @@ mod tests {
     }
 
     #[test]
+    fn write_only_failures_name_their_attribute() {
+        let failed = Response::error(&ProtocolError::new(
+            404,
+            "javax.management.AttributeNotFoundException",
+            "javax.management.AttributeNotFoundException : Write-only attribute: Password",
+        ));
+        assert_eq!(write_only_attribute(&failed).as_deref(), Some("Password"));
+        let other = Response::error(&ProtocolError::new(404, "x", "No such attribute: Y"));
+        assert_eq!(write_only_attribute(&other), None);
+        assert_eq!(write_only_attribute(&Response::value(&1, 0)), None);
+    }
+
+    #[test]
     fn a_pattern_with_nothing_left_is_not_found() {
         let read = Read {
             mbean: name("d:*"),
             attribute: Attributes::All,
             path: None,
         };
-        let r = assemble_pattern(&read, &[], false);
+        let r = assemble_pattern(&read, &[], false, ErrorStyle::Object);
         assert_eq!(r.status(), Some(404));
     }
 }

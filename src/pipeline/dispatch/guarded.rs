@@ -68,6 +68,7 @@ async fn check_pattern(
 
 async fn expand_read(job: &Job, metrics: &Metrics, read: &Read) -> Result<Response, Response> {
     let ignore_errors = job.request.params.flag("ignoreErrors").unwrap_or(false);
+    let style = expand::ErrorStyle::of_protocol(job.target.health.snapshot().protocol.as_deref());
     let pattern = read.mbean.is_pattern();
     let names = if pattern {
         let search = expand::search_request(&read.mbean, &job.request);
@@ -97,30 +98,49 @@ async fn expand_read(job: &Job, metrics: &Metrics, read: &Read) -> Result<Respon
         .zip(&available)
         .map(|(name, attrs)| expand::pairs(&job.grant, name, &read.attribute, attrs))
         .collect();
+    let mut pairs = pairs;
     expand::refuse_denied(&pairs, ignore_errors).map_err(|d| Response::error(&d.error))?;
 
-    let to_read: Vec<usize> = (0..pairs.len())
+    let mut answers: Vec<Option<Response>> = vec![None; pairs.len()];
+    let mut to_read: Vec<usize> = (0..pairs.len())
         .filter(|i| !pairs[*i].allowed.is_empty())
         .collect();
-    let reads: Vec<Request> = to_read
-        .iter()
-        .map(|i| expand::concrete_read(&job.request, read, &pairs[*i]))
-        .collect();
-    let mut answers: Vec<Option<Response>> = vec![None; pairs.len()];
-    if !reads.is_empty() {
+    // A 1.x list does not tell write-only attributes apart: one named in a
+    // read of all of them fails that read, so it is dropped and the read
+    // sent again, as the agent itself skips it.
+    while !to_read.is_empty() {
+        let reads: Vec<Request> = to_read
+            .iter()
+            .map(|i| expand::concrete_read(&job.request, read, &pairs[*i]))
+            .collect();
+        let mut again = Vec::new();
         for (i, answer) in to_read.iter().zip(send(job, metrics, &reads).await?) {
-            answers[*i] = Some(answer);
+            let write_only = (read.attribute == crate::protocol::Attributes::All)
+                .then(|| expand::write_only_attribute(&answer))
+                .flatten()
+                .filter(|a| pairs[*i].allowed.contains(a));
+            match write_only {
+                Some(attribute) => {
+                    pairs[*i].allowed.retain(|a| *a != attribute);
+                    if !pairs[*i].allowed.is_empty() {
+                        again.push(*i);
+                    }
+                }
+                None => answers[*i] = Some(answer),
+            }
         }
+        to_read = again;
     }
     if pattern {
         let parts: Vec<(expand::Pairs, Option<Response>)> =
             pairs.into_iter().zip(answers).collect();
-        Ok(expand::assemble_pattern(read, &parts, ignore_errors))
+        Ok(expand::assemble_pattern(read, &parts, ignore_errors, style))
     } else {
         Ok(expand::assemble_single(
             read,
             &pairs[0],
             answers[0].as_ref(),
+            style,
         ))
     }
 }
