@@ -366,17 +366,41 @@ pub struct JolokiaClient {
 
 /// The `version` answer.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "VersionAnswer")]
 pub struct VersionInfo {
     /// The agent's version (or the gateway's).
     pub agent: String,
-    /// The Jolokia protocol version, e.g. `7.2` or `8.0`.
+    /// The Jolokia protocol version, e.g. `7.2` or `8.2`.
     pub protocol: String,
     /// Agent details (`details` on 2.x, `info` on 1.x; empty if neither).
-    #[serde(default, alias = "info")]
     pub details: Value,
     /// The agent's configuration, where it reports it.
-    #[serde(default)]
     pub config: Value,
+}
+
+/// `version` as agents write it: 2.x sends both `details` and `info`
+/// (proxy and JMX information), 1.x only `info`.
+#[derive(Deserialize)]
+struct VersionAnswer {
+    agent: String,
+    protocol: String,
+    #[serde(default)]
+    details: Option<Value>,
+    #[serde(default)]
+    info: Option<Value>,
+    #[serde(default)]
+    config: Value,
+}
+
+impl From<VersionAnswer> for VersionInfo {
+    fn from(v: VersionAnswer) -> VersionInfo {
+        VersionInfo {
+            agent: v.agent,
+            protocol: v.protocol,
+            details: v.details.or(v.info).unwrap_or_default(),
+            config: v.config,
+        }
+    }
 }
 
 /// One MBean of a `list` answer.
@@ -765,6 +789,24 @@ fn into_result(answer: Response) -> Result<Reply, RemoteError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn version_answers_of_both_generations_parse() {
+        // 2.x sends details and info; 1.x only info.
+        let v2: VersionInfo = serde_json::from_value(serde_json::json!({
+            "agent": "2.6.0", "protocol": "8.2", "id": "x",
+            "details": {"agent_id": "x"}, "info": {"proxy": {}, "jmx": {}}, "config": {"maxDepth": "15"}
+        }))
+        .unwrap();
+        assert_eq!(v2.details["agent_id"], "x");
+        assert_eq!(v2.config["maxDepth"], "15");
+        let v1: VersionInfo = serde_json::from_value(serde_json::json!({
+            "agent": "1.7.1", "protocol": "7.2", "info": {"product": "jetty"}
+        }))
+        .unwrap();
+        assert_eq!(v1.details["product"], "jetty");
+        assert_eq!(v1.config, Value::Null);
+    }
 
     #[test]
     fn get_paths_escape_and_fall_back_to_post() {
