@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{dead_port, shared_agents, targets_toml, Agent, Gateway};
+use common::{dead_port, shared_agents, targets_toml, Agent, Gateway, Generation};
 use serde_json::{json, Value};
 
 const T: &str = "jmxgate.test:type=Types";
@@ -486,7 +486,16 @@ async fn oversized_answers_fail_their_items_only() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn exchanges_per_agent_are_bounded() {
-    let agent = Agent::start("bounded");
+    // A 2.x JVM agent's HTTP server runs one exchange at a time by default
+    // (single-threaded executor), which would serialise the "parallel"
+    // pair by itself; give it threads so that only the gateway's bound is
+    // measured. 1.7.1 in Jetty is multi-threaded already.
+    let generation = Generation::under_test();
+    let agent = if generation.is_v2() {
+        Agent::start_v2(generation, "bounded", &["executor=fixed", "threadNr=4"])
+    } else {
+        Agent::start("bounded")
+    };
     let config = format!(
         "[[targets]]\nname = \"one-at-a-time\"\nurl = \"{u}\"\nmax_in_flight = 1\n\n[[targets]]\nname = \"parallel\"\nurl = \"{u}/\"\n",
         u = agent.url()

@@ -193,7 +193,10 @@ async fn cached_lists_are_filtered_under_roles() {
     let dir = tempfile::tempdir().unwrap();
     let users = common::users_file(
         dir.path(),
-        &[("open", "open-pw", &["open"]), ("narrow", "narrow-pw", &["narrow"])],
+        &[
+            ("open", "open-pw", &["open"]),
+            ("narrow", "narrow-pw", &["narrow"]),
+        ],
     );
     let policy = dir.path().join("narrow.xml");
     std::fs::write(

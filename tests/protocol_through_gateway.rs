@@ -63,20 +63,75 @@ fn as_forwarded(req: &Value) -> Value {
     r
 }
 
+/// Whether a 2.x agent refuses this corpus item as structurally bad: it
+/// answers such an item, and any bulk holding it, with a whole plain-text
+/// HTTP 400 instead of a JSON error (1.7.1 answers a JSON error with status
+/// 400 for the item alone). In the corpus: exec of the overloaded `add`
+/// without a signature.
+fn refused_whole_by_v2(req: &Value) -> bool {
+    req["type"] == "exec" && req["operation"] == "add"
+}
+
+/// Sends `req` alone straight to a 2.x agent and checks that it refuses it
+/// with a plain-text HTTP 400; returns the agent's message (the text after
+/// the `400 (Bad Request)` line).
+async fn v2_refusal(agent: &Agent, req: &Value) -> String {
+    let resp = common::http_client()
+        .post(agent.url())
+        .header("content-type", "application/json")
+        .body(as_forwarded(req).to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let content_type = resp.headers()["content-type"].to_str().unwrap().to_string();
+    let text = resp.text().await.unwrap();
+    assert_eq!(status, 400, "{req}: the agent's own answer {text}");
+    assert!(content_type.starts_with("text/plain"), "{content_type}");
+    let message = text
+        .strip_prefix("400 (Bad Request)")
+        .unwrap_or_else(|| panic!("{req}: the agent's own answer {text}"))
+        .trim();
+    assert!(!message.is_empty(), "{req}: the agent's own answer {text}");
+    message.to_string()
+}
+
+/// The gateway's answer for an item a 2.x agent refuses whole: a JSON error
+/// for that item alone, status 400, carrying the agent's message.
+fn assert_refusal_as_item(got: &Value, message: &str, what: &str) {
+    assert_eq!(got["status"], 400, "{what}: {got}");
+    assert_eq!(
+        got["error_type"], "java.lang.IllegalArgumentException",
+        "{what}: {got}"
+    );
+    assert!(
+        got["error"].as_str().is_some_and(|e| e.contains(message)),
+        "{what}: the agent's message {message:?} in {got}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn post_answers_equal_the_agents_own_in_both_modes() {
     let gw = gateway().await;
     let alpha = &shared_agents()[0];
     for req in corpus() {
-        let want = comparable(direct(alpha, &as_forwarded(&req)).await);
-        let (status, virt) = gw.post("/jolokia/targets/alpha", &req).await;
-        assert_eq!(status, 200);
-        assert_eq!(comparable(virt), want, "virtual URL, {req}");
-
         let mut proxied = req.clone();
         proxied["target"] = json!({"url": "alpha"});
+        let (status, virt) = gw.post("/jolokia/targets/alpha", &req).await;
+        assert_eq!(status, 200, "virtual URL, {req}: {virt}");
         let (status, prox) = gw.post("/jolokia", &proxied).await;
-        assert_eq!(status, 200);
+        assert_eq!(status, 200, "proxy mode, {req}: {prox}");
+
+        if alpha.generation.is_v2() && refused_whole_by_v2(&req) {
+            // 2.x refuses the item with a plain-text HTTP 400, which is
+            // not a Jolokia answer; the gateway turns it into one.
+            let message = v2_refusal(alpha, &req).await;
+            assert_refusal_as_item(&virt, &message, &format!("virtual URL, {req}"));
+            assert_refusal_as_item(&prox, &message, &format!("proxy mode, {req}"));
+            continue;
+        }
+        let want = comparable(direct(alpha, &as_forwarded(&req)).await);
+        assert_eq!(comparable(virt), want, "virtual URL, {req}");
         assert_eq!(comparable(prox), want, "proxy mode, {req}");
     }
 }
@@ -86,13 +141,34 @@ async fn bulk_answers_equal_the_agents_own_bulk() {
     let gw = gateway().await;
     let beta = &shared_agents()[1];
     let corpus = corpus();
-    let direct_bulk: Vec<Value> = corpus.iter().map(as_forwarded).collect();
-    let want = comparable(direct(beta, &Value::Array(direct_bulk)).await);
     let (status, got) = gw
-        .post("/jolokia/targets/beta", &Value::Array(corpus))
+        .post("/jolokia/targets/beta", &Value::Array(corpus.clone()))
         .await;
-    assert_eq!(status, 200);
-    assert_eq!(comparable(got), want);
+    assert_eq!(status, 200, "{got}");
+    if !beta.generation.is_v2() {
+        let direct_bulk: Vec<Value> = corpus.iter().map(as_forwarded).collect();
+        let want = comparable(direct(beta, &Value::Array(direct_bulk)).await);
+        assert_eq!(comparable(got), want);
+        return;
+    }
+    // 2.x refuses a whole bulk with a plain-text HTTP 400 when one item is
+    // structurally bad: ask it for those items alone, and for the rest as
+    // one bulk. Through the gateway, only the bad item fails.
+    let got = got.as_array().unwrap_or_else(|| panic!("an array: {got}"));
+    assert_eq!(got.len(), corpus.len(), "{got:?}");
+    let (refused, rest): (Vec<_>, Vec<_>) = corpus
+        .iter()
+        .zip(got)
+        .partition(|(req, _)| refused_whole_by_v2(req));
+    assert!(!refused.is_empty());
+    for (req, got) in refused {
+        let message = v2_refusal(beta, req).await;
+        assert_refusal_as_item(got, &message, &format!("bulk item {req}"));
+    }
+    let direct_bulk: Vec<Value> = rest.iter().map(|(req, _)| as_forwarded(req)).collect();
+    let want = comparable(direct(beta, &Value::Array(direct_bulk)).await);
+    let got_rest: Vec<Value> = rest.iter().map(|(_, got)| (*got).clone()).collect();
+    assert_eq!(comparable(Value::Array(got_rest)), want);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -256,10 +332,17 @@ async fn version_without_target_is_the_gateways_own() {
     assert_eq!(bare["value"], *v);
     let (_, post) = gw.post("/jolokia", &json!({"type":"version"})).await;
     assert_eq!(post["value"], *v);
-    // With a target, the agent's own version comes back.
+    // With a target, the agent's own version comes back: what the agent
+    // says when asked directly (1.7.1 / 7.2 or 2.x / 8.2).
+    let alpha = &shared_agents()[0];
+    let own = direct(alpha, &json!({"type":"version"})).await;
+    assert_eq!(own["value"]["agent"], alpha.generation.version(), "{own}");
     let (_, agent) = gw.get("/jolokia/targets/alpha/version").await;
-    assert_eq!(agent["value"]["agent"], "1.7.1", "{agent}");
-    assert_eq!(agent["value"]["protocol"], "7.2");
+    assert_eq!(agent["value"]["agent"], own["value"]["agent"], "{agent}");
+    assert_eq!(
+        agent["value"]["protocol"], own["value"]["protocol"],
+        "{agent}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -326,10 +409,23 @@ async fn processing_parameters_reach_the_agent_and_are_validated() {
         .get("/jolokia/targets/alpha/read/jmxgate.test:type=Types/LongMax,NoSuch?ignoreErrors=true")
         .await;
     assert_eq!(r["status"], 200, "{r}");
-    assert!(
-        r["value"]["NoSuch"].as_str().unwrap().starts_with("ERROR"),
-        "{r}"
-    );
+    assert_eq!(r["value"]["LongMax"], json!(9223372036854775807i64), "{r}");
+    // An ignored error is a string "ERROR: …" in 1.7.1; 2.x answers an
+    // error object marked `.error` in its place.
+    if shared_agents()[0].generation.is_v2() {
+        let err = &r["value"]["NoSuch"];
+        assert_eq!(err[".error"], true, "{r}");
+        assert_eq!(
+            err["error_type"], "javax.management.AttributeNotFoundException",
+            "{r}"
+        );
+        assert!(err["error"].as_str().unwrap().contains("NoSuch"), "{r}");
+    } else {
+        assert!(
+            r["value"]["NoSuch"].as_str().unwrap().starts_with("ERROR"),
+            "{r}"
+        );
+    }
     let (_, r) = gw
         .get("/jolokia/targets/alpha/read/jmxgate.test:type=Types/LongMax,NoSuch")
         .await;

@@ -104,6 +104,10 @@ impl Setup {
             ("JMXGATE_TARGET_B", self.b.name.clone()),
             ("JMXGATE_TARGET_SLOW", format!("{}-slow", self.a.name)),
             ("JMXGATE_AGENT_A_URL", self.a.url()),
+            (
+                "JMXGATE_PROTOCOL",
+                jmxgate::protocol::PROTOCOL_VERSION.to_string(),
+            ),
         ]
     }
 }

@@ -26,9 +26,15 @@ async fn the_six_types_work_against_an_agent_by_get_and_post() {
     let agent = Agent::start("rc-direct");
     let client = direct_client(&agent);
     let version = client.version().await.unwrap();
+    // What the agent says of itself when asked directly.
+    let own = common::direct(&agent, &json!({"type":"version"})).await;
+    assert_eq!(own["value"]["agent"], agent.generation.version(), "{own}");
     assert_eq!(
         (version.agent.as_str(), version.protocol.as_str()),
-        ("1.7.1", "7.2"),
+        (
+            own["value"]["agent"].as_str().unwrap(),
+            own["value"]["protocol"].as_str().unwrap()
+        ),
         "{version:?}"
     );
 
@@ -148,7 +154,30 @@ async fn errors_come_back_as_their_kinds() {
     assert_eq!(remote.status, 500);
     assert!(remote.message.contains("deliberate failure"), "{remote:?}");
     assert_eq!(remote.request.as_ref().unwrap()["operation"], "fail");
-    assert!(remote.stacktrace.is_some(), "{remote:?}");
+    // Unless asked, 1.7.1 sends the stack trace (includeStackTrace=true by
+    // default) and 2.x does not.
+    if agent.generation.is_v2() {
+        assert!(remote.stacktrace.is_none(), "{remote:?}");
+    } else {
+        assert!(remote.stacktrace.is_some(), "{remote:?}");
+    }
+    // Asked for, both send it, and it comes back with the error.
+    let fail = Request::exec(OPS, "fail", vec![])
+        .unwrap()
+        .with_param("includeStackTrace", "true")
+        .unwrap();
+    let e = client.execute(&fail).await.unwrap_err();
+    let JolokiaError::Remote(remote) = e else {
+        panic!("{e}")
+    };
+    assert_eq!(remote.status, 500);
+    assert!(
+        remote
+            .stacktrace
+            .as_deref()
+            .is_some_and(|t| t.contains("IllegalStateException")),
+        "{remote:?}"
+    );
 
     // Validating mode: not found is None, not an error.
     let missing = Request::read("jmxgate.test:type=Missing", Some("X")).unwrap();
@@ -445,13 +474,20 @@ async fn the_command_line_reads_writes_lists_and_watches() {
     let (_, out, _) = run(&["search", "jmxgate.test:type=Pattern,*"]);
     let mut names: Vec<&str> = out.lines().collect();
     names.sort();
-    assert_eq!(
-        names,
+    // 1.7.1 writes ObjectNames with their keys in canonical (sorted) order;
+    // 2.x keeps the order the names were registered with.
+    let want = if agent.generation.is_v2() {
+        vec![
+            "jmxgate.test:type=Pattern,name=a",
+            "jmxgate.test:type=Pattern,name=b",
+        ]
+    } else {
         vec![
             "jmxgate.test:name=a,type=Pattern",
-            "jmxgate.test:name=b,type=Pattern"
+            "jmxgate.test:name=b,type=Pattern",
         ]
-    );
+    };
+    assert_eq!(names, want);
 
     let (code, out, _) = run(&["list", "jmxgate.test"]);
     assert_eq!(code, 0);
@@ -466,24 +502,43 @@ async fn the_command_line_reads_writes_lists_and_watches() {
             .any(|l| l.starts_with("Name.type ") && l.ends_with("java.lang.String")),
         "{out}"
     );
-    let (code, out, _) = run(&["list", "jmxgate.test/type=Operations/op/sleep"]);
-    assert_eq!(code, 0);
-    assert!(
-        out.lines()
-            .any(|l| l.starts_with("ret ") && l.ends_with("long")),
-        "{out}"
-    );
+    // Down to one operation: 1.7.1 follows the path to `sleep`; 2.x takes
+    // at most three list path segments (domain/MBean/op) and refuses a
+    // fourth as a bad request, so there `sleep` is listed one level up.
+    let (code, out, err) = run(&["list", "jmxgate.test/type=Operations/op/sleep"]);
+    if agent.generation.is_v2() {
+        assert_eq!(code, 1, "{out}");
+        assert!(err.contains("HTTP 400"), "{err}");
+        let (code, out, err) = run(&["list", "jmxgate.test/type=Operations/op"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("sleep.ret ") && l.ends_with("long")),
+            "{out}"
+        );
+    } else {
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("ret ") && l.ends_with("long")),
+            "{out}"
+        );
+    }
     // --depth is maxDepth: domains only.
     let (code, out, _) = run(&["list", "--depth", "1"]);
     assert_eq!(code, 0);
     assert!(out.lines().any(|l| l == "jmxgate.test"), "{out}");
     assert!(!out.contains("type=Operations"), "{out}");
 
-    let (code, out, _) = run(&["version"]);
-    assert_eq!(code, 0);
+    // The protocol the agent states itself (7.2 for 1.7.1, 8.2 for 2.x).
+    let own = common::direct(&agent, &json!({"type":"version"})).await;
+    assert_eq!(own["value"]["agent"], agent.generation.version(), "{own}");
+    let protocol = own["value"]["protocol"].as_str().unwrap();
+    let (code, out, err) = run(&["version"]);
+    assert_eq!(code, 0, "{err}");
     assert!(
         out.lines()
-            .any(|l| l.starts_with("protocol") && l.ends_with("7.2")),
+            .any(|l| l.starts_with("protocol") && l.ends_with(protocol)),
         "{out}"
     );
 
@@ -874,10 +929,16 @@ async fn calls_go_through_an_http_proxy_when_told_or_by_the_environment() {
     let after_builder = relayed.load(std::sync::atomic::Ordering::SeqCst);
     assert!(after_builder >= 1, "the proxy relayed the call");
 
+    // The protocol the agent states itself (7.2 for 1.7.1, 8.2 for 2.x),
+    // asked before the variable below is set.
+    let own = common::direct(agent, &json!({"type":"version"})).await;
+    assert_eq!(own["value"]["agent"], agent.generation.version(), "{own}");
+    let protocol = own["value"]["protocol"].as_str().unwrap();
+
     // Each test runs in its own process: the variable reaches only this one.
     std::env::set_var("http_proxy", &proxy);
     let from_env = JolokiaClient::builder(&agent.url()).build().unwrap();
-    assert_eq!(from_env.version().await.unwrap().protocol, "7.2");
+    assert_eq!(from_env.version().await.unwrap().protocol, protocol);
     assert!(relayed.load(std::sync::atomic::Ordering::SeqCst) > after_builder);
     let unproxied = JolokiaClient::builder(&agent.url())
         .no_proxy()

@@ -46,8 +46,12 @@ async fn the_target_list_shows_what_the_caller_may_reach_with_health() {
     let alpha_entry = &targets[0];
     assert_eq!(alpha_entry["labels"], json!({"env": "prod"}));
     assert_eq!(alpha_entry["health"]["state"], "up");
-    assert_eq!(alpha_entry["agent"]["version"], "1.7.1");
-    assert_eq!(alpha_entry["agent"]["protocol"], "7.2");
+    // The agent's own version and protocol, as it states them itself
+    // (1.7.1 and 7.2, or 2.x and 8.2, depending on the generation).
+    let own = common::direct(alpha, &json!({"type":"version"})).await;
+    assert_eq!(own["value"]["agent"], alpha.generation.version(), "{own}");
+    assert_eq!(alpha_entry["agent"]["version"], own["value"]["agent"]);
+    assert_eq!(alpha_entry["agent"]["protocol"], own["value"]["protocol"]);
     assert!(alpha_entry["health"]["latency_ms"].as_f64().unwrap() > 0.0);
     assert!(
         alpha_entry.get("url").is_none(),

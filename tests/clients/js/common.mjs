@@ -19,6 +19,8 @@ export const B = env("JMXGATE_TARGET_B");
 export const SLOW = env("JMXGATE_TARGET_SLOW");
 /** Agent A's own Jolokia URL, for answers to compare with. */
 export const AGENT_A = env("JMXGATE_AGENT_A_URL");
+/** The protocol version the gateway itself speaks (its own `version` answer). */
+export const GATEWAY_PROTOCOL = env("JMXGATE_PROTOCOL");
 
 export const TYPES = "jmxgate.test:type=Types";
 export const OPS = "jmxgate.test:type=Operations";
@@ -49,4 +51,14 @@ export async function directValue(request) {
         throw new Error(`agent refused ${JSON.stringify(request)}: ${JSON.stringify(r)}`);
     }
     return r.value;
+}
+
+/**
+ * Whether agent A is a Jolokia 2.x agent, as it says itself. Where the
+ * generations answer differently by design, the suites expect each one's
+ * own behaviour.
+ */
+export async function agentIsV2() {
+    const version = await directValue({ type: "version" });
+    return version.agent.startsWith("2.");
 }

@@ -11,8 +11,8 @@ import Jolokia from "jolokia.js";
 import "@jolokia.js/simple"; // adds getAttribute, setAttribute, execute, ... to Jolokia.prototype
 
 import {
-    A, AGENT_A, B, GATEWAY, OPS, PASSWORD, SLOW, TYPES, USER,
-    basicHeader, direct, directValue, virtualUrl,
+    A, AGENT_A, B, GATEWAY, GATEWAY_PROTOCOL, OPS, PASSWORD, SLOW, TYPES, USER,
+    agentIsV2, basicHeader, direct, directValue, virtualUrl,
 } from "./common.mjs";
 
 const AUTH = { Authorization: basicHeader(USER, PASSWORD) };
@@ -60,7 +60,7 @@ test("version: GET and POST reach the agent behind the virtual URL", async () =>
 test("version without a target is the gateway's own", async () => {
     const j = new Jolokia({ url: `${GATEWAY}/jolokia`, headers: AUTH });
     const v = await j.version();
-    assert.equal(v.protocol, "8.0");
+    assert.equal(v.protocol, GATEWAY_PROTOCOL);
     assert.equal(v.details.secured, true);
     assert.ok(v.details.agent_id, JSON.stringify(v));
 });
@@ -232,7 +232,13 @@ test("search and list by GET and POST equal the agent's answers", async () => {
         assert.deepEqual(lr.value, await directValue(l), method);
         assert.equal(lr.value.op.sleep.args[0].name, "millis");
     }
-    const deep = await j.request({ type: "list", path: "jmxgate.test" }, { maxDepth: 1 });
+    // 1.7.1 counts maxDepth from the path asked for, 2.x from the root of
+    // the whole tree (domains are depth 1): the MBeans of one domain, cut
+    // short, are maxDepth 1 for 1.7.1 and maxDepth 2 for 2.x.
+    const maxDepth = (await agentIsV2()) ? 2 : 1;
+    const deep = await j.request({ type: "list", path: "jmxgate.test" }, { maxDepth });
+    assert.equal(deep.status, 200, JSON.stringify(deep));
+    assert.deepEqual(deep.value, await directValue({ type: "list", path: "jmxgate.test", config: { maxDepth } }));
     assert.deepEqual(Object.keys(deep.value).sort(), Object.keys(await directValue({ type: "list", path: "jmxgate.test" })).sort());
 });
 
@@ -260,13 +266,19 @@ test("@jolokia.js/simple: getAttribute, setAttribute, execute, search, list, ver
     assert.equal(await j.execute(OPS, "sleep", 10), 10);
     assert.equal(await j.execute(OPS, "arrayLength", ["x", "y"]), 2);
 
+    // The names as the agent writes them (1.7.1: keys in canonical order,
+    // 2.x: in the order they were registered with).
     const found = await j.search("jmxgate.test:type=Pattern,*");
-    assert.deepEqual([...found].sort(), ["jmxgate.test:name=a,type=Pattern", "jmxgate.test:name=b,type=Pattern"]);
+    const patterns = await directValue({ type: "search", mbean: "jmxgate.test:type=Pattern,*" });
+    assert.equal(patterns.length, 2, JSON.stringify(patterns));
+    assert.ok(patterns.every((n) => /^jmxgate\.test:.*type=Pattern/.test(n)), JSON.stringify(patterns));
+    assert.deepEqual([...found].sort(), [...patterns].sort());
     assert.deepEqual(await j.search("nothing.here:*"), []);
 
     const ops = await j.list("jmxgate.test/type=Operations/op");
     assert.deepEqual(ops, await directValue({ type: "list", path: "jmxgate.test/type=Operations/op" }));
-    const mbeans = await j.list("jmxgate.test", { maxDepth: 1 });
+    // maxDepth: 1.7.1 counts from the path, 2.x from the root (see above).
+    const mbeans = await j.list("jmxgate.test", { maxDepth: (await agentIsV2()) ? 2 : 1 });
     assert.deepEqual(Object.keys(mbeans).sort(), Object.keys(await directValue({ type: "list", path: "jmxgate.test" })).sort());
 
     // Errors reject with the agent's message.
