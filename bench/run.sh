@@ -10,7 +10,11 @@
 # `list` answers of about 10 MB, from a real agent with 6000 MBeans (which
 # the gateway's shared cache revalidates) and from the static backend
 # (fetched in full every time), with the gateway's peak RSS; then a fan-out
-# bulk of 1000 items over 50 targets. jmxgate runs with Basic
+# bulk of 1000 items over 50 targets; then a Jolokia 2.6.0 agent (from
+# ../shared/jolokia or JMXGATE_JOLOKIA2_DIR; skipped without it), whose
+# kept-alive connections stall 44 ms per answer: directly with keep-alive,
+# directly with Connection: close, through jmxgate and through nginx, at 1
+# and 16 clients. jmxgate runs with Basic
 # authentication, a restrictor policy and the durable audit log on.
 #
 # The JVM agent is warmed up first (WARMUP seconds per request kind), and
@@ -74,6 +78,21 @@ java -Xmx1g -XX:+UseParallelGC -cp "$work/classes:$cp" Launcher --port "$big_por
 for _ in $(seq 1 150); do grep -q READY "$work/big.out" 2>/dev/null && break; sleep 0.2; done
 grep -q READY "$work/big.out" || { echo "the large agent did not start" >&2; exit 1; }
 
+# A Jolokia 2.6.0 JVM agent with the same test MBeans.
+jolokia2_jar="${JMXGATE_JOLOKIA2_DIR:-../shared/jolokia}/jolokia-agent-jvm-2.6.0.jar"
+agent2_port=$(free_port); agent2_proxy_port=$(free_port)
+if [ -f "$jolokia2_jar" ]; then
+    java -Xmx256m -XX:+UseParallelGC \
+        -javaagent:"$jolokia2_jar=port=$agent2_port,host=127.0.0.1,discoveryEnabled=false" \
+        -cp "$work/classes" Agent2 --name bench2 \
+        <"$work/agent.stdin" >"$work/agent2.out" 2>"$work/agent2.log" & pids+=($!)
+    for _ in $(seq 1 100); do grep -q READY "$work/agent2.out" 2>/dev/null && break; sleep 0.2; done
+    grep -q READY "$work/agent2.out" || { echo "the Jolokia 2.6.0 agent did not start" >&2; exit 1; }
+else
+    echo "note: no $jolokia2_jar; the Jolokia 2.x rows are skipped (set JMXGATE_JOLOKIA2_DIR)" >&2
+    jolokia2_jar=""
+fi
+
 # nginx twice, as separate processes so that each one's CPU time is its
 # own: the static backend (a canned answer), and the proxy in front of the
 # agents and of that backend.
@@ -107,6 +126,7 @@ http {
     upstream agent { server 127.0.0.1:$agent_port; keepalive 32; }
     upstream static { server 127.0.0.1:$static_port; keepalive 32; }
     upstream big { server 127.0.0.1:$big_port; keepalive 32; }
+    upstream agent2 { server 127.0.0.1:$agent2_port; keepalive 32; }
     server {
         listen 127.0.0.1:$proxy_port;
         location / { proxy_pass http://agent; proxy_http_version 1.1; proxy_set_header Connection ""; }
@@ -114,6 +134,10 @@ http {
     server {
         listen 127.0.0.1:$big_proxy_port;
         location / { proxy_pass http://big; proxy_http_version 1.1; proxy_set_header Connection ""; }
+    }
+    server {
+        listen 127.0.0.1:$agent2_proxy_port;
+        location / { proxy_pass http://agent2; proxy_http_version 1.1; proxy_set_header Connection ""; }
     }
     server {
         listen 127.0.0.1:$static_proxy_port;
@@ -171,6 +195,9 @@ url = "http://127.0.0.1:$agent_port/jolokia"
 name = "big"
 url = "http://127.0.0.1:$big_port/jolokia"
 [[targets]]
+name = "agent2"
+url = "http://127.0.0.1:$agent2_port/jolokia"
+[[targets]]
 name = "static"
 url = "http://127.0.0.1:$static_port/jolokia"
 [[targets]]
@@ -203,6 +230,7 @@ lua() { # method body [auth]
         [ -n "$2" ] && printf 'wrk.body = [==[%s]==]\n' "$2"
         echo 'wrk.headers["Content-Type"] = "application/json"'
         [ -n "${3:-}" ] && echo "wrk.headers[\"Authorization\"] = \"$3\""
+        [ -n "${close_connection:-}" ] && echo 'wrk.headers["Connection"] = "close"'
     } >"$f"
     echo "$f"
 }
@@ -332,6 +360,26 @@ ok=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); print(sum(1 fo
 fan_best=$(printf '%s\n' "${fan_times[@]}" | sort -n | head -1)
 echo "  answers with status 200: $ok; times: ${fan_times[*]} s"
 
+if [ -n "$jolokia2_jar" ]; then
+    A2="http://127.0.0.1:$agent2_port/jolokia"
+    G2="http://127.0.0.1:$gw_port/jolokia/targets/agent2"
+    N2="http://127.0.0.1:$agent2_proxy_port/jolokia"
+    read2_path='/read/jmxgate.test:type=Types/Name'
+    echo "==> Jolokia 2.6.0 agent: warming up (${warmup}s, fresh connections)"
+    close_connection=1 wrk -t1 -c4 -d"${warmup}s" -s "$(close_connection=1 lua GET "")" "$A2$read2_path" >/dev/null 2>&1 || true
+    saved=("$threads" "$connections")
+    for clients in 1 16; do
+        threads=1; connections=$clients
+        [ "$clients" -gt 1 ] && threads=2
+        echo "==> Jolokia 2.6.0 agent, $clients client(s)"
+        compare agent2 "GET read, $clients client(s)" GET "" "$A2$read2_path" "$G2$read2_path" "$N2$read2_path"
+        for round in $(seq 1 "$rounds"); do
+            close_connection=1 measure agent2 "GET read, $clients client(s)" "agent2 directly, Connection: close" "$A2$read2_path" GET ""
+        done
+    done
+    threads="${saved[0]}"; connections="${saved[1]}"
+fi
+
 python3 - "$results" "$rss_kb" "$fan_best" "$ok" "$duration" "$connections" "$threads" "$rss_small_kb" "$rss_shared_kb" "$rounds" >bench/results.md <<'PY'
 import sys, datetime, platform, os, re
 rss_kb, fan_best, ok, duration, conns, threads, rss_small_kb, rss_shared_kb, rounds = sys.argv[2:11]
@@ -365,8 +413,15 @@ for (backend, scen), by_label in runs.items():
     ng = mean(by_label.get("nginx proxy_pass", []))
     ratio = f"{gw[0] / ng[0]:.2f}" if gw and ng and ng[0] else "-"
     cpu = f"{gw[3]:,.0f} us, {ng[3]:,.0f} us" if gw and ng and gw[3] is not None and ng[3] is not None else "-"
-    name = "JVM agent" if backend == "agent" else backend
+    name = {"agent": "JVM agent", "agent2": "Jolokia 2.6.0"}.get(backend, backend)
     print(f"| {name} | {scen} | {cell(direct)} | {cell(gw)} | {cell(ng)} | {ratio} | {cpu} |")
+closes = [f"{scen}: {cell(mean(by_label[f'{backend} directly, Connection: close']))}"
+          for (backend, scen), by_label in runs.items()
+          if f"{backend} directly, Connection: close" in by_label]
+if closes:
+    print("\nJolokia 2.6.0 directly with a fresh connection per request (`Connection: close`), "
+          "next to the keep-alive column above (where each answer stalls on a delayed ACK): "
+          + "; ".join(closes) + ".")
 floors = []
 for (backend, scen), by_label in runs.items():
     fl, ng = mean(by_label.get("hyper pass-through", [])), mean(by_label.get("nginx proxy_pass", []))

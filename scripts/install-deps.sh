@@ -49,3 +49,20 @@ if ! cmp -s "$py/requirements.txt" "$py/.venv/.installed-requirements.txt"; then
     "$py/.venv/bin/pip" install -q --disable-pip-version-check -r "$py/requirements.txt"
     cp "$py/requirements.txt" "$py/.venv/.installed-requirements.txt"
 fi
+
+# Jolokia 2.x JVM agents (no Debian package): taken from ../shared/jolokia
+# beside the repository, or JMXGATE_JOLOKIA2_DIR. Elsewhere download
+# org.jolokia:jolokia-agent-jvm:<version>:javaagent from Maven Central into
+# a directory and point JMXGATE_JOLOKIA2_DIR at it.
+jolokia2="${JMXGATE_JOLOKIA2_DIR:-../shared/jolokia}"
+for v in 2.6.0 2.6.1-SNAPSHOT; do
+    jar="$jolokia2/jolokia-agent-jvm-$v.jar"
+    if [ -f "$jar" ]; then
+        echo "==> Jolokia $v agent: $jar"
+    elif [ -n "${CI:-}" ]; then
+        echo "install-deps: no Jolokia $v agent at $jar (CI needs ../shared/jolokia)" >&2
+        exit 1
+    else
+        echo "==> no Jolokia $v agent at $jar: its tests will be skipped (set JMXGATE_JOLOKIA2_DIR)"
+    fi
+done

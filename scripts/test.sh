@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs jmxgate's whole test suite on a fresh Debian machine with Rust:
 # installs what is missing, checks formatting and lints, then runs every
-# test (unit and integration, the latter against real Jolokia agents).
+# test (unit and integration, the latter against real Jolokia agents: the
+# integration suites once with 1.7.1 agents, once with 2.6.0 agents).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,5 +20,13 @@ command -v cargo-nextest >/dev/null 2>&1 || {
 echo "==> cargo test --doc"
 cargo test --doc --quiet
 # Each test runs in its own process, so agents a test started never outlive it.
-echo "==> cargo nextest run"
+echo "==> cargo nextest run (agents: Jolokia 1.7.1)"
 cargo nextest run --no-fail-fast 2>&1
+# The integration suites again, their agents now Jolokia 2.6.0 JVM agents.
+jar="${JMXGATE_JOLOKIA2_DIR:-../shared/jolokia}/jolokia-agent-jvm-2.6.0.jar"
+if [ -f "$jar" ]; then
+    echo "==> cargo nextest run -E 'kind(test)' (agents: Jolokia 2.6.0)"
+    JMXGATE_TEST_AGENT=2.6.0 cargo nextest run --no-fail-fast -E 'kind(test)' 2>&1
+else
+    echo "==> skipped: the integration suites against Jolokia 2.6.0 (no $jar)"
+fi
