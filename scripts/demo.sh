@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Starts the jmxgate demo: three real Jolokia agents (Jolokia 1.7.1 in
-# embedded Jetty, each its own JVM) and the gateway in front of them.
+# Starts the jmxgate demo: three real Jolokia agents, each its own JVM
+# (orders-1 and billing-1: Jolokia 1.7.1 in embedded Jetty; orders-2: the
+# Jolokia 2.6.0 JVM agent from ../shared/jolokia or JMXGATE_JOLOKIA2_DIR,
+# 1.7.1 too when that jar is not there) and the gateway in front of them.
 # Ctrl-C stops everything.
 #
 #   JMXGATE_DEMO_LISTEN  gateway address        (default 127.0.0.1:8080)
@@ -23,6 +25,9 @@ cp="$(tests/agent/classpath.sh)"
 echo "==> compiling the agent launcher"
 javac -nowarn -d "$work/classes" -cp "$cp" tests/agent/*.java
 
+jolokia2_jar="${JMXGATE_JOLOKIA2_DIR:-../shared/jolokia}/jolokia-agent-jvm-2.6.0.jar"
+[ -f "$jolokia2_jar" ] || echo "note: no $jolokia2_jar; every demo agent runs Jolokia 1.7.1" >&2
+generation=()
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -70,8 +75,16 @@ for i in 0 1 2; do
     # The launcher stops when its stdin closes: keep it open with sleep.
     sleep infinity >"$fifo" &
     pids+=($!)
-    java -Xmx64m -XX:+UseSerialGC -cp "$work/classes:$cp" Launcher \
-        --port "${ports[$i]}" --name "${names[$i]}" <"$fifo" >"$work/agent-$i.out" 2>"$work/agent-$i.log" &
+    if [ "$i" -eq 1 ] && [ -f "$jolokia2_jar" ]; then
+        java -Xmx64m -XX:+UseSerialGC \
+            -javaagent:"$jolokia2_jar=port=${ports[$i]},host=127.0.0.1,discoveryEnabled=false" \
+            -cp "$work/classes" Agent2 --name "${names[$i]}" <"$fifo" >"$work/agent-$i.out" 2>"$work/agent-$i.log" &
+        generation[$i]="Jolokia 2.6.0"
+    else
+        java -Xmx64m -XX:+UseSerialGC -cp "$work/classes:$cp" Launcher \
+            --port "${ports[$i]}" --name "${names[$i]}" <"$fifo" >"$work/agent-$i.out" 2>"$work/agent-$i.log" &
+        generation[$i]="Jolokia 1.7.1"
+    fi
     pids+=($!)
     cat >>"$config" <<TOML
 
@@ -88,7 +101,7 @@ for i in 0 1 2; do
         sleep 0.2
     done
     grep -q READY "$work/agent-$i.out" || { echo "agent ${names[$i]} did not start; see $work/agent-$i.log" >&2; exit 1; }
-    echo "==> agent ${names[$i]} ready on port ${ports[$i]}"
+    echo "==> agent ${names[$i]} (${generation[$i]}) ready on port ${ports[$i]}"
 done
 
 target/release/jmxgate check-config "$config"
@@ -99,8 +112,11 @@ jmxgate demo is starting on $base (config: $config). Paste these:
 
   # the gateway's own version
   curl -s $base/version
-  # one agent through its virtual URL
+  # one agent through its virtual URL (orders-2: ${generation[1]})
   curl -s $base/targets/orders-2/read/java.lang:type=Memory/HeapMemoryUsage
+  # protocol 8.2's config: the gateway's own, then orders-2's
+  curl -s $base/config
+  curl -s $base/targets/orders-2/config
   # the default target (orders-1), GET grammar with an inner path
   curl -s $base/read/jmxgate.test:type=Types/Nested/level1/level2/leaf
   # a bulk across three agents in proxy mode, answered in order
