@@ -215,6 +215,39 @@ impl Generation {
     }
 }
 
+/// With `JMXGATE_TEST_ROLES=1`, a gateway config without roles or
+/// authentication of its own gets every caller a role whose policy allows
+/// everything but one unrelated attribute: the answers the suites compare
+/// with the agent's own then pass through the role-filtered paths (reads
+/// of all attributes expanded, lists and searches filtered), and must come
+/// out the same.
+fn under_a_role(config_body: &str) -> String {
+    let wanted = std::env::var("JMXGATE_TEST_ROLES").is_ok_and(|v| v == "1");
+    let own = ["[[roles]]", "[access]", "auth =", "auth=", "[auth"]
+        .iter()
+        .any(|k| config_body.contains(k));
+    if !wanted || own {
+        return String::new();
+    }
+    static POLICY: OnceLock<PathBuf> = OnceLock::new();
+    let policy = POLICY.get_or_init(|| {
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("allow-nearly-all-{}.xml", std::process::id()));
+        std::fs::write(
+            &path,
+            "<restrict><deny><mbean><name>jmxgate.nowhere:type=None</name>\
+             <attribute>Nothing</attribute></mbean></deny></restrict>",
+        )
+        .unwrap();
+        path
+    });
+    format!(
+        "\n[access]\nanonymous_role = \"everyone\"\n\n[[roles]]\nname = \"everyone\"\n\
+         targets = [\"*\"]\npolicy = \"{}\"\n",
+        policy.display()
+    )
+}
+
 /// A running Jolokia agent. Dropping it closes its stdin, which stops it.
 pub struct Agent {
     pub port: u16,
@@ -444,7 +477,10 @@ impl Gateway {
 
     /// Starts a gateway from config text; `listen` is filled in.
     pub async fn start(config_body: &str) -> Gateway {
-        let text = format!("[server]\nlisten = \"127.0.0.1:0\"\n{config_body}");
+        let text = format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n{config_body}{}",
+            under_a_role(config_body)
+        );
         let config = jmxgate::Config::parse(&text)
             .and_then(|c| c.validate())
             .unwrap_or_else(|e| panic!("bad test config: {e:?}\n{text}"));
