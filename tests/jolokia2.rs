@@ -256,3 +256,84 @@ async fn cached_lists_are_filtered_under_roles() {
     assert_eq!(narrow["value"], expected, "{narrow}");
     assert!(narrow["value"]["domains"]["java.lang"]["type=Memory"].is_object());
 }
+
+/// Every list option of protocol 8, alone and with `listCache`, under a
+/// role whose policy hides nothing these lists show: the gateway's
+/// filtered answer is the agent's own.
+#[tokio::test(flavor = "multi_thread")]
+async fn lists_with_every_8x_option_equal_the_agents_under_a_role() {
+    if !Generation::V2.available() {
+        return;
+    }
+    let agent = Agent::start_v2(Generation::V2, "two", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.xml");
+    std::fs::write(
+        &policy,
+        "<restrict><deny><mbean><name>jmxgate.nowhere:type=None</name><attribute>X</attribute></mbean></deny></restrict>",
+    )
+    .unwrap();
+    let gw = Gateway::start(&format!(
+        "[[targets]]\nname = \"two\"\nurl = \"{}\"\n\n[access]\nanonymous_role = \"r\"\n\n\
+         [[roles]]\nname = \"r\"\ntargets = [\"two\"]\npolicy = \"{}\"\n",
+        agent.url(),
+        policy.display()
+    ))
+    .await;
+    let mut checked = 0;
+    let mut differing = Vec::new();
+    for path in [None, Some("jmxgate.test"), Some("jmxgate.test/type=Types")] {
+        for option in [
+            None,
+            Some("listKeys"),
+            Some("openTypes"),
+            Some("listInterfaces"),
+        ] {
+            for cache in [false, true] {
+                for depth in [None, Some("1"), Some("2"), Some("3")] {
+                    let mut config = serde_json::Map::new();
+                    if let Some(o) = option {
+                        config.insert(o.into(), json!("true"));
+                    }
+                    if cache {
+                        config.insert("listCache".into(), json!("true"));
+                    }
+                    if let Some(d) = depth {
+                        config.insert("maxDepth".into(), json!(d));
+                    }
+                    let mut list = json!({"type":"list","config":config});
+                    if let Some(p) = path {
+                        list["path"] = json!(p);
+                    }
+                    let (_, text) = direct(&agent, &list).await;
+                    let mine: Value = serde_json::from_str(&text).unwrap();
+                    let (_, through) = gw.post("/jolokia/targets/two", &list).await;
+                    let same = (&through["status"], &through["value"])
+                        == (&mine["status"], &mine["value"]);
+                    // Known gaps (README, Compatibility): a list cut at the
+                    // domain level below a path (2.x counts maxDepth from
+                    // the root), and 2.6.0's openTypes with maxDepth, which
+                    // writes the cut part as a JSON string. Under a role the
+                    // gateway can't check what such a placeholder stands
+                    // for: it shows nothing rather than guess.
+                    let gap = (path == Some("jmxgate.test") && depth == Some("1"))
+                        || (option == Some("openTypes")
+                            && depth.is_some()
+                            && (path.is_none() || cache));
+                    if gap {
+                        let nothing = through["value"] == json!({})
+                            || through["value"].as_object().is_some_and(|domains| {
+                                domains.values().all(|v| v == &json!({}) || v.is_string())
+                            });
+                        assert!(same || nothing, "{list}: {through}");
+                    } else if !same {
+                        differing.push(list.to_string());
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 96);
+    assert!(differing.is_empty(), "answers differ for {differing:#?}");
+}

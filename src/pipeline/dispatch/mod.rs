@@ -231,10 +231,21 @@ fn filtered(answer: Response, request: &Request, how: &AnswerFilter) -> Response
             }
         }
     }
+    // With listCache (protocol 8) an answer cut by maxDepth above the
+    // MBean level is keyed by domain whatever the path, as a list of
+    // domains is.
+    let list_path = match &request.command {
+        Command::List(l) if request.params.flag("listCache") == Some(true) => l
+            .path
+            .as_deref()
+            .filter(|p| crate::protocol::path::split(p).len() > 1),
+        Command::List(l) => l.path.as_deref(),
+        _ => None,
+    };
     // Lists of domains or of a domain's MBeans: filtered on the text.
-    if let (Command::List(l), Plan::FilterList, false) = (&request.command, plan, how.to_domains) {
+    if let (Command::List(_), Plan::FilterList, false) = (&request.command, plan, how.to_domains) {
         if let Some(raw) = answer.get("value") {
-            match filter::filter_list_raw(raw, l.path.as_deref(), grant) {
+            match filter::filter_list_raw(raw, list_path, grant) {
                 Some(Ok(None)) => return answer,
                 Some(Ok(Some(kept))) => {
                     let mut answer = answer;
@@ -251,8 +262,8 @@ fn filtered(answer: Response, request: &Request, how: &AnswerFilter) -> Response
         return answer;
     };
     let kept = match (&request.command, plan) {
-        (Command::List(l), Plan::FilterList) => {
-            match filter::filter_list(value, l.path.as_deref(), grant) {
+        (Command::List(_), Plan::FilterList) => {
+            match filter::filter_list(value, list_path, grant) {
                 Ok(v) if how.to_domains => filter::to_domains(v),
                 Ok(v) => v,
                 Err(denied) => return list_denied(denied),
