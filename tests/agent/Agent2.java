@@ -3,8 +3,6 @@
 // the agent listens, and exits when stdin reaches EOF, like
 // Launcher. No Jolokia 1.x or Jetty class may be on its classpath.
 
-import java.io.InputStream;
-
 public class Agent2 {
     public static void main(String[] args) throws Exception {
         String name = "agent";
@@ -34,15 +32,7 @@ public class Agent2 {
         }
         System.out.println("READY url=" + url);
         System.out.flush();
-        InputStream in = System.in;
-        byte[] buf = new byte[256];
-        try {
-            while (in.read(buf) >= 0) {
-                // discard; only EOF matters
-            }
-        } catch (Exception e) {
-            // a broken stdin counts as EOF
-        }
-        System.exit(0);
+        TestMBeans.exitOnStdinEof();
+        Thread.currentThread().join();
     }
 }

@@ -430,20 +430,7 @@ public class Launcher {
         System.out.println("READY port=" + connector.getLocalPort());
         System.out.flush();
 
-        Thread watcher = new Thread(() -> {
-            InputStream in = System.in;
-            byte[] buf = new byte[256];
-            try {
-                while (in.read(buf) >= 0) {
-                    // discard; only EOF matters
-                }
-            } catch (Exception e) {
-                // treat a broken stdin like EOF
-            }
-            System.exit(0);
-        }, "stdin-eof-watcher");
-        watcher.setDaemon(true);
-        watcher.start();
+        TestMBeans.exitOnStdinEof();
 
         server.join();
     }

@@ -399,6 +399,24 @@ public class TestMBeans {
         public void setPassword(String password) { this.password = password == null ? "" : password; }
     }
 
+    /** Exits the JVM (status 0) once stdin reaches EOF: the harness's way to stop an agent. */
+    static void exitOnStdinEof() {
+        Thread watcher = new Thread(() -> {
+            InputStream in = System.in;
+            byte[] buf = new byte[256];
+            try {
+                while (in.read(buf) >= 0) {
+                    // discard; only EOF matters
+                }
+            } catch (Exception e) {
+                // treat a broken stdin like EOF
+            }
+            System.exit(0);
+        }, "stdin-eof-watcher");
+        watcher.setDaemon(true);
+        watcher.start();
+    }
+
     /** Registers the test MBeans; {@code many} extra Types copies make a large list. */
     static void register(String name, int many) throws Exception {
         MBeanServer mbs = ManagementFactory.getPlatformMBeanServer();

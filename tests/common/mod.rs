@@ -140,6 +140,18 @@ fn fnv(bytes: &[u8]) -> u64 {
     })
 }
 
+/// A JVM small and quick to start, as every test agent runs in.
+fn test_jvm() -> Command {
+    let mut java = Command::new("java");
+    java.args([
+        "-Xmx64m",
+        "-Xss512k",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+    ]);
+    java
+}
+
 /// Which Jolokia a test agent runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Generation {
@@ -275,13 +287,7 @@ impl Agent {
         let (classes, _) = launcher_classes();
         let mut agent_options = vec!["port=0", "host=127.0.0.1", "discoveryEnabled=false"];
         agent_options.extend(options);
-        let mut child = Command::new("java")
-            .args([
-                "-Xmx64m",
-                "-Xss512k",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-            ])
+        let mut child = test_jvm()
             .arg(format!(
                 "-javaagent:{}={}",
                 jar.display(),
@@ -325,13 +331,7 @@ impl Agent {
     /// A 1.7.1 agent in embedded Jetty; `extra` are Launcher flags.
     pub fn start_with(name: &str, extra: &[&str]) -> Agent {
         let (classes, cp) = launcher_classes();
-        let mut child = Command::new("java")
-            .args([
-                "-Xmx64m",
-                "-Xss512k",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-            ])
+        let mut child = test_jvm()
             .arg("-cp")
             .arg(format!("{}:{cp}", classes.display()))
             .arg("Launcher")

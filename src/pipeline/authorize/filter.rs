@@ -70,6 +70,8 @@ pub fn filter_list(
 type Raw = Box<serde_json::value::RawValue>;
 /// An MBean's description stays text borrowed from the answer.
 type Mbeans<'a> = indexmap::IndexMap<String, &'a serde_json::value::RawValue>;
+/// Domains and their MBeans, descriptions as text.
+type Domains<'a> = indexmap::IndexMap<String, Mbeans<'a>>;
 
 /// [`filter_list`] on the answer's JSON text, parsing only domain and MBean
 /// keys: each MBean's description passes through as text, so a 10 MB list
@@ -85,19 +87,8 @@ pub fn filter_list_raw(
     let segments: Vec<String> = list_path.map(path::split).unwrap_or_default();
     match segments.as_slice() {
         [] => {
-            let domains: indexmap::IndexMap<String, Mbeans> =
-                serde_json::from_str(value.get()).ok()?;
-            let mut hidden = false;
-            let kept: indexmap::IndexMap<String, Mbeans> = domains
-                .into_iter()
-                .filter_map(|(domain, mbeans)| {
-                    let all = mbeans.len();
-                    let visible = visible_mbeans(&domain, mbeans, grant);
-                    // A domain left empty is dropped too.
-                    hidden |= visible.len() < all || visible.is_empty();
-                    (!visible.is_empty()).then_some((domain, visible))
-                })
-                .collect();
+            let domains: Domains = serde_json::from_str(value.get()).ok()?;
+            let (kept, hidden) = visible_domains(domains, grant);
             rewritten(hidden, &kept).map(Ok)
         }
         [domain] => {
@@ -118,7 +109,7 @@ pub fn filter_list_raw(
 #[serde(deny_unknown_fields)]
 struct CachedList<'a> {
     #[serde(borrow)]
-    domains: indexmap::IndexMap<String, Mbeans<'a>>,
+    domains: Domains<'a>,
     #[serde(borrow)]
     cache: indexmap::IndexMap<String, &'a serde_json::value::RawValue>,
 }
@@ -131,17 +122,7 @@ pub fn filter_cached_list_raw(
     grant: &Grant,
 ) -> Option<Option<Raw>> {
     let list: CachedList = serde_json::from_str(value.get()).ok()?;
-    let mut hidden = false;
-    let domains: indexmap::IndexMap<String, Mbeans> = list
-        .domains
-        .into_iter()
-        .filter_map(|(domain, mbeans)| {
-            let all = mbeans.len();
-            let visible = visible_mbeans(&domain, mbeans, grant);
-            hidden |= visible.len() < all || visible.is_empty();
-            (!visible.is_empty()).then_some((domain, visible))
-        })
-        .collect();
+    let (domains, mut hidden) = visible_domains(list.domains, grant);
     let named: std::collections::HashSet<String> = domains
         .values()
         .flat_map(|mbeans| mbeans.values())
@@ -163,6 +144,22 @@ fn rewritten<T: serde::Serialize>(hidden: bool, kept: &T) -> Option<Option<Raw>>
         return Some(None);
     }
     serde_json::value::to_raw_value(kept).ok().map(Some)
+}
+
+/// The domains with only their visible MBeans, a domain left empty
+/// dropped, and whether anything was hidden.
+fn visible_domains<'a>(domains: Domains<'a>, grant: &Grant) -> (Domains<'a>, bool) {
+    let mut hidden = false;
+    let kept = domains
+        .into_iter()
+        .filter_map(|(domain, mbeans)| {
+            let all = mbeans.len();
+            let visible = visible_mbeans(&domain, mbeans, grant);
+            hidden |= visible.len() < all || visible.is_empty();
+            (!visible.is_empty()).then_some((domain, visible))
+        })
+        .collect();
+    (kept, hidden)
 }
 
 fn visible_mbeans<'a>(domain: &str, mbeans: Mbeans<'a>, grant: &Grant) -> Mbeans<'a> {
