@@ -55,6 +55,65 @@ fn challenges(h: &reqwest::header::HeaderMap) -> Vec<String> {
         .collect()
 }
 
+/// Hawtio sends its credentials as `X-Jolokia-Authorization` (leaving
+/// `Authorization` to the server of the console): the same check, the
+/// same throttling; and a script in a browser gets a challenge that
+/// doesn't pop up the browser's own login dialog.
+#[tokio::test(flavor = "multi_thread")]
+async fn hawtios_header_carries_credentials_and_browsers_get_no_basic_popup() {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&basic_to_alpha(dir.path(), 3)).await;
+    let basic = |user: &str, password: &str| {
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        format!("Basic {token}")
+    };
+    let hawtio = |value: String| {
+        gw.http
+            .get(gw.url(NAME))
+            .header("x-jolokia-authorization", value)
+            .header("sec-fetch-mode", "cors")
+            .send()
+    };
+    let (status, _, body) =
+        status_and_headers(hawtio(basic("alice", "wonder:land")).await.unwrap()).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("\"value\":\"alpha\""), "{body}");
+
+    let (status, h, _) = status_and_headers(hawtio(basic("alice", "wrong")).await.unwrap()).await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        challenges(&h),
+        vec!["Hawtio original-scheme=\"Basic\", realm=\"jmxgate\", charset=\"UTF-8\""]
+    );
+    // A page the user opens (no Fetch Metadata of a script) still gets Basic.
+    let plain = gw.http.get(gw.url(NAME)).send().await.unwrap();
+    assert_eq!(
+        challenges(plain.headers()),
+        vec!["Basic realm=\"jmxgate\", charset=\"UTF-8\""]
+    );
+    let fetched = gw
+        .http
+        .get(gw.url(NAME))
+        .header("sec-fetch-mode", "cors")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        challenges(fetched.headers())[0].starts_with("Hawtio "),
+        "{:?}",
+        fetched.headers()
+    );
+
+    // Failures by this header count against the user like any others.
+    for _ in 0..3 {
+        let _ = hawtio(basic("alice", "wrong")).await.unwrap();
+    }
+    let (status, _, _) =
+        status_and_headers(hawtio(basic("alice", "wonder:land")).await.unwrap()).await;
+    assert_eq!(status, 429, "throttled after max_failures");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn basic_good_bad_and_missing_credentials() {
     let dir = tempfile::tempdir().unwrap();
@@ -477,6 +536,11 @@ fn secrets_never_reach_logs_answers_or_errors() {
         json!({"sub":"svc","exp":now() + 300}),
         jsonwebtoken::Algorithm::HS256,
     );
+    let hawtio_basic = {
+        use base64::Engine;
+        let token = base64::engine::general_purpose::STANDARD.encode("alice:XJolokiaPassw0rd");
+        format!("Basic {token}")
+    };
     let answers = tokio::runtime::Runtime::new().unwrap().block_on(async {
         let http = common::http_client();
         let url = format!("http://{addr}/jolokia");
@@ -490,6 +554,7 @@ fn secrets_never_reach_logs_answers_or_errors() {
             http.post(&url).basic_auth("alice", Some("WrongPassw0rd")).body(body.to_string()),
             http.post(&url).bearer_auth(&token).body(body.to_string()),
             http.post(&url).bearer_auth(&bad_token).body(body.to_string()),
+            http.post(&url).header("x-jolokia-authorization", &hawtio_basic).body(body.to_string()),
         ] {
             let r = req.send().await.unwrap();
             let headers = format!("{:?}", r.headers());
@@ -516,6 +581,8 @@ fn secrets_never_reach_logs_answers_or_errors() {
         "TargetPassw0rd",
         "ClientTargetPassw0rd",
         "HostPassw0rd",
+        "XJolokiaPassw0rd",
+        hawtio_basic.as_str(),
         token.as_str(),
         bad_token.as_str(),
         std::str::from_utf8(secret).unwrap(),

@@ -674,3 +674,60 @@ async fn reading_all_attributes_skips_write_only_ones_as_the_agent_does() {
     assert_eq!(r["status"], 200, "{r}");
     assert_eq!(r["value"], mine["value"], "{r}");
 }
+
+/// Hawtio's RBAC: an ACL search finds the gateway's ACL MBean, and every
+/// `canInvoke` form answers what the caller's policy decides, without
+/// reaching the agent (which has no such MBean).
+#[tokio::test(flavor = "multi_thread")]
+async fn hawtio_rbac_queries_are_answered_from_the_callers_policy() {
+    let a = Agent::start("rbac");
+    let setup = Setup::new();
+    let gw = gateway_with(
+        &setup,
+        &[&a],
+        "[\"rbac\"]",
+        r#"<filter><mbean>jmxgate.test:type=Counter</mbean></filter>
+           <deny><mbean><name>jmxgate.test:type=Operations</name><operation>reset</operation></mbean>
+                 <mbean><name>jmxgate.test:type=Types</name><attribute mode="write">Name</attribute></mbean></deny>"#,
+    )
+    .await;
+    let acl = "hawtio:type=security,area=jmx,name=JmxgateRBAC";
+    let ops = "jmxgate.test:type=Operations";
+    let (_, r) = gw
+        .post(
+            "/jolokia/targets/rbac",
+            &json!([
+                {"type":"search","mbean":"*:type=security,area=jmx,*"},
+                {"type":"exec","mbean":acl,"operation":"canInvoke(java.lang.String)","arguments":[ops]},
+                {"type":"exec","mbean":acl,"operation":"canInvoke(java.lang.String)","arguments":["jmxgate.test:type=Counter"]},
+                {"type":"exec","mbean":acl,"operation":"canInvoke(java.util.Map)",
+                 "arguments":[{ops:["reset()","noArgs()"]}]},
+                {"type":"exec","mbean":acl,"operation":"canInvoke(java.lang.String,java.lang.String,[Ljava.lang.String;)",
+                 "arguments":[T,"setName",["java.lang.String"]]},
+                {"type":"exec","mbean":acl,"operation":"canInvoke(java.lang.String,java.lang.String,[Ljava.lang.String;)",
+                 "arguments":[T,"setInt",["int"]]},
+            ]),
+        )
+        .await;
+    assert_eq!(r[0]["value"], json!([acl]), "{r}");
+    assert_eq!(r[1]["value"], true, "{r}");
+    assert_eq!(r[2]["value"], false, "hidden by <filter>: {r}");
+    assert_eq!(r[3]["value"][ops]["reset()"]["CanInvoke"], false, "{r}");
+    assert_eq!(r[3]["value"][ops]["noArgs()"]["CanInvoke"], true, "{r}");
+    assert_eq!(r[4]["value"], false, "{r}");
+    assert_eq!(r[5]["value"], true, "{r}");
+    // Hawtio reads the request back from the answer.
+    assert_eq!(r[1]["request"]["arguments"], json!([ops]));
+    // The decisions are the real items' own.
+    let (_, real) = gw
+        .post(
+            "/jolokia/targets/rbac",
+            &json!([
+                {"type":"exec","mbean":ops,"operation":"reset()"},
+                {"type":"write","mbean":T,"attribute":"Name","value":"x"},
+            ]),
+        )
+        .await;
+    assert_eq!(real[0]["status"], 403, "{real}");
+    assert_eq!(real[1]["status"], 403, "{real}");
+}

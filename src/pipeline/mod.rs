@@ -824,7 +824,7 @@ impl Gateway {
                         request_id, conn, headers, &failure,
                     )]);
                 }
-                let mut resp = state.authenticator.refusal(methods, &failure);
+                let mut resp = state.authenticator.refusal(methods, &failure, headers);
                 if cors {
                     respond::cors_headers(headers, resp.headers_mut());
                 }

@@ -138,7 +138,7 @@ impl Authenticator {
         conn: &Connection,
     ) -> Result<Principal, Failure> {
         let client = conn.remote.map(|r| r.ip());
-        if let Some(value) = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        if let Some(value) = credentials(headers) {
             let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
             if scheme.eq_ignore_ascii_case("basic") && methods.contains(&AuthMethod::Basic) {
                 return self.basic(rest.to_string(), client).await;
@@ -158,7 +158,7 @@ impl Authenticator {
                 }
             }
         }
-        if methods.contains(&AuthMethod::Anonymous) && headers.get(AUTHORIZATION).is_none() {
+        if methods.contains(&AuthMethod::Anonymous) && credentials(headers).is_none() {
             return Ok(Principal::anonymous());
         }
         Err(Failure::Unauthorized {
@@ -239,8 +239,17 @@ impl Authenticator {
     }
 
     /// The 401 (or 429) answer: challenges for the listener's methods, no
-    /// body, nothing about which part was wrong.
-    pub fn refusal(&self, methods: &[AuthMethod], failure: &Failure) -> Response<Body> {
+    /// body, nothing about which part was wrong. A script in a browser
+    /// (Hawtio, jolokia.js) gets its Basic challenge as Hawtio's own
+    /// gateway writes it, `Hawtio original-scheme="Basic"`: a plain
+    /// `Basic` would make the browser pop up its own login dialog over the
+    /// application's.
+    pub fn refusal(
+        &self,
+        methods: &[AuthMethod],
+        failure: &Failure,
+        request_headers: &HeaderMap,
+    ) -> Response<Body> {
         let mut resp = Response::new(Body::empty());
         match failure {
             Failure::Throttled(d) => {
@@ -253,7 +262,12 @@ impl Authenticator {
                 *resp.status_mut() = StatusCode::UNAUTHORIZED;
                 let headers = resp.headers_mut();
                 if let (true, Some(b)) = (methods.contains(&AuthMethod::Basic), &self.basic) {
-                    let v = format!("Basic realm=\"{}\", charset=\"UTF-8\"", b.realm());
+                    let scheme = if from_browser_script(request_headers) {
+                        "Hawtio original-scheme=\"Basic\","
+                    } else {
+                        "Basic"
+                    };
+                    let v = format!("{scheme} realm=\"{}\", charset=\"UTF-8\"", b.realm());
                     if let Ok(v) = HeaderValue::from_str(&v) {
                         headers.append(WWW_AUTHENTICATE, v);
                     }
@@ -291,10 +305,34 @@ pub fn principal_from_certificate(
     })
 }
 
+/// Hawtio's header for credentials towards a Jolokia endpoint, which
+/// leaves `Authorization` to the server that serves the console.
+pub const X_JOLOKIA_AUTHORIZATION: &str = "x-jolokia-authorization";
+
+/// The caller's credentials: `Authorization`, else Hawtio's
+/// `X-Jolokia-Authorization` (same schemes, same checks and throttling).
+fn credentials(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(AUTHORIZATION)
+        .or_else(|| headers.get(X_JOLOKIA_AUTHORIZATION))
+        .and_then(|v| v.to_str().ok())
+}
+
+/// A request made by a script in a browser, not a page the user opened:
+/// Hawtio's header, `X-Requested-With`, or Fetch Metadata saying so.
+fn from_browser_script(headers: &HeaderMap) -> bool {
+    headers.contains_key(X_JOLOKIA_AUTHORIZATION)
+        || headers.contains_key("x-requested-with")
+        || headers
+            .get("sec-fetch-mode")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|mode| !mode.eq_ignore_ascii_case("navigate"))
+}
+
 /// Which method a refused caller tried, for audit and metrics (a fixed
 /// set of values: `basic`, `bearer`, `other`, `mtls`, `none`).
 pub fn attempted_method(headers: &HeaderMap, conn: &Connection) -> &'static str {
-    match headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+    match credentials(headers) {
         Some(v) => match v.split(' ').next().map(str::to_ascii_lowercase).as_deref() {
             Some("basic") => "basic",
             Some("bearer") => "bearer",

@@ -11,6 +11,7 @@
 
 pub mod expand;
 pub mod filter;
+pub mod rbac;
 
 use std::sync::Arc;
 
@@ -100,8 +101,12 @@ impl Grant {
 pub enum Plan {
     /// Send as it is.
     Forward,
-    /// Send, then drop invisible MBeans from the search answer.
+    /// Send, then drop invisible MBeans from the search answer (and show
+    /// the gateway's ACL MBean to an ACL search, see [`rbac`]).
     FilterSearch,
+    /// Hawtio's `canInvoke` on the gateway's ACL MBean: answered by the
+    /// gateway from the grant, never sent.
+    Rbac,
     /// Send, then drop invisible MBeans from the list answer.
     FilterList,
     /// A read of a pattern, of all attributes, or of a list with denied
@@ -119,6 +124,7 @@ impl Plan {
             Plan::Forward => "forward",
             Plan::FilterSearch => "forward, then filter the search answer",
             Plan::FilterList => "forward, then filter the list answer",
+            Plan::Rbac => "answered by the gateway (Hawtio RBAC), never sent",
             Plan::ExpandRead => {
                 "resolve MBeans and attributes on the agent, read only allowed pairs"
             }
@@ -172,7 +178,11 @@ pub fn authorize(
 ) -> Result<Allowed, Denied> {
     if access.is_open() {
         return Ok(Allowed {
-            plan: Plan::Forward,
+            plan: if rbac::query(request).is_some() {
+                Plan::Rbac
+            } else {
+                Plan::Forward
+            },
             grant: Grant::open(),
             rule: "no roles configured: the gateway is open".into(),
         });
@@ -311,6 +321,10 @@ pub fn decide_command(grant: &Grant, request: &Request) -> Result<(Plan, String)
         Command::Version(_) => Ok((Plan::Forward, "version allowed".into())),
         Command::Config(_) => Ok((Plan::Forward, "config allowed".into())),
         Command::Search(_) => Ok((Plan::FilterSearch, "search allowed; answer filtered".into())),
+        Command::Exec(_) if rbac::query(request).is_some() => Ok((
+            Plan::Rbac,
+            "Hawtio RBAC query: answered by the gateway from the caller's policies".into(),
+        )),
         Command::List(_) => Ok((Plan::FilterList, "list allowed; answer filtered".into())),
         Command::Read(r) if r.mbean.is_pattern() || r.attribute == Attributes::All => Ok((
             Plan::ExpandRead,

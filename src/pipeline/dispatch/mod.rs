@@ -19,7 +19,7 @@ use crate::metrics::Metrics;
 use crate::protocol::{Command, ProtocolError, Request, Response};
 use crate::secret::Secret;
 
-use super::authorize::{filter, Grant, Plan};
+use super::authorize::{filter, rbac, Grant, Plan};
 use list_cache::ListCache;
 
 /// One item on its way to an agent.
@@ -122,6 +122,13 @@ pub async fn dispatch(
     metrics: &Metrics,
     list_cache: Option<&ListCache>,
 ) -> Vec<(usize, Response)> {
+    // Hawtio's RBAC queries are answered here, from the item's grant.
+    let (rbac_queries, jobs): (Vec<Job>, Vec<Job>) =
+        jobs.into_iter().partition(|j| j.plan == Plan::Rbac);
+    let rbac_answers: Vec<(usize, Response)> = rbac_queries
+        .iter()
+        .map(|job| (job.index, rbac_answer(job)))
+        .collect();
     let (guarded_jobs, rest): (Vec<Job>, Vec<Job>) = jobs
         .into_iter()
         .partition(|j| matches!(j.plan, Plan::ExpandRead | Plan::CheckPattern));
@@ -159,7 +166,21 @@ pub async fn dispatch(
         join_all(guarded_calls),
         join_all(cached_lists)
     );
-    a.into_iter().chain(b).chain(c).flatten().collect()
+    a.into_iter()
+        .chain(b)
+        .chain(c)
+        .flatten()
+        .chain(rbac_answers)
+        .collect()
+}
+
+/// A `canInvoke` on the gateway's ACL MBean, for the job's grant.
+fn rbac_answer(job: &Job) -> Response {
+    match rbac::query(&job.request).map(|exec| rbac::answer(&job.grant, exec)) {
+        Some(Ok(value)) => Response::value(&value, crate::clock::unix_seconds()),
+        Some(Err(e)) => Response::error(&e),
+        None => Response::error(&ProtocolError::bad_request("not a canInvoke query")),
+    }
 }
 
 /// Runs one exchange unless the target's breaker is open, counts it and
@@ -269,6 +290,12 @@ fn filtered(answer: Response, request: &Request, how: &AnswerFilter) -> Response
                 Err(denied) => return list_denied(denied),
             }
         }
+        (Command::Search(s), _) => match filter::filter_search(value, grant) {
+            serde_json::Value::Array(names) => {
+                serde_json::Value::Array(rbac::searched(&s.mbean, names))
+            }
+            other => other,
+        },
         _ => filter::filter_search(value, grant),
     };
     let mut answer = answer;
