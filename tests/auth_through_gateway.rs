@@ -72,7 +72,6 @@ async fn hawtios_header_carries_credentials_and_browsers_get_no_basic_popup() {
         gw.http
             .get(gw.url(NAME))
             .header("x-jolokia-authorization", value)
-            .header("sec-fetch-mode", "cors")
             .send()
     };
     let (status, _, body) =
@@ -92,18 +91,33 @@ async fn hawtios_header_carries_credentials_and_browsers_get_no_basic_popup() {
         challenges(plain.headers()),
         vec!["Basic realm=\"jmxgate\", charset=\"UTF-8\""]
     );
-    let fetched = gw
+    // A browser's fetch, cross-origin or same-origin.
+    for (name, value) in [
+        ("sec-fetch-dest", "empty"),
+        ("origin", "https://console.example"),
+    ] {
+        let fetched = gw
+            .http
+            .get(gw.url(NAME))
+            .header(name, value)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            challenges(fetched.headers())[0].starts_with("Hawtio "),
+            "{name}: {:?}",
+            fetched.headers()
+        );
+    }
+    // Node's fetch sends Sec-Fetch-Mode alone: no browser, plain Basic.
+    let node = gw
         .http
         .get(gw.url(NAME))
         .header("sec-fetch-mode", "cors")
         .send()
         .await
         .unwrap();
-    assert!(
-        challenges(fetched.headers())[0].starts_with("Hawtio "),
-        "{:?}",
-        fetched.headers()
-    );
+    assert!(challenges(node.headers())[0].starts_with("Basic "));
 
     // Failures by this header count against the user like any others.
     for _ in 0..3 {

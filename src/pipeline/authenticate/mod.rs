@@ -240,7 +240,7 @@ impl Authenticator {
 
     /// The 401 (or 429) answer: challenges for the listener's methods, no
     /// body, nothing about which part was wrong. A script in a browser
-    /// (Hawtio, jolokia.js) gets its Basic challenge as Hawtio's own
+    /// (Hawtio, jolokia.js in a page) gets its Basic challenge as Hawtio's own
     /// gateway writes it, `Hawtio original-scheme="Basic"`: a plain
     /// `Basic` would make the browser pop up its own login dialog over the
     /// application's.
@@ -319,14 +319,18 @@ fn credentials(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// A request made by a script in a browser, not a page the user opened:
-/// Hawtio's header, `X-Requested-With`, or Fetch Metadata saying so.
+/// Hawtio's header, `X-Requested-With`, an `Origin` (browsers send one
+/// with every cross-origin request and every POST), or Fetch Metadata for
+/// a script's fetch (`Sec-Fetch-Dest: empty`; Node's fetch sends
+/// `Sec-Fetch-Mode` alone, and is no browser).
 fn from_browser_script(headers: &HeaderMap) -> bool {
     headers.contains_key(X_JOLOKIA_AUTHORIZATION)
         || headers.contains_key("x-requested-with")
+        || headers.contains_key(http::header::ORIGIN)
         || headers
-            .get("sec-fetch-mode")
+            .get("sec-fetch-dest")
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|mode| !mode.eq_ignore_ascii_case("navigate"))
+            .is_some_and(|dest| dest.eq_ignore_ascii_case("empty"))
 }
 
 /// Which method a refused caller tried, for audit and metrics (a fixed
