@@ -32,10 +32,16 @@ pub fn query(request: &Request) -> Option<&Exec> {
 
 /// A search answer's names as Hawtio must see them under roles: the
 /// agent's own ACL MBeans (which know the agent's user, not this caller)
-/// replaced by the gateway's, when the pattern asks for ACL MBeans.
+/// replaced by the gateway's, when the pattern asks for ACL MBeans by their
+/// keys in a pattern (`*:type=security,area=jmx,*`). A broader search
+/// (`*:*`) or one exact name is left alone: JMX tools would show the
+/// gateway's MBean as a node no request opens.
 pub fn searched(pattern: &ObjectName, names: Vec<Value>) -> Vec<Value> {
     let gateway = ObjectName::parse(RBAC_MBEAN).expect("a valid ObjectName");
-    if !pattern.matches(&gateway) {
+    let asks_for_acl = pattern.is_pattern()
+        && pattern.key_property("type") == Some("security")
+        && pattern.key_property("area") == Some("jmx");
+    if !asks_for_acl || !pattern.matches(&gateway) {
         return names;
     }
     let acl = ObjectName::parse(ACL_PATTERN).expect("a valid pattern");
@@ -254,7 +260,9 @@ mod tests {
             searched(&pattern, agent.clone()),
             vec![json!(RBAC_MBEAN), json!("d:type=Ops")]
         );
-        let other = ObjectName::parse("d:*").unwrap();
-        assert_eq!(searched(&other, agent.clone()), agent);
+        for other in ["d:*", "*:*", "hawtio:*", RBAC_MBEAN] {
+            let other = ObjectName::parse(other).unwrap();
+            assert_eq!(searched(&other, agent.clone()), agent, "{other:?}");
+        }
     }
 }
