@@ -66,3 +66,14 @@ for v in 2.6.0 2.6.1-SNAPSHOT; do
         echo "==> no Jolokia $v agent at $jar: its tests will be skipped (set JMXGATE_JOLOKIA2_DIR)"
     fi
 done
+
+# The Hawtio console of tests/hawtio.rs: @hawtio/react with React,
+# PatternFly 6 and react-router, esbuild and playwright-core, as locked
+# (tests/clients/hawtio/package.json); again whenever package-lock.json
+# changes. The bundle itself is built by the test (tests/clients/hawtio/build.mjs).
+hawtio=tests/clients/hawtio
+if ! cmp -s "$hawtio/package-lock.json" "$hawtio/node_modules/.installed-lock.json"; then
+    echo "==> npm ci in $hawtio"
+    (cd "$hawtio" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$hawtio/package-lock.json" "$hawtio/node_modules/.installed-lock.json"
+fi
