@@ -12,10 +12,9 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use common::{Agent, Gateway, Generation, TestPki};
 
@@ -171,41 +170,8 @@ async fn run_program(jar: &Path, program: &str, env: Vec<(&'static str, String)>
     cmd.arg("-cp")
         .arg(jar)
         .arg(repo().join("tests/clients/java").join(program));
-    let shown = format!("{cmd:?}");
-    let mut child = cmd
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {shown} (Java 17 is needed): {e}"));
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
-            String::from_utf8_lossy(&s).into_owned()
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let (out, err) = (out.join().unwrap(), err.join().unwrap());
-    match status {
-        Some(s) if s.success() => {}
-        Some(s) => panic!("{shown} failed ({s}):\n--- stdout\n{out}\n--- stderr\n{err}"),
-        None => panic!("{shown} still ran after {limit:?}:\n--- stdout\n{out}\n--- stderr\n{err}"),
-    }
+    cmd.envs(env);
+    let (out, err) = common::run_client(cmd, limit).await;
     // Shown with --no-capture, and with the test's output on failure.
     println!("{out}");
     assert!(

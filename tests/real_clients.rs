@@ -8,10 +8,9 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use common::{Agent, Gateway};
 
@@ -112,45 +111,10 @@ impl Setup {
     }
 }
 
-/// Runs a client suite to its end (or kills it after `limit`) without
-/// blocking the runtime the gateway serves on; panics with its output
-/// unless it exits 0.
+/// Runs a client suite with its environment; see `common::run_client`.
 async fn run_suite(mut cmd: Command, env: Vec<(&'static str, String)>, limit: Duration) {
-    let shown = format!("{cmd:?}");
-    let mut child = cmd
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
-            String::from_utf8_lossy(&s).into_owned()
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let (out, err) = (out.join().unwrap(), err.join().unwrap());
-    match status {
-        Some(s) if s.success() => {}
-        Some(s) => panic!("{shown} failed ({s}):\n--- stdout\n{out}\n--- stderr\n{err}"),
-        None => panic!("{shown} still ran after {limit:?}:\n--- stdout\n{out}\n--- stderr\n{err}"),
-    }
+    cmd.envs(env);
+    common::run_client(cmd, limit).await;
 }
 
 fn require(path: &Path, what: &str) {

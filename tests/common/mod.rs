@@ -777,3 +777,44 @@ pub fn denied_attribute_value(generation: Generation, attribute: &str, mbean: &s
         ))
     }
 }
+
+/// Runs a client program to its end (or kills it after `limit`) without
+/// blocking the runtime the gateway serves on; panics with its output
+/// unless it exits 0. Returns its standard output and error.
+pub async fn run_client(mut cmd: Command, limit: Duration) -> (String, String) {
+    use std::io::Read;
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    match status {
+        Some(s) if s.success() => (out, err),
+        Some(s) => panic!("{shown} failed ({s}):\n--- stdout\n{out}\n--- stderr\n{err}"),
+        None => panic!("{shown} still ran after {limit:?}:\n--- stdout\n{out}\n--- stderr\n{err}"),
+    }
+}
