@@ -720,3 +720,94 @@ async fn refused_logins_on_a_kept_alive_connection_say_it_closes() {
     assert_eq!(status, 429, "{head}");
     assert!(head.contains("retry-after"), "{head}");
 }
+
+/// The Rust client (`bearer_token`) and the command line (`JMXGATE_TOKEN`,
+/// `--token-file`) send a bearer token the gateway verifies; a bad one is
+/// refused, and a user and a token together are a setup error.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_rust_client_and_the_command_line_send_bearer_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = b"0123456789abcdef0123456789abcdef-cli-secret";
+    std::fs::write(dir.path().join("hs256.key"), secret).unwrap();
+    let [a, ..] = shared_agents();
+    let config = format!(
+        "{}[auth.bearer]\nhs256_secret_file = \"{}\"\n{}",
+        targets_toml(&[a]),
+        dir.path().join("hs256.key").display(),
+        ops_role()
+    );
+    let gw = Gateway::start(&config).await;
+    let good = jwt(
+        secret,
+        json!({"sub":"svc-cli","exp":now() + 300,"roles":["ops"]}),
+        jsonwebtoken::Algorithm::HS256,
+    );
+    let forged = jwt(
+        b"not-the-secret-not-the-secret-not-the-secret",
+        json!({"sub":"svc-cli","exp":now() + 300,"roles":["ops"]}),
+        jsonwebtoken::Algorithm::HS256,
+    );
+    let url = gw.url("/jolokia/targets/alpha");
+    let client = |token: &str| {
+        jmxgate::client::JolokiaClient::builder(&url)
+            .bearer_token(token)
+            .build()
+            .unwrap()
+    };
+    let types = "jmxgate.test:type=Types";
+    assert_eq!(
+        client(&good).read(types, Some("Name")).await.unwrap(),
+        "alpha"
+    );
+    let refused = client(&forged).read(types, Some("Name")).await.unwrap_err();
+    assert!(refused.to_string().contains("401"), "{refused}");
+    let both = jmxgate::client::JolokiaClient::builder(&url)
+        .user("u", "p")
+        .bearer_token(&good)
+        .build()
+        .unwrap_err();
+    assert!(both.to_string().contains("not both"), "{both}");
+
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, format!("{good}\n")).unwrap();
+    let cli = move |args: Vec<String>, env: Vec<(&'static str, String)>| {
+        tokio::task::spawn_blocking(move || {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_jmxgate"))
+                .args(&args)
+                .env_remove("JMXGATE_URL")
+                .env_remove("JMXGATE_USER")
+                .env_remove("JMXGATE_TOKEN")
+                .envs(env)
+                .output()
+                .unwrap();
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        })
+    };
+    let read = |extra: &[&str]| {
+        let mut args: Vec<String> = ["read", types, "Name", "--json", "--url", url.as_str()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let (code, out, err) = cli(read(&[]), vec![("JMXGATE_TOKEN", good.clone())])
+        .await
+        .unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("alpha"), "{out}");
+    let file = token_file.display().to_string();
+    let (code, out, err) = cli(read(&["--token-file", &file]), vec![]).await.unwrap();
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("alpha"), "{out}");
+    let (code, _, err) = cli(read(&[]), vec![("JMXGATE_TOKEN", forged.clone())])
+        .await
+        .unwrap();
+    assert_ne!(code, 0);
+    assert!(err.contains("401"), "{err}");
+    assert!(!err.contains(&forged), "the token is never printed: {err}");
+}

@@ -3,11 +3,11 @@
 //! default (tables, a tree for `list`), `--json` for scripts.
 //!
 //! Connection settings come from flags, then the environment
-//! (`JMXGATE_URL`, `JMXGATE_USER`, `JMXGATE_PASSWORD`, `JMXGATE_TARGET`),
-//! then a client config file (`--client-config`, TOML: `url`, `user`,
-//! `password_file`, `target`, `ca_file`, `client_cert`, `client_key`,
-//! `timeout`). Passwords never come as flags: a command line is visible
-//! to every user of the machine.
+//! (`JMXGATE_URL`, `JMXGATE_USER`, `JMXGATE_PASSWORD`, `JMXGATE_TOKEN`,
+//! `JMXGATE_TARGET`), then a client config file (`--client-config`, TOML:
+//! `url`, `user`, `password_file`, `token_file`, `target`, `ca_file`,
+//! `client_cert`, `client_key`, `timeout`). Passwords and tokens never come
+//! as flags: a command line is visible to every user of the machine.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -34,6 +34,10 @@ pub struct ConnectOpts {
     /// A file holding the password (first line).
     #[arg(long)]
     pub password_file: Option<PathBuf>,
+    /// A file holding a bearer token (first line), instead of a user; or
+    /// the token itself in JMXGATE_TOKEN.
+    #[arg(long, conflicts_with = "user")]
+    pub token_file: Option<PathBuf>,
     /// Proxy mode: the gateway target to address (name or URL).
     #[arg(long, env = "JMXGATE_TARGET")]
     pub target: Option<String>,
@@ -48,8 +52,8 @@ pub struct ConnectOpts {
     /// Deadline for each call [default: 30s].
     #[arg(long, value_parser = humantime::parse_duration)]
     pub timeout: Option<Duration>,
-    /// A TOML file with url, user, password_file, target, ca_file,
-    /// client_cert, client_key and timeout.
+    /// A TOML file with url, user, password_file, token_file, target,
+    /// ca_file, client_cert, client_key and timeout.
     #[arg(long, env = "JMXGATE_CLIENT_CONFIG")]
     pub client_config: Option<PathBuf>,
     /// Print the Jolokia answer's value as JSON.
@@ -128,6 +132,7 @@ struct ClientConfig {
     url: Option<String>,
     user: Option<String>,
     password_file: Option<PathBuf>,
+    token_file: Option<PathBuf>,
     target: Option<String>,
     ca_file: Option<PathBuf>,
     client_cert: Option<PathBuf>,
@@ -136,10 +141,10 @@ struct ClientConfig {
     timeout: Option<Duration>,
 }
 
-/// The first line of a password file.
+/// The first line of a password (or token) file.
 fn read_password(file: &std::path::Path) -> Result<String, String> {
     Ok(std::fs::read_to_string(file)
-        .map_err(|e| format!("password file {}: {e}", file.display()))?
+        .map_err(|e| format!("secret file {}: {e}", file.display()))?
         .lines()
         .next()
         .unwrap_or_default()
@@ -182,6 +187,15 @@ impl ConnectOpts {
                 },
             };
             b = b.user(&user, &password);
+        }
+        // A bearer token: flag, then environment, then file; never with a user.
+        let token = match (&self.token_file, std::env::var("JMXGATE_TOKEN")) {
+            (Some(f), _) => Some(read_password(f)?),
+            (None, Ok(t)) if !t.is_empty() => Some(t),
+            _ => file.token_file.as_deref().map(read_password).transpose()?,
+        };
+        if let Some(token) = token {
+            b = b.bearer_token(token.trim());
         }
         if let Some(t) = self.target.clone().or(file.target) {
             b = b.target(&t);

@@ -124,6 +124,7 @@ pub enum TlsVersion {
 pub struct JolokiaClientBuilder {
     url: String,
     credentials: Option<(String, Secret)>,
+    bearer: Option<Secret>,
     target: Option<String>,
     target_credentials: Option<(String, Secret)>,
     connect_timeout: Duration,
@@ -144,6 +145,13 @@ impl JolokiaClientBuilder {
     /// HTTP Basic credentials for the endpoint (the gateway or an agent).
     pub fn user(mut self, user: &str, password: &str) -> Self {
         self.credentials = Some((user.into(), Secret::new(password)));
+        self
+    }
+    /// A bearer token for the endpoint (`Authorization: Bearer`), e.g. an
+    /// access token from the gateway's OpenID provider. Instead of
+    /// [`user`](Self::user), not with it.
+    pub fn bearer_token(mut self, token: &str) -> Self {
+        self.bearer = Some(Secret::new(token));
         self
     }
     /// Proxy mode: every request names this target (a name or URL of the
@@ -224,6 +232,11 @@ impl JolokiaClientBuilder {
 
     /// Checks the settings and builds the client; no connection is made.
     pub fn build(self) -> Result<JolokiaClient, JolokiaError> {
+        if self.credentials.is_some() && self.bearer.is_some() {
+            return Err(JolokiaError::Setup(
+                "give a user and password or a bearer token, not both".into(),
+            ));
+        }
         let target = match (self.target, self.target_credentials) {
             (None, Some(_)) => {
                 return Err(JolokiaError::Setup(
@@ -296,6 +309,7 @@ impl JolokiaClientBuilder {
                 .map_err(|e| JolokiaError::Setup(e.to_string()))?,
             url,
             credentials: self.credentials,
+            bearer: self.bearer,
             target,
             method: self.method,
             connections: self
@@ -354,6 +368,7 @@ impl JolokiaClientBuilder {
 /// ```
 #[derive(Debug, Clone)]
 pub struct JolokiaClient {
+    bearer: Option<Secret>,
     http: reqwest::Client,
     /// Ends with `/`, so GET paths join onto it.
     url: Url,
@@ -502,6 +517,7 @@ impl JolokiaClient {
         JolokiaClientBuilder {
             url: url.into(),
             credentials: None,
+            bearer: None,
             target: None,
             target_credentials: None,
             connect_timeout: Duration::from_secs(10),
@@ -723,6 +739,9 @@ impl JolokiaClient {
         req = req.header(ACCEPT, "application/json");
         if let Some((user, password)) = &self.credentials {
             req = req.basic_auth(user, Some(password.expose()));
+        }
+        if let Some(token) = &self.bearer {
+            req = req.bearer_auth(token.expose());
         }
         let url = self.url.as_str().to_string();
         let resp = req.send().await.map_err(|e| classify(&url, e))?;
