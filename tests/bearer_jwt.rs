@@ -835,6 +835,32 @@ fn roles_from_array_string_and_nested_path() {
     });
     let c = with(claims(), json!({"https://jmxgate.example/roles": ["ops"]}));
     assert_eq!(roles(&namespaced, c), ["ops"]);
+
+    // A provider's role names mapped to the gateway's; unmapped ones give
+    // no role.
+    let mapped = build(&BearerConfig {
+        roles_claim: "realm_access.roles".into(),
+        role_map: [
+            (
+                "jmx-admin".to_string(),
+                vec!["ops".to_string(), "audit".to_string()],
+            ),
+            ("jmx-viewer".to_string(), vec!["readers".to_string()]),
+        ]
+        .into_iter()
+        .collect(),
+        ..hs256_config(&files)
+    });
+    let c = with(
+        claims(),
+        json!({"realm_access": {"roles": ["jmx-viewer", "offline_access", "jmx-admin"]}}),
+    );
+    assert_eq!(roles(&mapped, c), ["ops", "audit", "readers"]);
+    let c = with(
+        claims(),
+        json!({"realm_access": {"roles": ["offline_access"]}}),
+    );
+    assert!(roles(&mapped, c).is_empty());
 }
 
 #[test]
@@ -897,9 +923,13 @@ fn config_from_toml() {
         audience = "jmxgate"
         leeway = "1m 30s"
         roles_claim = "realm_access.roles"
+
+        [role_map]
+        "jmx-admin" = ["ops", "audit"]
         "#,
     )
     .unwrap();
+    assert_eq!(config.role_map["jmx-admin"], ["ops", "audit"]);
     assert_eq!(config.leeway, Duration::from_secs(90));
     assert_eq!(config.principal_claim, "sub");
     assert_eq!(config.roles_claim, "realm_access.roles");
@@ -907,6 +937,7 @@ fn config_from_toml() {
     let defaults: BearerConfig = toml::from_str("jwks_file = \"j\"").unwrap();
     assert_eq!(defaults.leeway, Duration::from_secs(30));
     assert_eq!(defaults.roles_claim, "roles");
+    assert!(defaults.role_map.is_empty());
     assert_eq!(
         BearerConfig {
             jwks_file: Some("j".into()),

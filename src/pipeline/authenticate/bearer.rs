@@ -69,6 +69,11 @@ pub struct BearerConfig {
     /// string; a dot-path (`realm_access.roles`) reaches into objects.
     #[serde(default = "default_roles_claim")]
     pub roles_claim: String,
+    /// Gateway roles for claim values (`"jmx-admin" = ["ops"]`), so a
+    /// provider's role names need not be the gateway's. When set, only
+    /// mapped values give roles; when empty, the values are the roles.
+    #[serde(default)]
+    pub role_map: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 fn default_leeway() -> Duration {
@@ -93,6 +98,7 @@ impl Default for BearerConfig {
             leeway: default_leeway(),
             principal_claim: default_principal_claim(),
             roles_claim: default_roles_claim(),
+            role_map: Default::default(),
         }
     }
 }
@@ -208,6 +214,7 @@ pub struct Bearer {
     leeway: u64,
     principal_claim: String,
     roles_claim: String,
+    role_map: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl fmt::Debug for Bearer {
@@ -226,6 +233,7 @@ impl fmt::Debug for Bearer {
             .field("leeway", &self.leeway)
             .field("principal_claim", &self.principal_claim)
             .field("roles_claim", &self.roles_claim)
+            .field("role_map", &self.role_map)
             .finish()
     }
 }
@@ -272,6 +280,7 @@ impl Bearer {
             leeway: config.leeway.as_secs(),
             principal_claim: config.principal_claim.clone(),
             roles_claim: config.roles_claim.clone(),
+            role_map: config.role_map.clone(),
         };
 
         if let Some(path) = &config.hs256_secret_file {
@@ -618,7 +627,21 @@ impl Bearer {
                 ),
             ));
         }
-        Ok(roles)
+        if self.role_map.is_empty() {
+            return Ok(roles);
+        }
+        let mut mapped: Vec<String> = Vec::new();
+        for role in self
+            .role_map
+            .iter()
+            .filter(|(v, _)| roles.contains(v))
+            .flat_map(|(_, r)| r)
+        {
+            if !mapped.contains(role) {
+                mapped.push(role.clone());
+            }
+        }
+        Ok(mapped)
     }
 }
 
