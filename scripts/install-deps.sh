@@ -77,3 +77,13 @@ if ! cmp -s "$hawtio/package-lock.json" "$hawtio/node_modules/.installed-lock.js
     (cd "$hawtio" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
     cp "$hawtio/package-lock.json" "$hawtio/node_modules/.installed-lock.json"
 fi
+
+# The OpenID Connect provider of the OIDC tests: panva's oidc-provider as
+# locked (tests/clients/oidc/package.json); again whenever package-lock.json
+# changes. The tests start tests/clients/oidc/provider.mjs themselves.
+oidc=tests/clients/oidc
+if ! cmp -s "$oidc/package-lock.json" "$oidc/node_modules/.installed-lock.json"; then
+    echo "==> npm ci in $oidc"
+    (cd "$oidc" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$oidc/package-lock.json" "$oidc/node_modules/.installed-lock.json"
+fi

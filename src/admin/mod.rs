@@ -78,6 +78,12 @@ async fn actuator(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> impl I
 }
 
 async fn readyz(State(admin): State<Arc<Admin>>) -> impl IntoResponse {
+    if let Some(why) = admin.gateway.bearer_unready() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {why}\n"),
+        );
+    }
     if let Some(audit) = admin.gateway.audit() {
         if let Err(reason) = audit.health().check() {
             audit.nudge();

@@ -271,7 +271,7 @@ fn system_roots() -> Arc<rustls::RootCertStore> {
 
 /// TLS towards a Jolokia endpoint: verified against `ca_file` or the system
 /// roots, optionally with a client certificate, TLS 1.3 only if asked.
-pub(super) fn tls_config(
+pub(crate) fn tls_config(
     ca_file: Option<&std::path::Path>,
     identity: Option<&(PathBuf, PathBuf)>,
     tls13_only: bool,

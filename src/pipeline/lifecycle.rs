@@ -13,6 +13,7 @@ use super::{authenticate, listen, Gateway, PREFIX};
 use crate::access::AccessControl;
 use crate::config::Config;
 use crate::fleet::Fleet;
+use crate::principal::AuthMethod;
 use crate::version::GatewayIdentity;
 
 impl Gateway {
@@ -57,6 +58,23 @@ impl Gateway {
     }
 
     /// The targets in force.
+    /// Why bearer tokens can't be verified yet, when bearer is the only
+    /// way in on some listener and the OpenID provider's keys have never
+    /// been fetched; `None` when they can (or other methods are there).
+    pub fn bearer_unready(&self) -> Option<String> {
+        let state = self.state.load();
+        if state.authenticator.bearer_keys_ready() {
+            return None;
+        }
+        let only_bearer = |methods: &[AuthMethod]| {
+            !methods.is_empty() && methods.iter().all(|m| *m == AuthMethod::Bearer)
+        };
+        (only_bearer(&state.http_methods) || only_bearer(&state.tls_methods)).then(|| {
+            "the OpenID provider's keys have not been fetched yet (bearer is the only method)"
+                .into()
+        })
+    }
+
     pub fn fleet(&self) -> Arc<Fleet> {
         self.state.load().fleet.clone()
     }

@@ -1,6 +1,9 @@
 //! Bearer JWT: `Authorization: Bearer <JWS compact token>` verified against
 //! locally configured keys (an HS256 secret, RS256 / ES256 public keys in
-//! PEM, and/or a JWKS file). Nothing is fetched over the network.
+//! PEM, and/or a JWKS file) and/or the key set of an OpenID provider
+//! (`jwks_url`, or discovery from `issuer`). This file fetches nothing: the
+//! provider's keys arrive in a [`RemoteKeySlot`], filled by
+//! `jwks_remote.rs`.
 //!
 //! Only the algorithms a key is configured for are accepted: HS256 only
 //! with an HS256 secret, RS256 only with RSA keys, ES256 only with P-256
@@ -26,6 +29,11 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, P
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+
+static NO_KEYS: KeySet = KeySet {
+    rsa: Vec::new(),
+    ec: Vec::new(),
+};
 
 /// Longest token accepted, in bytes.
 pub const MAX_TOKEN_LEN: usize = 16 * 1024;
@@ -53,6 +61,23 @@ pub struct BearerConfig {
     /// JWKS document with RSA and/or EC P-256 public keys, selected by `kid`.
     #[serde(default)]
     pub jwks_file: Option<PathBuf>,
+    /// The provider's JWKS URL (HTTPS), fetched, cached and refreshed.
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// Find the JWKS URL by OpenID discovery:
+    /// `<issuer>/.well-known/openid-configuration`.
+    #[serde(default)]
+    pub discovery: bool,
+    /// PEM CA bundle for the provider's HTTPS; the system roots otherwise.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// How often the provider's keys are fetched again.
+    #[serde(default = "default_keys_refresh", with = "humantime_serde")]
+    pub keys_refresh: Duration,
+    /// Development only: allow `http://` provider URLs on a loopback
+    /// address.
+    #[serde(default)]
+    pub insecure_http_loopback: bool,
     /// Required value of `iss`.
     #[serde(default)]
     pub issuer: Option<String>,
@@ -76,6 +101,9 @@ pub struct BearerConfig {
     pub role_map: std::collections::BTreeMap<String, Vec<String>>,
 }
 
+fn default_keys_refresh() -> Duration {
+    Duration::from_secs(600)
+}
 fn default_leeway() -> Duration {
     Duration::from_secs(30)
 }
@@ -93,6 +121,11 @@ impl Default for BearerConfig {
             rs256_public_key_file: None,
             es256_public_key_file: None,
             jwks_file: None,
+            jwks_url: None,
+            discovery: false,
+            ca_file: None,
+            keys_refresh: default_keys_refresh(),
+            insecure_http_loopback: false,
             issuer: None,
             audience: None,
             leeway: default_leeway(),
@@ -203,12 +236,42 @@ struct NamedKey {
     from_jwks: bool,
 }
 
+/// The RS256 and ES256 keys of a JWKS document.
+#[derive(Clone, Default)]
+pub struct KeySet {
+    rsa: Vec<NamedKey>,
+    ec: Vec<NamedKey>,
+}
+
+impl KeySet {
+    /// The usable keys of a JWKS document (see [`load_jwks`]'s rules).
+    pub fn from_jwks_json(bytes: &[u8]) -> Result<KeySet, String> {
+        let (rsa, ec) = parse_jwks(bytes)?;
+        Ok(KeySet { rsa, ec })
+    }
+
+    /// The `kid`s, for logs.
+    pub fn kids(&self) -> Vec<String> {
+        self.rsa
+            .iter()
+            .chain(&self.ec)
+            .map(|k| k.kid.clone().unwrap_or_else(|| "-".into()))
+            .collect()
+    }
+}
+
+/// Where the provider's current keys are kept: empty until the first
+/// fetch succeeds, then the last good set.
+pub type RemoteKeySlot = std::sync::Arc<arc_swap::ArcSwapOption<KeySet>>;
+
 /// The verifier built from a [`BearerConfig`].
 #[derive(Clone)]
 pub struct Bearer {
     hs256: Option<DecodingKey>,
     rsa: Vec<NamedKey>,
     ec: Vec<NamedKey>,
+    /// The provider's keys, when `jwks_url` or `discovery` is set.
+    remote: Option<RemoteKeySlot>,
     issuer: Option<String>,
     audience: Option<String>,
     leeway: u64,
@@ -242,14 +305,26 @@ impl Bearer {
     /// Loads the configured keys. Errors name the setting, the file and
     /// the cause.
     pub fn from_config(config: &BearerConfig) -> Result<Bearer, String> {
+        let remote = config.jwks_url.is_some() || config.discovery;
         if config.hs256_secret_file.is_none()
             && config.rs256_public_key_file.is_none()
             && config.es256_public_key_file.is_none()
             && config.jwks_file.is_none()
+            && !remote
         {
             return Err("no key configured: set at least one of hs256_secret_file, \
-                 rs256_public_key_file, es256_public_key_file, jwks_file"
+                 rs256_public_key_file, es256_public_key_file, jwks_file, jwks_url, \
+                 or discovery with issuer"
                 .into());
+        }
+        if config.discovery && config.issuer.is_none() {
+            return Err("discovery needs issuer (the provider's URL)".into());
+        }
+        if config.discovery && config.jwks_url.is_some() {
+            return Err("give jwks_url or discovery, not both".into());
+        }
+        if remote && config.keys_refresh < Duration::from_secs(10) {
+            return Err("keys_refresh must be at least 10s".into());
         }
         if config.leeway > MAX_LEEWAY {
             return Err(format!(
@@ -275,6 +350,7 @@ impl Bearer {
             hs256: None,
             rsa: Vec::new(),
             ec: Vec::new(),
+            remote: remote.then(|| std::sync::Arc::new(arc_swap::ArcSwapOption::empty())),
             issuer: config.issuer.clone(),
             audience: config.audience.clone(),
             leeway: config.leeway.as_secs(),
@@ -314,9 +390,18 @@ impl Bearer {
         Ok(bearer)
     }
 
+    /// The slot the provider's keys are fetched into, if configured.
+    pub fn remote_keys(&self) -> Option<&RemoteKeySlot> {
+        self.remote.as_ref()
+    }
+
     /// Verifies `token` (the part after `Bearer `) at time `now`.
     pub fn verify(&self, token: &str, now: SystemTime) -> Result<BearerIdentity, BearerError> {
         use BearerErrorKind as K;
+        let fetched = self.remote.as_ref().and_then(|slot| slot.load_full());
+        let remote: &KeySet = fetched.as_deref().unwrap_or(&NO_KEYS);
+        let rsa: Vec<&NamedKey> = self.rsa.iter().chain(&remote.rsa).collect();
+        let ec: Vec<&NamedKey> = self.ec.iter().chain(&remote.ec).collect();
 
         let now = now
             .duration_since(UNIX_EPOCH)
@@ -366,8 +451,14 @@ impl Bearer {
         };
         let alg = match alg_name {
             "HS256" if self.hs256.is_some() => Algorithm::HS256,
-            "RS256" if !self.rsa.is_empty() => Algorithm::RS256,
-            "ES256" if !self.ec.is_empty() => Algorithm::ES256,
+            "RS256" if !rsa.is_empty() => Algorithm::RS256,
+            "ES256" if !ec.is_empty() => Algorithm::ES256,
+            "RS256" | "ES256" if self.remote.is_some() && fetched.is_none() => {
+                return Err(BearerError::new(
+                    K::UnknownKey,
+                    "the provider's keys have not been fetched yet",
+                ))
+            }
             other => {
                 return Err(BearerError::new(
                     K::Algorithm,
@@ -393,8 +484,8 @@ impl Bearer {
 
         let candidates: Vec<&DecodingKey> = match alg {
             Algorithm::HS256 => self.hs256.iter().collect(),
-            Algorithm::RS256 => select_keys(&self.rsa, kid),
-            _ => select_keys(&self.ec, kid),
+            Algorithm::RS256 => select_keys(&rsa, kid),
+            _ => select_keys(&ec, kid),
         };
         if candidates.is_empty() {
             let description = match kid {
@@ -648,7 +739,7 @@ impl Bearer {
 /// Candidate keys for a token: with a `kid`, the JWKS keys of that `kid`,
 /// else the (unnamed) PEM file keys; without a `kid`, the PEM file keys
 /// and the JWKS keys that have no `kid` either.
-fn select_keys<'a>(keys: &'a [NamedKey], kid: Option<&str>) -> Vec<&'a DecodingKey> {
+fn select_keys<'a>(keys: &[&'a NamedKey], kid: Option<&str>) -> Vec<&'a DecodingKey> {
     match kid {
         Some(kid) => {
             let named: Vec<&DecodingKey> = keys
@@ -858,8 +949,12 @@ fn check_rsa_components(n: &str, e: &str) -> Result<(), String> {
 /// (`use: enc`), for algorithms other than RS256/ES256, of other types or
 /// curves are skipped; a file without any usable key is an error.
 fn load_jwks(path: &Path) -> Result<(Vec<NamedKey>, Vec<NamedKey>), String> {
-    let bytes = read_file(path)?;
-    let doc: Value = serde_json::from_slice(&bytes).map_err(|e| format!("not valid JSON ({e})"))?;
+    parse_jwks(&read_file(path)?)
+}
+
+/// [`load_jwks`] on a document's bytes (a file's, or a provider's answer).
+fn parse_jwks(bytes: &[u8]) -> Result<(Vec<NamedKey>, Vec<NamedKey>), String> {
+    let doc: Value = serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON ({e})"))?;
     let Some(Value::Array(raw_keys)) = doc.get("keys") else {
         return Err("not a JWKS document: no \"keys\" array".into());
     };

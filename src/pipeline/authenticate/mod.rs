@@ -8,6 +8,7 @@
 
 pub mod basic;
 pub mod bearer;
+pub mod jwks_remote;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -78,6 +79,8 @@ pub enum Failure {
 pub struct Authenticator {
     basic: Option<Arc<basic::Basic>>,
     bearer: Option<Arc<bearer::Bearer>>,
+    /// The OpenID provider's keys, fetched into `bearer`'s slot.
+    provider_keys: Option<Arc<jwks_remote::RemoteJwks>>,
     mtls: Option<MtlsConfig>,
     metrics: Option<Arc<crate::metrics::Metrics>>,
 }
@@ -89,7 +92,28 @@ impl Authenticator {
         self
     }
 
+    /// Builds the stores; an OpenID provider's keys start being fetched in
+    /// the background (bearer tokens are refused until they arrive).
     pub fn from_config(config: &AuthConfig) -> Result<Authenticator, String> {
+        let bearer = config
+            .bearer
+            .as_ref()
+            .map(|c| bearer::Bearer::from_config(c).map(Arc::new))
+            .transpose()
+            .map_err(|e| format!("auth.bearer: {e}"))?;
+        let provider_keys = match (
+            &config.bearer,
+            bearer.as_ref().and_then(|b| b.remote_keys()),
+        ) {
+            (Some(c), Some(slot)) => {
+                let remote = jwks_remote::RemoteJwks::new(c, slot.clone())
+                    .map(Arc::new)
+                    .map_err(|e| format!("auth.bearer: {e}"))?;
+                remote.spawn();
+                Some(remote)
+            }
+            _ => None,
+        };
         Ok(Authenticator {
             basic: config
                 .basic
@@ -97,15 +121,17 @@ impl Authenticator {
                 .map(|c| basic::Basic::from_config(c).map(Arc::new))
                 .transpose()
                 .map_err(|e| format!("auth.basic: {e}"))?,
-            bearer: config
-                .bearer
-                .as_ref()
-                .map(|c| bearer::Bearer::from_config(c).map(Arc::new))
-                .transpose()
-                .map_err(|e| format!("auth.bearer: {e}"))?,
+            bearer,
+            provider_keys,
             mtls: config.mtls.clone(),
             metrics: None,
         })
+    }
+
+    /// Whether bearer tokens can be verified: false only while an OpenID
+    /// provider's keys have never been fetched (for `/readyz`).
+    pub fn bearer_keys_ready(&self) -> bool {
+        self.provider_keys.as_ref().is_none_or(|p| p.has_keys())
     }
 
     /// Checks that every method a listener lists has its store.
@@ -144,7 +170,7 @@ impl Authenticator {
                 return self.basic(rest.to_string(), client).await;
             }
             if scheme.eq_ignore_ascii_case("bearer") && methods.contains(&AuthMethod::Bearer) {
-                return self.bearer(rest.trim());
+                return self.bearer(rest.trim()).await;
             }
             // A scheme this listener does not take: as if absent, unless
             // nothing else could identify the caller.
@@ -202,9 +228,18 @@ impl Authenticator {
         }
     }
 
-    fn bearer(&self, token: &str) -> Result<Principal, Failure> {
+    async fn bearer(&self, token: &str) -> Result<Principal, Failure> {
         let bearer = self.bearer.as_ref().expect("checked at start-up");
-        match bearer.verify(token, SystemTime::now()) {
+        let mut verified = bearer.verify(token, SystemTime::now());
+        // An unknown kid may be a key the provider just rotated in.
+        if let (Err(e), Some(provider)) = (&verified, &self.provider_keys) {
+            if e.kind() == bearer::BearerErrorKind::UnknownKey
+                && provider.refresh_after_miss().await
+            {
+                verified = bearer.verify(token, SystemTime::now());
+            }
+        }
+        match verified {
             Ok(id) => Ok(Principal {
                 name: id.principal,
                 method: AuthMethod::Bearer,

@@ -1,0 +1,251 @@
+//! Bearer tokens from a real OpenID provider (`oidc-provider` from npm,
+//! tests/clients/oidc/provider.mjs) over HTTPS with a CA made here: keys
+//! found by discovery, fetched while the gateway runs, rotated without a
+//! restart, kept while the provider is down; tokens for another audience,
+//! expired ones and ones signed by an unpublished key refused.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{eventually, shared_agents, targets_toml, Gateway, TestPki};
+use serde_json::json;
+
+const NAME: &str = "/jolokia/targets/alpha/read/jmxgate.test:type=Types/Name";
+/// Short-lived tokens, so that one can expire within the test.
+const TOKEN_TTL_SECS: u64 = 4;
+
+fn oidc_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/oidc")
+}
+
+/// Whether the provider's packages are here; outside CI a missing one
+/// skips the test, in CI it fails it.
+fn available() -> bool {
+    if oidc_dir().join("node_modules/oidc-provider").is_dir() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "tests/clients/oidc/node_modules is missing: run scripts/install-deps.sh"
+    );
+    eprintln!("SKIPPED: tests/clients/oidc/node_modules is missing (scripts/install-deps.sh)");
+    false
+}
+
+/// A running provider; dropping it closes its stdin, which stops it.
+struct Provider {
+    issuer: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+impl Provider {
+    /// Starts on `port` (0: any) with the signing keys in `jwks` (made
+    /// there when the file is missing).
+    fn start(pki: &TestPki, jwks: &Path, port: u16) -> Provider {
+        let (cert, key) = pki.server_cert("oidc");
+        let mut child = Command::new("node")
+            .arg(oidc_dir().join("provider.mjs"))
+            .current_dir(oidc_dir())
+            .env("OIDC_PORT", port.to_string())
+            .env("OIDC_TLS_CERT", cert)
+            .env("OIDC_TLS_KEY", key)
+            .env("OIDC_JWKS", jwks)
+            .env("OIDC_TOKEN_TTL", TOKEN_TTL_SECS.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start node");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(issuer) = line.strip_prefix("READY ") {
+                    let _ = tx.send(issuer.trim().to_string());
+                }
+            }
+        });
+        let issuer = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the provider said READY");
+        Provider {
+            issuer,
+            stdin: child.stdin.take(),
+            child,
+        }
+    }
+
+    fn port(&self) -> u16 {
+        url::Url::parse(&self.issuer).unwrap().port().unwrap()
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// An access token from the provider for `resource` (client credentials).
+async fn token(http: &reqwest::Client, issuer: &str, resource: &str) -> String {
+    let resp = http
+        .post(format!("{issuer}/token"))
+        .basic_auth("jmxgate-test", Some("test-secret"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "grant_type=client_credentials&resource={}&scope=jolokia",
+            resource.replace(':', "%3A")
+        ))
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    let body: serde_json::Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
+    assert!(status.is_success(), "token request: {status} {body}");
+    body["access_token"].as_str().unwrap().to_string()
+}
+
+fn kid_of(token: &str) -> String {
+    jsonwebtoken::decode_header(token).unwrap().kid.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tokens_from_a_real_provider_through_key_rotation_and_outage() {
+    if !available() {
+        return;
+    }
+    let pki = TestPki::new("oidc");
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let provider_http = reqwest::Client::builder()
+        .tls_certs_only([
+            reqwest::Certificate::from_pem(&std::fs::read(pki.ca_file()).unwrap()).unwrap(),
+        ])
+        .build()
+        .unwrap();
+
+    // The gateway starts while the provider is not there yet.
+    let port = common::dead_port();
+    let issuer = format!("https://127.0.0.1:{port}");
+    let [a, ..] = shared_agents();
+    let config = format!(
+        "auth = [\"bearer\"]\n{}[auth.bearer]\nissuer = \"{issuer}\"\ndiscovery = true\n\
+         ca_file = \"{}\"\naudience = \"urn:jmxgate\"\nleeway = \"1s\"\nroles_claim = \"realm_access.roles\"\n\n\
+         [auth.bearer.role_map]\n\"jmx-admin\" = [\"ops\"]\n\n\
+         [[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n",
+        targets_toml(&[a]),
+        pki.ca_file().display()
+    );
+    let gateway_started = Instant::now();
+    let gw = Gateway::start(&config).await;
+    let call = |token: String| {
+        let req = gw.http.get(gw.url(NAME)).bearer_auth(token);
+        async move {
+            let resp = req.send().await.unwrap();
+            (resp.status().as_u16(), resp.text().await.unwrap())
+        }
+    };
+    assert!(
+        gw.gateway.bearer_unready().is_some(),
+        "not ready before the provider's keys are fetched"
+    );
+    let mut provider = Provider::start(&pki, &jwks, port);
+    assert_eq!(provider.issuer, issuer);
+    // Accepted once the keys arrive (a retry after the failed first fetch,
+    // or an unknown-kid fetch, whichever comes first); fresh tokens, as
+    // these live a few seconds.
+    let first = eventually("a token accepted", Duration::from_secs(40), || {
+        let (http, issuer) = (provider_http.clone(), provider.issuer.clone());
+        let gw_http = gw.http.clone();
+        let url = gw.url(NAME);
+        async move {
+            let t = token(&http, &issuer, "urn:jmxgate").await;
+            let resp = gw_http.get(url).bearer_auth(&t).send().await.unwrap();
+            let status = resp.status().as_u16();
+            let body = resp.text().await.unwrap();
+            (status == 200 && body.contains("\"value\":\"alpha\""))
+                .then_some(t)
+                .ok_or(format!("{status} {body}"))
+        }
+    })
+    .await;
+    assert!(gw.gateway.bearer_unready().is_none());
+
+    // Another audience, an unpublished key: 401 invalid_token.
+    let other = token(&provider_http, &provider.issuer, "urn:other").await;
+    assert_eq!(call(other).await.0, 401);
+    let forged = {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+        header.kid = Some("never-published".into());
+        let exp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 300;
+        jsonwebtoken::encode(
+            &header,
+            &json!({"iss": issuer, "aud": "urn:jmxgate", "sub": "mallory", "exp": exp, "realm_access": {"roles": ["jmx-admin"]}}),
+            &jsonwebtoken::EncodingKey::from_ec_pem(key.serialize_pem().as_bytes()).unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(call(forged).await.0, 401);
+    // Expired: the provider's tokens live a few seconds.
+    let expiring = token(&provider_http, &provider.issuer, "urn:jmxgate").await;
+    assert_eq!(call(expiring.clone()).await.0, 200);
+    tokio::time::sleep(Duration::from_secs(TOKEN_TTL_SECS + 2)).await;
+    assert_eq!(call(expiring).await.0, 401, "expired");
+
+    // Key rotation: the provider restarts with a new signing key; the
+    // gateway fetches it when a token names it, without a restart.
+    let old_kid = kid_of(&first);
+    drop(provider);
+    std::fs::remove_file(&jwks).unwrap();
+    provider = Provider::start(&pki, &jwks, port);
+    let probe = token(&provider_http, &provider.issuer, "urn:jmxgate").await;
+    assert_ne!(kid_of(&probe), old_kid, "a new key signs");
+    // Unknown-kid fetches are at most one per 10 s.
+    let since_start = gateway_started.elapsed();
+    if since_start < Duration::from_secs(11) {
+        tokio::time::sleep(Duration::from_secs(11) - since_start).await;
+    }
+    let rotated = eventually("the rotated key accepted", Duration::from_secs(30), || {
+        let (http, issuer) = (provider_http.clone(), provider.issuer.clone());
+        let gw_http = gw.http.clone();
+        let url = gw.url(NAME);
+        async move {
+            let t = token(&http, &issuer, "urn:jmxgate").await;
+            let status = gw_http
+                .get(url)
+                .bearer_auth(&t)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16();
+            (status == 200).then_some(t).ok_or(format!("{status}"))
+        }
+    })
+    .await;
+    assert_ne!(kid_of(&rotated), old_kid);
+
+    // The provider goes away: the cached keys keep working.
+    let port = provider.port();
+    let fresh = token(&provider_http, &provider.issuer, "urn:jmxgate").await;
+    drop(provider);
+    let (status, _) = call(fresh).await;
+    assert_eq!(status, 200, "cached keys while the provider is down");
+    // And comes back with the same key.
+    let provider = Provider::start(&pki, &jwks, port);
+    let again = token(&provider_http, &provider.issuer, "urn:jmxgate").await;
+    assert_eq!(kid_of(&again), kid_of(&rotated));
+    assert_eq!(call(again).await.0, 200);
+}
