@@ -592,6 +592,39 @@ fn audience() {
 }
 
 #[test]
+fn authorized_parties() {
+    let files = Files::new();
+    let bearer = build(&BearerConfig {
+        authorized_parties: vec!["hawtio".into(), "telegraf".into()],
+        ..hs256_config(&files)
+    });
+    let key = hs256_key(SECRET);
+    let signed =
+        |extra: serde_json::Value| sign(Algorithm::HS256, None, &with(claims(), extra), &key);
+    assert_eq!(
+        accept(&bearer, &signed(json!({"azp": "hawtio"}))).principal,
+        "alice"
+    );
+    // client_id (RFC 9068) when there is no azp.
+    assert_eq!(
+        accept(&bearer, &signed(json!({"client_id": "telegraf"}))).principal,
+        "alice"
+    );
+    refuse(
+        &bearer,
+        &signed(json!({"azp": "other"})),
+        BearerErrorKind::Audience,
+    );
+    refuse(&bearer, &signed(json!({})), BearerErrorKind::Audience);
+    // azp decides when both are there.
+    refuse(
+        &bearer,
+        &signed(json!({"azp": "other", "client_id": "hawtio"})),
+        BearerErrorKind::Audience,
+    );
+}
+
+#[test]
 fn issuer() {
     let files = Files::new();
     let bearer = build(&BearerConfig {

@@ -84,6 +84,10 @@ pub struct BearerConfig {
     /// Value `aud` must contain.
     #[serde(default)]
     pub audience: Option<String>,
+    /// Clients whose tokens are accepted: when set, `azp` (the client the
+    /// token was issued to; else `client_id`) must be one of them.
+    #[serde(default)]
+    pub authorized_parties: Vec<String>,
     /// Clock skew allowed on `exp` and `nbf` (at most 10 minutes).
     #[serde(default = "default_leeway", with = "humantime_serde")]
     pub leeway: Duration,
@@ -128,6 +132,7 @@ impl Default for BearerConfig {
             insecure_http_loopback: false,
             issuer: None,
             audience: None,
+            authorized_parties: Vec::new(),
             leeway: default_leeway(),
             principal_claim: default_principal_claim(),
             roles_claim: default_roles_claim(),
@@ -274,6 +279,7 @@ pub struct Bearer {
     remote: Option<RemoteKeySlot>,
     issuer: Option<String>,
     audience: Option<String>,
+    authorized_parties: Vec<String>,
     leeway: u64,
     principal_claim: String,
     roles_claim: String,
@@ -353,6 +359,7 @@ impl Bearer {
             remote: remote.then(|| std::sync::Arc::new(arc_swap::ArcSwapOption::empty())),
             issuer: config.issuer.clone(),
             audience: config.audience.clone(),
+            authorized_parties: config.authorized_parties.clone(),
             leeway: config.leeway.as_secs(),
             principal_claim: config.principal_claim.clone(),
             roles_claim: config.roles_claim.clone(),
@@ -623,6 +630,27 @@ impl Bearer {
                     K::Audience,
                     "aud claim does not contain the configured audience",
                 ));
+            }
+        }
+        if !self.authorized_parties.is_empty() {
+            let party = claims
+                .get("azp")
+                .or_else(|| claims.get("client_id"))
+                .and_then(Value::as_str);
+            match party {
+                Some(p) if self.authorized_parties.iter().any(|a| a == p) => {}
+                Some(_) => {
+                    return Err(BearerError::new(
+                        K::Audience,
+                        "azp (client_id) is not one of the authorized_parties",
+                    ))
+                }
+                None => {
+                    return Err(BearerError::new(
+                        K::Audience,
+                        "azp and client_id claims are missing (authorized_parties is set)",
+                    ))
+                }
             }
         }
         Ok(())
