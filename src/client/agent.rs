@@ -668,7 +668,7 @@ pub(super) fn http_hint(status: u16) -> &'static str {
 
 /// The innermost cause of an error is what a user needs ("Connection
 /// refused"), not the layers above it.
-pub(super) fn innermost_cause(e: &dyn std::error::Error) -> String {
+pub(crate) fn innermost_cause(e: &dyn std::error::Error) -> String {
     let mut cause = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -184,29 +184,19 @@ impl RemoteJwks {
             .header(reqwest::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|e| format!("{url}: {}", innermost(&e)))?;
+            .map_err(|e| format!("{url}: {}", crate::client::innermost_cause(&e)))?;
         if !resp.status().is_success() {
             return Err(format!("{url}: HTTP {}", resp.status().as_u16()));
         }
         let body = resp
             .bytes()
             .await
-            .map_err(|e| format!("{url}: {}", innermost(&e)))?;
+            .map_err(|e| format!("{url}: {}", crate::client::innermost_cause(&e)))?;
         if body.len() > MAX_DOCUMENT_BYTES {
             return Err(format!("{url}: more than {MAX_DOCUMENT_BYTES} bytes"));
         }
         Ok(body.to_vec())
     }
-}
-
-fn innermost(e: &dyn std::error::Error) -> String {
-    let mut cause = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        cause = s.to_string();
-        source = s.source();
-    }
-    cause
 }
 
 /// An HTTPS URL, or `http://` on a loopback address with
