@@ -241,8 +241,20 @@ async fn tokens_from_a_real_provider_through_key_rotation_and_outage() {
     let port = provider.port();
     let fresh = token(&provider_http, &provider.issuer, "urn:jmxgate").await;
     drop(provider);
-    let (status, _) = call(fresh).await;
+    let (status, _) = call(fresh.clone()).await;
     assert_eq!(status, 200, "cached keys while the provider is down");
+    // A configuration reload then builds a new verifier: it starts from
+    // the keys the old one had.
+    let text = format!("[server]\nlisten = \"127.0.0.1:0\"\n{config}");
+    let reloaded = jmxgate::Config::parse(&text)
+        .and_then(|c| c.validate())
+        .unwrap();
+    gw.gateway.reload(&reloaded).unwrap();
+    let (status, _) = call(fresh).await;
+    assert_eq!(
+        status, 200,
+        "cached keys after a reload while the provider is down"
+    );
     // And comes back with the same key.
     let provider = Provider::start(&pki, &jwks, port);
     let again = token(&provider_http, &provider.issuer, "urn:jmxgate").await;

@@ -68,13 +68,19 @@ impl RemoteJwks {
             .no_proxy()
             .build()
             .map_err(|e| format!("HTTP client: {e}"))?;
-        Ok(RemoteJwks {
+        let remote = RemoteJwks {
             slot,
             source,
             http,
             every: config.keys_refresh,
             last: tokio::sync::Mutex::new(None),
-        })
+        };
+        // A reload builds a new verifier: it starts from the keys the old one
+        // had, so a provider that is down at that moment changes nothing.
+        if let Some(keys) = last_good(&remote.describe(), None) {
+            remote.slot.store(Some(keys));
+        }
+        Ok(remote)
     }
 
     /// Where the keys come from, for logs.
@@ -173,7 +179,9 @@ impl RemoteJwks {
         let keys = KeySet::from_jwks_json(&self.get(&jwks_url).await?)
             .map_err(|e| format!("{jwks_url}: {e}"))?;
         let kids = keys.kids();
-        self.slot.store(Some(Arc::new(keys)));
+        let keys = Arc::new(keys);
+        last_good(&self.describe(), Some(keys.clone()));
+        self.slot.store(Some(keys));
         Ok(kids)
     }
 
@@ -196,6 +204,22 @@ impl RemoteJwks {
             return Err(format!("{url}: more than {MAX_DOCUMENT_BYTES} bytes"));
         }
         Ok(body.to_vec())
+    }
+}
+
+/// The last key set fetched from each source in this process (stored when
+/// `keys` is given), so that a reload's new verifier starts with it.
+fn last_good(source: &str, keys: Option<Arc<KeySet>>) -> Option<Arc<KeySet>> {
+    static LAST: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, Arc<KeySet>>>,
+    > = std::sync::OnceLock::new();
+    let mut last = LAST
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    match keys {
+        Some(keys) => last.insert(source.to_string(), keys),
+        None => last.get(source).cloned(),
     }
 }
 
