@@ -22,6 +22,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# npm ci in a client directory, as its package-lock.json says; again only
+# when the lock file changes.
+npm_ci() {
+    if ! cmp -s "$1/package-lock.json" "$1/node_modules/.installed-lock.json"; then
+        echo "==> npm ci in $1"
+        (cd "$1" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+        cp "$1/package-lock.json" "$1/node_modules/.installed-lock.json"
+    fi
+}
+
 # jolokia.js, @jolokia.js/simple and playwright-core, as locked; again
 # whenever package-lock.json changes. (playwright-core fetches no browser:
 # the tests drive Debian's Chromium.)
@@ -34,11 +44,7 @@ if [ "$node_major" -lt 20 ]; then
     echo "install-deps: install a newer nodejs (Debian trixie's, or NodeSource's) and run this again." >&2
     exit 1
 fi
-if ! cmp -s "$js/package-lock.json" "$js/node_modules/.installed-lock.json"; then
-    echo "==> npm ci in $js"
-    (cd "$js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-    cp "$js/package-lock.json" "$js/node_modules/.installed-lock.json"
-fi
+npm_ci "$js"
 
 # The Python client in its own venv; again whenever requirements.txt changes.
 py=tests/clients/python
@@ -72,18 +78,10 @@ done
 # (tests/clients/hawtio/package.json); again whenever package-lock.json
 # changes. The bundle itself is built by the test (tests/clients/hawtio/build.mjs).
 hawtio=tests/clients/hawtio
-if ! cmp -s "$hawtio/package-lock.json" "$hawtio/node_modules/.installed-lock.json"; then
-    echo "==> npm ci in $hawtio"
-    (cd "$hawtio" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-    cp "$hawtio/package-lock.json" "$hawtio/node_modules/.installed-lock.json"
-fi
+npm_ci "$hawtio"
 
 # The OpenID Connect provider of the OIDC tests: panva's oidc-provider as
 # locked (tests/clients/oidc/package.json); again whenever package-lock.json
 # changes. The tests start tests/clients/oidc/provider.mjs themselves.
 oidc=tests/clients/oidc
-if ! cmp -s "$oidc/package-lock.json" "$oidc/node_modules/.installed-lock.json"; then
-    echo "==> npm ci in $oidc"
-    (cd "$oidc" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-    cp "$oidc/package-lock.json" "$oidc/node_modules/.installed-lock.json"
-fi
+npm_ci "$oidc"

@@ -223,19 +223,30 @@ fn now() -> u64 {
         .as_secs()
 }
 
+/// A gateway over alpha taking bearer tokens signed with `secret` (HS256,
+/// written into `dir`), with `more` `[auth.bearer]` keys and the ops role.
+async fn hs256_gateway(dir: &std::path::Path, secret: &[u8], more: &str) -> Gateway {
+    std::fs::write(dir.join("hs256.key"), secret).unwrap();
+    let [a, ..] = shared_agents();
+    Gateway::start(&format!(
+        "{}[auth.bearer]\nhs256_secret_file = \"{}\"\n{more}{}",
+        targets_toml(&[a]),
+        dir.join("hs256.key").display(),
+        ops_role()
+    ))
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bearer_tokens_are_verified() {
     let dir = tempfile::tempdir().unwrap();
     let secret = b"0123456789abcdef0123456789abcdef-test-secret";
-    std::fs::write(dir.path().join("hs256.key"), secret).unwrap();
-    let [a, ..] = shared_agents();
-    let config = format!(
-        "{}[auth.bearer]\nhs256_secret_file = \"{}\"\nissuer = \"https://idp.example\"\naudience = \"jmxgate\"\nleeway = \"5s\"\n{}",
-        targets_toml(&[a]),
-        dir.path().join("hs256.key").display(),
-        ops_role()
-    );
-    let gw = Gateway::start(&config).await;
+    let gw = hs256_gateway(
+        dir.path(),
+        secret,
+        "issuer = \"https://idp.example\"\naudience = \"jmxgate\"\nleeway = \"5s\"\n",
+    )
+    .await;
     let claims = |exp: u64, aud: &str| json!({"sub":"svc-telegraf","iss":"https://idp.example","aud":aud,"exp":exp,"roles":["ops"]});
     let send = |token: Option<String>| {
         let mut req = gw.http.get(gw.url(NAME));
@@ -728,15 +739,7 @@ async fn refused_logins_on_a_kept_alive_connection_say_it_closes() {
 async fn the_rust_client_and_the_command_line_send_bearer_tokens() {
     let dir = tempfile::tempdir().unwrap();
     let secret = b"0123456789abcdef0123456789abcdef-cli-secret";
-    std::fs::write(dir.path().join("hs256.key"), secret).unwrap();
-    let [a, ..] = shared_agents();
-    let config = format!(
-        "{}[auth.bearer]\nhs256_secret_file = \"{}\"\n{}",
-        targets_toml(&[a]),
-        dir.path().join("hs256.key").display(),
-        ops_role()
-    );
-    let gw = Gateway::start(&config).await;
+    let gw = hs256_gateway(dir.path(), secret, "").await;
     let good = jwt(
         secret,
         json!({"sub":"svc-cli","exp":now() + 300,"roles":["ops"]}),
