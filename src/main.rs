@@ -73,6 +73,14 @@ enum Cmd {
         #[command(subcommand)]
         command: PolicyCmd,
     },
+    /// An MCP server on standard input and output that forwards to a
+    /// gateway's MCP endpoint (for assistants that start local servers).
+    /// --url is the gateway (its base, Jolokia or MCP URL); credentials and
+    /// TLS settings as for the client commands.
+    Mcp {
+        #[command(flatten)]
+        conn: jmxgate::cli::ConnectOpts,
+    },
     #[command(flatten)]
     Client(jmxgate::cli::ClientCmd),
 }
@@ -234,6 +242,16 @@ fn main() -> ExitCode {
                     origin,
                 },
         } => policy_check(&policy, &request, &remote, &method, origin.as_deref()),
+        Cmd::Mcp { conn } => match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt.block_on(jmxgate::cli::mcp_bridge::run(conn)),
+            Err(e) => {
+                eprintln!("jmxgate: cannot start the async runtime: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Cmd::Client(command) => match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -26,6 +26,12 @@ pub struct Entry {
     pub certificate_sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// How the request came when not as a Jolokia request: `mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// The MCP tool whose call made this record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,6 +92,10 @@ pub struct EntryRef<'a> {
     pub certificate_sha256: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<&'a str>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     pub roles: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -138,6 +148,8 @@ impl<'a> From<&'a Entry> for EntryRef<'a> {
             auth: e.auth.as_deref(),
             certificate_sha256: e.certificate_sha256.as_deref(),
             client: e.client.as_deref(),
+            channel: e.channel.as_deref(),
+            tool: e.tool.as_deref(),
             roles: &e.roles,
             target: e.target.as_deref(),
             kind: e.kind.as_deref(),
@@ -293,6 +305,8 @@ mod tests {
             auth: Some("basic".into()),
             certificate_sha256: Some("ab".into()),
             client: Some("127.0.0.1:5".into()),
+            channel: Some("mcp".into()),
+            tool: Some("execute_operation".into()),
             roles: vec!["ops".into(), "read".into()],
             target: Some("orders-1".into()),
             kind: Some("exec".into()),

@@ -536,6 +536,29 @@ impl JolokiaClient {
     }
 
     /// The endpoint's URL.
+    /// The HTTP client (TLS settings, timeouts) and the `Authorization`
+    /// value this client sends: for another protocol spoken to the same
+    /// gateway (`jmxgate mcp`). The value is marked sensitive.
+    pub fn http_and_authorization(&self) -> (reqwest::Client, Option<HeaderValue>) {
+        use base64::Engine as _;
+        let value = match (&self.credentials, &self.bearer) {
+            (Some((user, password)), _) => Some(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD
+                    .encode(format!("{user}:{}", password.expose()))
+            )),
+            (None, Some(token)) => Some(format!("Bearer {}", token.expose())),
+            (None, None) => None,
+        };
+        let header = value
+            .and_then(|v| HeaderValue::from_str(&v).ok())
+            .map(|mut h| {
+                h.set_sensitive(true);
+                h
+            });
+        (self.http.clone(), header)
+    }
+
     pub fn url(&self) -> &Url {
         &self.url
     }

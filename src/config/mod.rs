@@ -79,6 +79,9 @@ pub struct Config {
     /// Targets found at run time (`[[discovery.dns]]`).
     #[serde(default)]
     pub discovery: crate::discovery::DiscoveryConfig,
+    /// The MCP endpoint for AI assistants.
+    #[serde(default)]
+    pub mcp: crate::pipeline::mcp::McpConfig,
 }
 
 /// `[log]`: the log on stderr.
@@ -362,6 +365,9 @@ impl Config {
             }
         }
         problems.extend(crate::access::problems(&self.roles, &self.access));
+        if let Err(problem) = self.mcp.validate() {
+            problems.push(problem);
+        }
         if self.server.listen.is_none() && self.server.tls.is_none() {
             problems.push(
                 "server: no listener; set server.listen (HTTP) or [server.tls] (HTTPS)".into(),

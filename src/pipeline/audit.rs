@@ -23,6 +23,25 @@ pub struct Who<'a> {
     pub client: Option<SocketAddr>,
     /// From the request's arrival to its merged answers.
     pub latency: Duration,
+    /// `None`: a Jolokia request.
+    pub channel: Option<Channel>,
+    /// The MCP tool whose call this is.
+    pub tool: Option<&'a str>,
+}
+
+/// How a request reached the gateway, when not as a Jolokia request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// An MCP tool call (`[mcp]`).
+    Mcp,
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Mcp => "mcp",
+        }
+    }
 }
 
 impl super::Gateway {
@@ -116,6 +135,8 @@ pub fn record(r: &Record<'_>) {
         auth = r.who.principal.method.as_str(),
         certificate_sha256 = r.who.principal.certificate_sha256.as_deref().unwrap_or("-"),
         client = r.who.client.map(|c| c.to_string()).unwrap_or_default(),
+        channel = r.who.channel.map_or("jolokia", Channel::as_str),
+        tool = r.who.tool.unwrap_or("-"),
         index = r.index,
         target_name = r.target.unwrap_or("-"),
         kind = r.command().map(Command::type_name).unwrap_or("-"),
@@ -141,14 +162,18 @@ pub fn needs_durability(request: Option<&Request>) -> bool {
 /// What the item records of one request share: [`caller_entry`] for
 /// event `item`, made once per request (a bulk has many items).
 pub fn item_template(who: &Who<'_>) -> Entry {
-    caller_entry(
-        "item",
-        who.request_id,
-        who.principal,
-        who.roles,
-        who.client,
-        who.latency,
-    )
+    Entry {
+        channel: who.channel.map(|c| c.as_str().into()),
+        tool: who.tool.map(str::to_string),
+        ..caller_entry(
+            "item",
+            who.request_id,
+            who.principal,
+            who.roles,
+            who.client,
+            who.latency,
+        )
+    }
 }
 
 /// Adds the audit file record of an item to `records`; `caller` is the
@@ -263,6 +288,8 @@ pub struct TargetListRecord<'a> {
     /// How many targets the answer listed.
     pub listed: usize,
     pub latency: Duration,
+    pub channel: Option<Channel>,
+    pub tool: Option<&'a str>,
 }
 
 pub fn record_target_list(r: &TargetListRecord<'_>) {
@@ -274,6 +301,7 @@ pub fn record_target_list(r: &TargetListRecord<'_>) {
         client = r.client.map(|c| c.to_string()).unwrap_or_default(),
         status = r.status,
         listed = r.listed,
+        channel = r.channel.map_or("jolokia", Channel::as_str),
         "target list"
     );
 }
@@ -291,6 +319,8 @@ pub fn target_list_entry(r: &TargetListRecord<'_>) -> Entry {
         ),
         status: Some(r.status),
         note: Some(format!("{} target(s) listed", r.listed)),
+        channel: r.channel.map(|c| c.as_str().into()),
+        tool: r.tool.map(str::to_string),
         ..caller_entry(
             "target_list",
             r.request_id,
@@ -324,5 +354,43 @@ fn caller_entry(
         // Microsecond precision, in milliseconds.
         latency_ms: Some((latency.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0),
         ..Entry::default()
+    }
+}
+
+/// An MCP tool call refused before it became an item: an unknown (or not
+/// offered) tool, or arguments that could not be understood.
+#[derive(Debug)]
+pub struct RefusedCall<'a> {
+    pub who: &'a Who<'a>,
+    pub status: u16,
+    pub error_type: &'a str,
+    pub message: &'a str,
+}
+
+pub fn record_refused_call(r: &RefusedCall<'_>) {
+    tracing::info!(
+        target: "jmxgate::audit",
+        request_id = r.who.request_id,
+        principal = %r.who.principal.name,
+        auth = r.who.principal.method.as_str(),
+        client = r.who.client.map(|c| c.to_string()).unwrap_or_default(),
+        channel = r.who.channel.map_or("jolokia", Channel::as_str),
+        tool = r.who.tool.unwrap_or("-"),
+        status = r.status,
+        error_type = r.error_type,
+        "tool call refused: {}",
+        r.message
+    );
+}
+
+/// The audit file record of a refused tool call: an `item` that never
+/// became one, `invalid`, with the reason as its note.
+pub fn refused_call_entry(r: &RefusedCall<'_>) -> Entry {
+    Entry {
+        decision: Some("invalid".into()),
+        status: Some(r.status),
+        error_type: Some(r.error_type.into()),
+        note: Some(r.message.into()),
+        ..item_template(r.who)
     }
 }

@@ -25,6 +25,7 @@ pub mod dispatch;
 pub mod items;
 mod lifecycle;
 pub mod listen;
+pub mod mcp;
 pub mod merge;
 pub mod parse;
 pub mod respond;
@@ -162,6 +163,8 @@ enum Addressed {
     Virtual(String),
     /// `GET /jolokia/targets`: the targets the caller may reach.
     TargetList,
+    /// The MCP endpoint (`[mcp] path`).
+    Mcp,
 }
 
 /// A request the pre-phase let in: how its URL addresses the fleet, the
@@ -187,7 +190,11 @@ impl Gateway {
     /// place: a request id (logged, audited, sent as `X-Request-Id`),
     /// `Connection: close` when the body was not read, `nosniff`, and the
     /// `http_requests_total` count.
-    pub async fn handle(&self, req: HttpRequest<Body>, conn: Connection) -> HttpResponse<Body> {
+    pub async fn handle(
+        self: &Arc<Self>,
+        req: HttpRequest<Body>,
+        conn: Connection,
+    ) -> HttpResponse<Body> {
         let request_id = format!(
             "{:x}-{}",
             self.identity.boot_id,
@@ -216,7 +223,7 @@ impl Gateway {
     /// route and authorize, dispatch, merge, audit, respond. Each phase
     /// that refuses answers at once.
     async fn run(
-        &self,
+        self: &Arc<Self>,
         req: HttpRequest<Body>,
         conn: Connection,
         request_id: &str,
@@ -224,11 +231,11 @@ impl Gateway {
         let state = self.state.load_full();
         let client = conn.remote;
         let started = Instant::now();
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         if parts.uri.path() == EXPLAIN_PATH {
             return self.explain(&state, parts, body, conn).await;
         }
-        let headers = parts.headers;
+        let headers = std::mem::take(&mut parts.headers);
         let access = state.access.clone();
         let chain = access.client_chain(client.map(|c| c.ip()), &headers);
         let origin = request_origin(&headers);
@@ -239,7 +246,7 @@ impl Gateway {
             addressed,
             rest,
             _working,
-        } = match self.admit(&parts.method, parts.uri.path(), &headers, cors) {
+        } = match self.admit(&state, &parts.method, parts.uri.path(), &headers, cors) {
             Ok(admitted) => admitted,
             Err(refusal) => return *refusal,
         };
@@ -261,6 +268,30 @@ impl Gateway {
                 return respond::http_error(&e, &headers, cors);
             }
         };
+        if let Addressed::Mcp = addressed {
+            // A browser page the caller's own policy doesn't admit gets no
+            // door to the caller's rights.
+            if origin.is_some() && !cors {
+                let e = HttpError::new(
+                    403,
+                    "jmxgate.OriginNotAllowed",
+                    "Origin not allowed: no <cors> rule of your roles admits it",
+                );
+                return respond::http_error(&e, &headers, false);
+            }
+            let caller = mcp::McpCaller {
+                state: state.clone(),
+                principal,
+                held,
+                client,
+                chain,
+                origin,
+                request_id: request_id.to_string(),
+                scheme: if conn.tls { "https" } else { "http" },
+            };
+            parts.headers = headers;
+            return self.mcp_http(parts, body, caller).await;
+        }
         if let Addressed::TargetList = addressed {
             let listing = TargetListing {
                 principal: &principal,
@@ -312,6 +343,8 @@ impl Gateway {
             roles: &held.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
             client,
             latency: started.elapsed(),
+            channel: None,
+            tool: None,
         };
         let (records, durable) = self.audit_items(&state, &who, &parsed, &merged);
         if let Err(e) = self.write_audit(&records, durable, request_id).await {
@@ -635,6 +668,8 @@ impl Gateway {
             status,
             listed: listed.as_ref().map_or(0, Vec::len),
             latency: listing.started.elapsed(),
+            channel: None,
+            tool: None,
         };
         audit::record_target_list(&record);
         let entries = vec![audit::target_list_entry(&record)];
@@ -692,13 +727,14 @@ impl Gateway {
     /// authentication.
     fn admit(
         &self,
+        state: &State,
         method: &Method,
         path: &str,
         headers: &HeaderMap,
         cors: bool,
     ) -> Result<Admission<'_>, Box<HttpResponse<Body>>> {
         let (addressed, rest) = self
-            .addressing(path)
+            .addressing(&state.mcp, path)
             .map_err(|e| Box::new(respond::http_error(&e, headers, true)))?;
         if let Some(log) = &self.audit {
             if let Err(reason) = log.health().check() {
@@ -727,7 +763,14 @@ impl Gateway {
     }
 
     /// Splits the URL into addressing and the Jolokia path after it.
-    fn addressing(&self, path: &str) -> Result<(Addressed, String), HttpError> {
+    fn addressing(
+        &self,
+        mcp: &mcp::McpConfig,
+        path: &str,
+    ) -> Result<(Addressed, String), HttpError> {
+        if mcp.enabled && path == mcp.path {
+            return Ok((Addressed::Mcp, String::new()));
+        }
         let not_found = || {
             HttpError::new(
                 404,

@@ -24,6 +24,8 @@ pub struct State {
     pub max_targets_per_item: usize,
     /// Starts empty after a reload: targets or credentials may have changed.
     pub list_cache: Option<super::dispatch::list_cache::ListCache>,
+    /// `[mcp]`: where assistants connect, how big a tool result may be.
+    pub mcp: super::mcp::McpConfig,
 }
 
 impl State {
@@ -72,6 +74,7 @@ impl State {
             max_bulk_items: config.server.max_bulk_items,
             max_targets_per_item: config.server.max_targets_per_item,
             list_cache: super::dispatch::list_cache::ListCache::new(&config.list_cache),
+            mcp: config.mcp.clone(),
         })
     }
 }

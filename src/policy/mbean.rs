@@ -195,6 +195,10 @@ pub(crate) struct Section {
 }
 
 impl Section {
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.iter()
+    }
+
     /// Adds an entry; a later entry for an equal name replaces the earlier
     /// one (Jolokia's `Map.put`).
     pub fn add(&mut self, raw: RawEntry) -> Result<(), String> {

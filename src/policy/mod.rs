@@ -364,6 +364,25 @@ impl Policy {
         }
     }
 
+    /// Whether `write` or `exec` could be allowed on some MBean: the
+    /// command is listed in `<commands>` (or there is no such section), or
+    /// `<allow>` lists some attribute or operation for it. What the MCP
+    /// door offers a caller follows this; each request is still checked in
+    /// full.
+    pub fn could_ever(&self, command: &str) -> bool {
+        let access = match command {
+            "write" => Access::Write,
+            "exec" => Access::Exec,
+            "read" => Access::Read,
+            _ => return self.type_allowed(command).allowed,
+        };
+        self.command_listed(access)
+            || self
+                .allow
+                .as_ref()
+                .is_some_and(|allow| allow.entries().any(|e| e.values(access).could_allow()))
+    }
+
     /// `<filter>`: hidden from list and search answers (access itself is
     /// not restricted by `<filter>`).
     pub fn hidden(&self, name: &ObjectName) -> bool {

@@ -378,3 +378,21 @@ fn checks_are_fast_on_a_200_rule_policy() {
         );
     }
 }
+
+#[test]
+fn could_ever_sees_commands_and_allow_entries() {
+    // `<commands>` lists neither write nor exec, but `<allow>` grants gc
+    // and ThreadCount (no mode: read and write).
+    let sample = policy(SAMPLE);
+    assert!(sample.could_ever("exec") && sample.could_ever("write"));
+    let read_only = policy(
+        "<restrict><commands><command>read</command><command>list</command></commands></restrict>",
+    );
+    assert!(!read_only.could_ever("exec") && !read_only.could_ever("write"));
+    assert!(read_only.could_ever("read"));
+    let read_mode = policy(
+        r#"<restrict><commands><command>read</command></commands><allow><mbean><name>a:b=c</name><attribute mode="read">X</attribute></mbean></allow></restrict>"#,
+    );
+    assert!(!read_mode.could_ever("write"));
+    assert!(Policy::allow_all().could_ever("exec"));
+}

@@ -1,0 +1,249 @@
+//! A Jolokia answer turned into a tool result: structured content an
+//! assistant can use directly, or a tool error with the gateway's (the
+//! policy's, the agent's) own wording.
+
+use serde_json::{json, Map, Value};
+
+use super::tools::ToolName;
+
+/// What a tool call produced: its structured content, or an error text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Done(Value),
+    Failed(String),
+}
+
+/// The merged Jolokia answer of one tool call's item.
+pub struct Answered<'a> {
+    pub tool: ToolName,
+    pub target: &'a str,
+    pub fan_out: bool,
+    /// The item as sent (its `mbean`, `attribute`, `operation`).
+    pub item: &'a Value,
+    /// `describe_mbean`'s ObjectName.
+    pub mbean: Option<&'a str>,
+    pub answer: Value,
+}
+
+fn error_text(answer: &Value) -> String {
+    answer["error"]
+        .as_str()
+        .map_or_else(|| format!("status {}", answer["status"]), str::to_string)
+}
+
+fn failed(answer: &Value) -> bool {
+    answer["status"].as_u64() != Some(200)
+}
+
+/// A fan-out's error entry (`merge::merge_fan_out`): only `error`,
+/// `error_type` and `status`.
+fn fan_out_error(v: &Value) -> Option<(u64, String)> {
+    let o = v.as_object()?;
+    let only_error_keys = o
+        .keys()
+        .all(|k| matches!(k.as_str(), "error" | "error_type" | "status"));
+    (only_error_keys && o.contains_key("error")).then(|| {
+        (
+            o.get("status").and_then(Value::as_u64).unwrap_or(500),
+            error_text(v),
+        )
+    })
+}
+
+pub fn shape(a: Answered<'_>) -> Outcome {
+    if failed(&a.answer) {
+        let text = error_text(&a.answer);
+        // A selector's own failures ("Target selector … matches no
+        // target") and a fan-out's ("Target "x": …") name it already.
+        return Outcome::Failed(if text.starts_with("Target ") {
+            text
+        } else {
+            format!("{}: {text}", a.target)
+        });
+    }
+    let value = a.answer.get("value").cloned().unwrap_or(Value::Null);
+    let field = |k: &str| a.item.get(k).cloned().unwrap_or(Value::Null);
+    match a.tool {
+        ToolName::SearchMbeans | ToolName::ReadAttributes => {
+            let key = if a.tool == ToolName::SearchMbeans {
+                "mbeans"
+            } else {
+                "values"
+            };
+            let results: Vec<Value> = if a.fan_out {
+                let Value::Object(per_target) = value else {
+                    return Outcome::Failed(format!("{}: unexpected answer {value}", a.target));
+                };
+                per_target
+                    .into_iter()
+                    .map(|(target, v)| match fan_out_error(&v) {
+                        Some((status, error)) => {
+                            json!({"target": target, "status": status, "error": error})
+                        }
+                        None => json!({"target": target, key: v}),
+                    })
+                    .collect()
+            } else {
+                vec![json!({"target": a.target, key: value})]
+            };
+            Outcome::Done(json!({ "results": results }))
+        }
+        ToolName::DescribeMbean => Outcome::Done(describe(a.target, a.mbean, &value)),
+        ToolName::WriteAttribute => Outcome::Done(json!({
+            "target": a.target,
+            "mbean": field("mbean"),
+            "attribute": field("attribute"),
+            "previous": value,
+        })),
+        ToolName::ExecuteOperation => Outcome::Done(json!({
+            "target": a.target,
+            "mbean": field("mbean"),
+            "operation": field("operation"),
+            "result": value,
+        })),
+        ToolName::ListTargets => Outcome::Done(value),
+    }
+}
+
+/// One MBean's `list` entry as attributes and operations.
+pub fn describe(target: &str, mbean: Option<&str>, info: &Value) -> Value {
+    let text = |v: &Value, k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+    let attributes: Vec<Value> = info
+        .get("attr")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(name, a)| {
+            let mut entry = json!({
+                "name": name,
+                "type": text(a, "type"),
+                "description": text(a, "desc"),
+                "writable": a.get("rw").and_then(Value::as_bool).unwrap_or(false),
+            });
+            // 2.x marks write-only attributes `"r": false`.
+            if a.get("r").and_then(Value::as_bool) == Some(false) {
+                entry["readable"] = json!(false);
+            }
+            entry
+        })
+        .collect();
+    let operation = |name: &str, op: &Value| {
+        let arguments: Vec<Value> = op
+            .get("args")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|arg| {
+                json!({
+                    "name": text(arg, "name"),
+                    "type": text(arg, "type"),
+                    "description": text(arg, "desc"),
+                })
+            })
+            .collect();
+        json!({
+            "name": name,
+            "description": text(op, "desc"),
+            "returns": text(op, "ret"),
+            "arguments": arguments,
+        })
+    };
+    let mut operations = Vec::new();
+    for (name, op) in info
+        .get("op")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        match op {
+            // Overloads: one entry per signature.
+            Value::Array(overloads) => {
+                operations.extend(overloads.iter().map(|o| operation(name, o)));
+            }
+            one => operations.push(operation(name, one)),
+        }
+    }
+    let mut out = Map::new();
+    out.insert("target".into(), json!(target));
+    out.insert("mbean".into(), json!(mbean));
+    if let Some(class) = info.get("class") {
+        out.insert("class".into(), class.clone());
+    }
+    out.insert("description".into(), text(info, "desc"));
+    out.insert("attributes".into(), json!(attributes));
+    out.insert("operations".into(), json!(operations));
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(tool: ToolName, fan_out: bool, answer: Value) -> Outcome {
+        shape(Answered {
+            tool,
+            target: "a",
+            fan_out,
+            item: &json!({"mbean": "m:t=x", "attribute": "X", "operation": "op"}),
+            mbean: None,
+            answer,
+        })
+    }
+
+    #[test]
+    fn a_denied_item_is_a_tool_error_with_the_gateways_wording() {
+        let out = answered(
+            ToolName::ExecuteOperation,
+            false,
+            json!({"status": 403, "error": "Operation op forbidden for m:t=x", "error_type": "java.lang.SecurityException"}),
+        );
+        assert_eq!(
+            out,
+            Outcome::Failed("a: Operation op forbidden for m:t=x".into())
+        );
+    }
+
+    #[test]
+    fn a_fan_out_keeps_each_targets_error_in_its_place() {
+        let out = answered(
+            ToolName::ReadAttributes,
+            true,
+            json!({"status": 200, "value": {
+                "a": {"X": 1},
+                "b": {"error": "no", "error_type": "java.lang.SecurityException", "status": 403}
+            }}),
+        );
+        assert_eq!(
+            out,
+            Outcome::Done(json!({"results": [
+                {"target": "a", "values": {"X": 1}},
+                {"target": "b", "status": 403, "error": "no"}
+            ]}))
+        );
+    }
+
+    #[test]
+    fn describe_lists_overloads_as_separate_operations() {
+        let info = json!({
+            "desc": "ops",
+            "attr": {"Int": {"type": "int", "desc": "an int", "rw": true}},
+            "op": {
+                "add": [
+                    {"args": [{"name": "a", "type": "int", "desc": "a"}, {"name": "b", "type": "int", "desc": "b"}], "ret": "int", "desc": "sum"},
+                    {"args": [], "ret": "long", "desc": "none"}
+                ],
+                "echo": {"args": [{"name": "s", "type": "java.lang.String", "desc": "s"}], "ret": "java.lang.String", "desc": "echo"}
+            }
+        });
+        let d = describe("a", Some("m:t=x"), &info);
+        assert_eq!(d["attributes"][0]["writable"], true);
+        let ops: Vec<&str> = d["operations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(ops, ["add", "add", "echo"]);
+        assert_eq!(d["operations"][0]["arguments"][1]["type"], "int");
+    }
+}

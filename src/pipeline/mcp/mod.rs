@@ -1,0 +1,403 @@
+//! The MCP front door: AI assistants reach the fleet over the Model
+//! Context Protocol (Streamable HTTP, stateless, at `[mcp] path`), as the
+//! caller the listener authenticated, with that caller's roles.
+//!
+//! The HTTP request passes the same pre-phase and authentication as a
+//! Jolokia request (`Gateway::run`), then the official SDK (`rmcp`)
+//! speaks MCP. Each tool call becomes one ordinary Jolokia item
+//! (`tools.rs`) that goes through parse, route, authorize, dispatch,
+//! merge and audit ([`Gateway::run_tool_item`]); its answer becomes
+//! structured content (`answer.rs`), bounded for an assistant
+//! (`bound.rs`). Audit records say `"channel":"mcp"` and the tool.
+
+pub mod answer;
+pub mod bound;
+pub mod tools;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use http::{Request as HttpRequest, Response as HttpResponse};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tower::ServiceExt as _;
+
+use super::authenticate::Principal;
+use super::state::State;
+use super::{audit, authorize, dispatch, parse, respond, route, Caller, Gateway, HttpError};
+use crate::access::Role;
+use answer::{Answered, Outcome};
+use tools::{Call, ToolName};
+
+/// `[mcp]`: the MCP endpoint on every listener.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// Serve MCP at all.
+    pub enabled: bool,
+    /// Where, on the gateway's listeners.
+    pub path: String,
+    /// Largest structured result a tool returns; more is cut with a note.
+    pub max_result_bytes: usize,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            enabled: true,
+            path: "/mcp".into(),
+            max_result_bytes: 64 * 1024,
+        }
+    }
+}
+
+impl McpConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.path.starts_with('/') || self.path.len() < 2 {
+            return Err(format!(
+                "mcp.path: {:?} must be a path below the root, like \"/mcp\"",
+                self.path
+            ));
+        }
+        if self.max_result_bytes < 1024 {
+            return Err(format!(
+                "mcp.max_result_bytes: {} is too small for any answer; use 1024 or more",
+                self.max_result_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The authenticated caller of one MCP HTTP request, handed to the tool
+/// handler through the request's extensions.
+#[derive(Clone)]
+pub(super) struct McpCaller {
+    pub state: Arc<State>,
+    pub principal: Principal,
+    pub held: Vec<Arc<Role>>,
+    pub client: Option<SocketAddr>,
+    pub chain: Vec<String>,
+    pub origin: Option<String>,
+    pub request_id: String,
+    pub scheme: &'static str,
+}
+
+impl McpCaller {
+    fn role_names(&self) -> Vec<String> {
+        self.held.iter().map(|r| r.name.clone()).collect()
+    }
+
+    /// Whether some role of the caller could allow `command` (write or
+    /// exec) somewhere: then the tool is offered. Each call is still
+    /// judged in full.
+    fn may(&self, command: &str) -> bool {
+        if self.held.is_empty() {
+            return self.state.access.is_open();
+        }
+        self.held.iter().any(|r| r.policy.could_ever(command))
+    }
+
+    fn offered(&self) -> Vec<ToolName> {
+        tools::offered(|command| self.may(command))
+    }
+}
+
+/// The rmcp server handler: one per HTTP request (stateless).
+#[derive(Clone)]
+struct Door {
+    gateway: Arc<Gateway>,
+}
+
+const INSTRUCTIONS: &str = "Tools to inspect and manage Java applications (JVMs) through the \
+jmxgate Jolokia gateway, under your own roles and policies; every call is audited. Start with \
+list_targets, find MBeans with search_mbeans, see what one offers with describe_mbean, then \
+read_attributes. write_attribute and execute_operation change running JVMs: confirm with the \
+user first.";
+
+fn caller(context: &RequestContext<RoleServer>) -> Result<McpCaller, ErrorData> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<McpCaller>())
+        .cloned()
+        .ok_or_else(|| ErrorData::internal_error("no authenticated caller", None))
+}
+
+fn unknown_tool(name: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("unknown tool {name:?}; tools/list shows the tools you may use"),
+        None,
+    )
+}
+
+impl ServerHandler for Door {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("jmxgate", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let caller = caller(&context)?;
+        Ok(ListToolsResult::with_all_items(
+            caller.offered().into_iter().map(ToolName::tool).collect(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let caller = caller(&context)?;
+        let max = caller.state.mcp.max_result_bytes;
+        // A tool the caller is not offered is as unknown as one that
+        // doesn't exist.
+        let Some(tool) = ToolName::parse(&request.name).filter(|t| caller.offered().contains(t))
+        else {
+            let error = unknown_tool(&request.name);
+            let named: String = request.name.chars().take(64).collect();
+            self.gateway
+                .audit_refused_call(&caller, &named, 404, "jmxgate.UnknownTool", &error.message)
+                .await;
+            return Err(error);
+        };
+        let is_selector = |t: &str| route::selector_of(t).is_some();
+        let outcome = match tools::parse_call(tool, request.arguments, &is_selector) {
+            Err(bad) => {
+                self.gateway
+                    .audit_refused_call(&caller, tool.as_str(), 400, "jmxgate.BadArguments", &bad.0)
+                    .await;
+                Outcome::Failed(bad.0)
+            }
+            Ok(Call::ListTargets { selector }) => {
+                self.gateway
+                    .list_targets_tool(&caller, selector.as_deref())
+                    .await
+            }
+            Ok(Call::Item {
+                tool,
+                target,
+                fan_out,
+                item,
+                mbean,
+            }) => match self.gateway.run_tool_item(&caller, tool, &item).await {
+                Ok(answer) => answer::shape(Answered {
+                    tool,
+                    target: &target,
+                    fan_out,
+                    item: &item,
+                    mbean: mbean.as_deref(),
+                    answer,
+                }),
+                Err(e) => Outcome::Failed(format!("{target}: {}", e.message)),
+            },
+        };
+        Ok(result(outcome, max).into())
+    }
+}
+
+/// Structured content, bounded; or an error text.
+fn result(outcome: Outcome, max: usize) -> CallToolResult {
+    match outcome {
+        Outcome::Failed(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
+        Outcome::Done(value) => {
+            let (mut value, note) = bound::bound(value, max);
+            if let (Some(note), Value::Object(o)) = (note, &mut value) {
+                o.insert("truncated".into(), json!(note));
+            }
+            // With the same JSON as text, for clients that show only text.
+            CallToolResult::structured(value)
+        }
+    }
+}
+
+impl Gateway {
+    /// An authenticated MCP HTTP request: handed to the SDK's Streamable
+    /// HTTP service with the caller in its extensions. Stateless (no
+    /// sessions to steal or keep), JSON answers.
+    pub(super) async fn mcp_http(
+        self: &Arc<Self>,
+        parts: http::request::Parts,
+        body: Body,
+        caller: McpCaller,
+    ) -> HttpResponse<Body> {
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_sse_keep_alive(None)
+            .with_sse_retry(None)
+            // Every request is authenticated here; a browser's Origin was
+            // checked against the caller's own CORS policy before this.
+            .disable_allowed_hosts()
+            .with_max_request_body_bytes(caller.state.max_body_bytes);
+        let door = Door {
+            gateway: self.clone(),
+        };
+        let service = StreamableHttpService::new(
+            move || Ok(door.clone()),
+            Arc::new(NeverSessionManager::default()),
+            config,
+        );
+        let mut request = HttpRequest::from_parts(parts, body);
+        request.extensions_mut().insert(caller);
+        match service.oneshot(request).await {
+            Ok(response) => response.map(Body::new),
+            Err(never) => match never {},
+        }
+    }
+
+    /// `list_targets`: the targets the caller's roles reach (optionally
+    /// those a selector matches), as `GET /jolokia/targets` lists them,
+    /// audited as a target list.
+    async fn list_targets_tool(&self, caller: &McpCaller, selector: Option<&str>) -> Outcome {
+        let started = Instant::now();
+        let selector = match selector
+            .map(crate::access::TargetSelector::parse)
+            .transpose()
+        {
+            Ok(s) => s,
+            Err(e) => return Outcome::Failed(format!("list_targets: `selector` {e}")),
+        };
+        let state = &caller.state;
+        let targets: Vec<Value> = state
+            .fleet
+            .iter()
+            .filter(|t| state.access.reaches(&caller.held, t))
+            .filter(|t| selector.as_ref().is_none_or(|s| s.matches(t)))
+            .map(|t| {
+                let mut d = t.describe();
+                // An assistant needs the state, not the breaker's detail.
+                let health = d["health"]["state"].clone();
+                d["health"] = health;
+                d
+            })
+            .collect();
+        let record = audit::TargetListRecord {
+            request_id: &caller.request_id,
+            principal: &caller.principal,
+            roles: caller.role_names(),
+            client: caller.client,
+            status: 200,
+            listed: targets.len(),
+            latency: started.elapsed(),
+            channel: Some(audit::Channel::Mcp),
+            tool: Some(ToolName::ListTargets.as_str()),
+        };
+        audit::record_target_list(&record);
+        let entry = audit::target_list_entry(&record);
+        let written = self
+            .write_audit(
+                &crate::audit::Encoded::new(vec![entry]),
+                false,
+                &caller.request_id,
+            )
+            .await;
+        if let Err(e) = written {
+            return Outcome::Failed(e.message);
+        }
+        Outcome::Done(json!({ "count": targets.len(), "targets": targets }))
+    }
+
+    /// Audits a tool call that never became an item. The record is best
+    /// effort: the caller gets its error either way.
+    async fn audit_refused_call(
+        &self,
+        caller: &McpCaller,
+        tool: &str,
+        status: u16,
+        error_type: &str,
+        message: &str,
+    ) {
+        let roles = caller.role_names();
+        let who = audit::Who {
+            request_id: &caller.request_id,
+            principal: &caller.principal,
+            roles: &roles,
+            client: caller.client,
+            latency: std::time::Duration::ZERO,
+            channel: Some(audit::Channel::Mcp),
+            tool: Some(tool),
+        };
+        let refused = audit::RefusedCall {
+            who: &who,
+            status,
+            error_type,
+            message,
+        };
+        audit::record_refused_call(&refused);
+        let entry = audit::refused_call_entry(&refused);
+        let records = crate::audit::Encoded::new(vec![entry]);
+        let _ = self.write_audit(&records, false, &caller.request_id).await;
+    }
+
+    /// One tool call's Jolokia item through the phases after
+    /// authentication: parse (the item as JSON text, like any client's),
+    /// route and authorize for the caller, dispatch, merge, audit. Returns
+    /// the item's answer as JSON.
+    pub(super) async fn run_tool_item(
+        &self,
+        caller: &McpCaller,
+        tool: ToolName,
+        item: &Value,
+    ) -> Result<Value, HttpError> {
+        let started = Instant::now();
+        let state = &caller.state;
+        let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
+        let parsed = parse::parse_post(&body, None, 1)?;
+        let facts = authorize::RequestFacts {
+            method: "POST",
+            chain: &caller.chain,
+            origin: caller.origin.as_deref(),
+            scheme: caller.scheme,
+        };
+        let judged_as = Caller {
+            access: &state.access,
+            principal: &caller.principal,
+            roles: &caller.held,
+            facts: &facts,
+        };
+        let addressing = route::Addressing::Proxy {
+            default_target: None,
+        };
+        let no_headers = http::HeaderMap::new();
+        let local = |command: &crate::protocol::Command| {
+            self.answer_locally(state, command, &no_headers, caller.scheme == "https")
+        };
+        let mut items = self.route_and_authorize(state, &judged_as, addressing, &parsed, local);
+        let dispatched =
+            dispatch::dispatch(items.take_jobs(), &self.metrics, state.list_cache.as_ref()).await;
+        let merged = items.merge(dispatched, &parsed);
+        let roles = caller.role_names();
+        let who = audit::Who {
+            request_id: &caller.request_id,
+            principal: &caller.principal,
+            roles: &roles,
+            client: caller.client,
+            latency: started.elapsed(),
+            channel: Some(audit::Channel::Mcp),
+            tool: Some(tool.as_str()),
+        };
+        let (records, durable) = self.audit_items(state, &who, &parsed, &merged);
+        self.write_audit(&records, durable, &caller.request_id)
+            .await?;
+        let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
+        let body = respond::body(&answers, false).to_vec();
+        Ok(serde_json::from_slice(&body).expect("the gateway's answers are JSON"))
+    }
+}

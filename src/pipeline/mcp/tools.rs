@@ -1,0 +1,558 @@
+//! The MCP tools as data: their names, descriptions, input schemas and
+//! annotations, and each call's arguments turned into ordinary Jolokia
+//! request items (JSON objects with a proxy-mode `target`), which then go
+//! through parse, route, authorize, dispatch, merge and audit like any
+//! client's. Pure: no I/O, no gateway state.
+
+use std::sync::Arc;
+
+use rmcp::model::{Tool, ToolAnnotations};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::protocol::object_name::ObjectName;
+use crate::protocol::path::escape_segment;
+
+/// The tools, in the order `tools/list` shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolName {
+    ListTargets,
+    SearchMbeans,
+    DescribeMbean,
+    ReadAttributes,
+    WriteAttribute,
+    ExecuteOperation,
+}
+
+impl ToolName {
+    pub const ALL: [ToolName; 6] = [
+        ToolName::ListTargets,
+        ToolName::SearchMbeans,
+        ToolName::DescribeMbean,
+        ToolName::ReadAttributes,
+        ToolName::WriteAttribute,
+        ToolName::ExecuteOperation,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolName::ListTargets => "list_targets",
+            ToolName::SearchMbeans => "search_mbeans",
+            ToolName::DescribeMbean => "describe_mbean",
+            ToolName::ReadAttributes => "read_attributes",
+            ToolName::WriteAttribute => "write_attribute",
+            ToolName::ExecuteOperation => "execute_operation",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ToolName> {
+        ToolName::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+
+    /// Write and exec change MBeans: offered only to callers whose roles
+    /// could allow them somewhere.
+    pub fn changes(self) -> Option<&'static str> {
+        match self {
+            ToolName::WriteAttribute => Some("write"),
+            ToolName::ExecuteOperation => Some("exec"),
+            _ => None,
+        }
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            ToolName::ListTargets => {
+                "List the JVMs (Jolokia agents) you may reach through this gateway: name, labels, \
+                 health and agent version. Use a name from here as `target` in the other tools."
+            }
+            ToolName::SearchMbeans => {
+                "Find MBean names matching an ObjectName pattern (`java.lang:type=*`, `*:*`) on one \
+                 target, or on every target a selector matches."
+            }
+            ToolName::DescribeMbean => {
+                "Describe one MBean on one target: its attributes (type, writable) and operations \
+                 (signatures), from the agent's list."
+            }
+            ToolName::ReadAttributes => {
+                "Read attribute values of an MBean (all readable ones, or those named) on one \
+                 target or on every target a selector matches."
+            }
+            ToolName::WriteAttribute => {
+                "Set one attribute of an MBean on one target; returns the previous value. Changes \
+                 the running JVM."
+            }
+            ToolName::ExecuteOperation => {
+                "Run an MBean operation on one target with the given arguments; returns its \
+                 result. Changes the running JVM; operations can be disruptive (gc, reset, stop)."
+            }
+        }
+    }
+
+    fn schema(self) -> Value {
+        let target_one = json!({
+            "type": "string",
+            "description": "One target's name, as list_targets shows it."
+        });
+        let target_many = json!({
+            "type": "string",
+            "description": "A target's name, or a selector for several: a glob over names \
+                            (`kafka-*`) or labels (`env=prod,app=orders`)."
+        });
+        let mbean = json!({
+            "type": "string",
+            "description": "The MBean's ObjectName, e.g. `java.lang:type=Memory`."
+        });
+        let (properties, required): (Value, &[&str]) = match self {
+            ToolName::ListTargets => (
+                json!({ "selector": {
+                    "type": "string",
+                    "description": "Only targets matching this glob or label selector."
+                }}),
+                &[],
+            ),
+            ToolName::SearchMbeans => (
+                json!({
+                    "target": target_many,
+                    "pattern": {
+                        "type": "string",
+                        "description": "ObjectName pattern; default `*:*` (every MBean)."
+                    }
+                }),
+                &["target"],
+            ),
+            ToolName::DescribeMbean => (
+                json!({ "target": target_one, "mbean": mbean }),
+                &["target", "mbean"],
+            ),
+            ToolName::ReadAttributes => (
+                json!({
+                    "target": target_many,
+                    "mbean": {
+                        "type": "string",
+                        "description": "The MBean's ObjectName, or a pattern (values are then keyed by MBean)."
+                    },
+                    "attributes": {
+                        "type": "array",
+                        "items": { "type": "string" },
+                        "description": "Attribute names; omit for every readable attribute."
+                    }
+                }),
+                &["target", "mbean"],
+            ),
+            ToolName::WriteAttribute => (
+                json!({
+                    "target": target_one,
+                    "mbean": mbean,
+                    "attribute": { "type": "string" },
+                    "value": { "description": "The new value, as JSON (string, number, boolean, array, object)." }
+                }),
+                &["target", "mbean", "attribute", "value"],
+            ),
+            ToolName::ExecuteOperation => (
+                json!({
+                    "target": target_one,
+                    "mbean": mbean,
+                    "operation": {
+                        "type": "string",
+                        "description": "Operation name; for overloaded operations with its signature: `add(int,int)`."
+                    },
+                    "arguments": {
+                        "type": "array",
+                        "description": "Arguments in order, as JSON values; omit for none."
+                    }
+                }),
+                &["target", "mbean", "operation"],
+            ),
+        };
+        json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        })
+    }
+
+    fn annotations(self) -> ToolAnnotations {
+        let title = match self {
+            ToolName::ListTargets => "List targets",
+            ToolName::SearchMbeans => "Search MBeans",
+            ToolName::DescribeMbean => "Describe an MBean",
+            ToolName::ReadAttributes => "Read attributes",
+            ToolName::WriteAttribute => "Write an attribute",
+            ToolName::ExecuteOperation => "Execute an operation",
+        };
+        let a = ToolAnnotations::with_title(title).open_world(false);
+        match self {
+            ToolName::WriteAttribute => a.read_only(false).destructive(true).idempotent(true),
+            ToolName::ExecuteOperation => a.read_only(false).destructive(true).idempotent(false),
+            _ => a.read_only(true),
+        }
+    }
+
+    pub fn tool(self) -> Tool {
+        let Value::Object(schema) = self.schema() else {
+            unreachable!("schemas are objects")
+        };
+        Tool::new(self.as_str(), self.description(), Arc::new(schema)).annotate(self.annotations())
+    }
+}
+
+/// The tools a caller is offered: all read-only ones, and write or exec
+/// when `may` says the caller's roles could allow that command somewhere.
+pub fn offered(may: impl Fn(&str) -> bool) -> Vec<ToolName> {
+    ToolName::ALL
+        .into_iter()
+        .filter(|t| t.changes().is_none_or(&may))
+        .collect()
+}
+
+/// A tool call whose arguments were understood.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    ListTargets {
+        selector: Option<String>,
+    },
+    /// Everything else becomes one Jolokia item for `target`.
+    Item {
+        tool: ToolName,
+        target: String,
+        /// A selector rather than one target's name.
+        fan_out: bool,
+        item: Value,
+        /// `describe_mbean`'s ObjectName, to title the answer.
+        mbean: Option<String>,
+    },
+}
+
+/// Bad arguments: said to the assistant as a tool error it can act on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BadArguments(pub String);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListTargetsArgs {
+    selector: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    target: String,
+    pattern: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DescribeArgs {
+    target: String,
+    mbean: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArgs {
+    target: String,
+    mbean: String,
+    attributes: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    target: String,
+    mbean: String,
+    attribute: String,
+    value: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExecArgs {
+    target: String,
+    mbean: String,
+    operation: String,
+    arguments: Option<Vec<Value>>,
+}
+
+fn args<T: for<'de> Deserialize<'de>>(tool: ToolName, given: Value) -> Result<T, BadArguments> {
+    serde_json::from_value(given)
+        .map_err(|e| BadArguments(format!("{}: invalid arguments: {e}", tool.as_str())))
+}
+
+fn nonempty(tool: ToolName, key: &str, value: &str) -> Result<(), BadArguments> {
+    if value.trim().is_empty() {
+        return Err(BadArguments(format!("{}: `{key}` is empty", tool.as_str())));
+    }
+    Ok(())
+}
+
+/// An ObjectName the agent can take: checked here so the assistant hears
+/// what is wrong with it in the tool's own terms.
+fn object_name(tool: ToolName, key: &str, value: &str) -> Result<ObjectName, BadArguments> {
+    ObjectName::parse(value).map_err(|e| {
+        BadArguments(format!(
+            "{}: `{key}` {value:?} is not an ObjectName ({e}); write it as `domain:key=value,…`",
+            tool.as_str()
+        ))
+    })
+}
+
+/// Write and exec go to one named target, never to a selector's group.
+fn one_target(
+    tool: ToolName,
+    target: &str,
+    is_selector: &dyn Fn(&str) -> bool,
+) -> Result<(), BadArguments> {
+    nonempty(tool, "target", target)?;
+    if is_selector(target) {
+        return Err(BadArguments(format!(
+            "{}: `target` {target:?} is a selector; this tool takes one target's name (see list_targets)",
+            tool.as_str()
+        )));
+    }
+    Ok(())
+}
+
+/// Reads a call's arguments. `is_selector` tells a selector from a name
+/// (the router's own rule).
+pub fn parse_call(
+    tool: ToolName,
+    given: Option<serde_json::Map<String, Value>>,
+    is_selector: &dyn Fn(&str) -> bool,
+) -> Result<Call, BadArguments> {
+    let given = Value::Object(given.unwrap_or_default());
+    let item = |target: String, fan_out: bool, mut item: Value, mbean: Option<String>| {
+        item["target"] = json!({ "url": target });
+        if fan_out {
+            // Each target's failure stays in its own place.
+            item["config"] = json!({ "ignoreErrors": true });
+        }
+        Ok(Call::Item {
+            tool,
+            target,
+            fan_out,
+            item,
+            mbean,
+        })
+    };
+    match tool {
+        ToolName::ListTargets => {
+            let a: ListTargetsArgs = args(tool, given)?;
+            Ok(Call::ListTargets {
+                selector: a.selector.filter(|s| !s.trim().is_empty()),
+            })
+        }
+        ToolName::SearchMbeans => {
+            let a: SearchArgs = args(tool, given)?;
+            nonempty(tool, "target", &a.target)?;
+            let pattern = a.pattern.unwrap_or_else(|| "*:*".into());
+            object_name(tool, "pattern", &pattern)?;
+            let fan_out = is_selector(&a.target);
+            item(
+                a.target,
+                fan_out,
+                json!({"type": "search", "mbean": pattern}),
+                None,
+            )
+        }
+        ToolName::DescribeMbean => {
+            let a: DescribeArgs = args(tool, given)?;
+            one_target(tool, &a.target, is_selector)?;
+            let name = object_name(tool, "mbean", &a.mbean)?;
+            if name.is_pattern() {
+                return Err(BadArguments(format!(
+                    "describe_mbean: `mbean` {:?} is a pattern; give one MBean's name (search_mbeans finds them)",
+                    a.mbean
+                )));
+            }
+            let path = list_path(&name);
+            item(
+                a.target,
+                false,
+                json!({"type": "list", "path": path}),
+                Some(a.mbean),
+            )
+        }
+        ToolName::ReadAttributes => {
+            let a: ReadArgs = args(tool, given)?;
+            nonempty(tool, "target", &a.target)?;
+            object_name(tool, "mbean", &a.mbean)?;
+            let mut read = json!({"type": "read", "mbean": a.mbean});
+            match a.attributes {
+                Some(list) if list.iter().any(|n| n.trim().is_empty()) => {
+                    return Err(BadArguments(
+                        "read_attributes: `attributes` has an empty name".into(),
+                    ))
+                }
+                // A list, even of one, so values come keyed by attribute.
+                Some(list) if !list.is_empty() => read["attribute"] = json!(list),
+                _ => {}
+            }
+            let fan_out = is_selector(&a.target);
+            item(a.target, fan_out, read, None)
+        }
+        ToolName::WriteAttribute => {
+            let a: WriteArgs = args(tool, given)?;
+            one_target(tool, &a.target, is_selector)?;
+            object_name(tool, "mbean", &a.mbean)?;
+            nonempty(tool, "attribute", &a.attribute)?;
+            item(
+                a.target,
+                false,
+                json!({"type": "write", "mbean": a.mbean, "attribute": a.attribute, "value": a.value}),
+                None,
+            )
+        }
+        ToolName::ExecuteOperation => {
+            let a: ExecArgs = args(tool, given)?;
+            one_target(tool, &a.target, is_selector)?;
+            object_name(tool, "mbean", &a.mbean)?;
+            nonempty(tool, "operation", &a.operation)?;
+            item(
+                a.target,
+                false,
+                json!({
+                    "type": "exec",
+                    "mbean": a.mbean,
+                    "operation": a.operation,
+                    "arguments": a.arguments.unwrap_or_default(),
+                }),
+                None,
+            )
+        }
+    }
+}
+
+/// The `list` path of one MBean: its domain, then its canonical key
+/// properties (how agents key their list), each `!`-escaped.
+fn list_path(name: &ObjectName) -> String {
+    let canonical = name.canonical_str();
+    let (domain, properties) = canonical.split_once(':').unwrap_or((canonical, ""));
+    format!("{}/{}", escape_segment(domain), escape_segment(properties))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn selector(s: &str) -> bool {
+        s.contains(['*', '='])
+    }
+
+    fn call(tool: ToolName, given: Value) -> Result<Call, BadArguments> {
+        let Value::Object(map) = given else { panic!() };
+        parse_call(tool, Some(map), &selector)
+    }
+
+    fn item_of(c: Call) -> Value {
+        match c {
+            Call::Item { item, .. } => item,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn read_becomes_one_item_with_the_target_and_an_attribute_list() {
+        let item = item_of(
+            call(
+                ToolName::ReadAttributes,
+                json!({"target": "a", "mbean": "java.lang:type=Memory", "attributes": ["Verbose"]}),
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            item,
+            json!({"type":"read","mbean":"java.lang:type=Memory","attribute":["Verbose"],"target":{"url":"a"}})
+        );
+    }
+
+    #[test]
+    fn a_selector_fans_out_with_errors_kept_per_target() {
+        let c = call(
+            ToolName::SearchMbeans,
+            json!({"target": "env=prod", "pattern": "java.lang:*"}),
+        )
+        .unwrap();
+        let Call::Item { fan_out, item, .. } = c else {
+            panic!()
+        };
+        assert!(fan_out);
+        assert_eq!(item["config"], json!({"ignoreErrors": true}));
+    }
+
+    #[test]
+    fn write_and_exec_refuse_selectors() {
+        let e = call(
+            ToolName::WriteAttribute,
+            json!({"target": "kafka-*", "mbean": "a:b=c", "attribute": "X", "value": 1}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("is a selector"), "{e:?}");
+        let e = call(
+            ToolName::ExecuteOperation,
+            json!({"target": "env=prod", "mbean": "a:b=c", "operation": "gc"}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("one target's name"), "{e:?}");
+    }
+
+    #[test]
+    fn bad_arguments_name_the_problem() {
+        let e = call(ToolName::ReadAttributes, json!({"target": "a"})).unwrap_err();
+        assert!(e.0.contains("missing field `mbean`"), "{e:?}");
+        let e = call(
+            ToolName::ReadAttributes,
+            json!({"target": "a", "mbean": "x", "attribute": "Y"}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("unknown field `attribute`"), "{e:?}");
+        let e = call(
+            ToolName::ReadAttributes,
+            json!({"target": "a", "mbean": "no colon"}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("is not an ObjectName"), "{e:?}");
+        let e = call(
+            ToolName::DescribeMbean,
+            json!({"target": "a", "mbean": "java.lang:*"}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("is a pattern"), "{e:?}");
+        let e = call(ToolName::SearchMbeans, json!({"target": 3})).unwrap_err();
+        assert!(e.0.contains("invalid type"), "{e:?}");
+    }
+
+    #[test]
+    fn describe_lists_the_canonical_path() {
+        let item = item_of(
+            call(
+                ToolName::DescribeMbean,
+                json!({"target": "a", "mbean": "d/x:type=T,name=a/b"}),
+            )
+            .unwrap(),
+        );
+        assert_eq!(item["path"], "d!/x/name=a!/b,type=T");
+    }
+
+    #[test]
+    fn write_and_exec_are_offered_only_when_some_role_may() {
+        let names = |v: Vec<ToolName>| v.into_iter().map(ToolName::as_str).collect::<Vec<_>>();
+        assert_eq!(offered(|_| true).len(), 6);
+        assert_eq!(
+            names(offered(|c| c == "exec")),
+            [
+                "list_targets",
+                "search_mbeans",
+                "describe_mbean",
+                "read_attributes",
+                "execute_operation"
+            ]
+        );
+        assert!(offered(|_| false)
+            .iter()
+            .all(|t| t.changes().is_none()
+                && t.tool().annotations.unwrap().read_only_hint == Some(true)));
+        let exec = ToolName::ExecuteOperation.tool();
+        assert_eq!(exec.annotations.unwrap().destructive_hint, Some(true));
+    }
+}
