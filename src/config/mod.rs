@@ -365,9 +365,7 @@ impl Config {
             }
         }
         problems.extend(crate::access::problems(&self.roles, &self.access));
-        if let Err(problem) = self.mcp.validate() {
-            problems.push(problem);
-        }
+        problems.extend(self.mcp.problems());
         if self.server.listen.is_none() && self.server.tls.is_none() {
             problems.push(
                 "server: no listener; set server.listen (HTTP) or [server.tls] (HTTPS)".into(),

@@ -62,20 +62,22 @@ impl Default for McpConfig {
 }
 
 impl McpConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Every problem with the section, each naming its key.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
         if !self.path.starts_with('/') || self.path.len() < 2 {
-            return Err(format!(
+            problems.push(format!(
                 "mcp.path: {:?} must be a path below the root, like \"/mcp\"",
                 self.path
             ));
         }
         if self.max_result_bytes < 1024 {
-            return Err(format!(
+            problems.push(format!(
                 "mcp.max_result_bytes: {} is too small for any answer; use 1024 or more",
                 self.max_result_bytes
             ));
         }
-        Ok(())
+        problems
     }
 }
 
