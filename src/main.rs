@@ -113,6 +113,9 @@ enum AuditCmd {
         /// item, auth_failure, target_list, log_opened, log_closed.
         #[arg(long)]
         event: Option<String>,
+        /// mcp (AI assistants' tool calls) or jolokia (everything else).
+        #[arg(long, value_parser = ["mcp", "jolokia"])]
+        channel: Option<String>,
         /// From this time on (2026-11-22T10:00:00Z).
         #[arg(long)]
         since: Option<String>,
@@ -207,6 +210,7 @@ fn main() -> ExitCode {
                     kind,
                     decision,
                     event,
+                    channel,
                     since,
                     until,
                     format,
@@ -227,6 +231,7 @@ fn main() -> ExitCode {
                 kind,
                 decision,
                 event,
+                channel,
                 since,
                 until,
             };

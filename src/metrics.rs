@@ -19,6 +19,15 @@ pub struct ItemLabels {
     pub decision: String,
 }
 
+/// An MCP tool call: the tool (`-` for a name no tool has) and how it
+/// ended: `ok`, `error` (a tool error: denied, failed, bad arguments) or
+/// `refused` (an unknown or not offered tool).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ToolLabels {
+    pub tool: String,
+    pub result: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TypeLabel {
     pub r#type: String,
@@ -90,6 +99,7 @@ pub struct Metrics {
     pub audit_queue: Gauge,
     pub audit_fsync_seconds: Histogram,
     pub reloads: Family<StatusLabel, Counter>,
+    pub mcp_tool_calls: Family<ToolLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -115,12 +125,18 @@ impl Metrics {
             audit_queue: Gauge::default(),
             audit_fsync_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
             reloads: Family::default(),
+            mcp_tool_calls: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
             "http_requests",
             "HTTP requests answered, by HTTP status",
             m.http_requests.clone(),
+        );
+        registry.register(
+            "mcp_tool_calls",
+            "MCP tool calls, by tool and result (ok, error, refused)",
+            m.mcp_tool_calls.clone(),
         );
         registry.register(
             "items",

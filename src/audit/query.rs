@@ -13,6 +13,8 @@ pub struct Filter {
     /// `allowed` or `denied`.
     pub decision: Option<String>,
     pub event: Option<String>,
+    /// `mcp` (tool calls), or `jolokia` (records without a channel).
+    pub channel: Option<String>,
     pub since: Option<SystemTime>,
     pub until: Option<SystemTime>,
 }
@@ -33,6 +35,10 @@ impl Filter {
             || !eq(&self.kind, &e.kind)
             || !eq(&self.decision, &e.decision)
             || self.event.as_ref().is_some_and(|ev| *ev != e.event)
+            || self
+                .channel
+                .as_ref()
+                .is_some_and(|c| c != e.channel.as_deref().unwrap_or("jolokia"))
         {
             return false;
         }

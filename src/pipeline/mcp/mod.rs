@@ -177,6 +177,7 @@ impl ServerHandler for Door {
             self.gateway
                 .audit_refused_call(&caller, &named, 404, "jmxgate.UnknownTool", &error.message)
                 .await;
+            self.gateway.count_tool_call("-", "refused");
             return Err(error);
         };
         let is_selector = |t: &str| route::selector_of(t).is_some();
@@ -210,6 +211,11 @@ impl ServerHandler for Door {
                 Err(e) => Outcome::Failed(format!("{target}: {}", e.message)),
             },
         };
+        let ended = match outcome {
+            Outcome::Done(_) => "ok",
+            Outcome::Failed(_) => "error",
+        };
+        self.gateway.count_tool_call(tool.as_str(), ended);
         Ok(result(outcome, max).into())
     }
 }
@@ -314,6 +320,16 @@ impl Gateway {
             return Outcome::Failed(e.message);
         }
         Outcome::Done(json!({ "count": targets.len(), "targets": targets }))
+    }
+
+    fn count_tool_call(&self, tool: &str, result: &str) {
+        self.metrics
+            .mcp_tool_calls
+            .get_or_create(&crate::metrics::ToolLabels {
+                tool: tool.into(),
+                result: result.into(),
+            })
+            .inc();
     }
 
     /// Audits a tool call that never became an item. The record is best
