@@ -1,0 +1,386 @@
+//! The MCP endpoint's own edges, spoken to as raw JSON-RPC over HTTP
+//! against real agents (the official SDKs as clients are in tests/mcp.rs):
+//! bounded results, bearer callers and their tools, a selector's per-target
+//! errors, the endpoint turned off, hostile bodies, and refused calls in
+//! the audit log.
+
+mod common;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use common::{direct, shared_agents, targets_toml, Gateway};
+use serde_json::{json, Value};
+
+const VIEWER_POLICY: &str = "<restrict><commands><command>read</command><command>list</command>\
+<command>search</command><command>version</command></commands></restrict>";
+
+/// One JSON-RPC request to `/mcp`; the HTTP status and the parsed body
+/// (`Value::Null` when it is not JSON).
+async fn rpc(gw: &Gateway, auth: Option<&str>, body: &Value) -> (u16, Value) {
+    let mut req = gw
+        .http
+        .post(gw.url("/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-06-18")
+        .body(body.to_string());
+    if let Some(a) = auth {
+        req = req.header("Authorization", a);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+async fn call(gw: &Gateway, auth: Option<&str>, tool: &str, arguments: Value) -> Value {
+    let (status, body) = rpc(
+        gw,
+        auth,
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn tool_names(gw: &Gateway, auth: Option<&str>) -> Vec<String> {
+    let (status, body) = rpc(
+        gw,
+        auth,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{body}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn results_beyond_the_cap_are_cut_with_a_note() {
+    let [a, ..] = shared_agents();
+    let gw = Gateway::start(&format!(
+        "{}\n[mcp]\nmax_result_bytes = 1024\n",
+        targets_toml(&[a])
+    ))
+    .await;
+    let body = call(&gw, None, "search_mbeans", json!({"target": a.name})).await;
+    let result = &body["result"]["structuredContent"];
+    let size = serde_json::to_vec(result).unwrap().len();
+    assert!(size <= 1024, "{size} bytes: {result}");
+    let note = result["truncated"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{body}"));
+    let kept = result["results"][0]["mbeans"].as_array().unwrap();
+    let all = direct(a, &json!({"type": "search", "mbean": "*:*"})).await["value"].clone();
+    let all = all.as_array().unwrap();
+    assert!(!kept.is_empty() && kept.len() < all.len());
+    assert!(
+        note.contains(&format!(
+            "results[0].mbeans: {} of {} entries left out",
+            all.len() - kept.len(),
+            all.len()
+        )),
+        "{note}"
+    );
+    // What is kept is the agent's own answer, from its start.
+    assert_eq!(kept[..], all[..kept.len()]);
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bearer_callers_get_the_tools_of_their_roles() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let secret = b"0123456789abcdef0123456789abcdef-mcp-secret";
+    std::fs::write(dir.path().join("hs256.key"), secret).unwrap();
+    std::fs::write(dir.path().join("viewer.xml"), VIEWER_POLICY).unwrap();
+    let gw = Gateway::start(&format!(
+        "{targets}[auth.bearer]\nhs256_secret_file = \"{key}\"\n\n\
+         [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\npolicy = \"{viewer}\"\n\n\
+         [[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n",
+        targets = targets_toml(&[a]),
+        key = dir.path().join("hs256.key").display(),
+        viewer = dir.path().join("viewer.xml").display(),
+    ))
+    .await;
+    let token = |roles: &[&str]| {
+        let claims = json!({"sub": "assistant", "exp": now() + 300, "roles": roles});
+        let jwt = jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+            &claims,
+            &jsonwebtoken::EncodingKey::from_secret(secret),
+        )
+        .unwrap();
+        format!("Bearer {jwt}")
+    };
+    let viewer = token(&["viewer"]);
+    let ops = token(&["ops"]);
+    assert_eq!(
+        tool_names(&gw, Some(&viewer)).await,
+        [
+            "list_targets",
+            "search_mbeans",
+            "describe_mbean",
+            "read_attributes"
+        ]
+    );
+    let all = tool_names(&gw, Some(&ops)).await;
+    assert!(all.contains(&"execute_operation".to_string()), "{all:?}");
+    // Without a token, or with a forged one: HTTP 401, no MCP at all.
+    let (status, _) = rpc(
+        &gw,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(status, 401);
+    let forged = format!("{}x", token(&["ops"]));
+    let (status, _) = rpc(
+        &gw,
+        Some(&forged),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(status, 401);
+    // The read-only caller's read is the agent's value.
+    let read = call(
+        &gw,
+        Some(&viewer),
+        "read_attributes",
+        json!({"target": a.name, "mbean": "jmxgate.test:type=Types", "attributes": ["LongMax", "Double"]}),
+    )
+    .await;
+    let agent = direct(
+        a,
+        &json!({"type": "read", "mbean": "jmxgate.test:type=Types", "attribute": ["LongMax", "Double"]}),
+    )
+    .await;
+    assert_eq!(
+        read["result"]["structuredContent"]["results"][0]["values"],
+        agent["value"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_selector_keeps_each_targets_error_in_its_place() {
+    let [a, b, _] = shared_agents();
+    let dead = common::dead_port();
+    let gw = Gateway::start(&format!(
+        "{}[[targets]]\nname = \"gone\"\nurl = \"http://127.0.0.1:{dead}/jolokia\"\nlabels = {{ role = \"test\" }}\nconnect_timeout = \"500ms\"\n",
+        targets_toml(&[a, b])
+    ))
+    .await;
+    let body = call(
+        &gw,
+        None,
+        "read_attributes",
+        json!({"target": "role=test", "mbean": "jmxgate.test:type=Types", "attributes": ["Name"]}),
+    )
+    .await;
+    let result = &body["result"];
+    assert_eq!(result["isError"], false, "{body}");
+    let results = result["structuredContent"]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{body}");
+    for agent in [a, b] {
+        let own = direct(
+            agent,
+            &json!({"type": "read", "mbean": "jmxgate.test:type=Types", "attribute": ["Name"]}),
+        )
+        .await;
+        let entry = results
+            .iter()
+            .find(|r| r["target"] == agent.name.as_str())
+            .unwrap_or_else(|| panic!("{} missing: {body}", agent.name));
+        assert_eq!(entry["values"], own["value"]);
+    }
+    let gone = results.iter().find(|r| r["target"] == "gone").unwrap();
+    assert!(gone["status"].as_u64().unwrap() >= 500, "{gone}");
+    assert!(gone["error"].as_str().unwrap().contains("gone"), "{gone}");
+    // Write and exec refuse selectors outright.
+    let refused = call(
+        &gw,
+        None,
+        "write_attribute",
+        json!({"target": "role=test", "mbean": "jmxgate.test:type=Types", "attribute": "Int", "value": 1}),
+    )
+    .await;
+    assert_eq!(refused["result"]["isError"], true);
+    let text = refused["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("is a selector"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_endpoint_can_be_turned_off() {
+    let [a, ..] = shared_agents();
+    let gw = Gateway::start(&format!("{}\n[mcp]\nenabled = false\n", targets_toml(&[a]))).await;
+    let (status, _) = rpc(
+        &gw,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_bodies_get_clear_errors_and_the_gateway_keeps_serving() {
+    let [a, ..] = shared_agents();
+    // Right after `[server] listen`, so in that table.
+    let gw = Gateway::start(&format!("max_body_bytes = 65536\n{}", targets_toml(&[a]))).await;
+    let post = |body: Vec<u8>, content_type: &'static str| {
+        gw.http
+            .post(gw.url("/mcp"))
+            .header("Content-Type", content_type)
+            .header("Accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+    };
+    for (body, content_type) in [
+        (b"{not json".to_vec(), "application/json"),
+        (b"[]".to_vec(), "application/json"),
+        (b"{\"jsonrpc\":\"2.0\"}".to_vec(), "application/json"),
+        (vec![b' '; 200_000], "application/json"),
+        (b"{}".to_vec(), "text/plain"),
+    ] {
+        let r = post(body, content_type).await.unwrap();
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        assert!((400..500).contains(&status), "{status}: {text}");
+    }
+    // A tool call with arguments of the wrong shape is a tool error.
+    let body = call(
+        &gw,
+        None,
+        "read_attributes",
+        json!({"target": a.name, "mbean": 5}),
+    )
+    .await;
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    // Unknown methods and tools are JSON-RPC errors.
+    let (_, body) = rpc(
+        &gw,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "rm_rf"}}),
+    )
+    .await;
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool"),
+        "{body}"
+    );
+    // Still serving, both doors.
+    let (status, read) = gw
+        .post(
+            "/jolokia",
+            &json!({"type": "read", "mbean": "jmxgate.test:type=Types", "attribute": "LongMax", "target": {"url": a.name}}),
+        )
+        .await;
+    assert_eq!((status, read["status"].as_u64()), (200, Some(200)));
+    let body = call(
+        &gw,
+        None,
+        "read_attributes",
+        json!({"target": a.name, "mbean": "jmxgate.test:type=Types", "attributes": ["LongMax"]}),
+    )
+    .await;
+    assert_eq!(
+        body["result"]["structuredContent"]["results"][0]["values"]["LongMax"],
+        read["value"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_calls_are_audited_without_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let users = common::users_file(dir.path(), &[("ann", "s3cret-Pa55", &["ops"])]);
+    let audit = dir.path().join("audit");
+    let gw = Gateway::start(&common::basic_auth_config(
+        &users,
+        &format!(
+            "{}\n[[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n\n[audit]\ndir = \"{}\"\n",
+            targets_toml(&[a]),
+            audit.display()
+        ),
+    ))
+    .await;
+    let auth = format!(
+        "Basic {}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            "ann:s3cret-Pa55"
+        )
+    );
+    let (_, unknown) = rpc(
+        &gw,
+        Some(&auth),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "drop_tables", "arguments": {}}}),
+    )
+    .await;
+    assert!(unknown["error"].is_object(), "{unknown}");
+    let bad = call(
+        &gw,
+        Some(&auth),
+        "describe_mbean",
+        json!({"target": a.name, "mbean": "java.lang:*"}),
+    )
+    .await;
+    assert_eq!(bad["result"]["isError"], true);
+    call(&gw, Some(&auth), "list_targets", json!({})).await;
+    drop(gw);
+
+    let mut text = String::new();
+    for f in std::fs::read_dir(&audit).unwrap() {
+        text.push_str(&std::fs::read_to_string(f.unwrap().path()).unwrap());
+    }
+    assert!(
+        !text.contains("s3cret-Pa55"),
+        "the password is in the audit log"
+    );
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by_tool = |tool: &str| {
+        records
+            .iter()
+            .find(|r| r["tool"] == tool)
+            .unwrap_or_else(|| panic!("no record of {tool}: {text}"))
+    };
+    let unknown = by_tool("drop_tables");
+    assert_eq!(
+        (
+            &unknown["channel"],
+            &unknown["decision"],
+            &unknown["status"]
+        ),
+        (&json!("mcp"), &json!("invalid"), &json!(404))
+    );
+    assert_eq!(unknown["principal"], "ann");
+    let bad = by_tool("describe_mbean");
+    assert_eq!(
+        (&bad["decision"], &bad["status"]),
+        (&json!("invalid"), &json!(400))
+    );
+    assert!(
+        bad["note"].as_str().unwrap().contains("is a pattern"),
+        "{bad}"
+    );
+    let listed = by_tool("list_targets");
+    assert_eq!(listed["event"], "target_list");
+    assert_eq!(listed["channel"], "mcp");
+}
