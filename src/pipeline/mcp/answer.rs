@@ -52,6 +52,13 @@ fn fan_out_error(v: &Value) -> Option<(u64, String)> {
 
 pub fn shape(a: Answered<'_>) -> Outcome {
     if failed(&a.answer) {
+        // The router's wording points Jolokia users at GET …/targets.
+        if a.answer["error_type"] == "jmxgate.UnknownTarget" {
+            return Outcome::Failed(format!(
+                "{}: no such target that you may reach; list_targets shows the targets you may reach",
+                a.target
+            ));
+        }
         let text = error_text(&a.answer);
         // A selector's own failures ("Target selector … matches no
         // target") and a fan-out's ("Target "x": …") name it already.
@@ -200,6 +207,20 @@ mod tests {
         assert_eq!(
             out,
             Outcome::Failed("a: Operation op forbidden for m:t=x".into())
+        );
+    }
+
+    #[test]
+    fn an_unknown_target_points_at_list_targets() {
+        let out = answered(
+            ToolName::ReadAttributes,
+            false,
+            json!({"status": 404, "error_type": "jmxgate.UnknownTarget", "error": "No target \"a\" … (GET …/targets)"}),
+        );
+        let Outcome::Failed(text) = out else { panic!() };
+        assert!(
+            text.starts_with("a: no such target") && text.contains("list_targets"),
+            "{text}"
         );
     }
 

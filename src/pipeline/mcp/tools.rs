@@ -274,9 +274,17 @@ struct ExecArgs {
     arguments: Option<Vec<Value>>,
 }
 
+/// The arguments as `T`; an error names the argument at fault.
 fn args<T: for<'de> Deserialize<'de>>(tool: ToolName, given: Value) -> Result<T, BadArguments> {
-    serde_json::from_value(given)
-        .map_err(|e| BadArguments(format!("{}: invalid arguments: {e}", tool.as_str())))
+    serde_path_to_error::deserialize(given).map_err(|e| {
+        let at = e.path().to_string();
+        let inner = e.into_inner();
+        BadArguments(if at == "." {
+            format!("{}: invalid arguments: {inner}", tool.as_str())
+        } else {
+            format!("{}: invalid arguments: `{at}`: {inner}", tool.as_str())
+        })
+    })
 }
 
 fn nonempty(tool: ToolName, key: &str, value: &str) -> Result<(), BadArguments> {
@@ -519,7 +527,13 @@ mod tests {
         .unwrap_err();
         assert!(e.0.contains("is a pattern"), "{e:?}");
         let e = call(ToolName::SearchMbeans, json!({"target": 3})).unwrap_err();
-        assert!(e.0.contains("invalid type"), "{e:?}");
+        assert!(e.0.contains("`target`: invalid type"), "{e:?}");
+        let e = call(
+            ToolName::ReadAttributes,
+            json!({"target": "a", "mbean": "a:b=c", "attributes": ["X", 5]}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("`attributes[1]`: invalid type"), "{e:?}");
     }
 
     #[test]
