@@ -136,6 +136,12 @@ jmxgate demo is starting on $base (config: $config). Paste these:
   curl -s $base/targets/billing-1/exec/jmxgate.test:type=Operations/reset
   # what the gateway would decide, without running anything
   curl -s http://$listen/jmxgate/explain -d '{"type":"exec","mbean":"jmxgate.test:type=Operations","operation":"reset","target":{"url":"orders-2"}}'
+  # an AI assistant's door (MCP): the tools, then one call; or run
+  # "target/release/jmxgate mcp --url $base" as a stdio MCP server
+  curl -s http://$listen/mcp -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+  curl -s http://$listen/mcp -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_attributes","arguments":{"target":"app=orders","mbean":"java.lang:type=Threading","attributes":["ThreadCount"]}}}'
   # the audit trail, and its hash chain
   target/release/jmxgate audit query $work/audit
   target/release/jmxgate audit verify $work/audit

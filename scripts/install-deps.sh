@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what jmxgate's demo and tests need, only if missing: from Debian,
 # Java 17 and a real Jolokia 1.7.1 agent (jolokia-core in embedded Jetty 9)
-# and Chromium; the real Jolokia clients of tests/clients/ (npm ci there,
-# and a Python venv with the PyPI client).
+# and Chromium; the real Jolokia and MCP clients of tests/clients/ (npm ci
+# there, and a Python venv with the PyPI clients).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,7 +46,13 @@ if [ "$node_major" -lt 20 ]; then
 fi
 npm_ci "$js"
 
-# The Python client in its own venv; again whenever requirements.txt changes.
+# The official MCP TypeScript SDK of tests/mcp.rs, as locked
+# (tests/clients/mcp/package.json); again whenever package-lock.json changes.
+mcp=tests/clients/mcp
+npm_ci "$mcp"
+
+# The Python clients (the Jolokia client and the official MCP SDK) in their
+# own venv; again whenever requirements.txt changes.
 py=tests/clients/python
 if ! cmp -s "$py/requirements.txt" "$py/.venv/.installed-requirements.txt"; then
     echo "==> Python venv in $py/.venv"

@@ -1,0 +1,384 @@
+"""The official MCP Python SDK (`mcp` from PyPI), unmodified, against jmxgate's
+MCP server over Streamable HTTP at $JMXGATE_URL/mcp, with HTTP Basic auth.
+
+Run by tests/mcp.rs (which starts the agents and the gateway):
+    .venv/bin/python -m unittest -v test_mcp_http
+
+Every expected value comes from the agent itself (asked directly) or from
+the gateway's own /jolokia endpoint as the same user, so a tool that changes
+an answer fails here.
+"""
+
+import asyncio
+import base64
+import contextlib
+import functools
+import json
+import os
+import unittest
+
+import httpx2
+import requests
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import Implementation
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+GATEWAY = os.environ["JMXGATE_URL"]
+MCP_URL = f"{GATEWAY}/mcp"
+VERSION = os.environ["JMXGATE_VERSION"]
+OPERATOR = (os.environ["JMXGATE_USER"], os.environ["JMXGATE_PASSWORD"])
+VIEWER = (os.environ["JMXGATE_VIEWER_USER"], os.environ["JMXGATE_VIEWER_PASSWORD"])
+A = os.environ["JMXGATE_TARGET_A"]
+B = os.environ["JMXGATE_TARGET_B"]
+DOWN = os.environ["JMXGATE_TARGET_DOWN"]
+LABELS = json.loads(os.environ["JMXGATE_TARGET_LABELS"])
+LIVE = os.environ["JMXGATE_SELECTOR_LIVE"]
+AGENT = {A: os.environ["JMXGATE_AGENT_A_URL"], B: os.environ["JMXGATE_AGENT_B_URL"]}
+
+TYPES = "jmxgate.test:type=Types"
+OPS = "jmxgate.test:type=Operations"
+COUNTER = "jmxgate.test:type=Counter"
+
+ALL_TOOLS = ["describe_mbean", "execute_operation", "list_targets", "read_attributes", "search_mbeans",
+             "write_attribute"]
+READ_TOOLS = ["describe_mbean", "list_targets", "read_attributes", "search_mbeans"]
+
+
+def basic(who):
+    user, password = who
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def direct(target, request):
+    """A target's agent's own answer (not through the gateway)."""
+    r = requests.post(AGENT[target], json=request, timeout=30)
+    r.raise_for_status()
+    return r.json()
+
+
+def direct_value(target, request):
+    answer = direct(target, request)
+    assert answer["status"] == 200, answer
+    return answer["value"]
+
+
+def via_jolokia(who, target, request):
+    """The gateway's /jolokia answer (proxy mode) to one request, as `who`."""
+    r = requests.post(f"{GATEWAY}/jolokia", json={**request, "target": {"url": target}},
+                      headers={"Authorization": basic(who)}, timeout=30)
+    assert r.status_code == 200, r.status_code
+    return r.json()
+
+
+def invocations(target):
+    """How many operations the agent's Operations MBean has run (all callers)."""
+    return direct_value(target, {"type": "read", "mbean": COUNTER, "attribute": "Invocations"})
+
+
+@contextlib.asynccontextmanager
+async def connect(who, statuses=None, headers=None, mode="auto"):
+    """An SDK client of the gateway's /mcp, authenticating with a Basic
+    header; the HTTP statuses it gets are appended to `statuses`."""
+
+    async def record(response):
+        if statuses is not None:
+            statuses.append(response.status_code)
+
+    all_headers = {} if who is None else {"Authorization": basic(who)}
+    all_headers.update(headers or {})
+    async with httpx2.AsyncClient(headers=all_headers, timeout=httpx2.Timeout(30, read=120),
+                                  event_hooks={"response": [record]}) as http:
+        transport = streamable_http_client(MCP_URL, http_client=http)
+        async with Client(transport, client_info=Implementation(name="jmxgate-mcp-tests", version="1.0.0"),
+                          read_timeout_seconds=120, mode=mode) as client:
+            yield client
+
+
+def text_of(result):
+    return "\n".join(c.text for c in result.content if c.type == "text")
+
+
+def result_for(results, target):
+    found = [r for r in results if r["target"] == target]
+    assert len(found) == 1, f"one result for {target} in {results}"
+    return found[0]
+
+
+def by_key(items):
+    return sorted(items, key=lambda x: json.dumps(x, sort_keys=True))
+
+
+def with_clients(test):
+    """Runs a test with `self.operator` and `self.viewer` connected. In the
+    test's own task: the SDK's (anyio's) scopes must be left in the task
+    that entered them, and asyncSetUp/asyncTearDown run in tasks of their
+    own."""
+
+    @functools.wraps(test)
+    async def run(self):
+        async with connect(OPERATOR) as operator, connect(VIEWER) as viewer:
+            self.operator, self.viewer = operator, viewer
+            # Output schemas are checked by the SDK for tools it has listed.
+            await operator.list_tools()
+            await viewer.list_tools()
+            await test(self)
+
+    return run
+
+
+class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
+    @classmethod
+    def setUpClass(cls):
+        # Writable attributes back to their initial values (the agents may
+        # have served an earlier run).
+        for t in (A, B):
+            direct_value(t, {"type": "exec", "mbean": OPS, "operation": "reset"})
+
+    async def ok(self, client, name, arguments):
+        """The structured content of a successful tool result; its text
+        content must be the same JSON."""
+        r = await client.call_tool(name, arguments)
+        self.assertFalse(r.is_error, f"{name} {arguments} failed: {text_of(r)}")
+        self.assertIsInstance(r.structured_content, dict, r)
+        self.assertEqual(json.loads(text_of(r)), r.structured_content, f"{name}: text and structuredContent differ")
+        return r.structured_content
+
+    async def tool_error(self, client, name, arguments):
+        """The text of a tool result with isError: true."""
+        r = await client.call_tool(name, arguments)
+        self.assertTrue(r.is_error, f"{name} {arguments} should fail: {r}")
+        text = text_of(r)
+        self.assertTrue(text, r)
+        return text
+
+    @with_clients
+    async def test_initialize(self):
+        for client in (self.operator, self.viewer):
+            # The SDK's default ("auto") probes server/discover first.
+            self.assertIn(client.protocol_version, MODERN_PROTOCOL_VERSIONS + HANDSHAKE_PROTOCOL_VERSIONS)
+            self.assertEqual(client.server_info.name, "jmxgate")
+            self.assertEqual(client.server_info.version, VERSION)
+            self.assertIsNotNone(client.server_capabilities.tools)
+
+    @with_clients
+    async def test_tools_per_role(self):
+        tools = {t.name: t for t in (await self.operator.list_tools()).tools}
+        self.assertEqual(sorted(tools), ALL_TOOLS)
+        for name in READ_TOOLS:
+            self.assertTrue(tools[name].annotations.read_only_hint, name)
+        for name in ("write_attribute", "execute_operation"):
+            self.assertFalse(tools[name].annotations.read_only_hint, name)
+            self.assertTrue(tools[name].annotations.destructive_hint, name)
+        for t in tools.values():
+            self.assertEqual(t.input_schema["type"], "object", t.name)
+        self.assertEqual(sorted(tools["read_attributes"].input_schema.get("required", [])), ["mbean", "target"])
+        self.assertIn("value", tools["write_attribute"].input_schema["properties"])
+
+        viewer = (await self.viewer.list_tools()).tools
+        self.assertEqual(sorted(t.name for t in viewer), READ_TOOLS)
+        for t in viewer:
+            self.assertNotEqual(t.annotations.destructive_hint, True, t.name)
+
+    @with_clients
+    async def test_list_targets(self):
+        versions = {t: direct_value(t, {"type": "version"}) for t in (A, B)}
+        # The gateway's health probes run in the background.
+        for _ in range(100):
+            everything = await self.ok(self.viewer, "list_targets", {})
+            up = {t["name"] for t in everything["targets"] if t["health"] == "up"}
+            if {A, B} <= up:
+                break
+            await asyncio.sleep(0.1)
+        self.assertEqual(everything["count"], len(everything["targets"]))
+        self.assertEqual(sorted(t["name"] for t in everything["targets"]), sorted(LABELS))
+        for t in everything["targets"]:
+            self.assertEqual(t["labels"], LABELS[t["name"]], t)
+            self.assertIn(t["health"], ("up", "down", "unknown"), t)
+            if t["name"] in (A, B):
+                self.assertEqual(t["health"], "up", t)
+                self.assertEqual(t["agent"]["version"], versions[t["name"]]["agent"], t)
+                self.assertEqual(t["agent"]["protocol"], versions[t["name"]]["protocol"], t)
+            else:
+                self.assertNotEqual(t["health"], "up", t)
+        live = await self.ok(self.operator, "list_targets", {"selector": LIVE})
+        self.assertEqual(sorted(t["name"] for t in live["targets"]), sorted([A, B]))
+
+    @with_clients
+    async def test_search_mbeans(self):
+        pattern = "jmxgate.test:*"
+        one = await self.ok(self.viewer, "search_mbeans", {"target": A, "pattern": pattern})
+        self.assertEqual(len(one["results"]), 1, one)
+        self.assertEqual(sorted(result_for(one["results"], A)["mbeans"]),
+                         sorted(direct_value(A, {"type": "search", "mbean": pattern})))
+        group = await self.ok(self.operator, "search_mbeans", {"target": "*", "pattern": "jmxgate.test:type=Pattern,*"})
+        self.assertEqual(sorted(r["target"] for r in group["results"]), sorted([A, B, DOWN]))
+        for t in (A, B):
+            self.assertEqual(sorted(result_for(group["results"], t)["mbeans"]),
+                             sorted(direct_value(t, {"type": "search", "mbean": "jmxgate.test:type=Pattern,*"})))
+        dead = result_for(group["results"], DOWN)
+        self.assertGreaterEqual(dead["status"], 400, dead)
+        self.assertIsInstance(dead["error"], str, dead)
+
+    @with_clients
+    async def test_describe_mbean(self):
+        info = direct_value(A, {"type": "list", "path": "jmxgate.test/type=Operations"})
+        d = await self.ok(self.operator, "describe_mbean", {"target": A, "mbean": OPS})
+        self.assertEqual((d["target"], d["mbean"], d["description"]), (A, OPS, info["desc"]))
+        expected = [
+            {"name": name, "description": o["desc"], "returns": o["ret"],
+             "arguments": [{"name": a["name"], "type": a["type"], "description": a["desc"]} for a in o["args"]]}
+            for name, ops in info["op"].items()
+            for o in (ops if isinstance(ops, list) else [ops])
+        ]
+        got = [
+            {"name": o["name"], "description": o["description"], "returns": o["returns"],
+             "arguments": [{"name": a["name"], "type": a["type"], "description": a["description"]}
+                           for a in o["arguments"]]}
+            for o in d["operations"]
+        ]
+        self.assertEqual(by_key(got), by_key(expected))
+        self.assertEqual(len([o for o in d["operations"] if o["name"] == "add"]), 3)
+
+        types = direct_value(A, {"type": "list", "path": "jmxgate.test/type=Types"})
+        t = await self.ok(self.viewer, "describe_mbean", {"target": A, "mbean": TYPES})
+        self.assertEqual(
+            by_key([{"name": a["name"], "type": a["type"], "description": a["description"],
+                     "writable": a["writable"]} for a in t["attributes"]]),
+            by_key([{"name": n, "type": a["type"], "description": a["desc"], "writable": a["rw"]}
+                    for n, a in types["attr"].items()]))
+
+    @with_clients
+    async def test_read_attributes(self):
+        attributes = ["Int", "Name", "LongMax", "Double", "Nested", "Tabular"]
+        r = await self.ok(self.viewer, "read_attributes", {"target": A, "mbean": TYPES, "attributes": attributes})
+        values = result_for(r["results"], A)["values"]
+        self.assertEqual(values, direct_value(A, {"type": "read", "mbean": TYPES, "attribute": attributes}))
+        # Long.MAX_VALUE, exactly (no trip through a double).
+        self.assertEqual(values["LongMax"], 9223372036854775807)
+        self.assertEqual(values["Name"], A)
+        pattern = "jmxgate.test:type=Pattern,name=b"
+        r = await self.ok(self.operator, "read_attributes", {"target": A, "mbean": pattern})
+        self.assertEqual(result_for(r["results"], A)["values"], direct_value(A, {"type": "read", "mbean": pattern}))
+        group = await self.ok(self.viewer, "read_attributes", {"target": LIVE, "mbean": TYPES, "attributes": ["Name"]})
+        self.assertEqual(sorted(r["target"] for r in group["results"]), sorted([A, B]))
+        for t in (A, B):
+            self.assertEqual(result_for(group["results"], t)["values"], {"Name": t})
+
+    @with_clients
+    async def test_write_attribute(self):
+        before = direct_value(B, {"type": "read", "mbean": TYPES, "attribute": "Name"})
+        w = await self.ok(self.operator, "write_attribute",
+                          {"target": B, "mbean": TYPES, "attribute": "Name", "value": "py ✓ written"})
+        self.assertEqual(w, {"target": B, "mbean": TYPES, "attribute": "Name", "previous": before})
+        self.assertEqual(direct_value(B, {"type": "read", "mbean": TYPES, "attribute": "Name"}), "py ✓ written")
+        m = await self.ok(self.operator, "write_attribute",
+                          {"target": B, "mbean": TYPES, "attribute": "Map", "value": {"three": 3}})
+        self.assertEqual(m["previous"], {"one": 1, "two": 2})
+        self.assertEqual(direct_value(B, {"type": "read", "mbean": TYPES, "attribute": "Map"}), {"three": 3})
+        direct_value(B, {"type": "exec", "mbean": OPS, "operation": "reset"})
+
+    @with_clients
+    async def test_execute_operation(self):
+        for operation, arguments in [("add(int,int)", [40, 2]), ("add(long,long,long)", [1, 2, 9007199254740993]),
+                                     ("echo", ["grüß dich"])]:
+            r = await self.ok(self.operator, "execute_operation",
+                              {"target": A, "mbean": OPS, "operation": operation, "arguments": arguments})
+            self.assertEqual(r, {"target": A, "mbean": OPS, "operation": operation,
+                                 "result": direct_value(A, {"type": "exec", "mbean": OPS, "operation": operation,
+                                                            "arguments": arguments})})
+        expected = via_jolokia(OPERATOR, A, {"type": "exec", "mbean": OPS, "operation": "fail"})
+        text = await self.tool_error(self.operator, "execute_operation", {"target": A, "mbean": OPS, "operation": "fail"})
+        self.assertIn(A, text)
+        self.assertIn(expected["error"], text)
+
+    @with_clients
+    async def test_denied_call_has_the_policys_wording(self):
+        request = {"type": "exec", "mbean": OPS, "operation": "repeat", "arguments": ["ab", 2]}
+        expected = via_jolokia(OPERATOR, A, request)
+        self.assertEqual(expected["status"], 403, expected)
+        before = invocations(A)
+        text = await self.tool_error(self.operator, "execute_operation",
+                                     {"target": A, "mbean": OPS, "operation": "repeat", "arguments": ["ab", 2]})
+        self.assertIn(A, text)
+        self.assertIn(expected["error"], text)
+        self.assertEqual(invocations(A), before, "the denied operation ran at the agent")
+
+    @with_clients
+    async def test_bad_arguments(self):
+        text = await self.tool_error(self.operator, "describe_mbean", {"target": A})
+        self.assertIn("mbean", text)
+        text = await self.tool_error(self.operator, "read_attributes", {"target": A, "mbean": "::not a name"})
+        self.assertIn("::not a name", text)
+        text = await self.tool_error(self.operator, "execute_operation",
+                                     {"target": LIVE, "mbean": OPS, "operation": "reset"})
+        self.assertIn("target", text.lower())
+        text = await self.tool_error(self.operator, "write_attribute",
+                                     {"target": A, "mbean": TYPES, "attribute": 5, "value": 1})
+        self.assertIn("invalid type", text)
+        with self.assertRaises(MCPError):
+            await self.operator.call_tool("no_such_tool", {})
+
+    @with_clients
+    async def test_viewer_cannot_write(self):
+        before = invocations(A)
+        for name, arguments in [("write_attribute", {"target": A, "mbean": TYPES, "attribute": "Int", "value": 1}),
+                                ("execute_operation", {"target": A, "mbean": OPS, "operation": "noArgs"})]:
+            try:
+                r = await self.viewer.call_tool(name, arguments)
+            except MCPError:
+                continue
+            self.assertTrue(r.is_error, f"{name} as viewer: {r}")
+        self.assertEqual(direct_value(A, {"type": "read", "mbean": TYPES, "attribute": "Int"}), 42)
+        self.assertEqual(invocations(A), before)
+
+    @with_clients
+    async def test_big_result_is_truncated(self):
+        r = await self.operator.call_tool("search_mbeans", {"target": A})
+        self.assertFalse(r.is_error, text_of(r)[:300])
+        r = await self.operator.call_tool(
+            "execute_operation", {"target": A, "mbean": OPS, "operation": "echo", "arguments": ["y" * 150_000]})
+        self.assertFalse(r.is_error, text_of(r)[:300])
+        self.assertIsInstance(r.structured_content.get("truncated"), str, str(r.structured_content)[:300])
+        self.assertLessEqual(len(json.dumps(r.structured_content)), 70_000)
+
+
+class McpConnections(unittest.IsolatedAsyncioTestCase):
+    async def test_wrong_password_is_a_401(self):
+        statuses = []
+        with self.assertRaises(Exception):
+            async with connect((OPERATOR[0], "not-the-password"), statuses) as client:
+                await client.list_tools()
+        self.assertIn(401, statuses)
+        self.assertNotIn(200, statuses)
+
+    async def test_no_credentials_is_a_401(self):
+        statuses = []
+        with self.assertRaises(Exception):
+            async with connect(None, statuses) as client:
+                await client.list_tools()
+        self.assertIn(401, statuses)
+        self.assertNotIn(200, statuses)
+
+    async def test_the_initialize_handshake_of_earlier_protocol_versions(self):
+        async with connect(VIEWER, mode="legacy") as client:
+            self.assertIn(client.protocol_version, HANDSHAKE_PROTOCOL_VERSIONS)
+            self.assertEqual(client.session.initialize_result.server_info.name, "jmxgate")
+            self.assertEqual(client.session.initialize_result.server_info.version, VERSION)
+            tools = await client.list_tools()
+            self.assertEqual(sorted(t.name for t in tools.tools), READ_TOOLS)
+            r = await client.call_tool("read_attributes", {"target": B, "mbean": TYPES, "attributes": ["Name"]})
+            self.assertFalse(r.is_error, text_of(r))
+            self.assertEqual(r.structured_content, {"results": [{"target": B, "values": {"Name": B}}]})
+
+    async def test_right_password_works(self):
+        statuses = []
+        async with connect(OPERATOR, statuses) as client:
+            tools = await client.list_tools()
+        self.assertEqual(sorted(t.name for t in tools.tools), ALL_TOOLS)
+        self.assertNotIn(401, statuses)
+
+
+if __name__ == "__main__":
+    unittest.main()

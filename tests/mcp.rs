@@ -1,0 +1,671 @@
+//! The gateway's MCP server against the official MCP SDKs as real clients,
+//! in front of real Jolokia agents (the generation `JMXGATE_TEST_AGENT`
+//! names): the TypeScript SDK (`@modelcontextprotocol/sdk`, its `Client`
+//! and `StdioClientTransport`) through `jmxgate mcp`, the stdio bridge, and
+//! the Python SDK (`mcp` from PyPI) over Streamable HTTP at `/mcp`. The
+//! suites live in tests/clients/mcp/ and tests/clients/python/;
+//! scripts/install-deps.sh installs them (npm ci, the venv). Each test
+//! starts its own agents and gateway, runs one suite as a child process,
+//! then reads the audit files the calls left. A plain-Rust test checks the
+//! HTTP side of /mcp: 401 without credentials, 403 for an Origin the
+//! caller's policy does not admit, JSON answers, and the audit records of
+//! one call.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Agent, Gateway};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_jmxgate");
+const TYPES: &str = "jmxgate.test:type=Types";
+const OPS: &str = "jmxgate.test:type=Operations";
+
+/// May do everything but exec `repeat` on OPS; browsers only from
+/// http://localhost:*.
+const OPERATOR: (&str, &str) = ("operator", "op:erat0r pass");
+/// May only read, list, search and ask the version: offered no write or
+/// exec tool.
+const VIEWER: (&str, &str) = ("viewer", "view-only");
+
+const OPERATOR_POLICY: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<restrict>
+  <cors>
+    <allow-origin>http://localhost:*</allow-origin>
+  </cors>
+  <deny>
+    <mbean>
+      <name>jmxgate.test:type=Operations</name>
+      <operation>repeat</operation>
+    </mbean>
+  </deny>
+</restrict>
+"#;
+
+const VIEWER_POLICY: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<restrict>
+  <commands>
+    <command>read</command>
+    <command>list</command>
+    <command>search</command>
+    <command>version</command>
+  </commands>
+</restrict>
+"#;
+
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
+fn require(path: &Path, what: &str) {
+    assert!(
+        path.exists(),
+        "{} is missing ({what}); run scripts/install-deps.sh",
+        path.display()
+    );
+}
+
+/// Two live agents, a target whose agent is not there, and a gateway with
+/// Basic users `operator` and `viewer` and an audit log.
+struct Setup {
+    a: Agent,
+    b: Agent,
+    prefix: String,
+    gateway: Gateway,
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    async fn start(prefix: &str) -> Setup {
+        let names = [format!("{prefix}-a"), format!("{prefix}-b")];
+        let handles: Vec<_> = names
+            .iter()
+            .cloned()
+            .map(|n| std::thread::spawn(move || Agent::start(&n)))
+            .collect();
+        let mut agents = handles.into_iter().map(|h| h.join().unwrap());
+        let (a, b) = (agents.next().unwrap(), agents.next().unwrap());
+
+        let dir = tempfile::tempdir().unwrap();
+        let users = common::users_file(
+            dir.path(),
+            &[
+                (OPERATOR.0, OPERATOR.1, &["operator"]),
+                (VIEWER.0, VIEWER.1, &["viewer"]),
+            ],
+        );
+        let operator_policy = dir.path().join("operator.xml");
+        std::fs::write(&operator_policy, OPERATOR_POLICY).unwrap();
+        let viewer_policy = dir.path().join("viewer.xml");
+        std::fs::write(&viewer_policy, VIEWER_POLICY).unwrap();
+        let targets: String = Setup::labels(prefix)
+            .iter()
+            .map(|(name, labels)| {
+                let url = if *name == a.name {
+                    a.url()
+                } else if *name == b.name {
+                    b.url()
+                } else {
+                    format!("http://127.0.0.1:{}/jolokia", common::dead_port())
+                };
+                let labels: Vec<String> = labels
+                    .iter()
+                    .map(|(k, v)| format!("{k} = \"{v}\""))
+                    .collect();
+                format!(
+                    "[[targets]]\nname = \"{name}\"\nurl = \"{url}\"\nlabels = {{ {} }}\n\n",
+                    labels.join(", ")
+                )
+            })
+            .collect();
+        // The suites try wrong passwords on purpose: no throttling here.
+        let config = format!(
+            "auth = [\"basic\"]\n\n{targets}\
+             [auth.basic]\nusers_file = \"{users}\"\nmax_failures = 1000\n\n\
+             [[roles]]\nname = \"operator\"\ntargets = [\"*\"]\npolicy = \"{op}\"\n\n\
+             [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\npolicy = \"{view}\"\n\n\
+             [audit]\ndir = \"{audit}\"\n",
+            users = users.display(),
+            op = operator_policy.display(),
+            view = viewer_policy.display(),
+            audit = dir.path().join("audit").display(),
+        );
+        let gateway = Gateway::start(&config).await;
+        Setup {
+            a,
+            b,
+            prefix: prefix.to_string(),
+            gateway,
+            dir,
+        }
+    }
+
+    /// Every target's labels: A and B share `suite=<prefix>` (the suites'
+    /// live selector), the dead one has its own.
+    fn labels(prefix: &str) -> BTreeMap<String, BTreeMap<&'static str, String>> {
+        let side = |suite: String, side: &str| {
+            BTreeMap::from([("suite", suite), ("side", side.to_string())])
+        };
+        BTreeMap::from([
+            (format!("{prefix}-a"), side(prefix.to_string(), "a")),
+            (format!("{prefix}-b"), side(prefix.to_string(), "b")),
+            (
+                format!("{prefix}-down"),
+                side(format!("{prefix}-gone"), "down"),
+            ),
+        ])
+    }
+
+    fn down(&self) -> String {
+        format!("{}-down", self.prefix)
+    }
+
+    /// What both suites read from their environment.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("JMXGATE_URL", self.gateway.url("")),
+            ("JMXGATE_BIN", BIN.to_string()),
+            ("JMXGATE_VERSION", env!("CARGO_PKG_VERSION").to_string()),
+            ("JMXGATE_USER", OPERATOR.0.to_string()),
+            ("JMXGATE_PASSWORD", OPERATOR.1.to_string()),
+            ("JMXGATE_VIEWER_USER", VIEWER.0.to_string()),
+            ("JMXGATE_VIEWER_PASSWORD", VIEWER.1.to_string()),
+            ("JMXGATE_TARGET_A", self.a.name.clone()),
+            ("JMXGATE_TARGET_B", self.b.name.clone()),
+            ("JMXGATE_TARGET_DOWN", self.down()),
+            (
+                "JMXGATE_TARGET_LABELS",
+                serde_json::to_string(&Setup::labels(&self.prefix)).unwrap(),
+            ),
+            ("JMXGATE_SELECTOR_LIVE", format!("suite={}", self.prefix)),
+            ("JMXGATE_AGENT_A_URL", self.a.url()),
+            ("JMXGATE_AGENT_B_URL", self.b.url()),
+        ]
+    }
+
+    fn audit_dir(&self) -> PathBuf {
+        self.dir.path().join("audit")
+    }
+
+    /// Every record of the audit files, in order.
+    fn records(&self) -> Vec<Value> {
+        jmxgate::audit::chain::files_in(&self.audit_dir())
+            .unwrap()
+            .iter()
+            .flat_map(|f| {
+                std::fs::read_to_string(f)
+                    .unwrap()
+                    .lines()
+                    .map(common::parse)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// After a suite: its calls are in the audit log as MCP records (and
+    /// its own /jolokia requests as Jolokia ones), the chain verifies, and
+    /// the gateway still serves a plain Jolokia read.
+    async fn check_after_suite(&self) {
+        let all = self.records();
+        let shown = || {
+            all.iter()
+                .map(Value::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let find = |what: &str, pred: &dyn Fn(&Value) -> bool| {
+            assert!(
+                all.iter().any(pred),
+                "no audit record of {what} in:\n{}",
+                shown()
+            );
+        };
+        let (a, b) = (self.a.name.as_str(), self.b.name.as_str());
+        let is = |r: &Value, tool: &str, who: &str, target: &str| {
+            r["event"] == "item"
+                && r["channel"] == "mcp"
+                && tool_of(r) == Some(tool)
+                && r["principal"] == who
+                && r["target"] == target
+        };
+        find("the denied exec of repeat", &|r| {
+            is(r, "execute_operation", OPERATOR.0, a)
+                && r["decision"] == "denied"
+                && r["status"] == 403
+                && r["type"] == "exec"
+                && r["operation"] == "repeat"
+                && r["roles"] == json!(["operator"])
+        });
+        find("an allowed exec", &|r| {
+            is(r, "execute_operation", OPERATOR.0, a)
+                && r["decision"] == "allowed"
+                && r["status"] == 200
+                && r["operation"] == "echo"
+                && r["arguments"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("sha256:"))
+        });
+        find("an exec that failed at the agent", &|r| {
+            is(r, "execute_operation", OPERATOR.0, a)
+                && r["operation"] == "fail"
+                && r["status"] == 500
+        });
+        find("an allowed write", &|r| {
+            (is(r, "write_attribute", OPERATOR.0, a) || is(r, "write_attribute", OPERATOR.0, b))
+                && r["decision"] == "allowed"
+                && r["type"] == "write"
+                && r["attribute"] == "Name"
+        });
+        find("the viewer's read", &|r| {
+            is(r, "read_attributes", VIEWER.0, a)
+                && r["decision"] == "allowed"
+                && r["type"] == "read"
+                && r["roles"] == json!(["viewer"])
+        });
+        find("a describe (a list)", &|r| {
+            is(r, "describe_mbean", OPERATOR.0, a) && r["type"] == "list"
+        });
+        for target in [a, b] {
+            find(&format!("a fanned-out search on {target}"), &|r| {
+                r["channel"] == "mcp"
+                    && tool_of(r) == Some("search_mbeans")
+                    && r["target"] == target
+                    && r["type"] == "search"
+            });
+        }
+        find("list_targets as a target list", &|r| {
+            r["event"] == "target_list"
+                && r["channel"] == "mcp"
+                && r["principal"] == VIEWER.0
+                && r["status"] == 200
+        });
+        find("a call with bad arguments", &|r| {
+            r["channel"] == "mcp"
+                && r["principal"] == OPERATOR.0
+                && r["decision"] == "invalid"
+                && tool_of(r).is_some()
+        });
+        // The suites' own /jolokia requests (to compare with) are Jolokia
+        // records: no channel, no tool.
+        find("a Jolokia request", &|r| {
+            r["event"] == "item"
+                && r["principal"] == OPERATOR.0
+                && r["type"] == "exec"
+                && r["operation"] == "repeat"
+                && r.get("channel").is_none()
+                && r.get("tool").is_none()
+        });
+        // No MCP record lacks its caller.
+        for r in all.iter().filter(|r| r["channel"] == "mcp") {
+            assert!(
+                r["principal"] == OPERATOR.0 || r["principal"] == VIEWER.0,
+                "an MCP record without its principal: {r}"
+            );
+        }
+        let out = Command::new(BIN)
+            .args(["audit", "verify"])
+            .arg(self.audit_dir())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "audit verify: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let read = self
+            .gateway
+            .http
+            .get(
+                self.gateway
+                    .url(&format!("/jolokia/targets/{a}/read/{TYPES}/Name")),
+            )
+            .basic_auth(VIEWER.0, Some(VIEWER.1))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(read.status(), 200);
+        let read = common::parse(&read.text().await.unwrap());
+        assert_eq!(read["status"], 200, "{read}");
+        assert_eq!(read["value"], a, "{read}");
+    }
+}
+
+/// The tool an MCP record names (`tool`, or a note `tool <name>`).
+fn tool_of(r: &Value) -> Option<&str> {
+    r["tool"]
+        .as_str()
+        .or_else(|| r["note"].as_str().and_then(|n| n.strip_prefix("tool ")))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_sdk_over_stdio_through_jmxgate_mcp() {
+    let dir = clients_dir().join("mcp");
+    require(
+        &dir.join("node_modules/@modelcontextprotocol/sdk"),
+        "npm ci in tests/clients/mcp",
+    );
+    let setup = Setup::start("mcp-js").await;
+    let mut cmd = Command::new("node");
+    cmd.current_dir(dir)
+        .args([
+            "--test-reporter=spec",
+            "--test-concurrency=1",
+            "stdio.test.mjs",
+        ])
+        .envs(setup.env());
+    let (out, err) = common::run_client(cmd, Duration::from_secs(240)).await;
+    // What ran, for --success-output.
+    println!("{out}{err}");
+    setup.check_after_suite().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_sdk_over_streamable_http() {
+    let dir = clients_dir().join("python");
+    let python = dir.join(".venv/bin/python");
+    require(&python, "the venv with mcp==2.3.0");
+    let setup = Setup::start("mcp-py").await;
+    let mut cmd = Command::new(python);
+    cmd.current_dir(dir)
+        .args(["-m", "unittest", "-v", "test_mcp_http"])
+        .envs(setup.env());
+    let (out, err) = common::run_client(cmd, Duration::from_secs(240)).await;
+    // What ran, for --success-output.
+    println!("{out}{err}");
+    setup.check_after_suite().await;
+    // The suite's wrong passwords were refused before MCP: audited as
+    // failed authentications (written in the background), never as calls.
+    common::eventually(
+        "failed authentications audited",
+        Duration::from_secs(10),
+        || {
+            let records = setup.records();
+            async move {
+                let failures = records
+                    .iter()
+                    .filter(|r| r["event"] == "auth_failure" && r["status"] == 401)
+                    .count();
+                if failures >= 2 {
+                    Ok(())
+                } else {
+                    Err(format!("{failures} auth_failure records"))
+                }
+            }
+        },
+    )
+    .await;
+}
+
+/// One JSON-RPC message POSTed to /mcp, as a Streamable HTTP client sends
+/// it; `auth` is (user, password).
+async fn mcp_post(
+    gw: &Gateway,
+    auth: Option<(&str, &str)>,
+    origin: Option<&str>,
+    message: &Value,
+) -> reqwest::Response {
+    let mut request = gw
+        .http
+        .post(gw.url("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(message.to_string());
+    if let Some((user, password)) = auth {
+        request = request.basic_auth(user, Some(password));
+    }
+    if let Some(origin) = origin {
+        request = request.header("origin", origin);
+    }
+    request.send().await.unwrap()
+}
+
+fn initialize() -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "jmxgate-tests", "version": "1"}
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_over_plain_http_authenticates_checks_origins_and_audits() {
+    let agent = Agent::start("mcp-http");
+    let dir = tempfile::tempdir().unwrap();
+    let users = common::users_file(dir.path(), &[(OPERATOR.0, OPERATOR.1, &["operator"])]);
+    let policy = dir.path().join("operator.xml");
+    std::fs::write(&policy, OPERATOR_POLICY).unwrap();
+    let config = format!(
+        "auth = [\"basic\"]\n\n{}\
+         [auth.basic]\nusers_file = \"{}\"\nmax_failures = 1000\n\n\
+         [[roles]]\nname = \"operator\"\ntargets = [\"*\"]\npolicy = \"{}\"\n\n\
+         [audit]\ndir = \"{}\"\n",
+        common::targets_toml(&[&agent]),
+        users.display(),
+        policy.display(),
+        dir.path().join("audit").display(),
+    );
+    let gw = Gateway::start(&config).await;
+
+    // No credentials, or a wrong password: HTTP 401 before any MCP.
+    let none = mcp_post(&gw, None, None, &initialize()).await;
+    assert_eq!(none.status(), 401);
+    let wrong = mcp_post(&gw, Some((OPERATOR.0, "wrong")), None, &initialize()).await;
+    assert_eq!(wrong.status(), 401);
+
+    // A browser page from an origin the operator's <cors> does not admit.
+    let evil = mcp_post(
+        &gw,
+        Some(OPERATOR),
+        Some("http://evil.example"),
+        &initialize(),
+    )
+    .await;
+    assert_eq!(evil.status(), 403);
+    let body = evil.text().await.unwrap();
+    assert!(
+        body.contains("Origin") && !body.contains("serverInfo"),
+        "{body}"
+    );
+    // One it admits, and no Origin at all (not a browser), get MCP.
+    for origin in [Some("http://localhost:5173"), None] {
+        let ok = mcp_post(&gw, Some(OPERATOR), origin, &initialize()).await;
+        assert_eq!(ok.status(), 200, "origin {origin:?}");
+        assert!(
+            ok.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("application/json"),
+            "{:?}",
+            ok.headers()
+        );
+        let answer = common::parse(&ok.text().await.unwrap());
+        assert_eq!(answer["id"], 1, "{answer}");
+        assert_eq!(
+            answer["result"]["serverInfo"]["name"], "jmxgate",
+            "{answer}"
+        );
+        assert!(
+            answer["result"]["capabilities"]["tools"].is_object(),
+            "{answer}"
+        );
+    }
+
+    // Stateless: a tools/call needs no session.
+    let call = json!({
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {
+            "name": "read_attributes",
+            "arguments": {"target": agent.name, "mbean": TYPES, "attributes": ["Name", "Int"]}
+        }
+    });
+    let r = mcp_post(&gw, Some(OPERATOR), None, &call).await;
+    assert_eq!(r.status(), 200);
+    let answer = common::parse(&r.text().await.unwrap());
+    let result = &answer["result"];
+    assert_ne!(result["isError"], true, "{answer}");
+    let values = &result["structuredContent"]["results"][0];
+    assert_eq!(values["target"], agent.name.as_str(), "{answer}");
+    assert_eq!(values["values"]["Name"], agent.name.as_str(), "{answer}");
+    let direct = common::direct(
+        &agent,
+        &json!({"type": "read", "mbean": TYPES, "attribute": "Int"}),
+    )
+    .await;
+    assert_eq!(values["values"]["Int"], direct["value"], "{answer}");
+    assert_eq!(
+        common::parse(result["content"][0]["text"].as_str().unwrap()),
+        result["structuredContent"]
+    );
+
+    // A denied exec, by plain JSON-RPC: a tool error in the policy's words.
+    let denied = json!({
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {
+            "name": "execute_operation",
+            "arguments": {"target": agent.name, "mbean": OPS, "operation": "repeat", "arguments": ["x", 2]}
+        }
+    });
+    let r = mcp_post(&gw, Some(OPERATOR), None, &denied).await;
+    let answer = common::parse(&r.text().await.unwrap());
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let (_, jolokia) = {
+        let r = gw
+            .http
+            .post(gw.url("/jolokia"))
+            .basic_auth(OPERATOR.0, Some(OPERATOR.1))
+            .body(
+                json!({"type": "exec", "mbean": OPS, "operation": "repeat", "arguments": ["x", 2],
+                       "target": {"url": agent.name}})
+                .to_string(),
+            )
+            .send()
+            .await
+            .unwrap();
+        (r.status(), common::parse(&r.text().await.unwrap()))
+    };
+    assert_eq!(jolokia["status"], 403, "{jolokia}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(jolokia["error"].as_str().unwrap()) && text.contains(&agent.name),
+        "{text} vs {jolokia}"
+    );
+
+    // An unknown tool: a JSON-RPC error, not a result.
+    let unknown = json!({
+        "jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "format_disk", "arguments": {}}
+    });
+    let r = mcp_post(&gw, Some(OPERATOR), None, &unknown).await;
+    let answer = common::parse(&r.text().await.unwrap());
+    assert!(answer["error"]["code"].is_i64(), "{answer}");
+    assert!(answer.get("result").is_none(), "{answer}");
+
+    // The audit log: the MCP calls as MCP records, the /jolokia request
+    // as a Jolokia one; failed authentications as such.
+    let records: Vec<Value> = jmxgate::audit::chain::files_in(&dir.path().join("audit"))
+        .unwrap()
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(common::parse)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mcp: Vec<&Value> = records.iter().filter(|r| r["channel"] == "mcp").collect();
+    let read = mcp
+        .iter()
+        .find(|r| tool_of(r) == Some("read_attributes"))
+        .unwrap_or_else(|| panic!("no read_attributes record in {records:#?}"));
+    assert_eq!(read["event"], "item");
+    assert_eq!(read["principal"], OPERATOR.0);
+    assert_eq!(read["auth"], "basic");
+    assert_eq!(read["target"], agent.name.as_str());
+    assert_eq!(read["type"], "read");
+    assert_eq!(read["mbean"], TYPES);
+    assert_eq!(read["attribute"], json!(["Name", "Int"]));
+    assert_eq!(read["decision"], "allowed");
+    assert_eq!(read["status"], 200);
+    assert!(read["client"].as_str().unwrap().starts_with("127.0.0.1:"));
+    let exec = mcp
+        .iter()
+        .find(|r| tool_of(r) == Some("execute_operation"))
+        .unwrap_or_else(|| panic!("no execute_operation record in {records:#?}"));
+    assert_eq!(exec["decision"], "denied");
+    assert_eq!(exec["status"], 403);
+    assert_eq!(exec["operation"], "repeat");
+    assert!(
+        exec["rule"].as_str().is_some_and(|r| r.contains("repeat")),
+        "{exec}"
+    );
+    assert!(
+        mcp.iter()
+            .any(|r| tool_of(r) == Some("format_disk") && r["decision"] == "invalid"),
+        "no record of the unknown tool in {mcp:#?}"
+    );
+    let jolokia_items: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["event"] == "item" && r.get("channel").is_none())
+        .collect();
+    assert_eq!(jolokia_items.len(), 1, "{jolokia_items:#?}");
+    assert!(jolokia_items[0].get("tool").is_none());
+    common::eventually(
+        "failed authentications audited",
+        Duration::from_secs(10),
+        || {
+            let failures: Vec<Value> = jmxgate::audit::chain::files_in(&dir.path().join("audit"))
+                .unwrap()
+                .iter()
+                .flat_map(|f| {
+                    std::fs::read_to_string(f)
+                        .unwrap()
+                        .lines()
+                        .map(common::parse)
+                        .filter(|r| r["event"] == "auth_failure")
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            async move {
+                let auth: Vec<&Value> = failures.iter().map(|r| &r["auth"]).collect();
+                if auth.contains(&&json!("none")) && auth.contains(&&json!("basic")) {
+                    Ok(())
+                } else {
+                    Err(format!("{failures:?}"))
+                }
+            }
+        },
+    )
+    .await;
+
+    // The Jolokia endpoint is still itself.
+    let read = gw
+        .http
+        .get(gw.url(&format!(
+            "/jolokia/targets/{}/read/{TYPES}/Name",
+            agent.name
+        )))
+        .basic_auth(OPERATOR.0, Some(OPERATOR.1))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    let read = common::parse(&read.text().await.unwrap());
+    assert_eq!(read["value"], agent.name.as_str(), "{read}");
+}
