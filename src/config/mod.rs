@@ -81,7 +81,7 @@ pub struct Config {
     pub discovery: crate::discovery::DiscoveryConfig,
     /// The MCP endpoint for AI assistants.
     #[serde(default)]
-    pub mcp: crate::pipeline::mcp::McpConfig,
+    pub mcp: crate::pipeline::mcp::config::McpConfig,
 }
 
 /// `[log]`: the log on stderr.

@@ -269,16 +269,6 @@ impl Gateway {
             }
         };
         if let Addressed::Mcp = addressed {
-            // A browser page the caller's own policy doesn't admit gets no
-            // door to the caller's rights.
-            if origin.is_some() && !cors {
-                let e = HttpError::new(
-                    403,
-                    "jmxgate.OriginNotAllowed",
-                    "Origin not allowed: no <cors> rule of your roles admits it",
-                );
-                return respond::http_error(&e, &headers, false);
-            }
             let caller = mcp::McpCaller {
                 state: state.clone(),
                 principal,
@@ -290,7 +280,7 @@ impl Gateway {
                 scheme: if conn.tls { "https" } else { "http" },
             };
             parts.headers = headers;
-            return self.mcp_http(parts, body, caller).await;
+            return self.mcp_http(parts, body, caller, cors).await;
         }
         if let Addressed::TargetList = addressed {
             let listing = TargetListing {

@@ -25,7 +25,7 @@ pub struct State {
     /// Starts empty after a reload: targets or credentials may have changed.
     pub list_cache: Option<super::dispatch::list_cache::ListCache>,
     /// `[mcp]`: where assistants connect, how big a tool result may be.
-    pub mcp: super::mcp::McpConfig,
+    pub mcp: super::mcp::config::McpConfig,
 }
 
 impl State {

@@ -12,7 +12,10 @@
 
 pub mod answer;
 pub mod bound;
+pub mod config;
 pub mod tools;
+
+pub use config::McpConfig;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,7 +31,6 @@ use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler};
-use serde::Deserialize;
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
 
@@ -38,48 +40,6 @@ use super::{audit, authorize, dispatch, parse, respond, route, Caller, Gateway, 
 use crate::access::Role;
 use answer::{Answered, Outcome};
 use tools::{Call, ToolName};
-
-/// `[mcp]`: the MCP endpoint on every listener.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct McpConfig {
-    /// Serve MCP at all.
-    pub enabled: bool,
-    /// Where, on the gateway's listeners.
-    pub path: String,
-    /// Largest structured result a tool returns; more is cut with a note.
-    pub max_result_bytes: usize,
-}
-
-impl Default for McpConfig {
-    fn default() -> Self {
-        McpConfig {
-            enabled: true,
-            path: "/mcp".into(),
-            max_result_bytes: 64 * 1024,
-        }
-    }
-}
-
-impl McpConfig {
-    /// Every problem with the section, each naming its key.
-    pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
-        if !self.path.starts_with('/') || self.path.len() < 2 {
-            problems.push(format!(
-                "mcp.path: {:?} must be a path below the root, like \"/mcp\"",
-                self.path
-            ));
-        }
-        if self.max_result_bytes < 1024 {
-            problems.push(format!(
-                "mcp.max_result_bytes: {} is too small for any answer; use 1024 or more",
-                self.max_result_bytes
-            ));
-        }
-        problems
-    }
-}
 
 /// The authenticated caller of one MCP HTTP request, handed to the tool
 /// handler through the request's extensions.
@@ -108,6 +68,24 @@ impl McpCaller {
             return self.state.access.is_open();
         }
         self.held.iter().any(|r| r.policy.could_ever(command))
+    }
+
+    /// Who asked, for the audit records of one tool call.
+    fn who<'a>(
+        &'a self,
+        roles: &'a [String],
+        tool: &'a str,
+        latency: std::time::Duration,
+    ) -> audit::Who<'a> {
+        audit::Who {
+            request_id: &self.request_id,
+            principal: &self.principal,
+            roles,
+            client: self.client,
+            latency,
+            channel: Some(audit::Channel::Mcp),
+            tool: Some(tool),
+        }
     }
 
     fn offered(&self) -> Vec<ToolName> {
@@ -244,7 +222,18 @@ impl Gateway {
         parts: http::request::Parts,
         body: Body,
         caller: McpCaller,
+        cors: bool,
     ) -> HttpResponse<Body> {
+        // A browser page the caller's own policy doesn't admit gets no
+        // door to the caller's rights.
+        if caller.origin.is_some() && !cors {
+            let e = HttpError::new(
+                403,
+                "jmxgate.OriginNotAllowed",
+                "Origin not allowed: no <cors> rule of your roles admits it",
+            );
+            return respond::http_error(&e, &parts.headers, false);
+        }
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
             .with_json_response(true)
@@ -343,15 +332,7 @@ impl Gateway {
         message: &str,
     ) {
         let roles = caller.role_names();
-        let who = audit::Who {
-            request_id: &caller.request_id,
-            principal: &caller.principal,
-            roles: &roles,
-            client: caller.client,
-            latency: std::time::Duration::ZERO,
-            channel: Some(audit::Channel::Mcp),
-            tool: Some(tool),
-        };
+        let who = caller.who(&roles, tool, std::time::Duration::ZERO);
         let refused = audit::RefusedCall {
             who: &who,
             status,
@@ -402,15 +383,7 @@ impl Gateway {
             dispatch::dispatch(items.take_jobs(), &self.metrics, state.list_cache.as_ref()).await;
         let merged = items.merge(dispatched, &parsed);
         let roles = caller.role_names();
-        let who = audit::Who {
-            request_id: &caller.request_id,
-            principal: &caller.principal,
-            roles: &roles,
-            client: caller.client,
-            latency: started.elapsed(),
-            channel: Some(audit::Channel::Mcp),
-            tool: Some(tool.as_str()),
-        };
+        let who = caller.who(&roles, tool.as_str(), started.elapsed());
         let (records, durable) = self.audit_items(state, &who, &parsed, &merged);
         self.write_audit(&records, durable, &caller.request_id)
             .await?;
