@@ -266,6 +266,24 @@ impl<'de> serde::de::Visitor<'de> for SettingsVisitor {
     }
 }
 
+/// A target's labels, shared by every target with the same set: a large
+/// fleet repeats a few sets (env, app, zone) over thousands of targets,
+/// and one map costs about 600 bytes.
+pub type Labels = std::sync::Arc<BTreeMap<String, String>>;
+
+/// Makes targets with equal labels share one [`Labels`] value.
+pub fn share_labels<'a>(labels: impl IntoIterator<Item = &'a mut Labels>) {
+    let mut seen: std::collections::HashSet<Labels> = std::collections::HashSet::new();
+    for l in labels {
+        match seen.get(l) {
+            Some(shared) => *l = shared.clone(),
+            None => {
+                seen.insert(l.clone());
+            }
+        }
+    }
+}
+
 /// One agent the gateway reaches: a `[[targets]]` entry, an inventory
 /// file's entry, or what DNS discovery found.
 #[derive(Debug, Clone, Deserialize)]
@@ -276,7 +294,7 @@ pub struct TargetConfig {
     /// The agent's own Jolokia URL, e.g. `http://10.0.0.7:8778/jolokia`.
     pub url: String,
     #[serde(default)]
-    pub labels: BTreeMap<String, String>,
+    pub labels: Labels,
     #[serde(flatten)]
     pub agent: AgentSettings,
     #[serde(flatten, default)]
@@ -289,7 +307,7 @@ impl TargetConfig {
         TargetConfig {
             name: name.into(),
             url: url.into(),
-            labels: BTreeMap::new(),
+            labels: Labels::default(),
             agent: AgentSettings::default(),
             no_other_keys: NoOtherKeys,
         }

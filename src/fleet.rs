@@ -1,6 +1,6 @@
 //! The configured fleet: the only agents the gateway will ever connect to.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use std::time::SystemTime;
@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use url::Url;
 
 use crate::agent_settings::{AgentSettings, TargetConfig};
-use crate::client::{AgentClient, BufferBudget, ClientError};
+use crate::client::{AgentClient, BufferBudget, ClientError, SharedConnections};
 use crate::health::{HealthBook, TargetHealth};
 use crate::secret::Secret;
 
@@ -16,14 +16,22 @@ use crate::secret::Secret;
 #[derive(Debug)]
 pub struct Target {
     pub name: String,
-    pub url: Url,
-    pub labels: BTreeMap<String, String>,
+    pub labels: crate::agent_settings::Labels,
     pub request_timeout: Duration,
     pub client: AgentClient,
     /// Shared with the health book: survives reloads.
     pub health: Arc<TargetHealth>,
     /// A proxy request's own `target.user`/`target.password` may be used.
     pub allow_credentials_passthrough: bool,
+}
+
+/// What every target's client shares with the whole gateway: the bytes
+/// of answers being received (`server.max_buffered_bytes`) and the
+/// exchanges in flight (`server.max_agent_exchanges`). Default: no bounds.
+#[derive(Debug, Clone, Default)]
+pub struct GatewayBounds {
+    pub budget: Option<Arc<BufferBudget>>,
+    pub exchanges: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 /// All targets, indexed by name and by endpoint.
@@ -36,38 +44,40 @@ pub struct Fleet {
 
 /// Scheme, host, port and path of an agent URL, compared the way a client
 /// means them: host case and default ports and a trailing `/` don't matter.
+/// One string (`http://host:8778/jolokia`), not four fields: a fleet holds
+/// one per target.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct EndpointKey {
-    scheme: String,
-    host: String,
-    port: u16,
-    path: String,
-}
+pub struct EndpointKey(Box<str>);
 
 impl EndpointKey {
     pub fn of(url: &Url) -> Option<EndpointKey> {
-        Some(EndpointKey {
-            scheme: url.scheme().to_ascii_lowercase(),
-            host: url.host_str()?.to_ascii_lowercase(),
-            port: url.port_or_known_default()?,
-            path: url.path().trim_end_matches('/').to_string(),
-        })
+        Some(EndpointKey(
+            format!(
+                "{}://{}:{}{}",
+                url.scheme().to_ascii_lowercase(),
+                url.host_str()?.to_ascii_lowercase(),
+                url.port_or_known_default()?,
+                url.path().trim_end_matches('/')
+            )
+            .into(),
+        ))
     }
 }
 
 pub use crate::agent_settings::parse_agent_url;
 
 impl Target {
+    /// The agent's Jolokia URL (held once, by its client).
+    pub fn url(&self) -> &Url {
+        self.client.url()
+    }
+
     /// Asks the target for its `version` and records the outcome in its
     /// health and `agent_up`.
     pub async fn probe(&self, metrics: &crate::metrics::Metrics) {
         let target = self;
         let started = std::time::Instant::now();
-        let outcome = match target
-            .client
-            .bulk(&[crate::protocol::Request::version()])
-            .await
-        {
+        let outcome = match target.client.probe_version().await {
             Ok(mut answers) => {
                 let answer = answers.swap_remove(0);
                 if answer.is_error() {
@@ -106,25 +116,97 @@ impl Target {
     }
 }
 
+/// A page of `GET /jolokia/targets`: `?limit=N` targets after the one
+/// named by `?after=<name>` (in fleet order), so 100,000 targets can be
+/// read in pieces.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct PageRequest {
+    pub limit: Option<usize>,
+    pub after: Option<String>,
+}
+
+impl PageRequest {
+    /// Reads `limit` and `after` from a query string; other parameters are
+    /// not this function's business.
+    pub fn from_query(query: Option<&str>) -> Result<PageRequest, String> {
+        let mut page = PageRequest::default();
+        for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            match key.as_ref() {
+                "limit" => {
+                    page.limit = match value.parse::<usize>() {
+                        Ok(n) if n > 0 => Some(n),
+                        _ => {
+                            return Err(format!(
+                                "limit={value}: give a number of targets, 1 or more"
+                            ))
+                        }
+                    }
+                }
+                "after" => page.after = Some(value.into_owned()),
+                _ => {}
+            }
+        }
+        Ok(page)
+    }
+
+    /// The targets of this page among `targets` (those the caller may
+    /// see), and the name to ask `after` for the next page, if any.
+    pub fn select<'a>(
+        &self,
+        targets: impl Iterator<Item = &'a Arc<Target>>,
+    ) -> Result<(Vec<&'a Arc<Target>>, Option<String>), String> {
+        let mut targets = targets.peekable();
+        if let Some(after) = &self.after {
+            // Only names the caller may see count: others are "not in
+            // your list", the same as names that don't exist.
+            if !targets.by_ref().any(|t| t.name == *after) {
+                return Err(format!(
+                    "after={after}: no such target in your target list; use the name a previous page ended with"
+                ));
+            }
+        }
+        let limit = self.limit.unwrap_or(usize::MAX);
+        let page: Vec<_> = targets.by_ref().take(limit).collect();
+        let next = match (page.last(), targets.peek()) {
+            (Some(last), Some(_)) => Some(last.name.clone()),
+            _ => None,
+        };
+        Ok((page, next))
+    }
+}
+
 impl Fleet {
     /// Builds clients for every configured target. Fails on the first
     /// target whose credentials or TLS material can't be loaded.
     pub fn new(targets: &[TargetConfig], defaults: &AgentSettings) -> Result<Fleet, String> {
-        Fleet::with_budget(targets, defaults, None, &HealthBook::default())
+        Fleet::with_budget(
+            targets,
+            defaults,
+            &GatewayBounds::default(),
+            &HealthBook::default(),
+        )
     }
 
-    /// The configured targets, their clients sharing one budget for
-    /// answers being received.
+    /// The configured targets, their clients sharing the gateway's bounds.
     pub fn with_budget(
         targets: &[TargetConfig],
         defaults: &AgentSettings,
-        budget: Option<Arc<BufferBudget>>,
+        bounds: &GatewayBounds,
         health: &HealthBook,
     ) -> Result<Fleet, String> {
         let mut fleet = Fleet::default();
+        let shared = SharedConnections::new();
+        // Discovered targets come with their own copies of equal labels.
+        let mut label_sets: HashSet<crate::agent_settings::Labels> = HashSet::new();
         for t in targets {
-            let target = build_target(t, defaults, budget.clone(), health)
+            let mut target = build_target(t, defaults, bounds, health, &shared)
                 .map_err(|e| format!("target \"{}\": {e}", t.name))?;
+            match label_sets.get(&target.labels) {
+                Some(set) => target.labels = set.clone(),
+                None => {
+                    label_sets.insert(target.labels.clone());
+                }
+            }
             fleet.insert(target);
         }
         Ok(fleet)
@@ -132,7 +214,7 @@ impl Fleet {
 
     fn insert(&mut self, target: Target) {
         let target = Arc::new(target);
-        if let Some(key) = EndpointKey::of(&target.url) {
+        if let Some(key) = EndpointKey::of(target.url()) {
             // Two names for one agent: the first one configured wins.
             self.by_endpoint
                 .entry(key)
@@ -166,8 +248,9 @@ impl Fleet {
 fn build_target(
     t: &TargetConfig,
     defaults: &AgentSettings,
-    budget: Option<Arc<BufferBudget>>,
+    bounds: &GatewayBounds,
     health: &HealthBook,
+    shared: &Arc<SharedConnections>,
 ) -> Result<Target, String> {
     let url = parse_agent_url(&t.url)?;
     let settings = t.agent.over(defaults);
@@ -178,7 +261,7 @@ fn build_target(
         _ => None,
     };
     let request_timeout = settings.request_timeout();
-    let client = AgentClient::builder(url.clone())
+    let client = AgentClient::builder(url)
         .connect_timeout(settings.connect_timeout())
         .request_timeout(request_timeout)
         .credentials(credentials)
@@ -191,12 +274,13 @@ fn build_target(
         )
         .max_in_flight(settings.max_in_flight())
         .max_response_bytes(settings.max_response_bytes())
-        .buffer_budget(budget)
+        .buffer_budget(bounds.budget.clone())
+        .exchange_limit(bounds.exchanges.clone())
+        .shared_connections(shared.clone())
         .build()
         .map_err(|e: ClientError| e.to_string())?;
     Ok(Target {
         name: t.name.clone(),
-        url,
         labels: t.labels.clone(),
         request_timeout,
         client,
@@ -225,6 +309,43 @@ fn load_password(t: &AgentSettings) -> Result<Option<Secret>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fleet_of(n: usize) -> Fleet {
+        let targets: Vec<TargetConfig> = (0..n)
+            .map(|i| TargetConfig::new(format!("t{i}"), format!("http://h:1/t{i}/jolokia")))
+            .collect();
+        Fleet::new(&targets, &AgentSettings::default()).unwrap()
+    }
+
+    #[test]
+    fn pages_follow_fleet_order_and_say_where_to_go_on() {
+        let fleet = fleet_of(5);
+        let names = |page: &[&Arc<Target>]| page.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        let first = PageRequest::from_query(Some("limit=2")).unwrap();
+        let (page, next) = first.select(fleet.iter()).unwrap();
+        assert_eq!(
+            (names(&page), next.as_deref()),
+            (vec!["t0".into(), "t1".into()], Some("t1"))
+        );
+        let last = PageRequest::from_query(Some("limit=3&after=t1")).unwrap();
+        let (page, next) = last.select(fleet.iter()).unwrap();
+        assert_eq!((names(&page).len(), next), (3, None));
+        // A name the caller doesn't see is not a place to start from.
+        let hidden = PageRequest::from_query(Some("after=t3")).unwrap();
+        assert!(hidden
+            .select(fleet.iter().filter(|t| t.name != "t3"))
+            .is_err());
+        assert!(PageRequest::from_query(Some("limit=0")).is_err());
+        assert_eq!(
+            PageRequest::from_query(None)
+                .unwrap()
+                .select(fleet.iter())
+                .unwrap()
+                .0
+                .len(),
+            5
+        );
+    }
 
     #[test]
     fn endpoint_keys_ignore_case_default_port_and_trailing_slash() {

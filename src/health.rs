@@ -25,6 +25,9 @@ pub struct HealthConfig {
     /// Failed exchanges in a row that open a target's breaker.
     #[serde(default = "default_failures_to_open")]
     pub failures_to_open: u32,
+    /// Probes in flight at once, all targets together.
+    #[serde(default = "default_max_probes_in_flight")]
+    pub max_probes_in_flight: usize,
 }
 
 impl Default for HealthConfig {
@@ -32,6 +35,7 @@ impl Default for HealthConfig {
         HealthConfig {
             probe_interval: default_probe_interval(),
             failures_to_open: default_failures_to_open(),
+            max_probes_in_flight: default_max_probes_in_flight(),
         }
     }
 }
@@ -42,6 +46,22 @@ fn default_probe_interval() -> Duration {
 
 fn default_failures_to_open() -> u32 {
     3
+}
+
+fn default_max_probes_in_flight() -> usize {
+    64
+}
+
+/// How a round of probes is spread over `interval` for `targets`
+/// targets: every `tick`, the next `per_tick` targets. Ticks are at
+/// least 10 ms apart, so a large fleet is probed in small batches rather
+/// than one timer per target.
+pub fn probe_pacing(targets: usize, interval: Duration) -> (Duration, usize) {
+    const MIN_TICK: Duration = Duration::from_millis(10);
+    let most_ticks = (interval.as_millis() / MIN_TICK.as_millis()).max(1) as usize;
+    let ticks = targets.clamp(1, most_ticks);
+    let per_tick = targets.div_ceil(ticks).max(1);
+    (interval / ticks as u32, per_tick)
 }
 
 /// One target's health as last seen.
@@ -237,6 +257,18 @@ impl Default for HealthBook {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn probes_are_spread_over_the_interval_in_batches() {
+        let thirty = Duration::from_secs(30);
+        // Few targets: one per tick, evenly apart.
+        assert_eq!(probe_pacing(3, thirty), (Duration::from_secs(10), 1));
+        // Many: ticks no closer than 10 ms, batches cover every target.
+        let (tick, per_tick) = probe_pacing(100_000, thirty);
+        assert_eq!(tick, Duration::from_millis(10));
+        assert!(per_tick * 3000 >= 100_000 && per_tick == 34, "{per_tick}");
+        assert_eq!(probe_pacing(0, thirty).1, 1);
+    }
+
     use super::*;
 
     #[test]

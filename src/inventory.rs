@@ -55,7 +55,9 @@ pub fn load(inventory: &InventoryConfig) -> Result<Vec<TargetConfig>, String> {
     let base = path.parent().unwrap_or(Path::new("."));
     for t in &mut targets {
         for (k, v) in &inventory.labels {
-            t.labels.entry(k.clone()).or_insert_with(|| v.clone());
+            std::sync::Arc::make_mut(&mut t.labels)
+                .entry(k.clone())
+                .or_insert_with(|| v.clone());
         }
         t.agent.make_paths_relative_to(base);
     }

@@ -13,6 +13,7 @@ pub mod discovery;
 pub mod fleet;
 pub mod health;
 pub mod inventory;
+pub mod memory;
 pub mod metrics;
 pub mod pipeline;
 pub mod policy;

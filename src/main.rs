@@ -339,8 +339,11 @@ fn tempfile_in(dir: &std::path::Path) -> std::io::Result<()> {
 }
 
 fn load(source: &ConfigSource) -> Result<(Loaded, Arc<Gateway>), String> {
-    let config = source.load().map_err(|e| e.to_string())?;
+    let mut config = source.load().map_err(|e| e.to_string())?;
     let gateway = Gateway::new(&config).map_err(|e| format!("{}: {e}", source.describe()))?;
+    // The gateway holds its own copy; serving needs only the listeners.
+    config.targets = Vec::new();
+    jmxgate::memory::release_freed();
     Ok((Loaded(config, source.clone()), Arc::new(gateway)))
 }
 

@@ -125,6 +125,50 @@ pub struct AgentClientBuilder {
     max_in_flight: usize,
     max_response_bytes: u64,
     budget: Option<Arc<BufferBudget>>,
+    shared: Option<Arc<SharedConnections>>,
+    exchanges: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+/// The HTTP clients (connection pools with their TLS settings) of a whole
+/// fleet, one per distinct set of connection settings (CA file, client
+/// certificate, connect timeout): a target's own client would cost about
+/// 17 KB (rustls config, pool, connector), and a fleet of 100,000 targets
+/// mostly shares one. hyper keeps connections apart per host and port, so
+/// sharing a pool never mixes agents.
+#[derive(Default)]
+pub struct SharedConnections {
+    clients: Mutex<HashMap<ConnectionSettings, Arc<HttpClient>>>,
+}
+
+type ConnectionSettings = (Option<PathBuf>, Option<(PathBuf, PathBuf)>, Duration);
+
+impl SharedConnections {
+    pub fn new() -> Arc<SharedConnections> {
+        Arc::new(SharedConnections::default())
+    }
+
+    /// How many distinct HTTP clients the fleet uses.
+    pub fn len(&self) -> usize {
+        self.clients.lock().expect("connections lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn client(&self, settings: ConnectionSettings) -> Result<Arc<HttpClient>, ClientError> {
+        let mut clients = self.clients.lock().expect("connections lock");
+        if let Some(c) = clients.get(&settings) {
+            return Ok(c.clone());
+        }
+        let client = Arc::new(http_client(
+            settings.0.as_deref(),
+            settings.1.as_ref(),
+            settings.2,
+        )?);
+        clients.insert(settings, client.clone());
+        Ok(client)
+    }
 }
 
 /// Bytes of agent answers the whole gateway holds while receiving them,
@@ -164,6 +208,19 @@ impl BufferBudget {
 }
 
 impl AgentClientBuilder {
+    /// Takes the HTTP client from the fleet's shared ones.
+    pub fn shared_connections(mut self, shared: Arc<SharedConnections>) -> Self {
+        self.shared = Some(shared);
+        self
+    }
+
+    /// Shares a gateway-wide bound on exchanges in flight
+    /// (`server.max_agent_exchanges`).
+    pub fn exchange_limit(mut self, exchanges: Option<Arc<tokio::sync::Semaphore>>) -> Self {
+        self.exchanges = exchanges;
+        self
+    }
+
     /// Shares a gateway-wide budget for answers being received.
     pub fn buffer_budget(mut self, budget: Option<Arc<BufferBudget>>) -> Self {
         self.budget = budget;
@@ -211,30 +268,20 @@ impl AgentClientBuilder {
     }
 
     pub fn build(self) -> Result<AgentClient, ClientError> {
-        let tls = tls_config(self.ca_file.as_deref(), self.identity.as_ref(), false)?;
         let uri: http::Uri = self
             .url
             .as_str()
             .parse()
             .map_err(|e| ClientError::Setup(format!("{}: {e}", self.url)))?;
-        let mut tcp = HttpConnector::new();
-        // The URL's scheme decides; the TLS layer below handles https.
-        tcp.enforce_http(false);
-        // Requests leave at once; answers are acknowledged at once
-        // (quick_ack.rs): both halves of the 40 ms delayed-ACK stall.
-        tcp.set_nodelay(true);
-        tcp.set_connect_timeout(Some(self.connect_timeout));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(super::quick_ack::QuickAckConnector(tcp));
-        // No redirects and no proxies: this client follows nothing, so it
-        // only ever reaches the configured target.
-        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector);
+        let settings = (self.ca_file, self.identity, self.connect_timeout);
+        let http = match &self.shared {
+            Some(shared) => shared.client(settings)?,
+            None => Arc::new(http_client(
+                settings.0.as_deref(),
+                settings.1.as_ref(),
+                settings.2,
+            )?),
+        };
         Ok(AgentClient {
             inner: Arc::new(Inner {
                 url: self.url,
@@ -245,11 +292,41 @@ impl AgentClientBuilder {
                 slots: tokio::sync::Semaphore::new(self.max_in_flight),
                 max_response_bytes: self.max_response_bytes,
                 budget: self.budget,
+                exchanges: self.exchanges,
                 flights: Mutex::new(HashMap::new()),
                 next_flight: AtomicU64::new(0),
             }),
         })
     }
+}
+
+/// A pooled HTTP/1 client over TCP or rustls.
+fn http_client(
+    ca_file: Option<&std::path::Path>,
+    identity: Option<&(PathBuf, PathBuf)>,
+    connect_timeout: Duration,
+) -> Result<HttpClient, ClientError> {
+    let tls = tls_config(ca_file, identity, false)?;
+    let mut tcp = HttpConnector::new();
+    // The URL's scheme decides; the TLS layer below handles https.
+    tcp.enforce_http(false);
+    // Requests leave at once; answers are acknowledged at once
+    // (quick_ack.rs): both halves of the 40 ms delayed-ACK stall.
+    tcp.set_nodelay(true);
+    tcp.set_connect_timeout(Some(connect_timeout));
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(super::quick_ack::QuickAckConnector(tcp));
+    // No redirects and no proxies: this client follows nothing, so it
+    // only ever reaches the configured target.
+    Ok(
+        hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector),
+    )
 }
 
 /// The system's CA certificates, read once per process and shared: every
@@ -367,6 +444,8 @@ type FlightKey = [u8; 32];
 
 struct Inner {
     slots: tokio::sync::Semaphore,
+    /// The gateway's bound on exchanges in flight, all agents together.
+    exchanges: Option<Arc<tokio::sync::Semaphore>>,
     max_response_bytes: u64,
     budget: Option<Arc<BufferBudget>>,
     /// Weak, so a flight nobody waits for any more is dropped.
@@ -375,7 +454,8 @@ struct Inner {
     url: Url,
     /// `url`, parsed once for every exchange.
     uri: http::Uri,
-    http: HttpClient,
+    /// Shared by the targets with the same connection settings.
+    http: Arc<HttpClient>,
     request_timeout: Duration,
     credentials: Option<(String, Secret)>,
 }
@@ -407,6 +487,8 @@ impl AgentClient {
             max_in_flight: crate::agent_settings::DEFAULT_MAX_IN_FLIGHT,
             max_response_bytes: crate::agent_settings::DEFAULT_MAX_RESPONSE_BYTES,
             budget: None,
+            shared: None,
+            exchanges: None,
         }
     }
 
@@ -433,7 +515,7 @@ impl AgentClient {
         let answers = if requests.iter().all(|r| r.command.is_read_only()) {
             Arc::unwrap_or_clone(self.shared_post(body, credentials).await?)
         } else {
-            self.post(body, credentials.as_ref()).await?
+            self.post(body, credentials.as_ref(), false).await?
         };
         if answers.len() == 1 && requests.len() > 1 && answers[0].is_error() {
             // Jolokia answers a bulk it cannot parse with one error object.
@@ -444,6 +526,22 @@ impl AgentClient {
                 "{} answers for {} requests",
                 answers.len(),
                 requests.len()
+            )));
+        }
+        Ok(answers)
+    }
+
+    /// The `version` a health probe sends, on a connection of its own that
+    /// closes after the answer: probing a fleet of 100,000 agents every
+    /// interval must not keep 100,000 idle connections open.
+    pub async fn probe_version(&self) -> Result<Vec<Response>, ClientError> {
+        let body = crate::protocol::serialize_bulk(&[Request::version()]);
+        let credentials = self.inner.credentials.clone();
+        let answers = self.post(body, credentials.as_ref(), true).await?;
+        if answers.len() != 1 {
+            return Err(ClientError::BadAnswer(format!(
+                "{} answers for 1 request",
+                answers.len()
             )));
         }
         Ok(answers)
@@ -473,7 +571,10 @@ impl AgentClient {
                             key,
                             id,
                         };
-                        client.post(body, credentials.as_ref()).await.map(Arc::new)
+                        client
+                            .post(body, credentials.as_ref(), false)
+                            .await
+                            .map(Arc::new)
                     }
                     .boxed()
                     .shared();
@@ -491,10 +592,13 @@ impl AgentClient {
         self.inner.flights.lock().expect("flights lock").len()
     }
 
+    /// One exchange; `close` asks for the connection to be closed after
+    /// it instead of kept for reuse.
     async fn post(
         &self,
         body: Vec<u8>,
         credentials: Option<&(String, Secret)>,
+        close: bool,
     ) -> Result<Vec<Response>, ClientError> {
         let inner = &self.inner;
         let mut req = http::Request::post(inner.uri.clone())
@@ -507,6 +611,10 @@ impl AgentClient {
             req.headers_mut()
                 .insert(AUTHORIZATION, basic_auth(user, password));
         }
+        if close {
+            req.headers_mut()
+                .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+        }
         let exchange = async {
             // Waiting for a slot counts against the deadline too.
             let _slot = inner
@@ -514,6 +622,17 @@ impl AgentClient {
                 .acquire()
                 .await
                 .map_err(|e| ClientError::Transport(e.to_string()))?;
+            // Taken after the target's own slot, so a busy target holds
+            // none of the gateway's.
+            let _exchange = match &inner.exchanges {
+                Some(bound) => Some(
+                    bound
+                        .acquire()
+                        .await
+                        .map_err(|e| ClientError::Transport(e.to_string()))?,
+                ),
+                None => None,
+            };
             let resp = inner.http.request(req).await.map_err(classify)?;
             let status = resp.status().as_u16();
             let headers_of_answer = resp.headers().clone();

@@ -160,6 +160,12 @@ pub struct ServerConfig {
     /// status 503 (`jmxgate.GatewayBusy`). Needs a restart.
     #[serde(default = "default_max_buffered_bytes")]
     pub max_buffered_bytes: u64,
+    /// Exchanges with agents in flight at once, all targets together: a
+    /// fan-out to thousands of targets opens at most this many
+    /// connections at a time, the rest wait their turn (within their
+    /// deadline). Needs a restart.
+    #[serde(default = "default_max_agent_exchanges")]
+    pub max_agent_exchanges: usize,
     /// Most targets one item may reach through a selector, unless the
     /// caller's roles say otherwise (the largest of their limits applies).
     #[serde(default = "default_max_targets_per_item")]
@@ -192,6 +198,10 @@ fn default_body_read_timeout() -> Duration {
 
 fn default_max_connections() -> usize {
     DEFAULT_MAX_CONNECTIONS
+}
+
+fn default_max_agent_exchanges() -> usize {
+    512
 }
 
 fn default_max_buffered_bytes() -> u64 {
@@ -348,6 +358,7 @@ impl Config {
                 }
             }
         }
+        crate::agent_settings::share_labels(self.targets.iter_mut().map(|t| &mut t.labels));
         if problems.is_empty() {
             Ok(())
         } else {
@@ -413,6 +424,12 @@ impl Config {
             if timeout.is_zero() {
                 problems.push(format!("server.{key}: must be longer than 0s"));
             }
+        }
+        if self.server.max_agent_exchanges == 0 {
+            problems.push(
+                "server.max_agent_exchanges: 0 would let no request reach any agent; use 1 or more"
+                    .into(),
+            );
         }
         if self.server.max_buffered_bytes < 1024 * 1024 {
             problems.push(format!(

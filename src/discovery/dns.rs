@@ -222,7 +222,7 @@ impl DnsDiscovery {
         TargetConfig {
             name: target_name(&self.name_prefix, host, port),
             url: agent_url(self.scheme, host, port, &self.path),
-            labels,
+            labels: labels.into(),
             agent: self.agent.clone(),
             no_other_keys: NoOtherKeys,
         }
@@ -815,7 +815,7 @@ mod tests {
         let a = vec![d.target("h", 1)];
         let mut b = a.clone();
         assert_eq!(fingerprint(&a), fingerprint(&b));
-        b[0].labels.insert("x".into(), "y".into());
+        std::sync::Arc::make_mut(&mut b[0].labels).insert("x".into(), "y".into());
         assert_ne!(fingerprint(&a), fingerprint(&b));
     }
 }

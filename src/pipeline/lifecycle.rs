@@ -5,6 +5,7 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
@@ -19,9 +20,16 @@ use crate::version::GatewayIdentity;
 impl Gateway {
     pub fn new(config: &Config) -> Result<Gateway, String> {
         let metrics = Arc::new(crate::metrics::Metrics::new());
-        let budget = crate::client::BufferBudget::new(config.server.max_buffered_bytes);
+        let bounds = crate::fleet::GatewayBounds {
+            budget: Some(crate::client::BufferBudget::new(
+                config.server.max_buffered_bytes,
+            )),
+            exchanges: Some(Arc::new(tokio::sync::Semaphore::new(
+                config.server.max_agent_exchanges,
+            ))),
+        };
         let health = Arc::new(crate::health::HealthBook::from_config(&config.health));
-        let state = State::from_config(config, &metrics, &budget, &health)?;
+        let state = State::from_config(config, &metrics, &bounds, &health)?;
         if state.access.is_open() {
             tracing::warn!("no roles configured: every caller may do everything on every target");
         }
@@ -39,9 +47,10 @@ impl Gateway {
             request_seq: AtomicU64::new(0),
             working: tokio::sync::Semaphore::new(config.server.max_concurrent_requests),
             max_concurrent: config.server.max_concurrent_requests,
-            budget,
+            bounds,
             health,
             probe_interval: config.health.probe_interval,
+            max_probes_in_flight: config.health.max_probes_in_flight.max(1),
             sources: std::sync::Mutex::new((config.clone(), Vec::new())),
             limits: listen::ClientLimits::from_config(&config.server),
         })
@@ -136,7 +145,7 @@ impl Gateway {
         let state = Arc::new(State::from_config(
             &config,
             &self.metrics,
-            &self.budget,
+            &self.bounds,
             &self.health,
         )?);
         self.state.store(state.clone());
@@ -165,7 +174,7 @@ impl Gateway {
     /// Bytes of `server.max_buffered_bytes` not held by answers being
     /// received right now.
     pub fn buffer_budget_available(&self) -> u64 {
-        self.budget.available()
+        self.bounds.budget.as_ref().map_or(0, |b| b.available())
     }
 
     /// Asks every target for its `version` once, concurrently, and records
@@ -175,23 +184,51 @@ impl Gateway {
         futures::future::join_all(fleet.iter().map(|t| t.probe(&self.metrics))).await;
     }
 
-    /// Probes every `health.probe_interval` while the gateway lives (not
-    /// at all with `0s`). Needs a Tokio runtime.
+    /// Probes every target once per `health.probe_interval` while the
+    /// gateway lives (not at all with `0s`): the first round right away,
+    /// later rounds spread evenly over the interval (`health::probe_pacing`),
+    /// never more than `health.max_probes_in_flight` at once. A round
+    /// slowed by that bound starts the next one late rather than early.
+    /// Needs a Tokio runtime.
     pub fn spawn_health_probes(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
         if self.probe_interval.is_zero() {
             return None;
         }
         let gateway = Arc::downgrade(self);
         let interval = self.probe_interval;
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(self.max_probes_in_flight));
         Some(tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(interval);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut first = true;
             loop {
-                ticks.tick().await;
-                let Some(gateway) = gateway.upgrade() else {
+                let round = tokio::time::Instant::now();
+                let Some(fleet) = gateway.upgrade().map(|g| g.fleet()) else {
                     return;
                 };
-                gateway.probe_targets().await;
+                let targets: Vec<_> = fleet.iter().cloned().collect();
+                drop(fleet);
+                let (tick, per_tick) = if first {
+                    (Duration::ZERO, targets.len().max(1))
+                } else {
+                    crate::health::probe_pacing(targets.len(), interval)
+                };
+                for (n, batch) in targets.chunks(per_tick).enumerate() {
+                    tokio::time::sleep_until(round + tick * n as u32).await;
+                    for target in batch {
+                        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+                            return;
+                        };
+                        let Some(gateway) = gateway.upgrade() else {
+                            return;
+                        };
+                        let target = target.clone();
+                        tokio::spawn(async move {
+                            target.probe(&gateway.metrics).await;
+                            drop(permit);
+                        });
+                    }
+                }
+                first = false;
+                tokio::time::sleep_until(round + interval).await;
             }
         }))
     }

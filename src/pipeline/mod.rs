@@ -77,14 +77,16 @@ pub struct Gateway {
     /// Client requests being worked on (`server.max_concurrent_requests`).
     working: tokio::sync::Semaphore,
     max_concurrent: usize,
-    /// Agent answers being received (`server.max_buffered_bytes`).
-    budget: Arc<crate::client::BufferBudget>,
+    /// Agent answers being received (`server.max_buffered_bytes`) and
+    /// exchanges in flight (`server.max_agent_exchanges`), all targets.
+    bounds: crate::fleet::GatewayBounds,
     /// Every target's health, kept across reloads.
     health: Arc<crate::health::HealthBook>,
     /// The configuration in force and the targets discovery found; the
     /// fleet is both, rebuilt when either changes.
     sources: std::sync::Mutex<(Config, Vec<crate::config::TargetConfig>)>,
     probe_interval: std::time::Duration,
+    max_probes_in_flight: usize,
     /// Header timeout and connection cap of every listener.
     limits: listen::ClientLimits,
 }
@@ -290,7 +292,7 @@ impl Gateway {
                 started,
             };
             return self
-                .target_list(&state, listing, &parts.method, &headers, cors)
+                .target_list(&state, listing, &parts, &headers, cors)
                 .await;
         }
         let parsed = self
@@ -633,22 +635,30 @@ impl Gateway {
         &self,
         state: &State,
         listing: TargetListing<'_>,
-        method: &Method,
+        request: &http::request::Parts,
         headers: &HeaderMap,
         cors: bool,
     ) -> HttpResponse<Body> {
         let access = &state.access;
         let held = access.roles_of(listing.principal);
-        let (status, listed) = if method == Method::GET {
-            let listed: Vec<serde_json::Value> = state
-                .fleet
-                .iter()
-                .filter(|t| access.reaches(&held, t))
-                .map(|t| t.describe())
-                .collect();
-            (200, Some(listed))
-        } else {
-            (405, None)
+        let page = crate::fleet::PageRequest::from_query(request.uri.query())
+            .and_then(|p| p.select(state.fleet.iter().filter(|t| access.reaches(&held, t))));
+        let (status, listed, next, refusal) = match (&request.method, page) {
+            (&Method::GET, Ok((page, next))) => {
+                let listed: Vec<serde_json::Value> = page.iter().map(|t| t.describe()).collect();
+                (200, Some(listed), next, None)
+            }
+            (&Method::GET, Err(e)) => (400, None, None, Some(HttpError::bad_request(e))),
+            _ => (
+                405,
+                None,
+                None,
+                Some(HttpError::new(
+                    405,
+                    "jmxgate.MethodNotAllowed",
+                    "GET the target list",
+                )),
+            ),
         };
         let record = audit::TargetListRecord {
             request_id: listing.request_id,
@@ -673,14 +683,15 @@ impl Gateway {
         {
             return respond::http_error(&e, headers, cors);
         }
-        let Some(listed) = listed else {
-            return respond::http_error(
-                &HttpError::new(405, "jmxgate.MethodNotAllowed", "GET the target list"),
-                headers,
-                cors,
-            );
+        let (Some(listed), None) = (listed, refusal.as_ref()) else {
+            let e = refusal.expect("a list or a refusal");
+            return respond::http_error(&e, headers, cors);
         };
-        let answer = Response::value(&listed, unix_seconds());
+        let mut answer = Response::value(&listed, unix_seconds());
+        if let Some(after) = next {
+            // Where the next page starts: `?after=<this>`.
+            answer.set("next", &after);
+        }
         let body = respond::body(&[answer], false);
         respond::http_response(body, &crate::protocol::Params::default(), headers, cors)
     }

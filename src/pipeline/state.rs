@@ -34,13 +34,13 @@ impl State {
     pub fn from_config(
         config: &Config,
         metrics: &Arc<crate::metrics::Metrics>,
-        budget: &Arc<crate::client::BufferBudget>,
+        bounds: &crate::fleet::GatewayBounds,
         health: &crate::health::HealthBook,
     ) -> Result<State, String> {
         let fleet = Arc::new(Fleet::with_budget(
             &config.targets,
             &config.target_defaults,
-            Some(budget.clone()),
+            bounds,
             health,
         )?);
         let default_target = config

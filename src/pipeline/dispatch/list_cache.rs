@@ -125,7 +125,7 @@ fn revalidation(base: &Request, produced: u64) -> Request {
 /// Target, credentials and request, hashed: no password in a map key.
 fn cache_key(target: &Target, base: &Request, credentials: Option<&(String, Secret)>) -> [u8; 32] {
     crate::client::exchange_key(
-        &[&target.name, target.url.as_str()],
+        &[&target.name, target.url().as_str()],
         credentials,
         &serde_json::to_vec(&crate::protocol::AgentForm(base)).expect("requests serialise"),
     )

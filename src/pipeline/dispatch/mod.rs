@@ -365,7 +365,6 @@ mod tests {
         let url = url::Url::parse("http://127.0.0.1:9/jolokia").unwrap();
         Arc::new(Target {
             name: name.into(),
-            url: url.clone(),
             labels: Default::default(),
             request_timeout: Duration::from_secs(1),
             client: AgentClient::builder(url).build().unwrap(),
