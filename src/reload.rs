@@ -25,10 +25,15 @@ pub fn reload(gateway: &Gateway, source: &ConfigSource) -> Result<(usize, usize)
         gateway.count_reload(false);
         e.to_string()
     })?;
-    gateway
+    let reloaded = gateway
         .reload(&config)
-        .map_err(|e| format!("{}: {e}", source.describe()))?;
-    Ok((config.targets.len(), config.roles.len()))
+        .map_err(|e| format!("{}: {e}", source.describe()));
+    let counts = (config.targets.len(), config.roles.len());
+    drop(config);
+    // The file's parse and the old fleet are a peak an idle gateway would
+    // otherwise keep.
+    crate::memory::release_freed();
+    reloaded.map(|()| counts)
 }
 
 /// The files whose change triggers a reload: the config files and every
