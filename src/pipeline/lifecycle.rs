@@ -51,6 +51,7 @@ impl Gateway {
             health,
             probe_interval: config.health.probe_interval,
             max_probes_in_flight: config.health.max_probes_in_flight.max(1),
+            max_agent_exchanges: config.server.max_agent_exchanges.max(1),
             sources: std::sync::Mutex::new((config.clone(), Vec::new())),
             limits: listen::ClientLimits::from_config(&config.server),
         })

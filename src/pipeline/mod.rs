@@ -87,6 +87,9 @@ pub struct Gateway {
     sources: std::sync::Mutex<(Config, Vec<crate::config::TargetConfig>)>,
     probe_interval: std::time::Duration,
     max_probes_in_flight: usize,
+    /// `server.max_agent_exchanges`: also the most exchanges one request
+    /// has under way at once.
+    max_agent_exchanges: usize,
     /// Header timeout and connection cap of every listener.
     limits: listen::ClientLimits,
 }
@@ -326,8 +329,13 @@ impl Gateway {
         };
         let local = |command: &Command| self.answer_locally(&state, command, &headers, conn.tls);
         let mut items = self.route_and_authorize(&state, &caller, addressing, &parsed, local);
-        let dispatched =
-            dispatch::dispatch(items.take_jobs(), &self.metrics, state.list_cache.as_ref()).await;
+        let dispatched = dispatch::dispatch(
+            items.take_jobs(),
+            &self.metrics,
+            state.list_cache.as_ref(),
+            self.max_agent_exchanges,
+        )
+        .await;
         let merged = items.merge(dispatched, &parsed);
         let who = audit::Who {
             request_id,
@@ -645,7 +653,7 @@ impl Gateway {
             .and_then(|p| p.select(state.fleet.iter().filter(|t| access.reaches(&held, t))));
         let (status, listed, next, refusal) = match (&request.method, page) {
             (&Method::GET, Ok((page, next))) => {
-                let listed: Vec<serde_json::Value> = page.iter().map(|t| t.describe()).collect();
+                let listed: Vec<_> = page.iter().map(|t| t.view()).collect();
                 (200, Some(listed), next, None)
             }
             (&Method::GET, Err(e)) => (400, None, None, Some(HttpError::bad_request(e))),

@@ -12,6 +12,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::join_all;
+use futures::StreamExt as _;
 
 use crate::client::ClientError;
 use crate::fleet::Target;
@@ -89,14 +90,24 @@ fn prepare(mut job: Job) -> (Job, AnswerFilter) {
 }
 
 /// Groups jobs by target, keeping first-seen target order and item order.
+/// Found through a map by target, so a fan-out to 100,000 targets is not
+/// 100,000 scans of the groups so far.
 pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
+    let mut by_target: std::collections::HashMap<*const Target, Vec<usize>> =
+        std::collections::HashMap::new();
     for job in jobs {
         let (job, answer_filter) = prepare(job);
-        match groups
-            .iter_mut()
-            .find(|g| Arc::ptr_eq(&g.target, &job.target) && g.credentials == job.credentials)
-        {
+        let of_target = by_target.entry(Arc::as_ptr(&job.target)).or_default();
+        // Items with other pass-through credentials form their own group.
+        let found = of_target
+            .iter()
+            .copied()
+            .find(|&i| groups[i].credentials == job.credentials);
+        if found.is_none() {
+            of_target.push(groups.len());
+        }
+        match found.map(|i| &mut groups[i]) {
             Some(g) => {
                 g.indices.push(job.index);
                 g.requests.push(job.request);
@@ -117,10 +128,17 @@ pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
 /// Sends every group and returns `(index, answer)` pairs; a failed
 /// exchange becomes an error answer for each item of its group. With a
 /// list cache, list items are answered through it.
+///
+/// At most `max_exchanges` agent exchanges of this request are under way
+/// at a time; the rest start as those end. An exchange's deadline starts
+/// when it does, so a fan-out to more targets than that waits its turn
+/// instead of timing out in a queue, and only that many exchanges' state
+/// is held at once.
 pub async fn dispatch(
     jobs: Vec<Job>,
     metrics: &Metrics,
     list_cache: Option<&ListCache>,
+    max_exchanges: usize,
 ) -> Vec<(usize, Response)> {
     // Hawtio's RBAC queries are answered here, from the item's grant.
     let (rbac_queries, jobs): (Vec<Job>, Vec<Job>) =
@@ -161,11 +179,10 @@ pub async fn dispatch(
             .await;
         vec![(job.index, filtered(answer, &job.request, &how))]
     });
-    let (a, b, c) = futures::join!(
-        join_all(groups),
-        join_all(guarded_calls),
-        join_all(cached_lists)
-    );
+    let groups = futures::stream::iter(groups)
+        .buffer_unordered(max_exchanges.max(1))
+        .collect::<Vec<_>>();
+    let (a, b, c) = futures::join!(groups, join_all(guarded_calls), join_all(cached_lists));
     a.into_iter()
         .chain(b)
         .chain(c)

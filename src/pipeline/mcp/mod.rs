@@ -379,8 +379,13 @@ impl Gateway {
             self.answer_locally(state, command, &no_headers, caller.scheme == "https")
         };
         let mut items = self.route_and_authorize(state, &judged_as, addressing, &parsed, local);
-        let dispatched =
-            dispatch::dispatch(items.take_jobs(), &self.metrics, state.list_cache.as_ref()).await;
+        let dispatched = dispatch::dispatch(
+            items.take_jobs(),
+            &self.metrics,
+            state.list_cache.as_ref(),
+            self.max_agent_exchanges,
+        )
+        .await;
         let merged = items.merge(dispatched, &parsed);
         let roles = caller.role_names();
         let who = caller.who(&roles, tool.as_str(), started.elapsed());
