@@ -46,6 +46,8 @@ USER, PASSWORD = "bench", "bench-password"
 AUTH = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
 
 work = tempfile.mkdtemp(prefix="jmxgate-scale.")
+# nginx's worker (another user) reads the canned bulk answers from here.
+os.chmod(work, 0o755)
 procs = []
 
 
@@ -105,7 +107,7 @@ def start_nginx(static_port, proxy_port):
     one = json.dumps(CANNED)
     # Bulk answers as files (too long for `return`); POST can't be served
     # from a file, so nginx fetches it by GET from itself.
-    os.makedirs(os.path.join(work, "files"), exist_ok=True)
+    os.makedirs(os.path.join(work, "files"), mode=0o755, exist_ok=True)
     for k in BULKS:
         with open(os.path.join(work, "files", f"bulk{k}.json"), "w") as f:
             f.write("[" + ",".join([one] * k) + "]")
@@ -210,7 +212,7 @@ max_targets_per_item = {max(n, 1)}
 format = "text"
 filter = "warn,jmxgate=info,jmxgate::audit=warn"
 [health]
-probe_interval = "{PROBE_INTERVAL:g}s"
+probe_interval = "{0 if bulk_targets else PROBE_INTERVAL:g}s"
 [auth.basic]
 users_file = "users.toml"
 [audit]
@@ -317,13 +319,22 @@ def fleet_row(n, static_port):
 
 
 def wrk_lua(body, auth):
+    """A wrk script whose every request differs (`@N@` in the body becomes
+    a per-thread counter), so the gateway's sharing of identical reads in
+    flight does not make its work smaller than nginx's."""
     path = os.path.join(work, f"wrk-{time.monotonic_ns()}.lua")
     with open(path, "w") as f:
         f.write('wrk.method = "POST"\n')
-        f.write(f"wrk.body = {json.dumps(body)}\n")
+        f.write(f"template = {json.dumps(body)}\n")
         f.write('wrk.headers["Content-Type"] = "application/json"\n')
         if auth:
             f.write(f'wrk.headers["Authorization"] = "{AUTH}"\n')
+        f.write(
+            "init = function(args) math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16)) "
+            "counter = math.random(1, 1000000000) end\n"
+            "request = function() counter = counter + 1 "
+            "return wrk.format(nil, nil, nil, (string.gsub(template, '@N@', tostring(counter)))) end\n"
+        )
     return path
 
 
@@ -338,7 +349,7 @@ def to_ms(text):
 def check_ok(url, body, auth):
     """One request first: every item must succeed, or the numbers below
     would measure errors."""
-    _, data = http("POST", url, body.encode(), auth=auth)
+    _, data = http("POST", url, body.replace("@N@", "0").encode(), auth=auth)
     answers = json.loads(data)
     answers = answers if isinstance(answers, list) else [answers]
     bad = [a for a in answers if a.get("status") != 200]
@@ -374,7 +385,8 @@ def load_rows(static_port, proxy_port, nginx_worker):
     config = gateway_config(port, static_port, 1, directory, bulk_targets=True)
     p, _ = start_gateway(config, directory)
     gw = f"http://127.0.0.1:{port}"
-    read = {"type": "read", "mbean": "java.lang:type=Memory", "attribute": "HeapMemoryUsage"}
+    # `@N@`: a counter per request (see wrk_lua).
+    read = {"type": "read", "mbean": "java.lang:type=Memory,bench=@N@", "attribute": "HeapMemoryUsage"}
     bulk_rows, client_rows = [], []
     for k in BULKS:
         body = json.dumps([read] * k)

@@ -91,7 +91,10 @@ async fn a_name_the_caller_cannot_see_is_no_place_to_start_a_page() {
     assert_eq!(names(&page), ["t-01", "t-03"]);
     let hidden = get("after=t-02").await.unwrap();
     let unknown = get("after=t-99").await.unwrap();
-    assert_eq!((hidden.status().as_u16(), unknown.status().as_u16()), (400, 400));
+    assert_eq!(
+        (hidden.status().as_u16(), unknown.status().as_u16()),
+        (400, 400)
+    );
     // The same words for a hidden name and a missing one.
     let (h, u) = (hidden.text().await.unwrap(), unknown.text().await.unwrap());
     assert_eq!(h.replace("t-02", "X"), u.replace("t-99", "X"));

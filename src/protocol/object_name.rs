@@ -3,10 +3,22 @@
 //! The rules follow `javax.management.ObjectName`.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// A syntactically valid ObjectName, kept exactly as the client wrote it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ObjectName {
+/// Shared, not copied: a request's name travels to its job, its audit
+/// record and its echo, and a clone is a reference count.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ObjectName(Arc<Parts>);
+
+impl fmt::Debug for ObjectName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct Parts {
     raw: String,
     domain_end: usize,
     properties: Vec<(String, String)>,
@@ -35,7 +47,7 @@ impl ObjectName {
         if rest.is_empty() {
             return bad("key properties cannot be empty");
         }
-        let mut name = ObjectName {
+        let mut name = Parts {
             raw: raw.to_string(),
             domain_end: colon,
             properties: Vec::new(),
@@ -103,24 +115,24 @@ impl ObjectName {
             return bad("key properties cannot be empty");
         }
         name.canonical = name.compute_canonical();
-        Ok(name)
+        Ok(ObjectName(Arc::new(name)))
     }
 
     pub fn as_str(&self) -> &str {
-        &self.raw
+        &self.0.raw
     }
 
     pub fn domain(&self) -> &str {
-        &self.raw[..self.domain_end]
+        &self.0.raw[..self.0.domain_end]
     }
 
     /// Key properties in the order written (values as written, quotes kept).
     pub fn properties(&self) -> &[(String, String)] {
-        &self.properties
+        &self.0.properties
     }
 
     pub fn is_pattern(&self) -> bool {
-        self.is_domain_pattern() || self.property_list_pattern || self.value_pattern
+        self.is_domain_pattern() || self.0.property_list_pattern || self.0.value_pattern
     }
 
     /// The domain holds `*` or `?`.
@@ -131,17 +143,18 @@ impl ObjectName {
     /// The key properties end in `,*` (or are just `*`): other keys may
     /// be present in a matching name.
     pub fn is_property_list_pattern(&self) -> bool {
-        self.property_list_pattern
+        self.0.property_list_pattern
     }
 
     /// Some key property value holds an (unescaped) `*` or `?`.
     pub fn is_property_value_pattern(&self) -> bool {
-        self.value_pattern
+        self.0.value_pattern
     }
 
     /// The value of one key property, as written (quotes kept).
     pub fn key_property(&self, key: &str) -> Option<&str> {
-        self.properties
+        self.0
+            .properties
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
@@ -152,12 +165,12 @@ impl ObjectName {
     /// alone) for a property list pattern. Two names are equal for JMX
     /// exactly when their canonical names are.
     pub fn canonical(&self) -> String {
-        self.canonical.clone()
+        self.0.canonical.clone()
     }
 
     /// [`canonical`](Self::canonical) without the copy.
     pub fn canonical_str(&self) -> &str {
-        &self.canonical
+        &self.0.canonical
     }
 
     /// JMX `ObjectName.apply`: does this name (usually a pattern) match
@@ -167,7 +180,7 @@ impl ObjectName {
     /// A pattern `name` never matches (as in JMX), except that two equal
     /// names (same canonical name) always do.
     pub fn matches(&self, name: &ObjectName) -> bool {
-        if self.canonical == name.canonical {
+        if self.0.canonical == name.0.canonical {
             return true;
         }
         if name.is_pattern() || !self.is_pattern() {
@@ -182,14 +195,14 @@ impl ObjectName {
     }
 
     fn match_keys(&self, name: &ObjectName) -> bool {
-        if self.value_pattern
-            && !self.property_list_pattern
-            && name.properties.len() != self.properties.len()
+        if self.0.value_pattern
+            && !self.0.property_list_pattern
+            && name.0.properties.len() != self.0.properties.len()
         {
             return false;
         }
-        if self.value_pattern || self.property_list_pattern {
-            return self.properties.iter().zip(&self.value_patterns).all(
+        if self.0.value_pattern || self.0.property_list_pattern {
+            return self.0.properties.iter().zip(&self.0.value_patterns).all(
                 |((key, value), &is_pattern)| match name.key_property(key) {
                     None => false,
                     Some(v) if is_pattern => wildmatch(v, value),
@@ -203,15 +216,17 @@ impl ObjectName {
 
     /// The part of the canonical name after the domain's `:`.
     fn canonical_properties(&self) -> &str {
-        &self.canonical[self.domain_end + 1..]
+        &self.0.canonical[self.0.domain_end + 1..]
     }
+}
 
+impl Parts {
     fn compute_canonical(&self) -> String {
         let mut sorted: Vec<&(String, String)> = self.properties.iter().collect();
         // Java sorts keys with String.compareTo: UTF-16 code unit order.
         sorted.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
         let mut out = String::with_capacity(self.raw.len() + 2);
-        out.push_str(self.domain());
+        out.push_str(&self.raw[..self.domain_end]);
         out.push(':');
         for (i, (k, v)) in sorted.into_iter().enumerate() {
             if i > 0 {
@@ -275,7 +290,7 @@ pub fn wildmatch(s: &str, pattern: &str) -> bool {
 
 impl fmt::Display for ObjectName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.raw)
+        f.write_str(&self.0.raw)
     }
 }
 
