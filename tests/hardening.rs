@@ -273,17 +273,7 @@ async fn target_names_cannot_be_probed() {
     assert_eq!(entry(0, &beta_url), entry(1, "http://127.0.0.1:1/jolokia"));
 
     // The audit log tells the operator which target it really was.
-    let records: Vec<Value> = jmxgate::audit::chain::files_in(&dir.path().join("audit"))
-        .unwrap()
-        .iter()
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let records = common::audit_records(&dir.path().join("audit"));
     let denied = records
         .iter()
         .find(|r| r["principal"] == "ann" && r["target"] == "beta")

@@ -193,17 +193,7 @@ impl Setup {
 
     /// Every record of the audit files, in order.
     fn records(&self) -> Vec<Value> {
-        jmxgate::audit::chain::files_in(&self.audit_dir())
-            .unwrap()
-            .iter()
-            .flat_map(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap()
-                    .lines()
-                    .map(common::parse)
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+        common::audit_records(&self.audit_dir())
     }
 
     /// After a suite: its calls are in the audit log as MCP records (and
@@ -578,17 +568,7 @@ async fn mcp_over_plain_http_authenticates_checks_origins_and_audits() {
 
     // The audit log: the MCP calls as MCP records, the /jolokia request
     // as a Jolokia one; failed authentications as such.
-    let records: Vec<Value> = jmxgate::audit::chain::files_in(&dir.path().join("audit"))
-        .unwrap()
-        .iter()
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .unwrap()
-                .lines()
-                .map(common::parse)
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let records = common::audit_records(&dir.path().join("audit"));
     let mcp: Vec<&Value> = records.iter().filter(|r| r["channel"] == "mcp").collect();
     let read = mcp
         .iter()
@@ -630,17 +610,9 @@ async fn mcp_over_plain_http_authenticates_checks_origins_and_audits() {
         "failed authentications audited",
         Duration::from_secs(10),
         || {
-            let failures: Vec<Value> = jmxgate::audit::chain::files_in(&dir.path().join("audit"))
-                .unwrap()
-                .iter()
-                .flat_map(|f| {
-                    std::fs::read_to_string(f)
-                        .unwrap()
-                        .lines()
-                        .map(common::parse)
-                        .filter(|r| r["event"] == "auth_failure")
-                        .collect::<Vec<_>>()
-                })
+            let failures: Vec<Value> = common::audit_records(&dir.path().join("audit"))
+                .into_iter()
+                .filter(|r| r["event"] == "auth_failure")
                 .collect();
             async move {
                 let auth: Vec<&Value> = failures.iter().map(|r| &r["auth"]).collect();

@@ -147,15 +147,6 @@ impl SharedConnections {
         Arc::new(SharedConnections::default())
     }
 
-    /// How many distinct HTTP clients the fleet uses.
-    pub fn len(&self) -> usize {
-        self.clients.lock().expect("connections lock").len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn client(&self, settings: ConnectionSettings) -> Result<Arc<HttpClient>, ClientError> {
         let mut clients = self.clients.lock().expect("connections lock");
         if let Some(c) = clients.get(&settings) {

@@ -178,13 +178,6 @@ impl Gateway {
         self.bounds.budget.as_ref().map_or(0, |b| b.available())
     }
 
-    /// Asks every target for its `version` once, concurrently, and records
-    /// health, latency, agent version and protocol.
-    pub async fn probe_targets(&self) {
-        let fleet = self.fleet();
-        futures::future::join_all(fleet.iter().map(|t| t.probe(&self.metrics))).await;
-    }
-
     /// Probes every target once per `health.probe_interval` while the
     /// gateway lives (not at all with `0s`): the first round right away,
     /// later rounds spread evenly over the interval (`health::probe_pacing`),

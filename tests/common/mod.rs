@@ -435,6 +435,22 @@ pub fn basic_auth_config(users: &Path, rest: &str) -> String {
     )
 }
 
+/// Every record of the audit files in `dir`, in order; a line that is not
+/// JSON fails the test.
+pub fn audit_records(dir: &Path) -> Vec<Value> {
+    jmxgate::audit::chain::files_in(dir)
+        .unwrap()
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(parse)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// A port with nothing listening on it.
 pub fn dead_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
