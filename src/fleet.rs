@@ -1,6 +1,6 @@
 //! The configured fleet: the only agents the gateway will ever connect to.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -237,19 +237,18 @@ impl Fleet {
         bounds: &GatewayBounds,
         health: &HealthBook,
     ) -> Result<Fleet, String> {
-        let mut fleet = Fleet::default();
         let shared = SharedConnections::new();
+        let mut built = targets
+            .iter()
+            .map(|t| {
+                build_target(t, defaults, bounds, health, &shared)
+                    .map_err(|e| format!("target \"{}\": {e}", t.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         // Discovered targets come with their own copies of equal labels.
-        let mut label_sets: HashSet<crate::agent_settings::Labels> = HashSet::new();
-        for t in targets {
-            let mut target = build_target(t, defaults, bounds, health, &shared)
-                .map_err(|e| format!("target \"{}\": {e}", t.name))?;
-            match label_sets.get(&target.labels) {
-                Some(set) => target.labels = set.clone(),
-                None => {
-                    label_sets.insert(target.labels.clone());
-                }
-            }
+        crate::agent_settings::share_labels(built.iter_mut().map(|t| &mut t.labels));
+        let mut fleet = Fleet::default();
+        for target in built {
             fleet.insert(target);
         }
         Ok(fleet)
