@@ -8,6 +8,17 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 
+# A clean clone gains nothing from incremental caches, and they are most of
+# a debug build's size: CI builds without them.
+if [ -n "${CI:-}" ]; then
+    export CARGO_INCREMENTAL=0
+fi
+# The linker dies with SIGBUS, not a message, when the disk fills up mid-link.
+free_kb=$(df -Pk . | awk 'NR==2 {print $4}')
+if [ "${free_kb:-0}" -lt $((6 * 1024 * 1024)) ]; then
+    echo "test: warning: only $((free_kb / 1024)) MB free here; the build needs about 6 GB" >&2
+fi
+
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 echo "==> cargo clippy --all-targets -- -D warnings"
