@@ -270,3 +270,58 @@ impl AuditLog {
         let _ = self.writer.append(&Encoded::new(entries), false);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(extra: &str) -> AuditConfig {
+        toml::from_str(&format!("dir = \"/tmp/x\"\n{extra}")).unwrap()
+    }
+
+    #[test]
+    fn the_replica_id_comes_from_the_environment_the_file_or_the_hostname() {
+        let mut c = config("replica_id = \"gw-1\"");
+        assert!(c.problems_with_env(Some("gw-env".into())).is_empty());
+        assert_eq!(c.replica(), "gw-env");
+        let mut c = config("replica_id = \"gw-1\"");
+        assert!(c.problems_with_env(None).is_empty());
+        assert_eq!(c.replica(), "gw-1");
+        let mut c = config("");
+        assert!(c.problems_with_env(None).is_empty());
+        assert_eq!(Some(c.replica().to_string()), hostname());
+    }
+
+    #[test]
+    fn bad_replica_ids_and_keys_are_config_errors() {
+        for bad in ["gw 1", "gw\"1", "", "x/y", "ü"] {
+            let mut c = config(&format!("replica_id = {bad:?}"));
+            let p = c.problems_with_env(None);
+            assert_eq!(p.len(), 1, "{bad:?}: {p:?}");
+            assert!(
+                p[0].starts_with("audit.replica_id: ") && p[0].contains("1 to 64"),
+                "{p:?}"
+            );
+        }
+        let long = "a".repeat(65);
+        assert_eq!(
+            config(&format!("replica_id = {long:?}"))
+                .problems_with_env(None)
+                .len(),
+            1
+        );
+        assert!(config(&format!("replica_id = {:?}", "a".repeat(64)))
+            .problems_with_env(None)
+            .is_empty());
+        let p = config("").problems_with_env(Some("no spaces".into()));
+        assert!(p[0].starts_with("JMXGATE_REPLICA_ID: "), "{p:?}");
+        let p = config("signing_key_file = \"/nonexistent/audit.key\"\ncheckpoint_records = 0")
+            .problems_with_env(Some("gw-1".into()));
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(
+            p[0].contains("/nonexistent/audit.key") && p[0].contains("cannot read"),
+            "{p:?}"
+        );
+        assert!(p[1].starts_with("audit.checkpoint_records"));
+    }
+}

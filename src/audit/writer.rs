@@ -651,4 +651,96 @@ mod tests {
         // 800 items, one log_opened per file, one log_closed per rotation.
         assert_eq!(report.records, 801 + 2 * files.len() as u64 - 2);
     }
+
+    fn signed(sink: FileSink) -> (FileSink, Arc<Signer>) {
+        let signer = Arc::new(Signer::new(super::super::checkpoint::generate().unwrap()));
+        (
+            FileSink {
+                signer: Some(signer.clone()),
+                ..sink
+            },
+            signer,
+        )
+    }
+
+    fn events(dir: &Path) -> Vec<String> {
+        chain::files_in(dir)
+            .unwrap()
+            .iter()
+            .flat_map(|f| {
+                std::fs::read_to_string(f)
+                    .unwrap()
+                    .lines()
+                    .map(|l| {
+                        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                        v["event"].as_str().unwrap().to_string()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn checkpoints_come_by_time_only_when_records_came() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut sink, _) = signed(sink(dir.path(), 1 << 30));
+        sink.checkpoint_interval = Duration::from_millis(50);
+        let metrics = WriterMetrics::default();
+        let (writer, _) = start(sink, metrics.clone()).unwrap();
+        writer.append(&Encoded::new(vec![item(1)]), false).unwrap();
+        let started = Instant::now();
+        while !events(dir.path()).contains(&"checkpoint".to_string()) {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "no checkpoint by time"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(metrics.last_checkpoint.get() > 1_700_000_000);
+        // Nothing new: no more checkpoints.
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(events(dir.path()), ["log_opened", "item", "checkpoint"]);
+    }
+
+    #[test]
+    fn a_rotation_checkpoints_just_before_log_closed_and_a_stop_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sink, signer) = signed(sink(dir.path(), 4096));
+        let (writer, _) = start(sink, WriterMetrics::default()).unwrap();
+        for i in 0..60 {
+            writer.append(&Encoded::new(vec![item(i)]), false).unwrap();
+        }
+        writer.append_last(&Encoded::new(vec![item(60)])).unwrap();
+        let events = events(dir.path());
+        let closes: Vec<usize> = (0..events.len())
+            .filter(|&i| events[i] == "log_closed")
+            .collect();
+        assert!(closes.len() > 1, "rotated: {events:?}");
+        for i in closes {
+            assert_eq!(events[i - 1], "checkpoint", "{events:?}");
+        }
+        assert_eq!(events.last().map(String::as_str), Some("checkpoint"));
+        let mut keys = super::super::checkpoint::Keyring::default();
+        keys.add(signer.verifying_key());
+        let files = chain::files_in(dir.path()).unwrap();
+        let report = chain::verify_with(&files, Some(&keys)).unwrap();
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        assert_eq!(report.unproven(), 0);
+        assert_eq!(report.replica.as_deref(), Some("gw-test"));
+    }
+
+    #[test]
+    fn without_a_key_there_are_no_checkpoints_but_a_replica() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, _) = start(sink(dir.path(), 1 << 30), WriterMetrics::default()).unwrap();
+        for i in 0..1500 {
+            writer.append(&Encoded::new(vec![item(i)]), false).unwrap();
+        }
+        writer.append_last(&Encoded::new(vec![item(0)])).unwrap();
+        assert!(!events(dir.path()).contains(&"checkpoint".to_string()));
+        let text = std::fs::read_to_string(&chain::files_in(dir.path()).unwrap()[0]).unwrap();
+        assert!(text
+            .lines()
+            .all(|l| l.starts_with("{\"seq\":") && l.contains(",\"replica\":\"gw-test\",")));
+    }
 }
