@@ -125,7 +125,7 @@ enum AuditCmd {
         /// allowed, denied or invalid.
         #[arg(long, value_parser = ["allowed", "denied", "invalid"])]
         decision: Option<String>,
-        /// item, auth_failure, target_list, log_opened, log_closed.
+        /// item, auth_failure, target_list, log_opened, log_closed, checkpoint.
         #[arg(long)]
         event: Option<String>,
         /// mcp (AI assistants' tool calls) or jolokia (everything else).
