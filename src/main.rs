@@ -87,13 +87,28 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum AuditCmd {
-    /// Verify the hash chain: report the first edited, removed or reordered
-    /// record, and a truncated tail. Exit status 0 intact (a truncated
-    /// tail is a warning), 1 tampered, 2 unreadable.
+    /// Verify the hash chain of each replica's records: report the first
+    /// edited, removed or reordered record, and a truncated tail; with
+    /// --public-key, also every signed checkpoint. Exit status 0 intact (a
+    /// truncated tail is a warning), 1 tampered, a bad signature, or (with
+    /// --public-key) a replica without checkpoints, 2 unreadable.
     Verify {
-        /// Audit files or directories (their audit-*.jsonl files).
+        /// Audit files or directories (their audit-*.jsonl files); files of
+        /// several replicas may be given together.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// A public key (the FILE.pub of `audit keygen`) that checkpoints
+        /// may be signed with; repeat it for keys used before a rotation.
+        /// Makes checkpoints required.
+        #[arg(long = "public-key", value_name = "FILE")]
+        public_keys: Vec<PathBuf>,
+    },
+    /// Make an Ed25519 key for signing checkpoints (audit.signing_key_file):
+    /// writes the private key to FILE (mode 0600) and the public key to
+    /// FILE.pub, and prints the key id. Never overwrites.
+    Keygen {
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
     },
     /// Print the records that match every given filter.
     Query {
@@ -110,7 +125,7 @@ enum AuditCmd {
         /// allowed, denied or invalid.
         #[arg(long, value_parser = ["allowed", "denied", "invalid"])]
         decision: Option<String>,
-        /// item, auth_failure, target_list, log_opened, log_closed.
+        /// item, auth_failure, target_list, log_opened, log_closed, checkpoint.
         #[arg(long)]
         event: Option<String>,
         /// mcp (AI assistants' tool calls) or jolokia (everything else).
@@ -199,8 +214,11 @@ fn main() -> ExitCode {
         },
         Cmd::HashPassword { bcrypt } => hash_password(bcrypt),
         Cmd::Audit {
-            command: AuditCmd::Verify { files },
-        } => audit_verify(&files),
+            command: AuditCmd::Verify { files, public_keys },
+        } => audit_verify(&files, &public_keys),
+        Cmd::Audit {
+            command: AuditCmd::Keygen { out },
+        } => audit_keygen(&out),
         Cmd::Audit {
             command:
                 AuditCmd::Query {
@@ -459,6 +477,11 @@ async fn shutdown_signal() {
 
 /// Files as given, directories replaced by their audit files, in chain order.
 fn audit_files(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    jmxgate::audit::chain::order_files(&audit_paths(paths)?)
+}
+
+/// Files as given, directories replaced by their audit files.
+fn audit_paths(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -467,46 +490,128 @@ fn audit_files(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
             files.push(p.clone());
         }
     }
-    jmxgate::audit::chain::order_files(&files)
+    Ok(files)
 }
 
-fn audit_verify(paths: &[PathBuf]) -> ExitCode {
-    use jmxgate::audit::chain;
-    let report = match audit_files(paths).and_then(|f| chain::verify(&f)) {
-        Ok(r) => r,
+/// `audit keygen`: a new signing key and its public key.
+fn audit_keygen(out: &std::path::Path) -> ExitCode {
+    match jmxgate::audit::checkpoint::keygen(out) {
+        Ok(id) => {
+            println!("key id: {id}");
+            println!(
+                "private key: {} (set audit.signing_key_file to it)",
+                out.display()
+            );
+            println!(
+                "public key: {} (for `jmxgate audit verify --public-key`)",
+                jmxgate::audit::checkpoint::public_key_path(out).display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("jmxgate: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn audit_verify(paths: &[PathBuf], public_keys: &[PathBuf]) -> ExitCode {
+    use jmxgate::audit::{chain, checkpoint::Keyring};
+    let keys = match Keyring::load(public_keys) {
+        Ok(k) => (!public_keys.is_empty()).then_some(k),
         Err(e) => {
             eprintln!("jmxgate: {e}");
             return ExitCode::from(2);
         }
     };
+    let groups = match audit_paths(paths).and_then(|f| chain::by_replica(&f)) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("jmxgate: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut failed = false;
+    for (replica, files) in &groups {
+        let report = match chain::verify_with(files, keys.as_ref()) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("jmxgate: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let who = match replica {
+            Some(r) => format!(" replica {r}"),
+            None => String::new(),
+        };
+        failed |= print_verified(&who, &report, keys.is_some());
+    }
+    if keys.is_none() {
+        println!("note: checkpoint signatures were not checked; give --public-key to check them");
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Prints one replica's report; true when it fails.
+fn print_verified(who: &str, report: &jmxgate::audit::chain::Report, keys: bool) -> bool {
+    use jmxgate::audit::chain::Problem;
     if let Some(seq) = report.anchored_at {
-        println!("note: the files start at seq {seq}; the chain is checked from there on");
+        println!("note{who}: the files start at seq {seq}; the chain is checked from there on");
     }
     for f in &report.findings {
-        let level = if report.tampered() && f.problem != chain::Problem::TornTail {
-            "TAMPERED"
-        } else {
-            "warning"
+        let level = match f.problem {
+            Problem::TornTail => "warning",
+            Problem::UnknownKey(_) => "error",
+            _ => "TAMPERED",
         };
-        println!("{level}: {f}");
+        println!("{level}{who}: {f}");
     }
     let range = match (report.first_seq, report.last_seq) {
         (Some(a), Some(b)) => format!(", seq {a}..={b}"),
         _ => String::new(),
     };
+    let counted = format!(
+        "{} records in {} file(s){range}",
+        report.records, report.files
+    );
     if report.tampered() {
-        println!(
-            "FAILED: {} records in {} file(s){range}: the chain is broken",
-            report.records, report.files
-        );
-        ExitCode::from(1)
-    } else {
-        println!(
-            "OK: {} records in {} file(s){range}, chain intact",
-            report.records, report.files
-        );
-        ExitCode::SUCCESS
+        let what = if report
+            .findings
+            .iter()
+            .all(|f| matches!(f.problem, Problem::UnknownKey(_) | Problem::TornTail))
+        {
+            "a checkpoint's key is not known"
+        } else {
+            "the chain is broken"
+        };
+        println!("FAILED{who}: {counted}: {what}");
+        return true;
     }
+    if !keys {
+        println!("OK{who}: {counted}, chain intact");
+        return false;
+    }
+    let Some(proof) = &report.proven else {
+        println!(
+            "FAILED{who}: {counted}, chain intact, but no checkpoint: nothing in it is proven \
+             (was audit.signing_key_file set when they were written?)"
+        );
+        return true;
+    };
+    let unproven = match report.unproven() {
+        0 => String::new(),
+        1 => "; 1 record after the last checkpoint is not yet proven".into(),
+        n => format!("; {n} records after the last checkpoint are not yet proven"),
+    };
+    println!(
+        "OK{who}: {counted}, chain intact; proven by checkpoints up to seq {} ({}, key {}){unproven}",
+        proof.seq, proof.time, proof.key_id
+    );
+    false
 }
 
 fn audit_query(

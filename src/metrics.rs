@@ -98,6 +98,8 @@ pub struct Metrics {
     pub audit_failures: Counter,
     pub audit_queue: Gauge,
     pub audit_fsync_seconds: Histogram,
+    /// Unix time of the last signed audit checkpoint.
+    pub audit_last_checkpoint: Gauge,
     pub reloads: Family<StatusLabel, Counter>,
     pub mcp_tool_calls: Family<ToolLabels, Counter>,
 }
@@ -124,6 +126,7 @@ impl Metrics {
             audit_failures: Counter::default(),
             audit_queue: Gauge::default(),
             audit_fsync_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
+            audit_last_checkpoint: Gauge::default(),
             reloads: Family::default(),
             mcp_tool_calls: Family::default(),
             registry: Registry::default(),
@@ -194,6 +197,11 @@ impl Metrics {
             m.audit_fsync_seconds.clone(),
         );
         registry.register(
+            "audit_last_checkpoint_timestamp_seconds",
+            "Unix time of the last signed audit checkpoint (0: none since the start; alert on time() minus it)",
+            m.audit_last_checkpoint.clone(),
+        );
+        registry.register(
             "config_reloads",
             "Configuration reloads, by result",
             m.reloads.clone(),
@@ -216,6 +224,7 @@ impl Metrics {
             failures: self.audit_failures.clone(),
             queue: self.audit_queue.clone(),
             fsync_seconds: Some(self.audit_fsync_seconds.clone()),
+            last_checkpoint: self.audit_last_checkpoint.clone(),
         }
     }
 

@@ -5,12 +5,17 @@
 //!
 //! A line is `{…,"seq":N,…,"prev":"<hex>","hash":"<hex>"}`; `hash` is the
 //! SHA-256 of the line with `,"hash":"<hex>"` removed, exactly as written.
+//!
+//! The chain alone can be recomputed by whoever edits the files; signed
+//! `checkpoint` records (see `checkpoint`) anchor it, and [`verify_with`]
+//! checks them against the chain as it is now.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::checkpoint::{Keyring, Rejected};
 use super::record::hex;
 
 /// `prev` of the very first record.
@@ -27,22 +32,27 @@ pub fn seal_in_place(buf: &mut Vec<u8>, start: usize) -> String {
     hash
 }
 
-/// Writes `records` as sealed lines into `buf`, numbered from `seq` and
-/// chained from `prev`; returns the next `seq` and the last hash. The
-/// lines are exactly what serialising each [`super::Entry`] with its `seq`
-/// and `prev` set would give, then sealed.
+/// Writes `records` as sealed lines into `buf`, numbered from `seq`,
+/// chained from `prev` and marked as written by `replica`; returns the
+/// next `seq` and the last hash. The lines are exactly what serialising
+/// each [`super::Entry`] with its `seq`, `replica` and `prev` set would
+/// give, then sealed.
 pub fn seal_records(
     records: &super::record::Encoded,
     mut seq: u64,
     prev: &str,
+    replica: &str,
     buf: &mut Vec<u8>,
 ) -> (u64, String) {
     let mut prev = prev.to_string();
-    buf.reserve(records.text_len() + records.len() * 200);
+    let replica = serde_json::to_string(replica).expect("a string serialises");
+    buf.reserve(records.text_len() + records.len() * (200 + replica.len()));
     for body in records.bodies() {
         let start = buf.len();
         buf.extend_from_slice(b"{\"seq\":");
         buf.extend_from_slice(seq.to_string().as_bytes());
+        buf.extend_from_slice(b",\"replica\":");
+        buf.extend_from_slice(replica.as_bytes());
         buf.push(b',');
         buf.extend_from_slice(body);
         buf.extend_from_slice(b",\"prev\":\"");
@@ -77,6 +87,11 @@ pub enum Problem {
     /// The last line of the last file ends without a newline: a write cut
     /// short (a crash mid-write), or a truncated file.
     TornTail,
+    /// A checkpoint's signature does not hold for the chain as it is now:
+    /// a record before it was changed and the chain recomputed.
+    BadSignature,
+    /// A checkpoint signed with a key none of the given public keys is.
+    UnknownKey(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +106,23 @@ pub struct Finding {
 impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.file.display(), self.line)?;
+        let at = self.seq.unwrap_or_default();
+        match &self.problem {
+            Problem::BadSignature => {
+                return write!(
+                    f,
+                    ": checkpoint at seq {at}: signature does not match \u{2014} records before it were changed"
+                )
+            }
+            Problem::UnknownKey(id) => {
+                return write!(
+                    f,
+                    ": checkpoint at seq {at}: signed by key {id}, which no --public-key file holds; \
+                     give that key's .pub file too (after a key rotation, the old key's)"
+                )
+            }
+            _ => {}
+        }
         if let Some(s) = self.seq {
             write!(f, " (seq {s})")?;
         }
@@ -106,13 +138,24 @@ impl std::fmt::Display for Finding {
                 ": record does not follow the previous one (a record before it was replaced or reordered)"
             ),
             Problem::TornTail => write!(f, ": truncated tail (last line incomplete: a write cut short)"),
+            Problem::BadSignature | Problem::UnknownKey(_) => Ok(()),
         }
     }
+}
+
+/// A checkpoint whose signature holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proof {
+    pub seq: u64,
+    pub time: String,
+    pub key_id: String,
 }
 
 /// The result of checking a set of files.
 #[derive(Debug, Default)]
 pub struct Report {
+    /// Who wrote the records (`None`: files from before replica ids).
+    pub replica: Option<String>,
     pub files: usize,
     pub records: u64,
     pub first_seq: Option<u64>,
@@ -121,6 +164,11 @@ pub struct Report {
     /// don't start at the beginning of the log).
     pub anchored_at: Option<u64>,
     pub findings: Vec<Finding>,
+    /// `checkpoint` records seen (signatures checked or not).
+    pub checkpoints: u64,
+    /// The last checkpoint whose signature holds (only when keys were
+    /// given).
+    pub proven: Option<Proof>,
 }
 
 impl Report {
@@ -128,6 +176,48 @@ impl Report {
     pub fn tampered(&self) -> bool {
         self.findings.iter().any(|f| f.problem != Problem::TornTail)
     }
+
+    /// Records after the last proven checkpoint (all of them without one).
+    pub fn unproven(&self) -> u64 {
+        match (&self.proven, self.last_seq) {
+            (Some(p), Some(last)) => last.saturating_sub(p.seq),
+            _ => self.records,
+        }
+    }
+}
+
+/// The `seq` and `replica` of a file's first readable record.
+fn first_record(file: &Path) -> std::io::Result<(Option<u64>, Option<String>)> {
+    let text = std::fs::read_to_string(file)?;
+    for line in text.lines() {
+        if let Ok(v) = serde_json::from_str::<Value>(line) {
+            if let Some(seq) = v.get("seq").and_then(Value::as_u64) {
+                let replica = v.get("replica").and_then(Value::as_str).map(str::to_string);
+                return Ok((Some(seq), replica));
+            }
+        }
+    }
+    Ok((None, None))
+}
+
+/// Files grouped by the replica that wrote them (each file is written by
+/// one gateway: the `replica` of its first record; `None` for files from
+/// before replica ids), each group in chain order, groups by name.
+pub fn by_replica(files: &[PathBuf]) -> std::io::Result<Vec<(Option<String>, Vec<PathBuf>)>> {
+    let mut keyed = Vec::new();
+    for f in files {
+        let (seq, replica) = first_record(f)?;
+        keyed.push((replica, seq.unwrap_or(u64::MAX), f.clone()));
+    }
+    keyed.sort();
+    let mut groups: Vec<(Option<String>, Vec<PathBuf>)> = Vec::new();
+    for (replica, _, file) in keyed {
+        match groups.last_mut() {
+            Some((r, files)) if *r == replica => files.push(file),
+            _ => groups.push((replica, vec![file])),
+        }
+    }
+    Ok(groups)
 }
 
 /// Orders files by the `seq` of their first record (file names sort the
@@ -161,8 +251,15 @@ pub fn files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Verifies files in the given order as one chain.
+/// Verifies files in the given order as one chain, without checking
+/// checkpoint signatures.
 pub fn verify(files: &[PathBuf]) -> std::io::Result<Report> {
+    verify_with(files, None)
+}
+
+/// Verifies files in the given order as one chain (one replica's); with
+/// `keys`, also every checkpoint's signature against the chain as it is.
+pub fn verify_with(files: &[PathBuf], keys: Option<&Keyring>) -> std::io::Result<Report> {
     let mut report = Report {
         files: files.len(),
         ..Report::default()
@@ -218,6 +315,15 @@ pub fn verify(files: &[PathBuf]) -> std::io::Result<Report> {
             report.records += 1;
             report.first_seq.get_or_insert(seq);
             report.last_seq = Some(seq);
+            let field = |name: &str| {
+                value
+                    .as_ref()
+                    .and_then(|v| v.get(name))
+                    .and_then(Value::as_str)
+            };
+            if report.replica.is_none() {
+                report.replica = field("replica").map(str::to_string);
+            }
             match &last {
                 None => {
                     if seq != 0 || prev != GENESIS {
@@ -239,6 +345,29 @@ pub fn verify(files: &[PathBuf]) -> std::io::Result<Report> {
                     };
                     if let Some(p) = problem {
                         report.findings.push(at(Some(seq), p));
+                    }
+                }
+            }
+            if field("event") == Some("checkpoint") {
+                report.checkpoints += 1;
+                if let Some(keys) = keys {
+                    let key_id = field("key_id").unwrap_or_default();
+                    let replica = field("replica").unwrap_or_default();
+                    let sig = field("sig").unwrap_or_default();
+                    match keys.verify(key_id, replica, seq, &prev, sig) {
+                        Ok(()) => {
+                            report.proven = Some(Proof {
+                                seq,
+                                time: field("time").unwrap_or_default().to_string(),
+                                key_id: key_id.to_string(),
+                            })
+                        }
+                        Err(Rejected::Mismatch) => {
+                            report.findings.push(at(Some(seq), Problem::BadSignature))
+                        }
+                        Err(Rejected::UnknownKey(id)) => {
+                            report.findings.push(at(Some(seq), Problem::UnknownKey(id)))
+                        }
                     }
                 }
             }
@@ -267,6 +396,26 @@ pub fn last_record(file: &Path) -> std::io::Result<Option<(u64, String)>> {
         }
     }
     Ok(None)
+}
+
+/// The `seq` of the last intact checkpoint in a file.
+pub fn last_checkpoint(file: &Path) -> std::io::Result<Option<u64>> {
+    let text = std::fs::read_to_string(file)?;
+    Ok(text
+        .lines()
+        .rev()
+        .filter(|l| l.contains("\"event\":\"checkpoint\"") && unseal(l).is_some())
+        .find_map(|l| {
+            serde_json::from_str::<Value>(l)
+                .ok()
+                .filter(|v| v.get("event").and_then(Value::as_str) == Some("checkpoint"))
+                .and_then(|v| v.get("seq").and_then(Value::as_u64))
+        }))
+}
+
+/// The `seq` of a file's first readable record.
+pub fn first_seq(file: &Path) -> std::io::Result<Option<u64>> {
+    first_record(file).map(|(seq, _)| seq)
 }
 
 #[cfg(test)]
@@ -304,6 +453,7 @@ mod tests {
             &super::super::Encoded::new(entries.clone()),
             41,
             GENESIS,
+            "gw-1",
             &mut buf,
         );
         assert_eq!(next, 43);
@@ -312,6 +462,7 @@ mod tests {
         let mut prev = GENESIS.to_string();
         for (i, (line, mut e)) in lines.iter().zip(entries).enumerate() {
             e.seq = 41 + i as u64;
+            e.replica = Some("gw-1".into());
             e.prev = prev.clone();
             let (expected, hash) = seal(&serde_json::to_string(&e).unwrap());
             assert_eq!(*line, expected);

@@ -1,9 +1,12 @@
 //! The audit log: one record per request item and per failed
 //! authentication, in JSON Lines files that are hash-chained across
 //! records and files (`chain`), appended by the requests themselves and
-//! made durable with group commit (`writer`). `jmxgate audit verify` and `jmxgate audit query` read them.
+//! made durable with group commit (`writer`), and anchored by signed
+//! checkpoints (`checkpoint`). `jmxgate audit verify` and `jmxgate audit
+//! query` read them.
 
 pub mod chain;
+pub mod checkpoint;
 pub mod query;
 pub mod record;
 mod writer;
@@ -60,6 +63,55 @@ pub struct AuditConfig {
     /// How written values and exec arguments are recorded.
     #[serde(default)]
     pub values: ValueMode,
+    /// The `replica` of every record: which gateway wrote it. Default: the
+    /// machine's hostname; `JMXGATE_REPLICA_ID` overrides both. Resolved
+    /// by [`AuditConfig::problems`].
+    #[serde(default)]
+    pub replica_id: Option<String>,
+    /// Ed25519 private key (PKCS#8 PEM) that signs checkpoints; without
+    /// it, no checkpoints are written.
+    #[serde(default)]
+    pub signing_key_file: Option<PathBuf>,
+    /// A checkpoint after this many records…
+    #[serde(default = "default_checkpoint_records")]
+    pub checkpoint_records: u64,
+    /// …or after this long, when records were written since the last one.
+    #[serde(default = "default_checkpoint_interval", with = "humantime_serde")]
+    pub checkpoint_interval: Duration,
+}
+
+/// Overrides `audit.replica_id` (one config file for several replicas).
+pub const REPLICA_ENV: &str = "JMXGATE_REPLICA_ID";
+
+fn default_checkpoint_records() -> u64 {
+    1000
+}
+
+fn default_checkpoint_interval() -> Duration {
+    Duration::from_secs(60)
+}
+
+/// The machine's hostname, for the default replica id.
+fn hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+}
+
+/// Why `id` can't be a replica id: it goes into syslog fields and file
+/// listings as it is.
+pub fn replica_id_problem(id: &str) -> Option<String> {
+    let ok = (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    (!ok).then(|| {
+        format!(
+            "{id:?} is not a replica id: use 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-'"
+        )
+    })
 }
 
 fn default_rotate_bytes() -> u64 {
@@ -75,6 +127,57 @@ impl AuditConfig {
         if self.dir.is_relative() {
             self.dir = base.join(&self.dir);
         }
+        if let Some(key) = &mut self.signing_key_file {
+            if key.is_relative() {
+                *key = base.join(&*key);
+            }
+        }
+    }
+
+    /// Sets `replica_id` from `JMXGATE_REPLICA_ID`, the file or the
+    /// hostname, and checks it and the signing key; returns what is wrong.
+    pub fn problems(&mut self) -> Vec<String> {
+        self.problems_with_env(std::env::var(REPLICA_ENV).ok())
+    }
+
+    fn problems_with_env(&mut self, env: Option<String>) -> Vec<String> {
+        let mut problems = Vec::new();
+        let (key, id) = match env.filter(|e| !e.is_empty()) {
+            Some(e) => (REPLICA_ENV, Some(e)),
+            None => match self.replica_id.take() {
+                Some(id) => ("audit.replica_id", Some(id)),
+                None => ("audit.replica_id (the hostname)", hostname()),
+            },
+        };
+        match id {
+            None => problems.push(
+                "audit.replica_id: not set and the hostname is unknown; set it (or JMXGATE_REPLICA_ID)"
+                    .into(),
+            ),
+            Some(id) => {
+                if let Some(p) = replica_id_problem(&id) {
+                    problems.push(format!("{key}: {p}"));
+                }
+                self.replica_id = Some(id);
+            }
+        }
+        if let Some(file) = &self.signing_key_file {
+            if let Err(e) = checkpoint::Signer::load(file) {
+                problems.push(e);
+            }
+        }
+        if self.checkpoint_records == 0 {
+            problems.push("audit.checkpoint_records: must be 1 or more".into());
+        }
+        if self.checkpoint_interval.is_zero() {
+            problems.push("audit.checkpoint_interval: must be longer than 0s".into());
+        }
+        problems
+    }
+
+    /// The resolved replica id (see [`AuditConfig::problems`]).
+    pub fn replica(&self) -> &str {
+        self.replica_id.as_deref().unwrap_or("unknown")
     }
 }
 
@@ -88,6 +191,12 @@ pub struct AuditLog {
 
 impl AuditLog {
     pub fn start(config: &AuditConfig, metrics: WriterMetrics) -> Result<AuditLog, String> {
+        let signer = config
+            .signing_key_file
+            .as_deref()
+            .map(checkpoint::Signer::load)
+            .transpose()?
+            .map(Arc::new);
         let (writer, health) = writer::start(
             writer::FileSink {
                 dir: config.dir.clone(),
@@ -95,6 +204,10 @@ impl AuditLog {
                 rotate_after: config.rotate_after.max(Duration::from_secs(1)),
                 durable_all: config.durable == Durability::All,
                 stdout: config.stdout,
+                replica: config.replica().to_string(),
+                signer,
+                checkpoint_records: config.checkpoint_records.max(1),
+                checkpoint_interval: config.checkpoint_interval.max(Duration::from_millis(10)),
             },
             metrics,
         )?;
@@ -125,9 +238,9 @@ impl AuditLog {
         }
     }
 
-    /// Ends the current file with a `log_closed` record, on disk, when the
-    /// gateway stops (a crash leaves no such record; `verify` doesn't need
-    /// one).
+    /// Ends the current file with a `log_closed` record and, with a key, a
+    /// checkpoint after it, on disk, when the gateway stops (a crash leaves
+    /// neither; `verify` doesn't need them).
     pub async fn close(&self) -> Result<(), String> {
         let closing = Entry {
             time: record::now_rfc3339(),
@@ -135,7 +248,12 @@ impl AuditLog {
             note: Some("gateway stopped".into()),
             ..Entry::default()
         };
-        self.write(vec![closing], true).await
+        match self.writer.append_last(&Encoded::new(vec![closing]))? {
+            Some(done) => done
+                .await
+                .unwrap_or_else(|_| Err("the audit sync thread has stopped".into())),
+            None => Ok(()),
+        }
     }
 
     /// Asks a failed log to try again (it does so at most once a second);
@@ -150,5 +268,60 @@ impl AuditLog {
     /// for the disk). A failure is counted and logged by the writer.
     pub fn write_later(&self, entries: Vec<Entry>) {
         let _ = self.writer.append(&Encoded::new(entries), false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(extra: &str) -> AuditConfig {
+        toml::from_str(&format!("dir = \"/tmp/x\"\n{extra}")).unwrap()
+    }
+
+    #[test]
+    fn the_replica_id_comes_from_the_environment_the_file_or_the_hostname() {
+        let mut c = config("replica_id = \"gw-1\"");
+        assert!(c.problems_with_env(Some("gw-env".into())).is_empty());
+        assert_eq!(c.replica(), "gw-env");
+        let mut c = config("replica_id = \"gw-1\"");
+        assert!(c.problems_with_env(None).is_empty());
+        assert_eq!(c.replica(), "gw-1");
+        let mut c = config("");
+        assert!(c.problems_with_env(None).is_empty());
+        assert_eq!(Some(c.replica().to_string()), hostname());
+    }
+
+    #[test]
+    fn bad_replica_ids_and_keys_are_config_errors() {
+        for bad in ["gw 1", "gw\"1", "", "x/y", "ü"] {
+            let mut c = config(&format!("replica_id = {bad:?}"));
+            let p = c.problems_with_env(None);
+            assert_eq!(p.len(), 1, "{bad:?}: {p:?}");
+            assert!(
+                p[0].starts_with("audit.replica_id: ") && p[0].contains("1 to 64"),
+                "{p:?}"
+            );
+        }
+        let long = "a".repeat(65);
+        assert_eq!(
+            config(&format!("replica_id = {long:?}"))
+                .problems_with_env(None)
+                .len(),
+            1
+        );
+        assert!(config(&format!("replica_id = {:?}", "a".repeat(64)))
+            .problems_with_env(None)
+            .is_empty());
+        let p = config("").problems_with_env(Some("no spaces".into()));
+        assert!(p[0].starts_with("JMXGATE_REPLICA_ID: "), "{p:?}");
+        let p = config("signing_key_file = \"/nonexistent/audit.key\"\ncheckpoint_records = 0")
+            .problems_with_env(Some("gw-1".into()));
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(
+            p[0].contains("/nonexistent/audit.key") && p[0].contains("cannot read"),
+            "{p:?}"
+        );
+        assert!(p[1].starts_with("audit.checkpoint_records"));
     }
 }

@@ -10,9 +10,14 @@ use sha2::{Digest, Sha256};
 pub struct Entry {
     /// Position in the whole log, across files; set by the writer.
     pub seq: u64,
+    /// The gateway that wrote it (`audit.replica_id`); set by the writer.
+    /// Files written before replicas had ids lack it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
     /// RFC 3339, UTC, milliseconds.
     pub time: String,
-    /// `item`, `auth_failure`, `target_list`, `log_opened`, `log_closed`.
+    /// `item`, `auth_failure`, `target_list`, `log_opened`, `log_closed`,
+    /// `checkpoint`.
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
@@ -67,6 +72,18 @@ pub struct Entry {
     /// Free text: why authentication failed, which file came before, …
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// A checkpoint's signing key (see `checkpoint::key_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    /// The first record a checkpoint is the first to prove.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seq: Option<u64>,
+    /// The last record a checkpoint proves (its own `seq` - 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seq: Option<u64>,
+    /// A checkpoint's base64 Ed25519 signature (see `checkpoint::message`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<String>,
     /// Hash of the previous record; set by the writer.
     pub prev: String,
 }
@@ -78,6 +95,8 @@ pub struct Entry {
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct EntryRef<'a> {
     pub seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica: Option<&'a str>,
     pub time: &'a str,
     pub event: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -124,6 +143,14 @@ pub struct EntryRef<'a> {
     pub latency_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_seq: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_seq: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sig: Option<&'a str>,
     pub prev: &'a str,
 }
 
@@ -140,6 +167,7 @@ impl<'a> From<&'a Entry> for EntryRef<'a> {
     fn from(e: &'a Entry) -> EntryRef<'a> {
         EntryRef {
             seq: e.seq,
+            replica: e.replica.as_deref(),
             time: &e.time,
             event: &e.event,
             request_id: e.request_id.as_deref(),
@@ -164,14 +192,18 @@ impl<'a> From<&'a Entry> for EntryRef<'a> {
             error_type: e.error_type.as_deref(),
             latency_ms: e.latency_ms,
             note: e.note.as_deref(),
+            key_id: e.key_id.as_deref(),
+            first_seq: e.first_seq,
+            last_seq: e.last_seq,
+            sig: e.sig.as_deref(),
             prev: &e.prev,
         }
     }
 }
 
 /// Records serialised before the writer's lock is taken: for each, the
-/// JSON text between `seq` (first) and `prev` (last), which only the
-/// writer knows. `chain::seal_records` puts them around it.
+/// JSON text between `seq` and `replica` (first) and `prev` (last), which
+/// only the writer knows. `chain::seal_records` puts them around it.
 #[derive(Debug, Default)]
 pub struct Encoded {
     text: Vec<u8>,
@@ -194,11 +226,13 @@ impl Encoded {
         encoded
     }
 
-    /// Serialises one more record; its `seq` and `prev` are ignored.
+    /// Serialises one more record; its `seq`, `replica` and `prev` are
+    /// ignored.
     pub fn push(&mut self, record: &EntryRef<'_>) {
         let start = self.text.len();
         let record = EntryRef {
             seq: 0,
+            replica: None,
             prev: "",
             ..*record
         };
@@ -227,7 +261,8 @@ impl Encoded {
         self.text.len()
     }
 
-    /// Each record's fields between `seq` and `prev`, without the commas.
+    /// Each record's fields between `seq` (and `replica`) and `prev`,
+    /// without the commas.
     pub fn bodies(&self) -> impl Iterator<Item = &[u8]> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
         starts.zip(&self.ends).map(|(s, &e)| &self.text[s..e])
@@ -297,6 +332,7 @@ mod tests {
     fn every_field() -> Entry {
         Entry {
             seq: 7,
+            replica: Some("gw-1".into()),
             time: "2026-11-22T10:00:00.000Z".into(),
             event: "item".into(),
             request_id: Some("r-1".into()),
@@ -321,6 +357,10 @@ mod tests {
             error_type: Some("java.lang.Exception".into()),
             latency_ms: Some(1.25),
             note: Some("n\u{e9}".into()),
+            key_id: Some("0123456789abcdef".into()),
+            first_seq: Some(1),
+            last_seq: Some(6),
+            sig: Some("c2ln".into()),
             prev: "p".into(),
         }
     }
@@ -364,7 +404,7 @@ mod tests {
         let encoded = Encoded::new(vec![every_field(), every_field()]);
         let whole = serde_json::to_string(&every_field()).unwrap();
         let body = whole
-            .strip_prefix("{\"seq\":7,")
+            .strip_prefix("{\"seq\":7,\"replica\":\"gw-1\",")
             .and_then(|b| b.strip_suffix(",\"prev\":\"p\"}"))
             .unwrap();
         let bodies: Vec<&[u8]> = encoded.bodies().collect();

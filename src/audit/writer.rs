@@ -4,13 +4,18 @@
 //! durable are then handed to the sync thread, which makes everything
 //! written so far durable with one `fdatasync` (group commit), so many
 //! concurrent requests share the cost of one disk flush.
+//!
+//! With a signing key, the writer also appends signed `checkpoint` records
+//! (every `checkpoint_records` records, every `checkpoint_interval` when
+//! records came meanwhile, before a rotation's `log_closed`, and last at
+//! shutdown); a thread of its own wakes for the interval.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as sync_mpsc;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::counter::Counter;
@@ -19,6 +24,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::oneshot;
 
 use super::chain::{self, GENESIS};
+use super::checkpoint::Signer;
 use super::record::{now_rfc3339, Encoded, Entry};
 
 /// The metric handles the writer feeds.
@@ -29,6 +35,8 @@ pub struct WriterMetrics {
     /// Requests waiting for their records to be made durable.
     pub queue: Gauge,
     pub fsync_seconds: Option<Histogram>,
+    /// Unix time of the last checkpoint written (0: none yet).
+    pub last_checkpoint: Gauge,
 }
 
 /// Shared state readers of the log (pipeline, readiness) look at.
@@ -75,6 +83,14 @@ pub struct FileSink {
     pub durable_all: bool,
     /// Also print every line to stdout.
     pub stdout: bool,
+    /// `replica` of every record.
+    pub replica: String,
+    /// Signs checkpoints; none without a key.
+    pub signer: Option<Arc<Signer>>,
+    /// A checkpoint after this many records…
+    pub checkpoint_records: u64,
+    /// …or after this long, when records were written meanwhile.
+    pub checkpoint_interval: Duration,
 }
 
 /// One audit file; shared with the sync thread, which may still flush it
@@ -106,6 +122,12 @@ struct Log {
     prev: String,
     open: Option<Open>,
     last_recovery_try: Option<Instant>,
+    /// Records written since the last checkpoint (checkpoints not counted).
+    since_checkpoint: u64,
+    /// The first of them: the next checkpoint's `first_seq`.
+    uncovered_from: u64,
+    last_checkpoint: Instant,
+    last_checkpoint_gauge: Gauge,
 }
 
 /// Work for the sync thread, done in arrival order.
@@ -147,6 +169,8 @@ pub fn start(sink: FileSink, metrics: WriterMetrics) -> Result<(Arc<Writer>, Arc
         None => (0, GENESIS.to_string()),
     };
     let previous = files.last().map(|f| f.display().to_string());
+    let uncovered_from = first_unproven(&files, next_seq)?;
+    let last_checkpoint_gauge = metrics.last_checkpoint.clone();
     let health = Arc::new(Health {
         metrics,
         ..Health::default()
@@ -158,6 +182,10 @@ pub fn start(sink: FileSink, metrics: WriterMetrics) -> Result<(Arc<Writer>, Arc
         prev,
         open: None,
         last_recovery_try: None,
+        since_checkpoint: next_seq - uncovered_from,
+        uncovered_from,
+        last_checkpoint: Instant::now(),
+        last_checkpoint_gauge,
     };
     let why = previous
         .map(|p| format!("continues {p}"))
@@ -170,12 +198,57 @@ pub fn start(sink: FileSink, metrics: WriterMetrics) -> Result<(Arc<Writer>, Arc
         .name("jmxgate-audit-sync".into())
         .spawn(move || run_syncs(&jobs, &thread_health))
         .map_err(|e| format!("cannot start the audit sync thread: {e}"))?;
-    let writer = Writer {
+    let interval = log
+        .sink
+        .signer
+        .is_some()
+        .then_some(log.sink.checkpoint_interval);
+    let writer = Arc::new(Writer {
         log: Mutex::new(log),
         health: health.clone(),
         syncs,
-    };
-    Ok((Arc::new(writer), health))
+    });
+    if let Some(interval) = interval {
+        let weak = Arc::downgrade(&writer);
+        std::thread::Builder::new()
+            .name("jmxgate-audit-checkpoint".into())
+            .spawn(move || run_checkpoints(&weak, interval))
+            .map_err(|e| format!("cannot start the audit checkpoint thread: {e}"))?;
+    }
+    Ok((writer, health))
+}
+
+/// The first record no checkpoint proves yet, as far as the newest two
+/// files tell (a clean stop ends a file with a checkpoint; a rotation
+/// checkpoints just before it). Without one there, the oldest file's
+/// first record: the log's start, when it never had a checkpoint.
+fn first_unproven(files: &[PathBuf], next_seq: u64) -> Result<u64, String> {
+    let read = |f: &PathBuf, e: std::io::Error| format!("{}: {e}", f.display());
+    for f in files.iter().rev().take(2) {
+        if let Some(seq) = chain::last_checkpoint(f).map_err(|e| read(f, e))? {
+            return Ok((seq + 1).min(next_seq));
+        }
+    }
+    match files.first() {
+        Some(f) => Ok(chain::first_seq(f)
+            .map_err(|e| read(f, e))?
+            .unwrap_or(next_seq)
+            .min(next_seq)),
+        None => Ok(next_seq),
+    }
+}
+
+/// Wakes at least once a second while the writer lives, for checkpoints
+/// due by time.
+fn run_checkpoints(writer: &Weak<Writer>, interval: Duration) {
+    let tick = interval.clamp(Duration::from_millis(10), Duration::from_secs(1));
+    loop {
+        std::thread::sleep(tick);
+        let Some(writer) = writer.upgrade() else {
+            return;
+        };
+        writer.checkpoint_if_due();
+    }
 }
 
 impl Writer {
@@ -185,6 +258,24 @@ impl Writer {
         &self,
         records: &Encoded,
         durable: bool,
+    ) -> Result<Option<oneshot::Receiver<Result<(), String>>>, String> {
+        self.append_then(records, durable, false)
+    }
+
+    /// Appends the last records before a stop: a checkpoint follows them
+    /// (with a key), so a cleanly stopped log is proven to its end.
+    pub fn append_last(
+        &self,
+        records: &Encoded,
+    ) -> Result<Option<oneshot::Receiver<Result<(), String>>>, String> {
+        self.append_then(records, true, true)
+    }
+
+    fn append_then(
+        &self,
+        records: &Encoded,
+        durable: bool,
+        checkpoint: bool,
     ) -> Result<Option<oneshot::Receiver<Result<(), String>>>, String> {
         let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
         if let Err(reason) = self.health.check() {
@@ -212,6 +303,12 @@ impl Writer {
             }
         };
         self.health.metrics.records.inc_by(records.len() as u64);
+        if checkpoint || log.checkpoint_due_by_count() {
+            if let Err(e) = log.checkpoint() {
+                self.health.fail(e.clone());
+                return Err(e);
+            }
+        }
         if log.due_for_rotation() {
             match log.rotate("rotated".into()) {
                 Ok(jobs) => self.queue(jobs),
@@ -236,6 +333,26 @@ impl Writer {
         let _ = self.append(&Encoded::default(), false);
     }
 
+    /// Writes a checkpoint when one is due by time (called by the
+    /// checkpoint thread); the sync thread then flushes it.
+    fn checkpoint_if_due(&self) {
+        let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.health.check().is_err()
+            || log.since_checkpoint == 0
+            || log.last_checkpoint.elapsed() < log.sink.checkpoint_interval
+        {
+            return;
+        }
+        match log.checkpoint() {
+            Ok(Some(file)) => {
+                drop(log);
+                self.queue(vec![SyncJob::File(file, None)]);
+            }
+            Ok(None) => {}
+            Err(e) => self.health.fail(e),
+        }
+    }
+
     fn queue(&self, jobs: Vec<SyncJob>) {
         for job in jobs {
             if let Err(sync_mpsc::SendError(job)) = self.syncs.send(job) {
@@ -258,11 +375,59 @@ impl Log {
     /// Seals and writes records; the chain advances only if all of them
     /// reached the file.
     fn write(&mut self, records: &Encoded) -> Result<Arc<LogFile>, String> {
+        let file = self.write_sealed(records)?;
+        self.since_checkpoint += records.len() as u64;
+        Ok(file)
+    }
+
+    fn checkpoint_due_by_count(&self) -> bool {
+        self.sink.signer.is_some() && self.since_checkpoint >= self.sink.checkpoint_records.max(1)
+    }
+
+    /// Writes a signed checkpoint over every record so far, when there is
+    /// a key and something to prove; returns the file it went to.
+    fn checkpoint(&mut self) -> Result<Option<Arc<LogFile>>, String> {
+        let Some(signer) = self.sink.signer.clone() else {
+            return Ok(None);
+        };
+        if self.since_checkpoint == 0 {
+            return Ok(None);
+        }
+        let seq = self.next_seq;
+        let sig = signer.sign(&self.sink.replica, seq, &self.prev);
+        let record = Encoded::new(vec![Entry {
+            time: now_rfc3339(),
+            event: "checkpoint".into(),
+            key_id: Some(signer.key_id().to_string()),
+            first_seq: Some(self.uncovered_from),
+            last_seq: Some(seq - 1),
+            sig: Some(sig),
+            ..Entry::default()
+        }]);
+        let file = self.write_sealed(&record)?;
+        self.since_checkpoint = 0;
+        self.uncovered_from = self.next_seq;
+        self.last_checkpoint = Instant::now();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.last_checkpoint_gauge
+            .set(i64::try_from(now).unwrap_or(i64::MAX));
+        Ok(Some(file))
+    }
+
+    fn write_sealed(&mut self, records: &Encoded) -> Result<Arc<LogFile>, String> {
         let Some(open) = self.open.as_mut() else {
             return Err("no audit file is open".into());
         };
         let mut buf = Vec::new();
-        let (seq, prev) = chain::seal_records(records, self.next_seq, &self.prev, &mut buf);
+        let (seq, prev) = chain::seal_records(
+            records,
+            self.next_seq,
+            &self.prev,
+            &self.sink.replica,
+            &mut buf,
+        );
         (&open.file.file)
             .write_all(&buf)
             .map_err(|e| format!("writing {}: {e}", open.file.path.display()))?;
@@ -294,6 +459,8 @@ impl Log {
             .as_ref()
             .map(|o| o.file.path.display().to_string());
         if self.open.is_some() {
+            // The closing file is proven up to its last record but one.
+            self.checkpoint()?;
             let close = Self::marker("log_closed", format!("{why}; continues in the next file"));
             jobs.push(SyncJob::File(self.write(&close)?, None));
         }
@@ -435,6 +602,10 @@ mod tests {
             rotate_after: Duration::from_secs(3600),
             durable_all: false,
             stdout: false,
+            replica: "gw-test".into(),
+            signer: None,
+            checkpoint_records: 1000,
+            checkpoint_interval: Duration::from_secs(3600),
         }
     }
 
@@ -479,5 +650,97 @@ mod tests {
         assert!(report.findings.is_empty(), "{:?}", report.findings);
         // 800 items, one log_opened per file, one log_closed per rotation.
         assert_eq!(report.records, 801 + 2 * files.len() as u64 - 2);
+    }
+
+    fn signed(sink: FileSink) -> (FileSink, Arc<Signer>) {
+        let signer = Arc::new(Signer::new(super::super::checkpoint::generate().unwrap()));
+        (
+            FileSink {
+                signer: Some(signer.clone()),
+                ..sink
+            },
+            signer,
+        )
+    }
+
+    fn events(dir: &Path) -> Vec<String> {
+        chain::files_in(dir)
+            .unwrap()
+            .iter()
+            .flat_map(|f| {
+                std::fs::read_to_string(f)
+                    .unwrap()
+                    .lines()
+                    .map(|l| {
+                        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                        v["event"].as_str().unwrap().to_string()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn checkpoints_come_by_time_only_when_records_came() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut sink, _) = signed(sink(dir.path(), 1 << 30));
+        sink.checkpoint_interval = Duration::from_millis(50);
+        let metrics = WriterMetrics::default();
+        let (writer, _) = start(sink, metrics.clone()).unwrap();
+        writer.append(&Encoded::new(vec![item(1)]), false).unwrap();
+        let started = Instant::now();
+        while !events(dir.path()).contains(&"checkpoint".to_string()) {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "no checkpoint by time"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(metrics.last_checkpoint.get() > 1_700_000_000);
+        // Nothing new: no more checkpoints.
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(events(dir.path()), ["log_opened", "item", "checkpoint"]);
+    }
+
+    #[test]
+    fn a_rotation_checkpoints_just_before_log_closed_and_a_stop_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sink, signer) = signed(sink(dir.path(), 4096));
+        let (writer, _) = start(sink, WriterMetrics::default()).unwrap();
+        for i in 0..60 {
+            writer.append(&Encoded::new(vec![item(i)]), false).unwrap();
+        }
+        writer.append_last(&Encoded::new(vec![item(60)])).unwrap();
+        let events = events(dir.path());
+        let closes: Vec<usize> = (0..events.len())
+            .filter(|&i| events[i] == "log_closed")
+            .collect();
+        assert!(closes.len() > 1, "rotated: {events:?}");
+        for i in closes {
+            assert_eq!(events[i - 1], "checkpoint", "{events:?}");
+        }
+        assert_eq!(events.last().map(String::as_str), Some("checkpoint"));
+        let mut keys = super::super::checkpoint::Keyring::default();
+        keys.add(signer.verifying_key());
+        let files = chain::files_in(dir.path()).unwrap();
+        let report = chain::verify_with(&files, Some(&keys)).unwrap();
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        assert_eq!(report.unproven(), 0);
+        assert_eq!(report.replica.as_deref(), Some("gw-test"));
+    }
+
+    #[test]
+    fn without_a_key_there_are_no_checkpoints_but_a_replica() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, _) = start(sink(dir.path(), 1 << 30), WriterMetrics::default()).unwrap();
+        for i in 0..1500 {
+            writer.append(&Encoded::new(vec![item(i)]), false).unwrap();
+        }
+        writer.append_last(&Encoded::new(vec![item(0)])).unwrap();
+        assert!(!events(dir.path()).contains(&"checkpoint".to_string()));
+        let text = std::fs::read_to_string(&chain::files_in(dir.path()).unwrap()[0]).unwrap();
+        assert!(text
+            .lines()
+            .all(|l| l.starts_with("{\"seq\":") && l.contains(",\"replica\":\"gw-test\",")));
     }
 }

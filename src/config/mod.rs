@@ -368,8 +368,11 @@ impl Config {
 
     /// Checks what TOML types can't: unique names, usable URLs, one password
     /// source, references that exist.
-    pub fn validate(self) -> Result<Config, Vec<String>> {
+    pub fn validate(mut self) -> Result<Config, Vec<String>> {
         let mut problems = crate::agent_settings::problems(&self.targets, &self.target_defaults);
+        if let Some(audit) = &mut self.audit {
+            problems.extend(audit.problems());
+        }
         if let Some(d) = &self.server.default_target {
             if !self.targets.iter().any(|t| t.name == *d) {
                 problems.push(format!("server.default_target: no target is named \"{d}\""));

@@ -751,6 +751,20 @@ impl GatewayProcess {
         GatewayProcess { child, addr, log }
     }
 
+    /// Waits for a log line that contains `text`; the lines before it are
+    /// dropped.
+    pub fn wait_for_line(&self, text: &str, within: Duration) -> Option<String> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let left = deadline.checked_duration_since(std::time::Instant::now())?;
+            match self.log.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return Some(line),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// Stops it with SIGTERM; checks it exits cleanly and returns every
     /// log line it wrote after starting.
     pub fn stop(mut self) -> Vec<String> {
