@@ -6,6 +6,7 @@
 pub mod chain;
 pub mod query;
 pub mod record;
+pub mod ship;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -60,6 +61,13 @@ pub struct AuditConfig {
     /// How written values and exec arguments are recorded.
     #[serde(default)]
     pub values: ValueMode,
+    /// Collectors the files are shipped to (`[[audit.sinks]]`).
+    #[serde(default)]
+    pub sinks: Vec<ship::config::SinkConfig>,
+    /// Files every sink has shipped are deleted, oldest first, while the
+    /// directory is larger; unset keeps everything.
+    #[serde(default)]
+    pub max_dir_bytes: Option<u64>,
 }
 
 fn default_rotate_bytes() -> u64 {
@@ -71,6 +79,11 @@ fn default_rotate_after() -> Duration {
 }
 
 impl AuditConfig {
+    /// What is wrong with the sinks and retention settings.
+    pub fn problems(&self) -> Vec<String> {
+        ship::config::problems(&self.sinks, self.max_dir_bytes)
+    }
+
     pub fn resolve_relative_paths(&mut self, base: &Path) {
         if self.dir.is_relative() {
             self.dir = base.join(&self.dir);
@@ -84,6 +97,8 @@ pub struct AuditLog {
     writer: Arc<writer::Writer>,
     health: Arc<Health>,
     pub config: Arc<AuditConfig>,
+    /// The running sinks; they stop with the last handle.
+    _shipping: Option<Arc<ship::Shipping>>,
 }
 
 impl AuditLog {
@@ -96,12 +111,29 @@ impl AuditLog {
                 durable_all: config.durable == Durability::All,
                 stdout: config.stdout,
             },
-            metrics,
+            metrics.clone(),
         )?;
+        let shipping = if config.sinks.is_empty() {
+            None
+        } else {
+            let settings = ship::Settings {
+                dir: config.dir.clone(),
+                sinks: config.sinks.clone(),
+                max_dir_bytes: config.max_dir_bytes,
+                close_when_full: config.on_failure == OnFailure::Closed,
+                replica: ship::replica_id(),
+            };
+            Some(Arc::new(ship::start(
+                settings,
+                metrics.sinks,
+                health.clone(),
+            )?))
+        };
         Ok(AuditLog {
             writer,
             health,
             config: Arc::new(config.clone()),
+            _shipping: shipping,
         })
     }
 

@@ -438,6 +438,9 @@ impl Config {
             ));
         }
         problems.extend(self.discovery.problems());
+        if let Some(audit) = &self.audit {
+            problems.extend(audit.problems());
+        }
         if problems.is_empty() {
             Ok(self)
         } else {
