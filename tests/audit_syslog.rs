@@ -40,7 +40,9 @@ main_queue(queue.timeoutShutdown="20000")
 module(load="imtcp" streamDriver.name="gtls" streamDriver.mode="1" streamDriver.authMode="anon")
 input(type="imtcp" port="{port}" address="127.0.0.1")
 template(name="raw" type="string" string="%rawmsg%\n")
-action(type="omfile" file="{out}" template="raw")
+if $app-name == "jmxgate" and $msgid == "audit" then {{
+    action(type="omfile" file="{out}" template="raw")
+}}
 "#,
             work = dir.join("work").display(),
             ca = pki.ca_file().display(),
