@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what jmxgate's demo and tests need, only if missing: from Debian,
-# Java 17 and a real Jolokia 1.7.1 agent (jolokia-core in embedded Jetty 9)
-# and Chromium; the real Jolokia and MCP clients of tests/clients/ (npm ci
+# Java 17 and a real Jolokia 1.7.1 agent (jolokia-core in embedded Jetty 9),
+# Chromium, and rsyslog with its GnuTLS driver (the syslog collector of
+# tests/audit_syslog.rs); the real Jolokia and MCP clients of tests/clients/ (npm ci
 # there, and a Python venv with the PyPI clients).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libjolokia-core-java libjetty9-java libservlet-api-java chromium)
+packages=(libjolokia-core-java libjetty9-java libservlet-api-java chromium rsyslog rsyslog-gnutls)
 command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || packages+=(python3-venv)

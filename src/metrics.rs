@@ -100,6 +100,7 @@ pub struct Metrics {
     pub audit_fsync_seconds: Histogram,
     /// Unix time of the last signed audit checkpoint.
     pub audit_last_checkpoint: Gauge,
+    pub audit_sinks: crate::audit::ship::metrics::SinkMetrics,
     pub reloads: Family<StatusLabel, Counter>,
     pub mcp_tool_calls: Family<ToolLabels, Counter>,
 }
@@ -127,6 +128,7 @@ impl Metrics {
             audit_queue: Gauge::default(),
             audit_fsync_seconds: Histogram::new(exponential_buckets(0.00005, 2.0, 16)),
             audit_last_checkpoint: Gauge::default(),
+            audit_sinks: Default::default(),
             reloads: Family::default(),
             mcp_tool_calls: Family::default(),
             registry: Registry::default(),
@@ -202,6 +204,26 @@ impl Metrics {
             m.audit_last_checkpoint.clone(),
         );
         registry.register(
+            "audit_sink_lag_records",
+            "Audit records written locally and not yet confirmed delivered, by sink",
+            m.audit_sinks.lag_records.clone(),
+        );
+        registry.register(
+            "audit_sink_lag_seconds",
+            "Age of the oldest audit record not yet delivered, by sink (0 when none)",
+            m.audit_sinks.lag_seconds.clone(),
+        );
+        registry.register(
+            "audit_sink_send_failures",
+            "Audit batches not delivered (connect, TLS, send or confirmation failed), by sink",
+            m.audit_sinks.send_failures.clone(),
+        );
+        registry.register(
+            "audit_sink_records_sent",
+            "Audit records confirmed delivered, by sink",
+            m.audit_sinks.records_sent.clone(),
+        );
+        registry.register(
             "config_reloads",
             "Configuration reloads, by result",
             m.reloads.clone(),
@@ -225,6 +247,7 @@ impl Metrics {
             queue: self.audit_queue.clone(),
             fsync_seconds: Some(self.audit_fsync_seconds.clone()),
             last_checkpoint: self.audit_last_checkpoint.clone(),
+            sinks: self.audit_sinks.clone(),
         }
     }
 

@@ -9,6 +9,7 @@ pub mod chain;
 pub mod checkpoint;
 pub mod query;
 pub mod record;
+pub mod ship;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -78,6 +79,13 @@ pub struct AuditConfig {
     /// …or after this long, when records were written since the last one.
     #[serde(default = "default_checkpoint_interval", with = "humantime_serde")]
     pub checkpoint_interval: Duration,
+    /// Collectors the files are shipped to (`[[audit.sinks]]`).
+    #[serde(default)]
+    pub sinks: Vec<ship::config::SinkConfig>,
+    /// Files every sink has shipped are deleted, oldest first, while the
+    /// directory is larger; unset keeps everything.
+    #[serde(default)]
+    pub max_dir_bytes: Option<u64>,
 }
 
 /// Overrides `audit.replica_id` (one config file for several replicas).
@@ -135,7 +143,8 @@ impl AuditConfig {
     }
 
     /// Sets `replica_id` from `JMXGATE_REPLICA_ID`, the file or the
-    /// hostname, and checks it and the signing key; returns what is wrong.
+    /// hostname, and checks it, the signing key, the sinks and retention;
+    /// returns what is wrong.
     pub fn problems(&mut self) -> Vec<String> {
         self.problems_with_env(std::env::var(REPLICA_ENV).ok())
     }
@@ -172,6 +181,7 @@ impl AuditConfig {
         if self.checkpoint_interval.is_zero() {
             problems.push("audit.checkpoint_interval: must be longer than 0s".into());
         }
+        problems.extend(ship::config::problems(&self.sinks, self.max_dir_bytes));
         problems
     }
 
@@ -181,12 +191,17 @@ impl AuditConfig {
     }
 }
 
+/// How long a stopping gateway waits for its sinks to deliver the rest.
+const SHIP_AT_CLOSE: Duration = Duration::from_secs(5);
+
 /// A handle to the running audit log.
 #[derive(Debug, Clone)]
 pub struct AuditLog {
     writer: Arc<writer::Writer>,
     health: Arc<Health>,
     pub config: Arc<AuditConfig>,
+    /// The running sinks; they stop with the last handle.
+    shipping: Option<Arc<ship::Shipping>>,
 }
 
 impl AuditLog {
@@ -209,12 +224,29 @@ impl AuditLog {
                 checkpoint_records: config.checkpoint_records.max(1),
                 checkpoint_interval: config.checkpoint_interval.max(Duration::from_millis(10)),
             },
-            metrics,
+            metrics.clone(),
         )?;
+        let shipping = if config.sinks.is_empty() {
+            None
+        } else {
+            let settings = ship::Settings {
+                dir: config.dir.clone(),
+                sinks: config.sinks.clone(),
+                max_dir_bytes: config.max_dir_bytes,
+                close_when_full: config.on_failure == OnFailure::Closed,
+                replica: config.replica().to_string(),
+            };
+            Some(Arc::new(ship::start(
+                settings,
+                metrics.sinks,
+                health.clone(),
+            )?))
+        };
         Ok(AuditLog {
             writer,
             health,
             config: Arc::new(config.clone()),
+            shipping,
         })
     }
 
@@ -248,12 +280,22 @@ impl AuditLog {
             note: Some("gateway stopped".into()),
             ..Entry::default()
         };
-        match self.writer.append_last(&Encoded::new(vec![closing]))? {
+        let closed = match self.writer.append_last(&Encoded::new(vec![closing]))? {
             Some(done) => done
                 .await
                 .unwrap_or_else(|_| Err("the audit sync thread has stopped".into())),
             None => Ok(()),
+        };
+        // The last records, too, reach the collectors before the exit.
+        if let Some(shipping) = &self.shipping {
+            if !shipping.finish(SHIP_AT_CLOSE).await {
+                tracing::warn!(
+                    "audit sinks not drained within {}s; the rest goes at the next start",
+                    SHIP_AT_CLOSE.as_secs()
+                );
+            }
         }
+        closed
     }
 
     /// Asks a failed log to try again (it does so at most once a second);

@@ -37,6 +37,8 @@ pub struct WriterMetrics {
     pub fsync_seconds: Option<Histogram>,
     /// Unix time of the last checkpoint written (0: none yet).
     pub last_checkpoint: Gauge,
+    /// The `[[audit.sinks]]` series.
+    pub sinks: super::ship::metrics::SinkMetrics,
 }
 
 /// Shared state readers of the log (pipeline, readiness) look at.
@@ -44,12 +46,37 @@ pub struct WriterMetrics {
 pub struct Health {
     failed: AtomicBool,
     reason: Mutex<String>,
+    /// Set by retention while unshipped files fill `audit.max_dir_bytes`
+    /// (with `on_failure = "closed"`): writable, but not to be used.
+    held: AtomicBool,
+    held_reason: Mutex<String>,
     pub metrics: WriterMetrics,
 }
 
 impl Health {
-    /// `Err(reason)` while the log cannot be written.
+    /// `Err(reason)` while the log cannot be written, or is held.
     pub fn check(&self) -> Result<(), String> {
+        self.writable()?;
+        if self.held.load(Ordering::Acquire) {
+            return Err(self
+                .held_reason
+                .lock()
+                .map(|r| r.clone())
+                .unwrap_or_default());
+        }
+        Ok(())
+    }
+
+    /// Holds the log (`Some(reason)`) or releases it (`None`).
+    pub fn hold(&self, reason: Option<String>) {
+        if let Ok(mut r) = self.held_reason.lock() {
+            *r = reason.clone().unwrap_or_default();
+        }
+        self.held.store(reason.is_some(), Ordering::Release);
+    }
+
+    /// `Err(reason)` while the log cannot be written.
+    fn writable(&self) -> Result<(), String> {
         if self.failed.load(Ordering::Acquire) {
             Err(self.reason.lock().map(|r| r.clone()).unwrap_or_default())
         } else {
@@ -278,7 +305,7 @@ impl Writer {
         checkpoint: bool,
     ) -> Result<Option<oneshot::Receiver<Result<(), String>>>, String> {
         let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Err(reason) = self.health.check() {
+        if let Err(reason) = self.health.writable() {
             match log.try_recover(&reason) {
                 Ok(jobs) => {
                     self.health.recovered();
