@@ -285,13 +285,18 @@ mod reqwest {
 }
 
 fn config(dir: &Path, pki: &TestPki, port: u16) -> PathBuf {
+    config_with(dir, pki, port, "")
+}
+
+/// [`config`] with more `[audit]` settings.
+fn config_with(dir: &Path, pki: &TestPki, port: u16, audit_extra: &str) -> PathBuf {
     let [a, ..] = shared_agents();
     let path = dir.join("gateway.toml");
     std::fs::write(
         &path,
         format!(
             "[server]\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"127.0.0.1:0\"\n{}\
-             [audit]\ndir = \"{}\"\nreplica_id = \"{REPLICA}\"\nrotate_bytes = 40000\n\
+             [audit]\ndir = \"{}\"\nreplica_id = \"{REPLICA}\"\nrotate_bytes = 40000\n{audit_extra}\
              [[audit.sinks]]\nname = \"siem\"\naddress = \"127.0.0.1:{port}\"\nca_file = \"{}\"\nbatch_records = 200\n",
             targets_toml(&[a]),
             dir.join("audit").display(),
@@ -378,12 +383,15 @@ fn resent_ranges(log: &[String]) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn verify(audit: &Path) {
-    let out = Command::new(BIN)
-        .args(["audit", "verify"])
-        .arg(audit)
-        .output()
-        .unwrap();
+/// `jmxgate audit verify` passes: with `public_key`, every checkpoint's
+/// signature too.
+fn verify(audit: &Path, public_key: Option<&Path>) {
+    let mut verify = Command::new(BIN);
+    verify.args(["audit", "verify"]);
+    if let Some(key) = public_key {
+        verify.arg("--public-key").arg(key);
+    }
+    let out = verify.arg(audit).output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -437,7 +445,24 @@ fn crash_and_collector_restart_lose_nothing_and_duplicate_only_what_was_said() {
     let port = free_port();
     let mut rsyslog = Rsyslog::configure(&dir.path().join("rsyslog"), &pki, port);
     rsyslog.start();
-    let cfg = config(dir.path(), &pki, port);
+    // Checkpoints signed as the log grows: the chain the crashes leave
+    // must verify with the public key, not only hash by hash.
+    let key = dir.path().join("audit.key");
+    let made = Command::new(BIN)
+        .args(["audit", "keygen", "--out"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let cfg = config_with(
+        dir.path(),
+        &pki,
+        port,
+        &format!(
+            "signing_key_file = \"{}\"\ncheckpoint_records = 50\n",
+            key.display()
+        ),
+    );
     let audit = dir.path().join("audit");
     let gw = Gateway::start(&cfg);
     let addr = Arc::new(Mutex::new(gw.addr.clone()));
@@ -478,7 +503,7 @@ fn crash_and_collector_restart_lose_nothing_and_duplicate_only_what_was_said() {
 
     let (received, local) = wait_for_all(&rsyslog, &audit, Duration::from_secs(120));
     logs.extend(gw.stop());
-    // The closing record of the stopped gateway is never shipped.
+    // Records written after wait_for_all (the stop's own) are not in `local`.
     let received: Vec<Received> = received
         .into_iter()
         .filter(|r| local.contains_key(&r.seq))
@@ -505,7 +530,7 @@ fn crash_and_collector_restart_lose_nothing_and_duplicate_only_what_was_said() {
         local.len(),
         dups.len()
     );
-    verify(&audit);
+    verify(&audit, Some(&key.with_extension("key.pub")));
     rsyslog.stop();
 }
 
