@@ -40,8 +40,11 @@ main_queue(queue.timeoutShutdown="20000")
 module(load="imtcp" streamDriver.name="gtls" streamDriver.mode="1" streamDriver.authMode="anon")
 input(type="imtcp" port="{port}" address="127.0.0.1")
 template(name="raw" type="string" string="%rawmsg%\n")
+template(name="record" type="string" string="%msg%\n")
+template(name="per-replica" type="string" string="{dir}/replica-%hostname%.jsonl")
 if $app-name == "jmxgate" and $msgid == "audit" then {{
     action(type="omfile" file="{out}" template="raw")
+    action(type="omfile" dynaFile="per-replica" template="record")
 }}
 "#,
             work = dir.join("work").display(),
@@ -49,6 +52,7 @@ if $app-name == "jmxgate" and $msgid == "audit" then {{
             cert = cert.display(),
             key = key.display(),
             out = dir.join("received.log").display(),
+            dir = dir.display(),
         );
         std::fs::write(dir.join("rsyslog.conf"), conf).unwrap();
         Rsyslog {
@@ -436,6 +440,15 @@ fn every_record_arrives_once_byte_for_byte() {
     );
     assert!(received.iter().any(|r| r.seq == *last));
     rsyslog.stop();
+    // The collector's copy, the records alone in one file per replica,
+    // verifies like the local files.
+    let copy = dir
+        .path()
+        .join("rsyslog")
+        .join(format!("replica-{REPLICA}.jsonl"));
+    verify(&copy, None);
+    let copied = std::fs::read_to_string(&copy).unwrap();
+    assert_eq!(copied.lines().count(), local.len(), "{copied}");
 }
 
 #[test]
