@@ -344,6 +344,8 @@ fn check(source: &ConfigSource) -> Result<(Loaded, ()), String> {
                     audit.dir.display()
                 )
             })?;
+        jmxgate::audit::ship::check(&audit.sinks, &audit.dir)
+            .map_err(|e| format!("{}: {e}", source.describe()))?;
     }
     Gateway::new(&without_audit).map_err(|e| format!("{}: {e}", source.describe()))?;
     Ok((Loaded(config, source.clone()), ()))

@@ -72,6 +72,26 @@ fn check_config_names_file_key_and_problem() {
         );
         assert!(stderr.contains(want), "{want:?} not in: {stderr}");
     }
+    // An audit sink's TLS files are read too, not only at start.
+    let path = write_config(
+        &dir,
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:1\"\n[audit]\ndir = \"{}\"\n\
+             [[audit.sinks]]\nname = \"siem\"\naddress = \"127.0.0.1:6514\"\nca_file = \"missing-ca.pem\"\n",
+            dir.path().join("audit").display()
+        ),
+    );
+    let out = Command::new(BIN)
+        .arg("check-config")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("audit.sinks \"siem\"") && stderr.contains("missing-ca.pem"),
+        "{stderr}"
+    );
     let out = Command::new(BIN)
         .args(["check-config", "/no/such/file.toml"])
         .output()

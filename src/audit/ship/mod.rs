@@ -83,12 +83,12 @@ pub fn start(
 ) -> Result<Shipping, String> {
     let mut sinks = Vec::new();
     for cfg in &settings.sinks {
-        let at = |e: String| format!("audit.sinks \"{}\": {e}", cfg.name);
-        let tls = tokio_rustls::TlsConnector::from(client_config(cfg).map_err(at)?);
-        let server_name = ServerName::try_from(cfg.server_name().map_err(at)?)
-            .map_err(|e| at(format!("server_name: {e}")))?;
-        let cursor_path = cursor::path(&settings.dir, &cfg.name);
-        let cursor = Cursor::load(&cursor_path).map_err(at)?;
+        let Prepared {
+            tls,
+            server_name,
+            cursor_path,
+            cursor,
+        } = prepare(cfg, &settings.dir)?;
         let label = SinkLabel {
             sink: cfg.name.clone(),
         };
@@ -149,6 +149,35 @@ pub fn start(
         drain,
         ended: tokio::sync::Mutex::new(ended),
     })
+}
+
+/// What a sink needs from its files: TLS settings and its cursor.
+struct Prepared {
+    tls: tokio_rustls::TlsConnector,
+    server_name: ServerName<'static>,
+    cursor_path: PathBuf,
+    cursor: Cursor,
+}
+
+fn prepare(cfg: &SinkConfig, dir: &Path) -> Result<Prepared, String> {
+    let at = |e: String| format!("audit.sinks \"{}\": {e}", cfg.name);
+    let tls = tokio_rustls::TlsConnector::from(client_config(cfg).map_err(at)?);
+    let server_name = ServerName::try_from(cfg.server_name().map_err(at)?)
+        .map_err(|e| at(format!("server_name: {e}")))?;
+    let cursor_path = cursor::path(dir, &cfg.name);
+    let cursor = Cursor::load(&cursor_path).map_err(at)?;
+    Ok(Prepared {
+        tls,
+        server_name,
+        cursor_path,
+        cursor,
+    })
+}
+
+/// Reads every sink's files (CA, client certificate and key, cursor) as
+/// a start would, without starting anything (`jmxgate check-config`).
+pub fn check(sinks: &[SinkConfig], dir: &Path) -> Result<(), String> {
+    sinks.iter().try_for_each(|cfg| prepare(cfg, dir).map(drop))
 }
 
 /// The rustls client configuration of a sink: the collector verified
