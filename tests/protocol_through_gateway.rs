@@ -51,6 +51,30 @@ fn corpus() -> Vec<Value> {
     ]
 }
 
+/// Jolokia 1.7.1 marks what `maxDepth` cut off in a list answer with
+/// `"1"`, but now and then, while it answers another request at the same
+/// time, with the number 1 (seen straight from the agent, about once in
+/// 40 tries with concurrent requests). The gateway sends a bulk's list
+/// items apart from its other items, at the same time, so the two answers
+/// may differ in that mark alone: make it the same in both.
+fn cut_lists_alike(corpus: &[Value], mut answers: Value) -> Value {
+    fn mark_as_text(v: &mut Value) {
+        match v {
+            Value::Number(n) if n.as_u64() == Some(1) => *v = json!("1"),
+            Value::Object(o) => o.values_mut().for_each(mark_as_text),
+            _ => {}
+        }
+    }
+    for (req, answer) in corpus.iter().zip(answers.as_array_mut().unwrap()) {
+        if req["type"] == "list" && req["config"].get("maxDepth").is_some() {
+            if let Some(value) = answer.get_mut("value") {
+                mark_as_text(value);
+            }
+        }
+    }
+    answers
+}
+
 /// What the agent itself answers, asked the way the gateway asks it.
 fn as_forwarded(req: &Value) -> Value {
     let mut r = req.clone();
@@ -148,7 +172,10 @@ async fn bulk_answers_equal_the_agents_own_bulk() {
     if !beta.generation.is_v2() {
         let direct_bulk: Vec<Value> = corpus.iter().map(as_forwarded).collect();
         let want = comparable(direct(beta, &Value::Array(direct_bulk)).await);
-        assert_eq!(comparable(got), want);
+        assert_eq!(
+            cut_lists_alike(&corpus, comparable(got)),
+            cut_lists_alike(&corpus, want)
+        );
         return;
     }
     // 2.x refuses a whole bulk with a plain-text HTTP 400 when one item is
