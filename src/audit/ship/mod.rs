@@ -492,7 +492,8 @@ impl Retention {
             if total <= self.budget {
                 break;
             }
-            let next_first = tail::first_seq(&files[i + 1]).unwrap_or(0);
+            // Unknown (a file still empty, unreadable): keep the file.
+            let next_first = tail::first_seq(&files[i + 1]).unwrap_or(u64::MAX);
             if next_first > shipped {
                 blocked = Some(f.clone());
                 break;
