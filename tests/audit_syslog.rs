@@ -2,7 +2,8 @@
 //! GnuTLS driver) receiving RFC 5424 over TLS. Every record of the local
 //! files arrives, byte for byte; a SIGKILLed gateway and a restarted
 //! collector lose nothing and duplicate only what the gateway said it
-//! might; a collector that is down at first gets everything once it is up.
+//! might; a collector that is down at first gets everything once it is up;
+//! a full directory holds requests until the collector has its records.
 
 mod common;
 
@@ -617,5 +618,79 @@ fn a_collector_down_at_start_gets_everything_once_up() {
     assert!(log
         .iter()
         .any(|l| l.contains("audit sink delivering again")));
+    rsyslog.stop();
+}
+
+/// The directory's disk budget with the collector down: the gateway
+/// refuses requests (`on_failure = "closed"`) rather than delete records
+/// nobody has yet, says why on `/readyz`, and serves again once the
+/// collector is back, has everything and the shipped files are gone.
+#[test]
+fn a_full_directory_holds_requests_until_the_collector_has_the_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = TestPki::new("syslog-full");
+    let port = free_port();
+    let mut rsyslog = Rsyslog::configure(&dir.path().join("rsyslog"), &pki, port);
+    // rotate_bytes is 40000 (config_with): two files and a bit exceed it.
+    let cfg = config_with(dir.path(), &pki, port, "max_dir_bytes = 90000\n");
+    let gw = Gateway::start(&cfg);
+    let audit = dir.path().join("audit");
+    let read = |gw: &Gateway| {
+        reqwest::request(
+            "GET",
+            &format!(
+                "http://{}/jolokia/targets/alpha/read/jmxgate.test:type=Types/Name",
+                gw.addr
+            ),
+        )
+        .is_some()
+    };
+    // Load until the gateway refuses: the budget is reached, nothing shipped.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut answered = 0;
+    while read(&gw) {
+        answered += 1;
+        assert!(
+            Instant::now() < deadline,
+            "never held after {answered} requests"
+        );
+    }
+    let before = local(&audit);
+    let bytes = |dir: &Path| -> u64 {
+        jmxgate::audit::chain::files_in(dir)
+            .unwrap()
+            .iter()
+            .map(|f| std::fs::metadata(f).unwrap().len())
+            .sum()
+    };
+    assert!(bytes(&audit) > 90000, "held only beyond the budget");
+    let ready = reqwest::blocking_get(&format!("http://{}/readyz", gw.admin));
+    assert!(ready.is_none(), "not ready while held");
+    assert!(!read(&gw), "still held while the collector is down");
+    // The collector comes up: everything arrives, shipped files go, and
+    // requests are answered again.
+    rsyslog.start();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !read(&gw) {
+        assert!(Instant::now() < deadline, "never served again");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Every record is at the collector or still here (the sink may not
+    // have sent the newest yet): none was deleted unshipped.
+    let got: HashSet<u64> = rsyslog.received().iter().map(|r| r.seq).collect();
+    let here = local(&audit);
+    let lost: Vec<&u64> = before
+        .keys()
+        .filter(|s| !got.contains(s) && !here.contains_key(s))
+        .collect();
+    assert!(lost.is_empty(), "records deleted before shipping: {lost:?}");
+    assert!(
+        jmxgate::audit::chain::files_in(&audit)
+            .unwrap()
+            .iter()
+            .all(|f| jmxgate::audit::ship::tail::first_seq(f) != Some(0)),
+        "the first, shipped file was deleted"
+    );
+    gw.stop();
     rsyslog.stop();
 }
