@@ -37,8 +37,8 @@ pub fn seal_in_place(buf: &mut Vec<u8>, start: usize) -> String {
 /// next `seq` and the last hash. The lines are exactly what serialising
 /// each [`super::Entry`] with its `seq`, `replica` and `prev` set would
 /// give, then sealed.
-pub fn seal_records(
-    records: &super::record::Encoded,
+pub fn seal_records<'a>(
+    bodies: impl IntoIterator<Item = &'a [u8]>,
     mut seq: u64,
     prev: &str,
     replica: &str,
@@ -46,8 +46,8 @@ pub fn seal_records(
 ) -> (u64, String) {
     let mut prev = prev.to_string();
     let replica = serde_json::to_string(replica).expect("a string serialises");
-    buf.reserve(records.text_len() + records.len() * (200 + replica.len()));
-    for body in records.bodies() {
+    for body in bodies {
+        buf.reserve(body.len() + 200 + replica.len());
         let start = buf.len();
         buf.extend_from_slice(b"{\"seq\":");
         buf.extend_from_slice(seq.to_string().as_bytes());
@@ -450,7 +450,7 @@ mod tests {
         ];
         let mut buf = b"earlier\n".to_vec();
         let (next, last) = seal_records(
-            &super::super::Encoded::new(entries.clone()),
+            super::super::Encoded::new(entries.clone()).bodies(),
             41,
             GENESIS,
             "gw-1",

@@ -389,6 +389,9 @@ impl Writer {
     }
 }
 
+/// Records sealed and written at a time (about 600 KB).
+const WRITE_CHUNK_RECORDS: usize = 1024;
+
 impl Log {
     fn marker(event: &str, note: String) -> Encoded {
         Encoded::new(vec![Entry {
@@ -399,8 +402,9 @@ impl Log {
         }])
     }
 
-    /// Seals and writes records; the chain advances only if all of them
-    /// reached the file.
+    /// Seals and writes records; the chain advances with each chunk that
+    /// reached the file (after a failure, the chunks before it stay, and
+    /// the request is refused).
     fn write(&mut self, records: &Encoded) -> Result<Arc<LogFile>, String> {
         let file = self.write_sealed(records)?;
         self.since_checkpoint += records.len() as u64;
@@ -447,24 +451,31 @@ impl Log {
         let Some(open) = self.open.as_mut() else {
             return Err("no audit file is open".into());
         };
+        // In chunks: a fan-out to 100,000 targets would otherwise hold
+        // all its sealed lines (some 80 MB) at once, beside the records.
+        let mut bodies = records.bodies().peekable();
         let mut buf = Vec::new();
-        let (seq, prev) = chain::seal_records(
-            records,
-            self.next_seq,
-            &self.prev,
-            &self.sink.replica,
-            &mut buf,
-        );
-        (&open.file.file)
-            .write_all(&buf)
-            .map_err(|e| format!("writing {}: {e}", open.file.path.display()))?;
-        open.bytes += buf.len() as u64;
-        self.next_seq = seq;
-        self.prev = prev;
-        if self.sink.stdout {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(&buf);
-            let _ = out.flush();
+        while bodies.peek().is_some() {
+            buf.clear();
+            let (seq, prev) = chain::seal_records(
+                bodies.by_ref().take(WRITE_CHUNK_RECORDS),
+                self.next_seq,
+                &self.prev,
+                &self.sink.replica,
+                &mut buf,
+            );
+            (&open.file.file)
+                .write_all(&buf)
+                .map_err(|e| format!("writing {}: {e}", open.file.path.display()))?;
+            // What is in the file is the chain, even if a later chunk fails.
+            open.bytes += buf.len() as u64;
+            self.next_seq = seq;
+            self.prev = prev;
+            if self.sink.stdout {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(&buf);
+                let _ = out.flush();
+            }
         }
         Ok(open.file.clone())
     }
@@ -634,6 +645,33 @@ mod tests {
             checkpoint_records: 1000,
             checkpoint_interval: Duration::from_secs(3600),
         }
+    }
+
+    #[tokio::test]
+    async fn a_large_append_is_written_in_chunks_of_one_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let metrics = WriterMetrics::default();
+        let (writer, _health) = start(sink(dir.path(), 1 << 30), metrics.clone()).unwrap();
+        let n = 2 * WRITE_CHUNK_RECORDS + 7;
+        let records = Encoded::new((0..n).map(item).collect());
+        let done = writer.append(&records, true).unwrap().expect("durable");
+        done.await.unwrap().unwrap();
+        let files = chain::files_in(dir.path()).unwrap();
+        let report = chain::verify(&files).unwrap();
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        // log_opened, then the records in order.
+        assert_eq!(report.records, n as u64 + 1);
+        let text = std::fs::read_to_string(&files[0]).unwrap();
+        let indices: Vec<u64> = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["index"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(indices, (0..n as u64).collect::<Vec<_>>());
     }
 
     #[tokio::test(flavor = "multi_thread")]
