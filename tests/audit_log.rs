@@ -125,6 +125,39 @@ async fn records_say_who_did_what_and_how_it_ended() {
     assert_eq!(code, Some(0), "{out}");
 }
 
+/// A request with more records than the gateway encodes at a time (1024):
+/// all of them, in order, in one chain, the last one an exec (so the whole
+/// request waits for the disk).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_large_bulk_is_recorded_whole_and_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let config = format!(
+        "max_bulk_items = 3000\n{}",
+        policy_config(dir.path(), &[a], "")
+    );
+    let gw = Gateway::start(&config).await;
+    let n = 2500;
+    let mut bulk: Vec<Value> = (0..n)
+        .map(|_| json!({"type":"read","mbean":T,"attribute":"Name","target":{"url":"alpha"}}))
+        .collect();
+    bulk.push(json!({"type":"exec","mbean":OPS,"operation":"echo","arguments":["x"],"target":{"url":"alpha"}}));
+    let (status, r) = gw.post("/jolokia", &Value::Array(bulk)).await;
+    assert_eq!(status, 200);
+    let answers = r.as_array().unwrap();
+    assert_eq!(answers.len(), n + 1);
+    assert!(answers.iter().all(|a| a["status"] == 200), "{r}");
+    let items: Vec<Value> = records(&dir.path().join("audit"))
+        .into_iter()
+        .filter(|r| r["event"] == "item")
+        .collect();
+    let indices: Vec<u64> = items.iter().map(|r| r["index"].as_u64().unwrap()).collect();
+    assert_eq!(indices, (0..=n as u64).collect::<Vec<_>>());
+    assert_eq!(items[n]["type"], "exec");
+    let (code, out) = verify(&[&dir.path().join("audit")]);
+    assert_eq!(code, Some(0), "{out}");
+}
+
 /// Writes a log with many records across several files, then tampers with
 /// copies of it.
 #[tokio::test(flavor = "multi_thread")]

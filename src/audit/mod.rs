@@ -261,6 +261,11 @@ impl AuditLog {
     }
 
     /// [`AuditLog::write`] for records already serialised.
+    /// Appends records to the file now, without waiting for the disk.
+    pub fn append(&self, records: &Encoded) -> Result<(), String> {
+        self.writer.append(records, false).map(drop)
+    }
+
     pub async fn write_encoded(&self, records: &Encoded, durable: bool) -> Result<(), String> {
         match self.writer.append(records, durable)? {
             Some(done) => done

@@ -14,6 +14,9 @@ use crate::audit::record::{now_rfc3339, Encoded, EntryRef, Names};
 use crate::audit::{Entry, ValueMode};
 use crate::protocol::{Attributes, Command, Request};
 
+/// Audit records encoded and appended at a time (about 600 KB of text).
+const AUDIT_CHUNK: usize = 1024;
+
 /// Who asked and when, the same for every record of a request.
 #[derive(Debug)]
 pub struct Who<'a> {
@@ -46,16 +49,18 @@ impl Channel {
 
 impl super::Gateway {
     /// Step 8, audit: one record per item (per target of a fan-out) to the
-    /// log and the item metrics, and encoded for the audit files. Returns
-    /// the encoded records and whether they must be made durable (a write
-    /// or exec among them) before the answer goes out.
-    pub(super) fn audit_items(
+    /// log and the item metrics, and into the audit files, before the
+    /// answer goes out: on disk too when a write or exec is among them.
+    /// Records are encoded and appended [`AUDIT_CHUNK`] at a time, so a
+    /// fan-out to 100,000 targets never holds all its records' text. An
+    /// error is the refusal to send (`on_failure = "closed"`).
+    pub(super) async fn audit_items(
         &self,
         state: &super::state::State,
         who: &Who<'_>,
         parsed: &super::parse::Parsed,
         merged: &[(crate::protocol::Response, Vec<super::items::AuditRow>)],
-    ) -> (Encoded, bool) {
+    ) -> Result<(), super::HttpError> {
         let mut records = Encoded::default();
         let mut template = None;
         let mut durable = false;
@@ -76,12 +81,21 @@ impl super::Gateway {
                 self.count_item(state, &item_record);
                 if let Some(log) = &self.audit {
                     durable |= needs_durability(request);
+                    // Full: append it and go on (the last chunk, never
+                    // empty, is the one whose durability is awaited; the
+                    // sync thread flushes in order, earlier chunks too).
+                    if records.len() >= AUDIT_CHUNK {
+                        if let Err(reason) = log.append(&records) {
+                            self.audit_failed(log, &reason, who.request_id)?;
+                        }
+                        records = Encoded::default();
+                    }
                     let caller = template.get_or_insert_with(|| item_template(who));
                     push_item(&mut records, &item_record, log.config.values, caller);
                 }
             }
         }
-        (records, durable)
+        self.write_audit(&records, durable, who.request_id).await
     }
 
     fn count_item(&self, state: &super::state::State, record: &Record<'_>) {

@@ -346,8 +346,7 @@ impl Gateway {
             channel: None,
             tool: None,
         };
-        let (records, durable) = self.audit_items(&state, &who, &parsed, &merged);
-        if let Err(e) = self.write_audit(&records, durable, request_id).await {
+        if let Err(e) = self.audit_items(&state, &who, &parsed, &merged).await {
             return respond::http_error(&e, &headers, cors);
         }
         let answers: Vec<Response> = merged.into_iter().map(|(answer, _)| answer).collect();
@@ -717,14 +716,26 @@ impl Gateway {
             return Ok(());
         };
         if let Err(reason) = log.write_encoded(records, durable).await {
-            if log.config.on_failure == crate::audit::OnFailure::Closed {
-                return Err(audit_unavailable(&reason));
-            }
-            tracing::error!(
-                request_id,
-                "AUDIT RECORDS LOST (audit.on_failure = \"open\"): {reason}"
-            );
+            self.audit_failed(log, &reason, request_id)?;
         }
+        Ok(())
+    }
+
+    /// Records could not be written: the answer is refused (`closed`), or
+    /// goes out with the loss logged (`open`).
+    fn audit_failed(
+        &self,
+        log: &crate::audit::AuditLog,
+        reason: &str,
+        request_id: &str,
+    ) -> Result<(), HttpError> {
+        if log.config.on_failure == crate::audit::OnFailure::Closed {
+            return Err(audit_unavailable(reason));
+        }
+        tracing::error!(
+            request_id,
+            "AUDIT RECORDS LOST (audit.on_failure = \"open\"): {reason}"
+        );
         Ok(())
     }
 
