@@ -150,21 +150,12 @@ impl Received {
 
 /// The local records: seq → (hash, the line as written).
 fn local(dir: &Path) -> HashMap<u64, (String, String)> {
-    jmxgate::audit::chain::files_in(dir)
-        .unwrap()
-        .iter()
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .unwrap()
-                .lines()
-                .filter_map(|l| {
-                    let v: serde_json::Value = serde_json::from_str(l).ok()?;
-                    Some((
-                        v["seq"].as_u64()?,
-                        (v["hash"].as_str()?.to_string(), l.to_string()),
-                    ))
-                })
-                .collect::<Vec<_>>()
+    common::audit_lines(dir)
+        .into_iter()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(&l).ok()?;
+            let hash = v["hash"].as_str()?.to_string();
+            Some((v["seq"].as_u64()?, (hash, l)))
         })
         .collect()
 }

@@ -237,6 +237,22 @@ pub fn order_files(files: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
     Ok(keyed.into_iter().map(|(_, f)| f).collect())
 }
 
+/// Every line of the audit files in `dir`, oldest first (tests).
+#[cfg(test)]
+pub fn lines_in(dir: &Path) -> Vec<String> {
+    files_in(dir)
+        .unwrap()
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// The audit files in a directory, oldest first.
 pub fn files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?

@@ -329,20 +329,6 @@ mod tests {
         }
     }
 
-    fn lines_of(dir: &Path) -> Vec<String> {
-        chain::files_in(dir)
-            .unwrap()
-            .iter()
-            .flat_map(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap()
-                    .lines()
-                    .map(String::from)
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    }
-
     fn ring(signers: &[&Arc<Signer>]) -> Keyring {
         let mut ring = Keyring::default();
         for s in signers {
@@ -394,7 +380,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let signer = Arc::new(Signer::new(generate().unwrap()));
         write_log(dir.path(), &signer, n, stop);
-        (signer, lines_of(dir.path()))
+        (signer, chain::lines_in(dir.path()))
     }
 
     fn first_checkpoint_after(lines: &[String], index: usize) -> u64 {
@@ -572,7 +558,7 @@ mod tests {
             .all(|f| f.problem == Problem::UnknownKey(a.key_id().into())));
         assert_eq!(only_b.findings.len(), 2, "both of A's checkpoints");
         // B's first checkpoint proves from where A's last one stopped.
-        let lines = lines_of(dir.path());
+        let lines = chain::lines_in(dir.path());
         let b_first: Value = lines
             .iter()
             .filter(|l| l.contains(b.key_id()))

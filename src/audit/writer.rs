@@ -729,18 +729,11 @@ mod tests {
     }
 
     fn events(dir: &Path) -> Vec<String> {
-        chain::files_in(dir)
-            .unwrap()
+        chain::lines_in(dir)
             .iter()
-            .flat_map(|f| {
-                std::fs::read_to_string(f)
-                    .unwrap()
-                    .lines()
-                    .map(|l| {
-                        let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                        v["event"].as_str().unwrap().to_string()
-                    })
-                    .collect::<Vec<_>>()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v["event"].as_str().unwrap().to_string()
             })
             .collect()
     }

@@ -435,9 +435,8 @@ pub fn basic_auth_config(users: &Path, rest: &str) -> String {
     )
 }
 
-/// Every record of the audit files in `dir`, in order; a line that is not
-/// JSON fails the test.
-pub fn audit_records(dir: &Path) -> Vec<Value> {
+/// Every line of the audit files in `dir`, in order.
+pub fn audit_lines(dir: &Path) -> Vec<String> {
     jmxgate::audit::chain::files_in(dir)
         .unwrap()
         .iter()
@@ -445,10 +444,16 @@ pub fn audit_records(dir: &Path) -> Vec<Value> {
             std::fs::read_to_string(f)
                 .unwrap()
                 .lines()
-                .map(parse)
+                .map(String::from)
                 .collect::<Vec<_>>()
         })
         .collect()
+}
+
+/// Every record of the audit files in `dir`, in order; a line that is not
+/// JSON fails the test.
+pub fn audit_records(dir: &Path) -> Vec<Value> {
+    audit_lines(dir).iter().map(|l| parse(l)).collect()
 }
 
 /// A port with nothing listening on it.
