@@ -237,20 +237,13 @@ pub fn order_files(files: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
     Ok(keyed.into_iter().map(|(_, f)| f).collect())
 }
 
-/// Every line of the audit files in `dir`, oldest first (tests).
-#[cfg(test)]
-pub fn lines_in(dir: &Path) -> Vec<String> {
-    files_in(dir)
-        .unwrap()
-        .iter()
-        .flat_map(|f| {
-            std::fs::read_to_string(f)
-                .unwrap()
-                .lines()
-                .map(String::from)
-                .collect::<Vec<_>>()
-        })
-        .collect()
+/// Every line of the audit files in `dir`, oldest first.
+pub fn lines_in(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut lines = Vec::new();
+    for f in files_in(dir)? {
+        lines.extend(std::fs::read_to_string(f)?.lines().map(String::from));
+    }
+    Ok(lines)
 }
 
 /// The audit files in a directory, oldest first.

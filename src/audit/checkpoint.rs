@@ -380,7 +380,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let signer = Arc::new(Signer::new(generate().unwrap()));
         write_log(dir.path(), &signer, n, stop);
-        (signer, chain::lines_in(dir.path()))
+        (signer, chain::lines_in(dir.path()).unwrap())
     }
 
     fn first_checkpoint_after(lines: &[String], index: usize) -> u64 {
@@ -558,7 +558,7 @@ mod tests {
             .all(|f| f.problem == Problem::UnknownKey(a.key_id().into())));
         assert_eq!(only_b.findings.len(), 2, "both of A's checkpoints");
         // B's first checkpoint proves from where A's last one stopped.
-        let lines = chain::lines_in(dir.path());
+        let lines = chain::lines_in(dir.path()).unwrap();
         let b_first: Value = lines
             .iter()
             .filter(|l| l.contains(b.key_id()))

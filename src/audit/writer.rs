@@ -730,6 +730,7 @@ mod tests {
 
     fn events(dir: &Path) -> Vec<String> {
         chain::lines_in(dir)
+            .unwrap()
             .iter()
             .map(|l| {
                 let v: serde_json::Value = serde_json::from_str(l).unwrap();
