@@ -342,10 +342,6 @@ fn wait_for_all(
 /// The gateway's `audit.replica_id`.
 const REPLICA: &str = "syslog-test-1";
 
-fn free_port() -> u16 {
-    common::dead_port()
-}
-
 /// Every received message is a local record, byte for byte, from this
 /// replica.
 fn check_payloads(received: &[Received], local: &HashMap<u64, (String, String)>, replica: &str) {
@@ -401,7 +397,7 @@ fn verify(audit: &Path, public_key: Option<&Path>) {
 fn every_record_arrives_once_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let pki = TestPki::new("syslog");
-    let port = free_port();
+    let port = common::free_port();
     let mut rsyslog = Rsyslog::configure(&dir.path().join("rsyslog"), &pki, port);
     rsyslog.start();
     let gw = Gateway::start(&config(dir.path(), &pki, port));
@@ -447,7 +443,7 @@ fn every_record_arrives_once_byte_for_byte() {
 fn crash_and_collector_restart_lose_nothing_and_duplicate_only_what_was_said() {
     let dir = tempfile::tempdir().unwrap();
     let pki = TestPki::new("syslog-crash");
-    let port = free_port();
+    let port = common::free_port();
     let mut rsyslog = Rsyslog::configure(&dir.path().join("rsyslog"), &pki, port);
     rsyslog.start();
     // Checkpoints signed as the log grows: the chain the crashes leave
@@ -543,7 +539,7 @@ fn crash_and_collector_restart_lose_nothing_and_duplicate_only_what_was_said() {
 fn a_collector_down_at_start_gets_everything_once_up() {
     let dir = tempfile::tempdir().unwrap();
     let pki = TestPki::new("syslog-late");
-    let port = free_port();
+    let port = common::free_port();
     let mut rsyslog = Rsyslog::configure(&dir.path().join("rsyslog"), &pki, port);
     let gw = Gateway::start(&config(dir.path(), &pki, port));
     load(&gw.addr, 200);
@@ -620,7 +616,7 @@ fn a_collector_down_at_start_gets_everything_once_up() {
 fn a_full_directory_holds_requests_until_the_collector_has_the_records() {
     let dir = tempfile::tempdir().unwrap();
     let pki = TestPki::new("syslog-full");
-    let port = free_port();
+    let port = common::free_port();
     let mut rsyslog = Rsyslog::configure(&dir.path().join("rsyslog"), &pki, port);
     // rotate_bytes is 40000 (config_with): two files and a bit exceed it.
     let cfg = config_with(dir.path(), &pki, port, "max_dir_bytes = 90000\n");

@@ -132,7 +132,7 @@ async fn tokens_from_a_real_provider_through_key_rotation_and_outage() {
         .unwrap();
 
     // The gateway starts while the provider is not there yet.
-    let port = common::dead_port();
+    let port = common::free_port();
     let issuer = format!("https://127.0.0.1:{port}");
     let [a, ..] = shared_agents();
     let config = format!(

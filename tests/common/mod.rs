@@ -446,8 +446,22 @@ pub fn audit_records(dir: &Path) -> Vec<Value> {
     audit_lines(dir).iter().map(|l| parse(l)).collect()
 }
 
-/// A port with nothing listening on it.
+/// A port that refuses connections for as long as the test runs: it stays
+/// bound without listening, so no agent or gateway a parallel test starts
+/// can take it (a port only free when asked was once taken by another
+/// test's agent, which then answered for a "dead" target).
 pub fn dead_port() -> u16 {
+    static HELD: std::sync::Mutex<Vec<socket2::Socket>> = std::sync::Mutex::new(Vec::new());
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+    socket.bind(&any.into()).unwrap();
+    let port = socket.local_addr().unwrap().as_socket().unwrap().port();
+    HELD.lock().unwrap().push(socket);
+    port
+}
+
+/// A port free now, for a server the test starts on it later.
+pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
