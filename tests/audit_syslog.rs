@@ -675,7 +675,7 @@ fn a_full_directory_holds_requests_until_the_collector_has_the_records() {
         jmxgate::audit::chain::files_in(&audit)
             .unwrap()
             .iter()
-            .all(|f| jmxgate::audit::ship::tail::first_seq(f) != Some(0)),
+            .all(|f| jmxgate::audit::chain::first_seq_in_name(f) != Some(0)),
         "the first, shipped file was deleted"
     );
     gw.stop();

@@ -260,6 +260,13 @@ pub fn files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The first seq of an audit file from its name, `audit-<first seq>-<time>.jsonl`
+/// (as the writer names them): no need to read it.
+pub fn first_seq_in_name(path: &Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_prefix("audit-")?.split('-').next()?.parse().ok()
+}
+
 /// Verifies files in the given order as one chain, without checking
 /// checkpoint signatures.
 pub fn verify(files: &[PathBuf]) -> std::io::Result<Report> {

@@ -493,7 +493,7 @@ impl Retention {
                 break;
             }
             // Unknown (a file still empty, unreadable): keep the file.
-            let next_first = tail::first_seq(&files[i + 1]).unwrap_or(u64::MAX);
+            let next_first = super::chain::first_seq_in_name(&files[i + 1]).unwrap_or(u64::MAX);
             if next_first > shipped {
                 blocked = Some(f.clone());
                 break;

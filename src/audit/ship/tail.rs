@@ -39,12 +39,6 @@ impl Line {
     }
 }
 
-/// The first seq of a file, from its name `audit-<first seq>-<time>.jsonl`.
-pub fn first_seq(path: &Path) -> Option<u64> {
-    let name = path.file_name()?.to_str()?;
-    name.strip_prefix("audit-")?.split('-').next()?.parse().ok()
-}
-
 /// Where the tail reads.
 #[derive(Debug)]
 pub struct Tail {
@@ -87,7 +81,7 @@ impl Tail {
                     let Some(f) = files
                         .iter()
                         .rev()
-                        .find(|f| first_seq(f).is_some_and(|s| s <= self.next))
+                        .find(|f| chain::first_seq_in_name(f).is_some_and(|s| s <= self.next))
                         .or(files.first())
                         .cloned()
                     else {
@@ -302,9 +296,9 @@ mod tests {
     #[test]
     fn first_seq_comes_from_the_file_name() {
         assert_eq!(
-            first_seq(Path::new("/x/audit-000000001234-20260101T000000Z.jsonl")),
+            chain::first_seq_in_name(Path::new("/x/audit-000000001234-20260101T000000Z.jsonl")),
             Some(1234)
         );
-        assert_eq!(first_seq(Path::new("/x/other.jsonl")), None);
+        assert_eq!(chain::first_seq_in_name(Path::new("/x/other.jsonl")), None);
     }
 }
