@@ -402,15 +402,6 @@ impl Log {
         }])
     }
 
-    /// Seals and writes records; the chain advances with each chunk that
-    /// reached the file (after a failure, the chunks before it stay, and
-    /// the request is refused).
-    fn write(&mut self, records: &Encoded) -> Result<Arc<LogFile>, String> {
-        let file = self.write_sealed(records)?;
-        self.since_checkpoint += records.len() as u64;
-        Ok(file)
-    }
-
     fn checkpoint_due_by_count(&self) -> bool {
         self.sink.signer.is_some() && self.since_checkpoint >= self.sink.checkpoint_records.max(1)
     }
@@ -435,19 +426,20 @@ impl Log {
             sig: Some(sig),
             ..Entry::default()
         }]);
-        let file = self.write_sealed(&record)?;
+        let file = self.write(&record)?;
+        // The checkpoint proves itself too: nothing is left uncovered.
         self.since_checkpoint = 0;
         self.uncovered_from = self.next_seq;
         self.last_checkpoint = Instant::now();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         self.last_checkpoint_gauge
-            .set(i64::try_from(now).unwrap_or(i64::MAX));
+            .set(i64::try_from(crate::clock::unix_seconds()).unwrap_or(i64::MAX));
         Ok(Some(file))
     }
 
-    fn write_sealed(&mut self, records: &Encoded) -> Result<Arc<LogFile>, String> {
+    /// Seals and writes records; the chain advances with each chunk that
+    /// reached the file (after a failure, the chunks before it stay, and
+    /// the request is refused).
+    fn write(&mut self, records: &Encoded) -> Result<Arc<LogFile>, String> {
         let Some(open) = self.open.as_mut() else {
             return Err("no audit file is open".into());
         };
@@ -469,6 +461,7 @@ impl Log {
                 .map_err(|e| format!("writing {}: {e}", open.file.path.display()))?;
             // What is in the file is the chain, even if a later chunk fails.
             open.bytes += buf.len() as u64;
+            self.since_checkpoint += seq - self.next_seq;
             self.next_seq = seq;
             self.prev = prev;
             if self.sink.stdout {
