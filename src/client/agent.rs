@@ -344,25 +344,13 @@ pub(crate) fn tls_config(
     identity: Option<&(PathBuf, PathBuf)>,
     tls13_only: bool,
 ) -> Result<rustls::ClientConfig, ClientError> {
-    use rustls_pki_types::pem::PemObject;
-    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
     let roots: Arc<rustls::RootCertStore> = match ca_file {
         Some(path) => {
             let mut roots = rustls::RootCertStore::empty();
-            let certs = CertificateDer::pem_file_iter(path)
-                .map_err(|e| ClientError::Setup(format!("ca_file {}: {e}", path.display())))?;
-            for cert in certs {
-                let cert = cert
-                    .map_err(|e| ClientError::Setup(format!("ca_file {}: {e}", path.display())))?;
+            for cert in crate::tls::load_certs(path, "ca_file").map_err(ClientError::Setup)? {
                 roots
                     .add(cert)
                     .map_err(|e| ClientError::Setup(format!("ca_file {}: {e}", path.display())))?;
-            }
-            if roots.is_empty() {
-                return Err(ClientError::Setup(format!(
-                    "ca_file {}: no certificate found",
-                    path.display()
-                )));
             }
             Arc::new(roots)
         }
@@ -381,20 +369,10 @@ pub(crate) fn tls_config(
     match identity {
         None => Ok(builder.with_no_client_auth()),
         Some((cert_file, key_file)) => {
-            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert_file)
-                .and_then(|i| i.collect())
-                .map_err(|e| {
-                    ClientError::Setup(format!("client_cert_file {}: {e}", cert_file.display()))
-                })?;
-            if certs.is_empty() {
-                return Err(ClientError::Setup(format!(
-                    "client_cert_file {}: no certificate found",
-                    cert_file.display()
-                )));
-            }
-            let key = PrivateKeyDer::from_pem_file(key_file).map_err(|e| {
-                ClientError::Setup(format!("client_key_file {}: {e}", key_file.display()))
-            })?;
+            let certs = crate::tls::load_certs(cert_file, "client_cert_file")
+                .map_err(ClientError::Setup)?;
+            let key = crate::tls::load_private_key(key_file, "client_key_file")
+                .map_err(ClientError::Setup)?;
             builder
                 .with_client_auth_cert(certs, key)
                 .map_err(|e| ClientError::Setup(format!("client_cert_file/client_key_file: {e}")))

@@ -122,16 +122,7 @@ pub fn server_config(cfg: &TlsConfig) -> Result<Arc<ServerConfig>, String> {
 
     let chain = load_certs(&cfg.cert_file, "cert_file")?;
     warn_if_not_valid_now(&cfg.cert_file, &chain[0]);
-    let key = PrivateKeyDer::from_pem_file(&cfg.key_file).map_err(|e| {
-        file_error(
-            "key_file",
-            &cfg.key_file,
-            &pem_error(
-                e,
-                "no private key found (unencrypted PKCS#8, SEC1 or PKCS#1 PEM expected)",
-            ),
-        )
-    })?;
+    let key = load_private_key(&cfg.key_file, "key_file")?;
 
     let builder = match (&cfg.client_ca_file, cfg.client_auth) {
         (None, ClientAuth::Required) => {
@@ -205,9 +196,30 @@ fn pem_error(e: rustls_pki_types::pem::Error, none_found: &str) -> String {
     }
 }
 
+/// The private key in a PEM file; the error names the file and `setting`,
+/// never the content.
+pub(crate) fn load_private_key(
+    path: &Path,
+    setting: &str,
+) -> Result<PrivateKeyDer<'static>, String> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| {
+        file_error(
+            setting,
+            path,
+            &pem_error(
+                e,
+                "no private key found (unencrypted PKCS#8, SEC1 or PKCS#1 PEM expected)",
+            ),
+        )
+    })
+}
+
 /// All certificates in a PEM file; at least one, each a parseable X.509
 /// certificate.
-fn load_certs(path: &Path, setting: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(crate) fn load_certs(
+    path: &Path,
+    setting: &str,
+) -> Result<Vec<CertificateDer<'static>>, String> {
     let certs = CertificateDer::pem_file_iter(path)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
         .map_err(|e| file_error(setting, path, &pem_error(e, "no certificate found")))?;

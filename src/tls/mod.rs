@@ -23,6 +23,7 @@ use axum::extract::{ConnectInfo, Request};
 use axum::Router;
 
 pub use cert::{fingerprint_sha256, principal_from_cert, CertPrincipal};
+pub(crate) use config::{load_certs, load_private_key};
 pub use config::{server_config, ClientAuth, TlsConfig, TlsVersion, DEFAULT_RELOAD_INTERVAL};
 pub use listener::{TlsConnectInfo, TlsListener, HANDSHAKE_TIMEOUT};
 pub use reload::ReloadingTls;

@@ -26,8 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls_pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use self::config::SinkConfig;
@@ -185,7 +184,7 @@ pub fn check(sinks: &[SinkConfig], dir: &Path) -> Result<(), String> {
 fn client_config(cfg: &SinkConfig) -> Result<Arc<rustls::ClientConfig>, String> {
     let ca_file = cfg.ca_file.as_ref().ok_or("ca_file is required")?;
     let mut roots = rustls::RootCertStore::empty();
-    for cert in certs(ca_file, "ca_file")? {
+    for cert in crate::tls::load_certs(ca_file, "ca_file")? {
         roots
             .add(cert)
             .map_err(|e| format!("ca_file {}: {e}", ca_file.display()))?;
@@ -197,35 +196,15 @@ fn client_config(cfg: &SinkConfig) -> Result<Arc<rustls::ClientConfig>, String> 
     .map_err(|e| format!("TLS versions: {e}"))?
     .with_root_certificates(roots);
     let config = match (&cfg.cert_file, &cfg.key_file) {
-        (Some(cert), Some(key)) => {
-            let chain = certs(cert, "cert_file")?;
-            // The error names the file, never its content.
-            let key_der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
-                format!(
-                    "key_file {}: no usable private key (unencrypted PEM expected): {e}",
-                    key.display()
-                )
-            })?;
-            builder
-                .with_client_auth_cert(chain, key_der)
-                .map_err(|e| format!("cert_file/key_file {}: {e}", cert.display()))?
-        }
+        (Some(cert), Some(key)) => builder
+            .with_client_auth_cert(
+                crate::tls::load_certs(cert, "cert_file")?,
+                crate::tls::load_private_key(key, "key_file")?,
+            )
+            .map_err(|e| format!("cert_file/key_file {}: {e}", cert.display()))?,
         _ => builder.with_no_client_auth(),
     };
     Ok(Arc::new(config))
-}
-
-fn certs(path: &Path, key: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs: Vec<_> = CertificateDer::pem_file_iter(path)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| format!("{key} {}: {e}", path.display()))?;
-    if certs.is_empty() {
-        return Err(format!(
-            "{key} {}: no PEM certificate in it",
-            path.display()
-        ));
-    }
-    Ok(certs)
 }
 
 struct Sink {
