@@ -337,3 +337,67 @@ async fn lists_with_every_8x_option_equal_the_agents_under_a_role() {
     assert_eq!(checked, 96);
     assert!(differing.is_empty(), "answers differ for {differing:#?}");
 }
+
+/// The released 2.6.0 holds the last piece of each answer on a kept-alive
+/// connection until the previous piece is acknowledged, and Linux delays
+/// that acknowledgement (44 ms per answer). The gateway notices an answer
+/// held back like that and acknowledges at once on that agent's
+/// connections from then on (agents that don't stall are spared the
+/// extra system calls); every answer stays the agent's own.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_stalls_on_delayed_acks_is_acknowledged_at_once() {
+    if !Generation::V2.available() {
+        return;
+    }
+    let agent = Agent::start_v2(Generation::V2, "stalls", &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+            common::targets_toml(&[&agent])
+        ),
+    )
+    .unwrap();
+    let gw = common::GatewayProcess::start(&config, "info");
+    let http = common::http_client();
+    let url = format!("http://{}/jolokia/targets/stalls", gw.addr);
+    // Distinct requests, one after another on kept-alive connections.
+    for i in 0..40 {
+        let word = format!("echo-{i}");
+        let (status, answer) = common::post_json(
+            &http,
+            &url,
+            &json!({"type":"exec","mbean":OPS,"operation":"echo","arguments":[word]}),
+        )
+        .await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["value"], word, "{answer}");
+    }
+    let port = agent
+        .url()
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let line = gw
+        .wait_for_line(
+            "delayed acknowledgement",
+            std::time::Duration::from_secs(10),
+        )
+        .expect("the gateway notices 2.6.0's stalled answers");
+    assert!(line.contains(&format!("127.0.0.1:{port}")), "{line}");
+    // And keeps answering right afterwards.
+    let (_, answer) = common::post_json(
+        &http,
+        &url,
+        &json!({"type":"exec","mbean":OPS,"operation":"echo","arguments":["after"]}),
+    )
+    .await;
+    assert_eq!(answer["value"], "after", "{answer}");
+    gw.stop();
+}

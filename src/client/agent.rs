@@ -24,6 +24,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use url::Url;
 
+use super::quick_ack::QuickAck;
 use crate::protocol::{Request, Response};
 use crate::secret::Secret;
 
@@ -301,15 +302,16 @@ fn http_client(
     let mut tcp = HttpConnector::new();
     // The URL's scheme decides; the TLS layer below handles https.
     tcp.enforce_http(false);
-    // Requests leave at once; answers are acknowledged at once
-    // (quick_ack.rs): both halves of the 40 ms delayed-ACK stall.
+    // Requests leave at once; answers of agents seen to stall are
+    // acknowledged at once (quick_ack.rs): both halves of the 40 ms
+    // delayed-ACK stall.
     tcp.set_nodelay(true);
     tcp.set_connect_timeout(Some(connect_timeout));
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(super::quick_ack::QuickAckConnector(tcp));
+        .wrap_connector(super::quick_ack::QuickAckConnector::new(tcp));
     // No redirects and no proxies: this client follows nothing, so it
     // only ever reaches the configured target.
     Ok(
@@ -603,15 +605,16 @@ impl AgentClient {
                 None => None,
             };
             let resp = inner.http.request(req).await.map_err(classify)?;
+            let head_at = std::time::Instant::now();
+            let quick_ack = resp.extensions().get::<QuickAck>().cloned();
             let status = resp.status().as_u16();
-            let headers_of_answer = resp.headers().clone();
+            let plain_text = content_type_is(resp.headers(), "text/plain");
             let length = resp
                 .headers()
                 .get(CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
             let mut incoming = resp.into_body();
             if status != 200 {
-                let plain_text = content_type_is(&headers_of_answer, "text/plain");
                 let detail = if status == 400 {
                     let text = incoming.collect().await.map(|b| b.to_bytes());
                     let text = text.unwrap_or_default();
@@ -646,6 +649,9 @@ impl AgentClient {
                     held.push(budget.take(chunk.len())?);
                 }
                 body.extend_from_slice(&chunk);
+            }
+            if let Some(quick_ack) = quick_ack {
+                quick_ack.note_answer(head_at.elapsed(), body.len());
             }
             let answers = crate::protocol::parse_bulk_answer(&body).map_err(ClientError::BadAnswer);
             drop(held);
