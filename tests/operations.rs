@@ -232,6 +232,16 @@ async fn metrics_health_and_readiness_follow_real_traffic() {
         text.contains("jmxgate_item_duration_seconds_bucket"),
         "{text}"
     );
+    // Each item once, the bulk's two alike reads too.
+    assert_eq!(
+        metric(
+            &text,
+            "jmxgate_item_duration_seconds_count",
+            &[("type", "read")]
+        ),
+        4.0,
+        "{text}"
+    );
 
     for (path, want) in [("/healthz", "ok"), ("/readyz", "ready")] {
         let r = http

@@ -4,6 +4,7 @@
 //! hash-chained audit files (`crate::audit`). Records carry names and
 //! hashes, never credentials.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -64,6 +65,7 @@ impl super::Gateway {
         let mut records = Encoded::default();
         let mut template = None;
         let mut durable = false;
+        let mut counts = ItemCounts::default();
         for (index, ((_, rows), item)) in merged.iter().zip(&parsed.items).enumerate() {
             let request = item.parsed.as_ref().ok().map(|p| &p.request);
             for row in rows {
@@ -78,7 +80,7 @@ impl super::Gateway {
                     rule: row.verdict.rule.as_deref(),
                 };
                 record(&item_record);
-                self.count_item(state, &item_record);
+                counts.add(&item_record);
                 if let Some(log) = &self.audit {
                     durable |= needs_durability(request);
                     // Full: append it and go on (the last chunk, never
@@ -86,7 +88,10 @@ impl super::Gateway {
                     // sync thread flushes in order, earlier chunks too).
                     if records.len() >= AUDIT_CHUNK {
                         if let Err(reason) = log.append(&records) {
-                            self.audit_failed(log, &reason, who.request_id)?;
+                            if let Err(refused) = self.audit_failed(log, &reason, who.request_id) {
+                                self.count_items(state, &counts, who.latency);
+                                return Err(refused);
+                            }
                         }
                         records = Encoded::default();
                     }
@@ -95,26 +100,50 @@ impl super::Gateway {
                 }
             }
         }
+        self.count_items(state, &counts, who.latency);
         self.write_audit(&records, durable, who.request_id).await
     }
 
-    fn count_item(&self, state: &super::state::State, record: &Record<'_>) {
+    /// The item metrics: each series looked up once per request.
+    fn count_items(&self, state: &super::state::State, counts: &ItemCounts<'_>, latency: Duration) {
+        let seconds = latency.as_secs_f64();
+        for (&(kind, target, status, decision), &n) in &counts.0 {
+            self.metrics
+                .items
+                .get_or_create(&crate::metrics::ItemLabels {
+                    r#type: kind.into(),
+                    target: super::metric_target(&state.fleet, target).into(),
+                    status: status.to_string(),
+                    decision: decision.into(),
+                })
+                .inc_by(n);
+            // Every item of a request took the request's time.
+            let item_seconds =
+                self.metrics
+                    .item_seconds
+                    .get_or_create(&crate::metrics::TypeLabel {
+                        r#type: kind.into(),
+                    });
+            for _ in 0..n {
+                item_seconds.observe(seconds);
+            }
+        }
+    }
+}
+
+/// A request's items by their metric labels (type, target, status,
+/// decision): a bulk of many alike items touches each series once, not
+/// once per item (label strings, hashing, a lock each time).
+#[derive(Debug, Default)]
+struct ItemCounts<'a>(HashMap<(&'static str, Option<&'a str>, u16, &'static str), u64>);
+
+impl<'a> ItemCounts<'a> {
+    fn add(&mut self, record: &Record<'a>) {
         let kind = record.request.map_or("-", |r| r.command.type_name());
-        self.metrics
-            .items
-            .get_or_create(&crate::metrics::ItemLabels {
-                r#type: kind.into(),
-                target: super::metric_target(&state.fleet, record.target).into(),
-                status: record.status.to_string(),
-                decision: record.decision.into(),
-            })
-            .inc();
-        self.metrics
-            .item_seconds
-            .get_or_create(&crate::metrics::TypeLabel {
-                r#type: kind.into(),
-            })
-            .observe(record.who.latency.as_secs_f64());
+        *self
+            .0
+            .entry((kind, record.target, record.status, record.decision))
+            .or_default() += 1;
     }
 }
 
