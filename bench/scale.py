@@ -8,7 +8,7 @@ answer, so the gateway's own cost is what is measured; 100,000 real JVMs
 cannot run here. Real agents stay in bench/run.sh for the per-agent rows.
 
 Curves:
-  * targets 100 -> 100,000: start-up time, idle RSS and idle CPU (health
+  * targets 100 -> 100,000: start-up and reload (SIGHUP) time, idle RSS and idle CPU (health
     probes running), GET /jolokia/targets (whole list and one page of
     1000), a read fanned out to every target (time, peak RSS, answers);
   * bulk size 1 -> 1000 against one stand-in: jmxgate and nginx;
@@ -302,6 +302,7 @@ def fleet_row(n, static_port):
     values = answer.get("value") or {}
     failed = sum(1 for v in values.values() if isinstance(v, dict) and "error" in v)
     peak = status_kb(p.pid, "VmHWM")
+    reload_s = reload_fleet(p, gw, directory)
     stop(p)
     row = {
         "targets": n, "startup_s": startup, "first_probe_round_s": first_round,
@@ -309,13 +310,44 @@ def fleet_row(n, static_port):
         "list_s": list_s, "listed": listed, "page_s": page_s,
         "fanout_s": fan_s, "fanout_answered": len(values) - failed, "fanout_failed": failed,
         "fanout_status": answer.get("status"), "fanout_peak_extra_mb": (peak - rss_before) / 1024,
+        "reload_s": reload_s,
     }
     print(f"  {n:>6} targets: start {startup:.2f} s, first probe round {first_round:.1f} s, "
           f"idle RSS {rss_idle / 1024:.0f} MB, idle CPU {idle_cpu:.1f} %, "
           f"/targets {list_s * 1000:.0f} ms ({listed}), page {page_s * 1000:.1f} ms, "
           f"fan-out {fan_s:.2f} s ({len(values) - failed} answered, {failed} failed), "
-          f"+{(peak - rss_before) / 1024:.0f} MB peak", flush=True)
+          f"+{(peak - rss_before) / 1024:.0f} MB peak, reload {reload_s:.2f} s", flush=True)
     return row
+
+
+def reload_fleet(p, gw, directory):
+    """A reload of the whole fleet: the inventory file rewritten with one
+    target's labels changed, then SIGHUP; the time until the gateway logs
+    the reload, checked to have taken the change."""
+    path = os.path.join(directory, "fleet.json")
+    with open(path) as f:
+        fleet = json.load(f)
+    fleet[0]["labels"]["reloaded"] = "yes"
+    with open(path + ".new", "w") as f:
+        json.dump(fleet, f)
+    os.replace(path + ".new", path)
+    log_path = os.path.join(directory, "gateway.log")
+    with open(log_path) as f:
+        before = f.read().count("configuration reloaded")
+    started = time.monotonic()
+    p.send_signal(signal.SIGHUP)
+    while True:
+        with open(log_path) as f:
+            if f.read().count("configuration reloaded") > before:
+                break
+        if time.monotonic() - started > 60:
+            sys.exit("the gateway did not log a reload within 60 s")
+        time.sleep(0.005)
+    took = time.monotonic() - started
+    _, data = http("GET", gw + "/jolokia/targets?limit=1")
+    first = json.loads(data)["value"][0]
+    assert first["labels"].get("reloaded") == "yes", f"the reload did not take the change: {first}"
+    return took
 
 
 def wrk_lua(body, auth):
@@ -418,14 +450,14 @@ def markdown(fleet, bulks, clients):
         "cannot run on one machine; the gateway's own cost is what these rows show. Real agents are "
         "in `bench/results.md` (bench/run.sh).\n",
         "## Targets\n",
-        f"| targets | start-up | first probe round | idle RSS | idle CPU (probes every {PROBE_INTERVAL:g} s) | "
+        f"| targets | start-up | reload (SIGHUP) | first probe round | idle RSS | idle CPU (probes every {PROBE_INTERVAL:g} s) | "
         "`GET /jolokia/targets` (all) | one page of 1000 | read fanned out to all | answered | "
         "peak RSS added by the fan-out |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in fleet:
         lines.append(
-            f"| {r['targets']:,} | {r['startup_s']:.2f} s | {r['first_probe_round_s']:.1f} s | "
+            f"| {r['targets']:,} | {r['startup_s']:.2f} s | {r['reload_s']:.2f} s | {r['first_probe_round_s']:.1f} s | "
             f"{r['rss_idle_mb']:.0f} MB | {r['idle_cpu_pct']:.1f} % | {r['list_s'] * 1000:.0f} ms | "
             f"{r['page_s'] * 1000:.1f} ms | {r['fanout_s']:.2f} s | "
             f"{r['fanout_answered']:,} of {r['targets']:,} | {r['fanout_peak_extra_mb']:.0f} MB |"
@@ -466,7 +498,7 @@ def plot(fleet, bulks, clients, path):
     n = [r["targets"] for r in fleet]
     for a, key, label in (
         (ax[0][0], "rss_idle_mb", "idle RSS (MB)"),
-        (ax[0][1], "startup_s", "start-up (s)"),
+        (ax[0][1], "startup_s", "start-up, reload, target list (s)"),
         (ax[0][2], "fanout_s", "read fanned out to all targets (s)"),
     ):
         a.plot(n, [r[key] for r in fleet], "o-", label="jmxgate" if key != "startup_s" else "start-up (s)")
@@ -474,6 +506,7 @@ def plot(fleet, bulks, clients, path):
         a.set_xlabel("targets (stand-ins)")
         a.set_title(label)
         a.grid(True, alpha=0.3)
+    ax[0][1].plot(n, [r["reload_s"] for r in fleet], "^-.", label="reload (s)")
     ax[0][1].plot(n, [r["list_s"] for r in fleet], "s--", label="GET /jolokia/targets (s)")
     ax[0][1].legend()
     k = [r["bulk"] for r in bulks]

@@ -786,6 +786,14 @@ impl GatewayProcess {
     }
 }
 
+/// A test that fails before `stop` leaves no gateway running.
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Gateway {
     /// Waits until the health probe has reported every target's protocol
     /// (what decides, for example, how an attribute's error is written in
