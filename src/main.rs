@@ -526,25 +526,33 @@ fn audit_verify(paths: &[PathBuf], public_keys: &[PathBuf]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let groups = match audit_paths(paths).and_then(|f| chain::by_replica(&f)) {
-        Ok(g) => g,
+    let chains = match audit_paths(paths).and_then(|f| chain::chains(&f)) {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("jmxgate: {e}");
             return ExitCode::from(2);
         }
     };
     let mut failed = false;
-    for (replica, files) in &groups {
-        let report = match chain::verify_with(files, keys.as_ref()) {
+    for chain in &chains {
+        let report = match chain::verify_with(&chain.files, keys.as_ref()) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("jmxgate: {e}");
                 return ExitCode::from(2);
             }
         };
-        let who = match replica {
-            Some(r) => format!(" replica {r}"),
-            None => String::new(),
+        // A log continued under a new replica id: `replica a, then b`.
+        let named: Vec<&str> = chain
+            .replicas
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        let who = if named.is_empty() {
+            String::new()
+        } else {
+            format!(" replica {}", named.join(", then "))
         };
         failed |= print_verified(&who, &report, keys.is_some());
     }

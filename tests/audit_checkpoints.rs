@@ -275,3 +275,60 @@ async fn replicas_are_verified_together_each_against_its_own_chain() {
     assert_eq!(code, Some(0), "{out}");
     assert_eq!(out.matches("chain intact").count(), 3, "{out}");
 }
+
+/// A gateway restarted under a new replica id (a Deployment's new pod
+/// name, a renamed host) continues its directory's log: `verify` checks
+/// it as one chain across both ids, the link between them included, and
+/// a record removed at that link is found.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_log_continued_under_a_new_replica_id_verifies_as_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, public, _) = keygen(dir.path(), "audit.key");
+    serve_and_stop(dir.path(), "pod-a", Some(&key), 4).await;
+    serve_and_stop(dir.path(), "pod-b", Some(&key), 3).await;
+    let log = dir.path().join("audit");
+    let records = common::audit_records(&log);
+    let replicas: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r["replica"].as_str())
+        .collect();
+    assert!(
+        replicas.contains(&"pod-a") && replicas.contains(&"pod-b"),
+        "{replicas:?}"
+    );
+    let keys = ["audit", "verify", "--public-key", public.to_str().unwrap()];
+    let (code, out) = run(&keys, &[&log]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(&format!(
+            "OK replica pod-a, then pod-b: {} records in 2 file(s), seq 0..=",
+            records.len()
+        )) && out.contains("proven by checkpoints"),
+        "{out}"
+    );
+    // Checked from the start, not from where pod-b began.
+    assert!(!out.contains("the chain is checked from there on"), "{out}");
+
+    // pod-a's last record (its closing checkpoint) removed: pod-b's
+    // first record no longer links, and that is found.
+    let cut = dir.path().join("cut");
+    std::fs::create_dir(&cut).unwrap();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&log)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for (i, f) in files.iter().enumerate() {
+        let text = std::fs::read_to_string(f).unwrap();
+        let text = if i == 0 {
+            let lines: Vec<&str> = text.lines().collect();
+            format!("{}\n", lines[..lines.len() - 1].join("\n"))
+        } else {
+            text
+        };
+        std::fs::write(cut.join(f.file_name().unwrap()), text).unwrap();
+    }
+    let (code, out) = run(&keys, &[&cut]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("TAMPERED"), "{out}");
+}

@@ -186,38 +186,167 @@ impl Report {
     }
 }
 
-/// The `seq` and `replica` of a file's first readable record.
-fn first_record(file: &Path) -> std::io::Result<(Option<u64>, Option<String>)> {
+/// What [`chains`] needs of a file: its first readable record's `seq`,
+/// `replica` and `prev`, and its last intact record's hash.
+#[derive(Debug, Default)]
+struct Ends {
+    first_seq: Option<u64>,
+    replica: Option<String>,
+    first_prev: Option<String>,
+    /// The name of the file a `log_opened` first record says it continues.
+    continues: Option<String>,
+    last_hash: Option<String>,
+}
+
+/// The file a `log_opened` note names as the one before it: the writer
+/// writes `continues <path>` when a gateway starts and `<why>; follows
+/// <path>` when it rotates (`writer.rs`). Its name only: copies of a log
+/// live elsewhere.
+fn continued_file(note: &str) -> Option<String> {
+    let path = note
+        .strip_prefix("continues ")
+        .or_else(|| note.rsplit_once("; follows ").map(|(_, p)| p))?;
+    Some(Path::new(path).file_name()?.to_string_lossy().into_owned())
+}
+
+fn ends(file: &Path) -> std::io::Result<Ends> {
     let text = std::fs::read_to_string(file)?;
+    let mut ends = Ends::default();
     for line in text.lines() {
         if let Ok(v) = serde_json::from_str::<Value>(line) {
             if let Some(seq) = v.get("seq").and_then(Value::as_u64) {
-                let replica = v.get("replica").and_then(Value::as_str).map(str::to_string);
-                return Ok((Some(seq), replica));
+                let field = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+                ends.first_seq = Some(seq);
+                ends.replica = field("replica");
+                ends.first_prev = field("prev");
+                if field("event").as_deref() == Some("log_opened") {
+                    ends.continues = field("note").as_deref().and_then(continued_file);
+                }
+                break;
             }
         }
     }
-    Ok((None, None))
+    // The last complete line that is sealed (a torn tail is not).
+    if let Some(end) = text.rfind('\n') {
+        ends.last_hash = text[..end]
+            .rsplit('\n')
+            .find_map(unseal)
+            .map(|(_, hash)| hash.to_string());
+    }
+    Ok(ends)
 }
 
-/// Files grouped by the replica that wrote them (each file is written by
-/// one gateway: the `replica` of its first record; `None` for files from
-/// before replica ids), each group in chain order, groups by name.
-pub fn by_replica(files: &[PathBuf]) -> std::io::Result<Vec<(Option<String>, Vec<PathBuf>)>> {
-    let mut keyed = Vec::new();
+/// One chain of records, as [`chains`] finds it.
+#[derive(Debug, PartialEq)]
+pub struct Chain {
+    /// Who wrote it, in order (`None`: files from before replica ids);
+    /// more than one where a gateway continued the log under a new id.
+    pub replicas: Vec<Option<String>>,
+    /// Its files in chain order.
+    pub files: Vec<PathBuf>,
+}
+
+/// The chains the files hold. A file follows the file whose last record
+/// its first record names as `prev`: a gateway continues the newest file
+/// of its directory even when its replica id changed between restarts (a
+/// new pod name, a renamed host), so such a chain crosses replicas and
+/// the link between them is checked too. A file that follows none by
+/// hash follows the file its first record says it continues, else the
+/// one before it of the same replica, so a cut link shows as one when
+/// the chain is verified. Replicas that never continued each other
+/// (several gateways' logs side by side) are separate chains, by replica
+/// name.
+pub fn chains(files: &[PathBuf]) -> std::io::Result<Vec<Chain>> {
+    let mut all = Vec::with_capacity(files.len());
     for f in files {
-        let (seq, replica) = first_record(f)?;
-        keyed.push((replica, seq.unwrap_or(u64::MAX), f.clone()));
+        all.push((ends(f)?, f.clone()));
     }
-    keyed.sort();
-    let mut groups: Vec<(Option<String>, Vec<PathBuf>)> = Vec::new();
-    for (replica, _, file) in keyed {
-        match groups.last_mut() {
-            Some((r, files)) if *r == replica => files.push(file),
-            _ => groups.push((replica, vec![file])),
+    // Each replica's files in seq order, replicas by name: the order
+    // chains are reported in, and the fallback predecessor of a file.
+    all.sort_by(|(a, fa), (b, fb)| {
+        (&a.replica, a.first_seq.unwrap_or(u64::MAX), fa).cmp(&(
+            &b.replica,
+            b.first_seq.unwrap_or(u64::MAX),
+            fb,
+        ))
+    });
+    let by_last_hash: std::collections::HashMap<&str, usize> = all
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (e, _))| Some((e.last_hash.as_deref()?, i)))
+        .collect();
+    let mut next: Vec<Option<usize>> = vec![None; all.len()];
+    let mut has_previous = vec![false; all.len()];
+    // Links by hash first, then the same replica's previous file for the
+    // files left without one.
+    for (i, (e, _)) in all.iter().enumerate() {
+        let linked = e
+            .first_prev
+            .as_deref()
+            .filter(|prev| *prev != GENESIS)
+            .and_then(|prev| by_last_hash.get(prev).copied())
+            .filter(|&p| p != i && next[p].is_none());
+        if let Some(p) = linked {
+            next[p] = Some(i);
+            has_previous[i] = true;
         }
     }
-    Ok(groups)
+    let by_name: std::collections::HashMap<String, usize> = all
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, f))| Some((f.file_name()?.to_string_lossy().into_owned(), i)))
+        .collect();
+    for i in 0..all.len() {
+        let named = all[i]
+            .0
+            .continues
+            .as_ref()
+            .and_then(|n| by_name.get(n).copied());
+        let same_replica = i
+            .checked_sub(1)
+            .filter(|&p| all[p].0.replica == all[i].0.replica);
+        if has_previous[i] {
+            continue;
+        }
+        if let Some(p) = named
+            .or(same_replica)
+            .filter(|&p| p != i && next[p].is_none())
+        {
+            next[p] = Some(i);
+            has_previous[i] = true;
+        }
+    }
+    let mut chains = Vec::new();
+    let mut placed = vec![false; all.len()];
+    let starts: Vec<usize> = (0..all.len()).filter(|&i| !has_previous[i]).collect();
+    for start in starts {
+        let mut chain = Chain {
+            replicas: Vec::new(),
+            files: Vec::new(),
+        };
+        let mut at = Some(start);
+        while let Some(i) = at.filter(|&i| !placed[i]) {
+            placed[i] = true;
+            let replica = &all[i].0.replica;
+            if chain.replicas.last() != Some(replica) {
+                chain.replicas.push(replica.clone());
+            }
+            chain.files.push(all[i].1.clone());
+            at = next[i];
+        }
+        chains.push(chain);
+    }
+    // Links that close a loop (only a doctored set of files has one):
+    // what is left is checked from where the sort puts it.
+    for (i, (e, f)) in all.iter().enumerate() {
+        if !placed[i] {
+            chains.push(Chain {
+                replicas: vec![e.replica.clone()],
+                files: vec![f.clone()],
+            });
+        }
+    }
+    Ok(chains)
 }
 
 /// Orders files by the `seq` of their first record (file names sort the
@@ -431,7 +560,7 @@ pub fn last_checkpoint(file: &Path) -> std::io::Result<Option<u64>> {
 
 /// The `seq` of a file's first readable record.
 pub fn first_seq(file: &Path) -> std::io::Result<Option<u64>> {
-    first_record(file).map(|(seq, _)| seq)
+    ends(file).map(|e| e.first_seq)
 }
 
 #[cfg(test)]
@@ -498,6 +627,96 @@ mod tests {
                 line
             })
             .collect()
+    }
+
+    /// Sealed records `seqs` of `replica`, chained from `prev`; the lines
+    /// and the last hash.
+    fn records(replica: &str, seqs: std::ops::Range<u64>, prev: &str) -> (String, String) {
+        let mut prev = prev.to_string();
+        let mut text = String::new();
+        for seq in seqs {
+            let (line, hash) = seal(&format!(
+                "{{\"seq\":{seq},\"replica\":\"{replica}\",\"event\":\"item\",\"prev\":\"{prev}\"}}"
+            ));
+            text.push_str(&line);
+            text.push('\n');
+            prev = hash;
+        }
+        (text, prev)
+    }
+
+    /// Writes the files (name, text) into a fresh directory; returns it
+    /// (kept alive) and their paths.
+    fn files(texts: &[(&str, &str)]) -> (tempfile::TempDir, Vec<PathBuf>) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = texts
+            .iter()
+            .map(|(name, text)| {
+                let path = dir.path().join(name);
+                std::fs::write(&path, text).unwrap();
+                path
+            })
+            .collect();
+        (dir, paths)
+    }
+
+    fn names(chain: &Chain) -> Vec<&str> {
+        chain
+            .replicas
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .collect()
+    }
+
+    #[test]
+    fn the_file_a_log_continues_is_read_from_the_writers_notes() {
+        assert_eq!(
+            continued_file("continues /var/log/jmxgate/audit-000000000007-20261124T010203Z.jsonl")
+                .as_deref(),
+            Some("audit-000000000007-20261124T010203Z.jsonl")
+        );
+        assert_eq!(
+            continued_file("rotated; follows /a/audit-1.jsonl").as_deref(),
+            Some("audit-1.jsonl")
+        );
+        assert_eq!(continued_file("new log"), None);
+        assert_eq!(continued_file("recovered after: disk full"), None);
+    }
+
+    #[test]
+    fn a_log_continued_under_a_new_replica_id_is_one_chain() {
+        // a, then b (a new pod name), then a again: each file continues
+        // the one before it.
+        let (a1, h) = records("a", 0..3, GENESIS);
+        let (b1, h) = records("b", 3..5, &h);
+        let (a2, _) = records("a", 5..7, &h);
+        let (_dir, paths) = files(&[("1.jsonl", &a1), ("2.jsonl", &b1), ("3.jsonl", &a2)]);
+        let found = chains(&paths).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(names(&found[0]), ["a", "b", "a"]);
+        assert_eq!(found[0].files, paths);
+        let report = verify(&found[0].files).unwrap();
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        assert_eq!((report.records, report.anchored_at), (7, None));
+    }
+
+    #[test]
+    fn logs_side_by_side_are_separate_chains_and_a_gap_stays_a_gap() {
+        let (a1, _) = records("a", 0..3, GENESIS);
+        let (b1, _) = records("b", 0..2, GENESIS);
+        // a's second file doesn't continue its first: records 3 and 4
+        // were removed.
+        let (a2, _) = records("a", 5..7, &"f".repeat(64));
+        let (_dir, paths) = files(&[("a1", &a1), ("b1", &b1), ("a2", &a2)]);
+        let found = chains(&paths).unwrap();
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!(names(&found[0]), ["a"]);
+        assert_eq!(found[0].files, [paths[0].clone(), paths[2].clone()]);
+        assert_eq!(names(&found[1]), ["b"]);
+        assert!(verify(&found[1].files).unwrap().findings.is_empty());
+        let report = verify(&found[0].files).unwrap();
+        assert!(report.tampered(), "{:?}", report.findings);
     }
 
     fn check(lines: &[String], tail: &str) -> Report {
