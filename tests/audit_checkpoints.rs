@@ -91,14 +91,7 @@ async fn serve_and_stop(dir: &Path, replica: &str, key: Option<&Path>, reads: us
         let body: Value = r.json().await.unwrap();
         assert_eq!(body["status"], 200, "{body}");
     }
-    let metrics = http
-        .get(format!("http://{admin}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = common::get_text(&http, &format!("http://{admin}/metrics")).await;
     gw.stop();
     metrics
 }

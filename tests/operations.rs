@@ -146,14 +146,7 @@ async fn metrics_health_and_readiness_follow_real_traffic() {
         401
     );
 
-    let text = http
-        .get(format!("http://{admin}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = common::get_text(&http, &format!("http://{admin}/metrics")).await;
     let items = "jmxgate_items_total";
     assert_eq!(
         metric(

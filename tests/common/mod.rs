@@ -130,8 +130,12 @@ where
 
 /// GETs a URL and parses the answer as JSON.
 pub async fn get_json(http: &reqwest::Client, url: &str) -> Value {
-    let text = http.get(url).send().await.unwrap().text().await.unwrap();
-    parse(&text)
+    parse(&get_text(http, url).await)
+}
+
+/// GETs a URL's text (an admin listener's `/metrics`, say).
+pub async fn get_text(http: &reqwest::Client, url: &str) -> String {
+    http.get(url).send().await.unwrap().text().await.unwrap()
 }
 
 fn fnv(bytes: &[u8]) -> u64 {
