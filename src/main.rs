@@ -87,7 +87,8 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum AuditCmd {
-    /// Verify the hash chain of each replica's records: report the first
+    /// Verify each hash chain in the files (one per log, across replica ids
+    /// where a gateway continued it under a new one): report the first
     /// edited, removed or reordered record, and a truncated tail; with
     /// --public-key, also every signed checkpoint. Exit status 0 intact (a
     /// truncated tail is a warning), 1 tampered, a bad signature, or (with

@@ -226,13 +226,7 @@ fn ends(file: &Path) -> std::io::Result<Ends> {
             }
         }
     }
-    // The last complete line that is sealed (a torn tail is not).
-    if let Some(end) = text.rfind('\n') {
-        ends.last_hash = text[..end]
-            .rsplit('\n')
-            .find_map(unseal)
-            .map(|(_, hash)| hash.to_string());
-    }
+    ends.last_hash = last_sealed(&text).map(|(_, hash)| hash);
     Ok(ends)
 }
 
@@ -525,22 +519,21 @@ pub fn verify_with(files: &[PathBuf], keys: Option<&Keyring>) -> std::io::Result
 /// The `seq` and hash of the last complete record of a file, to continue
 /// the chain after a restart.
 pub fn last_record(file: &Path) -> std::io::Result<Option<(u64, String)>> {
-    let text = std::fs::read_to_string(file)?;
-    let complete = match text.rfind('\n') {
-        Some(end) => &text[..end],
-        None => return Ok(None),
-    };
-    for line in complete.rsplit('\n') {
-        if let Some((_, hash)) = unseal(line) {
-            if let Some(seq) = serde_json::from_str::<Value>(line)
-                .ok()
-                .and_then(|v| v.get("seq").and_then(Value::as_u64))
-            {
-                return Ok(Some((seq, hash.to_string())));
-            }
-        }
-    }
-    Ok(None)
+    Ok(last_sealed(&std::fs::read_to_string(file)?))
+}
+
+/// The `seq` and hash of the last complete, sealed line of a file's text
+/// (a torn tail is neither).
+fn last_sealed(text: &str) -> Option<(u64, String)> {
+    let complete = &text[..text.rfind('\n')?];
+    complete.rsplit('\n').find_map(|line| {
+        let (_, hash) = unseal(line)?;
+        let seq = serde_json::from_str::<Value>(line)
+            .ok()?
+            .get("seq")?
+            .as_u64()?;
+        Some((seq, hash.to_string()))
+    })
 }
 
 /// The `seq` of the last intact checkpoint in a file.
