@@ -72,12 +72,6 @@ pub struct CacheLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WorkerLabel {
-    /// The serving worker, from 1 (`server.workers`).
-    pub worker: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct MethodLabel {
     pub method: String,
 }
@@ -111,8 +105,6 @@ pub struct Metrics {
     pub audit_sinks: crate::audit::ship::metrics::SinkMetrics,
     pub reloads: Family<StatusLabel, Counter>,
     pub mcp_tool_calls: Family<ToolLabels, Counter>,
-    /// Open client connections, by the serving worker that holds them.
-    pub client_connections: Family<WorkerLabel, Gauge>,
 }
 
 impl Default for Metrics {
@@ -141,7 +133,6 @@ impl Metrics {
             audit_sinks: Default::default(),
             reloads: Family::default(),
             mcp_tool_calls: Family::default(),
-            client_connections: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -233,11 +224,6 @@ impl Metrics {
             "audit_sink_records_sent",
             "Audit records confirmed delivered, by sink",
             m.audit_sinks.records_sent.clone(),
-        );
-        registry.register(
-            "client_connections",
-            "Open client connections, by serving worker",
-            m.client_connections.clone(),
         );
         registry.register(
             "config_reloads",

@@ -254,54 +254,6 @@ async fn metrics_health_and_readiness_follow_real_traffic() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn client_connections_are_spread_over_the_serving_workers() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = write(
-        dir.path(),
-        "gateway.toml",
-        "[server]\nlisten = \"127.0.0.1:0\"\nworkers = 2\n[admin]\nlisten = \"127.0.0.1:0\"\n",
-    );
-    let served = Served::start(&["--config", &config], true);
-    let admin = served.admin.clone().unwrap();
-    let url = format!("http://{}/jolokia/version", served.http);
-    // One client per connection, each kept open: opened one after the
-    // other, whichever worker accepts, each goes to the one holding fewer.
-    let mut clients = Vec::new();
-    for _ in 0..8 {
-        let client = common::http_client();
-        let v = common::get_json(&client, &url).await;
-        assert_eq!(v["status"], 200, "{v}");
-        clients.push(client);
-    }
-    let text = common::get_text(&common::http_client(), &format!("http://{admin}/metrics")).await;
-    let open = |worker| metric(&text, "jmxgate_client_connections", &[("worker", worker)]);
-    assert_eq!((open("1"), open("2")), (4.0, 4.0), "{text}");
-    // Connections handed to the other worker keep answering there.
-    for client in &clients {
-        let v = common::get_json(client, &url).await;
-        assert_eq!(v["status"], 200, "{v}");
-    }
-    drop(clients);
-    eventually(
-        "closed connections to leave the count",
-        Duration::from_secs(10),
-        || async {
-            let text =
-                common::get_text(&common::http_client(), &format!("http://{admin}/metrics")).await;
-            let open = metric(&text, "jmxgate_client_connections", &[("worker", "1")])
-                + metric(&text, "jmxgate_client_connections", &[("worker", "2")]);
-            // The scrape's own connection is one of them.
-            if open <= 1.0 {
-                Ok(())
-            } else {
-                Err(format!("{open} open"))
-            }
-        },
-    )
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn readiness_can_require_a_reachable_target() {
     let dir = tempfile::tempdir().unwrap();
     let config = write(

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt, Shared, WeakShared};
@@ -138,7 +138,7 @@ pub struct AgentClientBuilder {
 /// sharing a pool never mixes agents.
 #[derive(Default)]
 pub struct SharedConnections {
-    clients: Mutex<HashMap<ConnectionSettings, Arc<PerWorker>>>,
+    clients: Mutex<HashMap<ConnectionSettings, Arc<HttpClient>>>,
 }
 
 type ConnectionSettings = (Option<PathBuf>, Option<(PathBuf, PathBuf)>, Duration);
@@ -148,7 +148,7 @@ impl SharedConnections {
         Arc::new(SharedConnections::default())
     }
 
-    fn client(&self, settings: ConnectionSettings) -> Result<Arc<PerWorker>, ClientError> {
+    fn client(&self, settings: ConnectionSettings) -> Result<Arc<HttpClient>, ClientError> {
         let mut clients = self.clients.lock().expect("connections lock");
         if let Some(c) = clients.get(&settings) {
             return Ok(c.clone());
@@ -292,13 +292,12 @@ impl AgentClientBuilder {
     }
 }
 
-/// Pooled HTTP/1 clients over TCP or rustls, one pool per serving worker
-/// (see [`PerWorker`]).
+/// A pooled HTTP/1 client over TCP or rustls.
 fn http_client(
     ca_file: Option<&std::path::Path>,
     identity: Option<&(PathBuf, PathBuf)>,
     connect_timeout: Duration,
-) -> Result<PerWorker, ClientError> {
+) -> Result<HttpClient, ClientError> {
     let tls = tls_config(ca_file, identity, false)?;
     let mut tcp = HttpConnector::new();
     // The URL's scheme decides; the TLS layer below handles https.
@@ -313,38 +312,14 @@ fn http_client(
         .https_or_http()
         .enable_http1()
         .wrap_connector(super::quick_ack::QuickAckConnector::new(tcp));
-    Ok(PerWorker {
-        pools: (0..crate::worker::slots())
-            .map(|_| OnceLock::new())
-            .collect(),
-        connector,
-    })
-}
-
-/// One connection pool per serving worker ([`crate::worker`]), made on its
-/// first use. A pooled connection is driven by a task on the thread that
-/// opened it; were the pool shared, a request on one worker would hand
-/// its exchange to the other worker's thread and wait to be woken back,
-/// two cross-thread wake-ups per exchange. The connector (TLS settings,
-/// quick-ACK memory) is shared by all pools.
-struct PerWorker {
-    pools: Box<[OnceLock<Pool>]>,
-    connector: HttpsConnector<super::quick_ack::QuickAckConnector>,
-}
-
-impl PerWorker {
-    /// The calling worker's pool.
-    fn pool(&self) -> &Pool {
-        let slot = crate::worker::slot(self.pools.len());
-        self.pools[slot].get_or_init(|| {
-            // No redirects and no proxies: this client follows nothing, so
-            // it only ever reaches the configured target.
-            hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-                .pool_timer(TokioTimer::new())
-                .pool_idle_timeout(Duration::from_secs(30))
-                .build(self.connector.clone())
-        })
-    }
+    // No redirects and no proxies: this client follows nothing, so it
+    // only ever reaches the configured target.
+    Ok(
+        hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector),
+    )
 }
 
 /// The system's CA certificates, read once per process and shared: every
@@ -408,7 +383,7 @@ pub(crate) fn tls_config(
 }
 
 /// hyper's pooled client over TCP or rustls.
-type Pool = hyper_util::client::legacy::Client<
+type HttpClient = hyper_util::client::legacy::Client<
     HttpsConnector<super::quick_ack::QuickAckConnector>,
     Full<Bytes>,
 >;
@@ -451,7 +426,7 @@ struct Inner {
     /// `url`, parsed once for every exchange.
     uri: http::Uri,
     /// Shared by the targets with the same connection settings.
-    http: Arc<PerWorker>,
+    http: Arc<HttpClient>,
     request_timeout: Duration,
     credentials: Option<(String, Secret)>,
 }
@@ -629,7 +604,7 @@ impl AgentClient {
                 ),
                 None => None,
             };
-            let resp = inner.http.pool().request(req).await.map_err(classify)?;
+            let resp = inner.http.request(req).await.map_err(classify)?;
             let head_at = std::time::Instant::now();
             let quick_ack = resp.extensions().get::<QuickAck>().cloned();
             let status = resp.status().as_u16();
