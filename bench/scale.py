@@ -463,7 +463,7 @@ def markdown(fleet, bulks, clients):
             f"{r['fanout_answered']:,} of {r['targets']:,} | {r['fanout_peak_extra_mb']:.0f} MB |"
         )
     lines += [
-        "\n## Bulk size (one stand-in, 16 connections)\n",
+        "\n## Bulk size (one stand-in that fetches each bulk answer from itself over a new connection, so it sets the pace; 16 connections; the target's `max_in_flight` 8)\n",
         "| items | jmxgate req/s | nginx req/s | jmxgate / nginx | jmxgate p50 | nginx p50 |",
         "|---:|---:|---:|---:|---:|---:|",
     ]
