@@ -363,15 +363,10 @@ async fn fail_open_keeps_serving() {
 fn sigkill_under_load_loses_no_answered_request() {
     let dir = tempfile::tempdir().unwrap();
     let [a, b, c] = shared_agents();
-    let config_path = dir.path().join("gateway.toml");
-    std::fs::write(
-        &config_path,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-            policy_config(dir.path(), &[a, b, c], "rotate_bytes = 200000")
-        ),
-    )
-    .unwrap();
+    let config_path = common::gateway_toml(
+        dir.path(),
+        &policy_config(dir.path(), &[a, b, c], "rotate_bytes = 200000"),
+    );
     let mut child = Command::new(BIN)
         .args(["serve", "--config"])
         .arg(&config_path)

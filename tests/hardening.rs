@@ -303,19 +303,14 @@ const BASIC_ANN: &str = "Authorization: Basic YW5uOmFubi1wdw=="; // ann:ann-pw
 #[test]
 fn slow_clients_are_cut_off_and_release_their_slots() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("gateway.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-            tenants_config(
-                dir.path(),
-                "header_read_timeout = \"1s\"\nbody_read_timeout = \"1s\"\n\
-                 max_concurrent_requests = 2\nmax_connections = 6"
-            )
+    let config = common::gateway_toml(
+        dir.path(),
+        &tenants_config(
+            dir.path(),
+            "header_read_timeout = \"1s\"\nbody_read_timeout = \"1s\"\n\
+             max_concurrent_requests = 2\nmax_connections = 6",
         ),
-    )
-    .unwrap();
+    );
     let gateway = GatewayProcess::start(&config, "info");
     let addr = gateway.addr.clone();
     let rt = tokio::runtime::Runtime::new().unwrap();

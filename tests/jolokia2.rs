@@ -351,15 +351,7 @@ async fn an_agent_that_stalls_on_delayed_acks_is_acknowledged_at_once() {
     }
     let agent = Agent::start_v2(Generation::V2, "stalls", &[]);
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("gateway.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-            common::targets_toml(&[&agent])
-        ),
-    )
-    .unwrap();
+    let config = common::gateway_toml(dir.path(), &common::targets_toml(&[&agent]));
     let gw = common::GatewayProcess::start(&config, "info");
     let http = common::http_client();
     let url = format!("http://{}/jolokia/targets/stalls", gw.addr);

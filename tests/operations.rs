@@ -441,15 +441,8 @@ async fn reload_under_load_drops_nothing() {
 async fn shutdown_finishes_in_flight_requests() {
     let dir = tempfile::tempdir().unwrap();
     let agent = Agent::start("drain");
-    let config = write(
-        dir.path(),
-        "gateway.toml",
-        &format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-            targets_toml(&[&agent])
-        ),
-    );
-    let mut served = Served::start(&["--config", &config], false);
+    let config = common::gateway_toml(dir.path(), &targets_toml(&[&agent]));
+    let mut served = Served::start(&["--config", &config.display().to_string()], false);
     let http = common::http_client();
     let url = format!("http://{}/jolokia/targets/drain", served.http);
     let slow = tokio::spawn({

@@ -470,6 +470,14 @@ pub fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
+/// Writes `dir/gateway.toml`: `[server]` listening on a free local port,
+/// then `rest` (more `[server]` keys, or further sections).
+pub fn gateway_toml(dir: &Path, rest: &str) -> PathBuf {
+    let path = dir.join("gateway.toml");
+    std::fs::write(&path, format!("[server]\nlisten = \"127.0.0.1:0\"\n{rest}")).unwrap();
+    path
+}
+
 /// `[[targets]]` entries for agents, named by agent name.
 pub fn targets_toml(agents: &[&Agent]) -> String {
     agents
