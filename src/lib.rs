@@ -24,6 +24,7 @@ pub mod reload_trigger;
 pub mod secret;
 pub mod tls;
 pub mod version;
+pub mod worker;
 
 pub use config::Config;
 pub use pipeline::Gateway;

@@ -379,13 +379,10 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
     let _discovery = gateway.spawn_discovery();
     // One shutdown signal for every listener; each drains its requests.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let stopped = move || {
-        let mut rx = stop_rx.clone();
-        async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        }
+    let mut sockets = pipeline::listen::Sockets {
+        http: None,
+        https: None,
     };
-    let mut servers = tokio::task::JoinSet::new();
     if let Some(addr) = config.server.listen {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -396,53 +393,57 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
             "jmxgate {} listening on http://{local}/jolokia",
             jmxgate::version::GATEWAY_VERSION
         );
-        servers.spawn(pipeline::listen::serve(
-            listener,
-            gateway.clone(),
-            stopped(),
-        ));
+        sockets.http = Some(listener.into_std().map_err(|e| e.to_string())?);
     }
+    if let Some(tls) = &config.server.tls {
+        let reloading = Arc::new(
+            jmxgate::tls::ReloadingTls::new(tls.clone()).map_err(|e| format!("server.tls: {e}"))?,
+        );
+        let listener = tokio::net::TcpListener::bind(tls.listen)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", tls.listen))?;
+        let local = listener.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!(
+            targets = gateway.fleet().len(),
+            "jmxgate {} listening on https://{local}/jolokia",
+            jmxgate::version::GATEWAY_VERSION
+        );
+        tokio::spawn(reloading.clone().watch());
+        sockets.https = Some((listener.into_std().map_err(|e| e.to_string())?, reloading));
+    }
+    let mut admin_server = None;
     if let Some(admin) = &config.admin {
         let listener = tokio::net::TcpListener::bind(admin.listen)
             .await
             .map_err(|e| format!("cannot listen on {} (admin): {e}", admin.listen))?;
         let local = listener.local_addr().map_err(|e| e.to_string())?;
         tracing::info!("admin listening on http://{local}/ (metrics, healthz, readyz)");
-        servers.spawn(jmxgate::admin::serve(
+        let mut stop = stop_rx.clone();
+        admin_server = Some(tokio::spawn(jmxgate::admin::serve(
             listener,
             jmxgate::admin::router(gateway.clone(), admin),
-            stopped(),
-        ));
+            async move {
+                let _ = stop.wait_for(|stop| *stop).await;
+            },
+        )));
     }
-    if let Some(tls) = &config.server.tls {
-        let reloading = Arc::new(
-            jmxgate::tls::ReloadingTls::new(tls.clone()).map_err(|e| format!("server.tls: {e}"))?,
-        );
-        let listener = jmxgate::tls::TlsListener::bind(reloading.clone())
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", tls.listen))?;
-        let local = axum::serve::Listener::local_addr(&listener).map_err(|e| e.to_string())?;
-        tracing::info!(
-            targets = gateway.fleet().len(),
-            "jmxgate {} listening on https://{local}/jolokia",
-            jmxgate::version::GATEWAY_VERSION
-        );
-        tokio::spawn(reloading.watch());
-        servers.spawn(pipeline::listen::serve_tls(
-            listener,
-            gateway.clone(),
-            stopped(),
-        ));
-    }
+    let workers = config.server.workers();
+    let workers = pipeline::listen::Workers::start(workers, &sockets, &gateway, &stop_rx)
+        .map_err(|e| format!("cannot start the serving workers: {e}"))?;
+    drop(sockets);
     tokio::spawn(async move {
         shutdown_signal().await;
         let _ = stop_tx.send(true);
     });
-    let mut result = Ok(());
-    while let Some(done) = servers.join_next().await {
-        if let Err(e) = done
-            .map_err(|e| format!("server task failed: {e}"))
-            .and_then(|r| r.map_err(|e| format!("server failed: {e}")))
+    let mut result = tokio::task::spawn_blocking(move || workers.join())
+        .await
+        .map_err(|e| format!("server task failed: {e}"))
+        .and_then(|r| r.map_err(|e| format!("server failed: {e}")));
+    if let Some(admin) = admin_server {
+        if let Err(e) = admin
+            .await
+            .map_err(|e| format!("admin task failed: {e}"))
+            .and_then(|r| r.map_err(|e| format!("admin server failed: {e}")))
         {
             result = Err(e);
         }

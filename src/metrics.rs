@@ -72,6 +72,12 @@ pub struct CacheLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WorkerLabel {
+    /// The serving worker, from 1 (`server.workers`).
+    pub worker: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct MethodLabel {
     pub method: String,
 }
@@ -105,6 +111,8 @@ pub struct Metrics {
     pub audit_sinks: crate::audit::ship::metrics::SinkMetrics,
     pub reloads: Family<StatusLabel, Counter>,
     pub mcp_tool_calls: Family<ToolLabels, Counter>,
+    /// Open client connections, by the serving worker that holds them.
+    pub client_connections: Family<WorkerLabel, Gauge>,
 }
 
 impl Default for Metrics {
@@ -133,6 +141,7 @@ impl Metrics {
             audit_sinks: Default::default(),
             reloads: Family::default(),
             mcp_tool_calls: Family::default(),
+            client_connections: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -224,6 +233,11 @@ impl Metrics {
             "audit_sink_records_sent",
             "Audit records confirmed delivered, by sink",
             m.audit_sinks.records_sent.clone(),
+        );
+        registry.register(
+            "client_connections",
+            "Open client connections, by serving worker",
+            m.client_connections.clone(),
         );
         registry.register(
             "config_reloads",

@@ -21,6 +21,9 @@ const OPS: &str = "jmxgate.test:type=Operations";
 struct Served {
     child: Child,
     http: String,
+    /// Read only when logged before the lines waited for (the admin
+    /// listener's comes after it).
+    https: Option<String>,
     admin: Option<String>,
 }
 
@@ -34,24 +37,27 @@ impl Served {
             .spawn()
             .unwrap();
         let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-        let (mut http, mut admin) = (None, None);
+        let (mut http, mut https, mut admin) = (None, None, None);
         while http.is_none() || (wants_admin && admin.is_none()) {
             let line = lines.next().expect("serve exited early").unwrap();
-            let addr = |l: &str| {
-                l.split("http://")
+            let addr = |l: &str, scheme: &str| {
+                l.split(scheme)
                     .nth(1)
                     .map(|r| r.split('/').next().unwrap().to_string())
             };
             if line.contains("admin listening on") {
-                admin = addr(&line);
+                admin = addr(&line, "http://");
             } else if line.contains("listening on http://") {
-                http = addr(&line);
+                http = addr(&line, "http://");
+            } else if line.contains("listening on https://") {
+                https = addr(&line, "https://");
             }
         }
         std::thread::spawn(move || lines.for_each(drop));
         Served {
             child,
             http: http.unwrap(),
+            https,
             admin,
         }
     }
@@ -251,6 +257,69 @@ async fn metrics_health_and_readiness_follow_real_traffic() {
         "{v}"
     );
     assert_eq!(v["value"]["details"]["secured"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_connections_are_spread_over_the_serving_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = common::TestPki::new("workers");
+    let (cert, key) = pki.server_cert("gateway");
+    let config = write(
+        dir.path(),
+        "gateway.toml",
+        &format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\nworkers = 2\n\
+             [server.tls]\nlisten = \"127.0.0.1:0\"\ncert_file = {cert:?}\nkey_file = {key:?}\n\
+             [admin]\nlisten = \"127.0.0.1:0\"\n"
+        ),
+    );
+    let served = Served::start(&["--config", &config], true);
+    let admin = served.admin.clone().unwrap();
+    let https = served.https.clone().expect("an HTTPS listener");
+    // One client per connection, each kept open: opened one after the
+    // other, whichever worker accepts, each goes to the one holding fewer,
+    // before the TLS handshake too.
+    let mut clients = Vec::new();
+    for (n, url) in (0..8)
+        .map(|_| format!("http://{}/jolokia/version", served.http))
+        .chain((0..4).map(|_| format!("https://{https}/jolokia/version")))
+        .enumerate()
+    {
+        let client = if n < 8 {
+            common::http_client()
+        } else {
+            pki.https_client(None)
+        };
+        let v = common::get_json(&client, &url).await;
+        assert_eq!(v["status"], 200, "{v}");
+        clients.push((client, url));
+    }
+    let text = common::get_text(&common::http_client(), &format!("http://{admin}/metrics")).await;
+    let open = |worker| metric(&text, "jmxgate_client_connections", &[("worker", worker)]);
+    // The scrape goes to the admin listener, which no worker serves.
+    assert_eq!((open("1"), open("2")), (6.0, 6.0), "{text}");
+    // Connections handed to the other worker keep answering there.
+    for (client, url) in &clients {
+        let v = common::get_json(client, url).await;
+        assert_eq!(v["status"], 200, "{v}");
+    }
+    drop(clients);
+    eventually(
+        "closed connections to leave the count",
+        Duration::from_secs(10),
+        || async {
+            let text =
+                common::get_text(&common::http_client(), &format!("http://{admin}/metrics")).await;
+            let open = metric(&text, "jmxgate_client_connections", &[("worker", "1")])
+                + metric(&text, "jmxgate_client_connections", &[("worker", "2")]);
+            if open == 0.0 {
+                Ok(())
+            } else {
+                Err(format!("{open} open"))
+            }
+        },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

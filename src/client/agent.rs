@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::future::{BoxFuture, FutureExt, Shared, WeakShared};
@@ -138,7 +138,7 @@ pub struct AgentClientBuilder {
 /// sharing a pool never mixes agents.
 #[derive(Default)]
 pub struct SharedConnections {
-    clients: Mutex<HashMap<ConnectionSettings, Arc<HttpClient>>>,
+    clients: Mutex<HashMap<ConnectionSettings, Arc<PerWorker>>>,
 }
 
 type ConnectionSettings = (Option<PathBuf>, Option<(PathBuf, PathBuf)>, Duration);
@@ -148,7 +148,7 @@ impl SharedConnections {
         Arc::new(SharedConnections::default())
     }
 
-    fn client(&self, settings: ConnectionSettings) -> Result<Arc<HttpClient>, ClientError> {
+    fn client(&self, settings: ConnectionSettings) -> Result<Arc<PerWorker>, ClientError> {
         let mut clients = self.clients.lock().expect("connections lock");
         if let Some(c) = clients.get(&settings) {
             return Ok(c.clone());
@@ -281,7 +281,7 @@ impl AgentClientBuilder {
                 http,
                 request_timeout: self.request_timeout,
                 credentials: self.credentials,
-                slots: tokio::sync::Semaphore::new(self.max_in_flight),
+                slots: super::slots::Slots::new(self.max_in_flight),
                 max_response_bytes: self.max_response_bytes,
                 budget: self.budget,
                 exchanges: self.exchanges,
@@ -292,12 +292,13 @@ impl AgentClientBuilder {
     }
 }
 
-/// A pooled HTTP/1 client over TCP or rustls.
+/// Pooled HTTP/1 clients over TCP or rustls, one pool per serving worker
+/// (see [`PerWorker`]).
 fn http_client(
     ca_file: Option<&std::path::Path>,
     identity: Option<&(PathBuf, PathBuf)>,
     connect_timeout: Duration,
-) -> Result<HttpClient, ClientError> {
+) -> Result<PerWorker, ClientError> {
     let tls = tls_config(ca_file, identity, false)?;
     let mut tcp = HttpConnector::new();
     // The URL's scheme decides; the TLS layer below handles https.
@@ -312,14 +313,38 @@ fn http_client(
         .https_or_http()
         .enable_http1()
         .wrap_connector(super::quick_ack::QuickAckConnector::new(tcp));
-    // No redirects and no proxies: this client follows nothing, so it
-    // only ever reaches the configured target.
-    Ok(
-        hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector),
-    )
+    Ok(PerWorker {
+        pools: (0..crate::worker::slots())
+            .map(|_| OnceLock::new())
+            .collect(),
+        connector,
+    })
+}
+
+/// One connection pool per serving worker ([`crate::worker`]), made on its
+/// first use. A pooled connection is driven by a task on the thread that
+/// opened it; were the pool shared, a request on one worker would hand
+/// its exchange to the other worker's thread and wait to be woken back,
+/// two cross-thread wake-ups per exchange. The connector (TLS settings,
+/// quick-ACK memory) is shared by all pools.
+struct PerWorker {
+    pools: Box<[OnceLock<Pool>]>,
+    connector: HttpsConnector<super::quick_ack::QuickAckConnector>,
+}
+
+impl PerWorker {
+    /// The calling worker's pool.
+    fn pool(&self) -> &Pool {
+        let slot = crate::worker::slot(self.pools.len());
+        self.pools[slot].get_or_init(|| {
+            // No redirects and no proxies: this client follows nothing, so
+            // it only ever reaches the configured target.
+            hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+                .pool_timer(TokioTimer::new())
+                .pool_idle_timeout(Duration::from_secs(30))
+                .build(self.connector.clone())
+        })
+    }
 }
 
 /// The system's CA certificates, read once per process and shared: every
@@ -383,7 +408,7 @@ pub(crate) fn tls_config(
 }
 
 /// hyper's pooled client over TCP or rustls.
-type HttpClient = hyper_util::client::legacy::Client<
+type Pool = hyper_util::client::legacy::Client<
     HttpsConnector<super::quick_ack::QuickAckConnector>,
     Full<Bytes>,
 >;
@@ -414,7 +439,7 @@ impl Drop for LeavesMap<'_> {
 type FlightKey = [u8; 32];
 
 struct Inner {
-    slots: tokio::sync::Semaphore,
+    slots: super::slots::Slots,
     /// The gateway's bound on exchanges in flight, all agents together.
     exchanges: Option<Arc<tokio::sync::Semaphore>>,
     max_response_bytes: u64,
@@ -426,7 +451,7 @@ struct Inner {
     /// `url`, parsed once for every exchange.
     uri: http::Uri,
     /// Shared by the targets with the same connection settings.
-    http: Arc<HttpClient>,
+    http: Arc<PerWorker>,
     request_timeout: Duration,
     credentials: Option<(String, Secret)>,
 }
@@ -588,11 +613,7 @@ impl AgentClient {
         }
         let exchange = async {
             // Waiting for a slot counts against the deadline too.
-            let _slot = inner
-                .slots
-                .acquire()
-                .await
-                .map_err(|e| ClientError::Transport(e.to_string()))?;
+            let _slot = inner.slots.acquire().await;
             // Taken after the target's own slot, so a busy target holds
             // none of the gateway's.
             let _exchange = match &inner.exchanges {
@@ -604,7 +625,7 @@ impl AgentClient {
                 ),
                 None => None,
             };
-            let resp = inner.http.request(req).await.map_err(classify)?;
+            let resp = inner.http.pool().request(req).await.map_err(classify)?;
             let head_at = std::time::Instant::now();
             let quick_ack = resp.extensions().get::<QuickAck>().cloned();
             let status = resp.status().as_u16();

@@ -9,6 +9,7 @@ mod agent;
 mod jolokia;
 mod poller;
 mod quick_ack;
+mod slots;
 
 pub use agent::*;
 pub use jolokia::{

@@ -155,6 +155,11 @@ pub struct ServerConfig {
     /// Needs a restart.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
+    /// Serving threads, each with an event loop, its share of the client
+    /// connections and its own agent connections. Default: one per CPU
+    /// the process may use. Needs a restart.
+    #[serde(default)]
+    pub workers: Option<usize>,
     /// Bytes of agent answers held while they are received and parsed,
     /// all targets together. An answer that would exceed it fails with
     /// status 503 (`jmxgate.GatewayBusy`). Needs a restart.
@@ -194,6 +199,13 @@ fn default_header_read_timeout() -> Duration {
 
 fn default_body_read_timeout() -> Duration {
     DEFAULT_BODY_READ_TIMEOUT
+}
+
+impl ServerConfig {
+    /// `workers`, or one per CPU.
+    pub fn workers(&self) -> usize {
+        self.workers.unwrap_or_else(crate::worker::default_count)
+    }
 }
 
 fn default_max_connections() -> usize {
@@ -416,6 +428,11 @@ impl Config {
         }
         if self.server.max_concurrent_requests == 0 {
             problems.push("server.max_concurrent_requests: must be greater than zero".into());
+        }
+        if self.server.workers == Some(0) {
+            problems.push(
+                "server.workers: must be greater than zero (leave it out for one per CPU)".into(),
+            );
         }
         if self.server.max_connections == 0 {
             problems.push("server.max_connections: must be greater than zero".into());

@@ -62,13 +62,263 @@ async fn handle(State(gateway): State<Arc<Gateway>>, req: Request<Body>) -> Resp
     gateway.handle(req, conn).await
 }
 
+/// The gateway's listening sockets, bound before the workers start.
+pub struct Sockets {
+    pub http: Option<std::net::TcpListener>,
+    pub https: Option<(std::net::TcpListener, Arc<crate::tls::ReloadingTls>)>,
+}
+
+/// The serving workers (`server.workers`): threads with a single-threaded
+/// event loop each, all accepting from the same listening sockets (the
+/// kernel wakes them all; the first free one takes the connection). A
+/// connection and its requests stay on the worker that accepted it, agent
+/// exchanges included ([`crate::worker`]): no request is handed between
+/// threads, which a shared work-stealing runtime does twice per request
+/// at low load.
+pub struct Workers {
+    threads: Vec<std::thread::JoinHandle<io::Result<()>>>,
+}
+
+impl Workers {
+    /// Starts `count` workers serving `sockets` until `stop` says so.
+    pub fn start(
+        count: usize,
+        sockets: &Sockets,
+        gateway: &Arc<Gateway>,
+        stop: &tokio::sync::watch::Receiver<bool>,
+    ) -> io::Result<Workers> {
+        let count = count.max(1);
+        let mut http = WorkerListener::share(sockets.http.as_ref(), count)?;
+        let mut https = WorkerListener::share(sockets.https.as_ref().map(|(l, _)| l), count)?;
+        let mut threads = Vec::with_capacity(count);
+        for index in 1..=count {
+            let http = http.pop();
+            let https = https
+                .pop()
+                .zip(sockets.https.as_ref().map(|(_, tls)| tls.clone()));
+            let (gateway, stop) = (gateway.clone(), stop.clone());
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let thread = std::thread::Builder::new()
+                .name(format!("jmxgate-worker-{index}"))
+                .spawn(move || {
+                    crate::worker::enter(index);
+                    runtime.block_on(serve_worker(http, https, gateway, stop))
+                })?;
+            threads.push(thread);
+        }
+        Ok(Workers { threads })
+    }
+
+    /// Waits until every worker has drained its requests and stopped.
+    pub fn join(self) -> io::Result<()> {
+        let mut result = Ok(());
+        for thread in self.threads {
+            match thread.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => result = Err(e),
+                Err(_) => result = Err(io::Error::other("a serving worker panicked")),
+            }
+        }
+        result
+    }
+}
+
+/// One worker: the HTTP and HTTPS accept loops over its own handles to
+/// the listening sockets.
+async fn serve_worker(
+    http: Option<WorkerListener<std::net::TcpListener>>,
+    https: Option<(
+        WorkerListener<std::net::TcpListener>,
+        Arc<crate::tls::ReloadingTls>,
+    )>,
+    gateway: Arc<Gateway>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> io::Result<()> {
+    let stopped = move || {
+        let mut stop = stop.clone();
+        async move {
+            let _ = stop.wait_for(|stop| *stop).await;
+        }
+    };
+    let plain = async {
+        match http {
+            Some(l) => serve(l.register()?, gateway.clone(), stopped()).await,
+            None => Ok(()),
+        }
+    };
+    let secure = async {
+        match https {
+            Some((l, tls)) => {
+                // Handed over before the handshake, so TLS clients are
+                // spread like plain ones.
+                let listener = TlsListener::new(l.register()?, tls)?;
+                serve_tls(listener, gateway.clone(), stopped()).await
+            }
+            None => Ok(()),
+        }
+    };
+    let (plain, secure) = tokio::join!(plain, secure);
+    plain.and(secure)
+}
+
+/// Connections handed between workers: accepted by one, served by another.
+type Handoff = (std::net::TcpStream, SocketAddr, crate::worker::Held);
+
+/// Each worker's inbox of handed-over connections.
+struct Handoffs(Vec<tokio::sync::mpsc::UnboundedSender<Handoff>>);
+
+impl Handoffs {
+    fn new(
+        workers: usize,
+    ) -> (
+        Arc<Handoffs>,
+        Vec<tokio::sync::mpsc::UnboundedReceiver<Handoff>>,
+    ) {
+        let (senders, inboxes) = (0..workers)
+            .map(|_| tokio::sync::mpsc::unbounded_channel())
+            .unzip();
+        (Arc::new(Handoffs(senders)), inboxes)
+    }
+}
+
+/// A worker's side of the plain HTTP listener. Every worker is woken for a
+/// new connection and the first free one accepts it; when another worker
+/// holds fewer connections, it is handed there, so a burst of connections
+/// (a client pool opening at once) is spread rather than taken by
+/// whichever worker woke first.
+pub struct WorkerListener<S> {
+    socket: S,
+    inbox: tokio::sync::mpsc::UnboundedReceiver<Handoff>,
+    handoffs: Arc<Handoffs>,
+    /// A handed-over connection's count, kept until the next accept: by
+    /// then the connection counts as served here.
+    carried: Option<crate::worker::Held>,
+}
+
+impl WorkerListener<std::net::TcpListener> {
+    /// One share of `socket` per worker, with inboxes to hand connections
+    /// between them; none without a socket. Popped from the back, for
+    /// workers `1..=workers` in order.
+    fn share(
+        socket: Option<&std::net::TcpListener>,
+        workers: usize,
+    ) -> io::Result<Vec<WorkerListener<std::net::TcpListener>>> {
+        let Some(socket) = socket else {
+            return Ok(Vec::new());
+        };
+        let (handoffs, inboxes) = Handoffs::new(workers);
+        let mut shares = inboxes
+            .into_iter()
+            .map(|inbox| {
+                Ok(WorkerListener {
+                    socket: socket.try_clone()?,
+                    inbox,
+                    handoffs: handoffs.clone(),
+                    carried: None,
+                })
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        shares.reverse();
+        Ok(shares)
+    }
+
+    /// Registers the socket with the calling worker's event loop.
+    fn register(self) -> io::Result<WorkerListener<TcpListener>> {
+        Ok(WorkerListener {
+            socket: TcpListener::from_std(self.socket)?,
+            inbox: self.inbox,
+            handoffs: self.handoffs,
+            carried: None,
+        })
+    }
+}
+
+impl Listener for WorkerListener<TcpListener> {
+    type Io = tokio::net::TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        self.carried = None;
+        loop {
+            tokio::select! {
+                handed = self.inbox.recv() => {
+                    let Some((stream, remote, pending)) = handed else {
+                        // Every worker holds the senders: not while serving.
+                        std::future::pending::<()>().await;
+                        continue;
+                    };
+                    match tokio::net::TcpStream::from_std(stream) {
+                        Ok(stream) => {
+                            self.carried = Some(pending);
+                            return (stream, remote);
+                        }
+                        Err(e) => tracing::warn!(%remote, "taking over a connection: {e}"),
+                    }
+                }
+                accepted = self.socket.accept() => {
+                    let (stream, remote) = match accepted {
+                        Ok(accepted) => accepted,
+                        Err(e) => {
+                            accept_failed(e).await;
+                            continue;
+                        }
+                    };
+                    let to = crate::worker::least_loaded(self.handoffs.0.len());
+                    if to == crate::worker::current() {
+                        return (stream, remote);
+                    }
+                    let handed = stream
+                        .into_std()
+                        .map(|s| (s, remote, crate::worker::Held::on(to)));
+                    match handed {
+                        Ok(handoff) => {
+                            if let Err(tokio::sync::mpsc::error::SendError((s, remote, _))) =
+                                self.handoffs.0[to - 1].send(handoff)
+                            {
+                                if let Ok(stream) = tokio::net::TcpStream::from_std(s) {
+                                    return (stream, remote);
+                                }
+                            }
+                        }
+                        Err(e) => tracing::warn!(%remote, "handing over a connection: {e}"),
+                    }
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.socket.local_addr()
+    }
+}
+
+/// As axum does: errors about one connection are ignored; others (out of
+/// file descriptors) are logged and slow accepting down.
+async fn accept_failed(e: io::Error) {
+    if matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!("accept failed: {e}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
 /// Serves plain HTTP until `shutdown` completes, then drains in-flight
 /// requests.
-pub async fn serve(
-    listener: TcpListener,
+pub async fn serve<L>(
+    listener: L,
     gateway: Arc<Gateway>,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> io::Result<()> {
+) -> io::Result<()>
+where
+    L: Listener<Io = tokio::net::TcpStream, Addr = SocketAddr>,
+{
     let listener = listener.tap_io(|tcp| {
         // Small JSON answers: don't let Nagle hold them back.
         let _ = tcp.set_nodelay(true);
@@ -120,6 +370,15 @@ where
                 (permit, listener.accept().await)
             } => accepted,
         };
+        let held = crate::worker::Held::here();
+        let open = gateway
+            .metrics
+            .client_connections
+            .get_or_create(&crate::metrics::WorkerLabel {
+                worker: crate::worker::current().to_string(),
+            })
+            .clone();
+        open.inc();
         let conn = connection_of(&io, remote);
         let gateway = gateway.clone();
         let service = service_fn(move |req: Request<Incoming>| {
@@ -130,7 +389,8 @@ where
         tokio::spawn(async move {
             // Clients that go away or time out: nothing to report.
             let _ = served.await;
-            drop(permit);
+            open.dec();
+            drop((permit, held));
         });
     }
     drop(listener);

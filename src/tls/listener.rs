@@ -39,8 +39,13 @@ pub struct TlsListener {
 }
 
 impl TlsListener {
-    /// Starts accepting on `tcp` (must run inside a Tokio runtime).
-    pub fn new(tcp: TcpListener, tls: Arc<ReloadingTls>) -> io::Result<TlsListener> {
+    /// Starts accepting TCP connections from `tcp` (a listening socket,
+    /// or a serving worker's share of one); must run inside a Tokio
+    /// runtime.
+    pub fn new<L>(tcp: L, tls: Arc<ReloadingTls>) -> io::Result<TlsListener>
+    where
+        L: Listener<Io = TcpStream, Addr = SocketAddr>,
+    {
         let local_addr = tcp.local_addr()?;
         let (tx, established) = mpsc::channel(QUEUE);
         let acceptor = tokio::spawn(accept_loop(tcp, tls.clone(), tx));
@@ -89,19 +94,17 @@ impl Listener for TlsListener {
     }
 }
 
-async fn accept_loop(tcp: TcpListener, tls: Arc<ReloadingTls>, tx: mpsc::Sender<Established>) {
+/// Accept errors are the TCP listener's to handle (axum's `TcpListener`
+/// logs them and slows down).
+async fn accept_loop<L>(mut tcp: L, tls: Arc<ReloadingTls>, tx: mpsc::Sender<Established>)
+where
+    L: Listener<Io = TcpStream, Addr = SocketAddr>,
+{
     let pending = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
     loop {
-        let accepted = tokio::select! {
+        let (stream, remote) = tokio::select! {
             () = tx.closed() => return,
             accepted = tcp.accept() => accepted,
-        };
-        let (stream, remote) = match accepted {
-            Ok(conn) => conn,
-            Err(e) => {
-                handle_accept_error(e).await;
-                continue;
-            }
         };
         let Ok(permit) = pending.clone().try_acquire_owned() else {
             tracing::debug!(%remote, "too many TLS handshakes in progress, connection closed");
@@ -123,21 +126,6 @@ async fn accept_loop(tcp: TcpListener, tls: Arc<ReloadingTls>, tx: mpsc::Sender<
             }
         });
     }
-}
-
-/// As axum does for plain TCP: errors about one connection are ignored,
-/// others (e.g. out of file descriptors) are logged and slow down accepting.
-async fn handle_accept_error(e: io::Error) {
-    if matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::ConnectionReset
-    ) {
-        return;
-    }
-    tracing::error!("TLS listener: accept failed: {e}");
-    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 /// What a handler learns about the connection, via
