@@ -41,6 +41,10 @@ BULKS = [int(n) for n in os.environ.get("BULKS", "1 10 100 1000").split()]
 CLIENTS = [int(n) for n in os.environ.get("CLIENTS", "1 2 8 32 128 256").split()]
 DURATION = os.environ.get("DURATION", "5s")
 PROBE_INTERVAL = float(os.environ.get("PROBE_INTERVAL", "10"))
+# Serving threads of both proxies: nginx's worker_processes and jmxgate's
+# server.workers, one per CPU for both (as each defaults to on a machine
+# of its own: Debian's nginx.conf says `auto`).
+WORKERS = int(os.environ.get("WORKERS", os.cpu_count() or 1))
 TICKS = os.sysconf("SC_CLK_TCK")
 USER, PASSWORD = "bench", "bench-password"
 AUTH = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
@@ -59,10 +63,14 @@ def free_port():
     return port
 
 
-def cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
+def cpu_ticks(pids):
+    """User and system ticks of one process or several together."""
+    total = 0
+    for pid in pids if isinstance(pids, list) else [pids]:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total
 
 
 def status_kb(pid, key):
@@ -133,7 +141,7 @@ http {{
     }}
 }}
 """
-    proxy = f"""worker_processes 1;
+    proxy = f"""worker_processes {WORKERS};
 worker_rlimit_nofile 65536;
 pid {work}/proxy.pid;
 error_log {work}/proxy-error.log warn;
@@ -160,8 +168,8 @@ http {{
                 break
             time.sleep(0.1)
     master = int(open(os.path.join(work, "proxy.pid")).read())
-    worker = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout.split()
-    return int(worker[0])
+    workers = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout.split()
+    return [int(w) for w in workers]
 
 
 def stop_nginx():
@@ -205,6 +213,7 @@ def gateway_config(port, static_port, n, directory, bulk_targets=False):
     )
     config = f"""[server]
 listen = "127.0.0.1:{port}"
+workers = {WORKERS}
 auth = ["basic"]
 max_bulk_items = 2000
 max_targets_per_item = {max(n, 1)}
@@ -410,7 +419,7 @@ def wrk(url, body, connections, pid, auth):
     return {"rps": rps, "p50_ms": p50, "p99_ms": p99, "cpu_us": cpu_us}
 
 
-def load_rows(static_port, proxy_port, nginx_worker):
+def load_rows(static_port, proxy_port, nginx_workers):
     directory = os.path.join(work, "load")
     os.makedirs(directory)
     port = free_port()
@@ -423,14 +432,14 @@ def load_rows(static_port, proxy_port, nginx_worker):
     for k in BULKS:
         body = json.dumps([read] * k)
         g = wrk(f"{gw}/jolokia/targets/bulk{k}/", body, 16, p.pid, True)
-        x = wrk(f"http://127.0.0.1:{proxy_port}/bulk{k}/jolokia", body, 16, nginx_worker, False)
+        x = wrk(f"http://127.0.0.1:{proxy_port}/bulk{k}/jolokia", body, 16, nginx_workers, False)
         bulk_rows.append({"bulk": k, "jmxgate": g, "nginx": x})
         print(f"  bulk {k:>4}: jmxgate {g['rps']:>8.0f} req/s p50 {g['p50_ms']:.2f} ms | "
               f"nginx {x['rps']:>8.0f} req/s p50 {x['p50_ms']:.2f} ms", flush=True)
     for c in CLIENTS:
         body = json.dumps(read)
         g = wrk(f"{gw}/jolokia/targets/t-1/", body, c, p.pid, True)
-        x = wrk(f"http://127.0.0.1:{proxy_port}/t1/jolokia", body, c, nginx_worker, False)
+        x = wrk(f"http://127.0.0.1:{proxy_port}/t1/jolokia", body, c, nginx_workers, False)
         client_rows.append({"clients": c, "jmxgate": g, "nginx": x})
         print(f"  {c:>3} clients: jmxgate {g['rps']:>8.0f} req/s p50 {g['p50_ms']:.2f} ms "
               f"p99 {g['p99_ms']:.2f} ms CPU {g['cpu_us']:.0f} us | nginx {x['rps']:>8.0f} req/s "
@@ -444,7 +453,8 @@ def markdown(fleet, bulks, clients):
         f"# Fleet-scale curves\n",
         f"Measured {datetime.date.today()} on {os.cpu_count()} cores ({platform.machine()}) by "
         "`bench/scale.sh`, jmxgate (release) with Basic authentication, a policy and the audit log "
-        "on, next to nginx proxy_pass in the same run.\n",
+        f"on, next to nginx proxy_pass in the same run; both serve with {WORKERS} worker(s) "
+        "(`server.workers`, `worker_processes`), and a proxy's CPU is all of its workers' together.\n",
         "**Stand-ins:** the agents of the target curve are not JVMs. One static nginx answers every "
         "target's path (`/t<i>/jolokia`) with the same canned Jolokia answer, because 100,000 JVMs "
         "cannot run on one machine; the gateway's own cost is what these rows show. Real agents are "
@@ -541,11 +551,11 @@ def plot(fleet, bulks, clients, path):
 def main():
     static_port, proxy_port = free_port(), free_port()
     try:
-        nginx_worker = start_nginx(static_port, proxy_port)
+        nginx_workers = start_nginx(static_port, proxy_port)
         print("==> targets (stand-ins)", flush=True)
         fleet = [fleet_row(n, static_port) for n in TARGETS]
         print("==> bulk size and concurrent clients", flush=True)
-        bulks, clients = load_rows(static_port, proxy_port, nginx_worker)
+        bulks, clients = load_rows(static_port, proxy_port, nginx_workers)
     finally:
         for p in procs:
             if p.poll() is None:
