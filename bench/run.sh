@@ -22,7 +22,9 @@
 # shows the mean of the rounds.
 #
 # Writes bench/results.md (a markdown table) and prints it.
-#   DURATION=6s ROUNDS=2 WARMUP=5 BIG_SECONDS=20 CONNECTIONS=16 THREADS=2 bench/run.sh
+#   DURATION=6s ROUNDS=2 WARMUP=5 BIG_SECONDS=20 CONNECTIONS=16 THREADS=2 WORKERS=<CPUs> bench/run.sh
+# WORKERS: serving threads of both proxies (jmxgate's server.workers,
+# nginx's worker_processes); a proxy's CPU is all its workers' together.
 #   AUDIT=off bench/run.sh      # the same without the audit log
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +35,7 @@ warmup="${WARMUP:-5}"
 big_seconds="${BIG_SECONDS:-20}" # the 6000-MBean agent's runs and pauses
 connections="${CONNECTIONS:-16}"
 threads="${THREADS:-2}"
+workers="${WORKERS:-$(nproc)}"
 
 scripts/install-deps.sh
 need=()
@@ -117,7 +120,7 @@ http {
 }
 NGINX
 cat >"$work/nginx.conf" <<NGINX
-worker_processes 1;
+worker_processes $workers;
 pid $work/nginx.pid;
 error_log $work/nginx-error.log warn;
 events { worker_connections 1024; }
@@ -158,7 +161,7 @@ chmod 755 "$work" && chmod 644 "$work/biglist.json"
 nginx -c "$work/nginx-static.conf"
 nginx -c "$work/nginx.conf"
 for _ in $(seq 1 50); do [ -s "$work/nginx.pid" ] && break; sleep 0.1; done
-nginx_worker=$(pgrep -P "$(cat "$work/nginx.pid")" | head -1)
+nginx_workers=$(pgrep -P "$(cat "$work/nginx.pid")" | tr '\n' ' ')
 
 # jmxgate with authentication, a policy and the audit log.
 hash=$(echo 'bench-password' | target/release/jmxgate hash-password)
@@ -177,6 +180,7 @@ XML
     cat <<TOML
 [server]
 listen = "127.0.0.1:$gw_port"
+workers = $workers
 auth = ["basic"]
 max_bulk_items = 2000
 [log]
@@ -237,8 +241,12 @@ lua() { # method body [auth]
 
 results="$work/rows.txt"
 : >"$results"
-# CPU time (user + system) a process has used, in clock ticks.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# CPU time (user + system) the processes in $1 have used, in clock ticks.
+cpu_ticks() {
+    local pid total=0
+    for pid in $1; do total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
+    echo "$total"
+}
 ticks_per_s=$(getconf CLK_TCK)
 # measure BACKEND SCENARIO LABEL URL METHOD BODY AUTH [PID]: one wrk run,
 # one row; with PID, also that process's CPU time per request.
@@ -279,7 +287,7 @@ compare() {
             case $i in
                 0) label="$1 directly"; url="$5"; auth=""; pid="" ;;
                 1) label="jmxgate (auth+policy+audit)"; url="$6"; auth="$auth_header"; pid="$gw_pid" ;;
-                2) label="nginx proxy_pass"; url="$7"; auth=""; pid="$nginx_worker" ;;
+                2) label="nginx proxy_pass"; url="$7"; auth=""; pid="$nginx_workers" ;;
                 3) label="hyper pass-through"; url="$8"; auth=""; pid="$floor_pid" ;;
             esac
             measure "$1" "$2" "$label" "$url" "$3" "$4" "$auth" "$pid"
@@ -380,7 +388,7 @@ if [ -n "$jolokia2_jar" ]; then
     threads="${saved[0]}"; connections="${saved[1]}"
 fi
 
-python3 - "$results" "$rss_kb" "$fan_best" "$ok" "$duration" "$connections" "$threads" "$rss_small_kb" "$rss_shared_kb" "$rounds" >bench/results.md <<'PY'
+python3 - "$results" "$rss_kb" "$fan_best" "$ok" "$duration" "$connections" "$threads" "$rss_small_kb" "$rss_shared_kb" "$rounds" "$workers" >bench/results.md <<'PY'
 import sys, datetime, platform, os, re
 rss_kb, fan_best, ok, duration, conns, threads, rss_small_kb, rss_shared_kb, rounds = sys.argv[2:11]
 def ms(t):  # wrk's 745.00us / 1.54ms / 5.42s
@@ -397,7 +405,8 @@ for line in open(sys.argv[1]):
 print(f"Measured {datetime.date.today()} on {os.cpu_count()} cores ({platform.machine()}), "
       f"wrk -t{threads} -c{conns} -d{duration}, the mean of {rounds} rounds in alternating order "
       f"(one round for the 6000-MBean agent) after a JVM warm-up; jmxgate with Basic auth, a policy and "
-      f"{'the durable audit log' if os.environ.get('AUDIT', 'on') != 'off' else 'no audit log'}.\n")
+      f"{'the durable audit log' if os.environ.get('AUDIT', 'on') != 'off' else 'no audit log'}; "
+      f"jmxgate and nginx with {sys.argv[11]} worker(s) each, a proxy's CPU being all its workers'.\n")
 print("| backend | request | directly | jmxgate | nginx proxy_pass | jmxgate / nginx | CPU per request: jmxgate, nginx |")
 print("|---|---|---|---|---|---|---|")
 def mean(rs):
