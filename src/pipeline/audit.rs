@@ -66,41 +66,48 @@ impl super::Gateway {
         let mut template = None;
         let mut durable = false;
         let mut counts = ItemCounts::default();
-        for (index, ((_, rows), item)) in merged.iter().zip(&parsed.items).enumerate() {
-            let request = item.parsed.as_ref().ok().map(|p| &p.request);
-            for row in rows {
-                let item_record = Record {
-                    who,
-                    index,
-                    target: row.verdict.target.as_deref(),
-                    request,
-                    decision: row.verdict.decision,
-                    status: row.status,
-                    error_type: row.error_type.as_deref(),
-                    rule: row.verdict.rule.as_deref(),
-                };
-                record(&item_record);
-                counts.add(&item_record);
-                if let Some(log) = &self.audit {
-                    durable |= needs_durability(request);
-                    // Full: append it and go on (the last chunk, never
-                    // empty, is the one whose durability is awaited; the
-                    // sync thread flushes in order, earlier chunks too).
-                    if records.len() >= AUDIT_CHUNK {
-                        if let Err(reason) = log.append(&records) {
-                            if let Err(refused) = self.audit_failed(log, &reason, who.request_id) {
-                                self.count_items(state, &counts, who.latency);
-                                return Err(refused);
+        // Every record made is counted, also when the log refuses a chunk.
+        let appended = 'items: {
+            for (index, ((_, rows), item)) in merged.iter().zip(&parsed.items).enumerate() {
+                let request = item.parsed.as_ref().ok().map(|p| &p.request);
+                for row in rows {
+                    let item_record = Record {
+                        who,
+                        index,
+                        target: row.verdict.target.as_deref(),
+                        request,
+                        decision: row.verdict.decision,
+                        status: row.status,
+                        error_type: row.error_type.as_deref(),
+                        rule: row.verdict.rule.as_deref(),
+                    };
+                    record(&item_record);
+                    counts.add(&item_record);
+                    if let Some(log) = &self.audit {
+                        durable |= needs_durability(request);
+                        // Full: append it and go on (the last chunk, never
+                        // empty, is the one whose durability is awaited;
+                        // the sync thread flushes in order, earlier chunks
+                        // too).
+                        if records.len() >= AUDIT_CHUNK {
+                            if let Err(reason) = log.append(&records) {
+                                if let Err(refused) =
+                                    self.audit_failed(log, &reason, who.request_id)
+                                {
+                                    break 'items Err(refused);
+                                }
                             }
+                            records = Encoded::default();
                         }
-                        records = Encoded::default();
+                        let caller = template.get_or_insert_with(|| item_template(who));
+                        push_item(&mut records, &item_record, log.config.values, caller);
                     }
-                    let caller = template.get_or_insert_with(|| item_template(who));
-                    push_item(&mut records, &item_record, log.config.values, caller);
                 }
             }
-        }
+            Ok(())
+        };
         self.count_items(state, &counts, who.latency);
+        appended?;
         self.write_audit(&records, durable, who.request_id).await
     }
 
