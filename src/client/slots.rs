@@ -18,6 +18,9 @@ use std::task::{Context, Poll};
 use futures::task::AtomicWaker;
 
 /// At most `n` holders at once; see the module.
+/// Workers whose slot counts are kept apart.
+const TRACKED: usize = 8;
+
 #[derive(Debug)]
 pub(crate) struct Slots {
     state: Mutex<State>,
@@ -26,9 +29,11 @@ pub(crate) struct Slots {
 #[derive(Debug)]
 struct State {
     free: usize,
-    /// Slots held, by worker slot ([`crate::worker::slot`]); sized on
-    /// first use, so an idle target costs no allocation.
-    held: Vec<usize>,
+    /// Slots held, by worker slot ([`crate::worker::slot`]) modulo
+    /// [`TRACKED`]: inline, so a fleet of 100,000 targets allocates
+    /// nothing for it. Workers beyond that share counts, which only makes
+    /// the spread coarser.
+    held: [u32; TRACKED],
     /// Oldest first. Never holds a waiter while a slot is free: a freed
     /// slot goes straight to a waiter.
     waiting: VecDeque<Arc<Waiter>>,
@@ -59,7 +64,7 @@ impl Slots {
         Slots {
             state: Mutex::new(State {
                 free: n,
-                held: Vec::new(),
+                held: [0; TRACKED],
                 waiting: VecDeque::new(),
             }),
         }
@@ -84,11 +89,11 @@ impl Slots {
     fn give_back(&self, worker: usize) {
         let woken = {
             let mut state = self.state.lock().expect("slots lock");
-            state.held[worker] -= 1;
+            *state.held_by(worker) -= 1;
             match state.next_waiter(worker) {
                 Some(at) => {
                     let waiter = state.waiting.remove(at).expect("waiter index");
-                    state.held[waiter.worker] += 1;
+                    *state.held_by(waiter.worker) += 1;
                     waiter.granted.store(true, Ordering::Release);
                     Some(waiter)
                 }
@@ -105,20 +110,20 @@ impl Slots {
 }
 
 impl State {
-    /// Makes room in `held` for `worker`.
-    fn count(&mut self, worker: usize) {
-        if self.held.len() <= worker {
-            self.held.resize(crate::worker::slots().max(worker + 1), 0);
-        }
+    fn held_by(&mut self, worker: usize) -> &mut u32 {
+        &mut self.held[worker % TRACKED]
     }
 
     /// The waiter a slot freed on `freed_on` goes to: the oldest waiter of
     /// the worker holding fewest slots among those waiting, `freed_on`
     /// itself on a tie.
     fn next_waiter(&self, freed_on: usize) -> Option<usize> {
-        let mut best: Option<(usize, (usize, bool))> = None;
+        let mut best: Option<(usize, (u32, bool))> = None;
         for (at, waiter) in self.waiting.iter().enumerate() {
-            let rank = (self.held[waiter.worker], waiter.worker != freed_on);
+            let rank = (
+                self.held[waiter.worker % TRACKED],
+                waiter.worker != freed_on,
+            );
             if best.is_none_or(|(_, best_rank)| rank < best_rank) {
                 best = Some((at, rank));
             }
@@ -143,10 +148,9 @@ impl<'a> Future for Acquire<'a> {
         match &self.waiter {
             None => {
                 let mut state = slots.state.lock().expect("slots lock");
-                state.count(worker);
                 if state.free > 0 {
                     state.free -= 1;
-                    state.held[worker] += 1;
+                    *state.held_by(worker) += 1;
                     return granted();
                 }
                 let waiter = Arc::new(Waiter {
