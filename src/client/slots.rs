@@ -204,6 +204,15 @@ mod tests {
         f.poll_unpin(&mut Context::from_waker(&waker))
     }
 
+    /// A slot taken at once on worker slot `worker`; panics if none is
+    /// free.
+    fn take(slots: &Slots, worker: usize) -> Slot<'_> {
+        match poll_once(&mut acquire_on(slots, worker)) {
+            Poll::Ready(slot) => slot,
+            Poll::Pending => panic!("no free slot"),
+        }
+    }
+
     /// An acquire as if made on worker slot `worker`.
     fn acquire_on(slots: &Slots, worker: usize) -> Acquire<'_> {
         Acquire {
@@ -220,10 +229,7 @@ mod tests {
         assert!(matches!(first, Poll::Ready(1)));
         // `first` was dropped above: the slot is free again.
         assert_eq!(slots.available(), 1);
-        let mut a = acquire_on(&slots, 1);
-        let Poll::Ready(held) = poll_once(&mut a) else {
-            panic!("a free slot")
-        };
+        let held = take(&slots, 1);
         let mut b = acquire_on(&slots, 1);
         let mut c = acquire_on(&slots, 1);
         assert!(poll_once(&mut b).is_pending());
@@ -237,12 +243,8 @@ mod tests {
     #[test]
     fn a_freed_slot_stays_on_its_worker_while_the_workers_hold_equally() {
         let slots = Slots::new(2);
-        let Poll::Ready(on1) = poll_once(&mut acquire_on(&slots, 1)) else {
-            panic!()
-        };
-        let Poll::Ready(on2) = poll_once(&mut acquire_on(&slots, 2)) else {
-            panic!()
-        };
+        let on1 = take(&slots, 1);
+        let on2 = take(&slots, 2);
         let mut waits_on2 = acquire_on(&slots, 2);
         let mut waits_on1 = acquire_on(&slots, 1);
         assert!(poll_once(&mut waits_on2).is_pending());
@@ -265,12 +267,8 @@ mod tests {
     #[test]
     fn a_worker_holding_fewer_gets_the_next_slot_so_none_starves() {
         let slots = Slots::new(2);
-        let Poll::Ready(a) = poll_once(&mut acquire_on(&slots, 1)) else {
-            panic!()
-        };
-        let Poll::Ready(b) = poll_once(&mut acquire_on(&slots, 1)) else {
-            panic!()
-        };
+        let a = take(&slots, 1);
+        let b = take(&slots, 1);
         let mut local = acquire_on(&slots, 1);
         let mut remote = acquire_on(&slots, 2);
         assert!(poll_once(&mut local).is_pending());
@@ -289,9 +287,7 @@ mod tests {
     #[test]
     fn a_waiter_that_gives_up_leaves_no_slot_behind() {
         let slots = Slots::new(1);
-        let Poll::Ready(held) = poll_once(&mut acquire_on(&slots, 1)) else {
-            panic!()
-        };
+        let held = take(&slots, 1);
         let mut gives_up = acquire_on(&slots, 1);
         let mut waits = acquire_on(&slots, 1);
         assert!(poll_once(&mut gives_up).is_pending());
