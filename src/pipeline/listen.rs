@@ -69,12 +69,12 @@ pub struct Sockets {
 }
 
 /// The serving workers (`server.workers`): threads with a single-threaded
-/// event loop each, all accepting from the same listening sockets (the
-/// kernel wakes them all; the first free one takes the connection). A
-/// connection and its requests stay on the worker that accepted it, agent
-/// exchanges included ([`crate::worker`]): no request is handed between
-/// threads, which a shared work-stealing runtime does twice per request
-/// at low load.
+/// event loop each, all accepting from the same listening sockets, a new
+/// connection going to the worker holding fewest ([`WorkerListener`]).
+/// A connection and its requests stay on that worker, agent exchanges
+/// included ([`crate::worker`]): no request is handed between threads,
+/// which a shared work-stealing runtime does twice per request at low
+/// load.
 pub struct Workers {
     threads: Vec<std::thread::JoinHandle<io::Result<()>>>,
 }
@@ -183,8 +183,9 @@ impl Handoffs {
     }
 }
 
-/// A worker's side of the plain HTTP listener. Every worker is woken for a
-/// new connection and the first free one accepts it; when another worker
+/// A worker's side of a listening socket (plain HTTP, or HTTPS before the
+/// handshake). Every worker is woken for a new connection and the first
+/// free one accepts it; when another worker
 /// holds fewer connections, it is handed there, so a burst of connections
 /// (a client pool opening at once) is spread rather than taken by
 /// whichever worker woke first.
