@@ -335,7 +335,7 @@ struct PerWorker {
 impl PerWorker {
     /// The calling worker's pool.
     fn pool(&self) -> &Pool {
-        let slot = crate::worker::slot(self.pools.len());
+        let slot = crate::worker::current_slot();
         self.pools[slot].get_or_init(|| {
             // No redirects and no proxies: this client follows nothing, so
             // it only ever reaches the configured target.

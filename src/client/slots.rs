@@ -29,7 +29,7 @@ pub(crate) struct Slots {
 #[derive(Debug)]
 struct State {
     free: usize,
-    /// Slots held, by worker slot ([`crate::worker::slot`]) modulo
+    /// Slots held, by worker slot ([`crate::worker::current_slot`]) modulo
     /// [`TRACKED`]: inline, so a fleet of 100,000 targets allocates
     /// nothing for it. Workers beyond that share counts, which only makes
     /// the spread coarser.
@@ -213,6 +213,14 @@ mod tests {
         }
     }
 
+    /// An acquire on worker slot `worker` that found no free slot and now
+    /// waits in line.
+    fn queued(slots: &Slots, worker: usize) -> Acquire<'_> {
+        let mut waiting = acquire_on(slots, worker);
+        assert!(poll_once(&mut waiting).is_pending(), "a slot was free");
+        waiting
+    }
+
     /// An acquire as if made on worker slot `worker`.
     fn acquire_on(slots: &Slots, worker: usize) -> Acquire<'_> {
         Acquire {
@@ -230,10 +238,8 @@ mod tests {
         // `first` was dropped above: the slot is free again.
         assert_eq!(slots.available(), 1);
         let held = take(&slots, 1);
-        let mut b = acquire_on(&slots, 1);
-        let mut c = acquire_on(&slots, 1);
-        assert!(poll_once(&mut b).is_pending());
-        assert!(poll_once(&mut c).is_pending());
+        let mut b = queued(&slots, 1);
+        let mut c = queued(&slots, 1);
         drop(held);
         assert!(poll_once(&mut c).is_pending(), "b came first");
         assert!(poll_once(&mut b).is_ready());
@@ -245,10 +251,8 @@ mod tests {
         let slots = Slots::new(2);
         let on1 = take(&slots, 1);
         let on2 = take(&slots, 2);
-        let mut waits_on2 = acquire_on(&slots, 2);
-        let mut waits_on1 = acquire_on(&slots, 1);
-        assert!(poll_once(&mut waits_on2).is_pending());
-        assert!(poll_once(&mut waits_on1).is_pending());
+        let mut waits_on2 = queued(&slots, 2);
+        let mut waits_on1 = queued(&slots, 1);
         // Worker 2's waiter is older, but a slot freed on worker 1 stays
         // there: both workers hold one.
         drop(on1);
@@ -269,10 +273,8 @@ mod tests {
         let slots = Slots::new(2);
         let a = take(&slots, 1);
         let b = take(&slots, 1);
-        let mut local = acquire_on(&slots, 1);
-        let mut remote = acquire_on(&slots, 2);
-        assert!(poll_once(&mut local).is_pending());
-        assert!(poll_once(&mut remote).is_pending());
+        let mut local = queued(&slots, 1);
+        let mut remote = queued(&slots, 2);
         // Worker 1 holds both: the slot it frees goes to worker 2.
         drop(a);
         assert!(poll_once(&mut local).is_pending());
@@ -288,18 +290,15 @@ mod tests {
     fn a_waiter_that_gives_up_leaves_no_slot_behind() {
         let slots = Slots::new(1);
         let held = take(&slots, 1);
-        let mut gives_up = acquire_on(&slots, 1);
-        let mut waits = acquire_on(&slots, 1);
-        assert!(poll_once(&mut gives_up).is_pending());
-        assert!(poll_once(&mut waits).is_pending());
+        let gives_up = queued(&slots, 1);
+        let mut waits = queued(&slots, 1);
         drop(gives_up);
         drop(held);
         let Poll::Ready(slot) = poll_once(&mut waits) else {
             panic!("the next in line")
         };
         // Given a slot and dropped before it looked: the slot is passed on.
-        let mut granted_then_dropped = acquire_on(&slots, 2);
-        assert!(poll_once(&mut granted_then_dropped).is_pending());
+        let granted_then_dropped = queued(&slots, 2);
         drop(slot);
         drop(granted_then_dropped);
         assert_eq!(slots.available(), 1);
