@@ -634,11 +634,13 @@ impl AgentClient {
                 .headers()
                 .get(CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-            let mut incoming = resp.into_body();
+            let incoming = resp.into_body();
             if status != 200 {
                 let detail = if status == 400 {
-                    let text = incoming.collect().await.map(|b| b.to_bytes());
-                    let text = text.unwrap_or_default();
+                    // A refusal's text is bounded like any answer: a
+                    // hostile agent's endless 400 must not be held whole.
+                    let (text, held) = read_bounded(incoming, length, inner).await?;
+                    drop(held);
                     if let Some(refused) = plain_text.then(|| refusal(&text)).flatten() {
                         return Err(refused);
                     }
@@ -652,25 +654,7 @@ impl AgentClient {
                     detail,
                 });
             }
-            if length.is_some_and(|n| n > inner.max_response_bytes) {
-                return Err(ClientError::TooLarge(inner.max_response_bytes));
-            }
-            let mut body = Vec::with_capacity(length.unwrap_or(0).min(1 << 20) as usize);
-            // Budget held until the answer is parsed: the buffer and the
-            // parsed answer are this exchange's peak.
-            let mut held = Vec::new();
-            while let Some(frame) = incoming.frame().await {
-                let Ok(chunk) = frame.map_err(classify_body)?.into_data() else {
-                    continue; // trailers
-                };
-                if (body.len() + chunk.len()) as u64 > inner.max_response_bytes {
-                    return Err(ClientError::TooLarge(inner.max_response_bytes));
-                }
-                if let Some(budget) = &inner.budget {
-                    held.push(budget.take(chunk.len())?);
-                }
-                body.extend_from_slice(&chunk);
-            }
+            let (body, held) = read_bounded(incoming, length, inner).await?;
             if let Some(quick_ack) = quick_ack {
                 quick_ack.note_answer(head_at.elapsed(), body.len());
             }
@@ -682,6 +666,35 @@ impl AgentClient {
             .await
             .map_err(|_| ClientError::Timeout(inner.request_timeout))?
     }
+}
+
+/// An agent's answer body, whatever its status: refused beyond the
+/// target's `max_response_bytes` (by `Content-Length` before reading, or
+/// as it arrives) and counted in the gateway-wide buffer budget. The
+/// budget is held (the returned permits) until the caller has parsed it.
+async fn read_bounded<'a>(
+    mut incoming: hyper::body::Incoming,
+    length: Option<u64>,
+    inner: &'a Inner,
+) -> Result<(Vec<u8>, Vec<tokio::sync::SemaphorePermit<'a>>), ClientError> {
+    if length.is_some_and(|n| n > inner.max_response_bytes) {
+        return Err(ClientError::TooLarge(inner.max_response_bytes));
+    }
+    let mut body = Vec::with_capacity(length.unwrap_or(0).min(1 << 20) as usize);
+    let mut held = Vec::new();
+    while let Some(frame) = incoming.frame().await {
+        let Ok(chunk) = frame.map_err(classify_body)?.into_data() else {
+            continue; // trailers
+        };
+        if (body.len() + chunk.len()) as u64 > inner.max_response_bytes {
+            return Err(ClientError::TooLarge(inner.max_response_bytes));
+        }
+        if let Some(budget) = &inner.budget {
+            held.push(budget.take(chunk.len())?);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, held))
 }
 
 fn flight_key(body: &[u8], credentials: Option<&(String, Secret)>) -> FlightKey {
