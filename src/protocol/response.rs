@@ -201,16 +201,48 @@ impl Response {
 
 /// Parses an agent's answer to a bulk POST: a JSON array of responses, or
 /// one object (an agent answers a bulk it cannot parse with one error).
+///
+/// An answer whose `status` is not an HTTP status number (a broken or
+/// hostile agent's `"status":"200"`) becomes an error answer for its item:
+/// clients, the audit and the metrics then agree on what happened.
 pub fn parse_bulk_answer(bytes: &[u8]) -> Result<Vec<Response>, String> {
     let trimmed = bytes.trim_ascii_start();
-    if trimmed.first() == Some(&b'{') {
-        let r: Response = serde_json::from_slice(trimmed).map_err(|e| e.to_string())?;
-        return Ok(vec![r]);
+    let answers = if trimmed.first() == Some(&b'{') {
+        vec![serde_json::from_slice::<Response>(trimmed).map_err(|e| e.to_string())?]
+    } else {
+        serde_json::from_slice::<Vec<Response>>(trimmed).map_err(|e| {
+            let head = String::from_utf8_lossy(&bytes[..bytes.len().min(80)]).into_owned();
+            format!("{e} (answer starts with {head:?})")
+        })?
+    };
+    Ok(answers
+        .into_iter()
+        .map(Response::with_valid_status)
+        .collect())
+}
+
+impl Response {
+    /// Itself when its `status` is a number from 100 to 599; else an
+    /// error answer saying what the agent sent instead.
+    fn with_valid_status(self) -> Response {
+        if self.status().is_some_and(|s| (100..=599).contains(&s)) {
+            return self;
+        }
+        let sent = match self.get("status") {
+            None => "no status".to_string(),
+            Some(raw) => {
+                let text: String = raw.get().chars().take(40).collect();
+                format!("status {text}")
+            }
+        };
+        Response::error(&ProtocolError::new(
+            502,
+            "jmxgate.AgentBadAnswer",
+            format!(
+                "the agent's answer is not a Jolokia response: {sent}, not an HTTP status number"
+            ),
+        ))
     }
-    serde_json::from_slice(trimmed).map_err(|e| {
-        let head = String::from_utf8_lossy(&bytes[..bytes.len().min(80)]).into_owned();
-        format!("{e} (answer starts with {head:?})")
-    })
 }
 
 #[cfg(test)]
@@ -247,5 +279,23 @@ mod tests {
         assert!(rs[0].is_error());
         assert_eq!(rs[0].error_text(), "boom");
         assert!(parse_bulk_answer(b"<html>").is_err());
+    }
+
+    #[test]
+    fn an_answer_without_a_numeric_status_is_an_error_for_its_item() {
+        let rs = parse_bulk_answer(
+            br#"[{"value":1,"status":"200"},{"value":2},{"value":3,"status":200},{"status":1e3}]"#,
+        )
+        .unwrap();
+        assert_eq!(rs[0].status(), Some(502));
+        assert!(
+            rs[0].error_text().contains("status \"200\""),
+            "{}",
+            rs[0].error_text()
+        );
+        assert!(rs[0].get("value").is_none(), "the value is not passed on");
+        assert!(rs[1].error_text().contains("no status"));
+        assert_eq!(rs[2].status(), Some(200));
+        assert_eq!(rs[3].status(), Some(502));
     }
 }
