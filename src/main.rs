@@ -295,19 +295,33 @@ fn main() -> ExitCode {
                 files: config,
                 sets,
             };
-            let (config, gateway) = match load(&source) {
-                Ok(loaded) => loaded,
-                Err(msg) => {
-                    eprintln!("jmxgate: {msg}");
+            let config = match source.load() {
+                Ok(config) => config,
+                Err(e) => {
+                    eprintln!("jmxgate: {e}");
                     return ExitCode::from(2);
                 }
             };
-            init_logging(log_format, &config.0);
+            // Logging first, then the runtime, then the gateway: building
+            // it starts background tasks (the OpenID provider's key
+            // refresh) and logs warnings, which need both to exist.
+            init_logging(log_format, &config);
             let runtime = match tokio::runtime::Runtime::new() {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("jmxgate: cannot start the async runtime: {e}");
                     return ExitCode::FAILURE;
+                }
+            };
+            let built = {
+                let _in_runtime = runtime.enter();
+                build(config, source)
+            };
+            let (config, gateway) = match built {
+                Ok(built) => built,
+                Err(msg) => {
+                    eprintln!("jmxgate: {msg}");
+                    return ExitCode::from(2);
                 }
             };
             match runtime.block_on(serve(config, gateway)) {
@@ -359,13 +373,13 @@ fn tempfile_in(dir: &std::path::Path) -> std::io::Result<()> {
     std::fs::remove_file(probe)
 }
 
-fn load(source: &ConfigSource) -> Result<(Loaded, Arc<Gateway>), String> {
-    let mut config = source.load().map_err(|e| e.to_string())?;
+/// The gateway from a loaded configuration; called inside the runtime.
+fn build(mut config: Config, source: ConfigSource) -> Result<(Loaded, Arc<Gateway>), String> {
     let gateway = Gateway::new(&config).map_err(|e| format!("{}: {e}", source.describe()))?;
     // The gateway holds its own copy; serving needs only the listeners.
     config.targets = Vec::new();
     jmxgate::memory::release_freed();
-    Ok((Loaded(config, source.clone()), Arc::new(gateway)))
+    Ok((Loaded(config, source), Arc::new(gateway)))
 }
 
 async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
@@ -753,7 +767,14 @@ fn init_logging(flag: Option<LogFormat>, config: &Config) {
         LogFormat::Quiet => EnvFilter::new("error"),
         _ => EnvFilter::try_from_default_env()
             .unwrap_or_else(|_| EnvFilter::new(config.log_filter())),
-    };
+    }
+    // The MCP SDK logs each request at INFO and tool arguments and
+    // results at DEBUG: values never go to the log, whatever the filter.
+    .add_directive(
+        jmxgate::pipeline::mcp::SDK_LOG_CEILING
+            .parse()
+            .expect("a valid directive"),
+    );
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())

@@ -17,6 +17,11 @@ pub mod tools;
 
 pub use config::McpConfig;
 
+/// The most the MCP SDK (`rmcp`) may log: it logs every request at INFO
+/// and tool arguments and results at DEBUG, and values never go to the
+/// log. Added to every log filter.
+pub const SDK_LOG_CEILING: &str = "rmcp=warn";
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -145,6 +150,29 @@ impl ServerHandler for Door {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller(&context)?;
+        // The SDK runs this in a task of its own whose panic would leave
+        // the HTTP request (and its slot) waiting: a bug must cost one
+        // call, never the door.
+        use futures::FutureExt as _;
+        std::panic::AssertUnwindSafe(self.call(request, caller))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                tracing::error!("an MCP tool call panicked; answered as an internal error");
+                Err(ErrorData::internal_error(
+                    "the gateway failed on this call; see its log",
+                    None,
+                ))
+            })
+    }
+}
+
+impl Door {
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        caller: McpCaller,
+    ) -> Result<CallToolResponse, ErrorData> {
         let max = caller.state.mcp.max_result_bytes;
         // A tool the caller is not offered is as unknown as one that
         // doesn't exist.
@@ -392,6 +420,17 @@ impl Gateway {
         self.audit_items(state, &who, &parsed, &merged).await?;
         let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
         let body = respond::body(&answers, false).to_vec();
-        Ok(serde_json::from_slice(&body).expect("the gateway's answers are JSON"))
+        // An agent's value may nest deeper than a JSON tree is built here
+        // (serde_json's 128 levels): a tool error, never a panic.
+        serde_json::from_slice(&body).map_err(|e| {
+            HttpError::new(
+                502,
+                "jmxgate.AnswerTooDeep",
+                format!(
+                    "the agent's answer could not be shaped for MCP ({e}); \
+                     read a narrower path, or use the Jolokia endpoint"
+                ),
+            )
+        })
     }
 }
