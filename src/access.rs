@@ -271,6 +271,38 @@ impl AccessControl {
 
     /// The client chain `<remote>` checks: the peer alone, or, when the
     /// peer is a trusted proxy, every `X-Forwarded-For` hop and the peer.
+    /// The address a request comes from: the TCP peer, or, when the peer
+    /// is a trusted proxy, the nearest address in `X-Forwarded-For` that
+    /// is not one (what the last trusted proxy saw). An entry that is not
+    /// an address ends the walk at the proxy that wrote it. Login
+    /// throttling counts by this address, so that one client behind a
+    /// proxy can't lock out everyone behind it.
+    pub fn client_address(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> Option<IpAddr> {
+        let mut address = peer?.to_canonical();
+        let trusted = |a: &IpAddr| self.trusted_proxies.iter().any(|n| n.contains(a));
+        if !trusted(&address) {
+            return Some(address);
+        }
+        let forwarded: Vec<&str> = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .collect();
+        for hop in forwarded.iter().rev() {
+            match hop.parse::<IpAddr>() {
+                Ok(a) => address = a.to_canonical(),
+                Err(_) => break,
+            }
+            if !trusted(&address) {
+                break;
+            }
+        }
+        Some(address)
+    }
+
     pub fn client_chain(&self, peer: Option<IpAddr>, headers: &HeaderMap) -> Vec<String> {
         let Some(peer) = peer else { return Vec::new() };
         let peer = peer.to_canonical();
@@ -342,5 +374,44 @@ mod tests {
         assert_eq!(untrusted, vec!["192.0.2.1"]);
         let mapped = ac.client_chain(Some("::ffff:192.0.2.1".parse().unwrap()), &h);
         assert_eq!(mapped, vec!["192.0.2.1"]);
+    }
+
+    #[test]
+    fn the_client_address_is_the_nearest_untrusted_hop() {
+        let access = AccessConfig {
+            trusted_proxies: vec!["10.0.0.0/8".into()],
+            ..AccessConfig::default()
+        };
+        let ac = AccessControl::new(&[], &access).unwrap();
+        let at = |peer: &str, xff: Option<&str>| {
+            let mut h = HeaderMap::new();
+            if let Some(xff) = xff {
+                h.insert("x-forwarded-for", xff.parse().unwrap());
+            }
+            ac.client_address(Some(peer.parse().unwrap()), &h)
+                .map(|a| a.to_string())
+        };
+        // Behind two trusted proxies: the client they saw, not what the
+        // client itself claimed further left.
+        assert_eq!(
+            at("10.2.2.2", Some("1.1.1.1, 203.0.113.7, 10.1.1.1")).as_deref(),
+            Some("203.0.113.7")
+        );
+        // An untrusted peer's header counts for nothing.
+        assert_eq!(
+            at("192.0.2.1", Some("203.0.113.7")).as_deref(),
+            Some("192.0.2.1")
+        );
+        // No header, or garbage where the proxy's hop should be: the proxy.
+        assert_eq!(at("10.2.2.2", None).as_deref(), Some("10.2.2.2"));
+        assert_eq!(
+            at("10.2.2.2", Some("203.0.113.7, unknown")).as_deref(),
+            Some("10.2.2.2")
+        );
+        assert_eq!(
+            at("::ffff:10.2.2.2", Some("::ffff:203.0.113.8")).as_deref(),
+            Some("203.0.113.8")
+        );
+        assert_eq!(ac.client_address(None, &HeaderMap::new()), None);
     }
 }

@@ -869,9 +869,12 @@ impl Gateway {
         cors: bool,
     ) -> Result<authenticate::Principal, HttpResponse<Body>> {
         let methods = self.methods(state, conn.tls);
+        let client = state
+            .access
+            .client_address(conn.remote.map(|r| r.ip()), headers);
         match state
             .authenticator
-            .authenticate(methods, headers, conn)
+            .authenticate(methods, headers, conn, client)
             .await
         {
             Ok(p) => Ok(p),

@@ -1,7 +1,7 @@
 //! HTTP Basic: a users file with argon2id (or bcrypt) password hashes.
 //! Verified credentials are cached briefly (as a digest, never the
 //! password) so a hash is not recomputed on every request; repeated
-//! failures from one client or for one user name are throttled.
+//! failures for one user name from one client address are throttled.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -25,7 +25,8 @@ pub struct BasicConfig {
     /// How long a verified user/password pair is remembered.
     #[serde(default = "default_cache_ttl", with = "humantime_serde")]
     pub cache_ttl: Duration,
-    /// Failures (per client address, and per user name) before throttling.
+    /// Failed attempts per user name and client address before that user
+    /// is refused from that address (HTTP 429) for `failure_window`.
     #[serde(default = "default_max_failures")]
     pub max_failures: u32,
     /// How long failures are counted, and how long throttling lasts.
@@ -100,7 +101,8 @@ pub struct Basic {
     /// A hash to verify against for unknown users, so they take as long.
     decoy: String,
     verified: Cache<[u8; 32], Arc<BasicIdentity>>,
-    failures: Cache<String, u32>,
+    /// Attempts that were not a success, per (user name, client address).
+    failures: Cache<ThrottleKey, u32>,
     max_failures: u32,
     window: Duration,
     /// Per-process key for cache digests.
@@ -198,12 +200,9 @@ impl Basic {
             .and_then(|b| String::from_utf8(b).ok())
             .ok_or(BasicFailure::Malformed)?;
         let (user, password) = decoded.split_once(':').ok_or(BasicFailure::Malformed)?;
-        let client_key = client.map(|c| format!("ip:{c}"));
-        let user_key = format!("user:{user}");
-        for key in client_key.iter().chain([&user_key]) {
-            if self.failures.get(key).unwrap_or(0) >= self.max_failures {
-                return Err(BasicFailure::Throttled(self.window));
-            }
+        let key = throttle_key(user, client);
+        if self.failures.get(&key).unwrap_or(0) >= self.max_failures {
+            return Err(BasicFailure::Throttled(self.window));
         }
         let digest = self.digest(user, password);
         if let Some(hit) = self.verified.get(&digest) {
@@ -217,13 +216,25 @@ impl Basic {
         }
         // Concurrent callers with the same credentials (a fleet of pollers
         // after a restart) wait for one hash instead of each paying for it.
-        let mut hashed = false;
+        let (mut hashed, mut outcome) = (false, None);
         let verified = self.verified.optionally_get_with(digest, || {
             hashed = true;
+            // The attempt counts before it is checked, so a burst of
+            // concurrent guesses gets no more than `max_failures` checks.
+            if !self.count_attempt(&key) {
+                outcome = Some(BasicFailure::Throttled(self.window));
+                return None;
+            }
             let found = self.users.iter().find(|u| u.name == user);
             let hash = found.map_or(self.decoy.as_str(), |u| u.password_hash.as_str());
             let ok = verify_password(password, hash) && found.is_some();
-            found.filter(|_| ok).map(|u| {
+            if !ok {
+                outcome = Some(BasicFailure::Rejected);
+                return None;
+            }
+            // A success forgives the failures before it.
+            self.failures.invalidate(&key);
+            found.map(|u| {
                 Arc::new(BasicIdentity {
                     name: u.name.clone(),
                     roles: u.roles.clone(),
@@ -231,19 +242,25 @@ impl Basic {
                 })
             })
         });
-        match verified {
-            Some(identity) => Ok(BasicIdentity {
+        match (verified, outcome) {
+            (Some(identity), _) => Ok(BasicIdentity {
                 from_cache: !hashed,
                 ..(*identity).clone()
             }),
-            None => {
-                for key in client_key.into_iter().chain([user_key]) {
-                    let n = self.failures.get(&key).unwrap_or(0);
-                    self.failures.insert(key, n + 1);
-                }
-                Err(BasicFailure::Rejected)
-            }
+            (None, Some(failure)) => Err(failure),
+            // Another caller's check of the same credentials failed.
+            (None, None) => Err(BasicFailure::Rejected),
         }
+    }
+
+    /// Counts one attempt for `key`; false when it is one too many (then
+    /// it is not checked).
+    fn count_attempt(&self, key: &ThrottleKey) -> bool {
+        let counted = self
+            .failures
+            .entry(key.clone())
+            .and_upsert_with(|now| now.map_or(1, |e| e.into_value().saturating_add(1)));
+        counted.into_value() <= self.max_failures
     }
 
     fn digest(&self, user: &str, password: &str) -> [u8; 32] {
@@ -253,6 +270,23 @@ impl Basic {
         h.update([0]);
         h.update(password.as_bytes());
         h.finalize().into()
+    }
+}
+
+/// Throttling counts per user name and client address: failures for one
+/// name (a made-up one included) lock out neither the other users of that
+/// address nor that user elsewhere. The address is the client's as the
+/// trusted-proxy chain tells it (see `AccessControl::client_address`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ThrottleKey {
+    user: String,
+    client: Option<IpAddr>,
+}
+
+fn throttle_key(user: &str, client: Option<IpAddr>) -> ThrottleKey {
+    ThrottleKey {
+        user: user.to_string(),
+        client: client.map(|c| c.to_canonical()),
     }
 }
 
@@ -416,10 +450,16 @@ mod tests {
     }
 
     #[test]
-    fn failures_are_throttled_per_client_and_per_user() {
-        let h = hash_password("right").unwrap();
+    fn failures_are_throttled_per_user_and_client_address() {
+        let (u, v) = (
+            hash_password("right").unwrap(),
+            hash_password("v-pw").unwrap(),
+        );
         let (_d, basic) = basic(
-            &format!("[[users]]\nname = \"u\"\npassword_hash = \"{h}\"\n"),
+            &format!(
+                "[[users]]\nname = \"u\"\npassword_hash = \"{u}\"\n\
+                 [[users]]\nname = \"v\"\npassword_hash = \"{v}\"\n"
+            ),
             3,
         );
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
@@ -429,16 +469,77 @@ mod tests {
                 Err(BasicFailure::Rejected)
             );
         }
-        // Even the right password is refused while throttled, from any client.
+        // Even the right password is refused while throttled, from there.
         assert!(matches!(
             basic.verify(&creds("u", "right"), Some(ip)),
             Err(BasicFailure::Throttled(_))
         ));
+        // The same user from elsewhere, another user from there: not.
         let other: IpAddr = "192.0.2.2".parse().unwrap();
+        assert!(basic.verify(&creds("u", "right"), Some(other)).is_ok());
+        assert!(basic.verify(&creds("v", "v-pw"), Some(ip)).is_ok());
+        // Made-up names lock out only themselves.
+        for i in 0..10 {
+            let _ = basic.verify(&creds(&format!("nobody-{i}"), "x"), Some(ip));
+            let _ = basic.verify(&creds("nobody", &format!("x{i}")), Some(ip));
+        }
+        assert!(basic.verify(&creds("v", "v-pw"), Some(ip)).is_ok());
+        // An IPv4 client seen as an IPv6-mapped address is the same client.
+        let mapped: IpAddr = "::ffff:192.0.2.1".parse().unwrap();
         assert!(matches!(
-            basic.verify(&creds("u", "right"), Some(other)),
+            basic.verify(&creds("u", "right"), Some(mapped)),
             Err(BasicFailure::Throttled(_))
         ));
+    }
+
+    #[test]
+    fn a_success_forgives_the_failures_before_it() {
+        let h = hash_password("right").unwrap();
+        let (_d, basic) = basic(
+            &format!("[[users]]\nname = \"u\"\npassword_hash = \"{h}\"\n"),
+            3,
+        );
+        for _ in 0..2 {
+            let _ = basic.verify(&creds("u", "wrong"), None);
+        }
+        assert!(basic.verify(&creds("u", "right"), None).is_ok());
+        for _ in 0..2 {
+            assert_eq!(
+                basic.verify(&creds("u", "wrong"), None),
+                Err(BasicFailure::Rejected)
+            );
+        }
+    }
+
+    #[test]
+    fn a_burst_of_concurrent_guesses_gets_no_more_checks_than_max_failures() {
+        let h = hash_password("right").unwrap();
+        let (_d, basic) = basic(
+            &format!("[[users]]\nname = \"u\"\npassword_hash = \"{h}\"\n"),
+            5,
+        );
+        let basic = Arc::new(basic);
+        let barrier = Arc::new(std::sync::Barrier::new(30));
+        let outcomes: Vec<_> = (0..30)
+            .map(|i| {
+                let (basic, barrier) = (basic.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    basic.verify(&creds("u", &format!("guess-{i}")), None)
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        let checked = outcomes
+            .iter()
+            .filter(|o| **o == Err(BasicFailure::Rejected))
+            .count();
+        assert_eq!(checked, 5, "{outcomes:?}");
+        assert!(outcomes
+            .iter()
+            .all(|o| matches!(o, Err(BasicFailure::Rejected | BasicFailure::Throttled(_)))));
     }
 
     #[test]

@@ -157,14 +157,29 @@ impl Authenticator {
     /// Identifies the caller with the methods the listener accepts. An
     /// `Authorization` header, when present, must succeed: a caller with
     /// bad credentials is refused, not demoted to anonymous.
+    ///
+    /// `client` is the caller's address as the trusted-proxy chain tells
+    /// it (`AccessControl::client_address`): login throttling counts by it.
     pub async fn authenticate(
         &self,
         methods: &[AuthMethod],
         headers: &HeaderMap,
         conn: &Connection,
+        client: Option<IpAddr>,
     ) -> Result<Principal, Failure> {
-        let client = conn.remote.map(|r| r.ip());
-        if let Some(value) = credentials(headers) {
+        let presented = match credentials(headers) {
+            Presented::Readable(value) => Some(value),
+            Presented::Nothing => None,
+            // Credentials the gateway can't read are refused, never taken
+            // for none (which would make the caller anonymous).
+            Presented::Unreadable => {
+                tracing::info!(client = ?client, "credentials refused: the header is not readable text");
+                return Err(Failure::Unauthorized {
+                    bearer_error: false,
+                });
+            }
+        };
+        if let Some(value) = presented {
             let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
             if scheme.eq_ignore_ascii_case("basic") && methods.contains(&AuthMethod::Basic) {
                 return self.basic(rest.to_string(), client).await;
@@ -184,7 +199,7 @@ impl Authenticator {
                 }
             }
         }
-        if methods.contains(&AuthMethod::Anonymous) && credentials(headers).is_none() {
+        if methods.contains(&AuthMethod::Anonymous) && presented.is_none() {
             return Ok(Principal::anonymous());
         }
         Err(Failure::Unauthorized {
@@ -200,10 +215,15 @@ impl Authenticator {
         let basic = self.basic.clone().expect("checked at start-up");
         let result = match basic.verify_cheap(&credentials, client) {
             Some(decided) => decided,
-            // Password hashing takes milliseconds of CPU: off the I/O threads.
-            None => tokio::task::spawn_blocking(move || basic.verify(&credentials, client))
-                .await
-                .unwrap_or(Err(basic::BasicFailure::Rejected)),
+            // Password hashing takes milliseconds of CPU: off the I/O
+            // threads, and no more at once than there are CPUs, so a spray
+            // of made-up names costs the gateway bounded CPU.
+            None => {
+                let _hashing = hashing_slots().acquire().await;
+                tokio::task::spawn_blocking(move || basic.verify(&credentials, client))
+                    .await
+                    .unwrap_or(Err(basic::BasicFailure::Rejected))
+            }
         };
         if let (Ok(id), Some(m)) = (&result, &self.metrics) {
             m.cache_lookup("basic_auth", id.from_cache);
@@ -274,11 +294,11 @@ impl Authenticator {
     }
 
     /// The 401 (or 429) answer: challenges for the listener's methods, no
-    /// body, nothing about which part was wrong. A script in a browser
-    /// (Hawtio, jolokia.js in a page) gets its Basic challenge as Hawtio's own
-    /// gateway writes it, `Hawtio original-scheme="Basic"`: a plain
-    /// `Basic` would make the browser pop up its own login dialog over the
-    /// application's.
+    /// body, nothing about which part was wrong. A script with a login of
+    /// its own (Hawtio; any AJAX call saying `X-Requested-With`) gets its
+    /// Basic challenge as Hawtio's own servers write it, `Hawtio
+    /// original-scheme="Basic"`: a plain `Basic` would make the browser
+    /// pop up its own login dialog over the application's.
     pub fn refusal(
         &self,
         methods: &[AuthMethod],
@@ -340,45 +360,67 @@ pub fn principal_from_certificate(
     })
 }
 
+/// Password hashes computed at once, process-wide: one per CPU.
+fn hashing_slots() -> &'static tokio::sync::Semaphore {
+    static SLOTS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        tokio::sync::Semaphore::new(cpus)
+    })
+}
+
 /// Hawtio's header for credentials towards a Jolokia endpoint, which
 /// leaves `Authorization` to the server that serves the console.
 pub const X_JOLOKIA_AUTHORIZATION: &str = "x-jolokia-authorization";
 
-/// The caller's credentials: `Authorization`, else Hawtio's
-/// `X-Jolokia-Authorization` (same schemes, same checks and throttling).
-fn credentials(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(AUTHORIZATION)
-        .or_else(|| headers.get(X_JOLOKIA_AUTHORIZATION))
-        .and_then(|v| v.to_str().ok())
+/// What a request presents as credentials.
+enum Presented<'h> {
+    Nothing,
+    Readable(&'h str),
+    /// A header that is not visible ASCII (a non-ASCII `Authorization`).
+    Unreadable,
 }
 
-/// A request made by a script in a browser, not a page the user opened:
-/// Hawtio's header, `X-Requested-With`, an `Origin` (browsers send one
-/// with every cross-origin request and every POST), or Fetch Metadata for
-/// a script's fetch (`Sec-Fetch-Dest: empty`; Node's fetch sends
-/// `Sec-Fetch-Mode` alone, and is no browser).
+/// The caller's credentials: `Authorization`, else Hawtio's
+/// `X-Jolokia-Authorization` (same schemes, same checks and throttling).
+fn credentials(headers: &HeaderMap) -> Presented<'_> {
+    match headers
+        .get(AUTHORIZATION)
+        .or_else(|| headers.get(X_JOLOKIA_AUTHORIZATION))
+    {
+        None => Presented::Nothing,
+        Some(v) => v
+            .to_str()
+            .map_or(Presented::Unreadable, Presented::Readable),
+    }
+}
+
+/// A script that handles logins itself, as Hawtio's own servers tell it:
+/// Hawtio's credentials header, or an AJAX request marked
+/// `X-Requested-With: XMLHttpRequest`. Every other request (a page, a
+/// same-origin console's `fetch()` relying on the browser's own login)
+/// gets the plain `Basic` challenge, so the browser can ask for it.
 fn from_browser_script(headers: &HeaderMap) -> bool {
     headers.contains_key(X_JOLOKIA_AUTHORIZATION)
-        || headers.contains_key("x-requested-with")
-        || headers.contains_key(http::header::ORIGIN)
         || headers
-            .get("sec-fetch-dest")
+            .get("x-requested-with")
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|dest| dest.eq_ignore_ascii_case("empty"))
+            .is_some_and(|v| v.eq_ignore_ascii_case("XMLHttpRequest"))
 }
 
 /// Which method a refused caller tried, for audit and metrics (a fixed
 /// set of values: `basic`, `bearer`, `other`, `mtls`, `none`).
 pub fn attempted_method(headers: &HeaderMap, conn: &Connection) -> &'static str {
     match credentials(headers) {
-        Some(v) => match v.split(' ').next().map(str::to_ascii_lowercase).as_deref() {
+        Presented::Readable(v) => match v.split(' ').next().map(str::to_ascii_lowercase).as_deref()
+        {
             Some("basic") => "basic",
             Some("bearer") => "bearer",
             _ => "other",
         },
-        None if conn.peer_certificates.is_some() => "mtls",
-        None => "none",
+        Presented::Unreadable => "other",
+        Presented::Nothing if conn.peer_certificates.is_some() => "mtls",
+        Presented::Nothing => "none",
     }
 }
 
