@@ -731,3 +731,57 @@ async fn hawtio_rbac_queries_are_answered_from_the_callers_policy() {
     assert_eq!(real[0]["status"], 403, "{real}");
     assert_eq!(real[1]["status"], 403, "{real}");
 }
+
+/// An overloaded operation allowed by its signature under a policy that
+/// does not list `exec`: the gateway answers as a real agent with the same
+/// policy file answers, for the allowed overload, another one, and the
+/// bare name.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_overload_allowed_by_its_signature_runs_as_on_the_agent() {
+    let setup = Setup::new();
+    let body = "<commands><command>read</command></commands>\
+                <allow><mbean><name>jmxgate.test:type=Operations</name>\
+                <operation>add(int,int)</operation></mbean></allow>";
+    let policy = setup.policy("agent-side", body);
+    // The same file on the agent itself: its restrictor is the reference.
+    let restricted = match common::Generation::under_test() {
+        common::Generation::V1 => Agent::start_with("ovl-ref", &["--policy", &policy]),
+        g => Agent::start_v2(g, "ovl-ref", &[&format!("policyLocation=file://{policy}")]),
+    };
+    let open = Agent::start("ovl");
+    let gw = gateway_with(&setup, &[&open], "[\"*\"]", body).await;
+    for (operation, arguments) in [
+        ("add(int,int)", json!([40, 2])),
+        ("add(long,long,long)", json!([1, 2, 3])),
+        ("add", json!([40, 2])),
+    ] {
+        let item = json!({"type":"exec","mbean":OPS,"operation":operation,"arguments":arguments});
+        // 2.x refuses a bare overloaded name with a plain-text 400.
+        let text = common::http_client()
+            .post(restricted.url())
+            .header("content-type", "application/json")
+            .body(item.to_string())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let reference: Value = serde_json::from_str(&text).unwrap_or(json!({"status": 400}));
+        let mut via = item.clone();
+        via["target"] = json!({"url": "ovl"});
+        let (_, through) = gw.post("/jolokia", &via).await;
+        let allowed = |r: &Value| r["status"] == 200;
+        assert_eq!(
+            allowed(&through),
+            allowed(&reference),
+            "{operation}: gateway {through}, agent {reference}"
+        );
+        if allowed(&reference) {
+            assert_eq!(through["value"], reference["value"], "{operation}");
+        }
+    }
+    // The allowed overload did run.
+    let item = json!({"type":"exec","mbean":OPS,"operation":"add(int,int)","arguments":[40,2],"target":{"url":"ovl"}});
+    assert_eq!(gw.post("/jolokia", &item).await.1["value"], 42);
+}

@@ -40,7 +40,10 @@ use xml::{java_trim, Element};
 /// undefined or only fails on at request time.
 pub const STRICTER: &[&str] = &[
     "exec with a signature (`gc()`, `op(int,long)`): the operation is checked as sent (as Jolokia does) \
-     AND by its bare name before `(`; allowed only if both pass, so a <deny> of `gc` also stops `gc()`",
+     AND, where <deny> applies (`exec` listed in <commands>), by its bare name before `(`, so a <deny> of \
+     `gc` also stops `gc()`. <allow> is checked as sent only (as Jolokia does): an <allow> of \
+     `echo(java.lang.String)` admits that overload, an <allow> of `echo` admits `echo` sent without a \
+     signature and no overload",
     "`*` in <attribute>/<operation> values is an anchored glob: `*` is any run of characters and every \
      other character, `.` included, is literal (Jolokia builds a regex in which `.` matches anything). \
      In <deny>, a value also denies what Jolokia's reading of `.` matches, so a deny is never narrower; \
@@ -349,7 +352,11 @@ impl Policy {
         let Some(paren) = operation.find('(') else {
             return raw;
         };
-        if !raw.allowed {
+        // The bare name is checked against <deny> only (where `exec` is
+        // listed in <commands>): a <deny> of `gc` also stops `gc()`, while
+        // an <allow> of `echo(java.lang.String)` admits exactly that, as
+        // in Jolokia.
+        if !raw.allowed || !self.command_listed(Access::Exec) {
             return raw;
         }
         let bare = &operation[..paren];

@@ -124,6 +124,34 @@ fn exec_signature_checks_the_bare_name_too() {
     );
 }
 
+/// An overloaded operation allowed by its signature, under a policy that
+/// does not list `exec` (the bare name is not in <allow>): allowed, as a
+/// Jolokia agent allows it under the same file.
+#[test]
+fn an_allow_of_one_overload_admits_exactly_that_overload() {
+    let p = policy(
+        "<restrict><commands><command>read</command></commands><allow><mbean>\
+         <name>jmxgate.test:type=Operations</name>\
+         <operation>echo(java.lang.String)</operation></mbean></allow></restrict>",
+    );
+    let m = on("jmxgate.test:type=Operations");
+    let d = p.exec_allowed(&m, "echo(java.lang.String)");
+    assert!(d.allowed, "{}", d.rule);
+    assert!(!p.exec_allowed(&m, "echo(int)").allowed);
+    assert!(
+        !p.exec_allowed(&m, "echo").allowed,
+        "as Jolokia: the string as sent"
+    );
+    // A <deny> of the bare name still stops every overload.
+    let deny = policy(
+        "<restrict><commands><command>exec</command></commands><deny><mbean>\
+         <name>jmxgate.test:type=Operations</name><operation>echo</operation></mbean></deny>\
+         <allow><mbean><name>jmxgate.test:type=Operations</name>\
+         <operation>echo(java.lang.String)</operation></mbean></allow></restrict>",
+    );
+    assert!(!deny.exec_allowed(&m, "echo(java.lang.String)").allowed);
+}
+
 #[test]
 fn patterns_in_requests_are_denied_and_policy_patterns_apply() {
     let p = policy(

@@ -286,7 +286,7 @@ public class Launcher {
                 + " [--port N] [--host H] [--user U --password P] [--name NAME]"
                 + " [--mime application/json|text/plain]"
                 + " [--tls-cert CERT.pem --tls-key KEY.pem [--tls-client-ca CA.pem] [--tls-protocols TLSv1.2,...]]"
-                + " [--many-mbeans N] [--verbose]");
+                + " [--many-mbeans N] [--policy jolokia-access.xml] [--verbose]");
         System.exit(2);
     }
 
@@ -303,6 +303,7 @@ public class Launcher {
         String tlsClientCa = null;
         String tlsProtocols = null;
         int manyMbeans = 0;
+        String policy = null;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("--verbose")) {
@@ -330,6 +331,7 @@ public class Launcher {
                 case "--tls-key": tlsKey = v; break;
                 case "--tls-client-ca": tlsClientCa = v; break;
                 case "--tls-protocols": tlsProtocols = v; break;
+                case "--policy": policy = v; break;
                 case "--many-mbeans":
                     try {
                         manyMbeans = Integer.parseInt(v);
@@ -393,6 +395,10 @@ public class Launcher {
         ServletHolder holder = new ServletHolder("jolokia", new AgentServlet());
         if (!mime.equals("text/plain")) {
             holder.setInitParameter("mimeType", mime);
+        }
+        if (policy != null) {
+            // The agent's own restrictor, to compare with the gateway's.
+            holder.setInitParameter("policyLocation", new java.io.File(policy).toURI().toString());
         }
         holder.setInitOrder(0); // initialise at startup, not on the first request
         ctx.addServlet(holder, "/jolokia/*");
