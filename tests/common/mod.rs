@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub mod hostile;
+
 /// An HTTP client for tests (rustls needs its crypto provider chosen).
 pub fn http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -1,0 +1,307 @@
+//! A hostile (or just broken) Jolokia agent: a small HTTP/1.1 server of
+//! our own that answers what no real agent would. The first segment of the
+//! URL path picks the behaviour, so one server stands behind several
+//! targets: `http://127.0.0.1:PORT/<behaviour>/jolokia`.
+//!
+//! Each connection runs on its own thread; the bytes written on each are
+//! counted, so a test can tell how much of an endless body the gateway
+//! took before it hung up.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// What the agent answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Behaviour {
+    /// HTTP 400, text/plain, a chunked body that never ends.
+    Endless400,
+    /// HTTP 200, JSON, a chunked body that never ends.
+    Endless200,
+    /// HTTP 200 claiming a 10 GB `Content-Length`, then never-ending bytes.
+    LyingLength,
+    /// A well-formed bulk answer whose values nest 300 arrays deep.
+    Deep,
+    /// Answers with the wrong types: `"status":"200"`, a text timestamp, a
+    /// number for `error_type`, a string for `request`.
+    WrongTypes,
+    /// An HTML page with status 200.
+    NotJson,
+    /// A JSON array with fewer answers than requests.
+    Short,
+    /// Nothing for 30 seconds, then a well-formed answer.
+    Slow,
+    /// Not HTTP at all.
+    Garbage,
+}
+
+impl Behaviour {
+    pub const ALL: [Behaviour; 9] = [
+        Behaviour::Endless400,
+        Behaviour::Endless200,
+        Behaviour::LyingLength,
+        Behaviour::Deep,
+        Behaviour::WrongTypes,
+        Behaviour::NotJson,
+        Behaviour::Short,
+        Behaviour::Slow,
+        Behaviour::Garbage,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Behaviour::Endless400 => "endless-400",
+            Behaviour::Endless200 => "endless-200",
+            Behaviour::LyingLength => "lying-length",
+            Behaviour::Deep => "deep",
+            Behaviour::WrongTypes => "wrong-types",
+            Behaviour::NotJson => "not-json",
+            Behaviour::Short => "short",
+            Behaviour::Slow => "slow",
+            Behaviour::Garbage => "garbage",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Behaviour> {
+        Behaviour::ALL.into_iter().find(|b| b.name() == name)
+    }
+}
+
+/// How deep [`Behaviour::Deep`] nests its values.
+pub const DEPTH: usize = 300;
+
+pub struct HostileAgent {
+    pub port: u16,
+    /// The most bytes written on one connection, per behaviour.
+    sent: Arc<Mutex<HashMap<Behaviour, u64>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl HostileAgent {
+    pub fn start() -> HostileAgent {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let sent = Arc::new(Mutex::new(HashMap::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (sent2, stop2) = (sent.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stop2.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                let (sent, stop) = (sent2.clone(), stop2.clone());
+                std::thread::spawn(move || serve(stream, &sent, &stop));
+            }
+        });
+        HostileAgent { port, sent, stop }
+    }
+
+    /// The agent URL behind which it behaves as `b`.
+    pub fn url(&self, b: Behaviour) -> String {
+        format!("http://127.0.0.1:{}/{}/jolokia", self.port, b.name())
+    }
+
+    /// The most bytes it wrote on one connection behaving as `b`.
+    pub fn bytes_sent(&self, b: Behaviour) -> u64 {
+        self.sent.lock().unwrap().get(&b).copied().unwrap_or(0)
+    }
+
+    /// `[[targets]]` entries, one per behaviour, named after it, with
+    /// `extra` lines in each.
+    pub fn targets_toml(&self, extra: &str) -> String {
+        Behaviour::ALL
+            .iter()
+            .map(|b| {
+                format!(
+                    "[[targets]]\nname = \"{}\"\nurl = \"{}\"\n{extra}\n",
+                    b.name(),
+                    self.url(*b)
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for HostileAgent {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wakes the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn serve(stream: TcpStream, sent: &Mutex<HashMap<Behaviour, u64>>, stop: &AtomicBool) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    // One request per connection is enough: every answer closes it.
+    let mut first = String::new();
+    if reader.read_line(&mut first).is_err() {
+        return;
+    }
+    let path = first.split(' ').nth(1).unwrap_or("/");
+    let behaviour = path
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .and_then(Behaviour::from_name);
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let Some(behaviour) = behaviour else {
+        let _ = out
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        return;
+    };
+    let items = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(items)) => items,
+        Ok(one) => vec![one],
+        Err(_) => vec![Value::Null],
+    };
+    let written = answer(behaviour, &items, &mut out, stop);
+    let mut sent = sent.lock().unwrap();
+    let most = sent.entry(behaviour).or_default();
+    *most = (*most).max(written);
+}
+
+/// Writes the answer; returns how many bytes went out.
+fn answer(b: Behaviour, items: &[Value], out: &mut TcpStream, stop: &AtomicBool) -> u64 {
+    let head = |status: &str, content_type: &str, framing: &str| {
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\n{framing}\r\nconnection: close\r\n\r\n"
+        )
+    };
+    let mut written = 0u64;
+    let mut send = |bytes: &[u8]| -> bool {
+        match out.write_all(bytes) {
+            Ok(()) => {
+                written += bytes.len() as u64;
+                true
+            }
+            Err(_) => false,
+        }
+    };
+    let whole = |status: &str, content_type: &str, body: &[u8]| {
+        let mut v = head(
+            status,
+            content_type,
+            &format!("content-length: {}", body.len()),
+        )
+        .into_bytes();
+        v.extend_from_slice(body);
+        v
+    };
+    match b {
+        Behaviour::Endless400 | Behaviour::Endless200 => {
+            let (status, ctype, start) = if b == Behaviour::Endless400 {
+                ("400 Bad Request", "text/plain", "400 (Bad Request)\n\n")
+            } else {
+                ("200 OK", "application/json", "[{\"value\":\"")
+            };
+            if !send(head(status, ctype, "transfer-encoding: chunked").as_bytes()) {
+                return written;
+            }
+            let chunk = |data: &[u8]| {
+                let mut c = format!("{:x}\r\n", data.len()).into_bytes();
+                c.extend_from_slice(data);
+                c.extend_from_slice(b"\r\n");
+                c
+            };
+            if !send(&chunk(start.as_bytes())) {
+                return written;
+            }
+            let filler = chunk(&[b'x'; 64 * 1024]);
+            while !stop.load(Ordering::Relaxed) && send(&filler) {}
+        }
+        Behaviour::LyingLength => {
+            if !send(head("200 OK", "application/json", "content-length: 10000000000").as_bytes())
+                || !send(b"[{\"value\":\"")
+            {
+                return written;
+            }
+            let filler = [b'x'; 64 * 1024];
+            while !stop.load(Ordering::Relaxed) && send(&filler) {}
+        }
+        Behaviour::Deep => {
+            let deep = format!("{}{}", "[".repeat(DEPTH), "]".repeat(DEPTH));
+            let answers: Vec<String> = items
+                .iter()
+                .map(|item| {
+                    format!(
+                        "{{\"request\":{item},\"value\":{deep},\"timestamp\":1,\"status\":200}}"
+                    )
+                })
+                .collect();
+            send(&whole(
+                "200 OK",
+                "application/json",
+                format!("[{}]", answers.join(",")).as_bytes(),
+            ));
+        }
+        Behaviour::WrongTypes => {
+            let answers: Vec<Value> = items
+                .iter()
+                .map(|_| json!({"request": "nope", "value": {"a": 1}, "timestamp": "soon", "status": "200", "error_type": 7}))
+                .collect();
+            send(&whole(
+                "200 OK",
+                "application/json",
+                Value::Array(answers).to_string().as_bytes(),
+            ));
+        }
+        Behaviour::NotJson => {
+            send(&whole(
+                "200 OK",
+                "text/html",
+                b"<html><body>It works!</body></html>",
+            ));
+        }
+        Behaviour::Short => {
+            send(&whole("200 OK", "application/json", b"[]"));
+        }
+        Behaviour::Slow => {
+            for _ in 0..300 {
+                if stop.load(Ordering::Relaxed) {
+                    return written;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let answers: Vec<Value> = items
+                .iter()
+                .map(|_| json!({"value": "late", "timestamp": 1, "status": 200}))
+                .collect();
+            send(&whole(
+                "200 OK",
+                "application/json",
+                Value::Array(answers).to_string().as_bytes(),
+            ));
+        }
+        Behaviour::Garbage => {
+            send(b"SSH-2.0-OpenSSH_9.2\r\n\r\nnot http at all\r\n");
+        }
+    }
+    written
+}
