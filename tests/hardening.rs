@@ -438,3 +438,17 @@ async fn every_answer_says_nosniff_and_carries_its_own_request_id() {
         assert!(ids.insert(id.to_string()), "{id} given twice");
     }
 }
+
+/// `jmxgate serve` itself: a gateway without roles says at start-up that
+/// it is open to everyone (logging starts before the gateway is built).
+#[test]
+fn the_real_binary_warns_when_no_roles_are_configured() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let config = common::gateway_toml(dir.path(), &targets_toml(&[a]));
+    let gateway = GatewayProcess::start(&config, "info");
+    let _ = gateway
+        .wait_for_line("no roles configured", Duration::from_secs(10))
+        .expect("the open-gateway warning in the log");
+    gateway.stop();
+}

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{eventually, shared_agents, targets_toml, Gateway, TestPki};
+use common::{eventually, shared_agents, targets_toml, Gateway, GatewayProcess, TestPki};
 use serde_json::json;
 
 const NAME: &str = "/jolokia/targets/alpha/read/jmxgate.test:type=Types/Name";
@@ -47,6 +47,11 @@ impl Provider {
     /// Starts on `port` (0: any) with the signing keys in `jwks` (made
     /// there when the file is missing).
     fn start(pki: &TestPki, jwks: &Path, port: u16) -> Provider {
+        Provider::start_with_ttl(pki, jwks, port, TOKEN_TTL_SECS)
+    }
+
+    /// The same, its tokens living `ttl` seconds.
+    fn start_with_ttl(pki: &TestPki, jwks: &Path, port: u16, ttl: u64) -> Provider {
         let (cert, key) = pki.server_cert("oidc");
         let mut child = Command::new("node")
             .arg(oidc_dir().join("provider.mjs"))
@@ -55,7 +60,7 @@ impl Provider {
             .env("OIDC_TLS_CERT", cert)
             .env("OIDC_TLS_KEY", key)
             .env("OIDC_JWKS", jwks)
-            .env("OIDC_TOKEN_TTL", TOKEN_TTL_SECS.to_string())
+            .env("OIDC_TOKEN_TTL", ttl.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -260,4 +265,101 @@ async fn tokens_from_a_real_provider_through_key_rotation_and_outage() {
     let again = token(&provider_http, &provider.issuer, "urn:jmxgate").await;
     assert_eq!(kid_of(&again), kid_of(&rotated));
     assert_eq!(call(again).await.0, 200);
+}
+
+/// `jmxgate serve` itself, not a gateway built in the test: the provider's
+/// keys are fetched at start-up (ready before any token arrives) and
+/// refreshed every `keys_refresh`, so a key the provider removed stops
+/// working within that time.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_real_binary_fetches_and_refreshes_the_providers_keys() {
+    if !available() {
+        return;
+    }
+    let pki = TestPki::new("oidc-serve");
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let provider_http = reqwest::Client::builder()
+        .tls_certs_only([
+            reqwest::Certificate::from_pem(&std::fs::read(pki.ca_file()).unwrap()).unwrap(),
+        ])
+        .build()
+        .unwrap();
+    // Tokens that outlive the test: only the key's removal may end them.
+    let provider = Provider::start_with_ttl(&pki, &jwks, 0, 300);
+    let port = provider.port();
+    let admin = common::free_port();
+    let [a, ..] = shared_agents();
+    let config = common::gateway_toml(
+        dir.path(),
+        &format!(
+            "auth = [\"bearer\"]\n\n[admin]\nlisten = \"127.0.0.1:{admin}\"\n\n{}\
+             [auth.bearer]\nissuer = \"{}\"\ndiscovery = true\nkeys_refresh = \"10s\"\n\
+             ca_file = \"{}\"\naudience = \"urn:jmxgate\"\nroles_claim = \"realm_access.roles\"\n\n\
+             [auth.bearer.role_map]\n\"jmx-admin\" = [\"ops\"]\n\n\
+             [[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n",
+            targets_toml(&[a]),
+            provider.issuer,
+            pki.ca_file().display()
+        ),
+    );
+    let gateway = GatewayProcess::start(&config, "info");
+    let http = common::http_client();
+    // Ready with no token ever sent: the keys were fetched at start-up.
+    let ready = format!("http://127.0.0.1:{admin}/readyz");
+    eventually("/readyz says ready", Duration::from_secs(20), || {
+        let (http, ready) = (http.clone(), ready.clone());
+        async move {
+            let r = http.get(&ready).send().await.map_err(|e| e.to_string())?;
+            let status = r.status().as_u16();
+            let body = r.text().await.unwrap_or_default();
+            (status == 200)
+                .then_some(())
+                .ok_or(format!("{status} {body}"))
+        }
+    })
+    .await;
+    let url = format!("http://{}{NAME}", gateway.addr);
+    let status = |token: String| {
+        let (http, url) = (http.clone(), url.clone());
+        async move {
+            http.get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let old = token(&provider_http, &provider.issuer, "urn:jmxgate").await;
+    assert_eq!(status(old.clone()).await, 200);
+
+    // The provider drops that key for a new one.
+    drop(provider);
+    std::fs::remove_file(&jwks).unwrap();
+    let provider = Provider::start_with_ttl(&pki, &jwks, port, 300);
+    let new = token(&provider_http, &provider.issuer, "urn:jmxgate").await;
+    assert_ne!(kid_of(&new), kid_of(&old));
+    let removed = Instant::now();
+    eventually(
+        "the removed key refused",
+        Duration::from_secs(25),
+        || async {
+            (status(old.clone()).await == 401)
+                .then_some(())
+                .ok_or("still accepted".to_string())
+        },
+    )
+    .await;
+    // Within one refresh (and the time to fetch), never at the next
+    // unknown-kid miss: the old kid is still in the cached set until then.
+    assert!(
+        removed.elapsed() < Duration::from_secs(16),
+        "refused only after {:?}",
+        removed.elapsed()
+    );
+    assert_eq!(status(new).await, 200);
+    drop(gateway);
 }

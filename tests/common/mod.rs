@@ -764,8 +764,13 @@ impl GatewayProcess {
             .spawn()
             .expect("start jmxgate serve");
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = listening_address(&mut lines);
         let (tx, log) = std::sync::mpsc::channel();
+        // The lines before the address stay readable (start-up warnings).
+        let addr = listening_address(lines.by_ref().inspect(|line| {
+            if let Ok(line) = line {
+                let _ = tx.send(line.clone());
+            }
+        }));
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
                 let _ = tx.send(line);
