@@ -111,7 +111,7 @@ impl std::fmt::Display for Finding {
             Problem::BadSignature => {
                 return write!(
                     f,
-                    ": checkpoint at seq {at}: signature does not match \u{2014} records before it were changed"
+                    ": checkpoint at seq {at}: signature does not match \u{2014} it, or records before it, were changed"
                 )
             }
             Problem::UnknownKey(id) => {
@@ -148,6 +148,9 @@ impl std::fmt::Display for Finding {
 pub struct Proof {
     pub seq: u64,
     pub time: String,
+    /// Whether the signature covers `time` (checkpoints written before it
+    /// did prove their chain only).
+    pub time_signed: bool,
     pub key_id: String,
 }
 
@@ -490,15 +493,28 @@ pub fn verify_with(files: &[PathBuf], keys: Option<&Keyring>) -> std::io::Result
             if field("event") == Some("checkpoint") {
                 report.checkpoints += 1;
                 if let Some(keys) = keys {
-                    let key_id = field("key_id").unwrap_or_default();
-                    let replica = field("replica").unwrap_or_default();
-                    let sig = field("sig").unwrap_or_default();
-                    match keys.verify(key_id, replica, seq, &prev, sig) {
-                        Ok(()) => {
+                    let number = |name: &str| {
+                        value
+                            .as_ref()
+                            .and_then(|v| v.get(name))
+                            .and_then(Value::as_u64)
+                    };
+                    let signed = super::checkpoint::Signed {
+                        replica: field("replica").unwrap_or_default(),
+                        seq,
+                        prev: &prev,
+                        time: field("time").unwrap_or_default(),
+                        first_seq: number("first_seq"),
+                        last_seq: number("last_seq"),
+                        key_id: field("key_id").unwrap_or_default(),
+                    };
+                    match keys.verify(&signed, field("sig").unwrap_or_default()) {
+                        Ok(proof) => {
                             report.proven = Some(Proof {
                                 seq,
-                                time: field("time").unwrap_or_default().to_string(),
-                                key_id: key_id.to_string(),
+                                time: signed.time.to_string(),
+                                time_signed: proof == super::checkpoint::Proof::Whole,
+                                key_id: signed.key_id.to_string(),
                             })
                         }
                         Err(Rejected::Mismatch) => {

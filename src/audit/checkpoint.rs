@@ -1,8 +1,9 @@
 //! Signed checkpoints: the anchor the hash chain lacks. Whoever can write
 //! the files can edit a record and recompute every hash after it; they
-//! cannot sign. A checkpoint at `seq` N signs the replica, N and the hash
-//! of record N-1, which commits to every record before it, with an Ed25519
-//! key that `jmxgate audit verify --public-key` checks.
+//! cannot sign. A checkpoint at `seq` N signs the replica, N, the hash of
+//! record N-1 (which commits to every record before it), its own time,
+//! the range it proves and its key id, with an Ed25519 key that `jmxgate
+//! audit verify --public-key` checks.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -17,19 +18,63 @@ use super::record::hex;
 
 /// Fixed prefix of every signed message, so a checkpoint signature can't
 /// be passed off as any other signature made with the same key.
-const DOMAIN: &[u8] = b"jmxgate-audit-checkpoint-v1\n";
+const DOMAIN: &[u8] = b"jmxgate-audit-checkpoint-v2\n";
+/// The first form, which signed the replica, `seq` and `prev` only: its
+/// checkpoints still verify, their time shown as not signed.
+const DOMAIN_V1: &[u8] = b"jmxgate-audit-checkpoint-v1\n";
 
-/// The bytes a checkpoint at `seq` signs: `prev` is the hash of record
-/// `seq - 1`.
-pub fn message(replica: &str, seq: u64, prev: &str) -> Vec<u8> {
-    let mut m = Vec::with_capacity(DOMAIN.len() + replica.len() + prev.len() + 24);
-    m.extend_from_slice(DOMAIN);
+/// What a checkpoint signs: every field of it a verifier relies on or
+/// prints. `prev` is the hash of record `seq - 1`, which commits to every
+/// record before it.
+#[derive(Debug, Clone, Copy)]
+pub struct Signed<'a> {
+    pub replica: &'a str,
+    pub seq: u64,
+    pub prev: &'a str,
+    pub time: &'a str,
+    pub first_seq: Option<u64>,
+    pub last_seq: Option<u64>,
+    pub key_id: &'a str,
+}
+
+/// The bytes a checkpoint signs: each field on a line of its own (an
+/// absent number as an empty line).
+pub fn message(c: &Signed<'_>) -> Vec<u8> {
+    let number = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
+    let mut m = DOMAIN.to_vec();
+    for field in [
+        c.replica,
+        &c.seq.to_string(),
+        c.prev,
+        c.time,
+        &number(c.first_seq),
+        &number(c.last_seq),
+        c.key_id,
+    ] {
+        m.extend_from_slice(field.as_bytes());
+        m.push(b'\n');
+    }
+    m
+}
+
+/// The first form's message: replica, `seq` and `prev`.
+fn message_v1(replica: &str, seq: u64, prev: &str) -> Vec<u8> {
+    let mut m = DOMAIN_V1.to_vec();
     m.extend_from_slice(replica.as_bytes());
     m.push(b'\n');
     m.extend_from_slice(seq.to_string().as_bytes());
     m.push(b'\n');
     m.extend_from_slice(prev.as_bytes());
     m
+}
+
+/// What a signature that holds proves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proof {
+    /// Every field (the current form).
+    Whole,
+    /// The chain up to it, not its time or range (the first form).
+    ChainOnly,
 }
 
 /// First 16 hex digits of the SHA-256 of the raw 32-byte public key.
@@ -56,7 +101,11 @@ impl std::fmt::Debug for Signer {
 impl Signer {
     /// Reads a PKCS#8 PEM Ed25519 private key. The error names the file,
     /// never its content.
+    ///
+    /// A key others may read is refused: whoever reads it can sign
+    /// forgeries. One its group may read is taken, with a warning.
     pub fn load(path: &Path) -> Result<Signer, String> {
+        check_key_mode(path)?;
         let text = std::fs::read_to_string(path).map_err(|e| {
             format!(
                 "audit.signing_key_file {}: cannot read it: {e}",
@@ -87,11 +136,39 @@ impl Signer {
         self.key.verifying_key()
     }
 
-    /// The base64 signature of the checkpoint at `seq`.
-    pub fn sign(&self, replica: &str, seq: u64, prev: &str) -> String {
-        let sig = self.key.sign(&message(replica, seq, prev));
+    /// The base64 signature of a checkpoint (its `key_id` is this key's).
+    pub fn sign(&self, checkpoint: &Signed<'_>) -> String {
+        let sig = self.key.sign(&message(checkpoint));
         base64::engine::general_purpose::STANDARD.encode(sig.to_bytes())
     }
+}
+
+/// Refuses a private key file that others can read or write; warns when
+/// its group can read it.
+fn check_key_mode(path: &Path) -> Result<(), String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let Ok(meta) = std::fs::metadata(path) else {
+            return Ok(()); // reading it says why
+        };
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o007 != 0 {
+            return Err(format!(
+                "audit.signing_key_file {}: others may read or write it (mode {mode:03o}); \
+                 whoever reads it can sign forged checkpoints: chmod 600 it",
+                path.display()
+            ));
+        }
+        if mode & 0o070 != 0 {
+            tracing::warn!(
+                "audit.signing_key_file {}: its group may use it (mode {mode:03o}); chmod 600 it \
+                 unless that group must sign",
+                path.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A new key from the operating system's random source.
@@ -186,25 +263,24 @@ impl Keyring {
         self.keys.is_empty()
     }
 
-    /// Checks the checkpoint at `seq` whose `prev` is the recomputed hash
-    /// of record `seq - 1`.
-    pub fn verify(
-        &self,
-        key_id: &str,
-        replica: &str,
-        seq: u64,
-        prev: &str,
-        sig: &str,
-    ) -> Result<(), Rejected> {
+    /// Checks a checkpoint whose `prev` is the recomputed hash of record
+    /// `seq - 1`: in the current form (every field signed), else in the
+    /// first form (the chain only).
+    pub fn verify(&self, checkpoint: &Signed<'_>, sig: &str) -> Result<Proof, Rejected> {
         let key = self
             .keys
-            .get(key_id)
-            .ok_or_else(|| Rejected::UnknownKey(key_id.to_string()))?;
+            .get(checkpoint.key_id)
+            .ok_or_else(|| Rejected::UnknownKey(checkpoint.key_id.to_string()))?;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(sig)
             .map_err(|_| Rejected::Mismatch)?;
         let sig = Signature::from_slice(&bytes).map_err(|_| Rejected::Mismatch)?;
-        key.verify(&message(replica, seq, prev), &sig)
+        if key.verify(&message(checkpoint), &sig).is_ok() {
+            return Ok(Proof::Whole);
+        }
+        let v1 = message_v1(checkpoint.replica, checkpoint.seq, checkpoint.prev);
+        key.verify(&v1, &sig)
+            .map(|()| Proof::ChainOnly)
             .map_err(|_| Rejected::Mismatch)
     }
 }
@@ -213,34 +289,78 @@ impl Keyring {
 mod tests {
     use super::*;
 
+    fn checkpoint<'a>(key_id: &'a str) -> Signed<'a> {
+        Signed {
+            replica: "gw-1",
+            seq: 10,
+            prev: "ab",
+            time: "2026-11-24T10:00:00.000Z",
+            first_seq: Some(3),
+            last_seq: Some(9),
+            key_id,
+        }
+    }
+
     #[test]
-    fn a_signature_holds_for_its_replica_seq_and_prev_only() {
+    fn a_signature_holds_for_every_field_it_signs_and_no_other_value() {
         let signer = Signer::new(generate().unwrap());
         let mut ring = Keyring::default();
         ring.add(signer.key.verifying_key());
-        let sig = signer.sign("gw-1", 10, "ab");
-        assert_eq!(ring.verify(signer.key_id(), "gw-1", 10, "ab", &sig), Ok(()));
-        for (replica, seq, prev) in [("gw-2", 10, "ab"), ("gw-1", 11, "ab"), ("gw-1", 10, "ac")] {
-            assert_eq!(
-                ring.verify(signer.key_id(), replica, seq, prev, &sig),
-                Err(Rejected::Mismatch)
-            );
+        let signed = checkpoint(signer.key_id());
+        let sig = signer.sign(&signed);
+        assert_eq!(ring.verify(&signed, &sig), Ok(Proof::Whole));
+        let forged = [
+            Signed {
+                replica: "gw-2",
+                ..signed
+            },
+            Signed { seq: 11, ..signed },
+            Signed {
+                prev: "ac",
+                ..signed
+            },
+            Signed {
+                time: "2020-01-01T00:00:00.000Z",
+                ..signed
+            },
+            Signed {
+                first_seq: Some(1),
+                ..signed
+            },
+            Signed {
+                first_seq: None,
+                ..signed
+            },
+            Signed {
+                last_seq: Some(8),
+                ..signed
+            },
+        ];
+        for f in forged {
+            assert_eq!(ring.verify(&f, &sig), Err(Rejected::Mismatch), "{f:?}");
         }
-        assert_eq!(
-            ring.verify(signer.key_id(), "gw-1", 10, "ab", "not base64!"),
-            Err(Rejected::Mismatch)
-        );
+        assert_eq!(ring.verify(&signed, "not base64!"), Err(Rejected::Mismatch));
         let other = Signer::new(generate().unwrap());
+        let theirs = checkpoint(other.key_id());
         assert_eq!(
-            ring.verify(
-                other.key_id(),
-                "gw-1",
-                10,
-                "ab",
-                &other.sign("gw-1", 10, "ab")
-            ),
+            ring.verify(&theirs, &other.sign(&theirs)),
             Err(Rejected::UnknownKey(other.key_id().to_string()))
         );
+    }
+
+    /// Checkpoints written before the time and range were signed still
+    /// prove their chain, and say that is all they prove.
+    #[test]
+    fn a_first_form_signature_proves_the_chain_only() {
+        let signer = Signer::new(generate().unwrap());
+        let mut ring = Keyring::default();
+        ring.add(signer.key.verifying_key());
+        let signed = checkpoint(signer.key_id());
+        let old = signer.key.sign(&message_v1("gw-1", 10, "ab"));
+        let old = base64::engine::general_purpose::STANDARD.encode(old.to_bytes());
+        assert_eq!(ring.verify(&signed, &old), Ok(Proof::ChainOnly));
+        let moved = Signed { seq: 11, ..signed };
+        assert_eq!(ring.verify(&moved, &old), Err(Rejected::Mismatch));
     }
 
     #[test]
@@ -252,8 +372,9 @@ mod tests {
         let signer = Signer::load(&out).unwrap();
         assert_eq!(signer.key_id(), id);
         let ring = Keyring::load(&[public_key_path(&out)]).unwrap();
-        let sig = signer.sign("r", 1, "p");
-        assert_eq!(ring.verify(&id, "r", 1, "p", &sig), Ok(()));
+        let signed = checkpoint(&id);
+        let sig = signer.sign(&signed);
+        assert_eq!(ring.verify(&signed, &sig), Ok(Proof::Whole));
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -267,6 +388,25 @@ mod tests {
         // The public key alone is there: still refused.
         std::fs::remove_file(&out).unwrap();
         assert!(keygen(&out).unwrap_err().contains(".pub exists"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_key_others_may_read_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("audit.key");
+        keygen(&out).unwrap();
+        assert!(Signer::load(&out).is_ok());
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = Signer::load(&out).unwrap_err();
+        assert!(
+            e.contains("others may read") && e.contains("chmod 600"),
+            "{e}"
+        );
+        // Group-readable: taken (with a warning in the log).
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert!(Signer::load(&out).is_ok());
     }
 
     #[test]
@@ -462,11 +602,40 @@ mod tests {
         let shown = r.findings[0].to_string();
         assert!(
             shown.contains("signature does not match")
-                && shown.contains("records before it were changed"),
+                && shown.contains("it, or records before it, were changed"),
             "{shown}"
         );
         // What came before the edit is still proven.
         assert!(r.proven.unwrap().seq < target as u64);
+    }
+
+    #[test]
+    fn a_checkpoints_forged_time_or_range_fails_even_with_the_chain_recomputed() {
+        let (signer, lines) = signed_log(20, true);
+        let keys = ring(&[&signer]);
+        let at = lines.iter().position(|l| is_checkpoint(l)).unwrap();
+        let forgeries: [&dyn Fn(&str) -> String; 3] = [
+            &|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                let time = v["time"].as_str().unwrap().to_string();
+                l.replace(&time, "2020-01-01T00:00:00.000Z")
+            },
+            &|l| l.replace("\"first_seq\":", "\"first_seq\":1"),
+            &|l| l.replace("\"last_seq\":", "\"last_seq\":9"),
+        ];
+        for forge in forgeries {
+            let mut forged = lines.clone();
+            forged[at] = forge(&forged[at]);
+            assert_ne!(forged[at], lines[at]);
+            reseal_from(&mut forged, at);
+            let r = verify_lines(&forged, &keys);
+            assert!(r.tampered(), "{}", forged[at]);
+            assert_eq!(r.findings[0].problem, Problem::BadSignature);
+            assert_eq!(r.findings[0].seq, Some(seq_of(&lines[at])));
+        }
+        // Untouched, the same checkpoint proves its time.
+        let r = verify_lines(&lines, &keys);
+        assert!(r.proven.unwrap().time_signed);
     }
 
     #[test]

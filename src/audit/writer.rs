@@ -182,7 +182,11 @@ impl std::fmt::Debug for Writer {
 /// (a new file is always started, so a crash's torn tail is never
 /// appended to).
 pub fn start(sink: FileSink, metrics: WriterMetrics) -> Result<(Arc<Writer>, Arc<Health>), String> {
-    std::fs::create_dir_all(&sink.dir)
+    let mut dir = std::fs::DirBuilder::new();
+    dir.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut dir, 0o750);
+    dir.create(&sink.dir)
         .map_err(|e| format!("audit dir {}: {e}", sink.dir.display()))?;
     let files =
         chain::files_in(&sink.dir).map_err(|e| format!("audit dir {}: {e}", sink.dir.display()))?;
@@ -416,9 +420,18 @@ impl Log {
             return Ok(None);
         }
         let seq = self.next_seq;
-        let sig = signer.sign(&self.sink.replica, seq, &self.prev);
+        let time = now_rfc3339();
+        let sig = signer.sign(&super::checkpoint::Signed {
+            replica: &self.sink.replica,
+            seq,
+            prev: &self.prev,
+            time: &time,
+            first_seq: Some(self.uncovered_from),
+            last_seq: Some(seq - 1),
+            key_id: signer.key_id(),
+        });
         let record = Encoded::new(vec![Entry {
-            time: now_rfc3339(),
+            time,
             event: "checkpoint".into(),
             key_id: Some(signer.key_id().to_string()),
             first_seq: Some(self.uncovered_from),
@@ -496,9 +509,12 @@ impl Log {
             jobs.push(SyncJob::File(self.write(&close)?, None));
         }
         let path = new_file_path(&self.sink.dir, self.next_seq);
-        let file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
+        let mut options = OpenOptions::new();
+        options.create_new(true).append(true);
+        // The owner writes, a log-reading group may read, no one else.
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o640);
+        let file = options
             .open(&path)
             .map_err(|e| format!("creating {}: {e}", path.display()))?;
         jobs.push(SyncJob::Dir(self.sink.dir.clone()));
@@ -794,5 +810,20 @@ mod tests {
         assert!(text
             .lines()
             .all(|l| l.starts_with("{\"seq\":") && l.contains(",\"replica\":\"gw-test\",")));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn audit_files_are_for_their_owner_and_group_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("new-audit-dir");
+        let (writer, _) = start(sink(&log, 1 << 30), WriterMetrics::default()).unwrap();
+        writer.append_last(&Encoded::new(vec![item(0)])).unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let file = &chain::files_in(&log).unwrap()[0];
+        assert_eq!(mode(file) & 0o007, 0, "{:o}", mode(file));
+        assert_eq!(mode(file) & 0o600, 0o600);
+        assert_eq!(mode(&log) & 0o007, 0, "{:o}", mode(&log));
     }
 }
