@@ -384,6 +384,7 @@ fn build(mut config: Config, source: ConfigSource) -> Result<(Loaded, Arc<Gatewa
 
 async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
     let Loaded(config, source) = loaded;
+    let stop_signal = shutdown_signal();
     tokio::spawn(jmxgate::reload::watch(
         gateway.clone(),
         source,
@@ -446,7 +447,7 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
         .map_err(|e| format!("cannot start the serving workers: {e}"))?;
     drop(sockets);
     tokio::spawn(async move {
-        shutdown_signal().await;
+        stop_signal.await;
         let _ = stop_tx.send(true);
     });
     let mut result = tokio::task::spawn_blocking(move || workers.join())
@@ -471,26 +472,43 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
     result
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// SIGTERM or Ctrl-C. The handlers are installed when this is called (not
+/// when it is first awaited), before the gateway says it listens: a stop
+/// right after start is a clean one too.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let signals = {
+        use tokio::signal::unix::{signal, SignalKind};
+        (
+            signal(SignalKind::terminate()).ok(),
+            signal(SignalKind::interrupt()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+    async move {
+        #[cfg(unix)]
+        {
+            let (term, int) = signals;
+            tokio::select! {
+                () = received(term) => {},
+                () = received(int) => {},
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutting down: finishing in-flight requests");
     }
-    tracing::info!("shutting down: finishing in-flight requests");
+}
+
+/// The first arrival of a signal whose handler is installed; never, when
+/// none could be.
+#[cfg(unix)]
+async fn received(signal: Option<tokio::signal::unix::Signal>) {
+    match signal {
+        Some(mut s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Files as given, directories replaced by their audit files, in chain order.
@@ -633,9 +651,15 @@ fn print_verified(who: &str, report: &jmxgate::audit::chain::Report, keys: bool)
         1 => "; 1 record after the last checkpoint is not yet proven".into(),
         n => format!("; {n} records after the last checkpoint are not yet proven"),
     };
+    // A checkpoint from before times were signed proves its chain only.
+    let time = if proof.time_signed {
+        proof.time.clone()
+    } else {
+        format!("{}, a time not covered by its signature", proof.time)
+    };
     println!(
-        "OK{who}: {counted}, chain intact; proven by checkpoints up to seq {} ({}, key {}){unproven}",
-        proof.seq, proof.time, proof.key_id
+        "OK{who}: {counted}, chain intact; proven by checkpoints up to seq {} ({time}, key {}){unproven}",
+        proof.seq, proof.key_id
     );
     false
 }

@@ -2,7 +2,8 @@
 //! [`TlsListener`]) and hands each request to the pipeline. Slow clients
 //! are bounded: a request head must arrive within
 //! `server.header_read_timeout`, open connections are capped by
-//! `server.max_connections` (the body's own deadline is the parse step's).
+//! `server.max_connections`, idle ones making room for new ones at the cap
+//! (the body's own deadline is the parse step's).
 //! Graceful shutdown lets in-flight requests finish.
 
 use std::convert::Infallible;
@@ -364,11 +365,13 @@ where
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
-        let (permit, (io, remote)) = tokio::select! {
+        // Accepted first, then given a place under the cap: at the cap, an
+        // idle connection makes room for it (see `ConnectionCap::admit`).
+        let ((io, remote), (permit, live)) = tokio::select! {
             () = &mut shutdown => break,
             accepted = async {
-                let permit = gateway.limits.connections.admit().await;
-                (permit, listener.accept().await)
+                let accepted = listener.accept().await;
+                (accepted, gateway.limits.connections.admit().await)
             } => accepted,
         };
         let held = crate::worker::Held::here();
@@ -381,15 +384,30 @@ where
             .clone();
         open.inc();
         let conn = connection_of(&io, remote);
+        let cap = gateway.limits.connections.clone();
         let gateway = gateway.clone();
+        let in_service = live.clone();
         let service = service_fn(move |req: Request<Incoming>| {
             let (gateway, conn) = (gateway.clone(), conn.clone());
-            async move { Ok::<_, Infallible>(gateway.handle(req.map(Body::new), conn).await) }
+            // Busy from the request's head until its answer is written.
+            let busy = in_service.busy();
+            async move {
+                let resp = gateway.handle(req.map(Body::new), conn).await;
+                Ok::<_, Infallible>(resp.map(|body| Body::new(WhileSending { body, _busy: busy })))
+            }
         });
         let served = graceful.watch(http.serve_connection(TokioIo::new(io), service));
         tokio::spawn(async move {
-            // Clients that go away or time out: nothing to report.
-            let _ = served.await;
+            tokio::pin!(served);
+            // Clients that go away or time out: nothing to report. An
+            // eviction closes the connection only between requests.
+            loop {
+                tokio::select! {
+                    _ = &mut served => break,
+                    () = live.evicted() => if live.is_idle() { break },
+                }
+            }
+            cap.forget(&live);
             open.dec();
             drop((permit, held));
         });
@@ -399,31 +417,119 @@ where
     Ok(())
 }
 
+/// A response body that keeps its connection busy until it is sent.
+struct WhileSending {
+    body: Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for WhileSending {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// How long a connection must have been idle (or open without a request)
+/// before it may be closed to make room at the connection cap: a client
+/// that just connected gets this long to send its request's head, and
+/// sockets that send nothing hold a place this long, not a header timeout.
+const EVICTION_GRACE: Duration = Duration::from_millis(500);
+
 /// Limits on client connections, from `[server]`.
 #[derive(Debug)]
 pub struct ClientLimits {
     pub header_read_timeout: Duration,
-    pub connections: ConnectionCap,
+    pub connections: Arc<ConnectionCap>,
 }
 
 impl ClientLimits {
     pub fn from_config(server: &crate::config::ServerConfig) -> ClientLimits {
         ClientLimits {
             header_read_timeout: server.header_read_timeout,
-            connections: ConnectionCap::new(server.max_connections),
+            connections: Arc::new(ConnectionCap::new(server.max_connections)),
         }
     }
 }
 
 /// At most `max` open client connections over all listeners
-/// (`server.max_connections`). At the cap, accepting pauses: new clients
-/// wait in the kernel's listen backlog until a connection closes.
+/// (`server.max_connections`). At the cap, a new connection takes the
+/// place of an idle one (one that never sent a request first, the oldest
+/// of them; else the one idle longest), so clients that open sockets and
+/// send nothing can't keep others out for a header timeout each. When
+/// every connection is busy with a request, new ones wait.
 #[derive(Debug)]
 pub struct ConnectionCap {
     open: Arc<Semaphore>,
     max: usize,
     /// When the cap was last reported, so a flood makes one line a minute.
     reported: std::sync::Mutex<Option<Instant>>,
+    /// The open connections, for choosing one to close.
+    live: std::sync::Mutex<std::collections::HashMap<u64, Arc<Live>>>,
+    next_id: std::sync::atomic::AtomicU64,
+    /// Every connection's clock starts here.
+    epoch: Instant,
+}
+
+/// One open client connection as the cap sees it.
+#[derive(Debug)]
+pub struct Live {
+    id: u64,
+    /// Requests between their head and their answer's end.
+    busy: std::sync::atomic::AtomicUsize,
+    /// Requests it has sent.
+    served: std::sync::atomic::AtomicU64,
+    /// When it was opened or last finished an answer, in milliseconds
+    /// since the cap's epoch.
+    idle_since: std::sync::atomic::AtomicU64,
+    evict: tokio::sync::Notify,
+    epoch: Instant,
+}
+
+/// A connection's request in progress; dropped when its answer is sent.
+#[derive(Debug)]
+pub struct Busy(Arc<Live>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let live = &self.0;
+        live.idle_since.store(live.now_ms(), Ordering::Relaxed);
+        live.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Live {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn busy(self: &Arc<Self>) -> Busy {
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        self.served.fetch_add(1, Ordering::Relaxed);
+        Busy(self.clone())
+    }
+
+    fn is_idle(&self) -> bool {
+        self.busy.load(Ordering::Acquire) == 0
+    }
+
+    /// Completes when the cap asks this connection to make room.
+    async fn evicted(&self) {
+        self.evict.notified().await;
+    }
 }
 
 impl ConnectionCap {
@@ -432,6 +538,9 @@ impl ConnectionCap {
             open: Arc::new(Semaphore::new(max)),
             max,
             reported: std::sync::Mutex::new(None),
+            live: std::sync::Mutex::new(std::collections::HashMap::new()),
+            next_id: std::sync::atomic::AtomicU64::new(0),
+            epoch: Instant::now(),
         }
     }
 
@@ -440,16 +549,75 @@ impl ConnectionCap {
         self.max - self.open.available_permits()
     }
 
-    /// A slot for one connection, waiting for one if all are taken.
-    async fn admit(&self) -> OwnedSemaphorePermit {
-        if let Ok(permit) = self.open.clone().try_acquire_owned() {
-            return permit;
+    /// A place for a connection just accepted: at once below the cap; at
+    /// it, once an idle connection has been closed for it, or one ends.
+    async fn admit(&self) -> (OwnedSemaphorePermit, Arc<Live>) {
+        loop {
+            if let Ok(permit) = self.open.clone().try_acquire_owned() {
+                return (permit, self.register());
+            }
+            self.report_full();
+            let evicted = self.evict_one();
+            // An evicted connection closes at once unless a request began
+            // on it just then; look again shortly either way.
+            let again = Duration::from_millis(if evicted { 20 } else { 200 });
+            tokio::select! {
+                permit = self.open.clone().acquire_owned() => match permit {
+                    Ok(permit) => return (permit, self.register()),
+                    // Never closed; were it, waiting forever is what a full cap means.
+                    Err(_) => std::future::pending().await,
+                },
+                () = tokio::time::sleep(again) => {}
+            }
         }
-        self.report_full();
-        match self.open.clone().acquire_owned().await {
-            Ok(permit) => permit,
-            // Never closed; were it, waiting forever is what a full cap means.
-            Err(_) => std::future::pending().await,
+    }
+
+    fn register(&self) -> Arc<Live> {
+        let live = Arc::new(Live {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            busy: std::sync::atomic::AtomicUsize::new(0),
+            served: std::sync::atomic::AtomicU64::new(0),
+            idle_since: std::sync::atomic::AtomicU64::new(0),
+            evict: tokio::sync::Notify::new(),
+            epoch: self.epoch,
+        });
+        live.idle_since.store(live.now_ms(), Ordering::Relaxed);
+        self.lock_live().insert(live.id, live.clone());
+        live
+    }
+
+    fn forget(&self, live: &Live) {
+        self.lock_live().remove(&live.id);
+    }
+
+    fn lock_live(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Arc<Live>>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Asks the idle connection to close that can best spare it: one that
+    /// never sent a request (the oldest), else the one idle longest. Only
+    /// connections idle for [`EVICTION_GRACE`]: a new client's request head
+    /// is on its way. False when there is none.
+    fn evict_one(&self) -> bool {
+        let grace = EVICTION_GRACE.as_millis() as u64;
+        let now = self.epoch.elapsed().as_millis() as u64;
+        let chosen = {
+            let live = self.lock_live();
+            live.values()
+                .filter(|l| l.is_idle())
+                .filter(|l| now.saturating_sub(l.idle_since.load(Ordering::Relaxed)) >= grace)
+                .min_by_key(|l| {
+                    let never_used = l.served.load(Ordering::Relaxed) == 0;
+                    (!never_used, l.idle_since.load(Ordering::Relaxed))
+                })
+                .cloned()
+        };
+        match chosen {
+            Some(live) => {
+                live.evict.notify_one();
+                true
+            }
+            None => false,
         }
     }
 
@@ -459,7 +627,8 @@ impl ConnectionCap {
             *reported = Some(Instant::now());
             tracing::warn!(
                 limit = self.max,
-                "server.max_connections reached: new client connections wait until one closes"
+                "server.max_connections reached: idle connections make room for new ones, \
+                 which wait while every connection is busy"
             );
         }
     }
