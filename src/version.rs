@@ -40,13 +40,27 @@ impl GatewayIdentity {
 
     /// The `value` of a `config` answer (protocol 8.1): identity, protocol
     /// and the authentication of the listener asked.
-    pub fn config_value(&self, authentication: Vec<Value>) -> Value {
+    ///
+    /// `fleet` is the number of targets when the caller's roles reach
+    /// some: only then are the host, the process id and the fleet's size
+    /// shown.
+    pub fn config_value(&self, authentication: Vec<Value>, fleet: Option<usize>) -> Value {
         json!({
             "agent": GATEWAY_VERSION,
             "protocol": PROTOCOL_VERSION,
             "security": {"authentication": authentication},
-            "id": self.id,
+            "id": self.shown_id(fleet),
         })
+    }
+
+    /// The agent id (host and process id) to callers who reach the fleet;
+    /// to others only that this is jmxgate.
+    fn shown_id(&self, fleet: Option<usize>) -> &str {
+        if fleet.is_some() {
+            &self.id
+        } else {
+            "jmxgate"
+        }
     }
 
     /// The `value` of a `version` answer, in the protocol 8 shape. `host` is
@@ -58,7 +72,7 @@ impl GatewayIdentity {
         prefix: &str,
         tls: bool,
         secured: bool,
-        targets: usize,
+        fleet: Option<usize>,
     ) -> Value {
         let scheme = if tls { "https" } else { "http" };
         let url = self.public_url.clone().or_else(|| {
@@ -70,7 +84,7 @@ impl GatewayIdentity {
         });
         let mut details = json!({
             "agent_version": GATEWAY_VERSION,
-            "agent_id": self.id,
+            "agent_id": self.shown_id(fleet),
             "agent_description": "jmxgate: Jolokia gateway for a fleet of agents",
             "server_vendor": "jmxgate",
             "server_product": "jmxgate",
@@ -80,19 +94,20 @@ impl GatewayIdentity {
         if let Some(url) = url {
             details["url"] = Value::String(url);
         }
+        let mut info = json!({ "proxy": {} });
+        if let Some(targets) = fleet {
+            info["jmxgate"] = json!({ "targets": targets });
+        }
         json!({
             "agent": GATEWAY_VERSION,
             "protocol": PROTOCOL_VERSION,
-            "id": self.id,
+            "id": self.shown_id(fleet),
             "details": details,
             "config": {
                 "maxBodyBytes": self.max_body_bytes.to_string(),
                 "maxBulkItems": self.max_bulk_items.to_string(),
             },
-            "info": {
-                "proxy": {},
-                "jmxgate": { "targets": targets }
-            }
+            "info": info
         })
     }
 }

@@ -195,7 +195,7 @@ async fn a_signed_log_verifies_and_a_recomputed_forgery_does_not() {
     );
     assert_eq!(code, Some(1), "{out}");
     assert!(
-        out.contains("signature does not match \u{2014} records before it were changed")
+        out.contains("signature does not match \u{2014} it, or records before it, were changed")
             && out.contains("FAILED replica gw-1"),
         "{out}"
     );

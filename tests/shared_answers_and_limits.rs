@@ -199,8 +199,10 @@ async fn identical_concurrent_reads_share_one_agent_call_and_execs_never_do() {
 #[tokio::test]
 async fn requests_beyond_max_concurrent_requests_get_503_and_the_gateway_recovers() {
     let agent = &common::shared_agents()[0];
+    // Anonymous callers may take every slot here: the general cap is
+    // what is tested (their own share is in anonymous_callers_…).
     let gw = Gateway::start(&format!(
-        "max_concurrent_requests = 2\n{}",
+        "max_concurrent_requests = 2\nmax_anonymous_requests = 2\n{}",
         targets_toml(&[agent])
     ))
     .await;
@@ -238,6 +240,76 @@ async fn requests_beyond_max_concurrent_requests_get_503_and_the_gateway_recover
     }
     let (_, after) = gw.post(&path, &json!({"type":"version"})).await;
     assert_eq!(after["status"], 200, "{after}");
+}
+
+/// Anonymous callers (here with slow bodies, renewed as soon as they are
+/// cut off) hold at most `server.max_anonymous_requests` of the slots:
+/// callers with credentials still get in.
+#[tokio::test]
+async fn anonymous_callers_hold_only_their_share_of_the_slots() {
+    use tokio::io::AsyncWriteExt;
+    let agent = &common::shared_agents()[0];
+    let dir = tempfile::tempdir().unwrap();
+    let users = common::users_file(dir.path(), &[("ops", "pw", &["ops"])]);
+    let gw = Gateway::start(&format!(
+        "max_concurrent_requests = 4\nmax_anonymous_requests = 2\nbody_read_timeout = \"30s\"\n\
+         auth = [\"basic\", \"anonymous\"]\n{}\
+         [auth.basic]\nusers_file = \"{}\"\n\n[access]\nanonymous_role = \"ops\"\n\n\
+         [[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n",
+        targets_toml(&[agent]),
+        users.display()
+    ))
+    .await;
+    // Eight anonymous requests that promise a body and never send it.
+    let mut stalled = Vec::new();
+    for _ in 0..8 {
+        let mut s = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+        s.write_all(
+            format!(
+                "POST /jolokia/targets/{} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+                 content-length: 100\r\n\r\n{{",
+                agent.name
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+        stalled.push(s);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Anonymous: refused, naming the share.
+    let (status, body) = gw
+        .post(
+            &format!("/jolokia/targets/{}", agent.name),
+            &json!({"type":"version"}),
+        )
+        .await;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("server.max_anonymous_requests"),
+        "{body}"
+    );
+    // With credentials: two slots are still free.
+    for _ in 0..2 {
+        let r = gw
+            .http
+            .post(gw.url(&format!("/jolokia/targets/{}", agent.name)))
+            .basic_auth("ops", Some("pw"))
+            .body(
+                json!({"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name"})
+                    .to_string(),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+        assert_eq!(v["value"], agent.name.as_str());
+    }
+    drop(stalled);
 }
 
 #[tokio::test]
@@ -304,6 +376,8 @@ async fn a_large_cached_list_reaches_every_client_whole() {
             let r = http
                 .post(url)
                 .basic_auth("all", Some("pw"))
+                // JSONP is answered to a page whose origin the roles admit.
+                .header("referer", "http://console.example/app/")
                 .header("content-type", "application/json")
                 .body(list(json!({})).to_string())
                 .send()

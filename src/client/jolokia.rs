@@ -773,7 +773,7 @@ impl JolokiaClient {
             // Jolokia errors come as HTTP 200; a gateway refusal (503, 413…)
             // has a Jolokia-shaped body worth reading.
             let body = resp.bytes().await.unwrap_or_default();
-            if let Ok(mut answers) = crate::protocol::parse_bulk_answer(&body) {
+            if let Ok(mut answers) = crate::protocol::parse_json_answers(&body) {
                 if answers.len() == 1 && answers[0].is_error() && answers[0].status().is_some() {
                     return Err(JolokiaError::Remote(Box::new(
                         into_result(answers.remove(0)).unwrap_err(),

@@ -140,6 +140,12 @@ pub struct ServerConfig {
     /// once with HTTP 503 and `Retry-After: 1`. Needs a restart.
     #[serde(default = "default_max_concurrent_requests")]
     pub max_concurrent_requests: usize,
+    /// Of those, how many anonymous callers (no credentials) may hold at
+    /// once, so that they can never take every slot from callers with
+    /// credentials. Default: a quarter of `max_concurrent_requests` (at
+    /// least 1). Needs a restart.
+    #[serde(default)]
+    pub max_anonymous_requests: Option<usize>,
     /// Time a client has to send a request's head, counted from when the
     /// gateway starts waiting for it (so also how long a kept-alive
     /// connection may sit idle); then the connection is closed. Needs a
@@ -202,6 +208,13 @@ fn default_body_read_timeout() -> Duration {
 }
 
 impl ServerConfig {
+    /// `max_anonymous_requests`, or a quarter of `max_concurrent_requests`.
+    pub fn max_anonymous_requests(&self) -> usize {
+        self.max_anonymous_requests
+            .unwrap_or(self.max_concurrent_requests / 4)
+            .clamp(1, self.max_concurrent_requests.max(1))
+    }
+
     /// `workers`, or one per CPU.
     pub fn workers(&self) -> usize {
         self.workers.unwrap_or_else(crate::worker::default_count)
@@ -428,6 +441,13 @@ impl Config {
         }
         if self.server.max_concurrent_requests == 0 {
             problems.push("server.max_concurrent_requests: must be greater than zero".into());
+        }
+        if self.server.max_anonymous_requests == Some(0) {
+            problems.push(
+                "server.max_anonymous_requests: must be greater than zero (use roles without \
+                 access.anonymous_role to refuse anonymous callers)"
+                    .into(),
+            );
         }
         if self.server.workers == Some(0) {
             problems.push(

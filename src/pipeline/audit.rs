@@ -444,3 +444,85 @@ pub fn refused_call_entry(r: &RefusedCall<'_>) -> Entry {
         ..item_template(r.who)
     }
 }
+
+/// A request that made no item records: refused at the HTTP level after
+/// authentication (a target the caller doesn't reach by virtual URL, a
+/// body too large or too slow, JSONP or an origin refused), an MCP request
+/// other than a tool call, an explain. One record, so that every request
+/// that reached authentication is in the log.
+#[derive(Debug)]
+pub struct RequestRecord<'a> {
+    pub who: &'a Who<'a>,
+    /// `request` (refused before its items), `mcp` (a JSON-RPC method
+    /// other than a tool call), `explain`.
+    pub event: &'static str,
+    /// `allowed`, `denied` or `invalid`.
+    pub decision: &'static str,
+    /// The HTTP status the caller got.
+    pub status: u16,
+    pub error_type: Option<&'a str>,
+    /// The target the URL named, when it named one.
+    pub target: Option<&'a str>,
+    /// What happened, in words; never a value or a credential.
+    pub note: &'a str,
+}
+
+pub fn record_request(r: &RequestRecord<'_>) {
+    tracing::info!(
+        target: "jmxgate::audit",
+        request_id = r.who.request_id,
+        principal = %r.who.principal.name,
+        auth = r.who.principal.method.as_str(),
+        client = r.who.client.map(|c| c.to_string()).unwrap_or_default(),
+        channel = r.who.channel.map_or("jolokia", Channel::as_str),
+        event = r.event,
+        target_name = r.target.unwrap_or("-"),
+        decision = r.decision,
+        status = r.status,
+        error_type = r.error_type.unwrap_or("-"),
+        "{}",
+        r.note
+    );
+}
+
+/// The audit file record of a [`RequestRecord`].
+pub fn request_entry(r: &RequestRecord<'_>) -> Entry {
+    Entry {
+        target: r.target.map(|t| t.chars().take(256).collect()),
+        decision: Some(r.decision.into()),
+        status: Some(r.status),
+        error_type: r.error_type.map(str::to_string),
+        note: Some(r.note.into()),
+        channel: r.who.channel.map(|c| c.as_str().into()),
+        tool: r.who.tool.map(str::to_string),
+        ..caller_entry(
+            r.event,
+            r.who.request_id,
+            r.who.principal,
+            r.who.roles,
+            r.who.client,
+            r.who.latency,
+        )
+    }
+}
+
+/// The audit file record of requests refused before authentication
+/// because the gateway was at `server.max_concurrent_requests` (at most
+/// one a second, counting those since the last): no caller is known yet,
+/// so only where this one came from.
+pub fn shed_entry(request_id: &str, client: Option<SocketAddr>, limit: usize, shed: u64) -> Entry {
+    Entry {
+        time: now_rfc3339(),
+        event: "request".into(),
+        request_id: Some(request_id.to_string()),
+        client: client.map(|c| c.to_string()),
+        decision: Some("denied".into()),
+        status: Some(503),
+        error_type: Some("jmxgate.GatewayBusy".into()),
+        note: Some(format!(
+            "refused unread: server.max_concurrent_requests ({limit}) reached; \
+             {shed} request(s) refused so since the last such record"
+        )),
+        ..Entry::default()
+    }
+}

@@ -90,6 +90,12 @@ impl Items {
         }
     }
 
+    /// Every target an agent job goes to (one per target of a fan-out),
+    /// until dispatch takes the jobs.
+    pub fn targets(&self) -> impl Iterator<Item = &Target> {
+        self.jobs.iter().map(|job| &*job.target)
+    }
+
     /// The item fails with `error`; a `rule` means policy denied it, none
     /// that it was malformed or unroutable.
     pub fn fail(

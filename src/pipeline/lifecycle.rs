@@ -47,6 +47,10 @@ impl Gateway {
             request_seq: AtomicU64::new(0),
             working: tokio::sync::Semaphore::new(config.server.max_concurrent_requests),
             max_concurrent: config.server.max_concurrent_requests,
+            anonymous: tokio::sync::Semaphore::new(config.server.max_anonymous_requests()),
+            max_anonymous: config.server.max_anonymous_requests(),
+            shed: AtomicU64::new(0),
+            shed_recorded: std::sync::Mutex::new(None),
             bounds,
             health,
             probe_interval: config.health.probe_interval,
@@ -265,7 +269,7 @@ impl Gateway {
         let state = self.state.load();
         let secured = authenticate::is_secured(&state.http_methods);
         self.identity
-            .version_value(host, &self.prefix, false, secured, state.fleet.len())
+            .version_value(host, &self.prefix, false, secured, Some(state.fleet.len()))
     }
 }
 

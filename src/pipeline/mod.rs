@@ -77,6 +77,14 @@ pub struct Gateway {
     /// Client requests being worked on (`server.max_concurrent_requests`).
     working: tokio::sync::Semaphore,
     max_concurrent: usize,
+    /// Of those, the ones anonymous callers hold
+    /// (`server.max_anonymous_requests`).
+    anonymous: tokio::sync::Semaphore,
+    max_anonymous: usize,
+    /// Requests shed since the last audit record of shedding, and when
+    /// that was.
+    shed: AtomicU64,
+    shed_recorded: std::sync::Mutex<Option<Instant>>,
     /// Agent answers being received (`server.max_buffered_bytes`) and
     /// exchanges in flight (`server.max_agent_exchanges`), all targets.
     bounds: crate::fleet::GatewayBounds,
@@ -170,6 +178,8 @@ enum Addressed {
     TargetList,
     /// The MCP endpoint (`[mcp] path`).
     Mcp,
+    /// `/jmxgate/explain`.
+    Explain,
 }
 
 /// A request the pre-phase let in: how its URL addresses the fleet, the
@@ -179,6 +189,98 @@ struct Admission<'g> {
     addressed: Addressed,
     rest: String,
     _working: tokio::sync::SemaphorePermit<'g>,
+}
+
+/// A request refused after authentication, or one that made no item
+/// records: what its audit record needs, and the answer.
+struct Refused<'a> {
+    gateway: &'a Gateway,
+    request_id: &'a str,
+    principal: &'a authenticate::Principal,
+    client: Option<std::net::SocketAddr>,
+    started: Instant,
+    headers: &'a HeaderMap,
+}
+
+impl Refused<'_> {
+    /// The HTTP error `e`, recorded in the audit log first (`denied` for
+    /// refusals of the caller, `invalid` for requests that could not be
+    /// read). `target` is the one the URL named.
+    async fn answer(
+        &self,
+        access: &AccessControl,
+        e: &HttpError,
+        target: Option<&str>,
+        cors: bool,
+    ) -> HttpResponse<Body> {
+        let decision = match e.status {
+            403 | 404 | 429 | 503 => "denied",
+            _ => "invalid",
+        };
+        let roles: Vec<String> = access
+            .roles_of(self.principal)
+            .iter()
+            .map(|r| r.name.clone())
+            .collect();
+        let recorded = self
+            .audit(
+                "request",
+                decision,
+                e.status,
+                Some(&e.error_type),
+                target,
+                &roles,
+                &e.message,
+            )
+            .await;
+        match recorded {
+            Ok(()) => respond::http_error(e, self.headers, cors),
+            Err(unavailable) => respond::http_error(&unavailable, self.headers, cors),
+        }
+    }
+
+    /// One [`audit::RequestRecord`] for this request.
+    #[allow(clippy::too_many_arguments)]
+    async fn audit(
+        &self,
+        event: &'static str,
+        decision: &'static str,
+        status: u16,
+        error_type: Option<&str>,
+        target: Option<&str>,
+        roles: &[String],
+        note: &str,
+    ) -> Result<(), HttpError> {
+        let who = audit::Who {
+            request_id: self.request_id,
+            principal: self.principal,
+            roles,
+            client: self.client,
+            latency: self.started.elapsed(),
+            channel: None,
+            tool: None,
+        };
+        let record = audit::RequestRecord {
+            who: &who,
+            event,
+            decision,
+            status,
+            error_type,
+            target,
+            note,
+        };
+        self.gateway.audit_request(&record).await
+    }
+}
+
+/// What `/jmxgate/explain` judges: the request and the caller.
+struct Explained<'a> {
+    parts: &'a http::request::Parts,
+    principal: &'a authenticate::Principal,
+    held: &'a [Arc<crate::access::Role>],
+    chain: &'a [String],
+    origin: Option<&'a str>,
+    cors: bool,
 }
 
 /// Who asked for the target list, for its audit record.
@@ -224,9 +326,10 @@ impl Gateway {
     }
 
     /// The phases, in order: the pre-phase (`admit`), authenticate,
-    /// `scope` (what the caller may see), the target list or parse,
-    /// route and authorize, dispatch, merge, audit, respond. Each phase
-    /// that refuses answers at once.
+    /// `scope` (what the caller may see), the target list, MCP or
+    /// explain, else parse, route and authorize, the origin check, dispatch,
+    /// merge, audit, respond. Each phase that refuses answers at once, and
+    /// from authentication on every request leaves an audit record.
     async fn run(
         self: &Arc<Self>,
         req: HttpRequest<Body>,
@@ -237,9 +340,6 @@ impl Gateway {
         let client = conn.remote;
         let started = Instant::now();
         let (mut parts, body) = req.into_parts();
-        if parts.uri.path() == EXPLAIN_PATH {
-            return self.explain(&state, parts, body, conn).await;
-        }
         let headers = std::mem::take(&mut parts.headers);
         let access = state.access.clone();
         let chain = access.client_chain(client.map(|c| c.ip()), &headers);
@@ -251,7 +351,7 @@ impl Gateway {
             addressed,
             rest,
             _working,
-        } = match self.admit(&state, &parts.method, parts.uri.path(), &headers, cors) {
+        } = match self.admit(&state, &parts, &headers, cors, client, request_id) {
             Ok(admitted) => admitted,
             Err(refusal) => return *refusal,
         };
@@ -262,6 +362,18 @@ impl Gateway {
             Ok(p) => p,
             Err(refusal) => return refusal,
         };
+        let refused = Refused {
+            gateway: self,
+            request_id,
+            principal: &principal,
+            client,
+            started,
+            headers: &headers,
+        };
+        let _anonymous = match self.anonymous_share(&principal) {
+            Ok(slot) => slot,
+            Err(e) => return refused.answer(&access, &e, None, cors).await,
+        };
         let Scope {
             held,
             virtual_target,
@@ -269,44 +381,59 @@ impl Gateway {
         } = match scope(&state, &principal, &addressed, origin.as_deref()) {
             Ok(scope) => scope,
             Err((e, cors)) => {
-                tracing::info!(request_id, principal = %principal.name, status = e.status, "{}", e.message);
-                return respond::http_error(&e, &headers, cors);
+                let named = match &addressed {
+                    Addressed::Virtual(name) => Some(name.as_str()),
+                    _ => None,
+                };
+                return refused.answer(&access, &e, named, cors).await;
             }
         };
-        if let Addressed::Mcp = addressed {
-            let caller = mcp::McpCaller {
-                state: state.clone(),
-                principal,
-                held,
-                client,
-                chain,
-                origin,
-                request_id: request_id.to_string(),
-                scheme: if conn.tls { "https" } else { "http" },
-            };
-            parts.headers = headers;
-            return self.mcp_http(parts, body, caller, cors).await;
-        }
-        if let Addressed::TargetList = addressed {
-            let listing = TargetListing {
-                principal: &principal,
-                request_id,
-                client,
-                started,
-            };
-            return self
-                .target_list(&state, listing, &parts, &headers, cors)
-                .await;
+        match addressed {
+            Addressed::Mcp => {
+                let caller = mcp::McpCaller {
+                    state: state.clone(),
+                    principal,
+                    held,
+                    client,
+                    chain,
+                    origin,
+                    request_id: request_id.to_string(),
+                    scheme: if conn.tls { "https" } else { "http" },
+                    started,
+                };
+                parts.headers = headers;
+                return self.mcp_http(parts, body, caller, cors).await;
+            }
+            Addressed::TargetList => {
+                let listing = TargetListing {
+                    principal: &principal,
+                    request_id,
+                    client,
+                    started,
+                };
+                return self
+                    .target_list(&state, listing, &parts, &headers, cors)
+                    .await;
+            }
+            Addressed::Explain => {
+                let asked = Explained {
+                    parts: &parts,
+                    principal: &principal,
+                    held: &held,
+                    chain: &chain,
+                    origin: origin.as_deref(),
+                    cors,
+                };
+                return self.explain(&state, asked, body, &refused).await;
+            }
+            Addressed::Proxy | Addressed::Virtual(_) => {}
         }
         let parsed = self
             .read_request(&state, &parts.method, &rest, parts.uri.query(), body)
             .await;
         let parsed = match parsed {
             Ok(p) => p,
-            Err(e) => {
-                tracing::info!(request_id, status = e.status, error = %e.message, "request refused");
-                return respond::http_error(&e, &headers, cors);
-            }
+            Err(e) => return refused.answer(&access, &e, None, cors).await,
         };
 
         let addressing = match &virtual_target {
@@ -327,8 +454,20 @@ impl Gateway {
             roles: &held,
             facts: &facts,
         };
-        let local = |command: &Command| self.answer_locally(&state, command, &headers, conn.tls);
+        let local =
+            |command: &Command| self.answer_locally(&state, &held, command, &headers, conn.tls);
         let mut items = self.route_and_authorize(&state, &caller, addressing, &parsed, local);
+        // CORS and JSONP, per item: the roles that reach each item's
+        // target must admit the page's origin.
+        let cors = cors
+            && origin
+                .as_deref()
+                .is_none_or(|o| targets_admit(&access, &held, &items, o));
+        if parsed.query.get("callback").is_some() {
+            if let Err(e) = jsonp_admitted(&access, &held, &items, &headers) {
+                return refused.answer(&access, &e, None, cors).await;
+            }
+        }
         let dispatched = dispatch::dispatch(
             items.take_jobs(),
             &self.metrics,
@@ -357,63 +496,53 @@ impl Gateway {
     /// `POST /jmxgate/explain`: the route and authorize decisions for each
     /// item of a request, for the caller's own roles, without contacting
     /// any agent. `?target=<name>` judges it as sent to that target's
-    /// virtual URL, `?method=GET` as if it came by GET.
+    /// virtual URL, `?method=GET` as if it came by GET. It passes the
+    /// same admission and authentication as any request, and is audited:
+    /// it tells what the policy would allow.
     async fn explain(
         &self,
         state: &State,
-        parts: http::request::Parts,
+        asked: Explained<'_>,
         body: Body,
-        conn: Connection,
+        refused: &Refused<'_>,
     ) -> HttpResponse<Body> {
-        let client = conn.remote;
-        let headers = &parts.headers;
-        let access = state.access.clone();
-        let origin = request_origin(headers);
-        let cors = cors_allowed(&access, access.roles(), origin.as_deref());
-        match parts.method {
-            Method::OPTIONS => return respond::preflight(headers, cors),
-            Method::POST => {}
-            _ => {
-                let e = HttpError::new(
-                    405,
-                    "jmxgate.MethodNotAllowed",
-                    "POST the request (or bulk) to explain",
-                );
-                return respond::http_error(&e, headers, cors);
-            }
+        let Explained {
+            parts,
+            principal,
+            held,
+            chain,
+            origin,
+            cors,
+        } = asked;
+        let headers = refused.headers;
+        let access = &state.access;
+        if parts.method != Method::POST {
+            let e = HttpError::new(
+                405,
+                "jmxgate.MethodNotAllowed",
+                "POST the request (or bulk) to explain",
+            );
+            return refused.answer(access, &e, None, cors).await;
         }
-        let principal = match self
-            .authenticate(state, headers, &conn, "explain", cors)
-            .await
-        {
-            Ok(p) => p,
-            Err(refusal) => return refusal,
-        };
         let query: Vec<(String, String)> =
             url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
                 .into_owned()
                 .collect();
         let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
         // `?target=` is judged as that target's virtual URL.
-        let addressed = param("target").map_or(Addressed::Proxy, |name| {
-            Addressed::Virtual(name.to_string())
-        });
-        let Scope {
-            held,
-            virtual_target,
-            cors,
-        } = match scope(state, &principal, &addressed, origin.as_deref()) {
-            Ok(scope) => scope,
-            Err((e, cors)) => return respond::http_error(&e, headers, cors),
+        let virtual_target = match param("target") {
+            None => None,
+            Some(name) => match visible_target(state, held, name) {
+                Ok(t) => Some(t),
+                Err(e) => return refused.answer(access, &e, Some(name), cors).await,
+            },
         };
-        let fail = |e: HttpError| respond::http_error(&e, headers, cors);
         let method = match param("method").map(str::to_ascii_uppercase).as_deref() {
             None | Some("POST") => "POST",
             Some("GET") => "GET",
             Some(other) => {
-                return fail(HttpError::bad_request(format!(
-                    "method={other}: use GET or POST"
-                )))
+                let e = HttpError::bad_request(format!("method={other}: use GET or POST"));
+                return refused.answer(access, &e, None, cors).await;
             }
         };
         let parsed = match self
@@ -421,13 +550,12 @@ impl Gateway {
             .await
         {
             Ok(p) => p,
-            Err(e) => return fail(e),
+            Err(e) => return refused.answer(access, &e, None, cors).await,
         };
-        let chain = access.client_chain(client.map(|c| c.ip()), headers);
         let facts = authorize::RequestFacts {
             method,
-            chain: &chain,
-            origin: origin.as_deref(),
+            chain,
+            origin,
             scheme: "http",
         };
         let addressing = match &virtual_target {
@@ -436,17 +564,17 @@ impl Gateway {
                 default_target: state.default_target.as_ref(),
             },
         };
+        let caller = Caller {
+            access,
+            principal,
+            roles: held,
+            facts: &facts,
+        };
         let report: Vec<serde_json::Value> = parsed
             .items
             .iter()
             .enumerate()
             .map(|(index, item)| {
-                let caller = Caller {
-                    access: &access,
-                    principal: &principal,
-                    roles: &held,
-                    facts: &facts,
-                };
                 let kind = item
                     .parsed
                     .as_ref()
@@ -455,6 +583,30 @@ impl Gateway {
                 explained(index, kind, self.judge(state, &caller, addressing, item))
             })
             .collect();
+        let decisions: Vec<&str> = report
+            .iter()
+            .map(|r| r["decision"].as_str().unwrap_or("-"))
+            .collect();
+        let note = format!(
+            "explained {} item(s): {}",
+            report.len(),
+            decisions.join(", ")
+        );
+        let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
+        let recorded = refused
+            .audit(
+                "explain",
+                "allowed",
+                200,
+                None,
+                param("target"),
+                &roles,
+                &note,
+            )
+            .await;
+        if let Err(e) = recorded {
+            return respond::http_error(&e, headers, cors);
+        }
         let body = if parsed.bulk {
             serde_json::to_vec(&report)
         } else {
@@ -476,35 +628,42 @@ impl Gateway {
         match *method {
             Method::GET => parse::parse_get(rest, query),
             Method::POST => {
-                // A slow client holds a request slot only this long.
-                let read = axum::body::to_bytes(body, state.max_body_bytes);
-                match tokio::time::timeout(state.body_read_timeout, read).await {
-                    Ok(Ok(bytes)) => parse::parse_post(&bytes, query, state.max_bulk_items),
-                    Ok(Err(e)) if listen::is_too_large(&e) => Err(HttpError::new(
-                        413,
-                        "jmxgate.RequestTooLarge",
-                        format!(
-                            "Request body exceeds {} bytes (server.max_body_bytes)",
-                            state.max_body_bytes
-                        ),
-                    )),
-                    Ok(Err(e)) => Err(HttpError::bad_request(format!(
-                        "The request body could not be read: {e}"
-                    ))),
-                    Err(_) => Err(HttpError::new(
-                        408,
-                        "jmxgate.RequestTimeout",
-                        format!(
-                            "The request body did not arrive within {} (server.body_read_timeout)",
-                            humantime::format_duration(state.body_read_timeout)
-                        ),
-                    )),
-                }
+                let bytes = self.read_body(state, body).await?;
+                parse::parse_post(&bytes, query, state.max_bulk_items)
             }
             _ => Err(HttpError::new(
                 405,
                 "jmxgate.MethodNotAllowed",
                 format!("HTTP method {method} is not supported; use GET or POST"),
+            )),
+        }
+    }
+
+    /// A request body, whole: at most `server.max_body_bytes`, within
+    /// `server.body_read_timeout` (a slow client holds a request slot only
+    /// this long).
+    async fn read_body(&self, state: &State, body: Body) -> Result<bytes::Bytes, HttpError> {
+        let read = axum::body::to_bytes(body, state.max_body_bytes);
+        match tokio::time::timeout(state.body_read_timeout, read).await {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(e)) if listen::is_too_large(&e) => Err(HttpError::new(
+                413,
+                "jmxgate.RequestTooLarge",
+                format!(
+                    "Request body exceeds {} bytes (server.max_body_bytes)",
+                    state.max_body_bytes
+                ),
+            )),
+            Ok(Err(e)) => Err(HttpError::bad_request(format!(
+                "The request body could not be read: {e}"
+            ))),
+            Err(_) => Err(HttpError::new(
+                408,
+                "jmxgate.RequestTimeout",
+                format!(
+                    "The request body did not arrive within {} (server.body_read_timeout)",
+                    humantime::format_duration(state.body_read_timeout)
+                ),
             )),
         }
     }
@@ -748,13 +907,14 @@ impl Gateway {
     fn admit(
         &self,
         state: &State,
-        method: &Method,
-        path: &str,
+        parts: &http::request::Parts,
         headers: &HeaderMap,
         cors: bool,
+        client: Option<std::net::SocketAddr>,
+        request_id: &str,
     ) -> Result<Admission<'_>, Box<HttpResponse<Body>>> {
         let (addressed, rest) = self
-            .addressing(&state.mcp, path)
+            .addressing(&state.mcp, parts.uri.path())
             .map_err(|e| Box::new(respond::http_error(&e, headers, true)))?;
         if let Some(log) = &self.audit {
             if let Err(reason) = log.health().check() {
@@ -770,9 +930,10 @@ impl Gateway {
                 limit = self.max_concurrent,
                 "request refused: server.max_concurrent_requests reached"
             );
+            self.audit_shed(request_id, client);
             return Err(Box::new(respond::busy(headers, cors, self.max_concurrent)));
         };
-        if method == Method::OPTIONS {
+        if parts.method == Method::OPTIONS {
             return Err(Box::new(respond::preflight(headers, cors)));
         }
         Ok(Admission {
@@ -780,6 +941,65 @@ impl Gateway {
             rest,
             _working: working,
         })
+    }
+
+    /// Requests shed unread are recorded at most once a second, with how
+    /// many there were since the last record: a flood of them must not
+    /// become a flood of audit records.
+    fn audit_shed(&self, request_id: &str, client: Option<std::net::SocketAddr>) {
+        let Some(log) = &self.audit else { return };
+        let shed = self.shed.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut last = self.shed_recorded.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|at| at.elapsed() < std::time::Duration::from_secs(1)) {
+            return;
+        }
+        *last = Some(Instant::now());
+        self.shed.fetch_sub(shed, Ordering::Relaxed);
+        log.write_later(vec![audit::shed_entry(
+            request_id,
+            client,
+            self.max_concurrent,
+            shed,
+        )]);
+    }
+
+    /// Anonymous callers hold at most `server.max_anonymous_requests` of
+    /// the request slots at once, so callers with credentials always find
+    /// some: taken right after authentication, held until the answer.
+    fn anonymous_share(
+        &self,
+        principal: &authenticate::Principal,
+    ) -> Result<Option<tokio::sync::SemaphorePermit<'_>>, HttpError> {
+        if principal.method != AuthMethod::Anonymous {
+            return Ok(None);
+        }
+        self.anonymous.try_acquire().map(Some).map_err(|_| {
+            HttpError::new(
+                503,
+                "jmxgate.GatewayBusy",
+                format!(
+                    "Anonymous callers already hold {} of the gateway's request slots \
+                     (server.max_anonymous_requests); retry in a moment, or send credentials",
+                    self.max_anonymous
+                ),
+            )
+        })
+    }
+
+    /// Writes the record of a request that made no item records. `Err` is
+    /// the answer to give instead (the log failed, `on_failure = "closed"`).
+    async fn audit_request(&self, record: &audit::RequestRecord<'_>) -> Result<(), HttpError> {
+        audit::record_request(record);
+        if self.audit.is_none() {
+            return Ok(());
+        }
+        let entry = audit::request_entry(record);
+        self.write_audit(
+            &crate::audit::Encoded::new(vec![entry]),
+            false,
+            record.who.request_id,
+        )
+        .await
     }
 
     /// Splits the URL into addressing and the Jolokia path after it.
@@ -790,6 +1010,9 @@ impl Gateway {
     ) -> Result<(Addressed, String), HttpError> {
         if mcp.enabled && path == mcp.path {
             return Ok((Addressed::Mcp, String::new()));
+        }
+        if path == EXPLAIN_PATH {
+            return Ok((Addressed::Explain, String::new()));
         }
         let not_found = || {
             HttpError::new(
@@ -826,25 +1049,31 @@ impl Gateway {
     }
 
     /// Items the gateway answers itself: `version` and `config` without a
-    /// target, for the listener the request came through.
+    /// target, for the listener the request came through. The host, the
+    /// process id and the fleet's size only for callers whose roles reach
+    /// some target.
     fn answer_locally(
         &self,
         state: &State,
+        held: &[Arc<crate::access::Role>],
         command: &Command,
         headers: &HeaderMap,
         tls: bool,
     ) -> Response {
         let methods = self.methods(state, tls);
+        let reaches_fleet =
+            state.access.is_open() || state.fleet.iter().any(|t| state.access.reaches(held, t));
+        let fleet = reaches_fleet.then(|| state.fleet.len());
         let value = if let Command::Config(_) = command {
             self.identity
-                .config_value(state.authenticator.advertised(methods))
+                .config_value(state.authenticator.advertised(methods), fleet)
         } else {
             let host = headers
                 .get(http::header::HOST)
                 .and_then(|h| h.to_str().ok());
             let secured = authenticate::is_secured(methods);
             self.identity
-                .version_value(host, &self.prefix, tls, secured, state.fleet.len())
+                .version_value(host, &self.prefix, tls, secured, fleet)
         };
         Response::value(&value, unix_seconds())
     }
@@ -988,6 +1217,64 @@ fn cors_allowed<'a>(
         || roles
             .into_iter()
             .any(|r| r.policy.origin_allowed(origin, false))
+}
+
+/// Whether, for every target the items go to, one of the caller's roles
+/// that reaches it admits `origin` in its `<cors>`: a role the caller also
+/// holds for other targets never widens a tenant's own `<cors>`.
+fn targets_admit(
+    access: &AccessControl,
+    held: &[Arc<crate::access::Role>],
+    items: &Items,
+    origin: &str,
+) -> bool {
+    access.is_open()
+        || items
+            .targets()
+            .all(|t| cors_allowed(access, reaching(held, Some(t)), Some(origin)))
+}
+
+/// JSONP (`callback=`) is read by a `<script>` tag, past CORS: answered
+/// only to a page whose origin (`Origin`, else the `Referer`'s) the roles
+/// reaching every item's target admit in their `<cors>` (every origin for
+/// a role without `<cors>`, as for CORS itself). Without a page origin,
+/// refused; on a gateway without roles, always answered.
+fn jsonp_admitted(
+    access: &AccessControl,
+    held: &[Arc<crate::access::Role>],
+    items: &Items,
+    headers: &HeaderMap,
+) -> Result<(), HttpError> {
+    if access.is_open() {
+        return Ok(());
+    }
+    let admitted = page_origin(headers).is_some_and(|o| {
+        cors_allowed(access, held, Some(&o)) && targets_admit(access, held, items, &o)
+    });
+    if admitted {
+        return Ok(());
+    }
+    Err(HttpError::new(
+        403,
+        "jmxgate.JsonpRefused",
+        "JSONP (callback=) is answered only to a page whose origin (Origin or Referer header) \
+         the <cors> of your roles admits",
+    ))
+}
+
+/// The origin of the page a browser request comes from: `Origin`, else
+/// the scheme, host and port of `Referer`; none for `null` or without
+/// either.
+fn page_origin(headers: &HeaderMap) -> Option<String> {
+    let text = |h| headers.get(h).and_then(|v| v.to_str().ok());
+    let origin = match text(http::header::ORIGIN) {
+        Some(o) => o.to_string(),
+        None => url::Url::parse(text(http::header::REFERER)?)
+            .ok()?
+            .origin()
+            .ascii_serialization(),
+    };
+    (origin != "null").then_some(origin)
 }
 
 /// The caller's roles that reach the addressed target (all of them when

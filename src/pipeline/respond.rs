@@ -206,7 +206,7 @@ pub fn http_response(
     let mut resp = HttpResponse::new(http_body_of(chunks));
     let headers = resp.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    no_store(headers);
     if cors {
         cors_headers(request_headers, headers);
     }
@@ -228,11 +228,15 @@ pub fn http_error(e: &HttpError, request_headers: &HeaderMap, cors: bool) -> Htt
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json; charset=utf-8"),
     );
+    no_store(headers);
     if e.status == 405 {
         headers.insert(
             header::ALLOW,
             HeaderValue::from_static("GET, POST, OPTIONS"),
         );
+    }
+    if e.status == 503 {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     if cors {
         cors_headers(request_headers, headers);
@@ -250,10 +254,7 @@ pub fn busy(request_headers: &HeaderMap, cors: bool, limit: usize) -> HttpRespon
             "The gateway is already working on {limit} requests (server.max_concurrent_requests); retry in a moment"
         ),
     );
-    let mut resp = http_error(&e, request_headers, cors);
-    resp.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    resp
+    http_error(&e, request_headers, cors)
 }
 
 /// The answer to a CORS preflight, as Jolokia's agent gives it; without
@@ -304,6 +305,12 @@ pub fn cors_headers(request_headers: &HeaderMap, out: &mut HeaderMap) {
 
 /// Every answer: browsers must not guess another type than the one sent
 /// (a JSON answer read as HTML or script).
+/// Answers carry what one caller may see: never stored by a browser or
+/// a proxy (Jolokia agents send `no-cache`, which still allows storing).
+pub fn no_store(headers: &mut HeaderMap) {
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+}
+
 pub fn no_sniffing(headers: &mut HeaderMap) {
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,

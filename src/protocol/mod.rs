@@ -15,7 +15,7 @@ pub use command::{
 pub use json_text::{without_lone_surrogates, JsonText};
 pub use object_name::ObjectName;
 pub use params::Params;
-pub use response::{parse_bulk_answer, Raw, Response};
+pub use response::{parse_bulk_answer, parse_json_answers, Raw, Response};
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;

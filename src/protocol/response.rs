@@ -206,19 +206,25 @@ impl Response {
 /// hostile agent's `"status":"200"`) becomes an error answer for its item:
 /// clients, the audit and the metrics then agree on what happened.
 pub fn parse_bulk_answer(bytes: &[u8]) -> Result<Vec<Response>, String> {
-    let trimmed = bytes.trim_ascii_start();
-    let answers = if trimmed.first() == Some(&b'{') {
-        vec![serde_json::from_slice::<Response>(trimmed).map_err(|e| e.to_string())?]
-    } else {
-        serde_json::from_slice::<Vec<Response>>(trimmed).map_err(|e| {
-            let head = String::from_utf8_lossy(&bytes[..bytes.len().min(80)]).into_owned();
-            format!("{e} (answer starts with {head:?})")
-        })?
-    };
+    let answers = parse_json_answers(bytes)?;
     Ok(answers
         .into_iter()
         .map(Response::with_valid_status)
         .collect())
+}
+
+/// The JSON objects of an answer as they are, statuses unchecked: for
+/// telling whether an HTTP error page is Jolokia-shaped at all.
+pub fn parse_json_answers(bytes: &[u8]) -> Result<Vec<Response>, String> {
+    let trimmed = bytes.trim_ascii_start();
+    if trimmed.first() == Some(&b'{') {
+        let one = serde_json::from_slice::<Response>(trimmed).map_err(|e| e.to_string())?;
+        return Ok(vec![one]);
+    }
+    serde_json::from_slice::<Vec<Response>>(trimmed).map_err(|e| {
+        let head = String::from_utf8_lossy(&bytes[..bytes.len().min(80)]).into_owned();
+        format!("{e} (answer starts with {head:?})")
+    })
 }
 
 impl Response {

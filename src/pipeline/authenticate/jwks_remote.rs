@@ -167,10 +167,10 @@ impl RemoteJwks {
                     .and_then(|v| v.as_str())
                     .ok_or_else(|| format!("{url}: no jwks_uri"))?;
                 let parsed = url::Url::parse(uri).map_err(|e| format!("jwks_uri {uri}: {e}"))?;
-                if parsed.scheme() != url.scheme() || parsed.host() != url.host() {
+                if !same_origin(&parsed, url) {
                     return Err(format!(
-                        "jwks_uri {uri} is not on the issuer's host ({}): refused",
-                        url.host_str().unwrap_or_default()
+                        "jwks_uri {uri} is not at the issuer's origin ({}): refused",
+                        url.origin().ascii_serialization()
                     ));
                 }
                 parsed
@@ -246,6 +246,15 @@ fn is_loopback(url: &url::Url) -> bool {
     }
 }
 
+/// The discovery document may only send the gateway to the issuer's own
+/// scheme, host and port: a `jwks_uri` elsewhere (another port of the
+/// same host included) is refused.
+fn same_origin(a: &url::Url, b: &url::Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host() == b.host()
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,5 +267,16 @@ mod tests {
         assert!(provider_url("jwks_url", "http://127.0.0.1:8080/keys", false).is_err());
         assert!(provider_url("jwks_url", "http://127.0.0.1:8080/keys", true).is_ok());
         assert!(provider_url("jwks_url", "ftp://idp.example/keys", true).is_err());
+    }
+
+    #[test]
+    fn a_jwks_uri_must_be_at_the_issuers_origin() {
+        let issuer = url::Url::parse("https://idp.example.com/realms/x").unwrap();
+        let at = |u: &str| same_origin(&url::Url::parse(u).unwrap(), &issuer);
+        assert!(at("https://idp.example.com/realms/x/certs"));
+        assert!(at("https://IDP.example.com:443/certs"));
+        assert!(!at("https://idp.example.com:8443/certs"));
+        assert!(!at("http://idp.example.com/certs"));
+        assert!(!at("https://evil.example.com/certs"));
     }
 }

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
-use http::{Request as HttpRequest, Response as HttpResponse};
+use http::{HeaderMap, Request as HttpRequest, Response as HttpResponse};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -58,6 +58,8 @@ pub(super) struct McpCaller {
     pub origin: Option<String>,
     pub request_id: String,
     pub scheme: &'static str,
+    /// When the HTTP request arrived.
+    pub started: Instant,
 }
 
 impl McpCaller {
@@ -226,6 +228,53 @@ impl Door {
     }
 }
 
+/// The JSON-RPC methods a request body names (several for a batch), at
+/// most 16, each cut to 64 characters; none when it is not JSON-RPC.
+fn rpc_methods(body: &[u8]) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        method: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Messages {
+        One(Message),
+        Batch(Vec<Message>),
+    }
+    let messages = match serde_json::from_slice::<Messages>(body) {
+        Ok(Messages::One(m)) => vec![m],
+        Ok(Messages::Batch(ms)) => ms,
+        Err(_) => Vec::new(),
+    };
+    messages
+        .into_iter()
+        .filter_map(|m| m.method)
+        .take(16)
+        .map(|m| m.chars().take(64).collect())
+        .collect()
+}
+
+/// The JSON-RPC error message of an answer, if it is one; the answer comes
+/// back whole (answers other than tool results are small).
+async fn rpc_error_of(response: HttpResponse<Body>) -> (HttpResponse<Body>, Option<String>) {
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+        return (HttpResponse::from_parts(parts, Body::empty()), None);
+    };
+    let error = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| {
+            let error = v.get("error")?;
+            Some(format!(
+                "JSON-RPC error {}: {}",
+                error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                error.get("message").and_then(Value::as_str).unwrap_or("")
+            ))
+        })
+        .map(|e| e.chars().take(200).collect());
+    (HttpResponse::from_parts(parts, Body::from(bytes)), error)
+}
+
 /// Structured content, bounded; or an error text.
 fn result(outcome: Outcome, max: usize) -> CallToolResult {
     match outcome {
@@ -244,7 +293,10 @@ fn result(outcome: Outcome, max: usize) -> CallToolResult {
 impl Gateway {
     /// An authenticated MCP HTTP request: handed to the SDK's Streamable
     /// HTTP service with the caller in its extensions. Stateless (no
-    /// sessions to steal or keep), JSON answers.
+    /// sessions to steal or keep), JSON answers, never cached. A request
+    /// that is not a tool call (`initialize`, `tools/list`, a
+    /// notification, an unknown method, a refusal) gets one audit record
+    /// of its own; tool calls are recorded as items.
     pub(super) async fn mcp_http(
         self: &Arc<Self>,
         parts: http::request::Parts,
@@ -260,8 +312,17 @@ impl Gateway {
                 "jmxgate.OriginNotAllowed",
                 "Origin not allowed: no <cors> rule of your roles admits it",
             );
-            return respond::http_error(&e, &parts.headers, false);
+            return self.mcp_refused(&caller, &e, &parts.headers).await;
         }
+        let body = if parts.method == http::Method::POST {
+            match self.read_body(&caller.state, body).await {
+                Ok(bytes) => bytes,
+                Err(e) => return self.mcp_refused(&caller, &e, &parts.headers).await,
+            }
+        } else {
+            bytes::Bytes::new()
+        };
+        let methods = rpc_methods(&body);
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
             .with_json_response(true)
@@ -279,12 +340,91 @@ impl Gateway {
             Arc::new(NeverSessionManager::default()),
             config,
         );
-        let mut request = HttpRequest::from_parts(parts, body);
-        request.extensions_mut().insert(caller);
-        match service.oneshot(request).await {
+        let http_method = parts.method.clone();
+        let mut request = HttpRequest::from_parts(parts, Body::from(body));
+        request.extensions_mut().insert(caller.clone());
+        let mut response = match service.oneshot(request).await {
             Ok(response) => response.map(Body::new),
             Err(never) => match never {},
+        };
+        respond::no_store(response.headers_mut());
+        let others: Vec<&str> = methods
+            .iter()
+            .map(String::as_str)
+            .filter(|m| *m != "tools/call")
+            .collect();
+        if methods.is_empty() || !others.is_empty() {
+            let (response, error) = rpc_error_of(response).await;
+            let status = response.status().as_u16();
+            let note = match (others.is_empty(), &error) {
+                (true, _) => format!("{http_method} without a JSON-RPC method"),
+                (false, None) => others.join(", "),
+                (false, Some(e)) => format!("{}: {e}", others.join(", ")),
+            };
+            let decision = if status < 300 && error.is_none() {
+                "allowed"
+            } else {
+                "invalid"
+            };
+            let recorded = self
+                .mcp_record(&caller, decision, status, None, &note)
+                .await;
+            return match recorded {
+                Ok(()) => response,
+                Err(e) => respond::http_error(&e, &HeaderMap::new(), false),
+            };
         }
+        response
+    }
+
+    /// An MCP HTTP request refused before the SDK saw it, recorded.
+    async fn mcp_refused(
+        &self,
+        caller: &McpCaller,
+        e: &HttpError,
+        headers: &HeaderMap,
+    ) -> HttpResponse<Body> {
+        let decision = if e.status == 403 { "denied" } else { "invalid" };
+        let recorded = self
+            .mcp_record(caller, decision, e.status, Some(&e.error_type), &e.message)
+            .await;
+        let mut response = match recorded {
+            Ok(()) => respond::http_error(e, headers, false),
+            Err(unavailable) => respond::http_error(&unavailable, headers, false),
+        };
+        respond::no_store(response.headers_mut());
+        response
+    }
+
+    /// One `mcp` audit record for the caller's HTTP request.
+    async fn mcp_record(
+        &self,
+        caller: &McpCaller,
+        decision: &'static str,
+        status: u16,
+        error_type: Option<&str>,
+        note: &str,
+    ) -> Result<(), HttpError> {
+        let roles = caller.role_names();
+        let who = audit::Who {
+            request_id: &caller.request_id,
+            principal: &caller.principal,
+            roles: &roles,
+            client: caller.client,
+            latency: caller.started.elapsed(),
+            channel: Some(audit::Channel::Mcp),
+            tool: None,
+        };
+        let record = audit::RequestRecord {
+            who: &who,
+            event: "mcp",
+            decision,
+            status,
+            error_type,
+            target: None,
+            note,
+        };
+        self.audit_request(&record).await
     }
 
     /// `list_targets`: the targets the caller's roles reach (optionally
@@ -404,9 +544,31 @@ impl Gateway {
         };
         let no_headers = http::HeaderMap::new();
         let local = |command: &crate::protocol::Command| {
-            self.answer_locally(state, command, &no_headers, caller.scheme == "https")
+            self.answer_locally(
+                state,
+                &caller.held,
+                command,
+                &no_headers,
+                caller.scheme == "https",
+            )
         };
         let mut items = self.route_and_authorize(state, &judged_as, addressing, &parsed, local);
+        // A browser page's origin must be admitted by the roles that reach
+        // the call's targets, not only by some role of the caller.
+        if let Some(origin) = caller.origin.as_deref() {
+            if !super::targets_admit(&state.access, &caller.held, &items, origin) {
+                let e = HttpError::new(
+                    403,
+                    "jmxgate.OriginNotAllowed",
+                    format!(
+                        "Origin {origin} is not admitted by the <cors> of your roles that reach this target"
+                    ),
+                );
+                self.audit_refused_call(caller, tool.as_str(), 403, &e.error_type, &e.message)
+                    .await;
+                return Err(e);
+            }
+        }
         let dispatched = dispatch::dispatch(
             items.take_jobs(),
             &self.metrics,

@@ -278,13 +278,35 @@ struct ExecArgs {
 fn args<T: for<'de> Deserialize<'de>>(tool: ToolName, given: Value) -> Result<T, BadArguments> {
     serde_path_to_error::deserialize(given).map_err(|e| {
         let at = e.path().to_string();
-        let inner = e.into_inner();
+        let inner = without_value(&e.into_inner().to_string());
         BadArguments(if at == "." {
             format!("{}: invalid arguments: {inner}", tool.as_str())
         } else {
             format!("{}: invalid arguments: `{at}`: {inner}", tool.as_str())
         })
     })
+}
+
+/// serde's "invalid type: string \"s3cret\", expected a sequence" without
+/// the value: the message goes to the audit note and the log, where
+/// written values and exec arguments never appear as text.
+fn without_value(message: &str) -> String {
+    let Some((head, rest)) = ["invalid type: ", "invalid value: "]
+        .iter()
+        .find_map(|p| message.strip_prefix(p).map(|rest| (p.trim_end(), rest)))
+    else {
+        return message.to_string();
+    };
+    let Some((unexpected, expected)) = rest.rsplit_once(", expected ") else {
+        return format!("{head} (value left out)");
+    };
+    // `string "…"`, `integer `5``, `map`: the kind, then the value quoted.
+    let kind = unexpected
+        .split(['"', '`'])
+        .next()
+        .unwrap_or_default()
+        .trim();
+    format!("{head} {kind}, expected {expected}")
 }
 
 fn nonempty(tool: ToolName, key: &str, value: &str) -> Result<(), BadArguments> {
@@ -534,6 +556,33 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.0.contains("`attributes[1]`: invalid type"), "{e:?}");
+    }
+
+    #[test]
+    fn bad_arguments_never_repeat_the_value() {
+        for arguments in [
+            json!("s3cret, expected x"),
+            json!(17017),
+            json!({"k": "s3cret"}),
+        ] {
+            let e = call(
+                ToolName::ExecuteOperation,
+                json!({"target": "a", "mbean": "a:b=c", "operation": "op", "arguments": arguments}),
+            )
+            .unwrap_err();
+            assert!(!e.0.contains("s3cret") && !e.0.contains("17017"), "{e:?}");
+            assert!(e.0.contains("`arguments`: invalid type: "), "{e:?}");
+            assert!(e.0.ends_with("expected a sequence"), "{e:?}");
+        }
+        assert_eq!(
+            without_value("invalid type: string \"a\", expected a map"),
+            "invalid type: string, expected a map"
+        );
+        assert_eq!(
+            without_value("invalid value: integer `5`, expected one of a, b"),
+            "invalid value: integer, expected one of a, b"
+        );
+        assert_eq!(without_value("missing field `x`"), "missing field `x`");
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //
 // Hawtio sends the connection's credentials as X-Jolokia-Authorization; the
 // proxy forwards the body and every end-to-end header unchanged (no cookies,
-// no Host), and the gateway's answer likewise. Every proxied exchange is
+// no Host), and the gateway's answer likewise, but for a Basic challenge,
+// which it rewrites as Hawtio's ProxyServlet does. Every proxied exchange is
 // recorded (see `exchanges`) and, with `log`, printed.
 //
 // Standalone, against a running gateway:
@@ -154,12 +155,21 @@ export async function startConsoleServer({ bundleDir, gateway, target, port = 0,
         for (const [k, v] of Object.entries(answer.headers)) {
           if (!HOP_RESPONSE.has(k)) back[k] = v
         }
+        // As Hawtio's own ProxyServlet (copyResponseHeaders) does: a
+        // remote Basic challenge becomes `Hawtio original-scheme="Basic"`,
+        // so the browser never opens its own login dialog over the console.
+        const challenges = back['www-authenticate']
+        if (challenges !== undefined) {
+          back['www-authenticate'] = [].concat(challenges).map((v) =>
+            v.toLowerCase().startsWith('basic ') ? `Hawtio original-scheme="Basic" ${v.slice(6)}` : v)
+        }
         const parts = []
         answer.on('data', (c) => parts.push(c))
         answer.on('end', () => {
           const text = Buffer.concat(parts)
           record.status = answer.statusCode
           record.responseHeaders = answer.headers
+          record.sentHeaders = back
           record.response = text.toString('utf8')
           log?.(describe(record))
           back['content-length'] = String(text.length)
