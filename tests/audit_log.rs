@@ -525,3 +525,141 @@ async fn failed_authentications_are_recorded_without_credentials() {
         .collect();
     assert!(!text.contains("WrongPassword1") && !text.contains("right-password"));
 }
+
+/// Every request that reaches authentication leaves a record, also when
+/// it makes no item: HTTP-level refusals, a virtual URL to no target the
+/// caller reaches, MCP requests other than tool calls and MCP refusals,
+/// `/jmxgate/explain`. A wrongly typed value in a refused tool call never
+/// appears in the record.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_request_that_reaches_authentication_leaves_a_record() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let policy = dir.path().join("anon.xml");
+    std::fs::write(
+        &policy,
+        "<restrict><cors><allow-origin>https://good.example</allow-origin></cors></restrict>",
+    )
+    .unwrap();
+    let log = dir.path().join("audit");
+    let gw = Gateway::start(&format!(
+        "max_body_bytes = 512\nbody_read_timeout = \"1s\"\n{}\
+         [access]\nanonymous_role = \"anon\"\n\n[[roles]]\nname = \"anon\"\ntargets = [\"*\"]\n\
+         policy = \"{}\"\n\n[audit]\ndir = \"{}\"\nvalues = \"hash\"\n",
+        targets_toml(&[a]),
+        policy.display(),
+        log.display()
+    ))
+    .await;
+    let send = |req: reqwest::RequestBuilder| async move {
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.text().await.unwrap())
+    };
+    let post = |path: &str, body: String| {
+        gw.http
+            .post(gw.url(path))
+            .header("content-type", "application/json")
+            .body(body)
+    };
+    assert_eq!(send(post("/jolokia", "x".repeat(2000))).await.0, 413);
+    assert_eq!(send(post("/jolokia", "{not json".into())).await.0, 400);
+    assert_eq!(send(gw.http.put(gw.url("/jolokia"))).await.0, 405);
+    assert_eq!(
+        send(
+            gw.http
+                .get(gw.url("/jolokia/targets/no-such-target/version"))
+        )
+        .await
+        .0,
+        404
+    );
+    // A body that never arrives.
+    let mut slow = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    slow.write_all(
+        b"POST /jolokia HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{",
+    )
+    .await
+    .unwrap();
+    let mut answer = String::new();
+    let _ = slow.read_to_string(&mut answer).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    // Explain.
+    let (status, _) = send(post(
+        "/jmxgate/explain",
+        json!({"type":"read","mbean":T,"attribute":"Name","target":{"url":a.name}}).to_string(),
+    ))
+    .await;
+    assert_eq!(status, 200);
+    // MCP: methods other than tool calls, an unknown one, a refused origin,
+    // and a tool call whose arguments have the wrong type.
+    let rpc = |body: Value, origin: Option<&str>| {
+        let mut r = post("/mcp", body.to_string())
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18");
+        if let Some(o) = origin {
+            r = r.header("origin", o);
+        }
+        r
+    };
+    let initialize = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    assert_eq!(send(rpc(initialize, None)).await.0, 200);
+    let list = json!({"jsonrpc":"2.0","id":2,"method":"tools/list"});
+    assert_eq!(send(rpc(list.clone(), None)).await.0, 200);
+    let (status, text) = send(rpc(
+        json!({"jsonrpc":"2.0","id":3,"method":"no/such"}),
+        None,
+    ))
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("\"error\""), "{text}");
+    assert_eq!(send(rpc(list, Some("https://evil.example"))).await.0, 403);
+    let typed = json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"execute_operation",
+        "arguments":{"target":a.name,"mbean":OPS,"operation":"echo","arguments":"s3cret-value"}}});
+    let (status, text) = send(rpc(typed, None)).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("invalid type"), "{text}");
+
+    let records = records(&log);
+    let find = |event: &str, status: u64, what: &str| {
+        records
+            .iter()
+            .find(|r| {
+                r["event"] == event
+                    && r["status"] == status
+                    && r["note"].as_str().is_some_and(|n| n.contains(what))
+            })
+            .unwrap_or_else(|| panic!("no {event} record with {status} and {what:?}: {records:#?}"))
+    };
+    for (status, what) in [
+        (413, "server.max_body_bytes"),
+        (400, ""),
+        (405, "not supported"),
+        (404, ""),
+        (408, "server.body_read_timeout"),
+    ] {
+        let r = find("request", status, what);
+        assert_eq!(r["principal"], "anonymous", "{r}");
+    }
+    assert_eq!(find("request", 404, "")["target"], "no-such-target");
+    assert_eq!(
+        find("explain", 200, "explained 1 item(s): allow")["decision"],
+        "allowed"
+    );
+    assert_eq!(find("mcp", 200, "initialize")["decision"], "allowed");
+    assert_eq!(find("mcp", 200, "tools/list")["channel"], "mcp");
+    assert_eq!(
+        find("mcp", 200, "no/such: JSON-RPC error -32601")["decision"],
+        "invalid"
+    );
+    assert_eq!(find("mcp", 403, "Origin not allowed")["decision"], "denied");
+    let refused = records
+        .iter()
+        .find(|r| r["tool"] == "execute_operation")
+        .unwrap_or_else(|| panic!("no record of the refused call: {records:#?}"));
+    assert_eq!(refused["status"], 400);
+    let all = std::fs::read_to_string(&audit_files(&log)[0]).unwrap();
+    assert!(!all.contains("s3cret-value"), "a value in the audit log");
+}

@@ -819,3 +819,87 @@ async fn the_rust_client_and_the_command_line_send_bearer_tokens() {
     assert!(err.contains("401"), "{err}");
     assert!(!err.contains(&forged), "the token is never printed: {err}");
 }
+
+/// Login throttling counts per (user, client address), the address being
+/// the client's as the trusted proxy reports it: one client behind the
+/// proxy locks out only its own guesses, and a burst of concurrent guesses
+/// gets no more checks than `max_failures`.
+#[tokio::test(flavor = "multi_thread")]
+async fn throttling_is_per_user_and_client_even_behind_a_trusted_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let gw = Gateway::start(&format!(
+        "auth = [\"basic\"]\n{}[auth.basic]\nusers_file = \"{}\"\nmax_failures = 5\n\n\
+         [access]\ntrusted_proxies = [\"127.0.0.1\"]\n\n{}",
+        targets_toml(&[a]),
+        users_file(dir.path()),
+        ops_role()
+    ))
+    .await;
+    let from = |client: &str, user: &str, password: String| {
+        let r = gw
+            .http
+            .get(gw.url(NAME))
+            .header("x-forwarded-for", client)
+            .basic_auth(user, Some(password))
+            .send();
+        async move { r.await.unwrap().status().as_u16() }
+    };
+    // A burst of 30 guesses at once from one client: five are checked.
+    let burst = futures::future::join_all(
+        (0..30).map(|i| from("203.0.113.9", "alice", format!("guess-{i}"))),
+    )
+    .await;
+    let checked = burst.iter().filter(|s| **s == 401).count();
+    let throttled = burst.iter().filter(|s| **s == 429).count();
+    assert_eq!((checked, throttled), (5, 25), "{burst:?}");
+    // That client is locked out for alice, even with her password…
+    let right = || "wonder:land".to_string();
+    assert_eq!(from("203.0.113.9", "alice", right()).await, 429);
+    // …another client behind the same proxy is not, nor is the proxy.
+    assert_eq!(from("203.0.113.10", "alice", right()).await, 200);
+    let direct = gw
+        .http
+        .get(gw.url(NAME))
+        .basic_auth("alice", Some("wonder:land"));
+    assert_eq!(direct.send().await.unwrap().status(), 200);
+    // Made-up names from one client lock out no real user there.
+    for i in 0..12 {
+        from("203.0.113.11", &format!("nobody-{i}"), "x".into()).await;
+    }
+    assert_eq!(from("203.0.113.11", "alice", right()).await, 200);
+}
+
+/// Credentials that can't be read as text are refused, never taken for
+/// none: on a listener that also admits anonymous callers, a non-ASCII
+/// `Authorization` is a 401, not the anonymous role.
+#[tokio::test(flavor = "multi_thread")]
+async fn unreadable_credentials_are_refused_not_made_anonymous() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let gw = Gateway::start(&format!(
+        "auth = [\"basic\", \"anonymous\"]\n{}[auth.basic]\nusers_file = \"{}\"\n\n\
+         [access]\nanonymous_role = \"ops\"\n\n{}",
+        targets_toml(&[a]),
+        users_file(dir.path()),
+        ops_role()
+    ))
+    .await;
+    assert_eq!(
+        gw.http.get(gw.url(NAME)).send().await.unwrap().status(),
+        200
+    );
+    for header in ["authorization", "x-jolokia-authorization"] {
+        let unreadable =
+            reqwest::header::HeaderValue::from_bytes(b"Basic \xc3\xa9l\xc3\xa8ve").unwrap();
+        let r = gw
+            .http
+            .get(gw.url(NAME))
+            .header(header, unreadable)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "{header}");
+        assert!(!r.text().await.unwrap().contains("alpha"));
+    }
+}

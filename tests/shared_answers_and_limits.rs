@@ -242,6 +242,36 @@ async fn requests_beyond_max_concurrent_requests_get_503_and_the_gateway_recover
     assert_eq!(after["status"], 200, "{after}");
 }
 
+/// `/jmxgate/explain` takes a request slot like any request: at the
+/// limit, it is refused too.
+#[tokio::test]
+async fn explain_obeys_max_concurrent_requests() {
+    let agent = &common::shared_agents()[0];
+    let gw = Gateway::start(&format!(
+        "max_concurrent_requests = 1\n{}",
+        targets_toml(&[agent])
+    ))
+    .await;
+    let sleep = json!({"type":"exec","mbean":OPS,"operation":"sleep","arguments":[1500]});
+    let path = format!("/jolokia/targets/{}", agent.name);
+    let busy = gw.post(&path, &sleep);
+    let explain = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        gw.post("/jmxgate/explain", &json!({"type":"version"}))
+            .await
+    };
+    let ((status, held), (explained, refusal)) = tokio::join!(busy, explain);
+    assert_eq!(status, 200, "{held}");
+    assert_eq!(explained, 503, "{refusal}");
+    assert_eq!(refusal["error_type"], "jmxgate.GatewayBusy");
+    // Once the slot is free, explain answers again.
+    let (status, report) = gw
+        .post("/jmxgate/explain", &json!({"type":"version"}))
+        .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["decision"], "allow");
+}
+
 /// Anonymous callers (here with slow bodies, renewed as soon as they are
 /// cut off) hold at most `server.max_anonymous_requests` of the slots:
 /// callers with credentials still get in.
