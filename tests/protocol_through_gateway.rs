@@ -519,9 +519,11 @@ async fn mime_type_and_jsonp() {
         .await
         .unwrap();
     assert_eq!(resp.headers()["content-type"], "text/plain; charset=utf-8");
+    // JSONP is answered to a page (its Referer) the caller's roles admit.
     let resp = gw
         .http
         .get(gw.url("/jolokia/version?callback=handle"))
+        .header("referer", "http://console.example/page.html")
         .send()
         .await
         .unwrap();
