@@ -7,16 +7,21 @@ public class Agent2 {
     public static void main(String[] args) throws Exception {
         String name = "agent";
         int many = 0;
+        boolean exporter = false;
         for (int i = 0; i + 1 < args.length; i += 2) {
             switch (args[i]) {
                 case "--name": name = args[i + 1]; break;
                 case "--many-mbeans": many = Integer.parseInt(args[i + 1]); break;
+                case "--exporter-mbeans": exporter = Boolean.parseBoolean(args[i + 1]); break;
                 default:
                     System.err.println("Agent2: unknown argument " + args[i]);
                     System.exit(2);
             }
         }
         TestMBeans.register(name, many);
+        if (exporter) {
+            ExporterMBeans.register();
+        }
         // The agent starts its HTTP server in the background and then sets
         // jolokia.agent to its URL.
         String url = null;

@@ -286,7 +286,7 @@ public class Launcher {
                 + " [--port N] [--host H] [--user U --password P] [--name NAME]"
                 + " [--mime application/json|text/plain]"
                 + " [--tls-cert CERT.pem --tls-key KEY.pem [--tls-client-ca CA.pem] [--tls-protocols TLSv1.2,...]]"
-                + " [--many-mbeans N] [--policy jolokia-access.xml] [--verbose]");
+                + " [--many-mbeans N] [--exporter-mbeans true] [--policy jolokia-access.xml] [--verbose]");
         System.exit(2);
     }
 
@@ -304,6 +304,7 @@ public class Launcher {
         String tlsProtocols = null;
         int manyMbeans = 0;
         String policy = null;
+        boolean exporter = false;
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
             if (a.equals("--verbose")) {
@@ -332,6 +333,7 @@ public class Launcher {
                 case "--tls-client-ca": tlsClientCa = v; break;
                 case "--tls-protocols": tlsProtocols = v; break;
                 case "--policy": policy = v; break;
+                case "--exporter-mbeans": exporter = Boolean.parseBoolean(v); break;
                 case "--many-mbeans":
                     try {
                         manyMbeans = Integer.parseInt(v);
@@ -364,6 +366,9 @@ public class Launcher {
         }
 
         TestMBeans.register(name, manyMbeans);
+        if (exporter) {
+            ExporterMBeans.register();
+        }
 
         Server server = new Server();
         ServerConnector connector;

@@ -51,10 +51,15 @@ fn launcher_classes() -> &'static (PathBuf, String) {
     static CLASSES: OnceLock<(PathBuf, String)> = OnceLock::new();
     CLASSES.get_or_init(|| {
         let cp = classpath();
-        let sources: Vec<PathBuf> = ["Launcher.java", "TestMBeans.java", "Agent2.java"]
-            .iter()
-            .map(|f| repo().join("tests/agent").join(f))
-            .collect();
+        let sources: Vec<PathBuf> = [
+            "Launcher.java",
+            "TestMBeans.java",
+            "Agent2.java",
+            "ExporterMBeans.java",
+        ]
+        .iter()
+        .map(|f| repo().join("tests/agent").join(f))
+        .collect();
         let text: Vec<u8> = sources
             .iter()
             .flat_map(|f| std::fs::read(f).unwrap())

@@ -1,0 +1,357 @@
+//! One target's scrape, as jmx_exporter's scraper does it over JMX, done
+//! over Jolokia in two round trips: the agent's `list` (through the
+//! gateway's shared list cache) says which MBeans there are and their
+//! attributes' types, descriptions and open types; a [`Plan`] made from it
+//! once per module and list (cached by the door until the list changes)
+//! says what to read; one bulk of reads fetches the values, and
+//! [`Plan::apply`] turns the answers into samples.
+//!
+//! As jmx_exporter: the MBeans `includeObjectNames` selects minus those
+//! `excludeObjectNames` names, their readable attributes minus those
+//! `excludeObjectNameAttributes` lists (only those
+//! `includeObjectNameAttributes` lists when it is set), never the Runtime
+//! MBean's class paths and system properties nor the flight recorder's.
+//! Dates are read as epoch milliseconds (`path=time`), exactly.
+
+use serde_json::{json, Value};
+
+use super::config::Module;
+use super::rules::{BeanValue, Leaf, Outcome, Sample};
+use super::values::{leaves, Kind};
+use crate::protocol::ObjectName;
+
+/// What to read of one target for one module.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub beans: Vec<PlannedBean>,
+}
+
+#[derive(Debug)]
+pub struct PlannedBean {
+    /// The name as the agent lists it (keys in registration order).
+    pub name: String,
+    pub domain: String,
+    pub properties: Vec<(String, String)>,
+    /// Read together, one request.
+    pub attributes: Vec<PlannedAttribute>,
+    /// `java.util.Date` attributes, each read as `path=time`.
+    pub dates: Vec<PlannedAttribute>,
+    /// The `metricCustomizers` entry that applies, by index.
+    pub customizer: Option<usize>,
+}
+
+#[derive(Debug)]
+pub struct PlannedAttribute {
+    pub name: String,
+    pub type_name: String,
+    pub description: Option<String>,
+    /// Jolokia 2.x's `openType` for MXBean attributes.
+    pub open_type: Option<Value>,
+}
+
+/// What one request of a plan reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Read {
+    /// A bean's attributes (index into `beans`).
+    Attributes(usize),
+    /// A bean's date attribute (bean, attribute index into `dates`).
+    Date(usize, usize),
+}
+
+/// How one target's scrape went.
+#[derive(Debug, Default)]
+pub struct Scraped {
+    pub samples: Vec<Sample>,
+    /// Attributes the caller's policy let no one read.
+    pub denied: usize,
+    /// Attributes or MBeans the agent could not read.
+    pub failed: usize,
+    /// Samples left out for carrying a label name twice.
+    pub duplicate_labels: usize,
+}
+
+impl Plan {
+    /// The plan for `list`, an agent's `list` answer's value (domains,
+    /// then key property lists in registration order, then `attr`).
+    pub fn from_list(module: &Module, list: &Value) -> Plan {
+        let mut beans = Vec::new();
+        let Some(domains) = list.as_object() else {
+            return Plan::default();
+        };
+        for (domain, names) in domains {
+            let Some(names) = names.as_object() else {
+                continue;
+            };
+            for (keys, info) in names {
+                let full = format!("{domain}:{keys}");
+                let Ok(name) = ObjectName::parse(&full) else {
+                    continue;
+                };
+                if let Some(bean) = plan_bean(module, &name, info) {
+                    beans.push(bean);
+                }
+            }
+        }
+        Plan { beans }
+    }
+
+    /// The read requests, JSON items without a target, with what each
+    /// reads.
+    pub fn reads(&self) -> Vec<(Read, Value)> {
+        let mut reads = Vec::new();
+        for (b, bean) in self.beans.iter().enumerate() {
+            if !bean.attributes.is_empty() {
+                let names: Vec<&str> = bean.attributes.iter().map(|a| a.name.as_str()).collect();
+                reads.push((
+                    Read::Attributes(b),
+                    json!({"type": "read", "mbean": bean.name, "attribute": names,
+                           "config": {"ignoreErrors": true}}),
+                ));
+            }
+            for (d, date) in bean.dates.iter().enumerate() {
+                reads.push((
+                    Read::Date(b, d),
+                    json!({"type": "read", "mbean": bean.name, "attribute": date.name, "path": "time"}),
+                ));
+            }
+        }
+        reads
+    }
+
+    /// The samples of the answers to [`reads`](Self::reads), each an
+    /// answer object (`value` and `status`), in the same order.
+    pub fn apply(&self, module: &Module, answers: &[(Read, Value)]) -> Scraped {
+        let mut scraped = Scraped::default();
+        for (read, answer) in answers {
+            let ok = answer.get("status").and_then(Value::as_u64) == Some(200);
+            match *read {
+                Read::Attributes(b) => {
+                    let bean = &self.beans[b];
+                    if !ok {
+                        if answer.get("status").and_then(Value::as_u64) == Some(403) {
+                            scraped.denied += bean.attributes.len();
+                        } else {
+                            scraped.failed += bean.attributes.len();
+                        }
+                        continue;
+                    }
+                    let values = answer.get("value").and_then(Value::as_object);
+                    let customizer = bean.customizer.map(|c| &module.customizers[c]);
+                    let attribute_labels: Vec<(String, String)> = customizer
+                        .map(|c| {
+                            c.attributes_as_labels
+                                .iter()
+                                .filter_map(|a| {
+                                    let v = values?.get(a.as_str())?;
+                                    (!v.is_null() && attribute_error(v).is_none())
+                                        .then(|| (a.clone(), super::values::java_string(v)))
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    if let Some(c) = customizer {
+                        for extra in &c.extra_metrics {
+                            let leaf = Leaf {
+                                domain: &bean.domain,
+                                properties: &bean.properties,
+                                attr_keys: &[],
+                                attr_name: &extra.name,
+                                description: extra.description.as_deref(),
+                                value: &extra.value,
+                                attribute_labels: &attribute_labels,
+                            };
+                            record(module, &leaf, &mut scraped);
+                        }
+                    }
+                    for attribute in &bean.attributes {
+                        let Some(value) = values.and_then(|v| v.get(attribute.name.as_str()))
+                        else {
+                            scraped.failed += 1;
+                            continue;
+                        };
+                        match attribute_error(value) {
+                            Some(AttributeError::Denied) => {
+                                scraped.denied += 1;
+                                continue;
+                            }
+                            Some(AttributeError::Failed) => {
+                                scraped.failed += 1;
+                                continue;
+                            }
+                            None => {}
+                        }
+                        let kind = attribute
+                            .open_type
+                            .as_ref()
+                            .map_or(Kind::Declared(&attribute.type_name), Kind::Open);
+                        for found in leaves(
+                            &bean.properties,
+                            &attribute.name,
+                            attribute.description.as_deref(),
+                            kind,
+                            value,
+                        ) {
+                            let leaf = Leaf {
+                                domain: &bean.domain,
+                                properties: &found.properties,
+                                attr_keys: &found.attr_keys,
+                                attr_name: &found.attr_name,
+                                description: found.description.as_deref(),
+                                value: &found.value,
+                                attribute_labels: &attribute_labels,
+                            };
+                            record(module, &leaf, &mut scraped);
+                        }
+                    }
+                }
+                Read::Date(b, d) => {
+                    let bean = &self.beans[b];
+                    let date = &bean.dates[d];
+                    if !ok {
+                        match answer.get("status").and_then(Value::as_u64) {
+                            Some(403) => scraped.denied += 1,
+                            _ => scraped.failed += 1,
+                        }
+                        continue;
+                    }
+                    let Some(millis) = answer.get("value").and_then(Value::as_f64) else {
+                        // Null: no date set; nothing to export.
+                        continue;
+                    };
+                    let value = BeanValue::number(millis / 1000.0);
+                    let leaf = Leaf {
+                        domain: &bean.domain,
+                        properties: &bean.properties,
+                        attr_keys: &[],
+                        attr_name: &date.name,
+                        description: date.description.as_deref(),
+                        value: &value,
+                        attribute_labels: &[],
+                    };
+                    record(module, &leaf, &mut scraped);
+                }
+            }
+        }
+        scraped
+    }
+}
+
+fn record(module: &Module, leaf: &Leaf<'_>, scraped: &mut Scraped) {
+    match module.record(leaf) {
+        Outcome::Sample(s) => scraped.samples.push(s),
+        Outcome::DuplicateLabel(_) => scraped.duplicate_labels += 1,
+        Outcome::Nothing => {}
+    }
+}
+
+/// Attributes jmx_exporter never reads: costly and unexported.
+fn skipped(name: &ObjectName, attribute: &str) -> bool {
+    let canonical = name.canonical_str();
+    (canonical == "java.lang:type=Runtime"
+        && [
+            "SystemProperties",
+            "ClassPath",
+            "BootClassPath",
+            "LibraryPath",
+        ]
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(attribute)))
+        || canonical == "jdk.management.jfr:type=FlightRecorder"
+}
+
+fn plan_bean(module: &Module, name: &ObjectName, info: &Value) -> Option<PlannedBean> {
+    let included = module.include.is_empty() || module.include.iter().any(|p| p.matches(name));
+    if !included || module.exclude.iter().any(|p| p.matches(name)) {
+        return None;
+    }
+    let canonical = name.canonical();
+    let excluded = module.exclude_attributes.get(&canonical);
+    let only =
+        (!module.include_attributes.is_empty()).then(|| module.include_attributes.get(&canonical));
+    let customizer = module
+        .customizers
+        .iter()
+        .position(|c| c.applies(name.domain(), name.properties()));
+    let labels_from: &[String] = customizer
+        .map(|c| module.customizers[c].attributes_as_labels.as_slice())
+        .unwrap_or(&[]);
+    let mut attributes = Vec::new();
+    let mut dates = Vec::new();
+    for (attr, a) in info
+        .get("attr")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        // 2.x says whether it is readable; 1.x lists readable ones only.
+        if a.get("r").and_then(Value::as_bool) == Some(false)
+            || skipped(name, attr)
+            || excluded.is_some_and(|x| x.contains(attr))
+            || only.is_some_and(|set| !set.is_some_and(|s| s.contains(attr)))
+        {
+            continue;
+        }
+        let type_name = a
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        // Arrays are never exported; read only for a label.
+        if type_name.starts_with('[') && !labels_from.contains(attr) {
+            continue;
+        }
+        let planned = PlannedAttribute {
+            name: attr.clone(),
+            description: a.get("desc").and_then(Value::as_str).map(str::to_string),
+            open_type: a.get("openType").filter(|t| !t.is_null()).cloned(),
+            type_name,
+        };
+        if planned.type_name == "java.util.Date" {
+            dates.push(planned);
+        } else {
+            attributes.push(planned);
+        }
+    }
+    Some(PlannedBean {
+        name: name.as_str().to_string(),
+        domain: name.domain().to_string(),
+        properties: name.properties().to_vec(),
+        attributes,
+        dates,
+        customizer,
+    })
+}
+
+enum AttributeError {
+    /// The caller's policy denied reading it.
+    Denied,
+    Failed,
+}
+
+/// An attribute's error in a read with `ignoreErrors`: an object with
+/// `.error` (2.x) or `"ERROR: … (class …)"` text (1.x).
+fn attribute_error(v: &Value) -> Option<AttributeError> {
+    let (message, class) = match v {
+        Value::Object(o) if o.get(".error").and_then(Value::as_bool) == Some(true) => (
+            o.get("error").and_then(Value::as_str).unwrap_or(""),
+            o.get("error_type").and_then(Value::as_str).unwrap_or(""),
+        ),
+        Value::String(s)
+            if s.starts_with("ERROR: ") && s.ends_with(')') && s.contains(" (class ") =>
+        {
+            let (m, c) = s.rsplit_once(" (class ")?;
+            (m, c.trim_end_matches(')'))
+        }
+        _ => return None,
+    };
+    Some(
+        if class == "java.lang.SecurityException" && message.contains("is forbidden") {
+            AttributeError::Denied
+        } else {
+            AttributeError::Failed
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests;

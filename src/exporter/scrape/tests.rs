@@ -1,0 +1,194 @@
+//! Plans from `list` answers as the agents give them, and samples from
+//! their read answers: jmx_exporter's include and exclude cases.
+
+use serde_json::{json, Value};
+
+use super::*;
+
+/// A `list` answer's value: three MBeans of jmx_exporter's tests and the
+/// JVM's Runtime and OperatingSystem MBeans.
+fn list() -> Value {
+    let attr =
+        |t: &str| json!({"type": t, "desc": "Attribute exposed for management", "rw": false});
+    json!({
+        "java.lang": {
+            "type=OperatingSystem": {"attr": {"ProcessCpuTime": attr("long")}},
+            "type=Runtime": {"attr": {"Uptime": attr("long"), "SystemProperties": attr("javax.management.openmbean.TabularData"),
+                                      "ClassPath": attr("java.lang.String")}}
+        },
+        "org.apache.cassandra.concurrent": {
+            "type=CONSISTENCY-MANAGER": {"attr": {"ActiveCount": attr("int")}}
+        },
+        "org.apache.cassandra.metrics": {
+            "type=Compaction,name=CompletedTasks": {"attr": {"Value": attr("float")}}
+        },
+        "hadoop": {
+            "service=DataNode,name=DataNodeActivity-ams-hdd001-50010": {"attr": {
+                "replaceBlockOpMinTime": attr("int"),
+                "Started": attr("java.util.Date"),
+                "Scores": attr("[I"),
+                "Hidden": {"type": "int", "r": false, "rw": false}
+            }}
+        }
+    })
+}
+
+fn planned(yaml: &str) -> Vec<String> {
+    let module = Module::from_yaml("m", yaml).unwrap();
+    Plan::from_list(&module, &list())
+        .beans
+        .iter()
+        .flat_map(|b| {
+            b.attributes
+                .iter()
+                .chain(&b.dates)
+                .map(move |a| format!("{}:{}", b.name, a.name))
+        })
+        .collect()
+}
+
+#[test]
+fn every_readable_attribute_by_default_but_the_costly_ones() {
+    let all = planned("{}");
+    assert!(all.contains(&"java.lang:type=OperatingSystem:ProcessCpuTime".to_string()));
+    assert!(all.contains(&"java.lang:type=Runtime:Uptime".to_string()));
+    assert!(!all
+        .iter()
+        .any(|a| a.ends_with("SystemProperties") || a.ends_with("ClassPath")));
+    assert!(!all.iter().any(|a| a.ends_with(":Hidden")), "not readable");
+    assert!(
+        !all.iter().any(|a| a.ends_with(":Scores")),
+        "arrays are never exported"
+    );
+    assert!(all.iter().any(|a| a.ends_with(":Started")));
+}
+
+#[test]
+fn include_and_exclude_object_names() {
+    for include in ["includeObjectNames", "whitelistObjectNames"] {
+        let got = planned(&format!(
+            "{include}:\n- java.lang:*\n- java.lang:*\n- org.apache.cassandra.concurrent:*"
+        ));
+        assert!(got
+            .iter()
+            .any(|a| a.starts_with("java.lang:type=OperatingSystem")));
+        assert!(got
+            .iter()
+            .any(|a| a.starts_with("org.apache.cassandra.concurrent:")));
+        assert!(!got
+            .iter()
+            .any(|a| a.starts_with("org.apache.cassandra.metrics:")));
+        assert!(!got.iter().any(|a| a.starts_with("hadoop:")));
+    }
+    for (include, exclude) in [
+        ("includeObjectNames", "excludeObjectNames"),
+        ("whitelistObjectNames", "blacklistObjectNames"),
+    ] {
+        let got = planned(&format!(
+            "{include}:\n- java.lang:*\n- org.apache.cassandra.concurrent:*\n{exclude}:\n- org.apache.cassandra.concurrent:*"
+        ));
+        assert!(got.iter().any(|a| a.starts_with("java.lang:")));
+        assert!(!got.iter().any(|a| a.starts_with("org.apache.cassandra")));
+    }
+    let no_jvm = planned("excludeJvmMetrics: true");
+    assert!(!no_jvm.iter().any(|a| a.starts_with("java.lang:")));
+}
+
+#[test]
+fn attribute_filters_by_object_name() {
+    let got = planned("excludeObjectNameAttributes:\n  'java.lang:type=Runtime': [Uptime]");
+    assert!(!got.contains(&"java.lang:type=Runtime:Uptime".to_string()));
+    assert!(got.contains(&"java.lang:type=OperatingSystem:ProcessCpuTime".to_string()));
+    let only = planned("includeObjectNameAttributes:\n  'java.lang:type=Runtime': [Uptime]");
+    assert_eq!(only, ["java.lang:type=Runtime:Uptime"]);
+}
+
+#[test]
+fn answers_become_samples_and_denials_are_counted() {
+    let module = Module::from_yaml("m", "{}").unwrap();
+    let plan = Plan::from_list(&module, &list());
+    let reads = plan.reads();
+    // The date is read as milliseconds.
+    assert!(reads
+        .iter()
+        .any(|(_, r)| r["path"] == "time" && r["attribute"] == "Started"));
+    let answers: Vec<(Read, Value)> = reads
+        .iter()
+        .map(|(read, request)| {
+            let value = match (request["mbean"].as_str().unwrap(), request["attribute"].clone()) {
+                (_, Value::String(_)) => json!(1573285945111i64),
+                ("java.lang:type=OperatingSystem", _) => json!({"ProcessCpuTime": 120000000}),
+                ("java.lang:type=Runtime", _) => json!({"Uptime": {"error_type": "java.lang.SecurityException",
+                    ".error": true, "error": "Reading attribute Uptime is forbidden for MBean java.lang:type=Runtime"}}),
+                ("org.apache.cassandra.concurrent:type=CONSISTENCY-MANAGER", _) => json!({"ActiveCount": 100}),
+                ("org.apache.cassandra.metrics:type=Compaction,name=CompletedTasks", _) => json!({"Value": 0.2}),
+                (_, _) => json!({"replaceBlockOpMinTime": "ERROR: Reading attribute replaceBlockOpMinTime is forbidden for MBean hadoop:service=DataNode,name=DataNodeActivity-ams-hdd001-50010 (class java.lang.SecurityException)"}),
+            };
+            (*read, json!({"status": 200, "value": value}))
+        })
+        .collect();
+    let scraped = plan.apply(&module, &answers);
+    let names: Vec<&str> = scraped.samples.iter().map(|s| s.name.as_str()).collect();
+    assert!(
+        names.contains(&"java_lang_OperatingSystem_ProcessCpuTime"),
+        "{names:?}"
+    );
+    assert!(names.contains(&"org_apache_cassandra_metrics_Compaction_Value"));
+    assert!(names.contains(&"hadoop_DataNode_Started"));
+    let float = scraped
+        .samples
+        .iter()
+        .find(|s| s.name == "org_apache_cassandra_metrics_Compaction_Value")
+        .unwrap();
+    assert_eq!(
+        float.value,
+        f64::from(0.2f32),
+        "a float widened as Java widens it"
+    );
+    let started = scraped
+        .samples
+        .iter()
+        .find(|s| s.name == "hadoop_DataNode_Started")
+        .unwrap();
+    assert_eq!(started.value, 1573285945.111);
+    // 2.x's error object and 1.x's error text, both the policy's denial.
+    assert_eq!(scraped.denied, 2);
+    assert!(!names.contains(&"java_lang_Runtime_Uptime"));
+}
+
+#[test]
+fn customizers_add_attribute_labels_and_extra_metrics() {
+    let module = Module::from_yaml(
+        "m",
+        "includeObjectNames: ['io.prometheus.jmx:type=customValue']\nmetricCustomizers:\n  - mbeanFilter:\n      domain: io.prometheus.jmx\n      properties:\n        type: customValue\n    attributesAsLabels:\n      - Text\n    extraMetrics:\n      - name: isActive\n        value: true\n        description: still active",
+    )
+    .unwrap();
+    let list = json!({"io.prometheus.jmx": {"type=customValue": {"attr": {
+        "Value": {"type": "java.lang.Integer", "desc": "Value"},
+        "Text": {"type": "java.lang.String", "desc": "Text"}}}}});
+    let plan = Plan::from_list(&module, &list);
+    let answers: Vec<(Read, Value)> = plan
+        .reads()
+        .into_iter()
+        .map(|(r, _)| {
+            (
+                r,
+                json!({"status": 200, "value": {"Value": 345, "Text": "value"}}),
+            )
+        })
+        .collect();
+    let scraped = plan.apply(&module, &answers);
+    let find = |n: &str| {
+        scraped
+            .samples
+            .iter()
+            .find(|s| s.name == n)
+            .unwrap_or_else(|| panic!("{n}: {:#?}", scraped.samples))
+    };
+    let value = find("io_prometheus_jmx_customValue_Value");
+    assert_eq!(value.labels, [("Text".to_string(), "value".to_string())]);
+    assert_eq!(value.value, 345.0);
+    let extra = find("io_prometheus_jmx_customValue_isActive");
+    assert_eq!(extra.value, 1.0);
+    assert_eq!(extra.labels, [("Text".to_string(), "value".to_string())]);
+}
