@@ -11,28 +11,8 @@ use serde_json::Value;
 
 use super::java_regex::{JavaRegex, Replacement};
 use super::java_text::{double_to_string, parse_double};
-use super::rules::{BeanValue, Customizer, ExtraMetric, MetricType, Rule};
+use super::rules::{BeanValue, Customizer, ExtraMetric, MetricType, Module, Rule};
 use crate::protocol::ObjectName;
-
-/// The compiled form of one rules file.
-#[derive(Debug)]
-pub struct Module {
-    pub name: String,
-    pub lowercase_output_name: bool,
-    pub lowercase_output_label_names: bool,
-    pub infer_counter_type_from_name: bool,
-    /// MBeans to scrape; empty: all of them.
-    pub include: Vec<ObjectName>,
-    pub exclude: Vec<ObjectName>,
-    /// Per MBean (canonical name): attributes to leave out, or the only
-    /// ones to read when the include map is not empty.
-    pub exclude_attributes: HashMap<String, HashSet<String>>,
-    pub include_attributes: HashMap<String, HashSet<String>>,
-    pub customizers: Vec<Customizer>,
-    pub rules: Vec<Rule>,
-    /// Keys read and not used, for the log.
-    pub ignored: Vec<String>,
-}
 
 /// Keys of jmx_exporter's standalone mode: the gateway does what they do
 /// through its targets.
@@ -93,7 +73,14 @@ impl Module {
             _ => return Err("the top level is not a map of settings".into()),
         };
         for (key, instead) in CONNECTION_KEYS {
-            if root.contains_key(*key) {
+            // `ssl: false` or an empty `username:` asks for nothing the
+            // targets don't already decide (presto.yml ships `ssl: false`).
+            let says_nothing = |v: &Value| match v {
+                Value::Null | Value::Bool(false) => true,
+                Value::String(s) => s.is_empty(),
+                _ => false,
+            };
+            if root.get(*key).is_some_and(|v| !says_nothing(v)) {
                 return Err(format!(
                     "`{key}` says how to connect to a JVM; the gateway reaches JVMs through its \
                      targets: set {instead} instead and remove `{key}` from the rules file"
@@ -121,7 +108,9 @@ impl Module {
                 .keys()
                 .filter(|k| !METRIC_KEYS.contains(&k.as_str()))
                 .map(|k| {
-                    if AGENT_KEYS.contains(&k.as_str()) {
+                    if CONNECTION_KEYS.iter().any(|(c, _)| c == k) {
+                        format!("{k} (empty; the target's settings say how to connect)")
+                    } else if AGENT_KEYS.contains(&k.as_str()) {
                         format!("{k} (the Java agent's own setting)")
                     } else {
                         format!("{k} (not a jmx_exporter setting)")
@@ -305,7 +294,10 @@ fn rule(r: &Value) -> Result<Rule, String> {
                 .ok_or_else(|| format!("`{key}` must be text")),
         }
     };
-    let pattern = string("pattern")?
+    let written = string("pattern")?;
+    // The pattern alone first: its errors then quote what the file says.
+    let screen = written.as_deref().map(JavaRegex::new).transpose()?;
+    let pattern = written
         .map(|p| JavaRegex::new(&format!("^.*(?:{p}).*$")))
         .transpose()?;
     let name = string("name")?;
@@ -373,6 +365,7 @@ fn rule(r: &Value) -> Result<Rule, String> {
         metric_type,
         labels,
         pattern,
+        screen,
     })
 }
 
@@ -392,6 +385,10 @@ mod tests {
             let e = Module::from_yaml("m", key).unwrap_err();
             assert!(e.contains(instead) && e.contains("targets"), "{e}");
         }
+        // Empty ones ask for nothing: ignored, with a note.
+        let m = Module::from_yaml("m", "ssl: false\nusername:\npassword: ''\n").unwrap();
+        assert_eq!(m.ignored.len(), 3, "{:?}", m.ignored);
+        assert!(m.ignored[0].contains("empty"), "{:?}", m.ignored);
     }
 
     #[test]

@@ -100,7 +100,11 @@ impl Exposition {
         for (name, group) in by_name {
             let unique = {
                 let mut seen = HashSet::new();
-                group.iter().all(|s| seen.insert(sorted(&s.labels)))
+                group.iter().all(|s| {
+                    let mut labels: Vec<&(String, String)> = s.labels.iter().collect();
+                    labels.sort_by(|a, b| a.0.cmp(&b.0));
+                    seen.insert(labels)
+                })
             };
             let metric_type = common_type(group.iter().map(|s| s.metric_type));
             let help = group[0].help.clone();
@@ -191,11 +195,15 @@ fn sorted(labels: &[(String, String)]) -> Vec<(String, String)> {
 
 /// client_java's `Labels.compareTo`: the names first, then the values.
 fn label_order(a: &[(String, String)], b: &[(String, String)]) -> std::cmp::Ordering {
-    let names = |l: &[(String, String)]| l.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-    let values = |l: &[(String, String)]| l.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>();
+    fn names(l: &[(String, String)]) -> impl Iterator<Item = &String> {
+        l.iter().map(|(n, _)| n)
+    }
+    fn values(l: &[(String, String)]) -> impl Iterator<Item = &String> {
+        l.iter().map(|(_, v)| v)
+    }
     names(a)
-        .cmp(&names(b))
-        .then_with(|| values(a).cmp(&values(b)))
+        .cmp(names(b))
+        .then_with(|| values(a).cmp(values(b)))
 }
 
 /// jmx_exporter's `getDomainName`: the match name up to its last `:`.

@@ -32,7 +32,19 @@ impl JavaRegex {
         let regex = fancy_regex::RegexBuilder::new(&translated)
             .backtrack_limit(1_000_000)
             .build()
-            .map_err(|e| format!("pattern {pattern:?} does not compile: {e}"))?;
+            .map_err(|e| {
+                let mut why = e.to_string();
+                // A position in the rewritten pattern would mislead.
+                if translated != pattern {
+                    if let Some(at) = why.find(" at position ") {
+                        let end = why[at + 13..]
+                            .find(|c: char| !c.is_ascii_digit())
+                            .map_or(why.len(), |e| at + 13 + e);
+                        why.replace_range(at..end, "");
+                    }
+                }
+                format!("pattern {pattern:?} does not compile: {why}")
+            })?;
         Ok(JavaRegex {
             regex,
             source: pattern.to_string(),
@@ -54,6 +66,12 @@ impl JavaRegex {
             .capture_names()
             .map(|n| n.map(str::to_string))
             .collect()
+    }
+
+    /// Whether the pattern matches somewhere in `text`; `None` when it
+    /// backtracked too much to say.
+    pub fn is_match(&self, text: &str) -> Option<bool> {
+        self.regex.is_match(text).ok()
     }
 
     /// The captures of a match of the whole `text`, or `None`. A pattern
@@ -233,10 +251,14 @@ fn translate(pattern: &str) -> Result<String, String> {
                 let _ = write!(out, "[^{contents}]");
             }
         };
+    // Java's `.` stops at every line terminator, Rust's only at `\n`;
+    // with a DOTALL flag both take everything.
+    let dot_all = has_dot_all_flag(pattern);
     while i < chars.len() {
         let c = chars[i];
         let in_class = class_depth > 0;
         match c {
+            '.' if !in_class && !dot_all => out.push_str(r"[^\n\r\x{85}\x{2028}\x{2029}]"),
             '\\' => {
                 let Some(&e) = chars.get(i + 1) else {
                     return Err(format!(
@@ -345,6 +367,16 @@ fn translate(pattern: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// Whether an inline flag group (`(?s)`, `(?is:…)`) turns DOTALL on.
+fn has_dot_all_flag(pattern: &str) -> bool {
+    pattern.match_indices("(?").any(|(at, _)| {
+        pattern[at + 2..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphabetic())
+            .any(|c| c == 's')
+    })
+}
+
 /// One character, escaped where the regex syntax gives it a meaning.
 fn push_literal(out: &mut String, c: char) {
     if regex_syntax_meta(c) {
@@ -417,6 +449,19 @@ mod tests {
         assert!(whole(r"^\0101$").captures("A").is_some());
         assert!(whole(r"^a\h+b$").captures("a \tb").is_some());
         assert!(whole(r"^a\h+b$").captures("a\nb").is_none());
+        // `.` stops at every line terminator, as Java's does, unless DOTALL.
+        for stop in ["\n", "\r", "\u{85}", "\u{2028}", "\u{2029}"] {
+            assert!(
+                whole("^a.b$").captures(&format!("a{stop}b")).is_none(),
+                "{stop:?}"
+            );
+            assert!(
+                whole("(?s)^a.b$").captures(&format!("a{stop}b")).is_some(),
+                "{stop:?}"
+            );
+        }
+        assert!(whole("^a[.]b$").captures("a.b").is_some());
+        assert!(whole("^a[.]b$").captures("axb").is_none());
     }
 
     #[test]

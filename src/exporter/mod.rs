@@ -15,4 +15,4 @@ pub mod rules;
 pub mod scrape;
 pub mod values;
 
-pub use config::Module;
+pub use rules::Module;

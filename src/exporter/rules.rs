@@ -5,10 +5,31 @@
 //! and value, or the default export for a rule without a name.
 
 use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 
-use super::config::Module;
 use super::java_regex::{JavaRegex, Replacement};
 use super::java_text::{double_to_string, parse_double};
+use crate::protocol::ObjectName;
+
+/// The compiled form of one rules file (`config.rs` reads it).
+#[derive(Debug)]
+pub struct Module {
+    pub name: String,
+    pub lowercase_output_name: bool,
+    pub lowercase_output_label_names: bool,
+    pub infer_counter_type_from_name: bool,
+    /// MBeans to scrape; empty: all of them.
+    pub include: Vec<ObjectName>,
+    pub exclude: Vec<ObjectName>,
+    /// Per MBean (canonical name): attributes to leave out, or the only
+    /// ones to read when the include map is not empty.
+    pub exclude_attributes: HashMap<String, HashSet<String>>,
+    pub include_attributes: HashMap<String, HashSet<String>>,
+    pub customizers: Vec<Customizer>,
+    pub rules: Vec<Rule>,
+    /// Keys read and not used, for the log.
+    pub ignored: Vec<String>,
+}
 
 /// A metric's type, as a rule's `type` gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -23,6 +44,10 @@ pub enum MetricType {
 pub struct Rule {
     /// Wrapped as jmx_exporter wraps it: `^.*(?:pattern).*$`.
     pub pattern: Option<JavaRegex>,
+    /// The pattern alone, searched for: on a text without line breaks it
+    /// matches exactly where the wrapped one does, and the `regex` crate
+    /// finds a miss far faster (literal prefilters, no backtracking).
+    pub screen: Option<JavaRegex>,
     pub name: Option<Replacement>,
     pub value: Option<Replacement>,
     pub value_factor: f64,
@@ -40,6 +65,7 @@ impl Default for Rule {
     fn default() -> Rule {
         Rule {
             pattern: None,
+            screen: None,
             name: None,
             value: None,
             value_factor: 1.0,
@@ -102,7 +128,7 @@ impl BeanValue {
         }
     }
 
-    fn java_text(&self) -> Cow<'_, str> {
+    pub fn java_text(&self) -> Cow<'_, str> {
         match self {
             BeanValue::Number { text, .. } => Cow::Borrowed(text),
             BeanValue::Bool(b) => Cow::Borrowed(if *b { "true" } else { "false" }),
@@ -154,9 +180,84 @@ pub enum Outcome {
     DuplicateLabel(String),
 }
 
+/// What a leaf's place (its MBean, keys and attribute) maps to under a
+/// module's rules: the rule's name, labels and help, ready for a value.
+/// Made once and reused while the value's text stays the same, or for
+/// every value when no rule tried looked at it.
+#[derive(Debug, Clone)]
+pub struct Mapping {
+    mapped: Mapped,
+    /// Every rule tried matched without the value (`cache: true`, or no
+    /// pattern): the mapping holds for any value, as jmx_exporter's rule
+    /// cache assumes.
+    pub value_independent: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Mapped {
+    Sample {
+        name: String,
+        match_name: String,
+        metric_type: MetricType,
+        help: String,
+        labels: Vec<(String, String)>,
+        /// The rule's `value`, already a number.
+        value: Option<f64>,
+        value_factor: f64,
+        /// A label name given twice: no sample, counted.
+        repeated_label: Option<String>,
+    },
+    Nothing,
+}
+
+/// What Java's `.` doesn't match (and `$` may stop before).
+const LINE_TERMINATORS: [char; 5] = ['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'];
+
+impl Mapping {
+    /// The sample a value gives at this place.
+    pub fn sample(&self, value: &BeanValue) -> Outcome {
+        match &self.mapped {
+            Mapped::Nothing => Outcome::Nothing,
+            Mapped::Sample {
+                name,
+                match_name,
+                metric_type,
+                help,
+                labels,
+                value: fixed,
+                value_factor,
+                repeated_label,
+            } => {
+                let value = match (*fixed, value) {
+                    (Some(v), _) | (None, &BeanValue::Number { value: v, .. }) => v * value_factor,
+                    (None, BeanValue::Bool(b)) => f64::from(u8::from(*b)),
+                    (None, BeanValue::Text(_)) => return Outcome::Nothing,
+                };
+                if let Some(twice) = repeated_label {
+                    return Outcome::DuplicateLabel(twice.clone());
+                }
+                Outcome::Sample(Sample {
+                    name: name.clone(),
+                    match_name: match_name.clone(),
+                    metric_type: *metric_type,
+                    help: help.clone(),
+                    labels: labels.clone(),
+                    value,
+                })
+            }
+        }
+    }
+}
+
 impl Module {
     /// The sample one value gives under this module's rules.
     pub fn record(&self, leaf: &Leaf<'_>) -> Outcome {
+        self.mapping(leaf).sample(leaf.value)
+    }
+
+    /// What the first matching rule makes of a leaf (its value included
+    /// where a rule looks at it).
+    pub fn mapping(&self, leaf: &Leaf<'_>) -> Mapping {
         let properties_text = map_text(leaf.properties);
         let keys_text = list_text(leaf.attr_keys);
         let bean_name = format!(
@@ -182,21 +283,46 @@ impl Module {
             help = format!("{d} {help}");
         }
         let value_text = leaf.value.java_text();
+        let one_line =
+            !value_text.contains(LINE_TERMINATORS) && !bean_name.contains(LINE_TERMINATORS);
+        // The match name for each (attrNameSnakeCase, cache) a rule has,
+        // made once.
+        let mut match_names: [Option<String>; 4] = Default::default();
+        let mut value_independent = true;
+        let mapping = |mapped, value_independent| Mapping {
+            mapped,
+            value_independent,
+        };
         for rule in &self.rules {
             let attribute: Cow<'_, str> = if rule.attr_name_snake_case {
                 Cow::Owned(snake_and_lower_case(leaf.attr_name))
             } else {
                 Cow::Borrowed(leaf.attr_name)
             };
-            let shown: &str = if rule.cache { "<cache>" } else { &value_text };
-            let match_name = format!("{bean_name}{attribute}: {shown}");
+            value_independent &= rule.cache || rule.pattern.is_none();
+            let variant = usize::from(rule.attr_name_snake_case) * 2 + usize::from(rule.cache);
+            let match_name: &str = match_names[variant].get_or_insert_with(|| {
+                let shown: &str = if rule.cache { "<cache>" } else { &value_text };
+                format!("{bean_name}{attribute}: {shown}")
+            });
             let captures = match &rule.pattern {
-                Some(p) => match p.captures(&match_name) {
-                    Some(c) => Some(c),
-                    None => continue,
-                },
+                Some(p) => {
+                    let missed = one_line
+                        && rule
+                            .screen
+                            .as_ref()
+                            .is_some_and(|s| s.is_match(match_name) == Some(false));
+                    if missed {
+                        continue;
+                    }
+                    match p.captures(match_name) {
+                        Some(c) => Some(c),
+                        None => continue,
+                    }
+                }
                 None => None,
             };
+            let match_name = match_name.to_string();
             let expand =
                 |r: &Replacement| captures.as_ref().map_or_else(String::new, |c| r.expand(c));
             let mut value_override = None;
@@ -204,7 +330,7 @@ impl Module {
                 match parse_double(&expand(v)) {
                     Some(v) => value_override = Some(v),
                     // Not a number: jmx_exporter gives up on this value.
-                    None => return Outcome::Nothing,
+                    None => return mapping(Mapped::Nothing, value_independent),
                 }
             }
             let (name, metric_type, help, labels) = match &rule.name {
@@ -215,7 +341,7 @@ impl Module {
                 Some(name) => {
                     let mut name = safe_name(&expand(name));
                     if name.is_empty() {
-                        return Outcome::Nothing;
+                        return mapping(Mapped::Nothing, value_independent);
                     }
                     if self.lowercase_output_name {
                         name = name.to_lowercase();
@@ -240,24 +366,19 @@ impl Module {
             } else {
                 metric_type
             };
-            let value = match (value_override, leaf.value) {
-                (Some(v), _) | (None, &BeanValue::Number { value: v, .. }) => v * rule.value_factor,
-                (None, BeanValue::Bool(b)) => f64::from(u8::from(*b)),
-                (None, BeanValue::Text(_)) => return Outcome::Nothing,
-            };
-            if let Some(twice) = repeated_label(&labels) {
-                return Outcome::DuplicateLabel(twice);
-            }
-            return Outcome::Sample(Sample {
+            let mapped = Mapped::Sample {
+                repeated_label: repeated_label(&labels),
                 name: strip_reserved_suffixes(&name),
                 match_name,
                 metric_type,
                 help,
                 labels,
-                value,
-            });
+                value: value_override,
+                value_factor: rule.value_factor,
+            };
+            return mapping(mapped, value_independent);
         }
-        Outcome::Nothing
+        mapping(Mapped::Nothing, value_independent)
     }
 
     /// The name and labels of a rule without a name:

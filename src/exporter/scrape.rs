@@ -12,18 +12,43 @@
 //! `includeObjectNameAttributes` lists when it is set), never the Runtime
 //! MBean's class paths and system properties nor the flight recorder's.
 //! Dates are read as epoch milliseconds (`path=time`), exactly.
+//!
+//! Which rule a value matches, and the name, labels and help it gives, is
+//! worked out once per place (MBean, keys, attribute) and kept in the plan:
+//! a later scrape reuses it while the value's text is the same, or always
+//! when no rule tried looked at the value (no rules, `cache: true`).
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Mutex, PoisonError};
 
 use serde_json::{json, Value};
 
-use super::config::Module;
-use super::rules::{BeanValue, Leaf, Outcome, Sample};
-use super::values::{leaves, Kind};
+use super::rules::{BeanValue, Leaf, Mapping, Module, Outcome, Sample};
+use super::values::{leaves, platform_open_type, Kind};
 use crate::protocol::ObjectName;
 
 /// What to read of one target for one module.
 #[derive(Debug, Default)]
 pub struct Plan {
     pub beans: Vec<PlannedBean>,
+    /// Each value's mapping from earlier scrapes, by where it was found.
+    mappings: Mutex<HashMap<Place, Remembered>>,
+}
+
+/// Where a value was found: the bean, its attribute (`dates` after
+/// `attributes`) and the value's position among that attribute's leaves.
+type Place = (u32, u32, u32);
+
+/// A mapping made at a place, and what it was made for.
+#[derive(Debug)]
+struct Remembered {
+    /// The leaf's properties, keys, name and attribute labels, hashed: a
+    /// table that grew a row moves values to other positions.
+    leaf: u64,
+    /// The value's text, when the mapping depends on it.
+    value: Option<String>,
+    mapping: Mapping,
 }
 
 #[derive(Debug)]
@@ -68,6 +93,9 @@ pub struct Scraped {
     pub failed: usize,
     /// Samples left out for carrying a label name twice.
     pub duplicate_labels: usize,
+    /// Values matched against the rules in this scrape; the others reused
+    /// an earlier scrape's mapping.
+    pub mapped: usize,
 }
 
 impl Plan {
@@ -92,7 +120,21 @@ impl Plan {
                 }
             }
         }
-        Plan { beans }
+        Plan {
+            beans,
+            mappings: Mutex::default(),
+        }
+    }
+
+    /// About how much memory the plan takes once scrapes have filled in
+    /// its mappings: a kilobyte per attribute, and the names.
+    pub fn estimated_bytes(&self) -> u32 {
+        let bytes: usize = self
+            .beans
+            .iter()
+            .map(|b| 256 + 2 * b.name.len() + 1024 * (b.attributes.len() + b.dates.len()))
+            .sum();
+        u32::try_from(bytes).unwrap_or(u32::MAX)
     }
 
     /// The read requests, JSON items without a target, with what each
@@ -122,6 +164,7 @@ impl Plan {
     /// answer object (`value` and `status`), in the same order.
     pub fn apply(&self, module: &Module, answers: &[(Read, Value)]) -> Scraped {
         let mut scraped = Scraped::default();
+        let mut mappings = self.mappings.lock().unwrap_or_else(PoisonError::into_inner);
         for (read, answer) in answers {
             let ok = answer.get("status").and_then(Value::as_u64) == Some(200);
             match *read {
@@ -163,7 +206,7 @@ impl Plan {
                             record(module, &leaf, &mut scraped);
                         }
                     }
-                    for attribute in &bean.attributes {
+                    for (a, attribute) in bean.attributes.iter().enumerate() {
                         let Some(value) = values.and_then(|v| v.get(attribute.name.as_str()))
                         else {
                             scraped.failed += 1;
@@ -184,13 +227,14 @@ impl Plan {
                             .open_type
                             .as_ref()
                             .map_or(Kind::Declared(&attribute.type_name), Kind::Open);
-                        for found in leaves(
+                        let found = leaves(
                             &bean.properties,
                             &attribute.name,
                             attribute.description.as_deref(),
                             kind,
                             value,
-                        ) {
+                        );
+                        for (k, found) in found.iter().enumerate() {
                             let leaf = Leaf {
                                 domain: &bean.domain,
                                 properties: &found.properties,
@@ -200,7 +244,8 @@ impl Plan {
                                 value: &found.value,
                                 attribute_labels: &attribute_labels,
                             };
-                            record(module, &leaf, &mut scraped);
+                            let place = (b as u32, a as u32, k as u32);
+                            record_at(module, &mut mappings, place, &leaf, &mut scraped);
                         }
                     }
                 }
@@ -228,7 +273,8 @@ impl Plan {
                         value: &value,
                         attribute_labels: &[],
                     };
-                    record(module, &leaf, &mut scraped);
+                    let place = (b as u32, (bean.attributes.len() + d) as u32, 0);
+                    record_at(module, &mut mappings, place, &leaf, &mut scraped);
                 }
             }
         }
@@ -237,7 +283,54 @@ impl Plan {
 }
 
 fn record(module: &Module, leaf: &Leaf<'_>, scraped: &mut Scraped) {
-    match module.record(leaf) {
+    count(module.record(leaf), scraped);
+}
+
+/// A leaf's sample through the mapping remembered at its place, made
+/// (and remembered) when there is none that fits.
+fn record_at(
+    module: &Module,
+    mappings: &mut HashMap<Place, Remembered>,
+    place: Place,
+    leaf: &Leaf<'_>,
+    scraped: &mut Scraped,
+) {
+    let identity = {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            leaf.properties,
+            leaf.attr_keys,
+            leaf.attr_name,
+            leaf.attribute_labels,
+        )
+            .hash(&mut h);
+        h.finish()
+    };
+    let text = leaf.value.java_text();
+    if let Some(r) = mappings.get(&place) {
+        let fits = r.leaf == identity
+            && (r.mapping.value_independent || r.value.as_deref() == Some(&*text));
+        if fits {
+            count(r.mapping.sample(leaf.value), scraped);
+            return;
+        }
+    }
+    let mapping = module.mapping(leaf);
+    scraped.mapped += 1;
+    count(mapping.sample(leaf.value), scraped);
+    let value = (!mapping.value_independent).then(|| text.into_owned());
+    mappings.insert(
+        place,
+        Remembered {
+            leaf: identity,
+            value,
+            mapping,
+        },
+    );
+}
+
+fn count(outcome: Outcome, scraped: &mut Scraped) {
+    match outcome {
         Outcome::Sample(s) => scraped.samples.push(s),
         Outcome::DuplicateLabel(_) => scraped.duplicate_labels += 1,
         Outcome::Nothing => {}
@@ -303,7 +396,11 @@ fn plan_bean(module: &Module, name: &ObjectName, info: &Value) -> Option<Planned
         let planned = PlannedAttribute {
             name: attr.clone(),
             description: a.get("desc").and_then(Value::as_str).map(str::to_string),
-            open_type: a.get("openType").filter(|t| !t.is_null()).cloned(),
+            open_type: a
+                .get("openType")
+                .filter(|t| !t.is_null())
+                .cloned()
+                .or_else(|| platform_open_type(name.domain(), name.properties(), attr, &type_name)),
             type_name,
         };
         if planned.type_name == "java.util.Date" {

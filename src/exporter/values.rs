@@ -115,6 +115,67 @@ fn visit(at: &At<'_>, kind: Kind<'_>, value: &Value, out: &mut Vec<Found>) {
     }
 }
 
+/// The JDK's own open types for platform MXBean attributes that 1.x
+/// agents list without one, so every JVM's default export is the same
+/// whichever generation serves it. Only `GarbageCollector.LastGcInfo`
+/// needs one: its `memoryUsage*Gc` items are maps, which Jolokia writes
+/// like composites. The text is what a 2.x agent lists (`openTypes`).
+pub fn platform_open_type(
+    domain: &str,
+    properties: &[(String, String)],
+    attribute: &str,
+    declared: &str,
+) -> Option<Value> {
+    let garbage_collector = domain == "java.lang"
+        && properties
+            .iter()
+            .any(|(k, v)| k == "type" && v == "GarbageCollector");
+    if !(garbage_collector && attribute == "LastGcInfo" && declared == COMPOSITE) {
+        return None;
+    }
+    const MAP: &str = "java.util.Map<java.lang.String, java.lang.management.MemoryUsage>";
+    let usage = serde_json::json!({
+        "kind": "composite",
+        "type": "java.lang.management.MemoryUsage",
+        "class": COMPOSITE,
+        "desc": "java.lang.management.MemoryUsage",
+        "items": {
+            "init": "java.lang.Long",
+            "committed": "java.lang.Long",
+            "max": "java.lang.Long",
+            "used": "java.lang.Long"
+        }
+    });
+    let map = serde_json::json!({
+        "kind": "tabular",
+        "type": MAP,
+        "class": TABULAR,
+        "desc": MAP,
+        "index": ["key"],
+        "rowType": {
+            "kind": "composite",
+            "type": MAP,
+            "class": COMPOSITE,
+            "desc": MAP,
+            "items": {"key": "java.lang.String", "value": usage}
+        }
+    });
+    Some(serde_json::json!({
+        "kind": "composite",
+        "type": "com.sun.management.GcInfo",
+        "class": COMPOSITE,
+        "desc": "com.sun.management.GcInfo",
+        "items": {
+            "duration": "java.lang.Long",
+            "startTime": "java.lang.Long",
+            "endTime": "java.lang.Long",
+            "id": "java.lang.Long",
+            "memoryUsageBeforeGc": map.clone(),
+            "memoryUsageAfterGc": map
+        }
+    }))
+}
+
 /// The Java type name of a value, where one is known.
 fn type_name(kind: Kind<'_>) -> Option<&str> {
     match kind {

@@ -2,7 +2,6 @@
 //! on the values its test MBeans give, with the same expectations.
 
 use super::*;
-use crate::exporter::config::Module;
 
 const DESC: &str = "Attribute exposed for management";
 

@@ -192,3 +192,85 @@ fn customizers_add_attribute_labels_and_extra_metrics() {
     assert_eq!(extra.value, 1.0);
     assert_eq!(extra.labels, [("Text".to_string(), "value".to_string())]);
 }
+
+/// A plan for one MBean with a counter and a table, and the answers for
+/// given values of both.
+fn remembering(yaml: &str) -> (Module, Plan) {
+    let module = Module::from_yaml("m", yaml).unwrap();
+    let list = json!({"app": {"type=Queue,name=orders": {"attr": {
+        "Depth": {"type": "long", "desc": "Depth"},
+        "Sizes": {"type": "javax.management.openmbean.TabularData", "desc": "Sizes"}}}}});
+    let plan = Plan::from_list(&module, &list);
+    (module, plan)
+}
+
+fn answered(plan: &Plan, depth: i64, sizes: Value) -> Vec<(Read, Value)> {
+    plan.reads()
+        .into_iter()
+        .map(|(r, _)| {
+            (
+                r,
+                json!({"status": 200, "value": {"Depth": depth, "Sizes": sizes}}),
+            )
+        })
+        .collect()
+}
+
+fn sample_texts(scraped: &Scraped) -> Vec<String> {
+    scraped
+        .samples
+        .iter()
+        .map(|s| format!("{}{:?} {}", s.name, s.labels, s.value))
+        .collect()
+}
+
+#[test]
+fn mappings_are_reused_only_where_they_still_hold() {
+    // No rules: nothing looks at values, so every mapping is reused.
+    let (module, plan) = remembering("{}");
+    let first = plan.apply(&module, &answered(&plan, 1, json!({"a": 1})));
+    assert_eq!(first.mapped, 2);
+    let second = plan.apply(&module, &answered(&plan, 2, json!({"a": 5})));
+    assert_eq!(second.mapped, 0);
+    assert_eq!(
+        sample_texts(&second),
+        [
+            "app_Queue_Depth[(\"name\", \"orders\")] 2",
+            "app_Queue_Sizes[(\"name\", \"orders\"), (\"key\", \"a\")] 5"
+        ]
+    );
+    // A row more moves values to other places: each is mapped anew where
+    // its place no longer holds the same leaf.
+    let third = plan.apply(&module, &answered(&plan, 2, json!({"0": 7, "a": 5})));
+    assert_eq!(sample_texts(&third).len(), 3);
+    assert!(sample_texts(&third)
+        .contains(&"app_Queue_Sizes[(\"name\", \"orders\"), (\"key\", \"0\")] 7".to_string()));
+    assert!(third.mapped >= 1);
+
+    // A rule that reads the value: mapped again whenever the value changes,
+    // reused while it doesn't.
+    let (module, plan) = remembering(
+        "rules:\n- pattern: 'app<type=Queue, name=(\\w+)><>Depth: (\\d)$'\n  name: queue_depth_single_digit\n  labels:\n    queue: $1\n- pattern: 'app<type=Queue, name=(\\w+)><>Depth: '\n  name: queue_depth\n",
+    );
+    let small = plan.apply(&module, &answered(&plan, 3, json!({})));
+    assert_eq!(small.samples[0].name, "queue_depth_single_digit");
+    let same = plan.apply(&module, &answered(&plan, 3, json!({})));
+    assert_eq!(same.mapped, 0);
+    assert_eq!(sample_texts(&same), sample_texts(&small));
+    let large = plan.apply(&module, &answered(&plan, 42, json!({})));
+    assert_eq!(large.mapped, 1);
+    assert_eq!(sample_texts(&large), ["queue_depth[] 42"]);
+
+    // `cache: true`: the rule sees `<cache>`, so its mapping holds for
+    // every value.
+    let (module, plan) = remembering(
+        "rules:\n- pattern: 'app<type=Queue, name=(\\w+)><>Depth'\n  name: queue_depth\n  cache: true\n  labels:\n    queue: $1\n",
+    );
+    plan.apply(&module, &answered(&plan, 1, json!({})));
+    let again = plan.apply(&module, &answered(&plan, 9, json!({})));
+    assert_eq!(again.mapped, 0);
+    assert_eq!(
+        sample_texts(&again),
+        ["queue_depth[(\"queue\", \"orders\")] 9"]
+    );
+}

@@ -216,3 +216,58 @@ fn iso_dates_with_offsets() {
     assert_eq!(iso_seconds("2019-11-09T02:52:25-0500"), Some(1573285945.0));
     assert_eq!(iso_seconds("yesterday"), None);
 }
+
+/// A 1.x agent lists `LastGcInfo` as plain composite data; the JDK's own
+/// open type makes its memory maps tables, as jmx_exporter sees them.
+#[test]
+fn last_gc_info_from_a_1x_agent_is_read_with_the_jdks_open_type() {
+    let bean = props(&[("name", "Copy"), ("type", "GarbageCollector")]);
+    let open = platform_open_type("java.lang", &bean, "LastGcInfo", COMPOSITE)
+        .expect("LastGcInfo has a known type");
+    let value = json!({"id": 3, "memoryUsageAfterGc": {
+        "Eden Space": {"init": 1, "committed": 2, "max": -1, "used": 4}}});
+    let found = leaves(&bean, "LastGcInfo", None, Kind::Open(&open), &value);
+    let with_key = props(&[
+        ("name", "Copy"),
+        ("type", "GarbageCollector"),
+        ("key", "Eden Space"),
+    ]);
+    let keys = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        shape(&found),
+        vec![
+            (bean.clone(), keys(&["LastGcInfo"]), "id".into(), n(3)),
+            (
+                with_key.clone(),
+                keys(&["LastGcInfo", "memoryUsageAfterGc"]),
+                "committed".into(),
+                n(2)
+            ),
+            (
+                with_key.clone(),
+                keys(&["LastGcInfo", "memoryUsageAfterGc"]),
+                "init".into(),
+                n(1)
+            ),
+            (
+                with_key.clone(),
+                keys(&["LastGcInfo", "memoryUsageAfterGc"]),
+                "max".into(),
+                n(-1)
+            ),
+            (
+                with_key,
+                keys(&["LastGcInfo", "memoryUsageAfterGc"]),
+                "used".into(),
+                n(4)
+            ),
+        ]
+    );
+    assert_eq!(
+        found[1].description.as_deref(),
+        Some("java.lang.management.MemoryUsage")
+    );
+    assert!(platform_open_type("java.lang", &bean, "CollectionCount", "long").is_none());
+    let other = props(&[("type", "Memory")]);
+    assert!(platform_open_type("java.lang", &other, "LastGcInfo", COMPOSITE).is_none());
+}
