@@ -28,6 +28,14 @@ pub struct ToolLabels {
     pub result: String,
 }
 
+/// One target's Prometheus scrape: the module (a configured name) and how
+/// it ended (`ok`, `error`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScrapeLabels {
+    pub module: String,
+    pub result: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TypeLabel {
     pub r#type: String,
@@ -111,6 +119,8 @@ pub struct Metrics {
     pub audit_sinks: crate::audit::ship::metrics::SinkMetrics,
     pub reloads: Family<StatusLabel, Counter>,
     pub mcp_tool_calls: Family<ToolLabels, Counter>,
+    /// Targets scraped through the Prometheus endpoint.
+    pub prometheus_scrapes: Family<ScrapeLabels, Counter>,
     /// Open client connections, by the serving worker that holds them.
     pub client_connections: Family<WorkerLabel, Gauge>,
 }
@@ -141,6 +151,7 @@ impl Metrics {
             audit_sinks: Default::default(),
             reloads: Family::default(),
             mcp_tool_calls: Family::default(),
+            prometheus_scrapes: Family::default(),
             client_connections: Family::default(),
             registry: Registry::default(),
         };
@@ -153,6 +164,11 @@ impl Metrics {
             "mcp_tool_calls",
             "MCP tool calls, by tool and result (ok, error, refused)",
             m.mcp_tool_calls.clone(),
+        );
+        registry.register(
+            "prometheus_target_scrapes",
+            "Targets scraped through the Prometheus endpoint, by module and result (ok, error)",
+            m.prometheus_scrapes.clone(),
         );
         registry.register(
             "items",

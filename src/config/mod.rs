@@ -82,6 +82,9 @@ pub struct Config {
     /// The MCP endpoint for AI assistants.
     #[serde(default)]
     pub mcp: crate::pipeline::mcp::config::McpConfig,
+    /// The Prometheus scrape endpoint and its rules files.
+    #[serde(default)]
+    pub prometheus: crate::pipeline::prometheus::config::PrometheusConfig,
 }
 
 /// `[log]`: the log on stderr.
@@ -405,6 +408,7 @@ impl Config {
         }
         problems.extend(crate::access::problems(&self.roles, &self.access));
         problems.extend(self.mcp.problems());
+        problems.extend(self.prometheus.problems());
         if self.server.listen.is_none() && self.server.tls.is_none() {
             problems.push(
                 "server: no listener; set server.listen (HTTP) or [server.tls] (HTTPS)".into(),

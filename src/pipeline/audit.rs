@@ -38,12 +38,15 @@ pub struct Who<'a> {
 pub enum Channel {
     /// An MCP tool call (`[mcp]`).
     Mcp,
+    /// A Prometheus scrape (`[prometheus]`).
+    Prometheus,
 }
 
 impl Channel {
     pub fn as_str(self) -> &'static str {
         match self {
             Channel::Mcp => "mcp",
+            Channel::Prometheus => "prometheus",
         }
     }
 }

@@ -28,6 +28,7 @@ pub mod listen;
 pub mod mcp;
 pub mod merge;
 pub mod parse;
+pub mod prometheus;
 pub mod respond;
 pub mod route;
 pub mod state;
@@ -180,6 +181,8 @@ enum Addressed {
     Mcp,
     /// `/jmxgate/explain`.
     Explain,
+    /// The Prometheus scrape endpoint (`[prometheus] path`).
+    Prometheus,
 }
 
 /// A request the pre-phase let in: how its URL addresses the fleet, the
@@ -224,6 +227,7 @@ impl Refused<'_> {
             .collect();
         let recorded = self
             .audit(
+                None,
                 "request",
                 decision,
                 e.status,
@@ -243,6 +247,7 @@ impl Refused<'_> {
     #[allow(clippy::too_many_arguments)]
     async fn audit(
         &self,
+        channel: Option<audit::Channel>,
         event: &'static str,
         decision: &'static str,
         status: u16,
@@ -257,7 +262,7 @@ impl Refused<'_> {
             roles,
             client: self.client,
             latency: self.started.elapsed(),
-            channel: None,
+            channel,
             tool: None,
         };
         let record = audit::RequestRecord {
@@ -426,6 +431,17 @@ impl Gateway {
                 };
                 return self.explain(&state, asked, body, &refused).await;
             }
+            Addressed::Prometheus => {
+                let scraper = prometheus::Scraper {
+                    principal: &principal,
+                    held: &held,
+                    chain: &chain,
+                    origin: origin.as_deref(),
+                };
+                return self
+                    .prometheus_http(&state, &parts, scraper, &refused)
+                    .await;
+            }
             Addressed::Proxy | Addressed::Virtual(_) => {}
         }
         let parsed = self
@@ -456,26 +472,25 @@ impl Gateway {
         };
         let local =
             |command: &Command| self.answer_locally(&state, &held, command, &headers, conn.tls);
-        let mut items = self.route_and_authorize(&state, &caller, addressing, &parsed, local);
         // CORS and JSONP, per item: the roles that reach each item's
         // target must admit the page's origin.
-        let cors = cors
-            && origin
-                .as_deref()
-                .is_none_or(|o| targets_admit(&access, &held, &items, o));
-        if parsed.query.get("callback").is_some() {
-            if let Err(e) = jsonp_admitted(&access, &held, &items, &headers) {
-                return refused.answer(&access, &e, None, cors).await;
+        let browser_check = |items: &Items| {
+            let cors = cors
+                && origin
+                    .as_deref()
+                    .is_none_or(|o| targets_admit(&access, &held, items, o));
+            if parsed.query.get("callback").is_some() {
+                jsonp_admitted(&access, &held, items, &headers).map_err(|e| (e, cors))?;
             }
-        }
-        let dispatched = dispatch::dispatch(
-            items.take_jobs(),
-            &self.metrics,
-            state.list_cache.as_ref(),
-            self.max_agent_exchanges,
-        )
-        .await;
-        let merged = items.merge(dispatched, &parsed);
+            Ok(cors)
+        };
+        let ran = self
+            .run_items(&state, &caller, addressing, &parsed, local, browser_check)
+            .await;
+        let (cors, merged) = match ran {
+            Ok(ran) => ran,
+            Err((e, cors)) => return refused.answer(&access, &e, None, cors).await,
+        };
         let who = audit::Who {
             request_id,
             principal: &principal,
@@ -595,6 +610,7 @@ impl Gateway {
         let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
         let recorded = refused
             .audit(
+                None,
                 "explain",
                 "allowed",
                 200,
@@ -666,6 +682,32 @@ impl Gateway {
                 ),
             )),
         }
+    }
+
+    /// Steps 4 to 7 for parsed items, the one place every door runs them:
+    /// route and authorize for the caller, the door's own check of what
+    /// was decided (`gate`: CORS and JSONP at `/jolokia`, the page's
+    /// origin at `/mcp`; nothing is sent when it refuses), dispatch and
+    /// merge. The door then audits and answers.
+    async fn run_items<T, E>(
+        &self,
+        state: &State,
+        caller: &Caller<'_>,
+        addressing: Addressing<'_>,
+        parsed: &parse::Parsed,
+        answer_locally: impl Fn(&Command) -> Response,
+        gate: impl FnOnce(&Items) -> Result<T, E>,
+    ) -> Result<(T, Vec<(Response, Vec<items::AuditRow>)>), E> {
+        let mut items = self.route_and_authorize(state, caller, addressing, parsed, answer_locally);
+        let passed = gate(&items)?;
+        let dispatched = dispatch::dispatch(
+            items.take_jobs(),
+            &self.metrics,
+            state.list_cache.as_ref(),
+            self.max_agent_exchanges,
+        )
+        .await;
+        Ok((passed, items.merge(dispatched, parsed)))
     }
 
     /// Steps 4 and 5, route and authorize, for every item: each gets its
@@ -914,7 +956,7 @@ impl Gateway {
         request_id: &str,
     ) -> Result<Admission<'_>, Box<HttpResponse<Body>>> {
         let (addressed, rest) = self
-            .addressing(&state.mcp, parts.uri.path())
+            .addressing(&state.mcp, &state.prometheus.config, parts.uri.path())
             .map_err(|e| Box::new(respond::http_error(&e, headers, true)))?;
         if let Some(log) = &self.audit {
             if let Err(reason) = log.health().check() {
@@ -1006,6 +1048,7 @@ impl Gateway {
     fn addressing(
         &self,
         mcp: &mcp::McpConfig,
+        prometheus: &prometheus::PrometheusConfig,
         path: &str,
     ) -> Result<(Addressed, String), HttpError> {
         if mcp.enabled && path == mcp.path {
@@ -1013,6 +1056,9 @@ impl Gateway {
         }
         if path == EXPLAIN_PATH {
             return Ok((Addressed::Explain, String::new()));
+        }
+        if prometheus.enabled && path == prometheus.path {
+            return Ok((Addressed::Prometheus, String::new()));
         }
         let not_found = || {
             HttpError::new(

@@ -26,6 +26,8 @@ pub struct State {
     pub list_cache: Option<super::dispatch::list_cache::ListCache>,
     /// `[mcp]`: where assistants connect, how big a tool result may be.
     pub mcp: super::mcp::config::McpConfig,
+    /// `[prometheus]`: the scrape endpoint, its modules and plans.
+    pub prometheus: super::prometheus::exporter::Exporter,
 }
 
 impl State {
@@ -75,6 +77,7 @@ impl State {
             max_targets_per_item: config.server.max_targets_per_item,
             list_cache: super::dispatch::list_cache::ListCache::new(&config.list_cache),
             mcp: config.mcp.clone(),
+            prometheus: super::prometheus::exporter::Exporter::new(&config.prometheus)?,
         })
     }
 }

@@ -41,7 +41,7 @@ use tower::ServiceExt as _;
 
 use super::authenticate::Principal;
 use super::state::State;
-use super::{audit, authorize, dispatch, parse, respond, route, Caller, Gateway, HttpError};
+use super::{audit, authorize, parse, respond, route, Caller, Gateway, HttpError};
 use crate::access::Role;
 use answer::{Answered, Outcome};
 use tools::{Call, ToolName};
@@ -552,31 +552,33 @@ impl Gateway {
                 caller.scheme == "https",
             )
         };
-        let mut items = self.route_and_authorize(state, &judged_as, addressing, &parsed, local);
         // A browser page's origin must be admitted by the roles that reach
         // the call's targets, not only by some role of the caller.
-        if let Some(origin) = caller.origin.as_deref() {
-            if !super::targets_admit(&state.access, &caller.held, &items, origin) {
-                let e = HttpError::new(
+        let origin_check = |items: &super::items::Items| {
+            match caller.origin.as_deref() {
+            Some(origin) if !super::targets_admit(&state.access, &caller.held, items, origin) => {
+                Err(HttpError::new(
                     403,
                     "jmxgate.OriginNotAllowed",
                     format!(
                         "Origin {origin} is not admitted by the <cors> of your roles that reach this target"
                     ),
-                );
+                ))
+            }
+            _ => Ok(()),
+        }
+        };
+        let ran = self
+            .run_items(state, &judged_as, addressing, &parsed, local, origin_check)
+            .await;
+        let merged = match ran {
+            Ok(((), merged)) => merged,
+            Err(e) => {
                 self.audit_refused_call(caller, tool.as_str(), 403, &e.error_type, &e.message)
                     .await;
                 return Err(e);
             }
-        }
-        let dispatched = dispatch::dispatch(
-            items.take_jobs(),
-            &self.metrics,
-            state.list_cache.as_ref(),
-            self.max_agent_exchanges,
-        )
-        .await;
-        let merged = items.merge(dispatched, &parsed);
+        };
         let roles = caller.role_names();
         let who = caller.who(&roles, tool.as_str(), started.elapsed());
         self.audit_items(state, &who, &parsed, &merged).await?;

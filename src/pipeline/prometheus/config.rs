@@ -1,0 +1,163 @@
+//! `[prometheus]`: the scrape endpoint's own section of the configuration
+//! (a leaf: `config` composes it without importing the door), and its
+//! modules compiled from their rules files.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::exporter::Module;
+
+/// `[prometheus]`: the multi-target scrape endpoint on every listener.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PrometheusConfig {
+    /// Serve scrapes at all.
+    pub enabled: bool,
+    /// Where, on the gateway's listeners.
+    pub path: String,
+    /// The label naming each sample's target.
+    pub target_label: String,
+    /// Taken off the scraper's `X-Prometheus-Scrape-Timeout-Seconds`, so
+    /// the answer is written before the scraper gives up.
+    #[serde(with = "humantime_serde")]
+    pub timeout_offset: Duration,
+    /// The time a scrape may take when the scraper doesn't say.
+    #[serde(with = "humantime_serde")]
+    pub default_timeout: Duration,
+    /// Targets scraped at once for one selector.
+    pub max_concurrent_targets: usize,
+    /// Memory for plans and the rule mappings scrapes remember (about a
+    /// kilobyte per attribute); the least used go first.
+    pub plan_cache_bytes: u64,
+    /// Rules files by name (`module=` of a scrape).
+    pub modules: Vec<ModuleConfig>,
+}
+
+/// One `[[prometheus.modules]]`: a jmx_exporter configuration file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleConfig {
+    pub name: String,
+    /// A jmx_exporter YAML configuration, read unchanged.
+    pub rules_file: PathBuf,
+}
+
+impl Default for PrometheusConfig {
+    fn default() -> Self {
+        PrometheusConfig {
+            enabled: true,
+            path: "/prometheus".into(),
+            target_label: "target".into(),
+            timeout_offset: Duration::from_millis(500),
+            default_timeout: Duration::from_secs(10),
+            max_concurrent_targets: 32,
+            plan_cache_bytes: 256 << 20,
+            modules: Vec::new(),
+        }
+    }
+}
+
+/// The module a scrape without `module=` uses.
+pub const DEFAULT_MODULE: &str = "default";
+
+impl PrometheusConfig {
+    /// Every problem with the section, each naming its key.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !self.path.starts_with('/') || self.path.len() < 2 {
+            problems.push(format!(
+                "prometheus.path: {:?} must be a path below the root, like \"/prometheus\"",
+                self.path
+            ));
+        }
+        let legal = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        if self.target_label.is_empty()
+            || !self.target_label.chars().all(legal)
+            || self.target_label.starts_with(|c: char| c.is_ascii_digit())
+            || self.target_label.starts_with("__")
+        {
+            problems.push(format!(
+                "prometheus.target_label: {:?} is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)",
+                self.target_label
+            ));
+        }
+        if self.max_concurrent_targets == 0 {
+            problems.push("prometheus.max_concurrent_targets: must be greater than zero".into());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, m) in self.modules.iter().enumerate() {
+            if m.name.is_empty() {
+                problems.push(format!("prometheus.modules[{i}].name: must not be empty"));
+            } else if !seen.insert(m.name.as_str()) {
+                problems.push(format!(
+                    "prometheus.modules[{i}].name: \"{}\" is used twice",
+                    m.name
+                ));
+            }
+            // Every rules file is read and compiled now, so a check names
+            // each broken one.
+            if let Err(e) = compile(i, m) {
+                problems.push(e);
+            }
+        }
+        problems
+    }
+
+    /// The modules by name, each rules file read and compiled; the error
+    /// names the module, the file and what is wrong in it.
+    pub fn modules(&self) -> Result<Modules, String> {
+        let mut by_name = HashMap::new();
+        for (i, m) in self.modules.iter().enumerate() {
+            let module = compile(i, m)?;
+            for key in &module.ignored {
+                tracing::info!(
+                    module = %m.name,
+                    "prometheus: rules file {}: ignoring {key}",
+                    m.rules_file.display()
+                );
+            }
+            by_name.insert(m.name.clone(), Arc::new(module));
+        }
+        // Without modules: jmx_exporter's no-rules default export.
+        if !by_name.contains_key(DEFAULT_MODULE) && self.modules.is_empty() {
+            let module = Module::from_yaml(DEFAULT_MODULE, "{}").expect("the empty configuration");
+            by_name.insert(DEFAULT_MODULE.to_string(), Arc::new(module));
+        }
+        Ok(Modules { by_name })
+    }
+}
+
+/// One module's rules file, read and compiled; the error names the
+/// module, the file and what is wrong in it.
+fn compile(index: usize, m: &ModuleConfig) -> Result<Module, String> {
+    let at = format!(
+        "prometheus.modules[{index}] ({}): rules_file {}",
+        m.name,
+        m.rules_file.display()
+    );
+    let text = std::fs::read_to_string(&m.rules_file).map_err(|e| format!("{at}: {e}"))?;
+    Module::from_yaml(&m.name, &text).map_err(|e| format!("{at}: {e}"))
+}
+
+/// The compiled modules of a configuration.
+#[derive(Debug, Default)]
+pub struct Modules {
+    by_name: HashMap<String, Arc<Module>>,
+}
+
+impl Modules {
+    pub fn get(&self, name: &str) -> Option<&Arc<Module>> {
+        self.by_name.get(name)
+    }
+
+    /// The names, sorted, for messages.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+}

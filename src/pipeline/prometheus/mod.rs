@@ -1,0 +1,462 @@
+//! The Prometheus door: `GET [prometheus] path?target=<name or
+//! selector>&module=<rules file>`, the multi-target exporter convention
+//! (as blackbox_exporter's `/probe`). The caller passes the same admission
+//! and authentication as a Jolokia request (`Gateway::run`); each target
+//! it reaches is then scraped through the shared phases
+//! (`Gateway::run_items`: route, authorize, dispatch, merge) in two
+//! round trips, a `list` (through the shared list cache) and one bulk of
+//! reads (`exporter::scrape`), and its samples made with the module's
+//! jmx_exporter rules. One audit record per target and scrape, with
+//! `"channel":"prometheus"`.
+//!
+//! A target that fails or refuses is a sample, `jmx_scrape_error 1`, not a
+//! failed HTTP request, so the others' samples still arrive; a scrape
+//! answers within the scraper's `X-Prometheus-Scrape-Timeout-Seconds`
+//! with what it has.
+
+pub mod config;
+pub mod exporter;
+
+pub use config::PrometheusConfig;
+pub use exporter::Exporter;
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use futures::StreamExt as _;
+use http::{HeaderMap, HeaderValue, Method, Response as HttpResponse};
+use serde_json::{json, Value};
+
+use super::state::State;
+use super::{audit, authorize, parse, respond, route, Caller, Gateway, HttpError, Judged, Refused};
+use crate::access::Role;
+use crate::exporter::exposition::{Exposition, Format};
+use crate::exporter::scrape::{Plan, Read};
+use crate::exporter::Module;
+use crate::fleet::Target;
+use crate::principal::Principal;
+
+/// Who scrapes, as authentication and `scope` left them.
+pub(super) struct Scraper<'a> {
+    pub principal: &'a Principal,
+    pub held: &'a [Arc<Role>],
+    pub chain: &'a [String],
+    pub origin: Option<&'a str>,
+}
+
+/// How one target's scrape went.
+struct TargetScrape {
+    name: String,
+    samples: Vec<crate::exporter::rules::Sample>,
+    /// `None` when it went well; else the item status and why.
+    error: Option<(u16, String)>,
+    denied: usize,
+    failed: usize,
+    dropped: usize,
+    mbeans: usize,
+    seconds: f64,
+}
+
+impl TargetScrape {
+    fn failed(name: &str, status: u16, why: String, started: Instant) -> TargetScrape {
+        TargetScrape {
+            name: name.to_string(),
+            samples: Vec::new(),
+            error: Some((status, why)),
+            denied: 0,
+            failed: 0,
+            dropped: 0,
+            mbeans: 0,
+            seconds: started.elapsed().as_secs_f64(),
+        }
+    }
+}
+
+impl Gateway {
+    /// One scrape: the targets the caller reaches, scraped concurrently
+    /// within the deadline, their samples in one answer.
+    pub(super) async fn prometheus_http(
+        &self,
+        state: &Arc<State>,
+        parts: &http::request::Parts,
+        scraper: Scraper<'_>,
+        refused: &Refused<'_>,
+    ) -> HttpResponse<Body> {
+        let exporter = &state.prometheus;
+        let access = &state.access;
+        if parts.method != Method::GET && parts.method != Method::HEAD {
+            let e = HttpError::new(405, "jmxgate.MethodNotAllowed", "GET the metrics");
+            return refused.answer(access, &e, None, false).await;
+        }
+        let query: Vec<(String, String)> =
+            url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+                .into_owned()
+                .collect();
+        let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
+        let Some(target) = param("target").filter(|t| !t.trim().is_empty()) else {
+            let e = HttpError::bad_request(
+                "Say which target to scrape: ?target=<name>, a glob (orders-*) or a label selector (env=prod)",
+            );
+            return refused.answer(access, &e, None, false).await;
+        };
+        let module_name = param("module").unwrap_or(config::DEFAULT_MODULE);
+        let Some(module) = exporter.modules.get(module_name).cloned() else {
+            let e = HttpError::bad_request(format!(
+                "No module {module_name:?}; configured: {} ([[prometheus.modules]])",
+                exporter.modules.names().join(", ")
+            ));
+            return refused.answer(access, &e, Some(target), false).await;
+        };
+        let headers = refused.headers;
+        let format = Format::negotiate(
+            headers
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok()),
+        );
+        let deadline = Instant::now() + scrape_budget(headers, &exporter.config);
+        let facts = authorize::RequestFacts {
+            method: "GET",
+            chain: scraper.chain,
+            origin: scraper.origin,
+            scheme: "http",
+        };
+        let caller = Caller {
+            access,
+            principal: scraper.principal,
+            roles: scraper.held,
+            facts: &facts,
+        };
+        let (targets, mut results) = match self.scrape_targets(state, &caller, target) {
+            Ok(found) => found,
+            Err(e) => return refused.answer(access, &e, Some(target), false).await,
+        };
+        let scrapes = futures::stream::iter(targets)
+            .map(|t| {
+                let (caller, module) = (&caller, &module);
+                async move {
+                    let started = Instant::now();
+                    let budget = tokio::time::Instant::from_std(deadline);
+                    match tokio::time::timeout_at(
+                        budget,
+                        self.scrape_one(state, caller, &t, module),
+                    )
+                    .await
+                    {
+                        Ok(scraped) => scraped,
+                        Err(_) => TargetScrape::failed(
+                            &t.name,
+                            504,
+                            "did not answer within the scrape timeout".into(),
+                            started,
+                        ),
+                    }
+                }
+            })
+            .buffer_unordered(exporter.config.max_concurrent_targets);
+        results.extend(scrapes.collect::<Vec<_>>().await);
+        results.sort_by(|a, b| a.name.cmp(&b.name));
+        let roles: Vec<String> = scraper.held.iter().map(|r| r.name.clone()).collect();
+        if let Err(e) = self
+            .audit_scrapes(refused, module_name, &roles, &results)
+            .await
+        {
+            return respond::http_error(&e, headers, false);
+        }
+        let body = exposition(results, &exporter.config.target_label, format);
+        let mut resp = HttpResponse::new(Body::from(body));
+        let headers = resp.headers_mut();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static(format.content_type()),
+        );
+        respond::no_store(headers);
+        resp
+    }
+
+    /// The targets a scrape's `target` names that the caller may list, and
+    /// a failed scrape for each one it reaches but may not list. A name
+    /// the caller doesn't reach is an HTTP 404, as anywhere else.
+    fn scrape_targets(
+        &self,
+        state: &State,
+        caller: &Caller<'_>,
+        target: &str,
+    ) -> Result<(Vec<Arc<Target>>, Vec<TargetScrape>), HttpError> {
+        let item = json!([{"type": "list", "target": {"url": target}}]);
+        let parsed = parse::parse_post(item.to_string().as_bytes(), None, 1)?;
+        let addressing = route::Addressing::Proxy {
+            default_target: None,
+        };
+        let now = Instant::now();
+        match self.judge(state, caller, addressing, &parsed.items[0]) {
+            Judged::Agent { target, .. } => Ok((vec![target], Vec::new())),
+            Judged::Group { outcomes, .. } => {
+                let mut reached = Vec::new();
+                let mut refused = Vec::new();
+                for (t, outcome) in outcomes {
+                    match outcome {
+                        Ok(_) => reached.push(t),
+                        Err((e, _)) => {
+                            refused.push(TargetScrape::failed(&t.name, e.status, e.message, now))
+                        }
+                    }
+                }
+                Ok((reached, refused))
+            }
+            // Denied by policy on a target the caller reaches: a failed
+            // scrape of it, saying why.
+            Judged::Failed {
+                target: Some(name),
+                error,
+                rule: Some(_),
+                hidden: false,
+            } if name != "gateway" => Ok((
+                Vec::new(),
+                vec![TargetScrape::failed(
+                    &name,
+                    error.status,
+                    error.message,
+                    now,
+                )],
+            )),
+            Judged::Failed { error, .. } => Err(HttpError::new(
+                error.status,
+                &error.error_type,
+                error.message,
+            )),
+            Judged::Local { .. } => Err(HttpError::bad_request("Name a target to scrape")),
+        }
+    }
+
+    /// One target: its `list` (with open types, names in registration
+    /// order), the plan for it, the reads, the samples.
+    async fn scrape_one(
+        &self,
+        state: &State,
+        caller: &Caller<'_>,
+        target: &Target,
+        module: &Arc<Module>,
+    ) -> TargetScrape {
+        let started = Instant::now();
+        let list = json!({"type": "list", "target": {"url": target.name},
+                          "config": {"canonicalNaming": false, "openTypes": true}});
+        let answers = match self.scrape_items(state, caller, &[list]).await {
+            Ok(a) => a,
+            Err(e) => return TargetScrape::failed(&target.name, e.status, e.message, started),
+        };
+        let Some(listed) = answers.into_iter().next() else {
+            return TargetScrape::failed(&target.name, 502, "no answer".into(), started);
+        };
+        if listed.status() != Some(200) {
+            let status = listed.status().unwrap_or(502);
+            return TargetScrape::failed(&target.name, status, listed.error_text(), started);
+        }
+        let Some(raw) = listed.get("value") else {
+            return TargetScrape::failed(
+                &target.name,
+                502,
+                "a list answer without a value".into(),
+                started,
+            );
+        };
+        let key = {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (&target.name, &module.name, raw.get()).hash(&mut h);
+            h.finish()
+        };
+        let plan = match state.prometheus.plans.get(&key) {
+            Some(plan) => plan,
+            None => {
+                let value: Value = match serde_json::from_str(raw.get()) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        return TargetScrape::failed(
+                            &target.name,
+                            502,
+                            format!("the agent's MBean list could not be read: {e}"),
+                            started,
+                        )
+                    }
+                };
+                let plan = Arc::new(Plan::from_list(module, &value));
+                state.prometheus.plans.insert(key, plan.clone());
+                plan
+            }
+        };
+        let reads = plan.reads();
+        let items: Vec<Value> = reads
+            .iter()
+            .map(|(_, r)| {
+                let mut r = r.clone();
+                r["target"] = json!({ "url": target.name });
+                r
+            })
+            .collect();
+        let answers = if items.is_empty() {
+            Vec::new()
+        } else {
+            match self.scrape_items(state, caller, &items).await {
+                Ok(a) => a,
+                Err(e) => return TargetScrape::failed(&target.name, e.status, e.message, started),
+            }
+        };
+        let answered: Vec<(Read, Value)> = reads
+            .iter()
+            .zip(&answers)
+            .map(|((read, _), answer)| {
+                let value = answer
+                    .get("value")
+                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                    .unwrap_or(Value::Null);
+                (
+                    *read,
+                    json!({"status": answer.status().unwrap_or(502), "value": value}),
+                )
+            })
+            .collect();
+        let scraped = plan.apply(module, &answered);
+        TargetScrape {
+            name: target.name.clone(),
+            samples: scraped.samples,
+            error: None,
+            denied: scraped.denied,
+            failed: scraped.failed,
+            dropped: scraped.duplicate_labels,
+            mbeans: plan.beans.len(),
+            seconds: started.elapsed().as_secs_f64(),
+        }
+    }
+
+    /// The scrape's own items through route, authorize, dispatch and
+    /// merge, for the caller; audited per scrape, not per item.
+    async fn scrape_items(
+        &self,
+        state: &State,
+        caller: &Caller<'_>,
+        items: &[Value],
+    ) -> Result<Vec<crate::protocol::Response>, HttpError> {
+        let body = serde_json::to_vec(items).expect("JSON values serialise");
+        let parsed = parse::parse_post(&body, None, usize::MAX)?;
+        let no_headers = HeaderMap::new();
+        let local = |command: &crate::protocol::Command| {
+            self.answer_locally(state, caller.roles, command, &no_headers, false)
+        };
+        let addressing = route::Addressing::Proxy {
+            default_target: None,
+        };
+        let ((), merged) = self
+            .run_items(state, caller, addressing, &parsed, local, |_| {
+                Ok::<_, HttpError>(())
+            })
+            .await?;
+        Ok(merged.into_iter().map(|(answer, _)| answer).collect())
+    }
+
+    /// One record per target scraped, and the scrape metrics.
+    async fn audit_scrapes(
+        &self,
+        refused: &Refused<'_>,
+        module: &str,
+        roles: &[String],
+        results: &[TargetScrape],
+    ) -> Result<(), HttpError> {
+        for r in results {
+            let (decision, status) = match &r.error {
+                None => ("allowed", 200),
+                Some((status @ (403 | 404), _)) => ("denied", *status),
+                Some((status, _)) => ("allowed", *status),
+            };
+            let note = match &r.error {
+                None => format!(
+                    "module {module}: {} samples from {} MBeans; {} attributes denied, {} failed, {} samples dropped",
+                    r.samples.len(),
+                    r.mbeans,
+                    r.denied,
+                    r.failed,
+                    r.dropped
+                ),
+                Some((_, why)) => format!("module {module}: scrape failed: {why}"),
+            };
+            self.metrics
+                .prometheus_scrapes
+                .get_or_create(&crate::metrics::ScrapeLabels {
+                    module: module.to_string(),
+                    result: if r.error.is_none() { "ok" } else { "error" }.into(),
+                })
+                .inc();
+            refused
+                .audit(
+                    Some(audit::Channel::Prometheus),
+                    "scrape",
+                    decision,
+                    status,
+                    None,
+                    Some(&r.name),
+                    roles,
+                    &note,
+                )
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// How long a scrape may take: the scraper's own timeout less the offset,
+/// else the default; at least a tenth of a second.
+fn scrape_budget(headers: &HeaderMap, config: &PrometheusConfig) -> Duration {
+    let told = headers
+        .get("x-prometheus-scrape-timeout-seconds")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| Duration::from_secs_f64(s.min(3600.0)));
+    match told {
+        Some(t) => t.saturating_sub(config.timeout_offset),
+        None => config.default_timeout,
+    }
+    .max(Duration::from_millis(100))
+}
+
+/// Every target's samples and the gateway's own per target: whether the
+/// scrape failed, how long it took, what the policy left out.
+fn exposition(results: Vec<TargetScrape>, target_label: &str, format: Format) -> String {
+    let mut e = Exposition::default();
+    for r in results {
+        let labels = [(target_label.to_string(), r.name.clone())];
+        let samples = r.samples.len();
+        e.add_target(r.samples, &labels);
+        e.add_gauge(
+            "jmx_scrape_error",
+            "Non-zero if this scrape failed.",
+            &labels,
+            if r.error.is_some() { 1.0 } else { 0.0 },
+        );
+        e.add_gauge(
+            "jmx_scrape_duration_seconds",
+            "Time this JMX scrape took, in seconds.",
+            &labels,
+            r.seconds,
+        );
+        e.add_gauge(
+            "jmxgate_scrape_denied_attributes",
+            "Attributes the caller's policy did not let this scrape read.",
+            &labels,
+            r.denied as f64,
+        );
+        e.add_gauge(
+            "jmxgate_scrape_failed_attributes",
+            "Attributes the agent could not read in this scrape.",
+            &labels,
+            r.failed as f64,
+        );
+        e.add_gauge(
+            "jmxgate_scrape_samples",
+            "Samples this scrape produced for the target.",
+            &labels,
+            samples as f64,
+        );
+    }
+    e.write(format)
+}
