@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what jmxgate's demo and tests need, only if missing: from Debian,
 # Java 17 and a real Jolokia 1.7.1 agent (jolokia-core in embedded Jetty 9),
-# Chromium, and rsyslog with its GnuTLS driver (the syslog collector of
-# tests/audit_syslog.rs); the real Jolokia and MCP clients of tests/clients/ (npm ci
-# there, and a Python venv with the PyPI clients).
+# Chromium, rsyslog with its GnuTLS driver (the syslog collector of
+# tests/audit_syslog.rs) and Prometheus (the scraper of tests/prometheus.rs);
+# the real Jolokia and MCP clients of tests/clients/ (npm ci there, and a
+# Python venv with the PyPI clients).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libjolokia-core-java libjetty9-java libservlet-api-java chromium rsyslog rsyslog-gnutls)
+packages=(libjolokia-core-java libjetty9-java libservlet-api-java chromium rsyslog rsyslog-gnutls prometheus)
 command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || packages+=(python3-venv)
@@ -79,6 +80,19 @@ for v in 2.6.0 2.6.1-SNAPSHOT; do
         echo "==> no Jolokia $v agent at $jar: its tests will be skipped (set JMXGATE_JOLOKIA2_DIR)"
     fi
 done
+
+# jmx_exporter's Java agent, the reference tests/prometheus.rs compares
+# the Prometheus door with: ../shared/prometheus beside the repository, or
+# JMXGATE_JMX_EXPORTER_JAR (a released jmx_prometheus_javaagent jar serves).
+exporter_jar="${JMXGATE_JMX_EXPORTER_JAR:-../shared/prometheus/jmx_prometheus_javaagent-1.6.0.jar}"
+if [ -f "$exporter_jar" ]; then
+    echo "==> jmx_exporter agent: $exporter_jar"
+elif [ -n "${CI:-}" ]; then
+    echo "install-deps: no jmx_exporter agent at $exporter_jar (CI needs ../shared/prometheus)" >&2
+    exit 1
+else
+    echo "==> no jmx_exporter agent at $exporter_jar: the comparisons with it will be skipped (set JMXGATE_JMX_EXPORTER_JAR)"
+fi
 
 # The Hawtio console of tests/hawtio.rs: @hawtio/react with React,
 # PatternFly 6 and react-router, esbuild and playwright-core, as locked

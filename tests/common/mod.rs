@@ -294,11 +294,37 @@ impl Agent {
     /// options (`user=u`, `policyLocation=file:///…`). Panics when its jar
     /// is missing: check `Generation::available` first.
     pub fn start_v2(generation: Generation, name: &str, options: &[&str]) -> Agent {
+        Agent::launch_v2(generation, name, options, &[], &[])
+    }
+
+    /// A test JVM of `generation` with more JVM options (another
+    /// `-javaagent`) and more arguments for its main class
+    /// (`--exporter-mbeans true`).
+    pub fn start_in_jvm(
+        generation: Generation,
+        name: &str,
+        jvm_options: &[String],
+        args: &[&str],
+    ) -> Agent {
+        match generation {
+            Generation::V1 => Agent::launch_v1(name, jvm_options, args),
+            g => Agent::launch_v2(g, name, &[], jvm_options, args),
+        }
+    }
+
+    fn launch_v2(
+        generation: Generation,
+        name: &str,
+        options: &[&str],
+        jvm_options: &[String],
+        args: &[&str],
+    ) -> Agent {
         let jar = generation.jar().expect("a 2.x generation");
         let (classes, _) = launcher_classes();
         let mut agent_options = vec!["port=0", "host=127.0.0.1", "discoveryEnabled=false"];
         agent_options.extend(options);
         let mut child = test_jvm()
+            .args(jvm_options)
             .arg(format!(
                 "-javaagent:{}={}",
                 jar.display(),
@@ -308,6 +334,7 @@ impl Agent {
             .arg(classes)
             .arg("Agent2")
             .args(["--name", name])
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -341,8 +368,13 @@ impl Agent {
 
     /// A 1.7.1 agent in embedded Jetty; `extra` are Launcher flags.
     pub fn start_with(name: &str, extra: &[&str]) -> Agent {
+        Agent::launch_v1(name, &[], extra)
+    }
+
+    fn launch_v1(name: &str, jvm_options: &[String], extra: &[&str]) -> Agent {
         let (classes, cp) = launcher_classes();
         let mut child = test_jvm()
+            .args(jvm_options)
             .arg("-cp")
             .arg(format!("{}:{cp}", classes.display()))
             .arg("Launcher")

@@ -1,0 +1,734 @@
+//! The Prometheus door against real agents: jmx_exporter's own Java agent
+//! in the same JVM as the reference (../shared/prometheus), a real
+//! Prometheus server scraping through the multi-target recipe with basic
+//! auth, policies and the audit, errors, formats and timeouts.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{audit_records, direct, targets_toml, Agent, Gateway, Generation};
+use serde_json::{json, Value};
+
+const TYPES: &str = "jmxgate.test:type=Types";
+
+/// jmx_exporter's Java agent, built from upstream (../shared/prometheus, or
+/// JMXGATE_JMX_EXPORTER_JAR). Outside CI a missing jar skips the
+/// comparisons; in CI it fails them.
+fn exporter_jar() -> Option<PathBuf> {
+    let jar = std::env::var_os("JMXGATE_JMX_EXPORTER_JAR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../shared/prometheus/jmx_prometheus_javaagent-1.6.0.jar")
+        });
+    if jar.is_file() {
+        return Some(jar);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "no jmx_exporter agent at {} (CI needs ../shared/prometheus)",
+        jar.display()
+    );
+    eprintln!("SKIPPED: no jmx_exporter agent at {}", jar.display());
+    None
+}
+
+fn rules_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/exporter/{name}"))
+}
+
+/// A test JVM with the test MBeans and jmx_exporter's MBeans, its Jolokia
+/// agent of the generation under test and, with `rules`, jmx_exporter's
+/// agent on its own port reading that rules file. The port too.
+fn jvm(name: &str, rules: Option<(&Path, &Path)>) -> (Agent, Option<u16>) {
+    let mut options = Vec::new();
+    let mut port = None;
+    if let Some((jar, rules)) = rules {
+        let p = common::free_port();
+        options.push(format!(
+            "-javaagent:{}=127.0.0.1:{p}:{}",
+            jar.display(),
+            rules.display()
+        ));
+        port = Some(p);
+    }
+    let agent = Agent::start_in_jvm(
+        Generation::under_test(),
+        name,
+        &options,
+        &["--exporter-mbeans", "true"],
+    );
+    (agent, port)
+}
+
+/// An exposition's samples, `(name, labels without target) → value`, and
+/// its families' TYPE and HELP.
+#[derive(Debug, Default)]
+struct Parsed {
+    samples: BTreeMap<(String, String), f64>,
+    types: BTreeMap<String, String>,
+    helps: BTreeMap<String, String>,
+}
+
+fn parse_exposition(text: &str) -> Parsed {
+    let mut p = Parsed::default();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (n, t) = rest.split_once(' ').unwrap();
+            p.types.insert(n.into(), t.into());
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (n, h) = rest.split_once(' ').unwrap();
+            p.helps.insert(n.into(), h.into());
+            continue;
+        }
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let (name, labels) = match series.split_once('{') {
+            Some((n, l)) => (n, l.trim_end_matches('}')),
+            None => (series, ""),
+        };
+        let labels: BTreeSet<String> = split_labels(labels)
+            .into_iter()
+            .filter(|l| !l.starts_with("target="))
+            .collect();
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v.parse().unwrap_or_else(|_| panic!("value of {line}")),
+        };
+        p.samples.insert(
+            (
+                name.into(),
+                labels.into_iter().collect::<Vec<_>>().join(","),
+            ),
+            value,
+        );
+    }
+    p
+}
+
+/// `a="x",b="y, z"` into its `name="value"` parts.
+fn split_labels(text: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted, mut escaped) = (Vec::new(), String::new(), false, false);
+    for c in text.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                out.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// The part of a default HELP after the attribute's (or open type's)
+/// description: `domain:name=…,type=…,attribute=…`.
+fn help_tail(help: &str) -> &str {
+    match help.rfind(":name=") {
+        Some(at) => &help[help[..at].rfind(' ').map_or(0, |s| s + 1)..],
+        None => help,
+    }
+}
+
+fn is_own_or_client_java(name: &str) -> bool {
+    ["jvm_", "jmx_", "jmxgate_scrape_", "process_"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// Values of MBeans that don't change while the JVM runs or scrapes.
+fn is_stable(name: &str) -> bool {
+    !name.starts_with("java_lang_") && !name.starts_with("java_nio_") && !name.starts_with("jolokia_")
+        && !name.starts_with("JMImplementation")
+        // Counts the scrapes' own reads.
+        && !name.starts_with("jmxgate_test_Counter")
+}
+
+/// What jmx_exporter and the gateway say of the same JVM, with one
+/// rules file, are the same samples, types and values; HELP may differ
+/// only in the description of values inside composite and tabular data
+/// (Jolokia doesn't report composite types' descriptions for standard
+/// MBeans). Samples are compared again a few times: the JVM's own MBeans
+/// (a GC's LastGcInfo) can change between the two scrapes.
+async fn compare_with_jmx_exporter(module: &str, rules: &Path, documented: &[&str]) {
+    let Some(jar) = exporter_jar() else { return };
+    let (agent, port) = jvm(&format!("prom-{module}"), Some((&jar, rules)));
+    let gw = Gateway::start(&format!(
+        "{}[[prometheus.modules]]\nname = \"{module}\"\nrules_file = \"{}\"\n",
+        targets_toml(&[&agent]),
+        rules.display()
+    ))
+    .await;
+    // A collection fills every collector's LastGcInfo (maps inside a
+    // composite: the JDK's open type for 1.x agents).
+    direct(
+        &agent,
+        &json!({"type":"exec","mbean":"java.lang:type=Memory","operation":"gc"}),
+    )
+    .await;
+    let reference_url = format!("http://127.0.0.1:{}/metrics", port.unwrap());
+    let mut last = String::new();
+    for attempt in 0..4 {
+        let reference = parse_exposition(&common::get_text(&gw.http, &reference_url).await);
+        let ours_text = common::get_text(
+            &gw.http,
+            &gw.url(&format!(
+                "/prometheus?target={}&module={module}",
+                agent.name
+            )),
+        )
+        .await;
+        let ours = parse_exposition(&ours_text);
+        let keys = |p: &Parsed| -> BTreeSet<(String, String)> {
+            p.samples
+                .keys()
+                .filter(|(n, _)| !is_own_or_client_java(n))
+                .filter(|(n, l)| !documented.iter().any(|d| n.starts_with(d) || l.contains(d)))
+                .cloned()
+                .collect()
+        };
+        let (want, have) = (keys(&reference), keys(&ours));
+        if want != have {
+            last = format!(
+                "only jmx_exporter: {:#?}\nonly the gateway: {:#?}",
+                want.difference(&have).collect::<Vec<_>>(),
+                have.difference(&want).collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(300 * (attempt + 1))).await;
+            continue;
+        }
+        assert!(!want.is_empty(), "{module}: no samples at all");
+        if module == "default" {
+            assert!(
+                want.iter()
+                    .any(|(n, l)| n.contains("_LastGcInfo_memoryUsageAfterGc_")
+                        && l.contains("key=")),
+                "no LastGcInfo samples"
+            );
+        }
+        for key in &want {
+            if is_stable(&key.0) {
+                assert_eq!(
+                    reference.samples[key], ours.samples[key],
+                    "{module}: {key:?}"
+                );
+            }
+            let family = key.0.trim_end_matches("_total");
+            let (t_ref, t_ours) = (
+                reference.types.get(family).or(reference.types.get(&key.0)),
+                ours.types.get(family).or(ours.types.get(&key.0)),
+            );
+            assert_eq!(t_ref, t_ours, "{module}: TYPE of {}", key.0);
+            let (h_ref, h_ours) = (
+                reference.helps.get(family).or(reference.helps.get(&key.0)),
+                ours.helps.get(family).or(ours.helps.get(&key.0)),
+            );
+            if let (Some(a), Some(b)) = (h_ref, h_ours) {
+                let (a, b) = (help_tail(a), help_tail(b));
+                if a != b {
+                    // A family fed by several MBeans or attributes takes
+                    // the first one's HELP, and neither side's order is
+                    // defined (jmx_exporter's is the MBean server's name
+                    // set, 1.x lists attributes in hash order). The
+                    // domain is the same.
+                    let domain = |h: &str| h.split_once(':').map(|(d, _)| d.to_string());
+                    assert_eq!(
+                        domain(a),
+                        domain(b),
+                        "{module}: HELP of {}: {a} / {b}",
+                        key.0
+                    );
+                }
+            }
+        }
+        return;
+    }
+    panic!("{module}: the sample sets differ:\n{last}");
+}
+
+/// Known differences where the agent can't tell what jmx_exporter sees
+/// (README, "Prometheus"): 1.x agents report no open types, so a nested
+/// MXBean map reads as composite data.
+fn documented_for_generation() -> &'static [&'static str] {
+    if Generation::under_test().is_v2() {
+        &[]
+    } else {
+        &["Hadoop_DataNodeInfo_DatanodeNetworkCounts"]
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_default_export_matches_jmx_exporters_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("empty.yml");
+    std::fs::write(&rules, "{}\n").unwrap();
+    compare_with_jmx_exporter("default", &rules, documented_for_generation()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn product_rules_match_jmx_exporters_own() {
+    for product in ["kafka", "tomcat", "cassandra"] {
+        compare_with_jmx_exporter(product, &rules_file(&format!("{product}.yml")), &[]).await;
+    }
+}
+
+/// The product rules give the samples their authors meant, with values
+/// the agent holds.
+#[tokio::test(flavor = "multi_thread")]
+async fn product_rules_give_plausible_samples() {
+    let (agent, _) = jvm("products", None);
+    let modules: String = ["kafka", "tomcat", "cassandra"]
+        .iter()
+        .map(|m| {
+            format!(
+                "[[prometheus.modules]]\nname = \"{m}\"\nrules_file = \"{}\"\n",
+                rules_file(&format!("{m}.yml")).display()
+            )
+        })
+        .collect();
+    let gw = Gateway::start(&format!("{}{modules}", targets_toml(&[&agent]))).await;
+    let scrape = |module: &str| {
+        let url = gw.url(&format!(
+            "/prometheus?target={}&module={module}",
+            agent.name
+        ));
+        let http = gw.http.clone();
+        async move { parse_exposition(&common::get_text(&http, &url).await) }
+    };
+    let kafka = scrape("kafka").await;
+    let count = direct(
+        &agent,
+        &json!({"type":"read","mbean":"kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,topic=orders","attribute":"Count"}),
+    )
+    .await["value"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(
+        kafka.samples[&(
+            "kafka_server_brokertopicmetrics_messagesin_total".into(),
+            "topic=\"orders\"".into()
+        )],
+        count
+    );
+    // client_java strips the reserved `_info` suffix from a gauge's name,
+    // and jmx_exporter with it.
+    assert!(
+        kafka.samples.contains_key(&(
+            "kafka_server_app".into(),
+            "clientid=\"broker-1\",version=\"3.6.1\"".into()
+        )),
+        "{:#?}",
+        kafka.samples
+    );
+    let tomcat = scrape("tomcat").await;
+    assert_eq!(
+        tomcat.samples[&(
+            "tomcat_requestcount_total".into(),
+            "port=\"8080\",protocol=\"http-nio\"".into()
+        )],
+        321.0
+    );
+    assert_eq!(
+        tomcat.samples[&(
+            "tomcat_max_request_seconds".into(),
+            "port=\"8080\",protocol=\"http-nio\"".into()
+        )],
+        0.12
+    );
+    let cassandra = scrape("cassandra").await;
+    assert_eq!(
+        cassandra.samples[&(
+            "cassandra_clientrequest_latency_seconds".into(),
+            "quantile=\"0.99\",scope=\"Read\"".into()
+        )],
+        1834.5 * 0.000001
+    );
+    assert_eq!(
+        cassandra.samples[&(
+            "cassandra_table_livediskspaceused".into(),
+            "keyspace=\"shop\",scope=\"users\"".into()
+        )],
+        123456789.0
+    );
+}
+
+/// Prometheus itself (Debian's package) scrapes the gateway with the
+/// multi-target recipe and basic auth; its stored series hold the values
+/// the agents hold.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_prometheus_scrapes_two_targets_through_the_gateway() {
+    let Some(prometheus) = which("prometheus") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no prometheus binary (scripts/install-deps.sh installs it)"
+        );
+        eprintln!("SKIPPED: no prometheus binary");
+        return;
+    };
+    let [a, b, ..] = common::shared_agents();
+    let dir = tempfile::tempdir().unwrap();
+    let users = common::users_file(dir.path(), &[("scraper", "scraper-pw", &["monitoring"])]);
+    let gw = Gateway::start(&common::basic_auth_config(
+        &users,
+        &format!(
+            "{}[[roles]]\nname = \"monitoring\"\ntargets = [\"*\"]\n",
+            targets_toml(&[a, b])
+        ),
+    ))
+    .await;
+    let port = common::free_port();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: jvms\n    metrics_path: /prometheus\n\
+             \x20   params:\n      module: [default]\n    basic_auth:\n      username: scraper\n      password: scraper-pw\n\
+             \x20   static_configs:\n      - targets: [\"{}\", \"{}\"]\n    relabel_configs:\n\
+             \x20     - source_labels: [__address__]\n        target_label: __param_target\n\
+             \x20     - source_labels: [__param_target]\n        target_label: instance\n\
+             \x20     - target_label: __address__\n        replacement: \"{}\"\n",
+            a.name, b.name, gw.addr
+        ),
+    )
+    .unwrap();
+    let mut server = std::process::Command::new(prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start prometheus");
+    let _kill = KillOnDrop(&mut server);
+    let http = common::http_client();
+    let query = |q: String| {
+        let (http, url) = (
+            http.clone(),
+            format!("http://127.0.0.1:{port}/api/v1/query"),
+        );
+        async move {
+            let url =
+                url::Url::parse_with_params(&url, [("query", q)]).map_err(|e| e.to_string())?;
+            let r = http.get(url).send().await.map_err(|e| e.to_string())?;
+            let v: Value = serde_json::from_str(&r.text().await.map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(v["data"]["result"].clone())
+        }
+    };
+    for agent in [a, b] {
+        let want = direct(
+            agent,
+            &json!({"type":"read","mbean":TYPES,"attribute":"LongMax"}),
+        )
+        .await["value"]
+            .as_f64()
+            .unwrap();
+        let series = format!(
+            "jmxgate_test_Types_LongMax{{target=\"{}\",job=\"jvms\"}}",
+            agent.name
+        );
+        let got = common::eventually(
+            &format!("{series} in Prometheus"),
+            Duration::from_secs(60),
+            || {
+                let q = query(series.clone());
+                async move {
+                    let result = q.await?;
+                    result[0]["value"][1]
+                        .as_str()
+                        .and_then(|v| v.parse::<f64>().ok())
+                        .ok_or(format!("{result}"))
+                }
+            },
+        )
+        .await;
+        assert_eq!(got, want, "{}", agent.name);
+        let up = query(format!("up{{job=\"jvms\",instance=\"{}\"}}", agent.name))
+            .await
+            .unwrap();
+        assert_eq!(up[0]["value"][1], "1", "{up}");
+        let error = query(format!("jmx_scrape_error{{target=\"{}\"}}", agent.name))
+            .await
+            .unwrap();
+        assert_eq!(error[0]["value"][1], "0", "{error}");
+    }
+}
+
+struct KillOnDrop<'a>(&'a mut std::process::Child);
+
+impl Drop for KillOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn which(cmd: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(cmd))
+        .find(|p| p.is_file())
+}
+
+/// jmx_exporter's own example configs, when a checkout's `examples/` is
+/// named by JMXGATE_EXPORTER_EXAMPLES (they are not in ../shared/, and
+/// this repository keeps none of their text): every one loads unchanged,
+/// and kafka-2_0_0.yml, tomcat.yml and cassandra.yml give the same
+/// samples as jmx_exporter's agent for the product-like test MBeans.
+#[tokio::test(flavor = "multi_thread")]
+async fn jmx_exporters_example_configs_when_given() {
+    let Some(dir) = std::env::var_os("JMXGATE_EXPORTER_EXAMPLES").map(PathBuf::from) else {
+        eprintln!("JMXGATE_EXPORTER_EXAMPLES not set: jmx_exporter's example configs not tried");
+        return;
+    };
+    let mut loaded = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yml" | "yaml")
+        ) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let module = jmxgate::exporter::Module::from_yaml(&name, &text);
+        if text.contains("\nhostPort:") || text.starts_with("hostPort:") {
+            // A standalone exporter's config: refused, naming the target settings.
+            let e = module
+                .err()
+                .unwrap_or_else(|| panic!("{name}: hostPort accepted"));
+            assert!(e.contains("`url`"), "{name}: {e}");
+            continue;
+        }
+        module.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        loaded += 1;
+    }
+    assert!(loaded >= 3, "no example configs in {}", dir.display());
+    for example in ["kafka-2_0_0", "tomcat", "cassandra"] {
+        let path = dir.join(format!("{example}.yml"));
+        compare_with_jmx_exporter(example, &path, &[]).await;
+    }
+}
+
+/// A scraper role whose policy denies one attribute never sees it: the
+/// sample is missing, the denial counted, one audit record per target.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_policy_leaves_denied_attributes_out_and_each_scrape_is_audited() {
+    let [a, b, ..] = common::shared_agents();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("scraper.xml");
+    std::fs::write(
+        &policy,
+        format!("<restrict><deny><mbean><name>{TYPES}</name><attribute>Int</attribute></mbean></deny></restrict>"),
+    )
+    .unwrap();
+    let users = common::users_file(dir.path(), &[("scraper", "pw", &["scraper"])]);
+    let gw = Gateway::start(&common::basic_auth_config(
+        &users,
+        &format!(
+            "{}[[roles]]\nname = \"scraper\"\ntargets = [\"*\"]\npolicy = \"{}\"\n\n[audit]\ndir = \"{}\"\n",
+            targets_toml(&[a, b]),
+            policy.display(),
+            dir.path().join("audit").display()
+        ),
+    ))
+    .await;
+    let text = gw
+        .http
+        .get(gw.url(&format!(
+            "/prometheus?target={}*",
+            &a.name[..a.name.len() - 1]
+        )))
+        .basic_auth("scraper", Some("pw"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let scraped = parse_exposition(&text);
+    assert!(
+        !scraped
+            .samples
+            .keys()
+            .any(|(n, _)| n == "jmxgate_test_Types_Int"),
+        "{text}"
+    );
+    assert!(scraped
+        .samples
+        .keys()
+        .any(|(n, _)| n == "jmxgate_test_Types_LongMax"));
+    assert!(
+        text.contains(&format!(
+            "jmxgate_scrape_denied_attributes{{target=\"{}\"}} 1.0",
+            a.name
+        )),
+        "{text}"
+    );
+    let records = audit_records(&dir.path().join("audit"));
+    let scrapes: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["channel"] == "prometheus" && r["event"] == "scrape")
+        .collect();
+    assert!(
+        scrapes.iter().any(|r| r["target"] == a.name.as_str()),
+        "{records:#?}"
+    );
+    assert!(scrapes
+        .iter()
+        .all(|r| r["principal"] == "scraper" && r["status"] == 200));
+    assert!(
+        scrapes[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("1 attributes denied"),
+        "{:?}",
+        scrapes[0]
+    );
+    // One record per scrape and target, none per attribute.
+    assert!(
+        !records.iter().any(|r| r["event"] == "item"),
+        "{records:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn errors_are_clear_and_a_failing_target_does_not_fail_the_scrape() {
+    let [a, ..] = common::shared_agents();
+    let hostile = common::hostile::HostileAgent::start();
+    let gw = Gateway::start(&format!(
+        "{}{}\n",
+        targets_toml(&[a]),
+        hostile.targets_toml("request_timeout = \"5s\"\nmax_response_bytes = 1048576")
+    ))
+    .await;
+    let get = |path: &str, headers: &[(&str, &str)]| {
+        let mut r = gw.http.get(gw.url(path));
+        for (k, v) in headers {
+            r = r.header(*k, *v);
+        }
+        async move {
+            let r = r.send().await.unwrap();
+            let status = r.status().as_u16();
+            let ctype = r
+                .headers()
+                .get("content-type")
+                .map(|v| v.to_str().unwrap().to_string());
+            (status, ctype, r.text().await.unwrap())
+        }
+    };
+    let (status, _, text) = get("/prometheus", &[]).await;
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("?target="), "{text}");
+    let (status, _, text) = get(&format!("/prometheus?target={}&module=nope", a.name), &[]).await;
+    assert_eq!(status, 400);
+    assert!(
+        text.contains("No module \\\"nope\\\"") && text.contains("default"),
+        "{text}"
+    );
+    let (status, _, _) = get("/prometheus?target=no-such-target", &[]).await;
+    assert_eq!(status, 404);
+    // Every hostile behaviour: an error sample, the real agent's samples
+    // still there, within the scrape timeout the scraper gave.
+    let started = std::time::Instant::now();
+    let (status, ctype, text) = get(
+        "/prometheus?target=*",
+        &[("x-prometheus-scrape-timeout-seconds", "3")],
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        ctype.as_deref(),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    let scraped = parse_exposition(&text);
+    assert!(
+        text.contains(&format!("jmx_scrape_error{{target=\"{}\"}} 0.0", a.name)),
+        "{text}"
+    );
+    for b in common::hostile::Behaviour::ALL {
+        assert!(
+            text.contains(&format!("jmx_scrape_error{{target=\"{}\"}} 1.0", b.name())),
+            "{}: {text}",
+            b.name()
+        );
+    }
+    assert!(scraped
+        .samples
+        .keys()
+        .any(|(n, _)| n == "jmxgate_test_Types_LongMax"));
+    // OpenMetrics when asked for.
+    let (_, ctype, text) = get(
+        &format!("/prometheus?target={}", a.name),
+        &[("accept", "application/openmetrics-text; version=1.0.0")],
+    )
+    .await;
+    assert_eq!(
+        ctype.as_deref(),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    assert!(text.ends_with("# EOF\n"), "{}", &text[text.len() - 100..]);
+    assert!(text.contains("# TYPE jmx_scrape_error gauge\n"));
+}
+
+/// Two scrapers (an HA pair of Prometheus servers) scraping one target and
+/// module at once cost the agent one exchange: `SlowReads` counts its own
+/// reads, so both scrapes seeing the same count means one read.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_scrapes_of_one_target_share_one_agent_exchange() {
+    let agent = Agent::start("prom-flight");
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("slow.yml");
+    std::fs::write(
+        &rules,
+        "includeObjectNames: ['jmxgate.test:type=Counter']\n\
+         includeObjectNameAttributes:\n  'jmxgate.test:type=Counter': [SlowReads]\n",
+    )
+    .unwrap();
+    let gw = Gateway::start(&format!(
+        "{}[[prometheus.modules]]\nname = \"slow\"\nrules_file = \"{}\"\n",
+        targets_toml(&[&agent]),
+        rules.display()
+    ))
+    .await;
+    let url = gw.url(&format!("/prometheus?target={}&module=slow", agent.name));
+    // A first scrape fills the list cache and the plan.
+    common::get_text(&gw.http, &url).await;
+    let (a, b) = tokio::join!(
+        common::get_text(&gw.http, &url),
+        common::get_text(&gw.http, &url)
+    );
+    let count = |text: &str| {
+        parse_exposition(text).samples
+            [&("jmxgate_test_Counter_SlowReads".to_string(), String::new())]
+    };
+    assert_eq!(count(&a), count(&b), "{a}\n{b}");
+    let slow = json!({"type":"read","mbean":"jmxgate.test:type=Counter","attribute":"SlowReads"});
+    let next = direct(&agent, &slow).await["value"].as_f64().unwrap();
+    assert_eq!(next, count(&a) + 1.0, "one agent read for both scrapes");
+}
