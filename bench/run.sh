@@ -14,7 +14,11 @@
 # ../shared/jolokia or JMXGATE_JOLOKIA2_DIR; skipped without it), whose
 # kept-alive connections stall 44 ms per answer: directly with keep-alive,
 # directly with Connection: close, through jmxgate and through nginx, at 1
-# and 16 clients. jmxgate runs with Basic
+# and 16 clients; then Prometheus scrapes of a JVM with about 5,000
+# readable values (600 MBeans, bench/exporter-rules.yml) through the
+# gateway's /prometheus next to jmx_exporter's own agent in the same JVM
+# (../shared/prometheus or JMXGATE_JMX_EXPORTER_JAR; skipped without it),
+# and of 100 targets through one selector. jmxgate runs with Basic
 # authentication, a restrictor policy and the durable audit log on.
 #
 # The JVM agent is warmed up first (WARMUP seconds per request kind), and
@@ -71,7 +75,7 @@ gw_port=$(free_port); floor_port=$(free_port)
 mkfifo "$work/agent.stdin"
 sleep infinity >"$work/agent.stdin" & pids+=($!)
 java -Xmx256m -XX:+UseParallelGC -cp "$work/classes:$cp" Launcher --port "$agent_port" --name bench \
-    <"$work/agent.stdin" >"$work/agent.out" 2>"$work/agent.log" & pids+=($!)
+    <"$work/agent.stdin" >"$work/agent.out" 2>"$work/agent.log" & agent_pid=$!; pids+=($agent_pid)
 for _ in $(seq 1 100); do grep -q READY "$work/agent.out" 2>/dev/null && break; sleep 0.2; done
 grep -q READY "$work/agent.out" || { echo "agent did not start" >&2; exit 1; }
 # A second agent for a large application: 6000 more MBeans, a list answer
@@ -80,6 +84,21 @@ java -Xmx1g -XX:+UseParallelGC -cp "$work/classes:$cp" Launcher --port "$big_por
     <"$work/agent.stdin" >"$work/big.out" 2>"$work/big.log" & pids+=($!)
 for _ in $(seq 1 150); do grep -q READY "$work/big.out" 2>/dev/null && break; sleep 0.2; done
 grep -q READY "$work/big.out" || { echo "the large agent did not start" >&2; exit 1; }
+
+# The JVM the Prometheus scrapes read: 600 MBeans of about eight values,
+# with jmx_exporter's agent beside Jolokia when its jar is there.
+exporter_jar="${JMXGATE_JMX_EXPORTER_JAR:-../shared/prometheus/jmx_prometheus_javaagent-1.6.0.jar}"
+prom_port=$(free_port); exporter_port=$(free_port)
+exporter_agent=()
+if [ -f "$exporter_jar" ]; then
+    exporter_agent=(-javaagent:"$exporter_jar=127.0.0.1:$exporter_port:$PWD/bench/exporter-rules.yml")
+else
+    echo "note: no $exporter_jar; the jmx_exporter column is skipped (set JMXGATE_JMX_EXPORTER_JAR)" >&2
+fi
+java -Xmx512m -XX:+UseParallelGC "${exporter_agent[@]}" -cp "$work/classes:$cp" Launcher --port "$prom_port" \
+    --name prom --many-mbeans 600 <"$work/agent.stdin" >"$work/prom.out" 2>"$work/prom.log" & prom_pid=$!; pids+=($prom_pid)
+for _ in $(seq 1 150); do grep -q READY "$work/prom.out" 2>/dev/null && break; sleep 0.2; done
+grep -q READY "$work/prom.out" || { echo "the Prometheus agent did not start" >&2; exit 1; }
 
 # A Jolokia 2.6.0 JVM agent with the same test MBeans.
 jolokia2_jar="${JMXGATE_JOLOKIA2_DIR:-../shared/jolokia}/jolokia-agent-jvm-2.6.0.jar"
@@ -214,7 +233,24 @@ TOML
     for i in $(seq 0 49); do
         printf '[[targets]]\nname = "fan-%02d"\nurl = "http://127.0.0.1:%s/jolokia/fan%02d"\n' "$i" "$agent_port" "$i"
     done
+    cat <<TOML
+[[targets]]
+name = "prom"
+url = "http://127.0.0.1:$prom_port/jolokia"
+[[prometheus.modules]]
+name = "bench"
+rules_file = "$PWD/bench/exporter-rules.yml"
+[[prometheus.modules]]
+name = "default"
+rules_file = "$work/empty-rules.yml"
+TOML
+    # 100 targets for one selector: a stand-in fleet, each a path of the
+    # one small agent (a real agent each would need 100 JVMs here).
+    for i in $(seq 0 99); do
+        printf '[[targets]]\nname = "fleet-%02d"\nurl = "http://127.0.0.1:%s/jolokia/fleet%02d"\n' "$i" "$agent_port" "$i"
+    done
 } >"$work/gateway.toml"
+echo '{}' >"$work/empty-rules.yml"
 target/release/jmxgate serve --config "$work/gateway.toml" 2>"$work/gateway.log" & gw_pid=$!; pids+=($gw_pid)
 for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$gw_port/" && break; sleep 0.1; done
 
@@ -368,6 +404,42 @@ ok=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); print(sum(1 fo
 fan_best=$(printf '%s\n' "${fan_times[@]}" | sort -n | head -1)
 echo "  answers with status 200: $ok; times: ${fan_times[*]} s"
 
+# Prometheus: sequential scrapes (as Prometheus makes them), each timed;
+# the CPU the gateway and the JVM spend per scrape.
+scrape_rows="$work/scrapes.txt"
+: >"$scrape_rows"
+# scrape LABEL URL COUNT JVM_PID [AUTH]: mean seconds per scrape, gateway
+# and JVM CPU ms per scrape, samples in the last answer.
+scrape() {
+    local i t total=0 g0 g1 j0 j1 samples
+    local args=(-s -o "$work/scrape.out" -w '%{time_total}')
+    [ -n "${5:-}" ] && args+=(-H "Authorization: $5")
+    curl "${args[@]}" "$2" >/dev/null # plans, caches and the JIT warm up unmeasured
+    curl "${args[@]}" "$2" >/dev/null
+    g0=$(cpu_ticks "$gw_pid"); j0=$(cpu_ticks "$4")
+    for i in $(seq 1 "$3"); do
+        t=$(curl "${args[@]}" "$2")
+        total=$(python3 -c "print($total + $t)")
+    done
+    g1=$(cpu_ticks "$gw_pid"); j1=$(cpu_ticks "$4")
+    samples=$(grep -c '^[a-zA-Z_]' "$work/scrape.out" || true)
+    printf '%s|%s|%s|%s|%s\n' "$1" "$(python3 -c "print($total / $3)")" \
+        "$(( (g1 - g0) * 1000 / ticks_per_s / $3 ))" "$(( (j1 - j0) * 1000 / ticks_per_s / $3 ))" "$samples" >>"$scrape_rows"
+    tail -1 "$scrape_rows"
+}
+echo "==> Prometheus: a JVM with about 5,000 values, 20 scrapes each way"
+P="http://127.0.0.1:$gw_port/prometheus"
+if [ ${#exporter_agent[@]} -gt 0 ]; then
+    scrape "jmx_exporter /metrics (in the JVM)" "http://127.0.0.1:$exporter_port/metrics" 20 "$prom_pid"
+fi
+scrape "jmxgate /prometheus" "$P?target=prom&module=bench" 20 "$prom_pid" "$auth"
+if [ ${#exporter_agent[@]} -gt 0 ]; then
+    scrape "jmx_exporter /metrics (in the JVM)" "http://127.0.0.1:$exporter_port/metrics" 20 "$prom_pid"
+fi
+scrape "jmxgate /prometheus" "$P?target=prom&module=bench" 20 "$prom_pid" "$auth"
+echo "==> Prometheus: 100 targets through one selector (default module), 5 scrapes"
+scrape "jmxgate /prometheus?target=fleet-* (100 targets)" "$P?target=fleet-*" 5 "$agent_pid" "$auth"
+
 if [ -n "$jolokia2_jar" ]; then
     A2="http://127.0.0.1:$agent2_port/jolokia"
     G2="http://127.0.0.1:$gw_port/jolokia/targets/agent2"
@@ -388,7 +460,7 @@ if [ -n "$jolokia2_jar" ]; then
     threads="${saved[0]}"; connections="${saved[1]}"
 fi
 
-python3 - "$results" "$rss_kb" "$fan_best" "$ok" "$duration" "$connections" "$threads" "$rss_small_kb" "$rss_shared_kb" "$rounds" "$workers" >bench/results.md <<'PY'
+python3 - "$results" "$rss_kb" "$fan_best" "$ok" "$duration" "$connections" "$threads" "$rss_small_kb" "$rss_shared_kb" "$rounds" "$workers" "$scrape_rows" >bench/results.md <<'PY'
 import sys, datetime, platform, os, re
 rss_kb, fan_best, ok, duration, conns, threads, rss_small_kb, rss_shared_kb, rounds = sys.argv[2:11]
 def ms(t):  # wrk's 745.00us / 1.54ms / 5.42s
@@ -447,6 +519,28 @@ print(f"\nGateway peak RSS: {int(rss_small_kb) / 1024:.0f} MiB before the 10 MB 
 print(f"\nFan-out: a bulk of 1000 items over 50 targets whose slowest answers after 500 ms: "
       f"{float(fan_best) * 1000:.0f} ms ({float(fan_best) / 0.5:.2f} x the slowest agent's delay); "
       f"{ok.split()[0] if ' ' in ok else ok} items answered with status 200.")
+scrapes = {}
+for line in open(sys.argv[12]):
+    if line.strip():
+        label, secs, gw_ms, jvm_ms, samples = line.strip().split("|")
+        scrapes.setdefault(label, []).append((float(secs), int(gw_ms), int(jvm_ms), int(samples)))
+if scrapes:
+    print("\nPrometheus scrapes, one after another as Prometheus makes them (the mean over the runs; "
+          "CPU per scrape in the gateway and in the scraped JVM(s)):\n")
+    print("| scrape | time per scrape | samples | gateway CPU per scrape | JVM CPU per scrape |")
+    print("|---|---|---|---|---|")
+    for label, rs in scrapes.items():
+        n = len(rs)
+        secs, gw, jvm = (sum(r[i] for r in rs) / n for i in range(3))
+        gw_cell = "-" if label.startswith("jmx_exporter") else f"{gw:.0f} ms"
+        print(f"| {label} | {secs * 1000:.0f} ms | {rs[-1][3]:,} | {gw_cell} | {jvm:.0f} ms |")
+    ref = scrapes.get("jmx_exporter /metrics (in the JVM)")
+    ours = scrapes.get("jmxgate /prometheus")
+    if ref and ours:
+        r = sum(x[0] for x in ref) / len(ref)
+        o = sum(x[0] for x in ours) / len(ours)
+        print(f"\nThrough the gateway a scrape of the 5,000-value JVM takes {o / r:.2f} x jmx_exporter's own "
+              f"(same JVM, same rules file; its count includes client_java's own jvm_* samples).")
 PY
 echo
 cat bench/results.md
