@@ -133,7 +133,8 @@ async fn bearer_callers_get_the_tools_of_their_roles() {
             "list_targets",
             "search_mbeans",
             "describe_mbean",
-            "read_attributes"
+            "read_attributes",
+            "fleet_summary"
         ]
     );
     let all = tool_names(&gw, Some(&ops)).await;

@@ -22,6 +22,7 @@ pub mod mcp_bridge;
 mod render;
 
 use crate::client::{JolokiaClient, JolokiaError, Poller};
+use crate::protocol::reduce::{Op, Reduce};
 use crate::protocol::Request;
 
 #[derive(Args, Debug, Clone, Default)]
@@ -62,15 +63,68 @@ pub struct ConnectOpts {
     pub json: bool,
 }
 
+/// A reduction over the targets a selector reaches (at most one).
+#[derive(Args, Debug, Clone, Default)]
+#[group(multiple = false)]
+pub struct ReduceOpts {
+    /// The N targets with the largest values.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// The N targets with the smallest values.
+    #[arg(long, value_name = "N")]
+    pub bottom: Option<usize>,
+    /// The sum of the targets' values.
+    #[arg(long)]
+    pub sum: bool,
+    /// The smallest value and its target.
+    #[arg(long)]
+    pub min: bool,
+    /// The largest value and its target.
+    #[arg(long)]
+    pub max: bool,
+    /// The mean of the targets' values.
+    #[arg(long)]
+    pub avg: bool,
+    /// How many targets answered.
+    #[arg(long)]
+    pub count: bool,
+    /// Each distinct value with the targets that answered it.
+    #[arg(long)]
+    pub group: bool,
+}
+
+impl ReduceOpts {
+    fn reduce(&self) -> Option<Reduce> {
+        let op = match self {
+            ReduceOpts { top: Some(n), .. } => Op::Top(*n),
+            ReduceOpts {
+                bottom: Some(n), ..
+            } => Op::Bottom(*n),
+            ReduceOpts { sum: true, .. } => Op::Sum,
+            ReduceOpts { min: true, .. } => Op::Min,
+            ReduceOpts { max: true, .. } => Op::Max,
+            ReduceOpts { avg: true, .. } => Op::Avg,
+            ReduceOpts { count: true, .. } => Op::Count,
+            ReduceOpts { group: true, .. } => Op::Group,
+            _ => return None,
+        };
+        Some(Reduce::new(op))
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum ClientCmd {
-    /// Read attributes: all, one, or several.
+    /// Read attributes: all, one, or several. With a selector as --target
+    /// and one of --top, --bottom, --sum, --min, --max, --avg, --count or
+    /// --group, one answer about the group instead of a value per target.
     Read {
         mbean: String,
         attributes: Vec<String>,
         /// Inner path into the value (`used`, `map/key`).
         #[arg(long)]
         path: Option<String>,
+        #[command(flatten)]
+        reduce: ReduceOpts,
         #[command(flatten)]
         conn: ConnectOpts,
     },
@@ -246,6 +300,7 @@ async fn execute(cmd: ClientCmd) -> Result<(), String> {
             mbean,
             attributes,
             path,
+            reduce,
             conn,
         } => {
             let attrs: Vec<&str> = attributes.iter().map(String::as_str).collect();
@@ -257,6 +312,9 @@ async fn execute(cmd: ClientCmd) -> Result<(), String> {
             .map_err(|e| e.message)?;
             if let (Some(p), crate::protocol::Command::Read(r)) = (path, &mut request.command) {
                 r.path = Some(p);
+            }
+            if let Some(reduce) = reduce.reduce() {
+                return reduced(&conn, &request, &reduce).await;
             }
             (conn, request, Shape::Table)
         }
@@ -322,6 +380,35 @@ async fn execute(cmd: ClientCmd) -> Result<(), String> {
     std::io::stdout()
         .write_all(text.as_bytes())
         .map_err(|e| e.to_string())
+}
+
+/// A reduced read: the result as a table (with `--json`, the answer's
+/// value), then the targets that gave nothing usable, on stderr.
+async fn reduced(conn: &ConnectOpts, request: &Request, reduce: &Reduce) -> Result<(), String> {
+    let client = conn.client()?;
+    let answer = client.reduce(request, reduce).await.map_err(describe)?;
+    let text = if conn.json {
+        let value = serde_json::to_value(&answer).expect("JSON value");
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&value).expect("JSON value")
+        )
+    } else {
+        render::reduced(&answer, reduce.op)
+    };
+    std::io::stdout()
+        .write_all(text.as_bytes())
+        .map_err(|e| e.to_string())?;
+    if !conn.json && !answer.errors.is_empty() {
+        eprintln!("{} target(s) gave no usable value:", answer.errors.len());
+        for (target, e) in &answer.errors {
+            eprintln!(
+                "  {target}: {}",
+                e.error.as_deref().unwrap_or("(no message)")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// One `watch --json` line: `{"time":…,"values":{…}}`, with `"errors"`

@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use crate::protocol::reduce::Op;
+
 /// One value as text: strings bare, everything else as JSON.
 pub fn scalar(v: &Value) -> String {
     match v {
@@ -150,6 +152,99 @@ pub fn parse_arg(text: &str) -> Value {
         Ok(v) => v,
         Err(_) => Value::String(text.to_string()),
     }
+}
+
+/// A reduced answer: a number with how many values made it; ranked
+/// entries as `target  value` rows (`target  mbean  value` for a pattern
+/// read); groups as `value  targets`. Per attribute, one block each.
+pub fn reduced(answer: &crate::protocol::reduce::Reduced, op: Op) -> String {
+    match (&answer.count, &answer.result) {
+        (Value::Object(counts), Value::Object(results)) => {
+            let mut out = String::new();
+            for (attribute, result) in results {
+                let count = counts.get(attribute).cloned().unwrap_or(Value::Null);
+                out.push_str(&format!("{attribute}:\n"));
+                for line in one_reduced(result, &count, op).lines() {
+                    out.push_str(&format!("  {line}\n"));
+                }
+            }
+            out
+        }
+        _ => one_reduced(&answer.result, &answer.count, op),
+    }
+}
+
+fn one_reduced(result: &Value, count: &Value, op: Op) -> String {
+    let rows: Vec<Vec<String>> = match (op, result) {
+        (Op::Sum | Op::Avg | Op::Count, v) => {
+            return format!("{}  ({} values)\n", scalar(v), scalar(count));
+        }
+        (Op::Group, Value::Array(groups)) => groups
+            .iter()
+            .map(|g| {
+                let targets: Vec<String> = g["targets"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|t| match t {
+                        Value::Object(o) => format!(
+                            "{} {}",
+                            o.get("target").map(scalar).unwrap_or_default(),
+                            o.get("mbean").map(scalar).unwrap_or_default()
+                        ),
+                        other => scalar(other),
+                    })
+                    .collect();
+                vec![scalar(&g["value"]), targets.join(", ")]
+            })
+            .collect(),
+        (_, Value::Object(entry)) => vec![entry_row(entry)],
+        (_, Value::Array(entries)) => entries
+            .iter()
+            .filter_map(Value::as_object)
+            .map(entry_row)
+            .collect(),
+        (_, Value::Null) => return "(no values)\n".into(),
+        (_, other) => return format!("{}\n", scalar(other)),
+    };
+    if rows.is_empty() {
+        return "(no values)\n".into();
+    }
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    rows.iter()
+        .map(|r| {
+            let cells: Vec<String> = r
+                .iter()
+                .enumerate()
+                .map(|(c, s)| {
+                    if c + 1 == r.len() {
+                        s.clone()
+                    } else {
+                        format!("{s:<w$}", w = widths[c])
+                    }
+                })
+                .collect();
+            format!("{}\n", cells.join("  "))
+        })
+        .collect()
+}
+
+fn entry_row(entry: &serde_json::Map<String, Value>) -> Vec<String> {
+    let mut row = vec![entry.get("target").map(scalar).unwrap_or_default()];
+    if let Some(m) = entry.get("mbean") {
+        row.push(scalar(m));
+    }
+    row.push(entry.get("value").map(scalar).unwrap_or_default());
+    row
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
+use crate::protocol::reduce::{Reduce, Reduced};
 use crate::protocol::{ProtocolError, ProxyTarget, Request, Response};
 use crate::secret::Secret;
 
@@ -640,6 +641,43 @@ impl JolokiaClient {
             return Err(JolokiaError::BulkRemote(results));
         }
         Ok(results.into_iter().map(|r| r.expect("checked")).collect())
+    }
+
+    /// A `read` sent to the proxy target as a selector (`kafka-*`,
+    /// `env=prod`) with a reduction: one answer about the group
+    /// (jmxgate's own extension, see [`crate::protocol::reduce`]). Targets
+    /// that fail are listed in [`Reduced::errors`], never an error here.
+    pub async fn reduce(
+        &self,
+        request: &Request,
+        reduce: &Reduce,
+    ) -> Result<Reduced, JolokiaError> {
+        if self.target.is_none() {
+            return Err(JolokiaError::Request(
+                "a reduction is of a group of targets: set the proxy target to a selector \
+                 (target(\"env=prod\") or --target 'kafka-*')"
+                    .into(),
+            ));
+        }
+        let mut items: Vec<Value> =
+            serde_json::from_slice(&self.body(std::slice::from_ref(request)))
+                .expect("the client's own JSON");
+        if let Some(Value::Object(item)) = items.first_mut() {
+            item.insert("reduce".into(), reduce.to_json());
+        }
+        let body = serde_json::to_vec(&items).expect("JSON values serialise");
+        let answer = self
+            .post(&body)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| JolokiaError::BadAnswer("an empty answer".into()))?;
+        let reply = into_result(answer).map_err(|e| JolokiaError::Remote(Box::new(e)))?;
+        serde_json::from_value(reply.value).map_err(|e| {
+            JolokiaError::BadAnswer(format!(
+                "not a reduced answer ({e}): is the server a jmxgate gateway?"
+            ))
+        })
     }
 
     /// Reads one attribute (all with `None`) and returns its value.

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::fleet::Target;
-use crate::protocol::{ProtocolError, Request, Response};
+use crate::protocol::reduce::{Folder, Reduce, Shape};
+use crate::protocol::{Command, ProtocolError, Request, Response};
 use crate::secret::Secret;
 
 use super::authorize::Allowed;
@@ -53,8 +54,19 @@ pub type TargetOutcome = (Arc<Target>, Result<Allowed, (ProtocolError, String)>)
 struct FanOut {
     index: usize,
     ignore_errors: bool,
+    /// Slots are numbered consecutively from here, one per target.
+    first_slot: usize,
     /// Per target: the answer's slot number and the target's verdict.
     slots: Vec<(usize, String, Verdict)>,
+    /// A reduced fan-out folds each answer in as it arrives and keeps
+    /// only its audit row.
+    reduced: Option<Reduced>,
+}
+
+struct Reduced {
+    folder: Folder,
+    /// By position in `slots`, once the target answered.
+    rows: Vec<Option<AuditRow>>,
 }
 
 /// The items of one request, from route to merge.
@@ -157,13 +169,24 @@ impl Items {
         selector: Option<String>,
         request: &Request,
         per_target: Vec<TargetOutcome>,
+        reduce: Option<&Reduce>,
     ) {
         self.verdicts[index].target = selector;
+        let shape = match &request.command {
+            Command::Read(read) => Shape::of(read),
+            _ => Shape::Single,
+        };
         let mut fan_out = FanOut {
             index,
             ignore_errors: request.params.flag("ignoreErrors").unwrap_or(false),
+            first_slot: self.next_slot,
             slots: Vec::with_capacity(per_target.len()),
+            reduced: reduce.map(|r| Reduced {
+                folder: Folder::new(r, shape),
+                rows: Vec::new(),
+            }),
         };
+        let mut denied = Vec::new();
         for (target, outcome) in per_target {
             let slot = self.next_slot;
             self.next_slot += 1;
@@ -183,7 +206,7 @@ impl Items {
                     ("allowed", allowed.rule)
                 }
                 Err((error, rule)) => {
-                    self.slot_answers.insert(slot, Response::error(&error));
+                    denied.push((slot, Response::error(&error)));
                     ("denied", rule)
                 }
             };
@@ -194,7 +217,37 @@ impl Items {
             };
             fan_out.slots.push((slot, target.name.clone(), verdict));
         }
+        if let Some(r) = &mut fan_out.reduced {
+            r.rows.resize_with(fan_out.slots.len(), || None);
+        }
         self.fan_outs.push(fan_out);
+        for (slot, answer) in denied {
+            self.accept(slot, answer);
+        }
+    }
+
+    /// One answer as dispatch produces it: kept for merge, or folded into
+    /// its reduced fan-out at once.
+    pub fn accept(&mut self, index: usize, answer: Response) {
+        if index < self.count {
+            self.answers.push((index, answer));
+            return;
+        }
+        // Fan-outs are in slot order: the last one starting at or below.
+        let at = self.fan_outs.partition_point(|f| f.first_slot <= index);
+        let Some(fan_out) = at.checked_sub(1).map(|i| &mut self.fan_outs[i]) else {
+            return;
+        };
+        let position = index - fan_out.first_slot;
+        match (&mut fan_out.reduced, fan_out.slots.get(position)) {
+            (Some(reduced), Some((_, target, verdict))) => {
+                reduced.folder.add(target, &answer);
+                reduced.rows[position] = Some(AuditRow::of(verdict.clone(), &answer));
+            }
+            _ => {
+                self.slot_answers.insert(index, answer);
+            }
+        }
     }
 
     /// The agent jobs for dispatch.
@@ -206,30 +259,33 @@ impl Items {
     /// into one answer keyed by target), the client's own request echoed
     /// in it, with each item's audit rows: one per item, one per target of
     /// a fan-out.
-    pub fn merge(
-        mut self,
-        dispatched: Vec<(usize, Response)>,
-        parsed: &Parsed,
-    ) -> Vec<(Response, Vec<AuditRow>)> {
-        for (index, answer) in dispatched {
-            if index < self.count {
-                self.answers.push((index, answer));
-            } else {
-                self.slot_answers.insert(index, answer);
-            }
-        }
+    pub fn merge(mut self, parsed: &Parsed) -> Vec<(Response, Vec<AuditRow>)> {
         let mut fanned: HashMap<usize, Vec<AuditRow>> = HashMap::new();
         for fan_out in std::mem::take(&mut self.fan_outs) {
+            if let Some(reduced) = fan_out.reduced {
+                let rows = fan_out
+                    .slots
+                    .into_iter()
+                    .zip(reduced.rows)
+                    .map(|((_, _, verdict), row)| {
+                        row.unwrap_or_else(|| AuditRow::of(verdict, &no_answer()))
+                    })
+                    .collect();
+                let timestamp = match reduced.folder.timestamp {
+                    0 => unix_seconds(),
+                    t => t,
+                };
+                self.answers.push((
+                    fan_out.index,
+                    Response::value(&reduced.folder.finish(), timestamp),
+                ));
+                fanned.insert(fan_out.index, rows);
+                continue;
+            }
             let mut per_target = Vec::with_capacity(fan_out.slots.len());
             let mut rows = Vec::with_capacity(fan_out.slots.len());
             for (slot, target, verdict) in fan_out.slots {
-                let answer = self.slot_answers.remove(&slot).unwrap_or_else(|| {
-                    Response::error(&ProtocolError::new(
-                        500,
-                        "jmxgate.InternalError",
-                        "No answer was produced for this target",
-                    ))
-                });
+                let answer = self.slot_answers.remove(&slot).unwrap_or_else(no_answer);
                 rows.push(AuditRow::of(verdict, &answer));
                 per_target.push((target, answer));
             }
@@ -258,6 +314,15 @@ impl Items {
             })
             .collect()
     }
+}
+
+/// A target dispatch gave no answer for (a bug, never expected).
+fn no_answer() -> Response {
+    Response::error(&ProtocolError::new(
+        500,
+        "jmxgate.InternalError",
+        "No answer was produced for this target",
+    ))
 }
 
 /// What the agent receives: the typed request with the parameters the

@@ -40,6 +40,7 @@ use std::time::Instant;
 use crate::clock::unix_seconds;
 
 use axum::body::Body;
+use futures::StreamExt as _;
 use http::{HeaderMap, Method, Request as HttpRequest, Response as HttpResponse};
 
 use arc_swap::ArcSwap;
@@ -141,6 +142,8 @@ enum Judged<'a> {
         selector: String,
         request: &'a Request,
         outcomes: Vec<items::TargetOutcome>,
+        /// Answered as one reduced answer instead of one per target.
+        reduce: Option<&'a crate::protocol::reduce::Reduce>,
     },
 }
 
@@ -700,14 +703,17 @@ impl Gateway {
     ) -> Result<(T, Vec<(Response, Vec<items::AuditRow>)>), E> {
         let mut items = self.route_and_authorize(state, caller, addressing, parsed, answer_locally);
         let passed = gate(&items)?;
-        let dispatched = dispatch::dispatch(
+        let mut dispatched = dispatch::dispatch(
             items.take_jobs(),
             &self.metrics,
             state.list_cache.as_ref(),
             self.max_agent_exchanges,
-        )
-        .await;
-        Ok((passed, items.merge(dispatched, parsed)))
+        );
+        // Answers are taken as they arrive: a reduced fan-out folds them.
+        while let Some((index, answer)) = dispatched.next().await {
+            items.accept(index, answer);
+        }
+        Ok((passed, items.merge(parsed)))
     }
 
     /// Steps 4 and 5, route and authorize, for every item: each gets its
@@ -746,7 +752,8 @@ impl Gateway {
                     selector,
                     request,
                     outcomes,
-                } => items.fan_out(index, Some(selector), request, outcomes),
+                    reduce,
+                } => items.fan_out(index, Some(selector), request, outcomes, reduce),
             }
         }
         items
@@ -790,7 +797,29 @@ impl Gateway {
                 destination,
             )
         };
-        match route::route_item(&state.fleet, addressing, parsed, &reach) {
+        let route = route::route_item(&state.fleet, addressing, parsed, &reach);
+        if parsed.reduce.is_some() {
+            // A reduction is of a group: one target's name is refused
+            // before anything is sent.
+            match &route {
+                Ok(Route::Agent { target, .. }) => {
+                    return Judged::failed(
+                        Some(target.name.clone()),
+                        reduce_needs_selector(&target.name),
+                        None,
+                    )
+                }
+                Ok(Route::Gateway) => {
+                    return Judged::failed(
+                        Some("gateway".into()),
+                        reduce_needs_selector("gateway"),
+                        None,
+                    )
+                }
+                _ => {}
+            }
+        }
+        match route {
             Err(NoRoute::Invalid(error)) => Judged::failed(None, error, None),
             Err(NoRoute::Selector { text, error }) => Judged::failed(Some(text), error, None),
             Err(NoRoute::Hidden { target, error }) => Judged::Failed {
@@ -824,6 +853,7 @@ impl Gateway {
             Ok(Route::Group { selector, targets }) => Judged::Group {
                 selector,
                 request,
+                reduce: parsed.reduce.as_ref(),
                 outcomes: targets
                     .into_iter()
                     .map(|t| {
@@ -1229,6 +1259,14 @@ fn explained(index: usize, kind: Option<&str>, judged: Judged<'_>) -> serde_json
         }
     }
     entry
+}
+
+/// A `reduce` on an item addressed to one target (or the gateway).
+fn reduce_needs_selector(name: &str) -> crate::protocol::ProtocolError {
+    crate::protocol::ProtocolError::bad_request(format!(
+        "\"reduce\" answers for a group of targets: address the item to a selector \
+         (a glob such as \"orders-*\" or labels such as \"env=prod\"), not to \"{name}\""
+    ))
 }
 
 fn audit_unavailable(reason: &str) -> HttpError {

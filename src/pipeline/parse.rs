@@ -6,6 +6,7 @@
 use indexmap::IndexMap;
 use serde_json::value::RawValue;
 
+use crate::protocol::reduce::Reduce;
 use crate::protocol::{self, Params, ProtocolError, ProxyTarget, Request};
 
 use super::HttpError;
@@ -23,6 +24,9 @@ pub struct Item {
 pub struct ParsedItem {
     pub request: Request,
     pub target: Option<ProxyTarget>,
+    /// A reduction of a selector's answers (jmxgate's own field), checked
+    /// to fit the command.
+    pub reduce: Option<Reduce>,
 }
 
 /// The parsed HTTP request.
@@ -59,6 +63,7 @@ pub fn parse_get(path: &str, query: Option<&str>) -> Result<Parsed, HttpError> {
     let parsed = Request::from_get_path(&effective, &params).map(|request| ParsedItem {
         request,
         target: None,
+        reduce: None,
     });
     let echo = match &parsed {
         Ok(item) => to_raw(&protocol::Echo(&item.request.command)),
@@ -117,7 +122,16 @@ pub fn parse_post(body: &[u8], query: Option<&str>, max_items: usize) -> Result<
 fn item(raw: &RawValue, params: &Params) -> Item {
     let fields = protocol::Fields::of_item(raw);
     let parsed = fields.as_ref().map_err(Clone::clone).and_then(|f| {
-        Request::from_fields(f, params).map(|(request, target)| ParsedItem { request, target })
+        let (request, target) = Request::from_fields(f, params)?;
+        let reduce = f.reduce.map(Reduce::from_raw).transpose()?;
+        if let Some(r) = &reduce {
+            r.check(&request.command)?;
+        }
+        Ok(ParsedItem {
+            request,
+            target,
+            reduce,
+        })
     });
     // Echoed text strict parsers can read: lone surrogates become U+FFFD.
     let readable = protocol::without_lone_surrogates(raw.get());

@@ -7,6 +7,7 @@ mod json_text;
 pub mod object_name;
 pub mod params;
 pub mod path;
+pub mod reduce;
 mod response;
 
 pub use command::{

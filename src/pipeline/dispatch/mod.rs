@@ -12,6 +12,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::join_all;
+use futures::stream::{BoxStream, FuturesUnordered};
 use futures::StreamExt as _;
 
 use crate::client::ClientError;
@@ -125,21 +126,23 @@ pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
     groups
 }
 
-/// Sends every group and returns `(index, answer)` pairs; a failed
-/// exchange becomes an error answer for each item of its group. With a
-/// list cache, list items are answered through it.
+/// Sends every group and yields `(index, answer)` pairs as the agents
+/// answer, so a caller can fold them in as they come (a reduced fan-out
+/// keeps no answers); a failed exchange becomes an error answer for each
+/// item of its group. With a list cache, list items are answered through
+/// it.
 ///
 /// At most `max_exchanges` agent exchanges of this request are under way
 /// at a time; the rest start as those end. An exchange's deadline starts
 /// when it does, so a fan-out to more targets than that waits its turn
 /// instead of timing out in a queue, and only that many exchanges' state
 /// is held at once.
-pub async fn dispatch(
+pub fn dispatch<'a>(
     jobs: Vec<Job>,
-    metrics: &Metrics,
-    list_cache: Option<&ListCache>,
+    metrics: &'a Metrics,
+    list_cache: Option<&'a ListCache>,
     max_exchanges: usize,
-) -> Vec<(usize, Response)> {
+) -> BoxStream<'a, (usize, Response)> {
     // Hawtio's RBAC queries are answered here, from the item's grant.
     let (rbac_queries, jobs): (Vec<Job>, Vec<Job>) =
         jobs.into_iter().partition(|j| j.plan == Plan::Rbac);
@@ -153,42 +156,47 @@ pub async fn dispatch(
     let (lists, direct): (Vec<Job>, Vec<Job>) = rest
         .into_iter()
         .partition(|j| list_cache.is_some() && matches!(j.request.command, Command::List(_)));
-    let groups = group_by_target(direct).into_iter().map(|group| async move {
-        let target = &group.target;
-        let credentials = group.credentials.as_ref();
-        let answers = exchange(&target.name, &group.requests, |reqs| {
-            measured(metrics, target, target.client.bulk_as(reqs, credentials))
-        })
-        .await;
-        group
-            .indices
-            .into_iter()
-            .zip(answers)
-            .zip(group.requests.iter().zip(&group.filters))
-            .map(|((index, answer), (request, how))| (index, filtered(answer, request, how)))
-            .collect::<Vec<_>>()
-    });
-    let guarded_calls = guarded_jobs
-        .iter()
-        .map(|job| async move { vec![(job.index, guarded::run(job, metrics).await)] });
-    let cached_lists = lists.into_iter().map(|job| async move {
-        let (job, how) = prepare(job);
-        let cache = list_cache.expect("lists are split off only with a cache");
-        let answer = cache
-            .answer(&job.target, &job.request, job.credentials.as_ref(), metrics)
+    let groups = group_by_target(direct)
+        .into_iter()
+        .map(move |group| async move {
+            let target = &group.target;
+            let credentials = group.credentials.as_ref();
+            let answers = exchange(&target.name, &group.requests, |reqs| {
+                measured(metrics, target, target.client.bulk_as(reqs, credentials))
+            })
             .await;
-        vec![(job.index, filtered(answer, &job.request, &how))]
-    });
-    let groups = futures::stream::iter(groups)
-        .buffer_unordered(max_exchanges.max(1))
-        .collect::<Vec<_>>();
-    let (a, b, c) = futures::join!(groups, join_all(guarded_calls), join_all(cached_lists));
-    a.into_iter()
-        .chain(b)
-        .chain(c)
-        .flatten()
-        .chain(rbac_answers)
-        .collect()
+            group
+                .indices
+                .into_iter()
+                .zip(answers)
+                .zip(group.requests.iter().zip(&group.filters))
+                .map(|((index, answer), (request, how))| (index, filtered(answer, request, how)))
+                .collect::<Vec<_>>()
+        });
+    let guarded_calls: FuturesUnordered<_> = guarded_jobs
+        .into_iter()
+        .map(|job| async move { vec![(job.index, guarded::run(&job, metrics).await)] })
+        .collect();
+    let cached_lists: FuturesUnordered<_> = lists
+        .into_iter()
+        .map(|job| async move {
+            let (job, how) = prepare(job);
+            let cache = list_cache.expect("lists are split off only with a cache");
+            let answer = cache
+                .answer(&job.target, &job.request, job.credentials.as_ref(), metrics)
+                .await;
+            vec![(job.index, filtered(answer, &job.request, &how))]
+        })
+        .collect();
+    let groups = futures::stream::iter(groups).buffer_unordered(max_exchanges.max(1));
+    futures::stream::select_all([
+        groups.boxed(),
+        guarded_calls.boxed(),
+        cached_lists.boxed(),
+        futures::stream::once(async move { rbac_answers }).boxed(),
+    ])
+    .flat_map(futures::stream::iter)
+    .boxed()
 }
 
 /// A `canInvoke` on the gateway's ACL MBean, for the job's grant.

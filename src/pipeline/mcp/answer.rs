@@ -95,6 +95,23 @@ pub fn shape(a: Answered<'_>) -> Outcome {
             };
             Outcome::Done(json!({ "results": results }))
         }
+        ToolName::FleetSummary => {
+            let mut summary = json!({
+                "target": a.target,
+                "mbean": field("mbean"),
+                "attribute": field("attribute"),
+                "op": a.item["reduce"]["op"].clone(),
+            });
+            if let Some(p) = a.item.get("path") {
+                summary["path"] = p.clone();
+            }
+            if let Value::Object(reduced) = value {
+                for (k, v) in reduced {
+                    summary[k] = v;
+                }
+            }
+            Outcome::Done(summary)
+        }
         ToolName::DescribeMbean => Outcome::Done(describe(a.target, a.mbean, &value)),
         ToolName::WriteAttribute => Outcome::Done(json!({
             "target": a.target,

@@ -20,16 +20,18 @@ pub enum ToolName {
     SearchMbeans,
     DescribeMbean,
     ReadAttributes,
+    FleetSummary,
     WriteAttribute,
     ExecuteOperation,
 }
 
 impl ToolName {
-    pub const ALL: [ToolName; 6] = [
+    pub const ALL: [ToolName; 7] = [
         ToolName::ListTargets,
         ToolName::SearchMbeans,
         ToolName::DescribeMbean,
         ToolName::ReadAttributes,
+        ToolName::FleetSummary,
         ToolName::WriteAttribute,
         ToolName::ExecuteOperation,
     ];
@@ -40,6 +42,7 @@ impl ToolName {
             ToolName::SearchMbeans => "search_mbeans",
             ToolName::DescribeMbean => "describe_mbean",
             ToolName::ReadAttributes => "read_attributes",
+            ToolName::FleetSummary => "fleet_summary",
             ToolName::WriteAttribute => "write_attribute",
             ToolName::ExecuteOperation => "execute_operation",
         }
@@ -76,6 +79,15 @@ impl ToolName {
             ToolName::ReadAttributes => {
                 "Read attribute values of an MBean (all readable ones, or those named) on one \
                  target or on every target a selector matches."
+            }
+            ToolName::FleetSummary => {
+                "Answer a question about a group of JVMs with one result instead of a value per \
+                 JVM: which have the highest or lowest value (`top` or `bottom` with `n`; `max` \
+                 or `min` for one), the total (`sum`), the mean (`avg`), how many answered \
+                 (`count`), or which distinct values occur and where (`group`, e.g. versions or \
+                 states). Example: \"which JVM uses the most heap?\" is mbean \
+                 `java.lang:type=Memory`, attribute `HeapMemoryUsage`, path `used`, op `top`, n 1. \
+                 JVMs that could not answer are listed under `errors`."
             }
             ToolName::WriteAttribute => {
                 "Set one attribute of an MBean on one target; returns the previous value. Changes \
@@ -139,6 +151,37 @@ impl ToolName {
                 }),
                 &["target", "mbean"],
             ),
+            ToolName::FleetSummary => (
+                json!({
+                    "target": {
+                        "type": "string",
+                        "description": "A selector for the group: a glob over target names \
+                                        (`kafka-*`, `*` for all) or labels (`env=prod,app=orders`)."
+                    },
+                    "mbean": {
+                        "type": "string",
+                        "description": "The MBean's ObjectName, e.g. `java.lang:type=Memory`; a \
+                                        pattern reduces each attribute over every matching MBean."
+                    },
+                    "attribute": { "type": "string", "description": "The attribute to read." },
+                    "path": {
+                        "type": "string",
+                        "description": "Inner path into the value, e.g. `used` in HeapMemoryUsage."
+                    },
+                    "op": {
+                        "type": "string",
+                        "enum": ["top", "bottom", "max", "min", "sum", "avg", "count", "group"],
+                        "description": "What to compute over the group."
+                    },
+                    "n": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": crate::protocol::reduce::MAX_RANKED,
+                        "description": "For top and bottom: how many JVMs (default 5)."
+                    }
+                }),
+                &["target", "mbean", "attribute", "op"],
+            ),
             ToolName::WriteAttribute => (
                 json!({
                     "target": target_one,
@@ -178,6 +221,7 @@ impl ToolName {
             ToolName::SearchMbeans => "Search MBeans",
             ToolName::DescribeMbean => "Describe an MBean",
             ToolName::ReadAttributes => "Read attributes",
+            ToolName::FleetSummary => "Summarise a group of JVMs",
             ToolName::WriteAttribute => "Write an attribute",
             ToolName::ExecuteOperation => "Execute an operation",
         };
@@ -254,6 +298,30 @@ struct ReadArgs {
     target: String,
     mbean: String,
     attributes: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SummaryArgs {
+    target: String,
+    mbean: String,
+    attribute: String,
+    path: Option<String>,
+    op: SummaryOp,
+    n: Option<usize>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum SummaryOp {
+    Top,
+    Bottom,
+    Max,
+    Min,
+    Sum,
+    Avg,
+    Count,
+    Group,
 }
 
 #[derive(Deserialize)]
@@ -420,6 +488,43 @@ pub fn parse_call(
             }
             let fan_out = is_selector(&a.target);
             item(a.target, fan_out, read, None)
+        }
+        ToolName::FleetSummary => {
+            let a: SummaryArgs = args(tool, given)?;
+            nonempty(tool, "target", &a.target)?;
+            if !is_selector(&a.target) {
+                return Err(BadArguments(format!(
+                    "fleet_summary: `target` {:?} is one target's name; give a selector for a group \
+                     (`kafka-*`, `env=prod`, `*`), or use read_attributes for one JVM",
+                    a.target
+                )));
+            }
+            object_name(tool, "mbean", &a.mbean)?;
+            nonempty(tool, "attribute", &a.attribute)?;
+            use crate::protocol::reduce::{Op, Reduce, MAX_RANKED};
+            let n = a.n.unwrap_or(5);
+            if matches!(a.op, SummaryOp::Top | SummaryOp::Bottom) && !(1..=MAX_RANKED).contains(&n)
+            {
+                return Err(BadArguments(format!(
+                    "fleet_summary: `n` must be from 1 to {MAX_RANKED}"
+                )));
+            }
+            let op = match a.op {
+                SummaryOp::Top => Op::Top(n),
+                SummaryOp::Bottom => Op::Bottom(n),
+                SummaryOp::Max => Op::Max,
+                SummaryOp::Min => Op::Min,
+                SummaryOp::Sum => Op::Sum,
+                SummaryOp::Avg => Op::Avg,
+                SummaryOp::Count => Op::Count,
+                SummaryOp::Group => Op::Group,
+            };
+            let mut read = json!({"type": "read", "mbean": a.mbean, "attribute": a.attribute,
+                                  "reduce": Reduce::new(op).to_json()});
+            if let Some(p) = a.path.filter(|p| !p.is_empty()) {
+                read["path"] = json!(p);
+            }
+            item(a.target, true, read, None)
         }
         ToolName::WriteAttribute => {
             let a: WriteArgs = args(tool, given)?;
@@ -600,7 +705,7 @@ mod tests {
     #[test]
     fn write_and_exec_are_offered_only_when_some_role_may() {
         let names = |v: Vec<ToolName>| v.into_iter().map(ToolName::as_str).collect::<Vec<_>>();
-        assert_eq!(offered(|_| true).len(), 6);
+        assert_eq!(offered(|_| true).len(), 7);
         assert_eq!(
             names(offered(|c| c == "exec")),
             [
@@ -608,6 +713,7 @@ mod tests {
                 "search_mbeans",
                 "describe_mbean",
                 "read_attributes",
+                "fleet_summary",
                 "execute_operation"
             ]
         );
@@ -617,5 +723,46 @@ mod tests {
                 && t.tool().annotations.unwrap().read_only_hint == Some(true)));
         let exec = ToolName::ExecuteOperation.tool();
         assert_eq!(exec.annotations.unwrap().destructive_hint, Some(true));
+    }
+
+    #[test]
+    fn fleet_summary_is_one_reduced_read_of_a_group() {
+        let item = item_of(
+            call(
+                ToolName::FleetSummary,
+                json!({"target": "env=prod", "mbean": "java.lang:type=Memory",
+                       "attribute": "HeapMemoryUsage", "path": "used", "op": "top", "n": 3}),
+            )
+            .unwrap(),
+        );
+        assert_eq!(item["reduce"], json!({"op": "top", "n": 3}));
+        assert_eq!(item["path"], "used");
+        assert_eq!(item["target"], json!({"url": "env=prod"}));
+        let default_n = item_of(
+            call(
+                ToolName::FleetSummary,
+                json!({"target": "*", "mbean": "a:b=c", "attribute": "X", "op": "bottom"}),
+            )
+            .unwrap(),
+        );
+        assert_eq!(default_n["reduce"], json!({"op": "bottom", "n": 5}));
+        let e = call(
+            ToolName::FleetSummary,
+            json!({"target": "kafka-1", "mbean": "a:b=c", "attribute": "X", "op": "sum"}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("one target's name; give a selector"), "{e:?}");
+        let e = call(
+            ToolName::FleetSummary,
+            json!({"target": "k-*", "mbean": "a:b=c", "attribute": "X", "op": "median"}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("`op`: unknown variant"), "{e:?}");
+        let e = call(
+            ToolName::FleetSummary,
+            json!({"target": "k-*", "mbean": "a:b=c", "attribute": "X", "op": "top", "n": 0}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("`n` must be from 1"), "{e:?}");
     }
 }

@@ -55,6 +55,9 @@ pub struct Fields<'a> {
     pub config: Option<&'a RawValue>,
     #[serde(borrow)]
     pub target: Option<&'a RawValue>,
+    /// jmxgate's own: a selector item's reduction (`protocol::reduce`).
+    #[serde(borrow)]
+    pub reduce: Option<&'a RawValue>,
 }
 
 /// Keeps a present `null` (a write may set one).

@@ -41,9 +41,9 @@ TYPES = "jmxgate.test:type=Types"
 OPS = "jmxgate.test:type=Operations"
 COUNTER = "jmxgate.test:type=Counter"
 
-ALL_TOOLS = ["describe_mbean", "execute_operation", "list_targets", "read_attributes", "search_mbeans",
-             "write_attribute"]
-READ_TOOLS = ["describe_mbean", "list_targets", "read_attributes", "search_mbeans"]
+ALL_TOOLS = ["describe_mbean", "execute_operation", "fleet_summary", "list_targets", "read_attributes",
+             "search_mbeans", "write_attribute"]
+READ_TOOLS = ["describe_mbean", "fleet_summary", "list_targets", "read_attributes", "search_mbeans"]
 
 
 def basic(who):
@@ -265,6 +265,46 @@ class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(sorted(r["target"] for r in group["results"]), sorted([A, B]))
         for t in (A, B):
             self.assertEqual(result_for(group["results"], t)["values"], {"Name": t})
+
+    @with_clients
+    async def test_fleet_summary(self):
+        # Distinct values on the two live agents; what is expected is what
+        # the agents themselves then answer.
+        for t, v in ((A, 11), (B, 31)):
+            direct_value(t, {"type": "write", "mbean": TYPES, "attribute": "Int", "value": v})
+        try:
+            ints = {t: direct_value(t, {"type": "read", "mbean": TYPES, "attribute": "Int"}) for t in (A, B)}
+            args = {"target": LIVE, "mbean": TYPES, "attribute": "Int"}
+            top = await self.ok(self.viewer, "fleet_summary", {**args, "op": "top", "n": 1})
+            best = sorted(ints, key=lambda t: (-ints[t], t))[0]
+            self.assertEqual(top["result"], [{"target": best, "value": ints[best]}])
+            self.assertEqual((top["count"], top["errors"], top["op"]), (2, {}, "top"))
+            total = await self.ok(self.viewer, "fleet_summary", {**args, "op": "sum"})
+            self.assertEqual(total["result"], sum(ints.values()))
+            low = await self.ok(self.viewer, "fleet_summary", {**args, "op": "min"})
+            worst = sorted(ints, key=lambda t: (ints[t], t))[0]
+            self.assertEqual(low["result"], {"target": worst, "value": ints[worst]})
+            # Every target of the suite: the dead one is listed, not fatal.
+            every = await self.ok(self.viewer, "fleet_summary", {**args, "target": "*", "op": "avg"})
+            self.assertEqual(every["result"], sum(ints.values()) / 2)
+            self.assertEqual(every["count"], 2)
+            self.assertEqual(list(every["errors"]), [DOWN])
+            # Text values: grouped, each with who answered it.
+            names = {t: direct_value(t, {"type": "read", "mbean": TYPES, "attribute": "Name"}) for t in (A, B)}
+            grouped = await self.ok(self.viewer, "fleet_summary", {**args, "attribute": "Name", "op": "group"})
+            self.assertEqual(sorted((g["value"], g["targets"]) for g in grouped["result"]),
+                             sorted((n, [t]) for t, n in names.items()))
+            # Heap in use, by an inner path.
+            heap = await self.ok(self.viewer, "fleet_summary",
+                                 {"target": LIVE, "mbean": "java.lang:type=Memory", "attribute": "HeapMemoryUsage",
+                                  "path": "used", "op": "top", "n": 2})
+            self.assertEqual(sorted(e["target"] for e in heap["result"]), sorted([A, B]))
+            self.assertTrue(all(isinstance(e["value"], int) and e["value"] > 0 for e in heap["result"]), heap)
+            text = await self.tool_error(self.viewer, "fleet_summary", {**args, "target": A, "op": "sum"})
+            self.assertIn("give a selector", text)
+        finally:
+            for t in (A, B):
+                direct_value(t, {"type": "exec", "mbean": OPS, "operation": "reset"})
 
     @with_clients
     async def test_write_attribute(self):

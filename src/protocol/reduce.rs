@@ -1,0 +1,698 @@
+//! Fleet answers: jmxgate's own extension of the protocol. A `read` item
+//! sent to a selector may carry `"reduce"`, and then gets one answer about
+//! the group instead of one value per target:
+//!
+//! ```json
+//! {"type": "read", "mbean": "java.lang:type=Memory", "attribute": "HeapMemoryUsage",
+//!  "target": {"url": "env=prod"}, "reduce": {"op": "top", "n": 5, "path": "used"}}
+//! ```
+//!
+//! answered with `{"result": …, "count": N, "errors": {target: error}}`.
+//! [`Reduce`] is the request's part (parsed by the gateway, written by the
+//! client); [`Folder`] folds the targets' answers one by one as they
+//! arrive, holding only what the result needs (a number, `n` entries, the
+//! groups), never the answers; [`Reduced`] reads the result back.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+
+use super::{Attributes, Command, ProtocolError, Read, Response};
+
+/// What to make of the targets' values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Sum,
+    Min,
+    Max,
+    Avg,
+    Count,
+    /// The `n` largest values.
+    Top(usize),
+    /// The `n` smallest values.
+    Bottom(usize),
+    /// Each distinct value with the targets that answered it.
+    Group,
+}
+
+/// Most entries `top` and `bottom` may ask for.
+pub const MAX_RANKED: usize = 10_000;
+
+/// A reduction, as an item's `reduce` field says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reduce {
+    pub op: Op,
+    /// An inner path into each target's value (after the item's own
+    /// `path`), in Jolokia's path syntax.
+    pub path: Option<String>,
+}
+
+impl Reduce {
+    pub fn new(op: Op) -> Reduce {
+        Reduce { op, path: None }
+    }
+
+    /// Parses an item's `reduce`; errors say what is wrong and what is
+    /// accepted.
+    pub fn from_raw(raw: &RawValue) -> Result<Reduce, ProtocolError> {
+        let bad = |why: String| ProtocolError::bad_request(format!("Invalid \"reduce\": {why}"));
+        let fields: Map<String, Value> = serde_json::from_str(raw.get())
+            .map_err(|_| bad("it must be an object with an \"op\"".into()))?;
+        for key in fields.keys() {
+            if !matches!(key.as_str(), "op" | "n" | "path" | "by") {
+                return Err(bad(format!(
+                    "unknown field \"{key}\" (expected op, n, path, by)"
+                )));
+            }
+        }
+        let op = match fields.get("op") {
+            Some(Value::String(op)) => op.as_str(),
+            Some(_) => return Err(bad("\"op\" must be text".into())),
+            None => return Err(bad("\"op\" is missing".into())),
+        };
+        let n = match fields.get("n") {
+            None => None,
+            Some(v) => match v.as_u64() {
+                Some(n) if (1..=MAX_RANKED as u64).contains(&n) => Some(n as usize),
+                _ => {
+                    return Err(bad(format!(
+                        "\"n\" must be a whole number from 1 to {MAX_RANKED}"
+                    )))
+                }
+            },
+        };
+        let op = match op {
+            "sum" => Op::Sum,
+            "min" => Op::Min,
+            "max" => Op::Max,
+            "avg" => Op::Avg,
+            "count" => Op::Count,
+            "top" | "bottom" => {
+                let n = n.ok_or_else(|| bad(format!("\"{op}\" needs \"n\", how many targets")))?;
+                if op == "top" {
+                    Op::Top(n)
+                } else {
+                    Op::Bottom(n)
+                }
+            }
+            "group" => Op::Group,
+            other => {
+                return Err(bad(format!(
+                    "unknown op \"{other}\" (sum, min, max, avg, count, top, bottom, group)"
+                )))
+            }
+        };
+        if n.is_some() && !matches!(op, Op::Top(_) | Op::Bottom(_)) {
+            return Err(bad("\"n\" is for top and bottom only".into()));
+        }
+        match fields.get("by") {
+            None => {}
+            Some(Value::String(by)) if by == "value" && op == Op::Group => {}
+            Some(_) => return Err(bad("\"by\" is \"value\", for group only".into())),
+        }
+        let path = match fields.get("path") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(p)) if p.is_empty() => None,
+            Some(Value::String(p)) => Some(p.clone()),
+            Some(_) => return Err(bad("\"path\" must be text".into())),
+        };
+        Ok(Reduce { op, path })
+    }
+
+    /// The `reduce` field as a client sends it.
+    pub fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        let (name, n) = match self.op {
+            Op::Sum => ("sum", None),
+            Op::Min => ("min", None),
+            Op::Max => ("max", None),
+            Op::Avg => ("avg", None),
+            Op::Count => ("count", None),
+            Op::Top(n) => ("top", Some(n)),
+            Op::Bottom(n) => ("bottom", Some(n)),
+            Op::Group => ("group", None),
+        };
+        out.insert("op".into(), name.into());
+        if let Some(n) = n {
+            out.insert("n".into(), n.into());
+        }
+        if self.op == Op::Group {
+            out.insert("by".into(), "value".into());
+        }
+        if let Some(p) = &self.path {
+            out.insert("path".into(), p.clone().into());
+        }
+        Value::Object(out)
+    }
+
+    /// Whether a command can be reduced: reads only.
+    pub fn check(&self, command: &Command) -> Result<Shape, ProtocolError> {
+        match command {
+            Command::Read(read) => Ok(Shape::of(read)),
+            other => Err(ProtocolError::bad_request(format!(
+                "\"reduce\" works on read items, not {}",
+                other.type_name()
+            ))),
+        }
+    }
+}
+
+/// How each target's value is laid out, from the read it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One attribute of one MBean: the value itself.
+    Single,
+    /// Several attributes (`{attribute: value}`), or, for a pattern, the
+    /// MBeans each with theirs (`{mbean: {attribute: value}}`): reduced
+    /// per attribute.
+    PerAttribute { pattern: bool },
+}
+
+impl Shape {
+    pub fn of(read: &Read) -> Shape {
+        let pattern = read.mbean.is_pattern();
+        match (&read.attribute, pattern) {
+            (Attributes::One(_), false) => Shape::Single,
+            _ => Shape::PerAttribute { pattern },
+        }
+    }
+}
+
+/// A number as exact as the agent wrote it: integers compare and add
+/// exactly (a long beyond 2^53 stays itself), the rest as doubles.
+#[derive(Debug, Clone, Copy)]
+enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+impl Num {
+    fn of(value: &Value) -> Option<Num> {
+        match value {
+            Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Some(Num::Int(i.into())),
+                (_, Some(u)) => Some(Num::Int(u.into())),
+                _ => n.as_f64().filter(|f| f.is_finite()).map(Num::Float),
+            },
+            // Jolokia writes some numbers (BigDecimal, longs on request)
+            // as text.
+            Value::String(s) => match s.trim().parse::<i128>() {
+                Ok(i) => Some(Num::Int(i)),
+                Err(_) => s
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite())
+                    .map(Num::Float),
+            },
+            _ => None,
+        }
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+
+    fn cmp(self, other: Num) -> Ordering {
+        match (self, other) {
+            (Num::Int(a), Num::Int(b)) => a.cmp(&b),
+            (a, b) => a.as_f64().total_cmp(&b.as_f64()),
+        }
+    }
+}
+
+fn number_value(n: Num) -> Value {
+    match n {
+        Num::Int(i) => i64::try_from(i)
+            .map(Value::from)
+            .or_else(|_| u64::try_from(i).map(Value::from))
+            .unwrap_or_else(|_| json!(i as f64)),
+        Num::Float(f) => json!(f),
+    }
+}
+
+/// Who answered a value: a target, and for a pattern read the MBean.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Who {
+    target: String,
+    mbean: Option<String>,
+}
+
+impl Who {
+    fn to_json(&self) -> Value {
+        match &self.mbean {
+            None => Value::String(self.target.clone()),
+            Some(m) => json!({"target": self.target, "mbean": m}),
+        }
+    }
+
+    fn entry(&self, value: Value) -> Value {
+        let mut out = Map::new();
+        out.insert("target".into(), self.target.clone().into());
+        if let Some(m) = &self.mbean {
+            out.insert("mbean".into(), m.clone().into());
+        }
+        out.insert("value".into(), value);
+        Value::Object(out)
+    }
+}
+
+/// One ranked value, for min, max, top and bottom.
+#[derive(Debug)]
+struct Entry {
+    num: Num,
+    /// As the agent wrote it.
+    value: Value,
+    who: Who,
+}
+
+/// The fold of one attribute's values (or the single value's).
+#[derive(Debug)]
+enum Acc {
+    Total {
+        /// Exact while every value is an integer and the sum fits.
+        exact: Option<i128>,
+        float: f64,
+    },
+    Count,
+    Ranked {
+        keep: usize,
+        largest_first: bool,
+        entries: Vec<Entry>,
+    },
+    Groups(HashMap<String, (Value, Vec<Who>)>),
+}
+
+#[derive(Debug)]
+struct Fold {
+    acc: Acc,
+    /// Values folded in.
+    count: usize,
+}
+
+impl Fold {
+    fn new(op: Op) -> Fold {
+        let acc = match op {
+            Op::Sum | Op::Avg => Acc::Total {
+                exact: Some(0),
+                float: 0.0,
+            },
+            Op::Count => Acc::Count,
+            Op::Min => Acc::Ranked {
+                keep: 1,
+                largest_first: false,
+                entries: Vec::new(),
+            },
+            Op::Max => Acc::Ranked {
+                keep: 1,
+                largest_first: true,
+                entries: Vec::new(),
+            },
+            Op::Top(n) => Acc::Ranked {
+                keep: n,
+                largest_first: true,
+                entries: Vec::new(),
+            },
+            Op::Bottom(n) => Acc::Ranked {
+                keep: n,
+                largest_first: false,
+                entries: Vec::new(),
+            },
+            Op::Group => Acc::Groups(HashMap::new()),
+        };
+        Fold { acc, count: 0 }
+    }
+
+    /// Folds one value in, or says why it can't be.
+    fn add(&mut self, who: Who, value: Value) -> Result<(), String> {
+        let num = || Num::of(&value).ok_or_else(|| not_a_number(&value));
+        match &mut self.acc {
+            Acc::Total { exact, float } => {
+                let n = num()?;
+                *float += n.as_f64();
+                *exact = match (*exact, n) {
+                    (Some(sum), Num::Int(i)) => sum.checked_add(i),
+                    _ => None,
+                };
+            }
+            Acc::Count => {}
+            Acc::Ranked {
+                keep,
+                largest_first,
+                entries,
+            } => {
+                let num = num()?;
+                entries.push(Entry { num, value, who });
+                // Sorted and cut now and then: at most twice `keep` held.
+                if entries.len() >= 2 * *keep + 16 {
+                    rank(entries, *largest_first);
+                    entries.truncate(*keep);
+                }
+            }
+            Acc::Groups(groups) => {
+                let key = value.to_string();
+                groups
+                    .entry(key)
+                    .or_insert_with(|| (value, Vec::new()))
+                    .1
+                    .push(who);
+            }
+        }
+        self.count += 1;
+        Ok(())
+    }
+
+    fn finish(self, op: Op) -> Value {
+        match self.acc {
+            Acc::Total { exact, float } => match op {
+                Op::Avg if self.count == 0 => Value::Null,
+                Op::Avg => json!(float / self.count as f64),
+                _ => exact.map_or_else(|| json!(float), |e| number_value(Num::Int(e))),
+            },
+            Acc::Count => Value::from(self.count),
+            Acc::Ranked {
+                keep,
+                largest_first,
+                mut entries,
+            } => {
+                rank(&mut entries, largest_first);
+                entries.truncate(keep);
+                let mut ranked = entries.into_iter().map(|e| e.who.entry(e.value));
+                match op {
+                    Op::Min | Op::Max => ranked.next().unwrap_or(Value::Null),
+                    _ => Value::Array(ranked.collect()),
+                }
+            }
+            Acc::Groups(groups) => {
+                let mut groups: Vec<(String, Value, Vec<Who>)> =
+                    groups.into_iter().map(|(k, (v, w))| (k, v, w)).collect();
+                // Most targets first, then by the value's JSON text.
+                groups.sort_by(|a, b| b.2.len().cmp(&a.2.len()).then_with(|| a.0.cmp(&b.0)));
+                Value::Array(
+                    groups
+                        .into_iter()
+                        .map(|(_, value, mut who)| {
+                            who.sort();
+                            json!({"value": value, "targets": who.iter().map(Who::to_json).collect::<Vec<_>>()})
+                        })
+                        .collect(),
+                )
+            }
+        }
+    }
+}
+
+/// Best first: by value (largest or smallest first), ties by target name,
+/// then MBean.
+fn rank(entries: &mut [Entry], largest_first: bool) {
+    entries.sort_by(|a, b| {
+        let by_value = a.num.cmp(b.num);
+        let by_value = if largest_first {
+            by_value.reverse()
+        } else {
+            by_value
+        };
+        by_value.then_with(|| a.who.cmp(&b.who))
+    });
+}
+
+fn not_a_number(value: &Value) -> String {
+    let mut shown = value.to_string();
+    if shown.len() > 60 {
+        let mut cut = 60;
+        while !shown.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        shown.truncate(cut);
+        shown.push('…');
+    }
+    format!("Not a number: {shown}")
+}
+
+/// The value at an inner path: object keys, or array indexes.
+fn at_path(value: Value, path: &[String]) -> Result<Value, String> {
+    let mut here = value;
+    for segment in path {
+        here = match here {
+            Value::Object(mut map) => map
+                .remove(segment)
+                .ok_or_else(|| format!("No \"{segment}\" in the value"))?,
+            Value::Array(mut items) => match segment.parse::<usize>() {
+                Ok(i) if i < items.len() => items.swap_remove(i),
+                _ => return Err(format!("No element \"{segment}\" in the list")),
+            },
+            other => {
+                return Err(format!(
+                    "No \"{segment}\" in the value: it is {}",
+                    kind_of(&other)
+                ))
+            }
+        };
+    }
+    Ok(here)
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The targets' answers to one reduced item, folded as they arrive.
+#[derive(Debug)]
+pub struct Folder {
+    op: Op,
+    path: Vec<String>,
+    shape: Shape,
+    single: Fold,
+    by_attribute: BTreeMap<String, Fold>,
+    /// Each target that gave nothing usable (or, per attribute, not
+    /// everything), with its error object.
+    errors: Vec<(String, Value)>,
+    /// The latest of the answers' timestamps.
+    pub timestamp: u64,
+}
+
+impl Folder {
+    pub fn new(reduce: &Reduce, shape: Shape) -> Folder {
+        Folder {
+            op: reduce.op,
+            path: reduce
+                .path
+                .as_deref()
+                .map(super::path::split)
+                .unwrap_or_default(),
+            shape,
+            single: Fold::new(reduce.op),
+            by_attribute: BTreeMap::new(),
+            errors: Vec::new(),
+            timestamp: 0,
+        }
+    }
+
+    /// Folds in one target's answer: its value, or its error.
+    pub fn add(&mut self, target: &str, answer: &Response) {
+        self.timestamp = self.timestamp.max(answer.timestamp().unwrap_or(0));
+        if answer.is_error() {
+            self.errors.push((target.to_string(), error_object(answer)));
+            return;
+        }
+        let value = answer
+            .get("value")
+            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+            .unwrap_or(Value::Null);
+        let problems = match self.shape {
+            Shape::Single => {
+                let who = Who {
+                    target: target.to_string(),
+                    mbean: None,
+                };
+                match at_path(value, &self.path).and_then(|v| self.single.add(who, v)) {
+                    Ok(()) => Vec::new(),
+                    Err(why) => vec![why],
+                }
+            }
+            Shape::PerAttribute { pattern } => self.add_per_attribute(target, value, pattern),
+        };
+        if let Some(first) = problems.first() {
+            let more = match problems.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            let error_type = if first.contains("Not a number") {
+                "jmxgate.NotANumber"
+            } else {
+                "jmxgate.NoSuchPath"
+            };
+            self.errors.push((
+                target.to_string(),
+                json!({"error_type": error_type, "error": format!("{first}{more}"), "status": 400}),
+            ));
+        }
+    }
+
+    fn add_per_attribute(&mut self, target: &str, value: Value, pattern: bool) -> Vec<String> {
+        let mut problems = Vec::new();
+        let Value::Object(outer) = value else {
+            return vec![format!("Expected attributes, got {}", kind_of(&value))];
+        };
+        let beans: Vec<(Option<String>, Value)> = if pattern {
+            outer.into_iter().map(|(m, v)| (Some(m), v)).collect()
+        } else {
+            vec![(None, Value::Object(outer))]
+        };
+        for (mbean, attributes) in beans {
+            let Value::Object(attributes) = attributes else {
+                problems.push(format!(
+                    "Expected attributes of {}, got {}",
+                    mbean.as_deref().unwrap_or("the MBean"),
+                    kind_of(&attributes)
+                ));
+                continue;
+            };
+            for (attribute, v) in attributes {
+                let who = Who {
+                    target: target.to_string(),
+                    mbean: mbean.clone(),
+                };
+                let fold = self
+                    .by_attribute
+                    .entry(attribute.clone())
+                    .or_insert_with(|| Fold::new(self.op));
+                if let Err(why) = at_path(v, &self.path).and_then(|v| fold.add(who, v)) {
+                    let at = match &mbean {
+                        Some(m) => format!("{attribute} of {m}"),
+                        None => attribute,
+                    };
+                    problems.push(format!("{at}: {why}"));
+                }
+            }
+        }
+        problems
+    }
+
+    /// The answer's value: `{"result", "count", "errors"}`; per attribute,
+    /// `result` and `count` are keyed by attribute.
+    pub fn finish(mut self) -> Value {
+        // By target name, whatever order the answers came in.
+        self.errors.sort_by(|a, b| a.0.cmp(&b.0));
+        let errors: Map<String, Value> = self.errors.into_iter().collect();
+        let (result, count) = match self.shape {
+            Shape::Single => {
+                let count = self.single.count;
+                (self.single.finish(self.op), Value::from(count))
+            }
+            Shape::PerAttribute { .. } => {
+                let mut results = Map::new();
+                let mut counts = Map::new();
+                for (attribute, fold) in self.by_attribute {
+                    counts.insert(attribute.clone(), Value::from(fold.count));
+                    results.insert(attribute, fold.finish(self.op));
+                }
+                (Value::Object(results), Value::Object(counts))
+            }
+        };
+        json!({"result": result, "count": count, "errors": errors})
+    }
+}
+
+/// A failed answer as a fan-out reports it: `error_type`, `error`,
+/// `status`.
+fn error_object(answer: &Response) -> Value {
+    let mut out = Map::new();
+    for key in ["error_type", "error", "status"] {
+        if let Some(v) = answer
+            .get(key)
+            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+        {
+            out.insert(key.into(), v);
+        }
+    }
+    Value::Object(out)
+}
+
+/// A reduced answer's value, as a client reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reduced {
+    /// A number (sum, avg, count), an entry (min, max), a list of entries
+    /// (top, bottom) or of groups (group); per attribute, keyed by
+    /// attribute.
+    pub result: Value,
+    /// Values folded in (per attribute: keyed by attribute).
+    pub count: Value,
+    /// Each target that gave nothing usable, with its error object.
+    #[serde(default)]
+    pub errors: BTreeMap<String, TargetError>,
+}
+
+/// One target's error in a reduced answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetError {
+    #[serde(default)]
+    pub status: Option<u16>,
+    #[serde(default)]
+    pub error_type: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// An entry of min, max, top and bottom.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ranked {
+    pub target: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mbean: Option<String>,
+    pub value: Value,
+}
+
+/// A group: a value and who answered it (target names; for a pattern
+/// read, `{"target", "mbean"}` objects).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Grouped {
+    pub value: Value,
+    pub targets: Vec<Value>,
+}
+
+impl Reduced {
+    /// The result of sum, avg and count.
+    pub fn number(&self) -> Option<f64> {
+        self.result.as_f64()
+    }
+
+    /// The entries of min and max (one) and of top and bottom.
+    pub fn ranked(&self) -> Option<Vec<Ranked>> {
+        match &self.result {
+            Value::Array(_) => serde_json::from_value(self.result.clone()).ok(),
+            Value::Object(o) if o.contains_key("target") => {
+                serde_json::from_value(self.result.clone())
+                    .ok()
+                    .map(|r| vec![r])
+            }
+            _ => None,
+        }
+    }
+
+    /// The groups of group.
+    pub fn groups(&self) -> Option<Vec<Grouped>> {
+        serde_json::from_value(self.result.clone()).ok()
+    }
+
+    /// Values folded in, for a single attribute.
+    pub fn counted(&self) -> Option<u64> {
+        self.count.as_u64()
+    }
+}
+
+#[cfg(test)]
+mod tests;

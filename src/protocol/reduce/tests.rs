@@ -1,0 +1,313 @@
+use serde_json::{json, Value};
+
+use super::*;
+
+fn reduce(v: Value) -> Result<Reduce, ProtocolError> {
+    Reduce::from_raw(&serde_json::value::to_raw_value(&v).unwrap())
+}
+
+fn ok(value: Value) -> Response {
+    Response::value(&value, 1000)
+}
+
+fn fold(op: Value, shape: Shape, answers: &[(&str, Response)]) -> Value {
+    let mut folder = Folder::new(&reduce(op).unwrap(), shape);
+    for (target, answer) in answers {
+        folder.add(target, answer);
+    }
+    folder.finish()
+}
+
+#[test]
+fn reduce_fields_are_checked() {
+    assert_eq!(reduce(json!({"op": "sum"})).unwrap(), Reduce::new(Op::Sum));
+    assert_eq!(
+        reduce(json!({"op": "top", "n": 3, "path": "used"}))
+            .unwrap()
+            .op,
+        Op::Top(3)
+    );
+    assert_eq!(
+        reduce(json!({"op": "group", "by": "value"})).unwrap().op,
+        Op::Group
+    );
+    let err = |v: Value| reduce(v).unwrap_err().message;
+    assert!(err(json!("sum")).contains("an object with an \"op\""));
+    assert!(err(json!({})).contains("\"op\" is missing"));
+    assert!(err(json!({"op": "median"})).contains("unknown op \"median\" (sum, min"));
+    assert!(err(json!({"op": "top"})).contains("needs \"n\""));
+    assert!(err(json!({"op": "top", "n": 0})).contains("from 1 to"));
+    assert!(err(json!({"op": "top", "n": 2.5})).contains("whole number"));
+    assert!(err(json!({"op": "sum", "n": 2})).contains("for top and bottom only"));
+    assert!(err(json!({"op": "sum", "by": "value"})).contains("for group only"));
+    assert!(err(json!({"op": "sum", "limit": 2})).contains("unknown field \"limit\""));
+    assert!(err(json!({"op": "sum", "path": 3})).contains("\"path\" must be text"));
+    // What a client writes is what the gateway reads back.
+    for op in [
+        Op::Sum,
+        Op::Min,
+        Op::Max,
+        Op::Avg,
+        Op::Count,
+        Op::Top(4),
+        Op::Bottom(2),
+        Op::Group,
+    ] {
+        let r = Reduce {
+            op,
+            path: Some("a!/b/c".into()),
+        };
+        assert_eq!(reduce(r.to_json()).unwrap(), r);
+    }
+}
+
+#[test]
+fn numbers_fold_exactly_and_ties_go_by_target_name() {
+    let answers = [
+        ("c", ok(json!({"used": 30}))),
+        ("a", ok(json!({"used": 30}))),
+        ("b", ok(json!({"used": 10}))),
+        ("d", ok(json!({"used": 20.5}))),
+    ];
+    let at = |op: Value| fold(op, Shape::Single, &answers);
+    assert_eq!(
+        at(json!({"op": "sum", "path": "used"}))["result"],
+        json!(90.5)
+    );
+    assert_eq!(
+        at(json!({"op": "avg", "path": "used"}))["result"],
+        json!(22.625)
+    );
+    assert_eq!(at(json!({"op": "count"}))["result"], json!(4));
+    assert_eq!(
+        at(json!({"op": "max", "path": "used"}))["result"],
+        json!({"target": "a", "value": 30})
+    );
+    assert_eq!(
+        at(json!({"op": "min", "path": "used"}))["result"],
+        json!({"target": "b", "value": 10})
+    );
+    assert_eq!(
+        at(json!({"op": "top", "n": 3, "path": "used"}))["result"],
+        json!([{"target": "a", "value": 30}, {"target": "c", "value": 30}, {"target": "d", "value": 20.5}])
+    );
+    assert_eq!(
+        at(json!({"op": "bottom", "n": 9, "path": "used"}))["result"],
+        json!([{"target": "b", "value": 10}, {"target": "d", "value": 20.5},
+               {"target": "a", "value": 30}, {"target": "c", "value": 30}])
+    );
+    let answer = at(json!({"op": "sum", "path": "used"}));
+    assert_eq!(answer["count"], json!(4));
+    assert_eq!(answer["errors"], json!({}));
+    // Longs beyond a double's 53 bits add and compare exactly.
+    let big = [
+        ("x", ok(json!(9007199254740993i64))),
+        ("y", ok(json!(9007199254740992i64))),
+        ("z", ok(json!("1"))),
+    ];
+    assert_eq!(
+        fold(json!({"op": "sum"}), Shape::Single, &big)["result"],
+        json!(18014398509481986i64)
+    );
+    assert_eq!(
+        fold(json!({"op": "max"}), Shape::Single, &big)["result"],
+        json!({"target": "x", "value": 9007199254740993i64})
+    );
+}
+
+#[test]
+fn errors_and_non_numbers_are_listed_never_fatal() {
+    let denied = Response::error(&ProtocolError::new(
+        403,
+        "java.lang.SecurityException",
+        "Reading attribute HeapMemoryUsage is forbidden",
+    ));
+    let answers = [
+        ("up", ok(json!({"used": 5}))),
+        ("denied", denied),
+        ("text", ok(json!({"used": "lots"}))),
+        ("shape", ok(json!(7))),
+        ("missing", ok(json!({"max": 1}))),
+    ];
+    let answer = fold(
+        json!({"op": "sum", "path": "used"}),
+        Shape::Single,
+        &answers,
+    );
+    assert_eq!(answer["result"], json!(5));
+    assert_eq!(answer["count"], json!(1));
+    let errors = &answer["errors"];
+    assert_eq!(errors["denied"]["status"], json!(403));
+    assert_eq!(
+        errors["denied"]["error_type"],
+        json!("java.lang.SecurityException")
+    );
+    assert_eq!(errors["text"]["error"], json!("Not a number: \"lots\""));
+    assert_eq!(errors["text"]["error_type"], json!("jmxgate.NotANumber"));
+    assert_eq!(
+        errors["shape"]["error"],
+        json!("No \"used\" in the value: it is a number")
+    );
+    assert_eq!(
+        errors["missing"]["error"],
+        json!("No \"used\" in the value")
+    );
+    assert_eq!(errors.as_object().unwrap().len(), 4);
+    // Nothing usable at all: no result, still an answer.
+    let none = fold(
+        json!({"op": "avg", "path": "used"}),
+        Shape::Single,
+        &answers[1..2],
+    );
+    assert_eq!(none["result"], Value::Null);
+    assert_eq!(none["count"], json!(0));
+    assert_eq!(
+        fold(json!({"op": "top", "n": 2}), Shape::Single, &[])["result"],
+        json!([])
+    );
+    assert_eq!(
+        fold(json!({"op": "sum"}), Shape::Single, &[])["result"],
+        json!(0)
+    );
+}
+
+#[test]
+fn groups_say_which_targets_answered_each_value() {
+    let answers = [
+        ("b", ok(json!("RUNNING"))),
+        ("c", ok(json!("STOPPED"))),
+        ("a", ok(json!("RUNNING"))),
+        ("d", ok(json!({"major": 2}))),
+    ];
+    assert_eq!(
+        fold(
+            json!({"op": "group", "by": "value"}),
+            Shape::Single,
+            &answers
+        )["result"],
+        json!([
+            {"value": "RUNNING", "targets": ["a", "b"]},
+            {"value": "STOPPED", "targets": ["c"]},
+            {"value": {"major": 2}, "targets": ["d"]},
+        ])
+    );
+}
+
+#[test]
+fn pattern_reads_are_reduced_per_attribute() {
+    let gc = |young: i64, old: i64| {
+        ok(json!({
+            "java.lang:name=Young,type=GarbageCollector": {"CollectionCount": young, "Name": "Young"},
+            "java.lang:name=Old,type=GarbageCollector": {"CollectionCount": old, "Name": "Old"},
+        }))
+    };
+    let answers = [("a", gc(10, 1)), ("b", gc(30, 2))];
+    let shape = Shape::PerAttribute { pattern: true };
+    let top = fold(json!({"op": "top", "n": 2}), shape, &answers);
+    assert_eq!(
+        top["result"]["CollectionCount"],
+        json!([
+            {"target": "b", "mbean": "java.lang:name=Young,type=GarbageCollector", "value": 30},
+            {"target": "a", "mbean": "java.lang:name=Young,type=GarbageCollector", "value": 10},
+        ])
+    );
+    assert_eq!(top["count"]["CollectionCount"], json!(4));
+    // A text attribute can't be summed: listed per target, the numbers
+    // still count.
+    let sum = fold(json!({"op": "sum"}), shape, &answers);
+    assert_eq!(sum["result"]["CollectionCount"], json!(43));
+    let error = &sum["errors"]["a"];
+    assert_eq!(error["error_type"], "jmxgate.NotANumber");
+    let text = error["error"].as_str().unwrap();
+    assert!(
+        text.contains("Name of java.lang:name=")
+            && text.contains("Not a number: \"")
+            && text.ends_with("(and 1 more)"),
+        "{sum}"
+    );
+    assert_eq!(sum["count"]["Name"], json!(0));
+    // Several attributes of one MBean.
+    let many = fold(
+        json!({"op": "max"}),
+        Shape::PerAttribute { pattern: false },
+        &[
+            ("a", ok(json!({"ThreadCount": 40, "PeakThreadCount": 50}))),
+            ("b", ok(json!({"ThreadCount": 45, "PeakThreadCount": 48}))),
+        ],
+    );
+    assert_eq!(
+        many["result"]["ThreadCount"],
+        json!({"target": "b", "value": 45})
+    );
+    assert_eq!(
+        many["result"]["PeakThreadCount"],
+        json!({"target": "a", "value": 50})
+    );
+}
+
+/// Top and bottom keep only what they need as they go; what they keep is
+/// what sorting everything would give.
+#[test]
+fn ranking_while_folding_equals_ranking_at_the_end() {
+    let mut seed = 7u64;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % 50
+    };
+    let answers: Vec<(String, Response)> = (0..2000)
+        .map(|i| (format!("t-{i:04}"), ok(json!(next()))))
+        .collect();
+    for (op, largest_first) in [("top", true), ("bottom", false)] {
+        let mut folder = Folder::new(&reduce(json!({"op": op, "n": 25})).unwrap(), Shape::Single);
+        for (t, a) in &answers {
+            folder.add(t, a);
+        }
+        let got = folder.finish()["result"].clone();
+        let mut all: Vec<(u64, &str)> = answers
+            .iter()
+            .map(|(t, a)| (a.field::<u64>("value").unwrap(), t.as_str()))
+            .collect();
+        all.sort_by(|a, b| {
+            let v = if largest_first {
+                b.0.cmp(&a.0)
+            } else {
+                a.0.cmp(&b.0)
+            };
+            v.then(a.1.cmp(b.1))
+        });
+        let want: Vec<Value> = all[..25]
+            .iter()
+            .map(|(v, t)| json!({"target": t, "value": v}))
+            .collect();
+        assert_eq!(got, Value::Array(want), "{op}");
+    }
+}
+
+#[test]
+fn reduced_answers_read_back_typed() {
+    let answer = fold(
+        json!({"op": "top", "n": 2}),
+        Shape::Single,
+        &[("a", ok(json!(1))), ("b", ok(json!(2)))],
+    );
+    let reduced: Reduced = serde_json::from_value(answer).unwrap();
+    let ranked = reduced.ranked().unwrap();
+    assert_eq!(ranked[0].target, "b");
+    assert_eq!(reduced.counted(), Some(2));
+    let sum: Reduced = serde_json::from_value(fold(
+        json!({"op": "sum"}),
+        Shape::Single,
+        &[("a", ok(json!(2)))],
+    ))
+    .unwrap();
+    assert_eq!(sum.number(), Some(2.0));
+    let max: Reduced = serde_json::from_value(fold(
+        json!({"op": "max"}),
+        Shape::Single,
+        &[("a", ok(json!(2)))],
+    ))
+    .unwrap();
+    assert_eq!(max.ranked().unwrap()[0].target, "a");
+}
