@@ -4,13 +4,15 @@ same run (bench/scale.sh sets up the tools and calls this).
 
 Stand-ins: one static nginx plays every agent of a large fleet. Each target
 has its own path on it (`/t<i>/jolokia`) and gets the same canned Jolokia
-answer, so the gateway's own cost is what is measured; 100,000 real JVMs
+answer (with the target's number as `used`), so the gateway's own cost is
+what is measured; 100,000 real JVMs
 cannot run here. Real agents stay in bench/run.sh for the per-agent rows.
 
 Curves:
   * targets 100 -> 100,000: start-up and reload (SIGHUP) time, idle RSS and idle CPU (health
     probes running), GET /jolokia/targets (whole list and one page of
-    1000), a read fanned out to every target (time, peak RSS, answers);
+    1000), a read fanned out to every target (time, peak RSS, answers),
+    the same read reduced to the five largest (time, peak RSS);
   * bulk size 1 -> 1000 against one stand-in: jmxgate and nginx;
   * concurrent clients 1 -> 256: req/s, p50, p99 and CPU per request for
     jmxgate and nginx.
@@ -125,6 +127,11 @@ def start_nginx(static_port, proxy_port):
         for k in BULKS
     )
     bulks += f"\n        location /files/ {{ root {work}; default_type application/json; }}"
+    # Each fleet target's own heap in use: its number, so a reduction has
+    # values to rank.
+    varying = one.replace('"used": 7527472', '"used": $n')
+    assert varying != one
+    bulks += f"\n        location ~ ^/t(?<n>[0-9]+)/jolokia$ {{ return 200 '[{varying}]'; }}"
     static = f"""worker_processes 1;
 worker_rlimit_nofile 65536;
 pid {work}/static.pid;
@@ -311,6 +318,18 @@ def fleet_row(n, static_port):
     values = answer.get("value") or {}
     failed = sum(1 for v in values.values() if isinstance(v, dict) and "error" in v)
     peak = status_kb(p.pid, "VmHWM")
+    # The same read reduced to the five largest: folded as answers arrive.
+    reset_peak(p.pid)
+    rss_before_reduce = status_kb(p.pid, "VmRSS")
+    reduced_body = json.dumps(
+        {"type": "read", "mbean": "java.lang:type=Memory", "attribute": "HeapMemoryUsage",
+         "target": {"url": "t-*"}, "reduce": {"op": "top", "n": 5, "path": "used"}}
+    ).encode()
+    reduce_s, data = http("POST", gw + "/jolokia", reduced_body)
+    reduced = json.loads(data)
+    reduce_peak = status_kb(p.pid, "VmHWM")
+    top = [e["value"] for e in reduced["value"]["result"]]
+    assert top == sorted(top, reverse=True) and top[0] == n, reduced["value"]["result"]
     reload_s = reload_fleet(p, gw, directory)
     stop(p)
     row = {
@@ -319,13 +338,16 @@ def fleet_row(n, static_port):
         "list_s": list_s, "listed": listed, "page_s": page_s,
         "fanout_s": fan_s, "fanout_answered": len(values) - failed, "fanout_failed": failed,
         "fanout_status": answer.get("status"), "fanout_peak_extra_mb": (peak - rss_before) / 1024,
+        "reduce_s": reduce_s, "reduce_counted": reduced["value"]["count"],
+        "reduce_peak_extra_mb": (reduce_peak - rss_before_reduce) / 1024,
         "reload_s": reload_s,
     }
     print(f"  {n:>6} targets: start {startup:.2f} s, first probe round {first_round:.1f} s, "
           f"idle RSS {rss_idle / 1024:.0f} MB, idle CPU {idle_cpu:.1f} %, "
           f"/targets {list_s * 1000:.0f} ms ({listed}), page {page_s * 1000:.1f} ms, "
           f"fan-out {fan_s:.2f} s ({len(values) - failed} answered, {failed} failed), "
-          f"+{(peak - rss_before) / 1024:.0f} MB peak, reload {reload_s:.2f} s", flush=True)
+          f"+{(peak - rss_before) / 1024:.0f} MB peak; top 5 of all {reduce_s:.2f} s "
+          f"(+{(reduce_peak - rss_before_reduce) / 1024:.0f} MB peak); reload {reload_s:.2f} s", flush=True)
     return row
 
 
@@ -456,21 +478,22 @@ def markdown(fleet, bulks, clients):
         f"on, next to nginx proxy_pass in the same run; both serve with {WORKERS} worker(s) "
         "(`server.workers`, `worker_processes`), and a proxy's CPU is all of its workers' together.\n",
         "**Stand-ins:** the agents of the target curve are not JVMs. One static nginx answers every "
-        "target's path (`/t<i>/jolokia`) with the same canned Jolokia answer, because 100,000 JVMs "
+        "target's path (`/t<i>/jolokia`) with the same canned Jolokia answer (its `used` the target's number, so a reduction has values to rank), because 100,000 JVMs "
         "cannot run on one machine; the gateway's own cost is what these rows show. Real agents are "
         "in `bench/results.md` (bench/run.sh).\n",
         "## Targets\n",
         f"| targets | start-up | reload (SIGHUP) | first probe round | idle RSS | idle CPU (probes every {PROBE_INTERVAL:g} s) | "
         "`GET /jolokia/targets` (all) | one page of 1000 | read fanned out to all | answered | "
-        "peak RSS added by the fan-out |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "peak RSS added by the fan-out | the same read reduced to the top 5 | peak RSS added by the reduction |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in fleet:
         lines.append(
             f"| {r['targets']:,} | {r['startup_s']:.2f} s | {r['reload_s']:.2f} s | {r['first_probe_round_s']:.1f} s | "
             f"{r['rss_idle_mb']:.0f} MB | {r['idle_cpu_pct']:.1f} % | {r['list_s'] * 1000:.0f} ms | "
             f"{r['page_s'] * 1000:.1f} ms | {r['fanout_s']:.2f} s | "
-            f"{r['fanout_answered']:,} of {r['targets']:,} | {r['fanout_peak_extra_mb']:.0f} MB |"
+            f"{r['fanout_answered']:,} of {r['targets']:,} | {r['fanout_peak_extra_mb']:.0f} MB | "
+            f"{r['reduce_s']:.2f} s | {r['reduce_peak_extra_mb']:.0f} MB |"
         )
     lines += [
         "\n## Bulk size (one stand-in that fetches each bulk answer from itself over a new connection, so it sets the pace; 16 connections; the target's `max_in_flight` 8)\n",

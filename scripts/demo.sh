@@ -127,6 +127,11 @@ jmxgate demo is starting on $base (config: $config). Paste these:
     {"type":"read","mbean":"java.lang:type=Runtime","attribute":"Uptime","target":{"url":"not-in-the-fleet"}}]'
   # one read answered by every agent of a group (label selector or glob)
   curl -s -H 'Content-Type: application/json' $base -d '{"type":"read","mbean":"java.lang:type=Threading","attribute":"ThreadCount","target":{"url":"app=orders"}}'
+  # one answer about the group: the two JVMs with the most heap in use
+  curl -s -H 'Content-Type: application/json' $base -d '{"type":"read","mbean":"java.lang:type=Memory","attribute":"HeapMemoryUsage","path":"used","target":{"url":"*"},"reduce":{"op":"top","n":2}}'
+  JMXGATE_URL=$base target/release/jmxgate read --target '*' java.lang:type=Runtime Uptime --min
+  # Prometheus metrics of every JVM of a group (jmx_exporter's default export)
+  curl -s 'http://$listen/prometheus?target=app=orders' | head -20
   # the targets you may reach, with health, latency and agent version
   curl -s $base/targets
   # the command-line client
