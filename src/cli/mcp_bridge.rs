@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{Peer, RequestContext, RoleClient, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -66,7 +66,9 @@ impl ServerHandler for Bridge {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.remote.list_tools(request).await.map_err(forwarded)
+        let mut listed = self.remote.list_tools(request).await.map_err(forwarded)?;
+        complete(&mut listed.result_type);
+        Ok(listed)
     }
 
     async fn call_tool(
@@ -74,8 +76,25 @@ impl ServerHandler for Bridge {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.remote.call_tool_once(request).await.map_err(forwarded)
+        let mut answered = self
+            .remote
+            .call_tool_once(request)
+            .await
+            .map_err(forwarded)?;
+        if let CallToolResponse::Complete(result) = &mut answered {
+            complete(&mut result.result_type);
+        }
+        Ok(answered)
     }
+}
+
+/// The local client may have negotiated a newer protocol than the remote
+/// session (2026-07-28 requires `resultType`, older ones lack it): a
+/// result the remote sent without one is complete (the spec's reading of
+/// its absence). The SDK drops it again for local clients of older
+/// protocols.
+fn complete(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
 }
 
 /// Why connecting failed, in the user's terms (not the SDK's types).
@@ -113,7 +132,29 @@ pub async fn run(conn: ConnectOpts) -> ExitCode {
     }
 }
 
+/// What the client commands take but the bridge cannot use: refused, so
+/// nobody believes they act.
+fn unused(conn: &ConnectOpts) -> Result<(), String> {
+    if conn.json {
+        return Err(
+            "--json is not for `jmxgate mcp`: it speaks MCP (JSON-RPC) on \
+             standard output already"
+                .into(),
+        );
+    }
+    if conn.target.is_some() {
+        return Err(
+            "--target (or JMXGATE_TARGET) is not for `jmxgate mcp`: the assistant \
+             names a target in each tool call, and list_targets shows which it may use; \
+             unset it for this command"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 async fn serve(conn: ConnectOpts) -> Result<(), String> {
+    unused(&conn)?;
     // Flags, environment and client config file, as for every command;
     // the URL given is mapped to the gateway's MCP endpoint.
     let client = conn.client()?;
