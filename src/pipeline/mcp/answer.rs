@@ -25,10 +25,16 @@ pub struct Answered<'a> {
     pub answer: Value,
 }
 
+/// The error's text, with the agent's `error_type` (an exception class
+/// tells an assistant what went wrong: `NoSuchMethodException`).
 fn error_text(answer: &Value) -> String {
-    answer["error"]
+    let text = answer["error"]
         .as_str()
-        .map_or_else(|| format!("status {}", answer["status"]), str::to_string)
+        .map_or_else(|| format!("status {}", answer["status"]), str::to_string);
+    match answer["error_type"].as_str() {
+        Some(t) if !t.is_empty() && !text.contains(t) => format!("{text} ({t})"),
+        _ => text,
+    }
 }
 
 fn failed(answer: &Value) -> bool {
@@ -36,17 +42,22 @@ fn failed(answer: &Value) -> bool {
 }
 
 /// A fan-out's error entry (`merge::merge_fan_out`): only `error`,
-/// `error_type` and `status`.
-fn fan_out_error(v: &Value) -> Option<(u64, String)> {
+/// `error_type` and `status`; as the tool shows it.
+fn fan_out_error(target: &str, v: &Value) -> Option<Value> {
     let o = v.as_object()?;
     let only_error_keys = o
         .keys()
         .all(|k| matches!(k.as_str(), "error" | "error_type" | "status"));
     (only_error_keys && o.contains_key("error")).then(|| {
-        (
-            o.get("status").and_then(Value::as_u64).unwrap_or(500),
-            error_text(v),
-        )
+        let mut entry = json!({
+            "target": target,
+            "status": o.get("status").and_then(Value::as_u64).unwrap_or(500),
+            "error": o.get("error").cloned().unwrap_or(Value::Null),
+        });
+        if let Some(t) = o.get("error_type").filter(|t| t.is_string()) {
+            entry["error_type"] = t.clone();
+        }
+        entry
     })
 }
 
@@ -77,21 +88,27 @@ pub fn shape(a: Answered<'_>) -> Outcome {
             } else {
                 "values"
             };
+            let pattern = a.item["mbean"]
+                .as_str()
+                .and_then(|m| crate::protocol::object_name::ObjectName::parse(m).ok())
+                .is_some_and(|n| n.is_pattern());
+            let shown = |v: Value| match a.tool {
+                ToolName::ReadAttributes => uniform_errors(v, pattern),
+                _ => v,
+            };
             let results: Vec<Value> = if a.fan_out {
                 let Value::Object(per_target) = value else {
                     return Outcome::Failed(format!("{}: unexpected answer {value}", a.target));
                 };
                 per_target
                     .into_iter()
-                    .map(|(target, v)| match fan_out_error(&v) {
-                        Some((status, error)) => {
-                            json!({"target": target, "status": status, "error": error})
-                        }
-                        None => json!({"target": target, key: v}),
+                    .map(|(target, v)| match fan_out_error(&target, &v) {
+                        Some(entry) => entry,
+                        None => json!({"target": target, key: shown(v)}),
                     })
                     .collect()
             } else {
-                vec![json!({"target": a.target, key: value})]
+                vec![json!({"target": a.target, key: shown(value)})]
             };
             Outcome::Done(json!({ "results": results }))
         }
@@ -165,8 +182,14 @@ pub fn describe(target: &str, mbean: Option<&str>, info: &Value) -> Value {
                 })
             })
             .collect();
+        // What execute_operation takes for an overloaded name.
+        let types: Vec<&str> = arguments
+            .iter()
+            .map(|a| a["type"].as_str().unwrap_or("?"))
+            .collect();
         json!({
             "name": name,
+            "signature": format!("{name}({})", types.join(",")),
             "description": text(op, "desc"),
             "returns": text(op, "ret"),
             "arguments": arguments,
@@ -199,6 +222,75 @@ pub fn describe(target: &str, mbean: Option<&str>, info: &Value) -> Value {
     Value::Object(out)
 }
 
+/// What a caller may do with one MBean's members.
+pub enum Use<'a> {
+    Read(&'a str),
+    Write(&'a str),
+    /// An operation with its signature, `add(int,int)`.
+    Execute(&'a str),
+}
+
+/// Marks each attribute and operation of a `describe` with what the
+/// caller's own policies allow (`you_may_read`, `you_may_write`,
+/// `you_may_execute`), so an assistant does not offer what would be
+/// refused. A write needs a writable attribute too.
+pub fn mark(described: &mut Value, may: impl Fn(Use<'_>) -> bool) {
+    if let Some(attributes) = described["attributes"].as_array_mut() {
+        for a in attributes {
+            let name = a["name"].as_str().unwrap_or_default().to_string();
+            let readable = a.get("readable").and_then(Value::as_bool).unwrap_or(true);
+            let writable = a["writable"].as_bool().unwrap_or(false);
+            a["you_may_read"] = json!(readable && may(Use::Read(&name)));
+            a["you_may_write"] = json!(writable && may(Use::Write(&name)));
+        }
+    }
+    if let Some(operations) = described["operations"].as_array_mut() {
+        for o in operations {
+            let signature = o["signature"].as_str().unwrap_or_default().to_string();
+            o["you_may_execute"] = json!(may(Use::Execute(&signature)));
+        }
+    }
+}
+
+/// One attribute's error in a read answer, whichever generation wrote
+/// it: 1.x's text `ERROR: <message> (class <type>)` (also the gateway's
+/// own denial on 1.x targets) and protocol 8's `{"error", "error_type",
+/// ".error"}` both become `{"error", "error_type"}`.
+fn attribute_error(v: &Value) -> Option<Value> {
+    match v {
+        Value::String(s) => {
+            let rest = s.strip_prefix("ERROR: ")?;
+            let (message, class) = rest.strip_suffix(')')?.rsplit_once(" (class ")?;
+            Some(json!({"error": message, "error_type": class}))
+        }
+        Value::Object(o) if o.get(".error") == Some(&Value::Bool(true)) => Some(json!({
+            "error": o.get("error").cloned().unwrap_or(Value::Null),
+            "error_type": o.get("error_type").cloned().unwrap_or(Value::Null),
+        })),
+        _ => None,
+    }
+}
+
+/// A read's values with every attribute error in one shape: values by
+/// attribute, or (a pattern read) by MBean and then attribute.
+fn uniform_errors(values: Value, pattern: bool) -> Value {
+    let Value::Object(map) = values else {
+        return values;
+    };
+    let fix = |v: Value| attribute_error(&v).unwrap_or(v);
+    Value::Object(
+        map.into_iter()
+            .map(|(k, v)| match (pattern, v) {
+                (true, Value::Object(inner)) => {
+                    let inner = inner.into_iter().map(|(a, v)| (a, fix(v))).collect();
+                    (k, Value::Object(inner))
+                }
+                (_, v) => (k, fix(v)),
+            })
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,7 +315,9 @@ mod tests {
         );
         assert_eq!(
             out,
-            Outcome::Failed("a: Operation op forbidden for m:t=x".into())
+            Outcome::Failed(
+                "a: Operation op forbidden for m:t=x (java.lang.SecurityException)".into()
+            )
         );
     }
 
@@ -255,9 +349,58 @@ mod tests {
             out,
             Outcome::Done(json!({"results": [
                 {"target": "a", "values": {"X": 1}},
-                {"target": "b", "status": 403, "error": "no"}
+                {"target": "b", "status": 403, "error": "no", "error_type": "java.lang.SecurityException"}
             ]}))
         );
+    }
+
+    #[test]
+    fn attribute_errors_look_the_same_from_every_generation() {
+        let one = json!({"status": 200, "value": {
+            "Uptime": 5,
+            "A": "ERROR: Reading attribute A is forbidden for MBean m:t=x (class java.lang.SecurityException)",
+            "B": {"error": "No such attribute B", "error_type": "javax.management.AttributeNotFoundException", ".error": true},
+            "C": "ERROR: but not in that form"
+        }});
+        let Outcome::Done(out) = answered(ToolName::ReadAttributes, false, one) else {
+            panic!()
+        };
+        let values = &out["results"][0]["values"];
+        assert_eq!(values["Uptime"], 5);
+        assert_eq!(
+            values["A"],
+            json!({"error": "Reading attribute A is forbidden for MBean m:t=x", "error_type": "java.lang.SecurityException"})
+        );
+        assert_eq!(
+            values["B"],
+            json!({"error": "No such attribute B", "error_type": "javax.management.AttributeNotFoundException"})
+        );
+        assert_eq!(values["C"], "ERROR: but not in that form");
+    }
+
+    #[test]
+    fn describe_gives_signatures_and_marks_what_the_caller_may_do() {
+        let info = json!({
+            "attr": {"Int": {"type": "int", "rw": true}, "Name": {"type": "java.lang.String", "rw": true}},
+            "op": {"add": [
+                {"args": [{"name": "a", "type": "int"}, {"name": "b", "type": "int"}], "ret": "int"},
+                {"args": [], "ret": "long"}
+            ]}
+        });
+        let mut d = describe("a", Some("m:t=x"), &info);
+        mark(&mut d, |u| match u {
+            Use::Read(a) => a == "Int",
+            Use::Write(_) => true,
+            Use::Execute(s) => s == "add(int,int)",
+        });
+        let attrs = &d["attributes"];
+        assert_eq!(attrs[0]["name"], "Int");
+        assert_eq!(attrs[0]["you_may_read"], true);
+        assert_eq!(attrs[1]["you_may_read"], false);
+        assert_eq!(d["operations"][0]["signature"], "add(int,int)");
+        assert_eq!(d["operations"][0]["you_may_execute"], true);
+        assert_eq!(d["operations"][1]["signature"], "add()");
+        assert_eq!(d["operations"][1]["you_may_execute"], false);
     }
 
     #[test]

@@ -15,7 +15,24 @@ pub fn bound(value: Value, max: usize) -> (Value, Option<String>) {
     let mut cuts = Vec::new();
     // The note is added beside the value: keep room for it.
     let budget = max.saturating_sub(NOTE_ROOM);
-    let fitted = fit(value, budget, "", &mut cuts).unwrap_or(Value::Null);
+    let fitted = match value {
+        // One entry per target: each gets its share, so no target is
+        // left out whole for another's long answer.
+        Value::Object(mut o)
+            if o.get("results")
+                .and_then(Value::as_array)
+                .is_some_and(|r| r.len() > 1) =>
+        {
+            let Some(Value::Array(results)) = o.remove("results") else {
+                unreachable!("checked above")
+            };
+            let rest = json_len(&Value::Object(o.clone())) + "\"results\":,".len();
+            let results = fair(results, budget.saturating_sub(rest), &mut cuts);
+            o.insert("results".into(), results);
+            Value::Object(o)
+        }
+        value => fit(value, budget, "", &mut cuts).unwrap_or(Value::Null),
+    };
     let mut note = format!(
         "answer cut from {size} to at most {max} bytes (mcp.max_result_bytes); narrow the request for the rest"
     );
@@ -34,6 +51,60 @@ const MAX_CUTS_NAMED: usize = 5;
 
 fn json_len(value: &Value) -> usize {
     serde_json::to_vec(value).map_or(0, |v| v.len())
+}
+
+/// Per-target entries within `budget`, shared out evenly: entries smaller
+/// than their share are kept whole and what they leave over goes to the
+/// others. An entry with no room keeps its target, its other members
+/// emptied.
+fn fair(results: Vec<Value>, budget: usize, cuts: &mut Vec<(String, String)>) -> Value {
+    let n = results.len();
+    let sizes: Vec<usize> = results.iter().map(json_len).collect();
+    let mut by_size: Vec<usize> = (0..n).collect();
+    by_size.sort_by_key(|&i| sizes[i]);
+    let mut left = budget.saturating_sub(2 + n);
+    let mut shares = vec![0; n];
+    for (done, &i) in by_size.iter().enumerate() {
+        let share = left / (n - done);
+        shares[i] = sizes[i].min(share);
+        left -= shares[i];
+    }
+    let kept = results
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            if sizes[i] <= shares[i] {
+                return entry;
+            }
+            let path = format!("results[{i}]");
+            let emptied = emptied(&entry);
+            fit(entry, shares[i], &path, cuts).unwrap_or_else(|| {
+                cuts.push((path, "left out but for its target".into()));
+                emptied
+            })
+        })
+        .collect();
+    Value::Array(kept)
+}
+
+/// An entry with only its `target`, and its other members empty.
+fn emptied(entry: &Value) -> Value {
+    let Value::Object(o) = entry else {
+        return Value::Null;
+    };
+    let kept = o
+        .iter()
+        .map(|(k, v)| {
+            let v = match (k.as_str(), v) {
+                ("target", v) => v.clone(),
+                (_, Value::Array(_)) => Value::Array(Vec::new()),
+                (_, Value::Object(_)) => Value::Object(Map::new()),
+                (_, v) => v.clone(),
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    Value::Object(kept)
 }
 
 /// `value` within `budget` bytes, or `None` when not even a cut form fits.
@@ -152,6 +223,30 @@ mod tests {
             "{note}"
         );
         assert!(note.contains("mcp.max_result_bytes"), "{note}");
+    }
+
+    #[test]
+    fn every_target_keeps_its_share() {
+        let names = |t: usize, n: usize| -> Vec<String> {
+            (0..n).map(|i| format!("d{t}:type=T,name={i}")).collect()
+        };
+        let v = json!({"results": [
+            {"target": "a", "mbeans": names(0, 3000)},
+            {"target": "b", "mbeans": names(1, 3000)},
+            {"target": "c", "mbeans": names(2, 3)},
+        ]});
+        let (cut, note) = bound(v, 8192);
+        assert!(json_len(&cut) <= 8192, "{}", json_len(&cut));
+        let kept = |i: usize| cut["results"][i]["mbeans"].as_array().unwrap().len();
+        // The small one whole, the two big ones about evenly.
+        assert_eq!(kept(2), 3);
+        assert!(kept(0) > 50 && kept(1) > 50, "{} {}", kept(0), kept(1));
+        assert!(kept(0).abs_diff(kept(1)) <= 2, "{} {}", kept(0), kept(1));
+        let note = note.unwrap();
+        assert!(
+            note.contains("results[0].mbeans") && note.contains("results[1].mbeans"),
+            "{note}"
+        );
     }
 
     #[test]

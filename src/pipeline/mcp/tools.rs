@@ -163,7 +163,7 @@ impl ToolName {
                         "description": "The MBean's ObjectName, e.g. `java.lang:type=Memory`; a \
                                         pattern reduces each attribute over every matching MBean."
                     },
-                    "attribute": { "type": "string", "description": "The attribute to read." },
+                    "attribute": { "type": "string", "description": "The attribute to read, e.g. `HeapMemoryUsage`." },
                     "path": {
                         "type": "string",
                         "description": "Inner path into the value, e.g. `used` in HeapMemoryUsage."
@@ -186,8 +186,10 @@ impl ToolName {
                 json!({
                     "target": target_one,
                     "mbean": mbean,
-                    "attribute": { "type": "string" },
-                    "value": { "description": "The new value, as JSON (string, number, boolean, array, object)." }
+                    "attribute": { "type": "string", "description": "The attribute's name, as describe_mbean lists it." },
+                    "value": any_json("The new value: text, a number, true or false, or for arrays, \
+                                       maps and composite data a JSON array or object. The agent \
+                                       converts text to the attribute's type (\"42\" for an int).")
                 }),
                 &["target", "mbean", "attribute", "value"],
             ),
@@ -201,7 +203,8 @@ impl ToolName {
                     },
                     "arguments": {
                         "type": "array",
-                        "description": "Arguments in order, as JSON values; omit for none."
+                        "items": any_json("One argument, converted by the agent to the parameter's type."),
+                        "description": "Arguments in order, as describe_mbean's signature lists them; omit for none."
                     }
                 }),
                 &["target", "mbean", "operation"],
@@ -213,6 +216,122 @@ impl ToolName {
             "required": required,
             "additionalProperties": false,
         })
+    }
+
+    /// The shape of a successful call's structured content (a tool error
+    /// carries text only). Clients validate answers against it.
+    fn output_schema(self) -> Value {
+        let text = json!({"type": "string"});
+        let error_entry = json!({
+            "type": "object",
+            "description": "A target that could not answer.",
+            "properties": {
+                "target": text, "status": {"type": "integer"},
+                "error": text, "error_type": text
+            },
+            "required": ["target", "error"]
+        });
+        let per_target = |key: &str, value: Value| {
+            json!({
+                "type": "object",
+                "properties": {
+                    "results": {
+                        "type": "array",
+                        "description": "One entry per target, in target order.",
+                        "items": {"anyOf": [
+                            {
+                                "type": "object",
+                                "properties": {"target": text, key: value},
+                                "required": ["target", key]
+                            },
+                            error_entry
+                        ]}
+                    },
+                    "truncated": {"type": "string", "description": "What was left out, when the answer was cut."}
+                },
+                "required": ["results"]
+            })
+        };
+        let object = |properties: Value, required: &[&str]| {
+            json!({
+                "type": "object",
+                "properties": properties,
+                "required": required,
+            })
+        };
+        match self {
+            ToolName::ListTargets => object(
+                json!({
+                    "count": {"type": "integer"},
+                    "targets": {"type": "array", "items": object(
+                        json!({"name": text, "labels": {"type": "object"}, "health": text}),
+                        &["name"],
+                    )}
+                }),
+                &["count", "targets"],
+            ),
+            ToolName::SearchMbeans => per_target(
+                "mbeans",
+                json!({"type": "array", "items": text, "description": "MBean names."}),
+            ),
+            ToolName::ReadAttributes => per_target(
+                "values",
+                json!({
+                    "description": "The values by attribute (by MBean, then attribute, for a \
+                                    pattern); an attribute that could not be read holds \
+                                    {\"error\", \"error_type\"} instead of its value."
+                }),
+            ),
+            ToolName::DescribeMbean => object(
+                json!({
+                    "target": text,
+                    "mbean": text,
+                    "class": text,
+                    "description": {"type": ["string", "null"]},
+                    "attributes": {"type": "array", "items": object(
+                        json!({
+                            "name": text, "type": {"type": ["string", "null"]},
+                            "description": {"type": ["string", "null"]},
+                            "readable": {"type": "boolean"}, "writable": {"type": "boolean"},
+                            "you_may_read": {"type": "boolean"}, "you_may_write": {"type": "boolean"}
+                        }),
+                        &["name"],
+                    )},
+                    "operations": {"type": "array", "items": object(
+                        json!({
+                            "name": text, "signature": text,
+                            "description": {"type": ["string", "null"]},
+                            "returns": {"type": ["string", "null"]},
+                            "arguments": {"type": "array"},
+                            "you_may_execute": {"type": "boolean"}
+                        }),
+                        &["name", "signature"],
+                    )}
+                }),
+                &["target", "mbean", "attributes", "operations"],
+            ),
+            ToolName::FleetSummary => object(
+                json!({
+                    "target": text, "mbean": text, "attribute": text, "path": text, "op": text,
+                    "result": {"description": "A number (sum, avg, count), {target, value} (max, \
+                                               min), a list of {target, value} (top, bottom), or a \
+                                               list of {value, targets} (group)."},
+                    "count": {"type": "integer", "description": "Targets that answered a usable value."},
+                    "errors": {"type": "object", "description": "Each other target and why."}
+                }),
+                &["target", "op", "count", "errors"],
+            ),
+            ToolName::WriteAttribute => object(
+                json!({"target": text, "mbean": text, "attribute": text,
+                       "previous": {"description": "The value before the write."}}),
+                &["target", "mbean", "attribute"],
+            ),
+            ToolName::ExecuteOperation => object(
+                json!({"target": text, "mbean": text, "operation": text,
+                       "result": {"description": "What the operation returned."}}),
+                &["target", "mbean", "operation"],
+            ),
+        }
     }
 
     fn annotations(self) -> ToolAnnotations {
@@ -237,8 +356,25 @@ impl ToolName {
         let Value::Object(schema) = self.schema() else {
             unreachable!("schemas are objects")
         };
-        Tool::new(self.as_str(), self.description(), Arc::new(schema)).annotate(self.annotations())
+        let Value::Object(output) = self.output_schema() else {
+            unreachable!("schemas are objects")
+        };
+        Tool::new(self.as_str(), self.description(), Arc::new(schema))
+            .annotate(self.annotations())
+            .with_raw_output_schema(Arc::new(output))
     }
+}
+
+/// Any JSON value, with each type named (clients skip properties without
+/// a type).
+fn any_json(description: &str) -> Value {
+    json!({
+        "anyOf": [
+            {"type": "string"}, {"type": "number"}, {"type": "boolean"},
+            {"type": "array", "items": {}}, {"type": "object"}, {"type": "null"}
+        ],
+        "description": description,
+    })
 }
 
 /// The tools a caller is offered: all read-only ones, and write or exec
@@ -421,8 +557,10 @@ pub fn parse_call(
     let given = Value::Object(given.unwrap_or_default());
     let item = |target: String, fan_out: bool, mut item: Value, mbean: Option<String>| {
         item["target"] = json!({ "url": target });
-        if fan_out {
-            // Each target's failure stays in its own place.
+        // Each target's failure stays in its own place, and so does each
+        // attribute's: a read of one target answers as a group of one
+        // would.
+        if fan_out || tool == ToolName::ReadAttributes {
             item["config"] = json!({ "ignoreErrors": true });
         }
         Ok(Call::Item {
@@ -587,7 +725,7 @@ mod tests {
     }
 
     #[test]
-    fn read_becomes_one_item_with_the_target_and_an_attribute_list() {
+    fn read_becomes_one_item_with_the_target_an_attribute_list_and_errors_in_place() {
         let item = item_of(
             call(
                 ToolName::ReadAttributes,
@@ -597,7 +735,8 @@ mod tests {
         );
         assert_eq!(
             item,
-            json!({"type":"read","mbean":"java.lang:type=Memory","attribute":["Verbose"],"target":{"url":"a"}})
+            json!({"type":"read","mbean":"java.lang:type=Memory","attribute":["Verbose"],"target":{"url":"a"},
+                   "config":{"ignoreErrors":true}})
         );
     }
 

@@ -267,6 +267,69 @@ class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(result_for(group["results"], t)["values"], {"Name": t})
 
     @with_clients
+    async def test_one_target_answers_as_a_group_of_one(self):
+        # The viewer may not read Special; NoSuch exists nowhere. Each
+        # fails alone, in one shape whichever agent generation answered,
+        # whether the target is named or selected.
+        attributes = ["Name", "Special", "NoSuch"]
+        expected_name = direct_value(A, {"type": "read", "mbean": TYPES, "attribute": "Name"})
+        for target in (A, A + "*"):
+            r = await self.ok(self.viewer, "read_attributes", {"target": target, "mbean": TYPES, "attributes": attributes})
+            values = result_for(r["results"], A)["values"]
+            self.assertEqual(values["Name"], expected_name, target)
+            for attribute in ("Special", "NoSuch"):
+                self.assertEqual(sorted(values[attribute]), ["error", "error_type"], f"{target} {attribute}: {values}")
+                self.assertIn(attribute, values[attribute]["error"], target)
+            self.assertEqual(values["Special"]["error_type"], "java.lang.SecurityException", target)
+        # What the operator may read is there for the operator.
+        r = await self.ok(self.operator, "read_attributes", {"target": A, "mbean": TYPES, "attributes": ["Special"]})
+        self.assertEqual(result_for(r["results"], A)["values"]["Special"],
+                         direct_value(A, {"type": "read", "mbean": TYPES, "attribute": "Special"}))
+
+    @with_clients
+    async def test_describe_says_what_the_caller_may_do(self):
+        t = await self.ok(self.viewer, "describe_mbean", {"target": A, "mbean": TYPES})
+        attributes = {a["name"]: a for a in t["attributes"]}
+        self.assertFalse(attributes["Special"]["you_may_read"])
+        self.assertTrue(attributes["Name"]["you_may_read"])
+        self.assertTrue(attributes["Name"]["writable"])
+        self.assertFalse(attributes["Name"]["you_may_write"], "the viewer's <commands> has no write")
+        types = await self.ok(self.operator, "describe_mbean", {"target": A, "mbean": TYPES})
+        for a in types["attributes"]:
+            self.assertEqual(a["you_may_write"], a["writable"], a)
+        o = await self.ok(self.operator, "describe_mbean", {"target": A, "mbean": OPS})
+        by_signature = {op["signature"]: op for op in o["operations"]}
+        self.assertIn("add(int,int)", by_signature)
+        for signature, op in by_signature.items():
+            self.assertEqual(signature, op["name"] + "(" + ",".join(a["type"] for a in op["arguments"]) + ")")
+            self.assertEqual(op["you_may_execute"], op["name"] != "repeat", signature)
+        # A signature from describe runs as it is.
+        add = await self.ok(self.operator, "execute_operation",
+                            {"target": A, "mbean": OPS, "operation": "add(int,int)", "arguments": [2, 3]})
+        self.assertEqual(add["result"], 5)
+
+    @with_clients
+    async def test_an_agents_error_type_is_kept(self):
+        request = {"type": "exec", "mbean": OPS, "operation": "noSuchOperation"}
+        expected = via_jolokia(OPERATOR, A, request)
+        self.assertNotEqual(expected["status"], 200, expected)
+        text = await self.tool_error(self.operator, "execute_operation",
+                                     {"target": A, "mbean": OPS, "operation": "noSuchOperation"})
+        self.assertIn(expected["error_type"], text)
+        self.assertIn(A, text)
+
+    @with_clients
+    async def test_schemas_type_every_input(self):
+        for t in (await self.operator.list_tools()).tools:
+            for name, prop in t.input_schema["properties"].items():
+                where = f"{t.name}.{name}"
+                self.assertTrue("type" in prop or "anyOf" in prop, f"{where} has no type")
+                if prop.get("type") == "array":
+                    self.assertIn("items", prop, f"{where} has no items")
+                self.assertTrue(prop.get("description"), f"{where} has no description")
+            self.assertEqual(t.output_schema["type"], "object", t.name)
+
+    @with_clients
     async def test_fleet_summary(self):
         # Distinct values on the two live agents; what is expected is what
         # the agents themselves then answer.
