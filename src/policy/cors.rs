@@ -127,6 +127,17 @@ impl Cors {
         self.ignore_scheme
     }
 
+    /// Whether an `<allow-origin>` names `origin` (not the default of a
+    /// policy without `<cors>`, which admits every origin).
+    pub fn lists(&self, origin: &str) -> bool {
+        self.patterns.as_ref().is_some_and(|patterns| {
+            patterns.iter().any(|p| match p {
+                OriginPattern::Literal(l) => l == origin,
+                OriginPattern::Glob(g) => g.matches(origin, false),
+            })
+        })
+    }
+
     /// `CorsChecker.check(origin, onlyWhenStrictCheckingIsEnabled)`.
     pub fn check(&self, origin: Option<&str>, only_if_strict: bool) -> bool {
         if only_if_strict && !self.strict_checking {
@@ -138,10 +149,7 @@ impl Cors {
         match &self.patterns {
             None => true,
             Some(patterns) if patterns.is_empty() => true,
-            Some(patterns) => patterns.iter().any(|p| match p {
-                OriginPattern::Literal(l) => l == origin,
-                OriginPattern::Glob(g) => g.matches(origin, false),
-            }),
+            Some(_) => self.lists(origin),
         }
     }
 }

@@ -331,6 +331,12 @@ impl Policy {
         self.cors.check(origin, only_if_strict)
     }
 
+    /// Whether an `<allow-origin>` of this policy names `origin` (never
+    /// the every-origin default of a policy without `<cors>`).
+    pub fn origin_listed(&self, origin: &str) -> bool {
+        self.cors.lists(origin)
+    }
+
     /// `<cors><ignore-scheme/>`.
     pub fn ignore_scheme(&self) -> bool {
         self.cors.ignore_scheme()

@@ -13,14 +13,17 @@
 pub mod answer;
 pub mod bound;
 pub mod config;
+pub mod jsonrpc;
+pub mod origin;
 pub mod tools;
 
 pub use config::McpConfig;
 
-/// The most the MCP SDK (`rmcp`) may log: it logs every request at INFO
-/// and tool arguments and results at DEBUG, and values never go to the
-/// log. Added to every log filter.
-pub const SDK_LOG_CEILING: &str = "rmcp=warn";
+/// The most the MCP SDK (`rmcp`) may log: it logs every request at INFO,
+/// tool arguments and results at DEBUG (values never go to the log), and
+/// every JSON-RPC error it answers at WARN (a client's mistake, one line
+/// per request: the audit log records those). Added to every log filter.
+pub const SDK_LOG_CEILING: &str = "rmcp=error";
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -208,14 +211,23 @@ impl Door {
                 item,
                 mbean,
             }) => match self.gateway.run_tool_item(&caller, tool, &item).await {
-                Ok(answer) => answer::shape(Answered {
-                    tool,
-                    target: &target,
-                    fan_out,
-                    item: &item,
-                    mbean: mbean.as_deref(),
-                    answer,
-                }),
+                Ok(answer) => {
+                    let shaped = answer::shape(Answered {
+                        tool,
+                        target: &target,
+                        fan_out,
+                        item: &item,
+                        mbean: mbean.as_deref(),
+                        answer,
+                    });
+                    match (shaped, mbean) {
+                        (Outcome::Done(mut described), Some(mbean)) => {
+                            mark_uses(&caller, &target, &item, &mbean, &mut described);
+                            Outcome::Done(described)
+                        }
+                        (shaped, _) => shaped,
+                    }
+                }
                 Err(e) => Outcome::Failed(format!("{target}: {}", e.message)),
             },
         };
@@ -226,6 +238,49 @@ impl Door {
         self.gateway.count_tool_call(tool.as_str(), ended);
         Ok(result(outcome, max).into())
     }
+}
+
+/// Marks a `describe_mbean` answer with what the caller may do, decided
+/// as a call would be: by the caller's roles that reach the target.
+fn mark_uses(caller: &McpCaller, target: &str, item: &Value, mbean: &str, described: &mut Value) {
+    let state = &caller.state;
+    let (Some(t), Ok(name)) = (
+        state.fleet.by_name(target),
+        crate::protocol::ObjectName::parse(mbean),
+    ) else {
+        return;
+    };
+    let Ok(body) = serde_json::to_vec(&[item]) else {
+        return;
+    };
+    let Ok(parsed) = parse::parse_post(&body, None, 1) else {
+        return;
+    };
+    let Some(Ok(list)) = parsed.items.first().map(|i| i.parsed.as_ref()) else {
+        return;
+    };
+    let facts = authorize::RequestFacts {
+        method: "POST",
+        chain: &caller.chain,
+        origin: caller.origin.as_deref(),
+        scheme: caller.scheme,
+    };
+    let Ok(allowed) = authorize::authorize(
+        &state.access,
+        &caller.principal,
+        &caller.held,
+        &facts,
+        &list.request,
+        &route::Destination::Agent(t.clone()),
+    ) else {
+        return;
+    };
+    let grant = allowed.grant;
+    answer::mark(described, |use_| match use_ {
+        answer::Use::Read(a) => grant.read(&name, a).allowed,
+        answer::Use::Write(a) => grant.write(&name, a).allowed,
+        answer::Use::Execute(op) => grant.exec(&name, op).allowed,
+    });
 }
 
 /// The JSON-RPC methods a request body names (several for a batch), at
@@ -275,6 +330,80 @@ async fn rpc_error_of(response: HttpResponse<Body>) -> (HttpResponse<Body>, Opti
     (HttpResponse::from_parts(parts, Body::from(bytes)), error)
 }
 
+/// A JSON body with `status`, never stored.
+fn json_answer(status: u16, answer: &Value) -> HttpResponse<Body> {
+    let mut response = HttpResponse::new(Body::from(answer.to_string()));
+    *response.status_mut() =
+        http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_REQUEST);
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    respond::no_store(response.headers_mut());
+    response
+}
+
+/// A batch (protocol 2025-03-26): each element checked and handed to the
+/// SDK on its own, in order; the answers to its requests as one array
+/// (HTTP 202 without a body when it held only notifications and
+/// responses).
+async fn batch<S>(
+    service: &S,
+    parts: &http::request::Parts,
+    elements: Vec<Value>,
+    caller: &McpCaller,
+) -> HttpResponse<Body>
+where
+    S: tower::Service<
+            HttpRequest<Body>,
+            Response = HttpResponse<
+                http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
+            >,
+            Error = std::convert::Infallible,
+        > + Clone,
+{
+    let mut answers = Vec::new();
+    for element in elements {
+        if let Some(problem) = jsonrpc::problem(&element) {
+            if element.get("id").is_some() || problem.code != jsonrpc::INVALID_PARAMS {
+                answers.push(problem.answer(&element));
+            }
+            continue;
+        }
+        let mut request = HttpRequest::new(Body::from(element.to_string()));
+        *request.method_mut() = parts.method.clone();
+        *request.uri_mut() = parts.uri.clone();
+        *request.headers_mut() = parts.headers.clone();
+        request.extensions_mut().insert(caller.clone());
+        let Ok(response) = service.clone().oneshot(request).await;
+        let status = response.status();
+        let bytes = axum::body::to_bytes(Body::new(response.into_body()), 1 << 26)
+            .await
+            .unwrap_or_default();
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(answer) => answers.push(answer),
+            Err(_) if status == http::StatusCode::ACCEPTED => {}
+            Err(_) => answers.push(jsonrpc::error(
+                element.get("id").cloned().unwrap_or(Value::Null),
+                -32603,
+                format!(
+                    "Internal error: HTTP {status}: {}",
+                    String::from_utf8_lossy(&bytes)
+                        .chars()
+                        .take(200)
+                        .collect::<String>()
+                ),
+            )),
+        }
+    }
+    if answers.is_empty() {
+        let mut accepted = HttpResponse::new(Body::empty());
+        *accepted.status_mut() = http::StatusCode::ACCEPTED;
+        return accepted;
+    }
+    json_answer(200, &Value::Array(answers))
+}
+
 /// Structured content, bounded; or an error text.
 fn result(outcome: Outcome, max: usize) -> CallToolResult {
     match outcome {
@@ -292,7 +421,8 @@ fn result(outcome: Outcome, max: usize) -> CallToolResult {
 
 impl Gateway {
     /// An authenticated MCP HTTP request: handed to the SDK's Streamable
-    /// HTTP service with the caller in its extensions. Stateless (no
+    /// HTTP service with the caller in its extensions, once its `Origin`,
+    /// if any, is admitted (`origin.rs`). Stateless (no
     /// sessions to steal or keep), JSON answers, never cached. A request
     /// that is not a tool call (`initialize`, `tools/list`, a
     /// notification, an unknown method, a refusal) gets one audit record
@@ -302,17 +432,25 @@ impl Gateway {
         parts: http::request::Parts,
         body: Body,
         caller: McpCaller,
-        cors: bool,
     ) -> HttpResponse<Body> {
-        // A browser page the caller's own policy doesn't admit gets no
-        // door to the caller's rights.
-        if caller.origin.is_some() && !cors {
-            let e = HttpError::new(
-                403,
-                "jmxgate.OriginNotAllowed",
-                "Origin not allowed: no <cors> rule of your roles admits it",
-            );
-            return self.mcp_refused(&caller, &e, &parts.headers).await;
+        // A browser page gets no door to the caller's rights unless it is
+        // one the configuration or the caller's own <cors> names.
+        if let Some(origin) = caller.origin.as_deref() {
+            let host = parts
+                .uri
+                .authority()
+                .map(|a| a.as_str())
+                .or_else(|| parts.headers.get(http::header::HOST)?.to_str().ok());
+            let listed = |o: &str| caller.held.iter().any(|r| r.policy.origin_listed(o));
+            if !origin::admitted(origin, host, &caller.state.mcp.allowed_origins, listed) {
+                let e = HttpError::new(
+                    403,
+                    "jmxgate.OriginNotAllowed",
+                    "Origin not allowed for MCP: list it in mcp.allowed_origins, or in an \
+                     <allow-origin> of your roles' <cors>",
+                );
+                return self.mcp_refused(&caller, &e, &parts.headers).await;
+            }
         }
         let body = if parts.method == http::Method::POST {
             match self.read_body(&caller.state, body).await {
@@ -323,6 +461,18 @@ impl Gateway {
             bytes::Bytes::new()
         };
         let methods = rpc_methods(&body);
+        let framing = if parts.method == http::Method::POST {
+            let protocol = parts
+                .headers
+                .get("mcp-protocol-version")
+                .and_then(|v| v.to_str().ok());
+            match jsonrpc::check(&body, protocol) {
+                Ok(framing) => framing,
+                Err(refusal) => return self.mcp_malformed(&caller, &methods, refusal).await,
+            }
+        } else {
+            jsonrpc::Framing::One
+        };
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
             .with_json_response(true)
@@ -341,13 +491,24 @@ impl Gateway {
             config,
         );
         let http_method = parts.method.clone();
-        let mut request = HttpRequest::from_parts(parts, Body::from(body));
-        request.extensions_mut().insert(caller.clone());
-        let mut response = match service.oneshot(request).await {
-            Ok(response) => response.map(Body::new),
-            Err(never) => match never {},
+        // An admitted page reads the answer with the CORS headers.
+        let mut request_origin = HeaderMap::new();
+        if let Some(origin) = parts.headers.get(http::header::ORIGIN) {
+            request_origin.insert(http::header::ORIGIN, origin.clone());
+        }
+        let mut response = match framing {
+            jsonrpc::Framing::One => {
+                let mut request = HttpRequest::from_parts(parts, Body::from(body));
+                request.extensions_mut().insert(caller.clone());
+                match service.oneshot(request).await {
+                    Ok(response) => response.map(Body::new),
+                    Err(never) => match never {},
+                }
+            }
+            jsonrpc::Framing::Batch(elements) => batch(&service, &parts, elements, &caller).await,
         };
         respond::no_store(response.headers_mut());
+        respond::cors_headers(&request_origin, response.headers_mut());
         let others: Vec<&str> = methods
             .iter()
             .map(String::as_str)
@@ -375,6 +536,33 @@ impl Gateway {
             };
         }
         response
+    }
+
+    /// A body whose JSON-RPC framing is unsound: its JSON-RPC error,
+    /// recorded.
+    async fn mcp_malformed(
+        &self,
+        caller: &McpCaller,
+        methods: &[String],
+        refusal: jsonrpc::Refusal,
+    ) -> HttpResponse<Body> {
+        let error = &refusal.answer["error"];
+        let mut note = format!(
+            "JSON-RPC error {}: {}",
+            error["code"],
+            error["message"].as_str().unwrap_or_default()
+        );
+        note.truncate(200);
+        if !methods.is_empty() {
+            note = format!("{}: {note}", methods.join(", "));
+        }
+        let recorded = self
+            .mcp_record(caller, "invalid", refusal.status, None, &note)
+            .await;
+        if let Err(e) = recorded {
+            return respond::http_error(&e, &HeaderMap::new(), false);
+        }
+        json_answer(refusal.status, &refusal.answer)
     }
 
     /// An MCP HTTP request refused before the SDK saw it, recorded.
