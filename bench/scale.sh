@@ -5,7 +5,7 @@
 # proxy_pass beside it in the same run. The agents of the target curve are
 # stand-ins (one static nginx); see bench/scale.py.
 #   TARGETS="100 1000 10000 100000" BULKS="1 10 100 1000" CLIENTS="1 2 8 32 128 256" \
-#   DURATION=5s PROBE_INTERVAL=10 WORKERS=<CPUs> bench/scale.sh
+#   DURATION=5s PROBE_INTERVAL=10 WORKERS=<CPUs> [JMXGATE_BIN=<another build>] bench/scale.sh
 # Writes bench/scale-results.md, bench/scale-results.json and bench/scale.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
