@@ -135,7 +135,8 @@ async fn cors_answers_follow_the_callers_own_roles() {
 
 /// A caller holding two tenants' roles: the roles that reach each item's
 /// target decide its CORS and JSONP answer, so role `b` (any origin) never
-/// widens role `a`'s `<cors>` for alpha, at `/jolokia` as at `/mcp`.
+/// widens role `a`'s `<cors>` for alpha, at `/jolokia` as at `/mcp` (where
+/// a page needs an explicit admission first).
 #[tokio::test(flavor = "multi_thread")]
 async fn cors_and_jsonp_follow_the_roles_that_reach_each_items_target() {
     let dir = tempfile::tempdir().unwrap();
@@ -198,8 +199,32 @@ async fn cors_and_jsonp_follow_the_roles_that_reach_each_items_target() {
         assert!(!text.contains("\"value\""), "nothing was read: {text}");
     }
 
-    // MCP: the door admits carol's page (role b admits it), each call
-    // only where the roles reaching its target do.
+    // MCP: a page that no <allow-origin> names (role b has no <cors>,
+    // which admits every page for Jolokia) gets no door: DNS rebinding.
+    let door_refused = gw
+        .http
+        .post(gw.url("/mcp"))
+        .basic_auth("carol", Some("carol-pw"))
+        .header("origin", "http://evil.example")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(door_refused.status(), 403);
+    let text = door_refused.text().await.unwrap();
+    assert!(text.contains("jmxgate.OriginNotAllowed"), "{text}");
+    drop(gw);
+
+    // With the page admitted to the door (mcp.allowed_origins), each call
+    // runs only where the roles reaching its target admit it.
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&tenants_config(
+        dir.path(),
+        "[mcp]\nallowed_origins = [\"http://evil.example\"]\n",
+    ))
+    .await;
     let call = |target: &str| {
         gw.http
             .post(gw.url("/mcp"))
