@@ -64,6 +64,16 @@ if ! cmp -s "$py/requirements.txt" "$py/.venv/.installed-requirements.txt"; then
     cp "$py/requirements.txt" "$py/.venv/.installed-requirements.txt"
 fi
 
+# FastMCP, in a venv of its own (its pins differ from the one above).
+fastmcp=tests/clients/fastmcp
+if ! cmp -s "$fastmcp/requirements.txt" "$fastmcp/.venv/.installed-requirements.txt"; then
+    echo "==> Python venv in $fastmcp/.venv"
+    rm -rf "$fastmcp/.venv"
+    python3 -m venv "$fastmcp/.venv"
+    "$fastmcp/.venv/bin/pip" install -q --disable-pip-version-check -r "$fastmcp/requirements.txt"
+    cp "$fastmcp/requirements.txt" "$fastmcp/.venv/.installed-requirements.txt"
+fi
+
 # Jolokia 2.x JVM agents (no Debian package): taken from ../shared/jolokia
 # beside the repository, or JMXGATE_JOLOKIA2_DIR. Elsewhere download
 # org.jolokia:jolokia-agent-jvm:<version>:javaagent from Maven Central into

@@ -415,6 +415,22 @@ async fn python_sdk_over_stdio_through_jmxgate_mcp_in_every_protocol() {
     println!("{out}{err}");
 }
 
+/// FastMCP (PyPI) in its default mode, which discovers protocol
+/// 2026-07-28, through `jmxgate mcp`.
+#[tokio::test(flavor = "multi_thread")]
+async fn fastmcp_through_jmxgate_mcp() {
+    let dir = clients_dir().join("fastmcp");
+    let python = dir.join(".venv/bin/python");
+    require(&python, "the venv with fastmcp==4.2.3");
+    let setup = Setup::start("mcp-fastmcp").await;
+    let mut cmd = Command::new(python);
+    cmd.current_dir(dir)
+        .args(["-m", "unittest", "-v", "test_fastmcp_stdio"])
+        .envs(setup.env());
+    let (out, err) = common::run_client(cmd, Duration::from_secs(240)).await;
+    println!("{out}{err}");
+}
+
 /// `jmxgate mcp` refuses what the client commands take but it cannot use.
 #[test]
 fn jmxgate_mcp_refuses_target_and_json() {
