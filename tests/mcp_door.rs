@@ -77,8 +77,12 @@ async fn results_beyond_the_cap_are_cut_with_a_note() {
         .as_str()
         .unwrap_or_else(|| panic!("{body}"));
     let kept = result["results"][0]["mbeans"].as_array().unwrap();
-    let all = direct(a, &json!({"type": "search", "mbean": "*:*"})).await["value"].clone();
-    let all = all.as_array().unwrap();
+    let mut all = direct(a, &json!({"type": "search", "mbean": "*:*"})).await["value"]
+        .as_array()
+        .unwrap()
+        .clone();
+    // Names come sorted, so that pages are stable.
+    all.sort_by(|x, y| x.as_str().cmp(&y.as_str()));
     assert!(!kept.is_empty() && kept.len() < all.len());
     assert!(
         note.contains(&format!(
@@ -90,6 +94,68 @@ async fn results_beyond_the_cap_are_cut_with_a_note() {
     );
     // What is kept is the agent's own answer, from its start.
     assert_eq!(kept[..], all[..kept.len()]);
+}
+
+/// A cut search answer pages: each `next_cursor` shows the names the
+/// answers before left out, every target's, until none are left; the pages
+/// together are each agent's own search. A cursor from elsewhere is a
+/// tool error.
+#[tokio::test(flavor = "multi_thread")]
+async fn search_pages_reach_every_name_of_every_target() {
+    let [a, b, ..] = shared_agents();
+    let gw = Gateway::start(&format!(
+        "{}\n[mcp]\nmax_result_bytes = 2048\n",
+        targets_toml(&[a, b])
+    ))
+    .await;
+    let mut seen: std::collections::BTreeMap<String, Vec<Value>> = Default::default();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut arguments = json!({"target": "*", "pattern": "*:*"});
+        if let Some(c) = &cursor {
+            arguments["cursor"] = json!(c);
+        }
+        let body = call(&gw, None, "search_mbeans", arguments).await;
+        let result = &body["result"]["structuredContent"];
+        assert!(
+            serde_json::to_vec(result).unwrap().len() <= 2048,
+            "{result}"
+        );
+        for entry in result["results"].as_array().unwrap() {
+            let names = seen
+                .entry(entry["target"].as_str().unwrap().into())
+                .or_default();
+            for n in entry["mbeans"].as_array().unwrap() {
+                names.push(n.clone());
+            }
+        }
+        pages += 1;
+        assert!(pages < 500, "no end to the pages");
+        match result["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    assert!(pages >= 2, "{pages} page: the test wants a cut answer");
+    for agent in [a, b] {
+        let mut all = direct(agent, &json!({"type": "search", "mbean": "*:*"})).await["value"]
+            .as_array()
+            .unwrap()
+            .clone();
+        all.sort_by(|x, y| x.as_str().cmp(&y.as_str()));
+        assert_eq!(seen[&agent.name], all, "{}", agent.name);
+    }
+    let body = call(
+        &gw,
+        None,
+        "search_mbeans",
+        json!({"target": "*", "cursor": "bogus!"}),
+    )
+    .await;
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    let text = body["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("cursor"), "{text}");
 }
 
 fn now() -> u64 {

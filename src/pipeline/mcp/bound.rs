@@ -125,8 +125,12 @@ fn fit(value: Value, budget: usize, path: &str, cuts: &mut Vec<(String, String)>
                     kept.push(item);
                     continue;
                 }
-                if let Some(part) = fit(item, room, &format!("{path}[{i}]"), cuts) {
-                    kept.push(part);
+                // A list's text entry (an MBean name) is whole or left
+                // out: a name cut short names nothing.
+                if !item.is_string() {
+                    if let Some(part) = fit(item, room, &format!("{path}[{i}]"), cuts) {
+                        kept.push(part);
+                    }
                 }
                 break;
             }

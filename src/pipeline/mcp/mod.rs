@@ -15,6 +15,7 @@ pub mod bound;
 pub mod config;
 pub mod jsonrpc;
 pub mod origin;
+pub mod page;
 pub mod tools;
 
 pub use config::McpConfig;
@@ -210,6 +211,7 @@ impl Door {
                 fan_out,
                 item,
                 mbean,
+                page,
             }) => match self.gateway.run_tool_item(&caller, tool, &item).await {
                 Ok(answer) => {
                     let shaped = answer::shape(Answered {
@@ -220,12 +222,17 @@ impl Door {
                         mbean: mbean.as_deref(),
                         answer,
                     });
-                    match (shaped, mbean) {
-                        (Outcome::Done(mut described), Some(mbean)) => {
+                    match (shaped, mbean, page) {
+                        (Outcome::Done(mut described), Some(mbean), _) => {
                             mark_uses(&caller, &target, &item, &mbean, &mut described);
                             Outcome::Done(described)
                         }
-                        (shaped, _) => shaped,
+                        (Outcome::Done(mut found), _, Some(page)) => {
+                            page::apply(&mut found, &page);
+                            self.gateway.count_tool_call(tool.as_str(), "ok");
+                            return Ok(paged(found, &page, max).into());
+                        }
+                        (shaped, _, _) => shaped,
                     }
                 }
                 Err(e) => Outcome::Failed(format!("{target}: {}", e.message)),
@@ -402,6 +409,33 @@ where
         return accepted;
     }
     json_answer(200, &Value::Array(answers))
+}
+
+/// A page of `search_mbeans` names, bounded, with the cursor for the
+/// rest when some were left out.
+fn paged(whole: Value, page: &page::Page, max: usize) -> CallToolResult {
+    let (shown, note) = bound::bound(whole.clone(), max);
+    let Some(note) = note else {
+        return CallToolResult::structured(shown);
+    };
+    // Cut: again with room for the cursor (each target's name and a
+    // number, in base64), so the whole stays within `max`.
+    let cursor_room: usize = whole["results"].as_array().map_or(0, |r| {
+        r.iter().map(|e| e["target"].to_string().len() + 24).sum()
+    });
+    let (mut shown, note) =
+        match bound::bound(whole.clone(), max.saturating_sub(cursor_room * 4 / 3)) {
+            (shown, Some(note)) => (shown, note),
+            (shown, None) => (shown, note),
+        };
+    let next = page::next(&whole, &shown, page);
+    if let Value::Object(o) = &mut shown {
+        o.insert("truncated".into(), json!(note));
+        if let Some(next) = next {
+            o.insert("next_cursor".into(), json!(next.encode()));
+        }
+    }
+    CallToolResult::structured(shown)
 }
 
 /// Structured content, bounded; or an error text.

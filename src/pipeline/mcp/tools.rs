@@ -128,6 +128,11 @@ impl ToolName {
                     "pattern": {
                         "type": "string",
                         "description": "ObjectName pattern; default `*:*` (every MBean)."
+                    },
+                    "cursor": {
+                        "type": "string",
+                        "description": "A previous answer's `next_cursor`: the names that answer \
+                                        left out (names come sorted, per target)."
                     }
                 }),
                 &["target"],
@@ -247,7 +252,8 @@ impl ToolName {
                             error_entry
                         ]}
                     },
-                    "truncated": {"type": "string", "description": "What was left out, when the answer was cut."}
+                    "truncated": {"type": "string", "description": "What was left out, when the answer was cut."},
+                    "next_cursor": {"type": "string", "description": "Give it as `cursor` for what was left out."}
                 },
                 "required": ["results"]
             })
@@ -401,6 +407,9 @@ pub enum Call {
         item: Value,
         /// `describe_mbean`'s ObjectName, to title the answer.
         mbean: Option<String>,
+        /// `search_mbeans`: which page of its names (the first without a
+        /// cursor).
+        page: Option<super::page::Page>,
     },
 }
 
@@ -419,6 +428,7 @@ struct ListTargetsArgs {
 struct SearchArgs {
     target: String,
     pattern: Option<String>,
+    cursor: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -555,7 +565,11 @@ pub fn parse_call(
     is_selector: &dyn Fn(&str) -> bool,
 ) -> Result<Call, BadArguments> {
     let given = Value::Object(given.unwrap_or_default());
-    let item = |target: String, fan_out: bool, mut item: Value, mbean: Option<String>| {
+    let item = |target: String,
+                fan_out: bool,
+                mut item: Value,
+                mbean: Option<String>,
+                page: Option<super::page::Page>| {
         item["target"] = json!({ "url": target });
         // Each target's failure stays in its own place, and so does each
         // attribute's: a read of one target answers as a group of one
@@ -569,6 +583,7 @@ pub fn parse_call(
             fan_out,
             item,
             mbean,
+            page,
         })
     };
     match tool {
@@ -583,12 +598,18 @@ pub fn parse_call(
             nonempty(tool, "target", &a.target)?;
             let pattern = a.pattern.unwrap_or_else(|| "*:*".into());
             object_name(tool, "pattern", &pattern)?;
+            let page = match a.cursor.as_deref() {
+                Some(cursor) => super::page::Page::decode(cursor)
+                    .map_err(|e| BadArguments(format!("search_mbeans: `cursor`: {e}")))?,
+                None => super::page::Page::default(),
+            };
             let fan_out = is_selector(&a.target);
             item(
                 a.target,
                 fan_out,
                 json!({"type": "search", "mbean": pattern}),
                 None,
+                Some(page),
             )
         }
         ToolName::DescribeMbean => {
@@ -607,6 +628,7 @@ pub fn parse_call(
                 false,
                 json!({"type": "list", "path": path}),
                 Some(a.mbean),
+                None,
             )
         }
         ToolName::ReadAttributes => {
@@ -625,7 +647,7 @@ pub fn parse_call(
                 _ => {}
             }
             let fan_out = is_selector(&a.target);
-            item(a.target, fan_out, read, None)
+            item(a.target, fan_out, read, None, None)
         }
         ToolName::FleetSummary => {
             let a: SummaryArgs = args(tool, given)?;
@@ -662,7 +684,7 @@ pub fn parse_call(
             if let Some(p) = a.path.filter(|p| !p.is_empty()) {
                 read["path"] = json!(p);
             }
-            item(a.target, true, read, None)
+            item(a.target, true, read, None, None)
         }
         ToolName::WriteAttribute => {
             let a: WriteArgs = args(tool, given)?;
@@ -673,6 +695,7 @@ pub fn parse_call(
                 a.target,
                 false,
                 json!({"type": "write", "mbean": a.mbean, "attribute": a.attribute, "value": a.value}),
+                None,
                 None,
             )
         }
@@ -690,6 +713,7 @@ pub fn parse_call(
                     "operation": a.operation,
                     "arguments": a.arguments.unwrap_or_default(),
                 }),
+                None,
                 None,
             )
         }
