@@ -90,13 +90,51 @@ fn prepare(mut job: Job) -> (Job, AnswerFilter) {
     (job, answer_filter)
 }
 
+/// Jobs by how they are sent.
+#[derive(Default)]
+struct Split {
+    rbac_queries: Vec<Job>,
+    /// Expanded reads and pattern checks (`guarded.rs`).
+    guarded: Vec<Job>,
+    /// Lists answered through the list cache.
+    lists: Vec<Job>,
+    /// Sent as they are, grouped by target.
+    direct: Vec<Job>,
+}
+
+/// Splits jobs in one pass. When all go straight to their agents (a
+/// fan-out's usual case) the vector is kept as it is: at 100,000 targets,
+/// copies made while splitting were the largest single allocation.
+fn split(jobs: Vec<Job>, with_list_cache: bool) -> Split {
+    let list = |j: &Job| with_list_cache && matches!(j.request.command, Command::List(_));
+    let direct =
+        |j: &Job| !matches!(j.plan, Plan::Rbac | Plan::ExpandRead | Plan::CheckPattern) && !list(j);
+    if jobs.iter().all(direct) {
+        return Split {
+            direct: jobs,
+            ..Split::default()
+        };
+    }
+    let mut out = Split::default();
+    for job in jobs {
+        match job.plan {
+            Plan::Rbac => out.rbac_queries.push(job),
+            Plan::ExpandRead | Plan::CheckPattern => out.guarded.push(job),
+            _ if list(&job) => out.lists.push(job),
+            _ => out.direct.push(job),
+        }
+    }
+    out
+}
+
 /// Groups jobs by target, keeping first-seen target order and item order.
 /// Found through a map by target, so a fan-out to 100,000 targets is not
 /// 100,000 scans of the groups so far.
 pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
-    let mut groups: Vec<Group> = Vec::new();
+    // At most a group per job: sized once, not grown by doubling.
+    let mut groups: Vec<Group> = Vec::with_capacity(jobs.len());
     let mut by_target: std::collections::HashMap<*const Target, Vec<usize>> =
-        std::collections::HashMap::new();
+        std::collections::HashMap::with_capacity(jobs.len());
     for job in jobs {
         let (job, answer_filter) = prepare(job);
         let of_target = by_target.entry(Arc::as_ptr(&job.target)).or_default();
@@ -143,19 +181,17 @@ pub fn dispatch<'a>(
     list_cache: Option<&'a ListCache>,
     max_exchanges: usize,
 ) -> BoxStream<'a, (usize, Response)> {
+    let Split {
+        rbac_queries,
+        guarded: guarded_jobs,
+        lists,
+        direct,
+    } = split(jobs, list_cache.is_some());
     // Hawtio's RBAC queries are answered here, from the item's grant.
-    let (rbac_queries, jobs): (Vec<Job>, Vec<Job>) =
-        jobs.into_iter().partition(|j| j.plan == Plan::Rbac);
     let rbac_answers: Vec<(usize, Response)> = rbac_queries
         .iter()
         .map(|job| (job.index, rbac_answer(job)))
         .collect();
-    let (guarded_jobs, rest): (Vec<Job>, Vec<Job>) = jobs
-        .into_iter()
-        .partition(|j| matches!(j.plan, Plan::ExpandRead | Plan::CheckPattern));
-    let (lists, direct): (Vec<Job>, Vec<Job>) = rest
-        .into_iter()
-        .partition(|j| list_cache.is_some() && matches!(j.request.command, Command::List(_)));
     let groups = group_by_target(direct)
         .into_iter()
         .map(move |group| async move {
