@@ -185,34 +185,10 @@ fn main() -> ExitCode {
     // One TLS crypto provider for the whole process (agents over HTTPS).
     let _ = rustls::crypto::ring::default_provider().install_default();
     match cli.command {
-        Cmd::CheckConfig { config, sets } => match check(&ConfigSource {
+        Cmd::CheckConfig { config, sets } => check_config(&ConfigSource {
             files: config,
             sets,
-        }) {
-            Ok((config, _)) => {
-                let (targets, roles) = (config.0.targets.len(), config.0.roles.len());
-                let plural = |n: usize| if n == 1 { "" } else { "s" };
-                let server = &config.0.server;
-                let listeners: Vec<String> = server
-                    .listen
-                    .map(|a| format!("http://{a}"))
-                    .into_iter()
-                    .chain(server.tls.as_ref().map(|t| format!("https://{}", t.listen)))
-                    .collect();
-                println!(
-                    "{}: OK ({targets} target{}, {roles} role{}, listening on {})",
-                    config_path_display(&config),
-                    plural(targets),
-                    plural(roles),
-                    listeners.join(" and ")
-                );
-                ExitCode::SUCCESS
-            }
-            Err(msg) => {
-                eprintln!("jmxgate: {msg}");
-                ExitCode::from(2)
-            }
-        },
+        }),
         Cmd::HashPassword { bcrypt } => hash_password(bcrypt),
         Cmd::Audit {
             command: AuditCmd::Verify { files, public_keys },
@@ -266,71 +242,101 @@ fn main() -> ExitCode {
                     origin,
                 },
         } => policy_check(&policy, &request, &remote, &method, origin.as_deref()),
-        Cmd::Mcp { conn } => match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(rt) => rt.block_on(jmxgate::cli::mcp_bridge::run(conn)),
-            Err(e) => {
-                eprintln!("jmxgate: cannot start the async runtime: {e}");
-                ExitCode::FAILURE
-            }
-        },
-        Cmd::Client(command) => match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(rt) => rt.block_on(jmxgate::cli::run(command)),
-            Err(e) => {
-                eprintln!("jmxgate: cannot start the async runtime: {e}");
-                ExitCode::FAILURE
-            }
-        },
+        Cmd::Mcp { conn } => on_one_thread(jmxgate::cli::mcp_bridge::run(conn)),
+        Cmd::Client(command) => on_one_thread(jmxgate::cli::run(command)),
         Cmd::Serve {
             config,
             sets,
             log_format,
-        } => {
-            let source = ConfigSource {
+        } => serve_command(
+            ConfigSource {
                 files: config,
                 sets,
-            };
-            let config = match source.load() {
-                Ok(config) => config,
-                Err(e) => {
-                    eprintln!("jmxgate: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            // Logging first, then the runtime, then the gateway: building
-            // it starts background tasks (the OpenID provider's key
-            // refresh) and logs warnings, which need both to exist.
-            init_logging(log_format, &config);
-            let runtime = match tokio::runtime::Runtime::new() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("jmxgate: cannot start the async runtime: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            let built = {
-                let _in_runtime = runtime.enter();
-                build(config, source)
-            };
-            let (config, gateway) = match built {
-                Ok(built) => built,
-                Err(msg) => {
-                    eprintln!("jmxgate: {msg}");
-                    return ExitCode::from(2);
-                }
-            };
-            match runtime.block_on(serve(config, gateway)) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(msg) => {
-                    eprintln!("jmxgate: {msg}");
-                    ExitCode::FAILURE
-                }
-            }
+            },
+            log_format,
+        ),
+    }
+}
+
+/// `jmxgate check-config`: the configuration's problems, or a summary.
+fn check_config(source: &ConfigSource) -> ExitCode {
+    match check(source) {
+        Ok((config, _)) => {
+            let (targets, roles) = (config.0.targets.len(), config.0.roles.len());
+            let plural = |n: usize| if n == 1 { "" } else { "s" };
+            let server = &config.0.server;
+            let listeners: Vec<String> = server
+                .listen
+                .map(|a| format!("http://{a}"))
+                .into_iter()
+                .chain(server.tls.as_ref().map(|t| format!("https://{}", t.listen)))
+                .collect();
+            println!(
+                "{}: OK ({targets} target{}, {roles} role{}, listening on {})",
+                config_path_display(&config),
+                plural(targets),
+                plural(roles),
+                listeners.join(" and ")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(msg) => {
+            eprintln!("jmxgate: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A client command or the stdio bridge, on a runtime of one thread.
+fn on_one_thread(command: impl std::future::Future<Output = ExitCode>) -> ExitCode {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt.block_on(command),
+        Err(e) => {
+            eprintln!("jmxgate: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `jmxgate serve`.
+fn serve_command(source: ConfigSource, log_format: Option<LogFormat>) -> ExitCode {
+    let config = match source.load() {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("jmxgate: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Logging first, then the runtime, then the gateway: building it
+    // starts background tasks (the OpenID provider's key refresh) and logs
+    // warnings, which need both to exist.
+    init_logging(log_format, &config);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("jmxgate: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let built = {
+        let _in_runtime = runtime.enter();
+        build(config, source)
+    };
+    let (config, gateway) = match built {
+        Ok(built) => built,
+        Err(msg) => {
+            eprintln!("jmxgate: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(serve(config, gateway)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("jmxgate: {msg}");
+            ExitCode::FAILURE
         }
     }
 }
