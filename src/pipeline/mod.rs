@@ -281,14 +281,25 @@ impl Refused<'_> {
     }
 }
 
-/// What `/jmxgate/explain` judges: the request and the caller.
-struct Explained<'a> {
+/// The request and the authenticated caller, as the Jolokia door and
+/// `/jmxgate/explain` judge them.
+struct Asked<'a> {
     parts: &'a http::request::Parts,
     principal: &'a authenticate::Principal,
     held: &'a [Arc<crate::access::Role>],
     chain: &'a [String],
     origin: Option<&'a str>,
     cors: bool,
+}
+
+/// A Jolokia request to run: who asked, and where it was addressed.
+struct JolokiaDoor<'a> {
+    asked: Asked<'a>,
+    /// The virtual URL's target (`/jolokia/targets/<name>`).
+    virtual_target: Option<&'a Arc<Target>>,
+    tls: bool,
+    /// The path after the door's prefix (GET's path grammar).
+    rest: &'a str,
 }
 
 /// Who asked for the target list, for its audit record.
@@ -423,17 +434,7 @@ impl Gateway {
                     .target_list(&state, listing, &parts, &headers, cors)
                     .await;
             }
-            Addressed::Explain => {
-                let asked = Explained {
-                    parts: &parts,
-                    principal: &principal,
-                    held: &held,
-                    chain: &chain,
-                    origin: origin.as_deref(),
-                    cors,
-                };
-                return self.explain(&state, asked, body, &refused).await;
-            }
+            Addressed::Explain => {}
             Addressed::Prometheus => {
                 let scraper = prometheus::Scraper {
                     principal: &principal,
@@ -447,15 +448,61 @@ impl Gateway {
             }
             Addressed::Proxy | Addressed::Virtual(_) => {}
         }
+        let asked = Asked {
+            parts: &parts,
+            principal: &principal,
+            held: &held,
+            chain: &chain,
+            origin: origin.as_deref(),
+            cors,
+        };
+        if matches!(addressed, Addressed::Explain) {
+            return self.explain(&state, asked, body, &refused).await;
+        }
+        let door = JolokiaDoor {
+            asked,
+            virtual_target: virtual_target.as_ref(),
+            tls: conn.tls,
+            rest: &rest,
+        };
+        self.jolokia_http(&state, door, body, &refused).await
+    }
+
+    /// The Jolokia door, after authentication: parse, then steps 4 to 7
+    /// (`run_items`) with the browser checks of CORS and JSONP per item,
+    /// audit and respond.
+    async fn jolokia_http(
+        &self,
+        state: &State,
+        door: JolokiaDoor<'_>,
+        body: Body,
+        refused: &Refused<'_>,
+    ) -> HttpResponse<Body> {
+        let JolokiaDoor {
+            asked:
+                Asked {
+                    parts,
+                    principal,
+                    held,
+                    chain,
+                    origin,
+                    cors,
+                },
+            virtual_target,
+            tls,
+            rest,
+        } = door;
+        let access = &state.access;
+        let headers = refused.headers;
         let parsed = self
-            .read_request(&state, &parts.method, &rest, parts.uri.query(), body)
+            .read_request(state, &parts.method, rest, parts.uri.query(), body)
             .await;
         let parsed = match parsed {
             Ok(p) => p,
-            Err(e) => return refused.answer(&access, &e, None, cors).await,
+            Err(e) => return refused.answer(access, &e, None, cors).await,
         };
 
-        let addressing = match &virtual_target {
+        let addressing = match virtual_target {
             Some(t) => Addressing::Virtual(t),
             None => Addressing::Proxy {
                 default_target: state.default_target.as_ref(),
@@ -463,52 +510,48 @@ impl Gateway {
         };
         let facts = authorize::RequestFacts {
             method: parts.method.as_str(),
-            chain: &chain,
-            origin: origin.as_deref(),
+            chain,
+            origin,
             scheme: "http",
         };
         let caller = Caller {
-            access: &access,
-            principal: &principal,
-            roles: &held,
+            access,
+            principal,
+            roles: held,
             facts: &facts,
         };
-        let local =
-            |command: &Command| self.answer_locally(&state, &held, command, &headers, conn.tls);
+        let local = |command: &Command| self.answer_locally(state, held, command, headers, tls);
         // CORS and JSONP, per item: the roles that reach each item's
         // target must admit the page's origin.
         let browser_check = |items: &Items| {
-            let cors = cors
-                && origin
-                    .as_deref()
-                    .is_none_or(|o| targets_admit(&access, &held, items, o));
+            let cors = cors && origin.is_none_or(|o| targets_admit(access, held, items, o));
             if parsed.query.get("callback").is_some() {
-                jsonp_admitted(&access, &held, items, &headers).map_err(|e| (e, cors))?;
+                jsonp_admitted(access, held, items, headers).map_err(|e| (e, cors))?;
             }
             Ok(cors)
         };
         let ran = self
-            .run_items(&state, &caller, addressing, &parsed, local, browser_check)
+            .run_items(state, &caller, addressing, &parsed, local, browser_check)
             .await;
         let (cors, merged) = match ran {
             Ok(ran) => ran,
-            Err((e, cors)) => return refused.answer(&access, &e, None, cors).await,
+            Err((e, cors)) => return refused.answer(access, &e, None, cors).await,
         };
         let who = audit::Who {
-            request_id,
-            principal: &principal,
+            request_id: refused.request_id,
+            principal,
             roles: &held.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
-            client,
-            latency: started.elapsed(),
+            client: refused.client,
+            latency: refused.started.elapsed(),
             channel: None,
             tool: None,
         };
-        if let Err(e) = self.audit_items(&state, &who, &parsed, &merged).await {
-            return respond::http_error(&e, &headers, cors);
+        if let Err(e) = self.audit_items(state, &who, &parsed, &merged).await {
+            return respond::http_error(&e, headers, cors);
         }
         let answers: Vec<Response> = merged.into_iter().map(|(answer, _)| answer).collect();
         let body = respond::body(&answers, parsed.bulk);
-        respond::http_response(body, &parsed.query, &headers, cors)
+        respond::http_response(body, &parsed.query, headers, cors)
     }
 
     /// `POST /jmxgate/explain`: the route and authorize decisions for each
@@ -520,11 +563,11 @@ impl Gateway {
     async fn explain(
         &self,
         state: &State,
-        asked: Explained<'_>,
+        asked: Asked<'_>,
         body: Body,
         refused: &Refused<'_>,
     ) -> HttpResponse<Body> {
-        let Explained {
+        let Asked {
             parts,
             principal,
             held,
