@@ -470,6 +470,29 @@ enum SummaryOp {
     Group,
 }
 
+impl SummaryOp {
+    /// The reduction asked for; `n` (default 5) counts for top and bottom.
+    fn reduce(self, n: Option<usize>) -> Result<crate::protocol::reduce::Reduce, BadArguments> {
+        use crate::protocol::reduce::{Op, Reduce, MAX_RANKED};
+        let n = n.unwrap_or(5);
+        if matches!(self, SummaryOp::Top | SummaryOp::Bottom) && !(1..=MAX_RANKED).contains(&n) {
+            return Err(BadArguments(format!(
+                "fleet_summary: `n` must be from 1 to {MAX_RANKED}"
+            )));
+        }
+        Ok(Reduce::new(match self {
+            SummaryOp::Top => Op::Top(n),
+            SummaryOp::Bottom => Op::Bottom(n),
+            SummaryOp::Max => Op::Max,
+            SummaryOp::Min => Op::Min,
+            SummaryOp::Sum => Op::Sum,
+            SummaryOp::Avg => Op::Avg,
+            SummaryOp::Count => Op::Count,
+            SummaryOp::Group => Op::Group,
+        }))
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WriteArgs {
@@ -598,11 +621,11 @@ pub fn parse_call(
             nonempty(tool, "target", &a.target)?;
             let pattern = a.pattern.unwrap_or_else(|| "*:*".into());
             object_name(tool, "pattern", &pattern)?;
-            let page = match a.cursor.as_deref() {
-                Some(cursor) => super::page::Page::decode(cursor)
-                    .map_err(|e| BadArguments(format!("search_mbeans: `cursor`: {e}")))?,
-                None => super::page::Page::default(),
-            };
+            let page = a
+                .cursor
+                .as_deref()
+                .map_or(Ok(super::page::Page::default()), super::page::Page::decode)
+                .map_err(|e| BadArguments(format!("search_mbeans: `cursor`: {e}")))?;
             let fan_out = is_selector(&a.target);
             item(
                 a.target,
@@ -661,26 +684,9 @@ pub fn parse_call(
             }
             object_name(tool, "mbean", &a.mbean)?;
             nonempty(tool, "attribute", &a.attribute)?;
-            use crate::protocol::reduce::{Op, Reduce, MAX_RANKED};
-            let n = a.n.unwrap_or(5);
-            if matches!(a.op, SummaryOp::Top | SummaryOp::Bottom) && !(1..=MAX_RANKED).contains(&n)
-            {
-                return Err(BadArguments(format!(
-                    "fleet_summary: `n` must be from 1 to {MAX_RANKED}"
-                )));
-            }
-            let op = match a.op {
-                SummaryOp::Top => Op::Top(n),
-                SummaryOp::Bottom => Op::Bottom(n),
-                SummaryOp::Max => Op::Max,
-                SummaryOp::Min => Op::Min,
-                SummaryOp::Sum => Op::Sum,
-                SummaryOp::Avg => Op::Avg,
-                SummaryOp::Count => Op::Count,
-                SummaryOp::Group => Op::Group,
-            };
+            let reduce = a.op.reduce(a.n)?;
             let mut read = json!({"type": "read", "mbean": a.mbean, "attribute": a.attribute,
-                                  "reduce": Reduce::new(op).to_json()});
+                                  "reduce": reduce.to_json()});
             if let Some(p) = a.path.filter(|p| !p.is_empty()) {
                 read["path"] = json!(p);
             }
