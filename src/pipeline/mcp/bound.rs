@@ -49,7 +49,8 @@ pub fn bound(value: Value, max: usize) -> (Value, Option<String>) {
 const NOTE_ROOM: usize = 512;
 const MAX_CUTS_NAMED: usize = 5;
 
-fn json_len(value: &Value) -> usize {
+/// The serialised size of `value`, in bytes.
+pub fn json_len(value: &Value) -> usize {
     serde_json::to_vec(value).map_or(0, |v| v.len())
 }
 

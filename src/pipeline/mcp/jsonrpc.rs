@@ -42,14 +42,17 @@ pub fn error(id: Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
 }
 
-/// Checks a POST body's framing; `protocol` is the request's
-/// `MCP-Protocol-Version` header.
-pub fn check(body: &[u8], protocol: Option<&str>) -> Result<Framing, Refusal> {
+/// Checks a POST body's framing, given as parsed; `protocol` is the
+/// request's `MCP-Protocol-Version` header.
+pub fn check(
+    body: Result<&Value, &serde_json::Error>,
+    protocol: Option<&str>,
+) -> Result<Framing, Refusal> {
     let refused = |code, message: String| Refusal {
         status: 400,
         answer: error(Value::Null, code, message),
     };
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
+    let value = body.map_err(|e| {
         refused(
             PARSE_ERROR,
             format!("Parse error: the body is not JSON ({e})"),
@@ -60,7 +63,9 @@ pub fn check(body: &[u8], protocol: Option<&str>) -> Result<Framing, Refusal> {
             INVALID_REQUEST,
             "Invalid Request: an empty batch".into(),
         )),
-        Value::Array(elements) if protocol == Some(BATCH_PROTOCOL) => Ok(Framing::Batch(elements)),
+        Value::Array(elements) if protocol == Some(BATCH_PROTOCOL) => {
+            Ok(Framing::Batch(elements.clone()))
+        }
         Value::Array(_) => Err(refused(
             INVALID_REQUEST,
             format!(
@@ -69,9 +74,9 @@ pub fn check(body: &[u8], protocol: Option<&str>) -> Result<Framing, Refusal> {
                 protocol.unwrap_or("no MCP-Protocol-Version")
             ),
         )),
-        message => match problem(&message) {
+        message => match problem(message) {
             None => Ok(Framing::One),
-            Some(p) => Err(p.refusal(&message)),
+            Some(p) => Err(p.refusal(message)),
         },
     }
 }
@@ -183,6 +188,12 @@ pub fn problem(message: &Value) -> Option<Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `check` of a body as bytes, parsed as the door parses it.
+    fn check(body: &[u8], protocol: Option<&str>) -> Result<Framing, Refusal> {
+        let parsed = serde_json::from_slice::<Value>(body);
+        super::check(parsed.as_ref(), protocol)
+    }
 
     fn code(r: &Refusal) -> i64 {
         r.answer["error"]["code"].as_i64().unwrap()

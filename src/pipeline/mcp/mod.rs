@@ -292,25 +292,15 @@ fn mark_uses(caller: &McpCaller, target: &str, item: &Value, mbean: &str, descri
 
 /// The JSON-RPC methods a request body names (several for a batch), at
 /// most 16, each cut to 64 characters; none when it is not JSON-RPC.
-fn rpc_methods(body: &[u8]) -> Vec<String> {
-    #[derive(serde::Deserialize)]
-    struct Message {
-        method: Option<String>,
-    }
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Messages {
-        One(Message),
-        Batch(Vec<Message>),
-    }
-    let messages = match serde_json::from_slice::<Messages>(body) {
-        Ok(Messages::One(m)) => vec![m],
-        Ok(Messages::Batch(ms)) => ms,
-        Err(_) => Vec::new(),
+fn rpc_methods(message: Option<&Value>) -> Vec<String> {
+    let messages = match message {
+        Some(Value::Array(batch)) => batch.as_slice(),
+        Some(one) => std::slice::from_ref(one),
+        None => &[],
     };
     messages
-        .into_iter()
-        .filter_map(|m| m.method)
+        .iter()
+        .filter_map(|m| m["method"].as_str())
         .take(16)
         .map(|m| m.chars().take(64).collect())
         .collect()
@@ -414,23 +404,20 @@ where
 /// A page of `search_mbeans` names, bounded, with the cursor for the
 /// rest when some were left out.
 fn paged(whole: Value, page: &page::Page, max: usize) -> CallToolResult {
-    let (shown, note) = bound::bound(whole.clone(), max);
-    let Some(note) = note else {
-        return CallToolResult::structured(shown);
-    };
-    // Cut: again with room for the cursor (each target's name and a
-    // number, in base64), so the whole stays within `max`.
+    if bound::json_len(&whole) <= max {
+        return CallToolResult::structured(whole);
+    }
+    // Cut, with room for the cursor (each target's name and a number, in
+    // base64), so the whole stays within `max`.
     let cursor_room: usize = whole["results"].as_array().map_or(0, |r| {
         r.iter().map(|e| e["target"].to_string().len() + 24).sum()
     });
-    let (mut shown, note) =
-        match bound::bound(whole.clone(), max.saturating_sub(cursor_room * 4 / 3)) {
-            (shown, Some(note)) => (shown, note),
-            (shown, None) => (shown, note),
-        };
+    let (mut shown, note) = bound::bound(whole.clone(), max.saturating_sub(cursor_room * 4 / 3));
     let next = page::next(&whole, &shown, page);
     if let Value::Object(o) = &mut shown {
-        o.insert("truncated".into(), json!(note));
+        if let Some(note) = note {
+            o.insert("truncated".into(), json!(note));
+        }
         if let Some(next) = next {
             o.insert("next_cursor".into(), json!(next.encode()));
         }
@@ -494,18 +481,22 @@ impl Gateway {
         } else {
             bytes::Bytes::new()
         };
-        let methods = rpc_methods(&body);
-        let framing = if parts.method == http::Method::POST {
-            let protocol = parts
-                .headers
-                .get("mcp-protocol-version")
-                .and_then(|v| v.to_str().ok());
-            match jsonrpc::check(&body, protocol) {
-                Ok(framing) => framing,
-                Err(refusal) => return self.mcp_malformed(&caller, &methods, refusal).await,
+        // Parsed once here, for the framing check and the audit note.
+        let message =
+            (parts.method == http::Method::POST).then(|| serde_json::from_slice::<Value>(&body));
+        let methods = rpc_methods(message.as_ref().and_then(|m| m.as_ref().ok()));
+        let framing = match &message {
+            Some(message) => {
+                let protocol = parts
+                    .headers
+                    .get("mcp-protocol-version")
+                    .and_then(|v| v.to_str().ok());
+                match jsonrpc::check(message.as_ref(), protocol) {
+                    Ok(framing) => framing,
+                    Err(refusal) => return self.mcp_malformed(&caller, &methods, refusal).await,
+                }
             }
-        } else {
-            jsonrpc::Framing::One
+            None => jsonrpc::Framing::One,
         };
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
