@@ -53,26 +53,22 @@ npm_ci "$js"
 mcp=tests/clients/mcp
 npm_ci "$mcp"
 
-# The Python clients (the Jolokia client and the official MCP SDK) in their
-# own venv; again whenever requirements.txt changes.
-py=tests/clients/python
-if ! cmp -s "$py/requirements.txt" "$py/.venv/.installed-requirements.txt"; then
-    echo "==> Python venv in $py/.venv"
-    rm -rf "$py/.venv"
-    python3 -m venv "$py/.venv"
-    "$py/.venv/bin/pip" install -q --disable-pip-version-check -r "$py/requirements.txt"
-    cp "$py/requirements.txt" "$py/.venv/.installed-requirements.txt"
-fi
+# A client directory's .venv, as its requirements.txt pins it; again only
+# when requirements.txt changes.
+venv_from() {
+    if ! cmp -s "$1/requirements.txt" "$1/.venv/.installed-requirements.txt"; then
+        echo "==> Python venv in $1/.venv"
+        rm -rf "$1/.venv"
+        python3 -m venv "$1/.venv"
+        "$1/.venv/bin/pip" install -q --disable-pip-version-check -r "$1/requirements.txt"
+        cp "$1/requirements.txt" "$1/.venv/.installed-requirements.txt"
+    fi
+}
 
+# The Python clients (the Jolokia client and the official MCP SDK).
+venv_from tests/clients/python
 # FastMCP, in a venv of its own (its pins differ from the one above).
-fastmcp=tests/clients/fastmcp
-if ! cmp -s "$fastmcp/requirements.txt" "$fastmcp/.venv/.installed-requirements.txt"; then
-    echo "==> Python venv in $fastmcp/.venv"
-    rm -rf "$fastmcp/.venv"
-    python3 -m venv "$fastmcp/.venv"
-    "$fastmcp/.venv/bin/pip" install -q --disable-pip-version-check -r "$fastmcp/requirements.txt"
-    cp "$fastmcp/requirements.txt" "$fastmcp/.venv/.installed-requirements.txt"
-fi
+venv_from tests/clients/fastmcp
 
 # Jolokia 2.x JVM agents (no Debian package): taken from ../shared/jolokia
 # beside the repository, or JMXGATE_JOLOKIA2_DIR. Elsewhere download

@@ -363,10 +363,7 @@ async fn execute(cmd: ClientCmd) -> Result<(), String> {
     let client = conn.client()?;
     let reply = client.execute(&request).await.map_err(describe)?;
     let text = if conn.json {
-        format!(
-            "{}\n",
-            serde_json::to_string_pretty(&reply.value).expect("JSON value")
-        )
+        pretty(&reply.value)
     } else {
         match shape {
             Shape::Table => render::table(&reply.value),
@@ -382,17 +379,21 @@ async fn execute(cmd: ClientCmd) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// `--json`: the value, indented, with a final line break.
+fn pretty(value: &Value) -> String {
+    format!(
+        "{}\n",
+        serde_json::to_string_pretty(value).expect("JSON value")
+    )
+}
+
 /// A reduced read: the result as a table (with `--json`, the answer's
 /// value), then the targets that gave nothing usable, on stderr.
 async fn reduced(conn: &ConnectOpts, request: &Request, reduce: &Reduce) -> Result<(), String> {
     let client = conn.client()?;
     let answer = client.reduce(request, reduce).await.map_err(describe)?;
     let text = if conn.json {
-        let value = serde_json::to_value(&answer).expect("JSON value");
-        format!(
-            "{}\n",
-            serde_json::to_string_pretty(&value).expect("JSON value")
-        )
+        pretty(&serde_json::to_value(&answer).expect("JSON value"))
     } else {
         render::reduced(&answer, reduce.op)
     };
