@@ -9,6 +9,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use jmxgate::exporter::exposition::{Exposition, Format};
+use jmxgate::exporter::limits::Limits;
 use jmxgate::exporter::scrape::{Plan, Read};
 use jmxgate::exporter::Module;
 use serde_json::{json, Value};
@@ -60,6 +61,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("plan from list", |b| {
         b.iter(|| Plan::from_list(black_box(&rules), black_box(&list)))
     });
+    let limits = Limits::default();
     for (label, module) in [("rules file", &rules), ("no rules", &default)] {
         g.bench_function(
             format!("{label}: first scrape (every value matched)"),
@@ -72,7 +74,7 @@ fn bench(c: &mut Criterion) {
                     },
                     // Returned, so dropping them is not timed.
                     |(plan, answers)| {
-                        let scraped = plan.apply(module, &answers);
+                        let scraped = plan.apply(module, &answers, &limits);
                         (plan, answers, scraped)
                     },
                     BatchSize::LargeInput,
@@ -80,7 +82,7 @@ fn bench(c: &mut Criterion) {
             },
         );
         let plan = Plan::from_list(module, &list);
-        plan.apply(module, &answers(&plan, 0));
+        plan.apply(module, &answers(&plan, 0), &limits);
         let counters_moved = answers(&plan, 1);
         let counters_back = answers(&plan, 0);
         let mut flip = false;
@@ -94,10 +96,11 @@ fn bench(c: &mut Criterion) {
                     } else {
                         &counters_back
                     },
+                    &limits,
                 )
             })
         });
-        let scraped = plan.apply(module, &counters_back);
+        let scraped = plan.apply(module, &counters_back, &limits);
         assert!(
             scraped.samples.len() >= 4 * MBEANS,
             "{}",
@@ -108,7 +111,7 @@ fn bench(c: &mut Criterion) {
                 || scraped.samples.clone(),
                 |samples| {
                     let mut e = Exposition::default();
-                    e.add_target(samples, &[("target".into(), "big".into())]);
+                    e.add_target(samples, &[("target".into(), "big".into())], &[]);
                     e.write(Format::Text)
                 },
                 BatchSize::LargeInput,

@@ -91,10 +91,23 @@ impl Exposition {
     /// Adds one target's samples: families are formed and name collisions
     /// resolved per target, as if each were scraped alone; then `extra`
     /// labels (the target's) are added to each. A sample already holding
-    /// one of those label names keeps its own as `exported_<name>`.
-    pub fn add_target(&mut self, samples: Vec<Sample>, extra: &[(String, String)]) {
+    /// one of those label names keeps its own as `exported_<name>`
+    /// (`exported_exported_<name>` where that is taken too, as Prometheus
+    /// renames). Samples named like one of `reserved` (the families the
+    /// gateway writes itself) are left out: the number is returned.
+    pub fn add_target(
+        &mut self,
+        samples: Vec<Sample>,
+        extra: &[(String, String)],
+        reserved: &[&str],
+    ) -> usize {
         let mut by_name: BTreeMap<String, Vec<Sample>> = BTreeMap::new();
+        let mut left_out = 0;
         for s in samples {
+            if reserved.contains(&s.name.as_str()) {
+                left_out += 1;
+                continue;
+            }
             by_name.entry(s.name.clone()).or_default().push(s);
         }
         for (name, group) in by_name {
@@ -122,9 +135,7 @@ impl Exposition {
                     labels.push(("_objectname".into(), object_name_of(&s.match_name).into()));
                 }
                 for (k, v) in extra {
-                    if let Some(own) = labels.iter_mut().find(|(n, _)| n == k) {
-                        own.0 = format!("exported_{k}");
-                    }
+                    exported(&mut labels, k);
                     labels.push((k.clone(), v.clone()));
                 }
                 family.points.push(Point {
@@ -133,6 +144,7 @@ impl Exposition {
                 });
             }
         }
+        left_out
     }
 
     /// Adds a gauge the gateway itself reports (scrape errors, durations).
@@ -176,6 +188,21 @@ impl Exposition {
         }
         out
     }
+}
+
+/// Prometheus's rename of a scraped label the target's own label would
+/// overwrite (`resolveConflictingExposedLabels`): `name` becomes
+/// `exported_name`, or where that is taken `exported_exported_name`, and
+/// so on, so no label name is given twice and none is lost.
+fn exported(labels: &mut [(String, String)], name: &str) {
+    let Some(at) = labels.iter().position(|(n, _)| n == name) else {
+        return;
+    };
+    let mut renamed = format!("exported_{name}");
+    while labels.iter().any(|(n, _)| *n == renamed) {
+        renamed.insert_str(0, "exported_");
+    }
+    labels[at].0 = renamed;
 }
 
 fn common_type(mut types: impl Iterator<Item = MetricType>) -> MetricType {
@@ -342,6 +369,7 @@ mod tests {
                 ),
             ],
             &[],
+            &[],
         );
         assert_eq!(
             e.write(Format::Text),
@@ -360,6 +388,7 @@ mod tests {
                 sample("b_requests", MetricType::Counter, &[], 1.0, "x"),
                 sample("c", MetricType::Unknown, &[], 0.5, "x"),
             ],
+            &[],
             &[],
         );
         assert_eq!(
@@ -390,6 +419,7 @@ mod tests {
                 ),
             ],
             &[("target".into(), "a".into())],
+            &[],
         );
         let text = e.write(Format::Text);
         assert!(text.contains("# TYPE t untyped\n"), "{text}");
@@ -412,6 +442,7 @@ mod tests {
                     "m",
                 )],
                 &[("target".into(), t.into())],
+                &[],
             );
         }
         let text = e.write(Format::Text);
@@ -424,6 +455,56 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("_objectname"), "no collision: {text}");
+    }
+
+    #[test]
+    fn a_taken_exported_name_moves_on_as_prometheus_renames() {
+        let mut e = Exposition::default();
+        e.add_target(
+            vec![sample(
+                "x",
+                MetricType::Gauge,
+                &[("target", "a"), ("exported_target", "b")],
+                1.0,
+                "m",
+            )],
+            &[("target".into(), "t".into())],
+            &[],
+        );
+        let text = e.write(Format::Text);
+        assert!(
+            text.contains(
+                "x{exported_exported_target=\"a\",exported_target=\"b\",target=\"t\"} 1.0\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_gateways_own_families_are_not_an_agents_to_write() {
+        let mut e = Exposition::default();
+        let left_out = e.add_target(
+            vec![
+                sample("jmx_scrape_error", MetricType::Counter, &[], 736.0, "m"),
+                sample("y", MetricType::Gauge, &[], 1.0, "m"),
+            ],
+            &[("target".into(), "t".into())],
+            &["jmx_scrape_error"],
+        );
+        assert_eq!(left_out, 1);
+        e.add_gauge(
+            "jmx_scrape_error",
+            "Non-zero if this scrape failed.",
+            &[("target".into(), "t".into())],
+            0.0,
+        );
+        let text = e.write(Format::Text);
+        assert!(text.contains("# TYPE jmx_scrape_error gauge\n"), "{text}");
+        assert!(
+            text.contains("jmx_scrape_error{target=\"t\"} 0.0\n"),
+            "{text}"
+        );
+        assert!(!text.contains("736"), "{text}");
     }
 
     #[test]

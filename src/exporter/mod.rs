@@ -11,6 +11,7 @@ pub mod config;
 pub mod exposition;
 pub mod java_regex;
 pub mod java_text;
+pub mod limits;
 pub mod rules;
 pub mod scrape;
 pub mod values;

@@ -214,6 +214,30 @@ enum Mapped {
 const LINE_TERMINATORS: [char; 5] = ['\n', '\r', '\u{85}', '\u{2028}', '\u{2029}'];
 
 impl Mapping {
+    /// About the bytes it holds beyond its own size.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.mapped {
+            Mapped::Nothing => 0,
+            Mapped::Sample {
+                name,
+                match_name,
+                help,
+                labels,
+                repeated_label,
+                ..
+            } => {
+                name.capacity()
+                    + match_name.capacity()
+                    + help.capacity()
+                    + labels
+                        .iter()
+                        .map(|(k, v)| k.capacity() + v.capacity() + 48)
+                        .sum::<usize>()
+                    + repeated_label.as_ref().map_or(0, String::capacity)
+            }
+        }
+    }
+
     /// The sample a value gives at this place.
     pub fn sample(&self, value: &BeanValue) -> Outcome {
         match &self.mapped {

@@ -20,12 +20,14 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::{json, Value};
 
+use super::limits::{Exceeded, Limits, Ticker};
 use super::rules::{BeanValue, Leaf, Mapping, Module, Outcome, Sample};
-use super::values::{leaves, platform_open_type, Kind};
+use super::values::{platform_open_type, Found, Kind, Walk};
 use crate::protocol::ObjectName;
 
 /// What to read of one target for one module.
@@ -34,6 +36,10 @@ pub struct Plan {
     pub beans: Vec<PlannedBean>,
     /// Each value's mapping from earlier scrapes, by where it was found.
     mappings: Mutex<HashMap<Place, Remembered>>,
+    /// About the bytes the beans take, and the mappings (updated as they
+    /// are remembered): what a cache of plans weighs them by.
+    beans_bytes: usize,
+    mappings_bytes: AtomicUsize,
 }
 
 /// Where a value was found: the bean, its attribute (`dates` after
@@ -63,6 +69,33 @@ pub struct PlannedBean {
     pub dates: Vec<PlannedAttribute>,
     /// The `metricCustomizers` entry that applies, by index.
     pub customizer: Option<usize>,
+}
+
+impl PlannedBean {
+    fn heap_bytes(&self) -> usize {
+        let attributes: usize = self
+            .attributes
+            .iter()
+            .chain(&self.dates)
+            .map(|a| {
+                std::mem::size_of::<PlannedAttribute>()
+                    + a.name.capacity()
+                    + a.type_name.capacity()
+                    + a.description.as_ref().map_or(0, String::capacity)
+                    // The open type's JSON tree: a few times its text.
+                    + a.open_type.as_ref().map_or(0, |t| 4 * t.to_string().len())
+            })
+            .sum();
+        std::mem::size_of::<PlannedBean>()
+            + self.name.capacity()
+            + self.domain.capacity()
+            + self
+                .properties
+                .iter()
+                .map(|(k, v)| k.capacity() + v.capacity() + 48)
+                .sum::<usize>()
+            + attributes
+    }
 }
 
 #[derive(Debug)]
@@ -96,6 +129,61 @@ pub struct Scraped {
     /// Values matched against the rules in this scrape; the others reused
     /// an earlier scrape's mapping.
     pub mapped: usize,
+    /// Values left out because the text their rules would be matched
+    /// against is longer than `match_length_limit`.
+    pub too_long: usize,
+    /// The bound the scrape went over, where it stopped; its samples are
+    /// then not to be used.
+    pub exceeded: Option<Exceeded>,
+    /// What the samples so far would take in an exposition, about.
+    bytes: usize,
+    /// The metric names seen so far (their HELP and TYPE lines count once).
+    families: std::collections::HashSet<String>,
+}
+
+impl Scraped {
+    /// Takes a sample if it keeps within `limits`: how many, how many
+    /// labels (the target's own counted), how long each name and value,
+    /// how much text they all make.
+    fn admit(&mut self, s: Sample, limits: &Limits) -> Result<(), Exceeded> {
+        if self.samples.len() >= limits.sample_limit {
+            return Err(Exceeded::Samples(limits.sample_limit));
+        }
+        if s.labels.len() + 1 > limits.label_limit {
+            return Err(Exceeded::Labels(limits.label_limit));
+        }
+        if s.name.len() > limits.name_length_limit
+            || s.labels
+                .iter()
+                .any(|(k, _)| k.len() > limits.name_length_limit)
+        {
+            return Err(Exceeded::NameLength(limits.name_length_limit));
+        }
+        if s.labels
+            .iter()
+            .any(|(_, v)| v.len() > limits.label_value_length_limit)
+        {
+            return Err(Exceeded::LabelValueLength(limits.label_value_length_limit));
+        }
+        // A sample line: the name, each label quoted, a value of up to
+        // 24 characters; HELP and TYPE once per name.
+        let mut line = s.name.len() + 32;
+        line += s
+            .labels
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 4)
+            .sum::<usize>();
+        if !self.families.contains(&s.name) {
+            line += 3 * s.name.len() + s.help.len() + 32;
+            self.families.insert(s.name.clone());
+        }
+        self.bytes += line;
+        if self.bytes > limits.body_size_limit {
+            return Err(Exceeded::BodySize(limits.body_size_limit));
+        }
+        self.samples.push(s);
+        Ok(())
+    }
 }
 
 impl Plan {
@@ -120,20 +208,19 @@ impl Plan {
                 }
             }
         }
+        let beans_bytes = beans.iter().map(PlannedBean::heap_bytes).sum();
         Plan {
             beans,
             mappings: Mutex::default(),
+            beans_bytes,
+            mappings_bytes: AtomicUsize::new(0),
         }
     }
 
-    /// About how much memory the plan takes once scrapes have filled in
-    /// its mappings: a kilobyte per attribute, and the names.
+    /// About how much memory the plan holds now: its beans, and the
+    /// mappings scrapes have remembered in it so far.
     pub fn estimated_bytes(&self) -> u32 {
-        let bytes: usize = self
-            .beans
-            .iter()
-            .map(|b| 256 + 2 * b.name.len() + 1024 * (b.attributes.len() + b.dates.len()))
-            .sum();
+        let bytes = self.beans_bytes + self.mappings_bytes.load(Ordering::Relaxed);
         u32::try_from(bytes).unwrap_or(u32::MAX)
     }
 
@@ -161,11 +248,33 @@ impl Plan {
     }
 
     /// The samples of the answers to [`reads`](Self::reads), each an
-    /// answer object (`value` and `status`), in the same order.
-    pub fn apply(&self, module: &Module, answers: &[(Read, Value)]) -> Scraped {
+    /// answer object (`value` and `status`), in the same order, within
+    /// `limits`: at the first bound exceeded it stops and says which
+    /// (`Scraped::exceeded`).
+    pub fn apply(&self, module: &Module, answers: &[(Read, Value)], limits: &Limits) -> Scraped {
         let mut scraped = Scraped::default();
+        if let Err(e) = self.apply_within(module, answers, limits, &mut scraped) {
+            scraped.exceeded = Some(e);
+        }
+        scraped
+    }
+
+    fn apply_within(
+        &self,
+        module: &Module,
+        answers: &[(Read, Value)],
+        limits: &Limits,
+        scraped: &mut Scraped,
+    ) -> Result<(), Exceeded> {
         let mut mappings = self.mappings.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut remembered = Remembering {
+            mappings: &mut mappings,
+            bytes: &self.mappings_bytes,
+        };
+        let mappings = &mut remembered;
+        let mut ticker = Ticker::default();
         for (read, answer) in answers {
+            ticker.tick(limits)?;
             let ok = answer.get("status").and_then(Value::as_u64) == Some(200);
             match *read {
                 Read::Attributes(b) => {
@@ -203,7 +312,7 @@ impl Plan {
                                 value: &extra.value,
                                 attribute_labels: &attribute_labels,
                             };
-                            record(module, &leaf, &mut scraped);
+                            count(module.record(&leaf), scraped, limits)?;
                         }
                     }
                     for (a, attribute) in bean.attributes.iter().enumerate() {
@@ -227,14 +336,8 @@ impl Plan {
                             .open_type
                             .as_ref()
                             .map_or(Kind::Declared(&attribute.type_name), Kind::Open);
-                        let found = leaves(
-                            &bean.properties,
-                            &attribute.name,
-                            attribute.description.as_deref(),
-                            kind,
-                            value,
-                        );
-                        for (k, found) in found.iter().enumerate() {
+                        let mut k = 0u32;
+                        let mut sink = |found: Found| {
                             let leaf = Leaf {
                                 domain: &bean.domain,
                                 properties: &found.properties,
@@ -244,9 +347,22 @@ impl Plan {
                                 value: &found.value,
                                 attribute_labels: &attribute_labels,
                             };
-                            let place = (b as u32, a as u32, k as u32);
-                            record_at(module, &mut mappings, place, &leaf, &mut scraped);
-                        }
+                            let place = (b as u32, a as u32, k);
+                            k += 1;
+                            record_at(module, mappings, place, &leaf, scraped, limits)
+                        };
+                        let mut walk = Walk::new(limits, &mut sink);
+                        let walked = walk.attribute(
+                            bean.domain.len(),
+                            &bean.properties,
+                            &attribute.name,
+                            attribute.description.as_deref(),
+                            kind,
+                            value,
+                        );
+                        let too_long = walk.too_long;
+                        walked?;
+                        scraped.too_long += too_long;
                     }
                 }
                 Read::Date(b, d) => {
@@ -274,27 +390,44 @@ impl Plan {
                         attribute_labels: &[],
                     };
                     let place = (b as u32, (bean.attributes.len() + d) as u32, 0);
-                    record_at(module, &mut mappings, place, &leaf, &mut scraped);
+                    record_at(module, mappings, place, &leaf, scraped, limits)?;
                 }
             }
         }
-        scraped
+        Ok(())
     }
-}
-
-fn record(module: &Module, leaf: &Leaf<'_>, scraped: &mut Scraped) {
-    count(module.record(leaf), scraped);
 }
 
 /// A leaf's sample through the mapping remembered at its place, made
 /// (and remembered) when there is none that fits.
+/// The plan's mappings while a scrape holds them, and the count of the
+/// bytes they hold.
+struct Remembering<'p> {
+    mappings: &'p mut HashMap<Place, Remembered>,
+    bytes: &'p AtomicUsize,
+}
+
+impl Remembering<'_> {
+    fn insert(&mut self, place: Place, r: Remembered) {
+        // The map's own entry, the mapping's strings, the value's text.
+        let size = |r: &Remembered| {
+            96 + r.mapping.heap_bytes() + r.value.as_ref().map_or(0, String::capacity)
+        };
+        self.bytes.fetch_add(size(&r), Ordering::Relaxed);
+        if let Some(old) = self.mappings.insert(place, r) {
+            self.bytes.fetch_sub(size(&old), Ordering::Relaxed);
+        }
+    }
+}
+
 fn record_at(
     module: &Module,
-    mappings: &mut HashMap<Place, Remembered>,
+    mappings: &mut Remembering<'_>,
     place: Place,
     leaf: &Leaf<'_>,
     scraped: &mut Scraped,
-) {
+    limits: &Limits,
+) -> Result<(), Exceeded> {
     let identity = {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (
@@ -307,17 +440,16 @@ fn record_at(
         h.finish()
     };
     let text = leaf.value.java_text();
-    if let Some(r) = mappings.get(&place) {
+    if let Some(r) = mappings.mappings.get(&place) {
         let fits = r.leaf == identity
             && (r.mapping.value_independent || r.value.as_deref() == Some(&*text));
         if fits {
-            count(r.mapping.sample(leaf.value), scraped);
-            return;
+            return count(r.mapping.sample(leaf.value), scraped, limits);
         }
     }
     let mapping = module.mapping(leaf);
     scraped.mapped += 1;
-    count(mapping.sample(leaf.value), scraped);
+    let counted = count(mapping.sample(leaf.value), scraped, limits);
     let value = (!mapping.value_independent).then(|| text.into_owned());
     mappings.insert(
         place,
@@ -327,14 +459,16 @@ fn record_at(
             mapping,
         },
     );
+    counted
 }
 
-fn count(outcome: Outcome, scraped: &mut Scraped) {
+fn count(outcome: Outcome, scraped: &mut Scraped, limits: &Limits) -> Result<(), Exceeded> {
     match outcome {
-        Outcome::Sample(s) => scraped.samples.push(s),
+        Outcome::Sample(s) => return scraped.admit(s, limits),
         Outcome::DuplicateLabel(_) => scraped.duplicate_labels += 1,
         Outcome::Nothing => {}
     }
+    Ok(())
 }
 
 /// Attributes jmx_exporter never reads: costly and unexported.

@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::java_text::{double_to_string, float_to_string};
+use super::limits::{Exceeded, Limits, Ticker};
 use super::rules::BeanValue;
 
 /// What is known of a value's type.
@@ -49,9 +50,79 @@ struct At<'a> {
     attr_keys: Cow<'a, [String]>,
     attr_name: &'a str,
     description: Option<&'a str>,
+    /// About how long the text rules are matched against is here, before
+    /// the value: the properties, the keys and the attribute's name.
+    text_len: usize,
 }
 
-/// Every leaf of one attribute's value, in the scraper's order.
+/// A walk through one attribute's value: the bounds it keeps, and what it
+/// hands each leaf to.
+pub struct Walk<'w> {
+    limits: &'w Limits,
+    ticker: Ticker,
+    /// The match text's length before the properties (the domain's).
+    base_len: usize,
+    /// Leaves (or whole subtrees) left out because the text their rules
+    /// would be matched against is longer than `match_length_limit`.
+    pub too_long: usize,
+    sink: &'w mut dyn FnMut(Found) -> Result<(), Exceeded>,
+}
+
+impl<'w> Walk<'w> {
+    pub fn new(
+        limits: &'w Limits,
+        sink: &'w mut dyn FnMut(Found) -> Result<(), Exceeded>,
+    ) -> Walk<'w> {
+        Walk {
+            limits,
+            ticker: Ticker::default(),
+            base_len: 0,
+            too_long: 0,
+            sink,
+        }
+    }
+
+    /// Every leaf of one attribute's value, in the scraper's order, each
+    /// handed on as it is found; `base_len` is the length of what comes
+    /// before the properties in a match name (the domain). Stops at the
+    /// first bound a leaf's sink or the walk itself finds exceeded.
+    pub fn attribute(
+        &mut self,
+        base_len: usize,
+        properties: &[(String, String)],
+        attr_name: &str,
+        description: Option<&str>,
+        kind: Kind<'_>,
+        value: &Value,
+    ) -> Result<(), Exceeded> {
+        self.base_len = base_len;
+        let at = At {
+            properties: Cow::Borrowed(properties),
+            attr_keys: Cow::Owned(Vec::new()),
+            attr_name,
+            description,
+            text_len: base_len + properties_len(properties) + attr_name.len() + 4,
+        };
+        self.visit(&at, kind, value)
+    }
+
+    /// Whether a subtree or leaf whose match text is `len` long may be
+    /// looked at; counted when not.
+    fn fits(&mut self, len: usize) -> bool {
+        let fits = len <= self.limits.match_length_limit;
+        if !fits {
+            self.too_long += 1;
+        }
+        fits
+    }
+}
+
+fn properties_len(properties: &[(String, String)]) -> usize {
+    properties.iter().map(|(k, v)| k.len() + v.len() + 3).sum()
+}
+
+/// Every leaf of one attribute's value, in the scraper's order, within
+/// the default limits (no deadline).
 pub fn leaves(
     properties: &[(String, String)],
     attr_name: &str,
@@ -60,58 +131,73 @@ pub fn leaves(
     value: &Value,
 ) -> Vec<Found> {
     let mut out = Vec::new();
-    let at = At {
-        properties: Cow::Borrowed(properties),
-        attr_keys: Cow::Owned(Vec::new()),
-        attr_name,
-        description,
+    let limits = Limits::default();
+    let mut sink = |f: Found| {
+        out.push(f);
+        Ok(())
     };
-    visit(&at, kind, value, &mut out);
+    let mut walk = Walk::new(&limits, &mut sink);
+    let _ = walk.attribute(0, properties, attr_name, description, kind, value);
     out
 }
 
-fn visit(at: &At<'_>, kind: Kind<'_>, value: &Value, out: &mut Vec<Found>) {
-    let emit = |out: &mut Vec<Found>, v: BeanValue| {
-        out.push(Found {
-            properties: at.properties.to_vec(),
-            attr_keys: at.attr_keys.to_vec(),
-            attr_name: at.attr_name.to_string(),
-            description: at.description.map(str::to_string),
-            value: v,
-        })
-    };
-    let type_name = type_name(kind);
-    match value {
-        Value::Null | Value::Array(_) => {}
-        Value::Bool(b) => emit(out, BeanValue::Bool(*b)),
-        Value::Number(n) => {
-            if let Some(v) = number(n, type_name) {
-                emit(out, v);
-            }
+impl Walk<'_> {
+    fn visit(&mut self, at: &At<'_>, kind: Kind<'_>, value: &Value) -> Result<(), Exceeded> {
+        self.ticker.tick(self.limits)?;
+        if !self.fits(at.text_len) {
+            return Ok(());
         }
-        Value::String(s) => {
-            if type_name.is_some_and(|t| t == "java.util.Date") {
-                if let Some(seconds) = iso_seconds(s) {
-                    emit(out, BeanValue::number(seconds));
-                }
-            } else if type_name.is_some_and(is_numeric_type) {
-                // Jolokia writes some numbers (BigDecimal, large longs on
-                // request) as text.
-                if let Some(v) = s.parse::<f64>().ok().map(|f| BeanValue::Number {
-                    value: f,
-                    text: s.clone(),
-                }) {
-                    emit(out, v);
-                }
-            } else {
-                emit(out, BeanValue::Text(s.clone()))
+        let emit = |walk: &mut Self, v: BeanValue| {
+            if !walk.fits(at.text_len + v.java_text().len()) {
+                return Ok(());
             }
+            (walk.sink)(Found {
+                properties: at.properties.to_vec(),
+                attr_keys: at.attr_keys.to_vec(),
+                attr_name: at.attr_name.to_string(),
+                description: at.description.map(str::to_string),
+                value: v,
+            })
+        };
+        let type_name = type_name(kind);
+        match value {
+            Value::Null | Value::Array(_) => Ok(()),
+            Value::Bool(b) => emit(self, BeanValue::Bool(*b)),
+            Value::Number(n) => match number(n, type_name) {
+                Some(v) => emit(self, v),
+                None => Ok(()),
+            },
+            Value::String(s) => {
+                if type_name.is_some_and(|t| t == "java.util.Date") {
+                    match iso_seconds(s) {
+                        Some(seconds) => emit(self, BeanValue::number(seconds)),
+                        None => Ok(()),
+                    }
+                } else if type_name.is_some_and(is_numeric_type) {
+                    // Jolokia writes some numbers (BigDecimal, large longs
+                    // on request) as text.
+                    match s.parse::<f64>() {
+                        Ok(f) => emit(
+                            self,
+                            BeanValue::Number {
+                                value: f,
+                                text: s.clone(),
+                            },
+                        ),
+                        Err(_) => Ok(()),
+                    }
+                } else if self.fits(at.text_len + s.len()) {
+                    emit(self, BeanValue::Text(s.clone()))
+                } else {
+                    Ok(())
+                }
+            }
+            Value::Object(map) => match shape(kind, map) {
+                Shape::Composite => self.composite(at, kind, map),
+                Shape::Tabular => self.tabular(at, kind, map),
+                Shape::Other => Ok(()),
+            },
         }
-        Value::Object(map) => match shape(kind, map) {
-            Shape::Composite => composite(at, kind, map, out),
-            Shape::Tabular => tabular(at, kind, map, out),
-            Shape::Other => {}
-        },
     }
 }
 
@@ -246,35 +332,39 @@ fn is_full_table(map: &serde_json::Map<String, Value>) -> bool {
 
 /// A composite: each item (in key order) with the attribute's name added
 /// to the keys and the composite type's description.
-fn composite(
-    at: &At<'_>,
-    kind: Kind<'_>,
-    map: &serde_json::Map<String, Value>,
-    out: &mut Vec<Found>,
-) {
-    let items = match kind {
-        Kind::Open(o) => o.get("items").and_then(Value::as_object),
-        _ => None,
-    };
-    let description = match kind {
-        Kind::Open(o) => o.get("desc").and_then(Value::as_str),
-        _ => at.description,
-    };
-    let mut keys = at.attr_keys.to_vec();
-    keys.push(at.attr_name.to_string());
-    let mut names: Vec<&String> = map.keys().collect();
-    names.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
-    for name in names {
-        let item_kind = items
-            .and_then(|i| i.get(name.as_str()))
-            .map_or(Kind::Unknown, Kind::Open);
-        let child = At {
-            properties: Cow::Borrowed(&at.properties),
-            attr_keys: Cow::Borrowed(&keys),
-            attr_name: name,
-            description,
+impl Walk<'_> {
+    fn composite(
+        &mut self,
+        at: &At<'_>,
+        kind: Kind<'_>,
+        map: &serde_json::Map<String, Value>,
+    ) -> Result<(), Exceeded> {
+        let items = match kind {
+            Kind::Open(o) => o.get("items").and_then(Value::as_object),
+            _ => None,
         };
-        visit(&child, item_kind, &map[name.as_str()], out);
+        let description = match kind {
+            Kind::Open(o) => o.get("desc").and_then(Value::as_str),
+            _ => at.description,
+        };
+        let mut keys = at.attr_keys.to_vec();
+        keys.push(at.attr_name.to_string());
+        let mut names: Vec<&String> = map.keys().collect();
+        names.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+        for name in names {
+            let item_kind = items
+                .and_then(|i| i.get(name.as_str()))
+                .map_or(Kind::Unknown, Kind::Open);
+            let child = At {
+                properties: Cow::Borrowed(&at.properties),
+                attr_keys: Cow::Borrowed(&keys),
+                attr_name: name,
+                description,
+                text_len: at.text_len + name.len() + 2,
+            };
+            self.visit(&child, item_kind, &map[name.as_str()])?;
+        }
+        Ok(())
     }
 }
 
@@ -285,80 +375,88 @@ struct Row<'v> {
     columns: Vec<(String, &'v Value)>,
 }
 
-/// A table, row by row: each row's index columns become properties (a
-/// name already there gets `_` appended; a composite index one property
-/// per item, `index_item`), and its other columns are values, named after
-/// the column, except a column called `value`, which keeps the attribute's
-/// own name.
-fn tabular(
-    at: &At<'_>,
-    kind: Kind<'_>,
-    map: &serde_json::Map<String, Value>,
-    out: &mut Vec<Found>,
-) {
-    let open = match kind {
-        Kind::Open(o) => Some(o),
-        _ => None,
-    };
-    let row_type = open.and_then(|o| o.get("rowType"));
-    let items = row_type
-        .and_then(|r| r.get("items"))
-        .and_then(Value::as_object);
-    let description = row_type
-        .and_then(|r| r.get("desc"))
-        .and_then(Value::as_str)
-        .or(at.description);
-    let index_names: Option<Vec<String>> = open.and_then(|o| o.get("index")).and_then(|i| {
-        i.as_array().map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-    });
-    let rows = rows(map, index_names.as_deref(), items);
-    let mut extended = at.attr_keys.to_vec();
-    extended.push(at.attr_name.to_string());
-    for row in rows {
-        let mut properties = at.properties.to_vec();
-        for (index, value) in &row.index {
-            let mut name = index.clone();
-            let mut suffixes = 0;
-            while properties.iter().any(|(k, _)| *k == name) && suffixes < 1000 {
-                name.push('_');
-                suffixes += 1;
-            }
-            match value.as_ref() {
-                Value::Object(key) => {
-                    let mut items: Vec<&String> = key.keys().collect();
-                    items.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
-                    for item in items {
-                        properties
-                            .push((format!("{name}_{item}"), java_string(&key[item.as_str()])));
-                    }
+impl Walk<'_> {
+    /// A table, row by row: each row's index columns become properties (a
+    /// name already there gets `_` appended; a composite index one property
+    /// per item, `index_item`), and its other columns are values, named after
+    /// the column, except a column called `value`, which keeps the attribute's
+    /// own name.
+    fn tabular(
+        &mut self,
+        at: &At<'_>,
+        kind: Kind<'_>,
+        map: &serde_json::Map<String, Value>,
+    ) -> Result<(), Exceeded> {
+        let open = match kind {
+            Kind::Open(o) => Some(o),
+            _ => None,
+        };
+        let row_type = open.and_then(|o| o.get("rowType"));
+        let items = row_type
+            .and_then(|r| r.get("items"))
+            .and_then(Value::as_object);
+        let description = row_type
+            .and_then(|r| r.get("desc"))
+            .and_then(Value::as_str)
+            .or(at.description);
+        let index_names: Option<Vec<String>> = open.and_then(|o| o.get("index")).and_then(|i| {
+            i.as_array().map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+        });
+        let rows = rows(map, index_names.as_deref(), items);
+        let mut extended = at.attr_keys.to_vec();
+        extended.push(at.attr_name.to_string());
+        for row in rows {
+            let mut properties = at.properties.to_vec();
+            for (index, value) in &row.index {
+                let mut name = index.clone();
+                let mut suffixes = 0;
+                while properties.iter().any(|(k, _)| *k == name) && suffixes < 1000 {
+                    name.push('_');
+                    suffixes += 1;
                 }
-                Value::Null => {}
-                other => properties.push((name, java_string(other))),
+                match value.as_ref() {
+                    Value::Object(key) => {
+                        let mut items: Vec<&String> = key.keys().collect();
+                        items.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+                        for item in items {
+                            properties
+                                .push((format!("{name}_{item}"), java_string(&key[item.as_str()])));
+                        }
+                    }
+                    Value::Null => {}
+                    other => properties.push((name, java_string(other))),
+                }
+            }
+            let mut columns = row.columns;
+            columns.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            for (column, value) in columns {
+                let (keys, name): (&[String], &str) = if column.eq_ignore_ascii_case("value") {
+                    (&at.attr_keys, at.attr_name)
+                } else {
+                    (&extended, &column)
+                };
+                let column_kind = items
+                    .and_then(|i| i.get(column.as_str()))
+                    .map_or(Kind::Unknown, Kind::Open);
+                let child = At {
+                    text_len: self.base_len
+                        + properties_len(&properties)
+                        + keys.iter().map(|k| k.len() + 2).sum::<usize>()
+                        + name.len()
+                        + 4,
+                    properties: Cow::Borrowed(&properties),
+                    attr_keys: Cow::Borrowed(keys),
+                    attr_name: name,
+                    description,
+                };
+                self.visit(&child, column_kind, value)?;
             }
         }
-        let mut columns = row.columns;
-        columns.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-        for (column, value) in columns {
-            let (keys, name): (&[String], &str) = if column.eq_ignore_ascii_case("value") {
-                (&at.attr_keys, at.attr_name)
-            } else {
-                (&extended, &column)
-            };
-            let column_kind = items
-                .and_then(|i| i.get(column.as_str()))
-                .map_or(Kind::Unknown, Kind::Open);
-            let child = At {
-                properties: Cow::Borrowed(&properties),
-                attr_keys: Cow::Borrowed(keys),
-                attr_name: name,
-                description,
-            };
-            visit(&child, column_kind, value, out);
-        }
+        Ok(())
     }
 }
 

@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 
 use super::*;
+use crate::exporter::limits::Limits;
 
 /// A `list` answer's value: three MBeans of jmx_exporter's tests and the
 /// JVM's Runtime and OperatingSystem MBeans.
@@ -127,7 +128,7 @@ fn answers_become_samples_and_denials_are_counted() {
             (*read, json!({"status": 200, "value": value}))
         })
         .collect();
-    let scraped = plan.apply(&module, &answers);
+    let scraped = plan.apply(&module, &answers, &Limits::default());
     let names: Vec<&str> = scraped.samples.iter().map(|s| s.name.as_str()).collect();
     assert!(
         names.contains(&"java_lang_OperatingSystem_ProcessCpuTime"),
@@ -177,7 +178,7 @@ fn customizers_add_attribute_labels_and_extra_metrics() {
             )
         })
         .collect();
-    let scraped = plan.apply(&module, &answers);
+    let scraped = plan.apply(&module, &answers, &Limits::default());
     let find = |n: &str| {
         scraped
             .samples
@@ -228,9 +229,17 @@ fn sample_texts(scraped: &Scraped) -> Vec<String> {
 fn mappings_are_reused_only_where_they_still_hold() {
     // No rules: nothing looks at values, so every mapping is reused.
     let (module, plan) = remembering("{}");
-    let first = plan.apply(&module, &answered(&plan, 1, json!({"a": 1})));
+    let first = plan.apply(
+        &module,
+        &answered(&plan, 1, json!({"a": 1})),
+        &Limits::default(),
+    );
     assert_eq!(first.mapped, 2);
-    let second = plan.apply(&module, &answered(&plan, 2, json!({"a": 5})));
+    let second = plan.apply(
+        &module,
+        &answered(&plan, 2, json!({"a": 5})),
+        &Limits::default(),
+    );
     assert_eq!(second.mapped, 0);
     assert_eq!(
         sample_texts(&second),
@@ -241,7 +250,11 @@ fn mappings_are_reused_only_where_they_still_hold() {
     );
     // A row more moves values to other places: each is mapped anew where
     // its place no longer holds the same leaf.
-    let third = plan.apply(&module, &answered(&plan, 2, json!({"0": 7, "a": 5})));
+    let third = plan.apply(
+        &module,
+        &answered(&plan, 2, json!({"0": 7, "a": 5})),
+        &Limits::default(),
+    );
     assert_eq!(sample_texts(&third).len(), 3);
     assert!(sample_texts(&third)
         .contains(&"app_Queue_Sizes[(\"name\", \"orders\"), (\"key\", \"0\")] 7".to_string()));
@@ -252,12 +265,12 @@ fn mappings_are_reused_only_where_they_still_hold() {
     let (module, plan) = remembering(
         "rules:\n- pattern: 'app<type=Queue, name=(\\w+)><>Depth: (\\d)$'\n  name: queue_depth_single_digit\n  labels:\n    queue: $1\n- pattern: 'app<type=Queue, name=(\\w+)><>Depth: '\n  name: queue_depth\n",
     );
-    let small = plan.apply(&module, &answered(&plan, 3, json!({})));
+    let small = plan.apply(&module, &answered(&plan, 3, json!({})), &Limits::default());
     assert_eq!(small.samples[0].name, "queue_depth_single_digit");
-    let same = plan.apply(&module, &answered(&plan, 3, json!({})));
+    let same = plan.apply(&module, &answered(&plan, 3, json!({})), &Limits::default());
     assert_eq!(same.mapped, 0);
     assert_eq!(sample_texts(&same), sample_texts(&small));
-    let large = plan.apply(&module, &answered(&plan, 42, json!({})));
+    let large = plan.apply(&module, &answered(&plan, 42, json!({})), &Limits::default());
     assert_eq!(large.mapped, 1);
     assert_eq!(sample_texts(&large), ["queue_depth[] 42"]);
 
@@ -266,11 +279,147 @@ fn mappings_are_reused_only_where_they_still_hold() {
     let (module, plan) = remembering(
         "rules:\n- pattern: 'app<type=Queue, name=(\\w+)><>Depth'\n  name: queue_depth\n  cache: true\n  labels:\n    queue: $1\n",
     );
-    plan.apply(&module, &answered(&plan, 1, json!({})));
-    let again = plan.apply(&module, &answered(&plan, 9, json!({})));
+    plan.apply(&module, &answered(&plan, 1, json!({})), &Limits::default());
+    let again = plan.apply(&module, &answered(&plan, 9, json!({})), &Limits::default());
     assert_eq!(again.mapped, 0);
     assert_eq!(
         sample_texts(&again),
         ["queue_depth[(\"queue\", \"orders\")] 9"]
     );
+}
+
+/// A list of one MBean whose one attribute is a composite, and its answer:
+/// `breadth` items at each of `depth` levels (a full tree where `full`,
+/// else one nested item and `breadth - 1` numbers at each level), keys
+/// of `key_len` bytes.
+fn nested(depth: usize, breadth: usize, key_len: usize) -> (Plan, Module, Vec<(Read, Value)>) {
+    nested_tree(depth, breadth, key_len, true)
+}
+
+fn nested_tree(
+    depth: usize,
+    breadth: usize,
+    key_len: usize,
+    full: bool,
+) -> (Plan, Module, Vec<(Read, Value)>) {
+    fn level(depth: usize, breadth: usize, key_len: usize, full: bool) -> Value {
+        let mut map = serde_json::Map::new();
+        for i in 0..breadth {
+            let key = format!("{i:0>key_len$}");
+            let v = if depth == 0 || (!full && i > 0) {
+                json!(i)
+            } else {
+                level(depth - 1, breadth, key_len, full)
+            };
+            map.insert(key, v);
+        }
+        Value::Object(map)
+    }
+    let module = Module::from_yaml("m", "{}").unwrap();
+    let list = json!({"evil": {"type=Deep,name=x": {"attr": {
+        "Tree": {"type": "javax.management.openmbean.CompositeData", "desc": "Tree"}}}}});
+    let plan = Plan::from_list(&module, &list);
+    let answers = plan
+        .reads()
+        .into_iter()
+        .map(|(r, _)| {
+            let value = json!({"Tree": level(depth, breadth, key_len, full)});
+            (r, json!({"status": 200, "value": value}))
+        })
+        .collect();
+    (plan, module, answers)
+}
+
+#[test]
+fn every_bound_stops_the_scrape_and_names_itself() {
+    let (plan, module, answers) = nested(2, 20, 4);
+    let unbounded = plan.apply(&module, &answers, &Limits::default());
+    assert_eq!(unbounded.exceeded, None);
+    assert_eq!(unbounded.samples.len(), 20 * 20 * 20);
+
+    let bounded = |limits: Limits| plan.apply(&module, &answers, &limits);
+    let samples = bounded(Limits {
+        sample_limit: 100,
+        ..Limits::default()
+    });
+    assert_eq!(samples.exceeded, Some(Exceeded::Samples(100)));
+    // It stopped at the bound, not after making the rest.
+    assert!(samples.samples.len() <= 100);
+    assert!(samples.mapped <= 101, "{}", samples.mapped);
+
+    let names = bounded(Limits {
+        name_length_limit: 20,
+        ..Limits::default()
+    });
+    assert_eq!(names.exceeded, Some(Exceeded::NameLength(20)));
+
+    let labels = bounded(Limits {
+        label_limit: 1,
+        ..Limits::default()
+    });
+    assert_eq!(labels.exceeded, Some(Exceeded::Labels(1)));
+
+    let body = bounded(Limits {
+        body_size_limit: 10_000,
+        ..Limits::default()
+    });
+    assert_eq!(body.exceeded, Some(Exceeded::BodySize(10_000)));
+
+    let late = bounded(Limits {
+        deadline: Some(std::time::Instant::now()),
+        ..Limits::default()
+    });
+    assert_eq!(late.exceeded, Some(Exceeded::Deadline));
+    assert!(late.samples.len() < 20 * 20 * 20);
+    for e in [
+        Exceeded::Samples(1),
+        Exceeded::Labels(1),
+        Exceeded::NameLength(1),
+        Exceeded::LabelValueLength(1),
+        Exceeded::BodySize(1),
+    ] {
+        assert!(
+            e.to_string().contains(&format!("prometheus.{}", e.key())),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn a_deep_composite_is_cut_where_its_names_grow_too_long() {
+    // Keys of 200 bytes, 100 levels of 50 items: every leaf's name would
+    // be up to 20 KB, each level repeating the path above it. The walk
+    // stops a subtree as soon as the text its rules would see passes
+    // match_length_limit.
+    let (plan, module, answers) = nested_tree(100, 50, 200, false);
+    let scraped = plan.apply(&module, &answers, &Limits::default());
+    // Within the match length but over the name length: the target fails.
+    assert_eq!(scraped.exceeded, Some(Exceeded::NameLength(512)));
+    let scraped = plan.apply(
+        &module,
+        &answers,
+        &Limits {
+            name_length_limit: 100_000,
+            ..Limits::default()
+        },
+    );
+    assert_eq!(scraped.exceeded, None);
+    // Levels within 8 KB of text (about 40 of 200-byte keys) give their
+    // 49 numbers; the rest is cut, once per level too deep.
+    assert!(scraped.samples.len() < 49 * 41, "{}", scraped.samples.len());
+    assert!(scraped.samples.len() > 49 * 30, "{}", scraped.samples.len());
+    assert!(scraped.too_long > 0);
+}
+
+#[test]
+fn a_plan_weighs_the_mappings_it_remembers() {
+    let (plan, module, answers) = nested(2, 20, 4);
+    let empty = plan.estimated_bytes();
+    plan.apply(&module, &answers, &Limits::default());
+    let full = plan.estimated_bytes();
+    // 8,000 mappings, each with a name, a match name and a help text.
+    assert!(full > empty + 8_000 * 100, "{empty} -> {full}");
+    // The same scrape again replaces them: no growth.
+    plan.apply(&module, &answers, &Limits::default());
+    assert_eq!(plan.estimated_bytes(), full);
 }

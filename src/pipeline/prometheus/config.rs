@@ -30,9 +30,25 @@ pub struct PrometheusConfig {
     pub default_timeout: Duration,
     /// Targets scraped at once for one selector.
     pub max_concurrent_targets: usize,
-    /// Memory for plans and the rule mappings scrapes remember (about a
-    /// kilobyte per attribute); the least used go first.
+    /// Memory for plans and the rule mappings scrapes remember, weighed by
+    /// what each holds as it grows; the least used go first.
     pub plan_cache_bytes: u64,
+    /// Samples one target may give; over it, the target's scrape fails.
+    pub sample_limit: usize,
+    /// Labels one sample may carry, the target's own label counted.
+    pub label_limit: usize,
+    /// Bytes of a metric or label name.
+    pub name_length_limit: usize,
+    /// Bytes of a label value.
+    pub label_value_length_limit: usize,
+    /// Bytes of metrics text one target may add to an answer.
+    pub body_size_limit: u64,
+    /// Bytes of the text a value's rules are matched against (MBean name,
+    /// attribute, value); a longer value is left out and counted.
+    pub match_length_limit: usize,
+    /// Threads that make plans and samples, off the serving workers;
+    /// 0: half the CPUs, at least one.
+    pub cpu_threads: usize,
     /// Rules files by name (`module=` of a scrape).
     pub modules: Vec<ModuleConfig>,
 }
@@ -56,8 +72,39 @@ impl Default for PrometheusConfig {
             default_timeout: Duration::from_secs(10),
             max_concurrent_targets: 32,
             plan_cache_bytes: 256 << 20,
+            sample_limit: 100_000,
+            label_limit: 64,
+            name_length_limit: 512,
+            label_value_length_limit: 4096,
+            body_size_limit: 32 << 20,
+            match_length_limit: 8192,
+            cpu_threads: 0,
             modules: Vec::new(),
         }
+    }
+}
+
+impl PrometheusConfig {
+    /// One target's bounds, with the scrape's deadline.
+    pub fn limits(&self, deadline: std::time::Instant) -> crate::exporter::limits::Limits {
+        crate::exporter::limits::Limits {
+            sample_limit: self.sample_limit,
+            label_limit: self.label_limit,
+            name_length_limit: self.name_length_limit,
+            label_value_length_limit: self.label_value_length_limit,
+            body_size_limit: usize::try_from(self.body_size_limit).unwrap_or(usize::MAX),
+            match_length_limit: self.match_length_limit,
+            deadline: Some(deadline),
+        }
+    }
+
+    /// The threads for plans and samples.
+    pub fn cpu_threads(&self) -> usize {
+        if self.cpu_threads > 0 {
+            return self.cpu_threads;
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        (cpus / 2).max(1)
     }
 }
 
@@ -85,8 +132,21 @@ impl PrometheusConfig {
                 self.target_label
             ));
         }
-        if self.max_concurrent_targets == 0 {
-            problems.push("prometheus.max_concurrent_targets: must be greater than zero".into());
+        for (key, value) in [
+            ("max_concurrent_targets", self.max_concurrent_targets as u64),
+            ("sample_limit", self.sample_limit as u64),
+            ("label_limit", self.label_limit as u64),
+            ("name_length_limit", self.name_length_limit as u64),
+            (
+                "label_value_length_limit",
+                self.label_value_length_limit as u64,
+            ),
+            ("body_size_limit", self.body_size_limit),
+            ("match_length_limit", self.match_length_limit as u64),
+        ] {
+            if value == 0 {
+                problems.push(format!("prometheus.{key}: must be greater than zero"));
+            }
         }
         let mut seen = std::collections::HashSet::new();
         for (i, m) in self.modules.iter().enumerate() {

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use tokio::sync::Semaphore;
+
 use super::config::{self, PrometheusConfig};
 use crate::exporter::scrape::Plan;
 
@@ -16,6 +18,41 @@ pub struct Exporter {
     /// per list, and again only when the MBeans (or the caller's view of
     /// them) change.
     pub(super) plans: moka::sync::Cache<u64, Arc<Plan>>,
+    /// Where plans, samples and expositions are made.
+    pub(super) cpu: CpuPool,
+}
+
+/// A bounded set of threads for the scrapes' CPU work (plans from `list`
+/// answers, rule matching, the exposition text): off the serving
+/// workers, whose other connections would otherwise wait behind a big or
+/// hostile scrape, and at most `threads` at once, so scrapes queue here
+/// rather than take every core.
+pub(super) struct CpuPool {
+    permits: Arc<Semaphore>,
+}
+
+impl CpuPool {
+    fn new(threads: usize) -> CpuPool {
+        CpuPool {
+            permits: Arc::new(Semaphore::new(threads.max(1))),
+        }
+    }
+
+    /// Runs `work` on a blocking thread once one of the pool's places is
+    /// free. The place is held until `work` returns, even when the caller
+    /// stops waiting: work that checks its deadline ends soon after.
+    pub(super) async fn run<R: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> R + Send + 'static,
+    ) -> Option<R> {
+        let permit = self.permits.clone().acquire_owned().await.ok()?;
+        tokio::task::spawn_blocking(move || {
+            let _held = permit;
+            work()
+        })
+        .await
+        .ok()
+    }
 }
 
 impl Exporter {
@@ -27,6 +64,7 @@ impl Exporter {
                 .max_capacity(config.plan_cache_bytes)
                 .weigher(|_, plan: &Arc<Plan>| plan.estimated_bytes())
                 .build(),
+            cpu: CpuPool::new(config.cpu_threads()),
         })
     }
 }

@@ -33,6 +33,7 @@ use super::state::State;
 use super::{audit, authorize, parse, respond, route, Caller, Gateway, HttpError, Judged, Refused};
 use crate::access::Role;
 use crate::exporter::exposition::{Exposition, Format};
+use crate::exporter::limits::{Exceeded, Limits};
 use crate::exporter::scrape::{Plan, Read};
 use crate::exporter::Module;
 use crate::fleet::Target;
@@ -55,8 +56,12 @@ struct TargetScrape {
     denied: usize,
     failed: usize,
     dropped: usize,
+    /// Values left out for their length (`match_length_limit`).
+    too_long: usize,
     mbeans: usize,
     seconds: f64,
+    /// The bound or cause a failed scrape is reported under.
+    reason: &'static str,
 }
 
 impl TargetScrape {
@@ -68,8 +73,14 @@ impl TargetScrape {
             denied: 0,
             failed: 0,
             dropped: 0,
+            too_long: 0,
             mbeans: 0,
             seconds: started.elapsed().as_secs_f64(),
+            reason: match status {
+                403 | 404 => "denied",
+                504 => "timeout",
+                _ => "error",
+            },
         }
     }
 }
@@ -103,10 +114,9 @@ impl Gateway {
         };
         let module_name = param("module").unwrap_or(config::DEFAULT_MODULE);
         let Some(module) = exporter.modules.get(module_name).cloned() else {
-            let e = HttpError::bad_request(format!(
-                "No module {module_name:?}; configured: {} ([[prometheus.modules]])",
-                exporter.modules.names().join(", ")
-            ));
+            // Neither the name nor the modules there are: a caller learns
+            // no more of the configuration than that this one isn't in it.
+            let e = HttpError::bad_request("Unknown module");
             return refused.answer(access, &e, Some(target), false).await;
         };
         let headers = refused.headers;
@@ -116,6 +126,7 @@ impl Gateway {
                 .and_then(|v| v.to_str().ok()),
         );
         let deadline = Instant::now() + scrape_budget(headers, &exporter.config);
+        let limits = exporter.config.limits(deadline);
         let facts = authorize::RequestFacts {
             method: "GET",
             chain: scraper.chain,
@@ -134,13 +145,13 @@ impl Gateway {
         };
         let scrapes = futures::stream::iter(targets)
             .map(|t| {
-                let (caller, module) = (&caller, &module);
+                let (caller, module, limits) = (&caller, &module, &limits);
                 async move {
                     let started = Instant::now();
                     let budget = tokio::time::Instant::from_std(deadline);
                     match tokio::time::timeout_at(
                         budget,
-                        self.scrape_one(state, caller, &t, module),
+                        self.scrape_one(state, caller, &t, module, limits),
                     )
                     .await
                     {
@@ -164,7 +175,15 @@ impl Gateway {
         {
             return respond::http_error(&e, headers, false);
         }
-        let body = exposition(results, &exporter.config.target_label, format);
+        let target_label = exporter.config.target_label.clone();
+        let written = exporter
+            .cpu
+            .run(move || exposition(results, &target_label, format))
+            .await;
+        let Some(body) = written else {
+            let e = HttpError::new(503, "jmxgate.Unavailable", "The gateway is shutting down");
+            return respond::http_error(&e, headers, false);
+        };
         let mut resp = HttpResponse::new(Body::from(body));
         let headers = resp.headers_mut();
         headers.insert(
@@ -231,58 +250,61 @@ impl Gateway {
     }
 
     /// One target: its `list` (with open types, names in registration
-    /// order), the plan for it, the reads, the samples.
+    /// order), the plan for it, the reads, the samples. Plans and samples
+    /// are made in the door's CPU pool, within `limits`.
     async fn scrape_one(
         &self,
         state: &State,
         caller: &Caller<'_>,
         target: &Target,
         module: &Arc<Module>,
+        limits: &Limits,
     ) -> TargetScrape {
         let started = Instant::now();
+        let failed = |status, why| TargetScrape::failed(&target.name, status, why, started);
         let list = json!({"type": "list", "target": {"url": target.name},
                           "config": {"canonicalNaming": false, "openTypes": true}});
         let answers = match self.scrape_items(state, caller, &[list]).await {
             Ok(a) => a,
-            Err(e) => return TargetScrape::failed(&target.name, e.status, e.message, started),
+            Err(e) => return failed(e.status, e.message),
         };
         let Some(listed) = answers.into_iter().next() else {
-            return TargetScrape::failed(&target.name, 502, "no answer".into(), started);
+            return failed(502, "no answer".into());
         };
         if listed.status() != Some(200) {
             let status = listed.status().unwrap_or(502);
-            return TargetScrape::failed(&target.name, status, listed.error_text(), started);
+            return failed(status, listed.error_text());
         }
         let Some(raw) = listed.get("value") else {
-            return TargetScrape::failed(
-                &target.name,
-                502,
-                "a list answer without a value".into(),
-                started,
-            );
+            return failed(502, "a list answer without a value".into());
         };
         let key = {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             (&target.name, &module.name, raw.get()).hash(&mut h);
             h.finish()
         };
-        let plan = match state.prometheus.plans.get(&key) {
+        let exporter = &state.prometheus;
+        let plan = match exporter.plans.get(&key) {
             Some(plan) => plan,
             None => {
-                let value: Value = match serde_json::from_str(raw.get()) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        return TargetScrape::failed(
-                            &target.name,
+                let (text, for_plan) = (raw.get().to_string(), module.clone());
+                let made = exporter.cpu.run(move || {
+                    serde_json::from_str::<Value>(&text)
+                        .map(|list| Arc::new(Plan::from_list(&for_plan, &list)))
+                });
+                match made.await {
+                    Some(Ok(plan)) => {
+                        exporter.plans.insert(key, plan.clone());
+                        plan
+                    }
+                    Some(Err(e)) => {
+                        return failed(
                             502,
                             format!("the agent's MBean list could not be read: {e}"),
-                            started,
                         )
                     }
-                };
-                let plan = Arc::new(Plan::from_list(module, &value));
-                state.prometheus.plans.insert(key, plan.clone());
-                plan
+                    None => return failed(503, "the gateway is shutting down".into()),
+                }
             }
         };
         let reads = plan.reads();
@@ -299,24 +321,46 @@ impl Gateway {
         } else {
             match self.scrape_items(state, caller, &items).await {
                 Ok(a) => a,
-                Err(e) => return TargetScrape::failed(&target.name, e.status, e.message, started),
+                Err(e) => return failed(e.status, e.message),
             }
         };
-        let answered: Vec<(Read, Value)> = reads
-            .iter()
-            .zip(&answers)
-            .map(|((read, _), answer)| {
-                let value = answer
-                    .get("value")
-                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-                    .unwrap_or(Value::Null);
-                (
-                    *read,
-                    json!({"status": answer.status().unwrap_or(502), "value": value}),
-                )
-            })
-            .collect();
-        let scraped = plan.apply(module, &answered);
+        let before = plan.estimated_bytes();
+        let (for_samples, for_module, limits) = (plan.clone(), module.clone(), *limits);
+        let made = exporter.cpu.run(move || {
+            let answered: Vec<(Read, Value)> = reads
+                .into_iter()
+                .zip(&answers)
+                .map(|((read, _), answer)| {
+                    let value = answer
+                        .get("value")
+                        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                        .unwrap_or(Value::Null);
+                    (
+                        read,
+                        json!({"status": answer.status().unwrap_or(502), "value": value}),
+                    )
+                })
+                .collect();
+            for_samples.apply(&for_module, &answered, &limits)
+        });
+        let Some(scraped) = made.await else {
+            return failed(503, "the gateway is shutting down".into());
+        };
+        // The mappings it remembered grew the plan: weighed again.
+        if plan.estimated_bytes() > before.saturating_add(before / 8) {
+            exporter.plans.insert(key, plan.clone());
+        }
+        if let Some(exceeded) = scraped.exceeded {
+            let status = if exceeded == Exceeded::Deadline {
+                504
+            } else {
+                502
+            };
+            let mut failed = failed(status, exceeded.to_string());
+            failed.reason = exceeded.key();
+            failed.mbeans = plan.beans.len();
+            return failed;
+        }
         TargetScrape {
             name: target.name.clone(),
             samples: scraped.samples,
@@ -324,8 +368,10 @@ impl Gateway {
             denied: scraped.denied,
             failed: scraped.failed,
             dropped: scraped.duplicate_labels,
+            too_long: scraped.too_long,
             mbeans: plan.beans.len(),
             seconds: started.elapsed().as_secs_f64(),
+            reason: "",
         }
     }
 
@@ -370,12 +416,13 @@ impl Gateway {
             };
             let note = match &r.error {
                 None => format!(
-                    "module {module}: {} samples from {} MBeans; {} attributes denied, {} failed, {} samples dropped",
+                    "module {module}: {} samples from {} MBeans; {} attributes denied, {} failed, {} samples dropped, {} values too long to match",
                     r.samples.len(),
                     r.mbeans,
                     r.denied,
                     r.failed,
-                    r.dropped
+                    r.dropped,
+                    r.too_long
                 ),
                 Some((_, why)) => format!("module {module}: scrape failed: {why}"),
             };
@@ -419,44 +466,71 @@ fn scrape_budget(headers: &HeaderMap, config: &PrometheusConfig) -> Duration {
     .max(Duration::from_millis(100))
 }
 
+/// The families the door writes itself for each target: an agent's
+/// samples under these names are left out (and counted as dropped), so
+/// no MBean can set or retype them.
+const OWN_FAMILIES: [&str; 7] = [
+    "jmx_scrape_error",
+    "jmx_scrape_duration_seconds",
+    "jmxgate_scrape_denied_attributes",
+    "jmxgate_scrape_failed_attributes",
+    "jmxgate_scrape_dropped_samples",
+    "jmxgate_scrape_samples",
+    "jmxgate_scrape_failure",
+];
+
 /// Every target's samples and the gateway's own per target: whether the
-/// scrape failed, how long it took, what the policy left out.
+/// scrape failed (and why, by bound or cause), how long it took, what the
+/// policy and the bounds left out.
 fn exposition(results: Vec<TargetScrape>, target_label: &str, format: Format) -> String {
     let mut e = Exposition::default();
     for r in results {
         let labels = [(target_label.to_string(), r.name.clone())];
         let samples = r.samples.len();
-        e.add_target(r.samples, &labels);
-        e.add_gauge(
+        let left_out = e.add_target(r.samples, &labels, &OWN_FAMILIES);
+        let samples = samples - left_out;
+        let mut gauge =
+            |name: &str, help: &str, value: f64| e.add_gauge(name, help, &labels, value);
+        gauge(
             "jmx_scrape_error",
             "Non-zero if this scrape failed.",
-            &labels,
             if r.error.is_some() { 1.0 } else { 0.0 },
         );
-        e.add_gauge(
+        gauge(
             "jmx_scrape_duration_seconds",
             "Time this JMX scrape took, in seconds.",
-            &labels,
             r.seconds,
         );
-        e.add_gauge(
+        gauge(
             "jmxgate_scrape_denied_attributes",
             "Attributes the caller's policy did not let this scrape read.",
-            &labels,
             r.denied as f64,
         );
-        e.add_gauge(
+        gauge(
             "jmxgate_scrape_failed_attributes",
             "Attributes the agent could not read in this scrape.",
-            &labels,
             r.failed as f64,
         );
-        e.add_gauge(
+        gauge(
+            "jmxgate_scrape_dropped_samples",
+            "Samples left out: a label given twice, a value too long to match rules against (prometheus.match_length_limit), a name the gateway writes itself.",
+            (r.dropped + r.too_long + left_out) as f64,
+        );
+        gauge(
             "jmxgate_scrape_samples",
             "Samples this scrape produced for the target.",
-            &labels,
             samples as f64,
         );
+        if r.error.is_some() {
+            let mut why = labels.to_vec();
+            why.push(("reason".into(), r.reason.into()));
+            e.add_gauge(
+                "jmxgate_scrape_failure",
+                "Why this target's scrape failed: a bound (the prometheus.* key it went over), timeout, denied or error.",
+                &why,
+                1.0,
+            );
+        }
     }
     e.write(format)
 }
