@@ -642,8 +642,9 @@ async fn errors_are_clear_and_a_failing_target_does_not_fail_the_scrape() {
     assert!(text.contains("?target="), "{text}");
     let (status, _, text) = get(&format!("/prometheus?target={}&module=nope", a.name), &[]).await;
     assert_eq!(status, 400);
+    // It says no more: neither the name asked for nor the modules there are.
     assert!(
-        text.contains("No module \\\"nope\\\"") && text.contains("default"),
+        text.contains("Unknown module") && !text.contains("nope") && !text.contains("default"),
         "{text}"
     );
     let (status, _, _) = get("/prometheus?target=no-such-target", &[]).await;
@@ -731,4 +732,217 @@ async fn concurrent_scrapes_of_one_target_share_one_agent_exchange() {
     let slow = json!({"type":"read","mbean":"jmxgate.test:type=Counter","attribute":"SlowReads"});
     let next = direct(&agent, &slow).await["value"].as_f64().unwrap();
     assert_eq!(next, count(&a) + 1.0, "one agent read for both scrapes");
+}
+
+/// A hostile agent's answers are bounded as Prometheus bounds a target:
+/// a composite nested 60 deep (every leaf's name its whole key path) fails
+/// its own target with the bound it went over, never multiplied into the
+/// answer; an MBean's own `target` and `exported_target` keys are renamed
+/// as Prometheus renames; an MBean named like the gateway's own families
+/// (`jmx:type=scrape`, attribute `error`) sets none of them. The real
+/// agent scraped in the same answer keeps its samples.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_agents_answers_stay_within_the_scrape_bounds() {
+    use common::hostile::{Behaviour, HostileAgent};
+    let [a, ..] = common::shared_agents();
+    let hostile = HostileAgent::start();
+    let mut config = format!("{}\n", targets_toml(&[a]));
+    for b in Behaviour::MBEANS {
+        config.push_str(&format!(
+            "[[targets]]\nname = \"{}\"\nurl = \"{}\"\nlabels = {{ scrape = \"bounded\" }}\n",
+            b.name(),
+            hostile.url(b)
+        ));
+    }
+    let audit = tempfile::tempdir().unwrap();
+    config.push_str(&format!("[audit]\ndir = \"{}\"\n", audit.path().display()));
+    let gw = Gateway::start(&config).await;
+    let text = common::get_text(&gw.http, &gw.url("/prometheus?target=*")).await;
+    // The deep composite's 38 KB answer once made 75 MB of metrics.
+    assert!(text.len() < 1 << 20, "{} bytes", text.len());
+    let line = |name: &str, labels: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name}{{{labels}}} ")))
+            .map(|l| l.rsplit_once(' ').unwrap().1.to_string())
+    };
+    assert_eq!(
+        line("jmx_scrape_error", "target=\"deep-composite\"").as_deref(),
+        Some("1.0"),
+        "{text}"
+    );
+    assert_eq!(
+        line(
+            "jmxgate_scrape_failure",
+            "reason=\"name_length_limit\",target=\"deep-composite\""
+        )
+        .as_deref(),
+        Some("1.0"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("evil_Deep"),
+        "no sample of the failed target"
+    );
+    // The others keep theirs.
+    assert_eq!(
+        line("jmx_scrape_error", &format!("target=\"{}\"", a.name)).as_deref(),
+        Some("0.0")
+    );
+    assert!(text.contains(&format!(
+        "jmxgate_test_Types_LongMax{{target=\"{}\"}}",
+        a.name
+    )));
+    assert_eq!(
+        line("jmx_scrape_error", "target=\"own-names\"").as_deref(),
+        Some("0.0"),
+        "{text}"
+    );
+    // Each label once: the MBean's `exported_target` kept, its `target`
+    // moved on to `exported_exported_target`, the gateway's own `target`.
+    assert_eq!(
+        line(
+            "evil_Labels_Value",
+            "exported_exported_target=\"inner\",exported_target=\"outer\",target=\"own-names\""
+        )
+        .as_deref(),
+        Some("7.0"),
+        "{text}"
+    );
+    // `jmx:type=scrape`'s `error` would be `jmx_scrape_error 736`: left
+    // out and counted, the family still the gateway's gauge.
+    assert!(!text.contains("736"), "{text}");
+    assert_eq!(text.matches("# TYPE jmx_scrape_error ").count(), 1);
+    assert!(text.contains("# TYPE jmx_scrape_error gauge\n"), "{text}");
+    assert_eq!(
+        line("jmxgate_scrape_dropped_samples", "target=\"own-names\"").as_deref(),
+        Some("1.0"),
+        "{text}"
+    );
+    // The answer parses as Prometheus reads it: no label twice anywhere.
+    for l in text.lines().filter(|l| !l.starts_with('#')) {
+        if let Some((_, labels)) = l.split_once('{') {
+            let labels = labels.rsplit_once('}').unwrap().0;
+            let names: Vec<&str> = labels
+                .split("\",")
+                .map(|kv| kv.split_once('=').unwrap().0)
+                .collect();
+            let unique: BTreeSet<&str> = names.iter().copied().collect();
+            assert_eq!(unique.len(), names.len(), "{l}");
+        }
+    }
+    // The audit record says why the target failed.
+    let records = audit_records(audit.path());
+    let deep = records
+        .iter()
+        .find(|r| r["channel"] == "prometheus" && r["target"] == "deep-composite")
+        .unwrap();
+    assert!(
+        deep["note"]
+            .as_str()
+            .unwrap()
+            .contains("prometheus.name_length_limit"),
+        "{deep}"
+    );
+    // The gateway keeps serving: the next scrape is the same.
+    let again = common::get_text(&gw.http, &gw.url("/prometheus?target=deep-composite")).await;
+    assert!(
+        again.contains("jmx_scrape_error{target=\"deep-composite\"} 1.0"),
+        "{again}"
+    );
+}
+
+/// Each bound is the operator's to set, and a target over it fails alone
+/// with the bound's key as its reason.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_target_over_a_configured_bound_fails_with_that_bound() {
+    let [a, b, ..] = common::shared_agents();
+    for (bound, setting) in [
+        ("sample_limit", "sample_limit = 5"),
+        ("body_size_limit", "body_size_limit = 2000"),
+        ("label_limit", "label_limit = 1"),
+    ] {
+        let gw = Gateway::start(&format!(
+            "{}[prometheus]\n{setting}\n",
+            targets_toml(&[a, b])
+        ))
+        .await;
+        let text =
+            common::get_text(&gw.http, &gw.url(&format!("/prometheus?target={}", a.name))).await;
+        assert!(
+            text.contains(&format!("jmx_scrape_error{{target=\"{}\"}} 1.0", a.name)),
+            "{bound}: {text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "jmxgate_scrape_failure{{reason=\"{bound}\",target=\"{}\"}} 1.0",
+                a.name
+            )),
+            "{bound}: {text}"
+        );
+        assert!(!text.contains("jmxgate_test_Types"), "{bound}: {text}");
+    }
+}
+
+/// A rule that backtracks over long MBean names does its work off the
+/// serving threads and stops at the scrape's deadline: the scrape answers
+/// with a timeout for that target, not long after, and a Jolokia request
+/// sent meanwhile is answered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_backtracking_rule_over_long_names_keeps_to_the_deadline() {
+    use common::hostile::{Behaviour, HostileAgent};
+    let [a, ..] = common::shared_agents();
+    let hostile = HostileAgent::start();
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("slow.yml");
+    // Alternatives under a lookahead (so the backtracking engine runs the
+    // loop) that never find their `Z` after 6,000 `a`s: each match gives up
+    // only at the backtracking limit.
+    // Fifty such rules: far more work than the deadline allows.
+    let slow: String = (0..50)
+        .map(|i| {
+            format!("- pattern: 'evil<type=Long, name=\\d+((?=a)a|(?=a)aa)*Z{i}'\n  name: never\n")
+        })
+        .collect();
+    std::fs::write(&rules, format!("rules:\n{slow}")).unwrap();
+    let gw = Gateway::start(&format!(
+        "{}\n[[targets]]\nname = \"long-names\"\nurl = \"{}\"\n\
+         [prometheus]\ncpu_threads = 1\n\
+         [[prometheus.modules]]\nname = \"slow\"\nrules_file = \"{}\"\n",
+        targets_toml(&[a]),
+        hostile.url(Behaviour::LongNames),
+        rules.display()
+    ))
+    .await;
+    let scrape = {
+        let (http, url) = (
+            gw.http.clone(),
+            gw.url("/prometheus?target=long-names&module=slow"),
+        );
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            let r = http
+                .get(url)
+                .header("x-prometheus-scrape-timeout-seconds", "4")
+                .send()
+                .await
+                .unwrap();
+            (r.text().await.unwrap(), started.elapsed())
+        })
+    };
+    // Meanwhile the Jolokia door answers.
+    let version = json!({"type": "version", "target": {"url": a.name}});
+    let (status, answer) = gw.post("/jolokia", &version).await;
+    assert_eq!((status, &answer["status"]), (200, &json!(200)), "{answer}");
+    let (text, took) = scrape.await.unwrap();
+    assert!(
+        text.contains("jmx_scrape_error{target=\"long-names\"} 1.0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("jmxgate_scrape_failure{reason=\"timeout\",target=\"long-names\"} 1.0"),
+        "{text}"
+    );
+    // The deadline is 3.5 s; unbounded, the rules take far longer (once
+    // 19 s for an 8 s deadline). Room for a loaded machine.
+    assert!(took < Duration::from_secs(20), "{took:?}");
 }

@@ -282,6 +282,17 @@ impl Module {
     /// What the first matching rule makes of a leaf (its value included
     /// where a rule looks at it).
     pub fn mapping(&self, leaf: &Leaf<'_>) -> Mapping {
+        self.mapping_until(leaf, None).expect("no deadline to pass")
+    }
+
+    /// [`mapping`](Self::mapping), or `None` once `deadline` has passed:
+    /// the clock is read before each rule, since one rule's match can
+    /// take long (it backtracks up to its limit).
+    pub fn mapping_until(
+        &self,
+        leaf: &Leaf<'_>,
+        deadline: Option<std::time::Instant>,
+    ) -> Option<Mapping> {
         let properties_text = map_text(leaf.properties);
         let keys_text = list_text(leaf.attr_keys);
         let bean_name = format!(
@@ -318,6 +329,9 @@ impl Module {
             value_independent,
         };
         for rule in &self.rules {
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                return None;
+            }
             let attribute: Cow<'_, str> = if rule.attr_name_snake_case {
                 Cow::Owned(snake_and_lower_case(leaf.attr_name))
             } else {
@@ -354,7 +368,7 @@ impl Module {
                 match parse_double(&expand(v)) {
                     Some(v) => value_override = Some(v),
                     // Not a number: jmx_exporter gives up on this value.
-                    None => return mapping(Mapped::Nothing, value_independent),
+                    None => return Some(mapping(Mapped::Nothing, value_independent)),
                 }
             }
             let (name, metric_type, help, labels) = match &rule.name {
@@ -365,7 +379,7 @@ impl Module {
                 Some(name) => {
                     let mut name = safe_name(&expand(name));
                     if name.is_empty() {
-                        return mapping(Mapped::Nothing, value_independent);
+                        return Some(mapping(Mapped::Nothing, value_independent));
                     }
                     if self.lowercase_output_name {
                         name = name.to_lowercase();
@@ -400,9 +414,9 @@ impl Module {
                 value: value_override,
                 value_factor: rule.value_factor,
             };
-            return mapping(mapped, value_independent);
+            return Some(mapping(mapped, value_independent));
         }
-        mapping(Mapped::Nothing, value_independent)
+        Some(mapping(Mapped::Nothing, value_independent))
     }
 
     /// The name and labels of a rule without a name:

@@ -447,7 +447,11 @@ fn record_at(
             return count(r.mapping.sample(leaf.value), scraped, limits);
         }
     }
-    let mapping = module.mapping(leaf);
+    // Matching rules is the costly part, and one value's rules can take
+    // long (backtracking): the clock is read before each rule.
+    let mapping = module
+        .mapping_until(leaf, limits.deadline)
+        .ok_or(Exceeded::Deadline)?;
     scraped.mapped += 1;
     let counted = count(mapping.sample(leaf.value), scraped, limits);
     let value = (!mapping.value_independent).then(|| text.into_owned());

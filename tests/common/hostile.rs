@@ -38,7 +38,26 @@ pub enum Behaviour {
     Slow,
     /// Not HTTP at all.
     Garbage,
+    /// Well-formed answers about MBeans whose values a scrape must bound:
+    /// a composite attribute nested [`NESTING`] deep, each level's keys
+    /// long, every leaf's name made of the whole path.
+    DeepComposite,
+    /// [`LONG_NAMES`] MBeans with names of [`LONG_NAME`] bytes.
+    LongNames,
+    /// An MBean with `target` and `exported_target` keys of its own, and
+    /// one at `jmx:type=scrape` whose `error` is 736: names a scrape's
+    /// answer gives to the gateway's own labels and families.
+    OwnNames,
 }
+
+/// How deep [`Behaviour::DeepComposite`] nests its composite, and how
+/// many items and key bytes each level has.
+pub const NESTING: usize = 60;
+pub const NESTED_ITEMS: usize = 8;
+pub const NESTED_KEY: usize = 30;
+/// How many MBeans [`Behaviour::LongNames`] has, and their names' bytes.
+pub const LONG_NAMES: usize = 100;
+pub const LONG_NAME: usize = 6000;
 
 impl Behaviour {
     pub const ALL: [Behaviour; 9] = [
@@ -64,11 +83,24 @@ impl Behaviour {
             Behaviour::Short => "short",
             Behaviour::Slow => "slow",
             Behaviour::Garbage => "garbage",
+            Behaviour::DeepComposite => "deep-composite",
+            Behaviour::LongNames => "long-names",
+            Behaviour::OwnNames => "own-names",
         }
     }
 
+    /// The behaviours that answer well-formed MBeans, for scrapes.
+    pub const MBEANS: [Behaviour; 3] = [
+        Behaviour::DeepComposite,
+        Behaviour::LongNames,
+        Behaviour::OwnNames,
+    ];
+
     fn from_name(name: &str) -> Option<Behaviour> {
-        Behaviour::ALL.into_iter().find(|b| b.name() == name)
+        Behaviour::ALL
+            .into_iter()
+            .chain(Behaviour::MBEANS)
+            .find(|b| b.name() == name)
     }
 }
 
@@ -302,6 +334,96 @@ fn answer(b: Behaviour, items: &[Value], out: &mut TcpStream, stop: &AtomicBool)
         Behaviour::Garbage => {
             send(b"SSH-2.0-OpenSSH_9.2\r\n\r\nnot http at all\r\n");
         }
+        Behaviour::DeepComposite | Behaviour::LongNames | Behaviour::OwnNames => {
+            let beans = mbeans(b);
+            let answers: Vec<Value> = items
+                .iter()
+                .map(|item| mbean_answer(&beans, item))
+                .collect();
+            send(&whole(
+                "200 OK",
+                "application/json",
+                Value::Array(answers).to_string().as_bytes(),
+            ));
+        }
     }
     written
+}
+
+/// An MBean of the MBean behaviours: its name (domain, keys as
+/// registered) and its attributes' declared types and values.
+type Bean = (String, Vec<(&'static str, &'static str, Value)>);
+
+fn mbeans(b: Behaviour) -> Vec<Bean> {
+    const COMPOSITE: &str = "javax.management.openmbean.CompositeData";
+    match b {
+        Behaviour::DeepComposite => {
+            // Each level: NESTED_ITEMS - 1 numbers and one level further.
+            let mut value = json!(1);
+            for depth in 0..NESTING {
+                let mut level = serde_json::Map::new();
+                for i in 0..NESTED_ITEMS {
+                    let key = format!("{depth:02}{i}{}", "k".repeat(NESTED_KEY - 3));
+                    level.insert(key, if i == 0 { value.clone() } else { json!(i) });
+                }
+                value = Value::Object(level);
+            }
+            vec![(
+                "evil:type=Deep".into(),
+                vec![("Tree", COMPOSITE, value), ("Fine", "int", json!(5))],
+            )]
+        }
+        Behaviour::LongNames => (0..LONG_NAMES)
+            .map(|i| {
+                let name = format!("evil:type=Long,name={i:04}{}", "a".repeat(LONG_NAME - 4));
+                (name, vec![("Value", "int", json!(i))])
+            })
+            .collect(),
+        _ => vec![
+            (
+                "evil:type=Labels,target=inner,exported_target=outer".into(),
+                vec![("Value", "int", json!(7))],
+            ),
+            ("jmx:type=scrape".into(), vec![("error", "int", json!(736))]),
+        ],
+    }
+}
+
+/// One item's answer from `beans`: `list` lists them, `read` reads their
+/// attributes, anything else (the health probe's `version`) answers.
+fn mbean_answer(beans: &[Bean], item: &Value) -> Value {
+    let ok = |value: Value| json!({"request": item, "value": value, "timestamp": 1, "status": 200});
+    match item["type"].as_str() {
+        Some("list") => {
+            let mut domains = serde_json::Map::new();
+            for (name, attributes) in beans {
+                let (domain, keys) = name.split_once(':').unwrap();
+                let attr: serde_json::Map<String, Value> = attributes
+                    .iter()
+                    .map(|(a, t, _)| (a.to_string(), json!({"type": t, "desc": a, "rw": false})))
+                    .collect();
+                domains
+                    .entry(domain)
+                    .or_insert_with(|| json!({}))
+                    .as_object_mut()
+                    .unwrap()
+                    .insert(keys.to_string(), json!({"desc": "hostile", "attr": attr}));
+            }
+            ok(Value::Object(domains))
+        }
+        Some("read") => {
+            let Some((_, attributes)) = beans
+                .iter()
+                .find(|(n, _)| Some(n.as_str()) == item["mbean"].as_str())
+            else {
+                return json!({"request": item, "status": 404, "error_type": "javax.management.InstanceNotFoundException", "error": "no such MBean"});
+            };
+            let value: serde_json::Map<String, Value> = attributes
+                .iter()
+                .map(|(a, _, v)| (a.to_string(), v.clone()))
+                .collect();
+            ok(Value::Object(value))
+        }
+        _ => ok(json!({"agent": "2.6.0", "protocol": "8.0", "config": {}, "info": {}})),
+    }
 }
