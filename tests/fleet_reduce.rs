@@ -557,7 +557,7 @@ async fn values_the_agents_could_not_read_are_listed_never_folded_as_null() {
                         assert_eq!(e["error_type"], class.as_str(), "{op} {t}: {e}");
                         assert_eq!(
                             e["error"],
-                            format!("The agent could not read it: {message}"),
+                            format!("Could not be read: {message}"),
                             "{op} {t}"
                         );
                     }

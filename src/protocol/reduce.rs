@@ -500,7 +500,7 @@ fn agent_error(value: &Value, mbean_level: bool) -> Option<(String, String)> {
 fn unreadable((error_type, message): (String, String)) -> Problem {
     Problem {
         error_type,
-        error: format!("The agent could not read it: {message}"),
+        error: format!("Could not be read: {message}"),
     }
 }
 

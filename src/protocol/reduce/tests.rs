@@ -391,7 +391,7 @@ fn an_attribute_the_agent_could_not_read_is_listed_for_every_op() {
     };
     let want_listed = json!({"attribute": "NoSuch",
         "error_type": "javax.management.AttributeNotFoundException",
-        "error": "The agent could not read it: No such attribute: NoSuch"});
+        "error": "Could not be read: No such attribute: NoSuch"});
     for op in OPS {
         let answer = fold(
             op_json(op),
@@ -407,7 +407,7 @@ fn an_attribute_the_agent_could_not_read_is_listed_for_every_op() {
             assert!(listed.contains(&want_listed), "{op}: {error}");
             let text = error["error"].as_str().unwrap();
             assert!(
-                text.starts_with("NoSuch: The agent could not read it: No such attribute: NoSuch")
+                text.starts_with("NoSuch: Could not be read: No such attribute: NoSuch")
                     || text.starts_with("NullValue: Not a number"),
                 "{op}: {text}"
             );
@@ -478,14 +478,14 @@ fn a_named_attribute_missing_from_the_answer_is_listed() {
         answer["errors"]["a"]["attributes"],
         json!([
             {"mbean": "d:name=y", "error_type": "jmxgate.Unreadable",
-             "error": "The agent could not read it: Reading attribute Level is forbidden for MBean d:name=y"},
+             "error": "Could not be read: Reading attribute Level is forbidden for MBean d:name=y"},
             {"attribute": "Level", "mbean": "d:name=z", "error_type": "java.lang.IllegalStateException",
-             "error": "The agent could not read it: Failed"},
+             "error": "Could not be read: Failed"},
         ])
     );
     assert_eq!(
         answer["errors"]["a"]["error"],
-        "d:name=y: The agent could not read it: Reading attribute Level is forbidden for MBean d:name=y (and 1 more)"
+        "d:name=y: Could not be read: Reading attribute Level is forbidden for MBean d:name=y (and 1 more)"
     );
 }
 
