@@ -1,9 +1,11 @@
 //! Fleet answers: a selector item with `"reduce"` answered as one value
 //! about the group, against real agents of the generation under test, with
 //! a dead target, a target whose role's policy denies the attribute, text
-//! values and ties. Every reduced answer is checked against the same
-//! reduction computed here from the unreduced fan-out of the same request,
-//! as the same user; the CLI and the Rust client read the same answers.
+//! values and ties, and values the agents could not read (a missing
+//! attribute, a denied one, a null). Every reduced answer is checked
+//! against the same reduction computed here from the unreduced fan-out of
+//! the same request, as the same user; the CLI and the Rust client read
+//! the same answers.
 
 mod common;
 
@@ -131,8 +133,8 @@ fn expected(op: &str, n: usize, per_target: &Value, path: Option<&str>) -> Value
         "sum" => json!(numbers.iter().sum::<f64>()),
         "avg" => json!(numbers.iter().sum::<f64>() / numbers.len() as f64),
         "count" => json!(usable.len()),
-        "max" => entry(&ranked[0]),
-        "min" => entry(&ascending[0]),
+        "max" => ranked.first().map_or(Value::Null, entry),
+        "min" => ascending.first().map_or(Value::Null, entry),
         "top" => Value::Array(ranked.iter().take(n).map(entry).collect()),
         "bottom" => Value::Array(ascending.iter().take(n).map(entry).collect()),
         "group" => {
@@ -440,5 +442,172 @@ async fn the_cli_and_the_rust_client_read_reduced_answers() {
     assert!(
         e.to_string().contains("set the proxy target to a selector"),
         "{e}"
+    );
+}
+
+/// An agent's per-attribute error in a read with `ignoreErrors` (2.x: an
+/// object with `.error`; 1.x: `"ERROR: … (class …)"` text), as
+/// `(error_type, error)`.
+fn attribute_error(v: &Value) -> Option<(String, String)> {
+    if v.get(".error") == Some(&json!(true)) {
+        return Some((
+            v["error_type"].as_str()?.to_string(),
+            v["error"].as_str()?.to_string(),
+        ));
+    }
+    let (message, class) = v
+        .as_str()?
+        .strip_prefix("ERROR: ")?
+        .strip_suffix(')')?
+        .rsplit_once(" (class ")?;
+    Some((class.to_string(), message.to_string()))
+}
+
+/// A read of three attributes with `ignoreErrors`: `Int` (7, 7, and
+/// denied on gamma by its policy), `NoSuch` (no such attribute anywhere:
+/// each agent's own error) and `NullValue` (null). What no agent could
+/// read is listed under `errors` per target and attribute, for every op,
+/// count and group included, never folded in as `null`; the null
+/// attribute is a value for count and group and no number for the rest.
+/// The expectations come from the unreduced fan-out's answers.
+#[tokio::test(flavor = "multi_thread")]
+async fn values_the_agents_could_not_read_are_listed_never_folded_as_null() {
+    let f = fleet("ru").await;
+    let attributes = ["Int", "NoSuch", "NullValue"];
+    let read = json!({"type":"read","mbean":TYPES,"attribute":attributes,
+                      "target":{"url":"ru-*"},"config":{"ignoreErrors":true}});
+    let unreduced = f.post(&read).await;
+    assert_eq!(unreduced["status"], 200, "{unreduced}");
+    let per_target = unreduced["value"].as_object().unwrap();
+    assert!(per_target["ru-dead"]["error"].is_string(), "{unreduced}");
+    // What each live target's agent answered for NoSuch and for gamma's
+    // denied Int: an error in place of the value, in its generation's form.
+    for t in ["ru-alpha", "ru-beta", "ru-gamma"] {
+        assert!(
+            attribute_error(&per_target[t]["NoSuch"]).is_some(),
+            "{t}: {unreduced}"
+        );
+        assert_eq!(per_target[t]["NullValue"], Value::Null, "{t}: {unreduced}");
+    }
+    assert!(attribute_error(&per_target["ru-gamma"]["Int"]).is_some());
+
+    for op in [
+        "count", "group", "sum", "avg", "min", "max", "top", "bottom",
+    ] {
+        let mut item = read.clone();
+        item["reduce"] = match op {
+            "top" | "bottom" => json!({"op": op, "n": 5}),
+            _ => json!({"op": op}),
+        };
+        let answer = f.post(&item).await;
+        assert_eq!(answer["status"], 200, "{op}: {answer}");
+        let got = &answer["value"];
+        let counts_null = matches!(op, "count" | "group");
+        for attribute in attributes {
+            // The reference: each target's value of this attribute that
+            // may go in, from the unreduced answers.
+            let mut usable = serde_json::Map::new();
+            for (target, v) in per_target {
+                let Some(v) = v.get(attribute) else { continue };
+                let number = v.is_number();
+                if attribute_error(v).is_none() && (number || (v.is_null() && counts_null)) {
+                    usable.insert(target.clone(), v.clone());
+                }
+            }
+            let want = expected(op, 5, &Value::Object(usable), None);
+            assert!(
+                same(&got["result"][attribute], &want["result"]),
+                "{op} {attribute}: {got} / {want}"
+            );
+            assert_eq!(
+                got["count"][attribute], want["count"],
+                "{op} {attribute}: {got}"
+            );
+        }
+        assert_eq!(got["count"]["NoSuch"], 0, "{op}: {got}");
+        // Every target is listed: dead as the fan-out says, the live ones
+        // with each attribute that gave nothing, in the agents' words.
+        let errors = got["errors"].as_object().unwrap();
+        assert_eq!(errors.len(), 4, "{op}: {got}");
+        // (Its wording changes once its circuit opens.)
+        assert!(
+            errors["ru-dead"]["status"].as_u64() >= Some(500),
+            "{op}: {got}"
+        );
+        for t in ["ru-alpha", "ru-beta", "ru-gamma"] {
+            let listed = errors[t]["attributes"].as_array().unwrap();
+            let mut names: Vec<&str> = listed
+                .iter()
+                .map(|e| e["attribute"].as_str().unwrap())
+                .collect();
+            names.sort();
+            let mut want: Vec<&str> = attributes
+                .into_iter()
+                .filter(|a| {
+                    let v = &per_target[t][*a];
+                    attribute_error(v).is_some() || (v.is_null() && !counts_null)
+                })
+                .collect();
+            want.sort();
+            assert_eq!(names, want, "{op} {t}: {}", errors[t]);
+            for e in listed {
+                let v = &per_target[t][e["attribute"].as_str().unwrap()];
+                match attribute_error(v) {
+                    Some((class, message)) => {
+                        assert_eq!(e["error_type"], class.as_str(), "{op} {t}: {e}");
+                        assert_eq!(
+                            e["error"],
+                            format!("Could not be read: {message}"),
+                            "{op} {t}"
+                        );
+                    }
+                    None => assert_eq!(
+                        e["error"], "Not a number: the value is null",
+                        "{op} {t}: {e}"
+                    ),
+                }
+            }
+            assert_eq!(errors[t]["status"], 400, "{op} {t}");
+            // The summary: the first, and how many more.
+            let more = match listed.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            let first = &listed[0];
+            assert_eq!(
+                errors[t]["error"],
+                format!(
+                    "{}: {}{more}",
+                    first["attribute"].as_str().unwrap(),
+                    first["error"].as_str().unwrap()
+                ),
+                "{op} {t}"
+            );
+        }
+    }
+
+    // One attribute that is null on every target: counted and grouped,
+    // and for a sum each target says why it gave no number.
+    let null = json!({"type":"read","mbean":TYPES,"attribute":"NullValue",
+                      "target":{"url":"ru-*"},"config":{"ignoreErrors":true}});
+    let unreduced = f.post(&null).await;
+    let mut item = null.clone();
+    item["reduce"] = json!({"op": "group", "by": "value"});
+    let got = f.post(&item).await;
+    let mut live = unreduced["value"].as_object().unwrap().clone();
+    live.remove("ru-dead");
+    assert!(
+        same(
+            &got["value"]["result"],
+            &expected("group", 0, &Value::Object(live), None)["result"]
+        ),
+        "{got}"
+    );
+    item["reduce"] = json!({"op": "sum"});
+    let got = f.post(&item).await;
+    assert_eq!(got["value"]["count"], 0, "{got}");
+    assert_eq!(
+        got["value"]["errors"]["ru-alpha"],
+        json!({"error_type": "jmxgate.NotANumber", "error": "Not a number: the value is null", "status": 400})
     );
 }

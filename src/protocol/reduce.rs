@@ -161,14 +161,20 @@ impl Reduce {
 }
 
 /// How each target's value is laid out, from the read it answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Shape {
     /// One attribute of one MBean: the value itself.
     Single,
     /// Several attributes (`{attribute: value}`), or, for a pattern, the
     /// MBeans each with theirs (`{mbean: {attribute: value}}`): reduced
     /// per attribute.
-    PerAttribute { pattern: bool },
+    PerAttribute {
+        pattern: bool,
+        /// The attributes a read of one MBean named, each expected in
+        /// every answer (empty for all attributes, and for a pattern,
+        /// whose MBeans need not have them all).
+        asked: Vec<String>,
+    },
 }
 
 impl Shape {
@@ -176,7 +182,14 @@ impl Shape {
         let pattern = read.mbean.is_pattern();
         match (&read.attribute, pattern) {
             (Attributes::One(_), false) => Shape::Single,
-            _ => Shape::PerAttribute { pattern },
+            (Attributes::Many(names), false) => Shape::PerAttribute {
+                pattern,
+                asked: names.clone(),
+            },
+            _ => Shape::PerAttribute {
+                pattern,
+                asked: Vec::new(),
+            },
         }
     }
 }
@@ -329,8 +342,10 @@ impl Fold {
         Fold { acc, count: 0 }
     }
 
-    /// Folds one value in, or says why it can't be.
-    fn add(&mut self, who: Who, value: Value) -> Result<(), String> {
+    /// Folds one value in, or says why it can't be. A JSON `null` is a
+    /// value for count and group (an attribute can be null), never a
+    /// number.
+    fn add(&mut self, who: Who, value: Value) -> Result<(), Problem> {
         let num = || Num::of(&value).ok_or_else(|| not_a_number(&value));
         match &mut self.acc {
             Acc::Total { exact, float } => {
@@ -422,7 +437,26 @@ fn rank(entries: &mut [Entry], largest_first: bool) {
     });
 }
 
-fn not_a_number(value: &Value) -> String {
+/// Why a value went unused: a kind (`error_type`) and what happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Problem {
+    error_type: String,
+    error: String,
+}
+
+impl Problem {
+    fn new(error_type: &str, error: impl Into<String>) -> Problem {
+        Problem {
+            error_type: error_type.into(),
+            error: error.into(),
+        }
+    }
+}
+
+fn not_a_number(value: &Value) -> Problem {
+    if value.is_null() {
+        return Problem::new("jmxgate.NotANumber", "Not a number: the value is null");
+    }
     let mut shown = value.to_string();
     if shown.len() > 60 {
         let mut cut = 60;
@@ -432,26 +466,62 @@ fn not_a_number(value: &Value) -> String {
         shown.truncate(cut);
         shown.push('…');
     }
-    format!("Not a number: {shown}")
+    Problem::new("jmxgate.NotANumber", format!("Not a number: {shown}"))
+}
+
+/// An agent's error in place of a value, in a read with `ignoreErrors`:
+/// an object with `".error": true` (2.x), or `"ERROR: … (class …)"` text
+/// (1.x); `mbean_level` also takes the gateway's `"ERROR: …"` for a
+/// pattern's MBean whose read failed. As `(error_type, error)`.
+fn agent_error(value: &Value, mbean_level: bool) -> Option<(String, String)> {
+    match value {
+        Value::Object(o) if o.get(".error") == Some(&Value::Bool(true)) => {
+            let text = |key: &str| o.get(key).and_then(Value::as_str).map(str::to_string);
+            Some((
+                text("error_type").unwrap_or_else(|| "jmxgate.Unreadable".into()),
+                text("error").unwrap_or_else(|| "no error message".into()),
+            ))
+        }
+        Value::String(s) => {
+            let rest = s.strip_prefix("ERROR: ")?;
+            match rest
+                .strip_suffix(')')
+                .and_then(|r| r.rsplit_once(" (class "))
+            {
+                Some((message, class)) => Some((class.to_string(), message.to_string())),
+                None if mbean_level => Some(("jmxgate.Unreadable".into(), rest.to_string())),
+                None => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn unreadable((error_type, message): (String, String)) -> Problem {
+    Problem {
+        error_type,
+        error: format!("Could not be read: {message}"),
+    }
 }
 
 /// The value at an inner path: object keys, or array indexes.
-fn at_path(value: Value, path: &[String]) -> Result<Value, String> {
+fn at_path(value: Value, path: &[String]) -> Result<Value, Problem> {
+    let no_path = |why: String| Problem::new("jmxgate.NoSuchPath", why);
     let mut here = value;
     for segment in path {
         here = match here {
             Value::Object(mut map) => map
                 .remove(segment)
-                .ok_or_else(|| format!("No \"{segment}\" in the value"))?,
+                .ok_or_else(|| no_path(format!("No \"{segment}\" in the value")))?,
             Value::Array(mut items) => match segment.parse::<usize>() {
                 Ok(i) if i < items.len() => items.swap_remove(i),
-                _ => return Err(format!("No element \"{segment}\" in the list")),
+                _ => return Err(no_path(format!("No element \"{segment}\" in the list"))),
             },
             other => {
-                return Err(format!(
+                return Err(no_path(format!(
                     "No \"{segment}\" in the value: it is {}",
                     kind_of(&other)
-                ))
+                )))
             }
         };
     }
@@ -467,6 +537,79 @@ fn kind_of(value: &Value) -> &'static str {
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
     }
+}
+
+/// Most problems listed under one target's `attributes` (the summary in
+/// its `error` counts them all).
+pub const MAX_LISTED_PROBLEMS: usize = 20;
+
+/// A problem and where in a target's value it was: which attribute, and
+/// for a pattern read which MBean (neither for a single value).
+#[derive(Debug)]
+struct Placed {
+    attribute: Option<String>,
+    mbean: Option<String>,
+    problem: Problem,
+}
+
+impl Placed {
+    fn whole(problem: Problem) -> Placed {
+        Placed {
+            attribute: None,
+            mbean: None,
+            problem,
+        }
+    }
+
+    /// "Name of m: …", "Name: …", "m: …" or the problem alone.
+    fn describe(&self) -> String {
+        let at = match (&self.attribute, &self.mbean) {
+            (Some(a), Some(m)) => format!("{a} of {m}: "),
+            (Some(a), None) => format!("{a}: "),
+            (None, Some(m)) => format!("{m}: "),
+            (None, None) => String::new(),
+        };
+        format!("{at}{}", self.problem.error)
+    }
+
+    fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        if let Some(a) = &self.attribute {
+            out.insert("attribute".into(), a.clone().into());
+        }
+        if let Some(m) = &self.mbean {
+            out.insert("mbean".into(), m.clone().into());
+        }
+        out.insert("error_type".into(), self.problem.error_type.clone().into());
+        out.insert("error".into(), self.problem.error.clone().into());
+        Value::Object(out)
+    }
+}
+
+/// A target's entry under `errors` for what it answered but could not be
+/// used: the first problem (and how many more) as `error_type` and
+/// `error`; per attribute, each problem under `attributes` too.
+fn problems_entry(problems: &[Placed], per_attribute: bool) -> Value {
+    let first = &problems[0];
+    let more = match problems.len() {
+        1 => String::new(),
+        n => format!(" (and {} more)", n - 1),
+    };
+    let mut out = Map::new();
+    out.insert("error_type".into(), first.problem.error_type.clone().into());
+    out.insert("error".into(), format!("{}{more}", first.describe()).into());
+    out.insert("status".into(), 400.into());
+    if per_attribute {
+        out.insert(
+            "attributes".into(),
+            problems
+                .iter()
+                .take(MAX_LISTED_PROBLEMS)
+                .map(Placed::to_json)
+                .collect(),
+        );
+    }
+    Value::Object(out)
 }
 
 /// The targets' answers to one reduced item, folded as they arrive.
@@ -501,51 +644,62 @@ impl Folder {
         }
     }
 
-    /// Folds in one target's answer: its value, or its error.
+    /// Folds in one target's answer: its value, or its error. A value
+    /// that is missing or that the agent could not read is listed under
+    /// `errors`, never folded in.
     pub fn add(&mut self, target: &str, answer: &Response) {
         self.timestamp = self.timestamp.max(answer.timestamp().unwrap_or(0));
         if answer.is_error() {
             self.errors.push((target.to_string(), error_object(answer)));
             return;
         }
-        let value = answer
+        let value = match answer
             .get("value")
-            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-            .unwrap_or(Value::Null);
-        let problems = match self.shape {
-            Shape::Single => {
-                let who = Who {
-                    target: target.to_string(),
-                    mbean: None,
-                };
-                match at_path(value, &self.path).and_then(|v| self.single.add(who, v)) {
-                    Ok(()) => Vec::new(),
-                    Err(why) => vec![why],
-                }
-            }
-            Shape::PerAttribute { pattern } => self.add_per_attribute(target, value, pattern),
+            .map(|raw| serde_json::from_str::<Value>(raw.get()))
+        {
+            Some(Ok(value)) => Ok(value),
+            None => Err(Problem::new(
+                "jmxgate.NoValue",
+                "The agent's answer has no value",
+            )),
+            Some(Err(e)) => Err(Problem::new(
+                "jmxgate.Unreadable",
+                format!("The agent's value could not be read: {e}"),
+            )),
         };
-        if let Some(first) = problems.first() {
-            let more = match problems.len() {
-                1 => String::new(),
-                n => format!(" (and {} more)", n - 1),
-            };
-            let error_type = if first.contains("Not a number") {
-                "jmxgate.NotANumber"
-            } else {
-                "jmxgate.NoSuchPath"
-            };
-            self.errors.push((
-                target.to_string(),
-                json!({"error_type": error_type, "error": format!("{first}{more}"), "status": 400}),
-            ));
+        let per_attribute = !matches!(self.shape, Shape::Single);
+        let problems = match value {
+            Err(problem) => vec![Placed::whole(problem)],
+            Ok(value) => match &self.shape {
+                Shape::Single => {
+                    let who = Who {
+                        target: target.to_string(),
+                        mbean: None,
+                    };
+                    match at_path(value, &self.path).and_then(|v| self.single.add(who, v)) {
+                        Ok(()) => Vec::new(),
+                        Err(problem) => vec![Placed::whole(problem)],
+                    }
+                }
+                Shape::PerAttribute { pattern, .. } => {
+                    let pattern = *pattern;
+                    self.add_per_attribute(target, value, pattern)
+                }
+            },
+        };
+        if !problems.is_empty() {
+            self.errors
+                .push((target.to_string(), problems_entry(&problems, per_attribute)));
         }
     }
 
-    fn add_per_attribute(&mut self, target: &str, value: Value, pattern: bool) -> Vec<String> {
+    fn add_per_attribute(&mut self, target: &str, value: Value, pattern: bool) -> Vec<Placed> {
         let mut problems = Vec::new();
         let Value::Object(outer) = value else {
-            return vec![format!("Expected attributes, got {}", kind_of(&value))];
+            return vec![Placed::whole(Problem::new(
+                "jmxgate.NoSuchPath",
+                format!("Expected attributes, got {}", kind_of(&value)),
+            ))];
         };
         let beans: Vec<(Option<String>, Value)> = if pattern {
             outer.into_iter().map(|(m, v)| (Some(m), v)).collect()
@@ -554,28 +708,55 @@ impl Folder {
         };
         for (mbean, attributes) in beans {
             let Value::Object(attributes) = attributes else {
-                problems.push(format!(
-                    "Expected attributes of {}, got {}",
-                    mbean.as_deref().unwrap_or("the MBean"),
-                    kind_of(&attributes)
-                ));
+                // A pattern's MBean whose read failed, with ignoreErrors.
+                let problem = match agent_error(&attributes, true) {
+                    Some(e) => unreadable(e),
+                    None => Problem::new(
+                        "jmxgate.NoSuchPath",
+                        format!("Expected attributes, got {}", kind_of(&attributes)),
+                    ),
+                };
+                problems.push(Placed {
+                    attribute: None,
+                    mbean,
+                    problem,
+                });
                 continue;
             };
+            // An attribute the read named that the answer lacks.
+            if let Shape::PerAttribute { asked, .. } = &self.shape {
+                for name in asked.iter().filter(|a| !attributes.contains_key(*a)) {
+                    self.by_attribute
+                        .entry(name.clone())
+                        .or_insert_with(|| Fold::new(self.op));
+                    problems.push(Placed {
+                        attribute: Some(name.clone()),
+                        mbean: mbean.clone(),
+                        problem: Problem::new("jmxgate.NoValue", "Missing from the agent's answer"),
+                    });
+                }
+            }
             for (attribute, v) in attributes {
-                let who = Who {
-                    target: target.to_string(),
-                    mbean: mbean.clone(),
-                };
                 let fold = self
                     .by_attribute
                     .entry(attribute.clone())
                     .or_insert_with(|| Fold::new(self.op));
-                if let Err(why) = at_path(v, &self.path).and_then(|v| fold.add(who, v)) {
-                    let at = match &mbean {
-                        Some(m) => format!("{attribute} of {m}"),
-                        None => attribute,
-                    };
-                    problems.push(format!("{at}: {why}"));
+                let folded = match agent_error(&v, false) {
+                    Some(e) => Err(unreadable(e)),
+                    None => {
+                        let who = Who {
+                            target: target.to_string(),
+                            mbean: mbean.clone(),
+                        };
+                        at_path(v, &self.path).and_then(|v| fold.add(who, v))
+                    }
+                };
+                if let Err(problem) = folded {
+                    problems.push(Placed {
+                        attribute: Some(attribute),
+                        mbean: mbean.clone(),
+                        problem,
+                    });
                 }
             }
         }
@@ -631,7 +812,8 @@ pub struct Reduced {
     pub result: Value,
     /// Values folded in (per attribute: keyed by attribute).
     pub count: Value,
-    /// Each target that gave nothing usable, with its error object.
+    /// Each target that gave nothing usable (per attribute: not
+    /// everything), with its error object.
     #[serde(default)]
     pub errors: BTreeMap<String, TargetError>,
 }
@@ -641,6 +823,23 @@ pub struct Reduced {
 pub struct TargetError {
     #[serde(default)]
     pub status: Option<u16>,
+    #[serde(default)]
+    pub error_type: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Per attribute: each attribute (and for a pattern read, MBean) that
+    /// gave no usable value, up to [`MAX_LISTED_PROBLEMS`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attributes: Vec<AttributeError>,
+}
+
+/// One attribute's problem in a target's error, per attribute.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttributeError {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribute: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mbean: Option<String>,
     #[serde(default)]
     pub error_type: Option<String>,
     #[serde(default)]

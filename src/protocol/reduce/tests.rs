@@ -202,8 +202,11 @@ fn pattern_reads_are_reduced_per_attribute() {
         }))
     };
     let answers = [("a", gc(10, 1)), ("b", gc(30, 2))];
-    let shape = Shape::PerAttribute { pattern: true };
-    let top = fold(json!({"op": "top", "n": 2}), shape, &answers);
+    let shape = || Shape::PerAttribute {
+        pattern: true,
+        asked: Vec::new(),
+    };
+    let top = fold(json!({"op": "top", "n": 2}), shape(), &answers);
     assert_eq!(
         top["result"]["CollectionCount"],
         json!([
@@ -214,7 +217,7 @@ fn pattern_reads_are_reduced_per_attribute() {
     assert_eq!(top["count"]["CollectionCount"], json!(4));
     // A text attribute can't be summed: listed per target, the numbers
     // still count.
-    let sum = fold(json!({"op": "sum"}), shape, &answers);
+    let sum = fold(json!({"op": "sum"}), shape(), &answers);
     assert_eq!(sum["result"]["CollectionCount"], json!(43));
     let error = &sum["errors"]["a"];
     assert_eq!(error["error_type"], "jmxgate.NotANumber");
@@ -226,10 +229,23 @@ fn pattern_reads_are_reduced_per_attribute() {
         "{sum}"
     );
     assert_eq!(sum["count"]["Name"], json!(0));
+    // Each attribute that gave nothing usable is listed, with its MBean.
+    assert_eq!(
+        error["attributes"],
+        json!([
+            {"attribute": "Name", "mbean": "java.lang:name=Young,type=GarbageCollector",
+             "error_type": "jmxgate.NotANumber", "error": "Not a number: \"Young\""},
+            {"attribute": "Name", "mbean": "java.lang:name=Old,type=GarbageCollector",
+             "error_type": "jmxgate.NotANumber", "error": "Not a number: \"Old\""},
+        ])
+    );
     // Several attributes of one MBean.
     let many = fold(
         json!({"op": "max"}),
-        Shape::PerAttribute { pattern: false },
+        Shape::PerAttribute {
+            pattern: false,
+            asked: vec!["ThreadCount".into(), "PeakThreadCount".into()],
+        },
         &[
             ("a", ok(json!({"ThreadCount": 40, "PeakThreadCount": 50}))),
             ("b", ok(json!({"ThreadCount": 45, "PeakThreadCount": 48}))),
@@ -242,6 +258,263 @@ fn pattern_reads_are_reduced_per_attribute() {
     assert_eq!(
         many["result"]["PeakThreadCount"],
         json!({"target": "a", "value": 50})
+    );
+}
+
+const OPS: [&str; 8] = [
+    "sum", "avg", "min", "max", "count", "top", "bottom", "group",
+];
+
+fn op_json(op: &str) -> Value {
+    match op {
+        "top" | "bottom" => json!({"op": op, "n": 5}),
+        "group" => json!({"op": "group", "by": "value"}),
+        _ => json!({"op": op}),
+    }
+}
+
+/// What an answer holds when nothing at all went in, per op.
+fn nothing(op: &str) -> Value {
+    match op {
+        "sum" | "count" => json!(0),
+        "avg" | "min" | "max" => Value::Null,
+        _ => json!([]),
+    }
+}
+
+/// A status-200 answer without a value is no value at all: listed, for
+/// every op (count and group included), never folded in as `null`.
+#[test]
+fn an_answer_without_a_value_is_listed_for_every_op() {
+    let mut bare = ok(json!(1));
+    bare.remove("value");
+    for op in OPS {
+        let answer = fold(
+            op_json(op),
+            Shape::Single,
+            &[("up", ok(json!(3))), ("bare", bare.clone())],
+        );
+        assert_eq!(answer["count"], json!(1), "{op}: {answer}");
+        assert_eq!(
+            answer["errors"]["bare"],
+            json!({"error_type": "jmxgate.NoValue", "error": "The agent's answer has no value", "status": 400}),
+            "{op}"
+        );
+        assert!(
+            !answer["result"].to_string().contains("null"),
+            "{op}: {answer}"
+        );
+    }
+}
+
+/// A value nested too deeply to be read is listed, not taken as `null`.
+#[test]
+fn a_value_too_deep_to_read_is_listed() {
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let mut answer = ok(json!(1));
+    answer.set_raw(
+        "value",
+        serde_json::value::RawValue::from_string(deep).unwrap(),
+    );
+    for op in ["count", "group"] {
+        let got = fold(op_json(op), Shape::Single, &[("deep", answer.clone())]);
+        assert_eq!(got["count"], json!(0), "{op}: {got}");
+        assert_eq!(got["result"], nothing(op), "{op}: {got}");
+        assert_eq!(got["errors"]["deep"]["error_type"], "jmxgate.Unreadable");
+        let text = got["errors"]["deep"]["error"].as_str().unwrap();
+        assert!(
+            text.starts_with("The agent's value could not be read: "),
+            "{text}"
+        );
+    }
+}
+
+/// A real `null` (an attribute whose value is null) is a value to count
+/// and to group, and no number: listed for the numeric ops.
+#[test]
+fn a_null_value_counts_and_groups_but_is_no_number() {
+    let answers = [
+        ("a", ok(json!(4))),
+        ("n", ok(Value::Null)),
+        ("p", ok(json!({"used": null}))),
+    ];
+    assert_eq!(
+        fold(op_json("count"), Shape::Single, &answers)["result"],
+        json!(3)
+    );
+    assert_eq!(
+        fold(op_json("group"), Shape::Single, &answers[..2])["result"],
+        json!([{"value": 4, "targets": ["a"]}, {"value": null, "targets": ["n"]}])
+    );
+    for op in ["sum", "avg", "min", "max", "top", "bottom"] {
+        let answer = fold(op_json(op), Shape::Single, &answers[..2]);
+        assert_eq!(answer["count"], json!(1), "{op}");
+        assert_eq!(
+            answer["errors"]["n"],
+            json!({"error_type": "jmxgate.NotANumber", "error": "Not a number: the value is null", "status": 400}),
+            "{op}"
+        );
+    }
+    // An inner path to a null: the same.
+    let used = fold(
+        json!({"op": "count", "path": "used"}),
+        Shape::Single,
+        &answers[2..],
+    );
+    assert_eq!(used["result"], json!(1));
+    let used = fold(
+        json!({"op": "max", "path": "used"}),
+        Shape::Single,
+        &answers[2..],
+    );
+    assert_eq!(
+        used["errors"]["p"]["error"],
+        "Not a number: the value is null"
+    );
+}
+
+/// With `ignoreErrors`, an agent puts its error in place of an attribute
+/// it could not read: an object with `.error` (2.x) or `ERROR: … (class
+/// …)` text (1.x). Listed per attribute with the agent's words, for every
+/// op; the attribute's readable values still fold.
+#[test]
+fn an_attribute_the_agent_could_not_read_is_listed_for_every_op() {
+    let v2 = json!({"Int": 40, "NullValue": null, "NoSuch": {
+        "error_type": "javax.management.AttributeNotFoundException", ".error": true,
+        "error_type_jmx": "javax.management.AttributeNotFoundException",
+        "error": "No such attribute: NoSuch"}});
+    let v1 = json!({"Int": 2, "NullValue": null,
+        "NoSuch": "ERROR: No such attribute: NoSuch (class javax.management.AttributeNotFoundException)"});
+    let shape = || Shape::PerAttribute {
+        pattern: false,
+        asked: vec!["Int".into(), "NoSuch".into(), "NullValue".into()],
+    };
+    let want_listed = json!({"attribute": "NoSuch",
+        "error_type": "javax.management.AttributeNotFoundException",
+        "error": "Could not be read: No such attribute: NoSuch"});
+    for op in OPS {
+        let answer = fold(
+            op_json(op),
+            shape(),
+            &[("two", ok(v2.clone())), ("one", ok(v1.clone()))],
+        );
+        assert_eq!(answer["count"]["NoSuch"], json!(0), "{op}: {answer}");
+        assert_eq!(answer["result"]["NoSuch"], nothing(op), "{op}: {answer}");
+        assert_eq!(answer["count"]["Int"], json!(2), "{op}: {answer}");
+        for target in ["one", "two"] {
+            let error = &answer["errors"][target];
+            let listed = error["attributes"].as_array().unwrap();
+            assert!(listed.contains(&want_listed), "{op}: {error}");
+            let text = error["error"].as_str().unwrap();
+            assert!(
+                text.starts_with("NoSuch: Could not be read: No such attribute: NoSuch")
+                    || text.starts_with("NullValue: Not a number"),
+                "{op}: {text}"
+            );
+        }
+        // A null attribute: a value for count and group only.
+        let counted = matches!(op, "count" | "group");
+        assert_eq!(
+            answer["count"]["NullValue"],
+            json!(if counted { 2 } else { 0 }),
+            "{op}"
+        );
+        let listed = answer["errors"]["one"]["attributes"]
+            .as_array()
+            .unwrap()
+            .len();
+        assert_eq!(listed, if counted { 1 } else { 2 }, "{op}: {answer}");
+    }
+    let group = fold(
+        op_json("group"),
+        shape(),
+        &[("two", ok(v2.clone())), ("one", ok(v1.clone()))],
+    );
+    assert_eq!(
+        group["result"]["NullValue"],
+        json!([{"value": null, "targets": ["one", "two"]}])
+    );
+}
+
+/// An attribute the read named but the answer lacks is missing, not
+/// null; a pattern's MBean whose read failed is listed with its words.
+#[test]
+fn a_named_attribute_missing_from_the_answer_is_listed() {
+    let shape = Shape::PerAttribute {
+        pattern: false,
+        asked: vec!["Int".into(), "Gone".into()],
+    };
+    let answer = fold(op_json("count"), shape, &[("a", ok(json!({"Int": 1})))]);
+    assert_eq!(answer["count"], json!({"Int": 1, "Gone": 0}));
+    assert_eq!(
+        answer["errors"]["a"]["attributes"],
+        json!([{"attribute": "Gone", "error_type": "jmxgate.NoValue", "error": "Missing from the agent's answer"}])
+    );
+    assert_eq!(
+        answer["errors"]["a"]["error"],
+        "Gone: Missing from the agent's answer"
+    );
+    let pattern = Shape::PerAttribute {
+        pattern: true,
+        asked: Vec::new(),
+    };
+    let answer = fold(
+        op_json("group"),
+        pattern,
+        &[(
+            "a",
+            ok(json!({
+                "d:name=x": {"Level": 1},
+                "d:name=y": "ERROR: Reading attribute Level is forbidden for MBean d:name=y",
+                "d:name=z": {"Level": "ERROR: Failed (class java.lang.IllegalStateException)"},
+            })),
+        )],
+    );
+    assert_eq!(
+        answer["result"]["Level"],
+        json!([{"value": 1, "targets": [{"target": "a", "mbean": "d:name=x"}]}])
+    );
+    assert_eq!(
+        answer["errors"]["a"]["attributes"],
+        json!([
+            {"mbean": "d:name=y", "error_type": "jmxgate.Unreadable",
+             "error": "Could not be read: Reading attribute Level is forbidden for MBean d:name=y"},
+            {"attribute": "Level", "mbean": "d:name=z", "error_type": "java.lang.IllegalStateException",
+             "error": "Could not be read: Failed"},
+        ])
+    );
+    assert_eq!(
+        answer["errors"]["a"]["error"],
+        "d:name=y: Could not be read: Reading attribute Level is forbidden for MBean d:name=y (and 1 more)"
+    );
+}
+
+/// However many attributes fail on a target, its entry lists a bounded
+/// number; the summary counts them all.
+#[test]
+fn a_targets_listed_problems_are_bounded() {
+    let many: serde_json::Map<String, Value> = (0..100)
+        .map(|i| (format!("A{i:03}"), json!("text")))
+        .collect();
+    let shape = Shape::PerAttribute {
+        pattern: false,
+        asked: Vec::new(),
+    };
+    let answer = fold(op_json("sum"), shape, &[("a", ok(Value::Object(many)))]);
+    let error = &answer["errors"]["a"];
+    assert_eq!(
+        error["attributes"].as_array().unwrap().len(),
+        MAX_LISTED_PROBLEMS
+    );
+    assert!(
+        error["error"].as_str().unwrap().ends_with("(and 99 more)"),
+        "{error}"
+    );
+    let reduced: Reduced = serde_json::from_value(answer).unwrap();
+    assert_eq!(reduced.errors["a"].attributes.len(), MAX_LISTED_PROBLEMS);
+    assert_eq!(
+        reduced.errors["a"].attributes[0].attribute.as_deref(),
+        Some("A000")
     );
 }
 
