@@ -445,3 +445,143 @@ async fn refused_calls_are_audited_without_secrets() {
     assert_eq!(listed["event"], "target_list");
     assert_eq!(listed["channel"], "mcp");
 }
+
+/// A user holding role `a` (target alpha, `<cors>` naming
+/// http://ok.example) and role `b` (target beta, no `<cors>`): a page of
+/// http://ok.example comes through the door by role `a`'s
+/// `<allow-origin>`, and its calls run only where that admission holds.
+/// Role `b`'s lack of `<cors>` (every origin, for Jolokia) never lets the
+/// page act on beta: nothing reaches beta's agent. The same calls without
+/// a page run on beta. (An `http:` page: the listener is plain HTTP, where
+/// Jolokia's rule refuses secure origins.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_acts_only_where_the_roles_reaching_the_target_admit_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let [alpha, beta, _] = shared_agents();
+    let users = common::users_file(dir.path(), &[("carol", "carol-pw", &["a", "b"])]);
+    let policy_a = dir.path().join("a.xml");
+    std::fs::write(
+        &policy_a,
+        "<restrict><cors><allow-origin>http://ok.example</allow-origin></cors></restrict>",
+    )
+    .unwrap();
+    let gw = Gateway::start(&common::basic_auth_config(
+        &users,
+        &format!(
+            "{}[[roles]]\nname = \"a\"\ntargets = [\"alpha\"]\npolicy = \"{}\"\n\n\
+             [[roles]]\nname = \"b\"\ntargets = [\"beta\"]\n",
+            targets_toml(&[alpha, beta]),
+            policy_a.display()
+        ),
+    ))
+    .await;
+    let auth = format!(
+        "Basic {}",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "carol:carol-pw")
+    );
+    let from_page = |tool: &'static str, arguments: Value| {
+        let request = gw
+            .http
+            .post(gw.url("/mcp"))
+            .header("Authorization", &auth)
+            .header("Origin", "http://ok.example")
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-06-18")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}})
+                .to_string(),
+            );
+        async move {
+            let r = request.send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            common::parse(&r.text().await.unwrap())
+        }
+    };
+    let types = "jmxgate.test:type=Types";
+    let counters = |agent| async move {
+        direct(
+            agent,
+            &json!({"type": "read", "mbean": "jmxgate.test:type=Counter",
+                    "attribute": ["Invocations", "Reads"]}),
+        )
+        .await["value"]
+            .clone()
+    };
+
+    // On alpha, the page's own role answers.
+    let read = from_page(
+        "read_attributes",
+        json!({"target": "alpha", "mbean": types, "attributes": ["Name"]}),
+    )
+    .await;
+    let own = direct(
+        alpha,
+        &json!({"type": "read", "mbean": types, "attribute": "Name"}),
+    )
+    .await;
+    assert_eq!(
+        read["result"]["structuredContent"]["results"][0]["values"]["Name"], own["value"],
+        "{read}"
+    );
+    // The page is shown only the targets it may act on.
+    let listed = from_page("list_targets", json!({})).await;
+    let names: Vec<&Value> = listed["result"]["structuredContent"]["targets"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|t| &t["name"])
+        .collect();
+    assert_eq!(names, [&json!("alpha")], "{listed}");
+
+    // On beta, which only role b reaches: refused, and the agent sees none.
+    let before = counters(beta).await;
+    for (tool, arguments) in [
+        (
+            "read_attributes",
+            json!({"target": "beta", "mbean": types, "attributes": ["Name"]}),
+        ),
+        (
+            "write_attribute",
+            json!({"target": "beta", "mbean": types, "attribute": "Int", "value": 4242}),
+        ),
+        (
+            "execute_operation",
+            json!({"target": "beta", "mbean": "jmxgate.test:type=Operations", "operation": "noArgs"}),
+        ),
+    ] {
+        let refused = from_page(tool, arguments).await;
+        assert_eq!(refused["result"]["isError"], true, "{tool}: {refused}");
+        let text = refused["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("http://ok.example") && text.contains("not admitted"),
+            "{tool}: {text}"
+        );
+    }
+    assert_eq!(counters(beta).await, before, "a refused call reached beta");
+
+    // Not from a page, role b does act on beta.
+    let body = call(
+        &gw,
+        Some(&auth),
+        "read_attributes",
+        json!({"target": "beta", "mbean": types, "attributes": ["Name"]}),
+    )
+    .await;
+    let own = direct(
+        beta,
+        &json!({"type": "read", "mbean": types, "attribute": "Name"}),
+    )
+    .await;
+    assert_eq!(
+        body["result"]["structuredContent"]["results"][0]["values"]["Name"], own["value"],
+        "{body}"
+    );
+    // (The counters do see what reaches beta.)
+    let after = counters(beta).await;
+    assert!(
+        after["Reads"].as_u64() > before["Reads"].as_u64(),
+        "{before} {after}"
+    );
+}

@@ -60,6 +60,9 @@ pub(super) struct McpCaller {
     pub client: Option<SocketAddr>,
     pub chain: Vec<String>,
     pub origin: Option<String>,
+    /// The browser page the door admitted (set by `mcp_http` when the
+    /// request has an `Origin` or `Referer`).
+    pub page: Option<origin::Page>,
     pub request_id: String,
     pub scheme: &'static str,
     /// When the HTTP request arrived.
@@ -97,6 +100,23 @@ impl McpCaller {
             channel: Some(audit::Channel::Mcp),
             tool: Some(tool),
         }
+    }
+
+    /// Whether a call from the caller's page (if any) may run on `target`:
+    /// some role of the caller's that reaches the target admits the page
+    /// itself (`origin::Page::admitted_by`); every target on a gateway
+    /// without roles (the door admitted the page by configuration).
+    fn page_reaches(&self, target: &crate::fleet::Target) -> bool {
+        let Some(page) = &self.page else {
+            return true;
+        };
+        self.state.access.is_open()
+            || super::reaching(&self.held, Some(target)).any(|r| {
+                page.admitted_by(
+                    |o| r.policy.origin_listed(o),
+                    |o| r.policy.origin_allowed(Some(o), false),
+                )
+            })
     }
 
     fn offered(&self) -> Vec<ToolName> {
@@ -452,7 +472,7 @@ impl Gateway {
         self: &Arc<Self>,
         parts: http::request::Parts,
         body: Body,
-        caller: McpCaller,
+        mut caller: McpCaller,
     ) -> HttpResponse<Body> {
         // A browser page gets no door to the caller's rights unless it is
         // one the configuration or the caller's own <cors> names.
@@ -463,14 +483,17 @@ impl Gateway {
                 .map(|a| a.as_str())
                 .or_else(|| parts.headers.get(http::header::HOST)?.to_str().ok());
             let listed = |o: &str| caller.held.iter().any(|r| r.policy.origin_listed(o));
-            if !origin::admitted(origin, host, &caller.state.mcp.allowed_origins, listed) {
-                let e = HttpError::new(
-                    403,
-                    "jmxgate.OriginNotAllowed",
-                    "Origin not allowed for MCP: list it in mcp.allowed_origins, or in an \
-                     <allow-origin> of your roles' <cors>",
-                );
-                return self.mcp_refused(&caller, &e, &parts.headers).await;
+            match origin::admit(origin, host, &caller.state.mcp.allowed_origins, listed) {
+                Some(page) => caller.page = Some(page),
+                None => {
+                    let e = HttpError::new(
+                        403,
+                        "jmxgate.OriginNotAllowed",
+                        "Origin not allowed for MCP: list it in mcp.allowed_origins, or in an \
+                         <allow-origin> of your roles' <cors>",
+                    );
+                    return self.mcp_refused(&caller, &e, &parts.headers).await;
+                }
             }
         }
         let body = if parts.method == http::Method::POST {
@@ -657,6 +680,8 @@ impl Gateway {
             .fleet
             .iter()
             .filter(|t| state.access.reaches(&caller.held, t))
+            // From a page, only the targets a call from it may use.
+            .filter(|t| caller.page_reaches(t))
             .filter(|t| selector.as_ref().is_none_or(|s| s.matches(t)))
             .map(|t| {
                 let mut d = t.describe();
@@ -767,19 +792,17 @@ impl Gateway {
         };
         // A browser page's origin must be admitted by the roles that reach
         // the call's targets, not only by some role of the caller.
-        let origin_check = |items: &super::items::Items| {
-            match caller.origin.as_deref() {
-            Some(origin) if !super::targets_admit(&state.access, &caller.held, items, origin) => {
-                Err(HttpError::new(
-                    403,
-                    "jmxgate.OriginNotAllowed",
-                    format!(
-                        "Origin {origin} is not admitted by the <cors> of your roles that reach this target"
-                    ),
-                ))
-            }
+        let origin_check = |items: &super::items::Items| match &caller.page {
+            Some(page) if !items.targets().all(|t| caller.page_reaches(t)) => Err(HttpError::new(
+                403,
+                "jmxgate.OriginNotAllowed",
+                format!(
+                    "Origin {} is not admitted by the <cors> <allow-origin> of your roles \
+                         that reach this target",
+                    page.origin
+                ),
+            )),
             _ => Ok(()),
-        }
         };
         let ran = self
             .run_items(state, &judged_as, addressing, &parsed, local, origin_check)
