@@ -349,7 +349,12 @@ async fn rpc_error_of(response: HttpResponse<Body>) -> (HttpResponse<Body>, Opti
 
 /// A JSON body with `status`, never stored.
 fn json_answer(status: u16, answer: &Value) -> HttpResponse<Body> {
-    let mut response = HttpResponse::new(Body::from(answer.to_string()));
+    json_bytes(status, answer.to_string().into_bytes())
+}
+
+/// [`json_answer`] of JSON already written.
+fn json_bytes(status: u16, answer: Vec<u8>) -> HttpResponse<Body> {
+    let mut response = HttpResponse::new(Body::from(answer));
     *response.status_mut() =
         http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_REQUEST);
     response.headers_mut().insert(
@@ -360,16 +365,61 @@ fn json_answer(status: u16, answer: &Value) -> HttpResponse<Body> {
     response
 }
 
+/// A batch's answer, and what the audit record says of it.
+struct Batched {
+    response: HttpResponse<Body>,
+    /// The first JSON-RPC error among the answers.
+    error: Option<String>,
+    /// How many elements were not run (or their answers not kept), and why.
+    cut: Option<String>,
+}
+
+/// The JSON array of a batch's answers, written as they come.
+struct Answers {
+    bytes: Vec<u8>,
+    count: usize,
+    /// Bytes of answers of elements that ran (what the byte bound counts).
+    ran_bytes: usize,
+    first_error: Option<String>,
+}
+
+impl Answers {
+    fn push(&mut self, answer: &[u8], ran: bool) {
+        self.bytes.push(if self.count == 0 { b'[' } else { b',' });
+        self.bytes.extend_from_slice(answer);
+        self.count += 1;
+        if ran {
+            self.ran_bytes += answer.len();
+        }
+    }
+
+    fn push_value(&mut self, answer: &Value, ran: bool) {
+        if self.first_error.is_none() {
+            self.first_error = answer.get("error").map(|e| {
+                let text = format!(
+                    "JSON-RPC error {}: {}",
+                    e.get("code").and_then(Value::as_i64).unwrap_or(0),
+                    e.get("message").and_then(Value::as_str).unwrap_or("")
+                );
+                text.chars().take(200).collect()
+            });
+        }
+        self.push(answer.to_string().as_bytes(), ran);
+    }
+}
+
 /// A batch (protocol 2025-03-26): each element checked and handed to the
-/// SDK on its own, in order; the answers to its requests as one array
-/// (HTTP 202 without a body when it held only notifications and
-/// responses).
+/// SDK on its own, in order, within the bounds of a Jolokia bulk
+/// (`State::mcp_batch`: elements, bytes of answers held, time); the
+/// elements beyond a bound are answered with JSON-RPC errors with their
+/// ids, never run. The answers to its requests come as one array (HTTP
+/// 202 without a body when it held only notifications and responses).
 async fn batch<S>(
     service: &S,
     parts: &http::request::Parts,
     elements: Vec<Value>,
     caller: &McpCaller,
-) -> HttpResponse<Body>
+) -> Batched
 where
     S: tower::Service<
             HttpRequest<Body>,
@@ -379,11 +429,36 @@ where
             Error = std::convert::Infallible,
         > + Clone,
 {
-    let mut answers = Vec::new();
-    for element in elements {
+    let bounds = caller.state.mcp_batch;
+    let started = Instant::now();
+    let total = elements.len();
+    let mut answers = Answers {
+        bytes: Vec::new(),
+        count: 0,
+        ran_bytes: 0,
+        first_error: None,
+    };
+    // The first bound reached, and from which element on.
+    let mut stopped: Option<(jsonrpc::Bound, usize)> = None;
+    let mut not_kept = 0;
+    for (index, element) in elements.into_iter().enumerate() {
+        let id = element.get("id").cloned();
+        let reached = stopped
+            .map(|(bound, _)| bound)
+            .or_else(|| bounds.reached(index, answers.ran_bytes, started.elapsed()));
+        if let Some(bound) = reached {
+            stopped.get_or_insert((bound, index));
+            // A request gets its error; notifications and responses none.
+            if let (Some(id), true) = (id, element.get("method").is_some()) {
+                let error =
+                    jsonrpc::error(id, jsonrpc::BEYOND_BOUNDS, bounds.not_run(bound, total));
+                answers.push_value(&error, false);
+            }
+            continue;
+        }
         if let Some(problem) = jsonrpc::problem(&element) {
-            if element.get("id").is_some() || problem.code != jsonrpc::INVALID_PARAMS {
-                answers.push(problem.answer(&element));
+            if id.is_some() || problem.code != jsonrpc::INVALID_PARAMS {
+                answers.push_value(&problem.answer(&element), true);
             }
             continue;
         }
@@ -394,31 +469,70 @@ where
         request.extensions_mut().insert(caller.clone());
         let Ok(response) = service.clone().oneshot(request).await;
         let status = response.status();
-        let bytes = axum::body::to_bytes(Body::new(response.into_body()), 1 << 26)
-            .await
-            .unwrap_or_default();
+        // Never more than the room left is held.
+        let room = bounds.max_bytes.saturating_sub(answers.ran_bytes);
+        let Ok(bytes) = axum::body::to_bytes(Body::new(response.into_body()), room).await else {
+            let error = jsonrpc::error(
+                id.unwrap_or(Value::Null),
+                jsonrpc::BEYOND_BOUNDS,
+                bounds.not_kept(room),
+            );
+            answers.push_value(&error, false);
+            not_kept += 1;
+            stopped = Some((jsonrpc::Bound::Bytes, index + 1));
+            continue;
+        };
         match serde_json::from_slice::<Value>(&bytes) {
-            Ok(answer) => answers.push(answer),
+            Ok(answer) => {
+                if answers.first_error.is_none() && answer.get("error").is_some() {
+                    answers.push_value(&answer, true);
+                } else {
+                    answers.push(&bytes, true);
+                }
+            }
             Err(_) if status == http::StatusCode::ACCEPTED => {}
-            Err(_) => answers.push(jsonrpc::error(
-                element.get("id").cloned().unwrap_or(Value::Null),
-                -32603,
-                format!(
-                    "Internal error: HTTP {status}: {}",
-                    String::from_utf8_lossy(&bytes)
-                        .chars()
-                        .take(200)
-                        .collect::<String>()
+            Err(_) => answers.push_value(
+                &jsonrpc::error(
+                    id.unwrap_or(Value::Null),
+                    -32603,
+                    format!(
+                        "Internal error: HTTP {status}: {}",
+                        String::from_utf8_lossy(&bytes)
+                            .chars()
+                            .take(200)
+                            .collect::<String>()
+                    ),
                 ),
-            )),
+                true,
+            ),
         }
     }
-    if answers.is_empty() {
+    let cut = stopped.map(|(bound, from)| {
+        let kept = if not_kept > 0 {
+            format!(" ({not_kept} ran, answer not kept)")
+        } else {
+            String::new()
+        };
+        format!(
+            "batch of {total}: {} element(s) from index {from} not run{kept}: {}",
+            total - from,
+            bounds.not_run(bound, total)
+        )
+    });
+    let error = answers.first_error.take();
+    let response = if answers.count == 0 {
         let mut accepted = HttpResponse::new(Body::empty());
         *accepted.status_mut() = http::StatusCode::ACCEPTED;
-        return accepted;
+        accepted
+    } else {
+        answers.bytes.push(b']');
+        json_bytes(200, answers.bytes)
+    };
+    Batched {
+        response,
+        error,
+        cut,
     }
-    json_answer(200, &Value::Array(answers))
 }
 
 /// A page of `search_mbeans` names, bounded, with the cursor for the
@@ -544,16 +658,23 @@ impl Gateway {
         if let Some(origin) = parts.headers.get(http::header::ORIGIN) {
             request_origin.insert(http::header::ORIGIN, origin.clone());
         }
-        let mut response = match framing {
+        let (mut response, batched) = match framing {
             jsonrpc::Framing::One => {
                 let mut request = HttpRequest::from_parts(parts, Body::from(body));
                 request.extensions_mut().insert(caller.clone());
                 match service.oneshot(request).await {
-                    Ok(response) => response.map(Body::new),
+                    Ok(response) => (response.map(Body::new), None),
                     Err(never) => match never {},
                 }
             }
-            jsonrpc::Framing::Batch(elements) => batch(&service, &parts, elements, &caller).await,
+            jsonrpc::Framing::Batch(elements) => {
+                let Batched {
+                    response,
+                    error,
+                    cut,
+                } = batch(&service, &parts, elements, &caller).await;
+                (response, Some((error, cut)))
+            }
         };
         respond::no_store(response.headers_mut());
         respond::cors_headers(&request_origin, response.headers_mut());
@@ -562,15 +683,29 @@ impl Gateway {
             .map(String::as_str)
             .filter(|m| *m != "tools/call")
             .collect();
-        if methods.is_empty() || !others.is_empty() {
-            let (response, error) = rpc_error_of(response).await;
+        // A batch cut at a bound is recorded even when it held tool calls
+        // only (each call that ran has its own records).
+        let cut = batched.as_ref().and_then(|(_, cut)| cut.clone());
+        if methods.is_empty() || !others.is_empty() || cut.is_some() {
+            // A batch's answer was read as it was written; one answer is
+            // small unless it is a tool result, which is not read here.
+            let (response, error) = match batched {
+                Some((error, _)) => (response, error),
+                None => rpc_error_of(response).await,
+            };
             let status = response.status().as_u16();
-            let note = match (others.is_empty(), &error) {
-                (true, _) => format!("{http_method} without a JSON-RPC method"),
+            let mut note = match (others.is_empty(), &error) {
+                (true, _) if methods.is_empty() => {
+                    format!("{http_method} without a JSON-RPC method")
+                }
+                (true, _) => "tools/call".to_string(),
                 (false, None) => others.join(", "),
                 (false, Some(e)) => format!("{}: {e}", others.join(", ")),
             };
-            let decision = if status < 300 && error.is_none() {
+            if let Some(cut) = &cut {
+                note = format!("{note}; {cut}");
+            }
+            let decision = if status < 300 && error.is_none() && cut.is_none() {
                 "allowed"
             } else {
                 "invalid"
