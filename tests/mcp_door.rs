@@ -630,7 +630,14 @@ fn beyond(answers: &[Value]) -> (Vec<&Value>, String) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batch_runs_at_most_max_bulk_items_elements() {
     let [a, ..] = shared_agents();
-    let gw = Gateway::start(&format!("max_bulk_items = 5\n{}", targets_toml(&[a]))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit");
+    let gw = Gateway::start(&format!(
+        "max_bulk_items = 5\n{}[audit]\ndir = \"{}\"\n",
+        targets_toml(&[a]),
+        audit.display()
+    ))
+    .await;
     let reads = || async {
         direct(
             a,
@@ -669,6 +676,27 @@ async fn a_batch_runs_at_most_max_bulk_items_elements() {
         "{message}"
     );
     assert_eq!(after - before, 5, "only the elements within the bound ran");
+    drop(gw);
+    // The batch's own record says what was cut; each call that ran has its.
+    let records = common::audit_records(&audit);
+    let cut = records
+        .iter()
+        .find(|r| r["event"] == "mcp")
+        .unwrap_or_else(|| panic!("no mcp record: {records:#?}"));
+    let note = cut["note"].as_str().unwrap();
+    assert!(
+        note.contains("4 element(s) from index 5 not run")
+            && note.contains("server.max_bulk_items"),
+        "{cut}"
+    );
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r["tool"] == "read_attributes")
+            .count(),
+        5,
+        "{records:#?}"
+    );
 }
 
 /// A batch's answers are bounded in bytes as one agent answer is

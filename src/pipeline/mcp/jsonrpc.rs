@@ -70,7 +70,15 @@ impl BatchBounds {
     /// Why the elements from the bound on were not run, naming the bound,
     /// its value and its key.
     pub fn not_run(&self, bound: Bound, elements: usize) -> String {
-        let why = match bound {
+        format!(
+            "Not run: {}; send it in another request",
+            self.why(bound, elements)
+        )
+    }
+
+    /// The bound reached, its value and its key.
+    pub fn why(&self, bound: Bound, elements: usize) -> String {
+        match bound {
             Bound::Items => format!(
                 "this batch has {elements} elements and the gateway runs at most {} per batch \
                  (server.max_bulk_items)",
@@ -85,8 +93,7 @@ impl BatchBounds {
                 "the batch ran past its deadline of {} ms (target_defaults.request_timeout)",
                 self.deadline.as_millis()
             ),
-        };
-        format!("Not run: {why}; send it in another request")
+        }
     }
 
     /// Why the answer of an element that ran is not given: it would take
@@ -122,10 +129,11 @@ pub fn error(id: Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
 }
 
-/// Checks a POST body's framing, given as parsed; `protocol` is the
-/// request's `MCP-Protocol-Version` header.
+/// Checks a POST body's framing, given as parsed (a batch's elements are
+/// moved out, not copied); `protocol` is the request's
+/// `MCP-Protocol-Version` header.
 pub fn check(
-    body: Result<&Value, &serde_json::Error>,
+    body: Result<Value, serde_json::Error>,
     protocol: Option<&str>,
 ) -> Result<Framing, Refusal> {
     let refused = |code, message: String| Refusal {
@@ -143,9 +151,7 @@ pub fn check(
             INVALID_REQUEST,
             "Invalid Request: an empty batch".into(),
         )),
-        Value::Array(elements) if protocol == Some(BATCH_PROTOCOL) => {
-            Ok(Framing::Batch(elements.clone()))
-        }
+        Value::Array(elements) if protocol == Some(BATCH_PROTOCOL) => Ok(Framing::Batch(elements)),
         Value::Array(_) => Err(refused(
             INVALID_REQUEST,
             format!(
@@ -154,9 +160,9 @@ pub fn check(
                 protocol.unwrap_or("no MCP-Protocol-Version")
             ),
         )),
-        message => match problem(message) {
+        message => match problem(&message) {
             None => Ok(Framing::One),
-            Some(p) => Err(p.refusal(message)),
+            Some(p) => Err(p.refusal(&message)),
         },
     }
 }
@@ -271,8 +277,7 @@ mod tests {
 
     /// `check` of a body as bytes, parsed as the door parses it.
     fn check(body: &[u8], protocol: Option<&str>) -> Result<Framing, Refusal> {
-        let parsed = serde_json::from_slice::<Value>(body);
-        super::check(parsed.as_ref(), protocol)
+        super::check(serde_json::from_slice::<Value>(body), protocol)
     }
 
     fn code(r: &Refusal) -> i64 {

@@ -394,7 +394,7 @@ impl Answers {
     }
 
     fn push_value(&mut self, answer: &Value, ran: bool) {
-        if self.first_error.is_none() {
+        if ran && self.first_error.is_none() {
             self.first_error = answer.get("error").map(|e| {
                 let text = format!(
                     "JSON-RPC error {}: {}",
@@ -516,7 +516,7 @@ where
         format!(
             "batch of {total}: {} element(s) from index {from} not run{kept}: {}",
             total - from,
-            bounds.not_run(bound, total)
+            bounds.why(bound, total)
         )
     });
     let error = answers.first_error.take();
@@ -622,13 +622,13 @@ impl Gateway {
         let message =
             (parts.method == http::Method::POST).then(|| serde_json::from_slice::<Value>(&body));
         let methods = rpc_methods(message.as_ref().and_then(|m| m.as_ref().ok()));
-        let framing = match &message {
+        let framing = match message {
             Some(message) => {
                 let protocol = parts
                     .headers
                     .get("mcp-protocol-version")
                     .and_then(|v| v.to_str().ok());
-                match jsonrpc::check(message.as_ref(), protocol) {
+                match jsonrpc::check(message, protocol) {
                     Ok(framing) => framing,
                     Err(refusal) => return self.mcp_malformed(&caller, &methods, refusal).await,
                 }
