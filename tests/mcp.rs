@@ -936,3 +936,171 @@ async fn mcp_over_plain_http_authenticates_checks_origins_and_audits() {
     let read = common::parse(&read.text().await.unwrap());
     assert_eq!(read["value"], agent.name.as_str(), "{read}");
 }
+
+/// A tiny HTTP/1.1 server for the bridge: it answers `initialize` (when
+/// `session` is true) and `notifications/initialized` as a gateway would,
+/// and every other POST with `307` to `elsewhere`. Returns its port.
+fn redirecting_server(elsewhere: u16, session: bool) -> u16 {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut stream = stream;
+                loop {
+                    let mut length = 0;
+                    let mut first = String::new();
+                    if reader.read_line(&mut first).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        let mut line = String::new();
+                        reader.read_line(&mut line).unwrap();
+                        if line == "\r\n" || line.is_empty() {
+                            break;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(n) = lower.strip_prefix("content-length:") {
+                            length = n.trim().parse().unwrap();
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    reader.read_exact(&mut body).unwrap();
+                    let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let answer = match message["method"].as_str() {
+                        Some("initialize") if session => {
+                            let result = json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                                "protocolVersion": message["params"]["protocolVersion"],
+                                "capabilities": {"tools": {}},
+                                "serverInfo": {"name": "redirector", "version": "1"}}})
+                            .to_string();
+                            format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                                 Content-Length: {}\r\n\r\n{result}",
+                                result.len()
+                            )
+                        }
+                        Some("notifications/initialized") if session => {
+                            "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n".to_string()
+                        }
+                        _ if first.starts_with("POST") => format!(
+                            "HTTP/1.1 307 Temporary Redirect\r\n\
+                             Location: http://127.0.0.1:{elsewhere}/mcp\r\nContent-Length: 0\r\n\r\n"
+                        ),
+                        _ => "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n"
+                            .to_string(),
+                    };
+                    if stream.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// `jmxgate mcp` never re-sends a JSON-RPC body to another origin: a
+/// gateway URL answering `307` to another port makes connecting fail with
+/// an error saying so, and a redirect during a session is an error the
+/// local MCP client gets for that request; the other port never sees a
+/// connection.
+#[test]
+fn jmxgate_mcp_follows_no_redirect_to_another_origin() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let elsewhere_port = elsewhere.local_addr().unwrap().port();
+    let reached = Arc::new(AtomicUsize::new(0));
+    {
+        let reached = reached.clone();
+        std::thread::spawn(move || {
+            for stream in elsewhere.incoming() {
+                drop(stream);
+                reached.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+    }
+    let bridge = |port: u16| {
+        Command::new(BIN)
+            .args(["mcp", "--url", &format!("http://127.0.0.1:{port}/mcp")])
+            .env_remove("JMXGATE_TARGET")
+            .env_remove("JMXGATE_USER")
+            .env_remove("JMXGATE_TOKEN")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+
+    // Redirected from the first request: no session, a clear error.
+    let port = redirecting_server(elsewhere_port, false);
+    let child = bridge(port);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("307")
+            && err.contains(&format!(
+                "another origin (http://127.0.0.1:{elsewhere_port})"
+            ))
+            && err.contains("not followed"),
+        "{err}"
+    );
+
+    // Redirected in a session: the local client's request gets an error.
+    let port = redirecting_server(elsewhere_port, true);
+    let mut child = bridge(port);
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (lines, from_bridge) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            let Ok(line) = line else { return };
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut send = |message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let answer = loop {
+        let line = from_bridge
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the bridge answers tools/list");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            break message;
+        }
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = answer["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"));
+    assert!(
+        text.contains("307") && text.contains("another origin") && text.contains("not followed"),
+        "{text}"
+    );
+    assert_eq!(
+        reached.load(Ordering::SeqCst),
+        0,
+        "the body was sent to the other origin"
+    );
+}

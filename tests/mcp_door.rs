@@ -445,3 +445,361 @@ async fn refused_calls_are_audited_without_secrets() {
     assert_eq!(listed["event"], "target_list");
     assert_eq!(listed["channel"], "mcp");
 }
+
+/// A user holding role `a` (target alpha, `<cors>` naming
+/// http://ok.example) and role `b` (target beta, no `<cors>`): a page of
+/// http://ok.example comes through the door by role `a`'s
+/// `<allow-origin>`, and its calls run only where that admission holds.
+/// Role `b`'s lack of `<cors>` (every origin, for Jolokia) never lets the
+/// page act on beta: nothing reaches beta's agent. The same calls without
+/// a page run on beta. (An `http:` page: the listener is plain HTTP, where
+/// Jolokia's rule refuses secure origins.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_acts_only_where_the_roles_reaching_the_target_admit_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let [alpha, beta, _] = shared_agents();
+    let users = common::users_file(dir.path(), &[("carol", "carol-pw", &["a", "b"])]);
+    let policy_a = dir.path().join("a.xml");
+    std::fs::write(
+        &policy_a,
+        "<restrict><cors><allow-origin>http://ok.example</allow-origin></cors></restrict>",
+    )
+    .unwrap();
+    let gw = Gateway::start(&common::basic_auth_config(
+        &users,
+        &format!(
+            "{}[[roles]]\nname = \"a\"\ntargets = [\"alpha\"]\npolicy = \"{}\"\n\n\
+             [[roles]]\nname = \"b\"\ntargets = [\"beta\"]\n",
+            targets_toml(&[alpha, beta]),
+            policy_a.display()
+        ),
+    ))
+    .await;
+    let auth = format!(
+        "Basic {}",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "carol:carol-pw")
+    );
+    let from_page = |tool: &'static str, arguments: Value| {
+        let request = gw
+            .http
+            .post(gw.url("/mcp"))
+            .header("Authorization", &auth)
+            .header("Origin", "http://ok.example")
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-06-18")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}})
+                .to_string(),
+            );
+        async move {
+            let r = request.send().await.unwrap();
+            assert_eq!(r.status(), 200);
+            common::parse(&r.text().await.unwrap())
+        }
+    };
+    let types = "jmxgate.test:type=Types";
+    let counters = |agent| async move {
+        direct(
+            agent,
+            &json!({"type": "read", "mbean": "jmxgate.test:type=Counter",
+                    "attribute": ["Invocations", "Reads"]}),
+        )
+        .await["value"]
+            .clone()
+    };
+
+    // On alpha, the page's own role answers.
+    let read = from_page(
+        "read_attributes",
+        json!({"target": "alpha", "mbean": types, "attributes": ["Name"]}),
+    )
+    .await;
+    let own = direct(
+        alpha,
+        &json!({"type": "read", "mbean": types, "attribute": "Name"}),
+    )
+    .await;
+    assert_eq!(
+        read["result"]["structuredContent"]["results"][0]["values"]["Name"], own["value"],
+        "{read}"
+    );
+    // The page is shown only the targets it may act on.
+    let listed = from_page("list_targets", json!({})).await;
+    let names: Vec<&Value> = listed["result"]["structuredContent"]["targets"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|t| &t["name"])
+        .collect();
+    assert_eq!(names, [&json!("alpha")], "{listed}");
+
+    // On beta, which only role b reaches: refused, and the agent sees none.
+    let before = counters(beta).await;
+    for (tool, arguments) in [
+        (
+            "read_attributes",
+            json!({"target": "beta", "mbean": types, "attributes": ["Name"]}),
+        ),
+        (
+            "write_attribute",
+            json!({"target": "beta", "mbean": types, "attribute": "Int", "value": 4242}),
+        ),
+        (
+            "execute_operation",
+            json!({"target": "beta", "mbean": "jmxgate.test:type=Operations", "operation": "noArgs"}),
+        ),
+    ] {
+        let refused = from_page(tool, arguments).await;
+        assert_eq!(refused["result"]["isError"], true, "{tool}: {refused}");
+        let text = refused["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("http://ok.example") && text.contains("not admitted"),
+            "{tool}: {text}"
+        );
+    }
+    assert_eq!(counters(beta).await, before, "a refused call reached beta");
+
+    // Not from a page, role b does act on beta.
+    let body = call(
+        &gw,
+        Some(&auth),
+        "read_attributes",
+        json!({"target": "beta", "mbean": types, "attributes": ["Name"]}),
+    )
+    .await;
+    let own = direct(
+        beta,
+        &json!({"type": "read", "mbean": types, "attribute": "Name"}),
+    )
+    .await;
+    assert_eq!(
+        body["result"]["structuredContent"]["results"][0]["values"]["Name"], own["value"],
+        "{body}"
+    );
+    // (The counters do see what reaches beta.)
+    let after = counters(beta).await;
+    assert!(
+        after["Reads"].as_u64() > before["Reads"].as_u64(),
+        "{before} {after}"
+    );
+}
+
+/// A JSON-RPC batch (protocol 2025-03-26) to `/mcp`; the HTTP status and
+/// the parsed body.
+async fn batch(gw: &Gateway, elements: &[Value]) -> (u16, Value) {
+    let r = gw
+        .http
+        .post(gw.url("/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-03-26")
+        .body(Value::Array(elements.to_vec()).to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, common::parse(&r.text().await.unwrap()))
+}
+
+fn read_name(id: usize, target: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": format!("r{id}"), "method": "tools/call",
+           "params": {"name": "read_attributes",
+                      "arguments": {"target": target, "mbean": "jmxgate.test:type=Types", "attributes": ["Name"]}}})
+}
+
+/// The elements answered with the batch-bound error, by id, and the
+/// message of the first.
+fn beyond(answers: &[Value]) -> (Vec<&Value>, String) {
+    let cut: Vec<&Value> = answers
+        .iter()
+        .filter(|a| a["error"]["code"] == -32000)
+        .collect();
+    let message = cut
+        .first()
+        .map(|a| a["error"]["message"].as_str().unwrap().to_string())
+        .unwrap_or_default();
+    (cut.iter().map(|a| &a["id"]).collect(), message)
+}
+
+/// A batch obeys a Jolokia bulk's item bound (`server.max_bulk_items`):
+/// the elements within it run and are answered with the agent's values,
+/// those beyond get a JSON-RPC error with their ids naming the bound and
+/// its key, and never reach the agent.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_runs_at_most_max_bulk_items_elements() {
+    let [a, ..] = shared_agents();
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit");
+    let gw = Gateway::start(&format!(
+        "max_bulk_items = 5\n{}[audit]\ndir = \"{}\"\n",
+        targets_toml(&[a]),
+        audit.display()
+    ))
+    .await;
+    let reads = || async {
+        direct(
+            a,
+            &json!({"type": "read", "mbean": "jmxgate.test:type=Counter", "attribute": "Reads"}),
+        )
+        .await["value"]
+            .as_u64()
+            .unwrap()
+    };
+    let own = direct(
+        a,
+        &json!({"type": "read", "mbean": "jmxgate.test:type=Types", "attribute": "Name"}),
+    )
+    .await;
+    let mut elements: Vec<Value> = (0..8).map(|i| read_name(i, &a.name)).collect();
+    // A notification beyond the bound: nothing to answer.
+    elements.push(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let before = reads().await;
+    let (status, answers) = batch(&gw, &elements).await;
+    let after = reads().await;
+    assert_eq!(status, 200, "{answers}");
+    let answers = answers.as_array().unwrap_or_else(|| panic!("{answers}"));
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    let expected: Vec<Value> = (0..8).map(|i| json!(format!("r{i}"))).collect();
+    assert_eq!(ids, expected.iter().collect::<Vec<_>>(), "{answers:?}");
+    for answer in &answers[..5] {
+        assert_eq!(
+            answer["result"]["structuredContent"]["results"][0]["values"]["Name"], own["value"],
+            "{answer}"
+        );
+    }
+    let (cut, message) = beyond(answers);
+    assert_eq!(cut, expected[5..].iter().collect::<Vec<_>>(), "{answers:?}");
+    assert!(
+        message.contains("at most 5") && message.contains("server.max_bulk_items"),
+        "{message}"
+    );
+    assert_eq!(after - before, 5, "only the elements within the bound ran");
+    drop(gw);
+    // The batch's own record says what was cut; each call that ran has its.
+    let records = common::audit_records(&audit);
+    let cut = records
+        .iter()
+        .find(|r| r["event"] == "mcp")
+        .unwrap_or_else(|| panic!("no mcp record: {records:#?}"));
+    let note = cut["note"].as_str().unwrap();
+    assert!(
+        note.contains("4 element(s) from index 5 not run")
+            && note.contains("server.max_bulk_items"),
+        "{cut}"
+    );
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r["tool"] == "read_attributes")
+            .count(),
+        5,
+        "{records:#?}"
+    );
+}
+
+/// A batch's answers are bounded in bytes as one agent answer is
+/// (`target_defaults.max_response_bytes`): once they fill it, the rest are
+/// JSON-RPC errors with their ids naming the bound, the answer holds no
+/// more than the bound of results, and the gateway keeps serving.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batchs_answers_are_cut_at_the_response_byte_bound() {
+    let [a, ..] = shared_agents();
+    let max = 8192;
+    let gw = Gateway::start(&format!(
+        "{}[target_defaults]\nmax_response_bytes = {max}\n",
+        targets_toml(&[a])
+    ))
+    .await;
+    let own = direct(
+        a,
+        &json!({"type": "read", "mbean": "jmxgate.test:type=Types", "attribute": "Name"}),
+    )
+    .await;
+    let elements: Vec<Value> = (0..100).map(|i| read_name(i, &a.name)).collect();
+    let (status, answers) = batch(&gw, &elements).await;
+    assert_eq!(status, 200, "{answers}");
+    let answers = answers.as_array().unwrap_or_else(|| panic!("{answers}"));
+    // Every request is answered, in order.
+    let ids: Vec<String> = answers
+        .iter()
+        .map(|a| a["id"].as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = (0..100).map(|i| format!("r{i}")).collect();
+    assert_eq!(ids, expected);
+    let ran: Vec<&Value> = answers
+        .iter()
+        .filter(|a| a.get("result").is_some())
+        .collect();
+    assert!(!ran.is_empty() && ran.len() < 100, "{} ran", ran.len());
+    for answer in &ran {
+        assert_eq!(
+            answer["result"]["structuredContent"]["results"][0]["values"]["Name"], own["value"],
+            "{answer}"
+        );
+    }
+    // The results come first, then only errors.
+    assert!(answers[..ran.len()]
+        .iter()
+        .all(|a| a.get("result").is_some()));
+    let held: usize = ran.iter().map(|a| a.to_string().len()).sum();
+    assert!(held <= max, "{held} bytes of results");
+    let (cut, message) = beyond(answers);
+    assert_eq!(cut.len(), 100 - ran.len(), "{answers:?}");
+    assert!(
+        message.contains(&format!("{max} bytes"))
+            && message.contains("target_defaults.max_response_bytes"),
+        "{message}"
+    );
+    // Still serving.
+    let body = call(
+        &gw,
+        None,
+        "read_attributes",
+        json!({"target": a.name, "mbean": "jmxgate.test:type=Types", "attributes": ["Name"]}),
+    )
+    .await;
+    assert_eq!(
+        body["result"]["structuredContent"]["results"][0]["values"]["Name"], own["value"],
+        "{body}"
+    );
+}
+
+/// A batch obeys the deadline of one agent exchange
+/// (`target_defaults.request_timeout`): elements not started by then are
+/// JSON-RPC errors naming it. Two operations that sleep 4 s each take the
+/// batch past a 6 s deadline whatever the machine's load.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_stops_starting_elements_at_its_deadline() {
+    let [a, ..] = shared_agents();
+    let gw = Gateway::start(&format!(
+        "{}[target_defaults]\nrequest_timeout = \"6s\"\n",
+        targets_toml(&[a])
+    ))
+    .await;
+    let sleep = |id: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "execute_operation",
+                          "arguments": {"target": a.name, "mbean": "jmxgate.test:type=Operations",
+                                        "operation": "sleep", "arguments": [4000]}}})
+    };
+    let elements = [
+        sleep("s1"),
+        sleep("s2"),
+        read_name(1, &a.name),
+        read_name(2, &a.name),
+    ];
+    let (status, answers) = batch(&gw, &elements).await;
+    assert_eq!(status, 200, "{answers}");
+    let answers = answers.as_array().unwrap_or_else(|| panic!("{answers}"));
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    assert!(answers[0].get("result").is_some(), "{}", answers[0]);
+    let (cut, message) = beyond(answers);
+    assert!(cut.ends_with(&[&json!("r1"), &json!("r2")]), "{answers:?}");
+    assert!(
+        message.contains("deadline of 6000 ms")
+            && message.contains("target_defaults.request_timeout"),
+        "{message}"
+    );
+}

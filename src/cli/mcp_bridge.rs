@@ -50,9 +50,10 @@ struct Bridge {
 fn forwarded(e: ServiceError) -> ErrorData {
     match e {
         ServiceError::McpError(error) => error,
-        other => {
-            ErrorData::internal_error(format!("the gateway could not be reached: {other}"), None)
-        }
+        other => ErrorData::internal_error(
+            format!("the gateway could not be reached: {}", cause(&other)),
+            None,
+        ),
     }
 }
 
@@ -95,6 +96,23 @@ impl ServerHandler for Bridge {
 /// protocols.
 fn complete(result_type: &mut Option<ResultType>) {
     result_type.get_or_insert(ResultType::COMPLETE);
+}
+
+/// The HTTP client's own reason under an SDK error (a refused redirect,
+/// a refused connection), which the SDK's wrapping does not chain; else
+/// the innermost cause.
+fn cause(e: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let mut current = Some(e);
+    while let Some(error) = current {
+        if let Some(StreamableHttpError::Client(client)) =
+            error.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            return crate::client::innermost_cause(client);
+        }
+        current = error.source();
+    }
+    crate::client::innermost_cause(e)
 }
 
 /// Why connecting failed, in the user's terms (not the SDK's types).
@@ -156,8 +174,14 @@ fn unused(conn: &ConnectOpts) -> Result<(), String> {
 async fn serve(conn: ConnectOpts) -> Result<(), String> {
     unused(&conn)?;
     // Flags, environment and client config file, as for every command;
-    // the URL given is mapped to the gateway's MCP endpoint.
-    let client = conn.client()?;
+    // the URL given is mapped to the gateway's MCP endpoint. A redirect
+    // to another origin is never followed: the JSON-RPC body (and the
+    // assistant's tool arguments) would be re-sent to another host.
+    let client = conn
+        .builder()?
+        .same_origin_redirects_only()
+        .build()
+        .map_err(|e| e.to_string())?;
     let url = mcp_url(client.url().as_str())?;
     let (http, authorization) = client.http_and_authorization();
     let mut headers = HashMap::new();

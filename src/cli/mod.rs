@@ -209,6 +209,12 @@ fn read_password(file: &std::path::Path) -> Result<String, String> {
 impl ConnectOpts {
     /// A client from flags, environment and config file, in that order.
     pub fn client(&self) -> Result<JolokiaClient, String> {
+        self.builder()?.build().map_err(|e| e.to_string())
+    }
+
+    /// The client's builder, from flags, environment and client config
+    /// file, for a command that adds settings of its own.
+    pub fn builder(&self) -> Result<crate::client::JolokiaClientBuilder, String> {
         let file: ClientConfig = match &self.client_config {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
@@ -272,7 +278,7 @@ impl ConnectOpts {
         if let Some((c, k)) = identity {
             b = b.client_cert(c, k);
         }
-        b.build().map_err(|e| e.to_string())
+        Ok(b)
     }
 }
 

@@ -140,6 +140,7 @@ pub struct JolokiaClientBuilder {
     identity: Option<(PathBuf, PathBuf)>,
     min_tls: TlsVersion,
     method: HttpMethod,
+    same_origin_redirects: bool,
 }
 
 impl JolokiaClientBuilder {
@@ -225,6 +226,15 @@ impl JolokiaClientBuilder {
         self.min_tls = v;
         self
     }
+    /// Follow a redirect only to the same origin (scheme, host and port)
+    /// as the endpoint, so that a request body is never re-sent to another
+    /// host; a redirect elsewhere fails the request with an error naming
+    /// its status and where it pointed. Default: reqwest's (up to 10
+    /// redirects anywhere).
+    pub fn same_origin_redirects_only(mut self) -> Self {
+        self.same_origin_redirects = true;
+        self
+    }
     /// GET, POST, or [`HttpMethod::Auto`] (the default) per request.
     pub fn method(mut self, m: HttpMethod) -> Self {
         self.method = m;
@@ -291,6 +301,9 @@ impl JolokiaClientBuilder {
             .pool_max_idle_per_host(self.pool_max_idle_per_host)
             .default_headers(headers)
             .http1_only();
+        if self.same_origin_redirects {
+            http = http.redirect(same_origin_only());
+        }
         if let Some(d) = self.socket_timeout {
             http = http.read_timeout(d);
         }
@@ -318,6 +331,32 @@ impl JolokiaClientBuilder {
                 .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
         })
     }
+}
+
+/// Redirects followed only within the first request's origin (at most
+/// 10); any other is an error saying where it pointed (its origin only:
+/// a `Location` may carry credentials).
+fn same_origin_only() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let from = attempt.previous().first().map(|u| u.origin());
+        let to = attempt.url().origin();
+        let status = attempt.status().as_u16();
+        if from.as_ref() != Some(&to) {
+            let message = format!(
+                "the server answered HTTP {status}, a redirect to another origin ({}); \
+                 not followed, so nothing was sent there: use that URL yourself if you \
+                 trust it",
+                to.ascii_serialization()
+            );
+            attempt.error(message)
+        } else if attempt.previous().len() > 10 {
+            attempt.error(format!(
+                "the server answered HTTP {status}: more than 10 redirects, not followed"
+            ))
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 /// A client for one Jolokia endpoint: an agent, or the gateway (then
@@ -533,6 +572,7 @@ impl JolokiaClient {
             identity: None,
             min_tls: TlsVersion::Tls12,
             method: HttpMethod::Auto,
+            same_origin_redirects: false,
         }
     }
 

@@ -416,6 +416,7 @@ impl Gateway {
                     client,
                     chain,
                     origin,
+                    page: None,
                     request_id: request_id.to_string(),
                     scheme: if conn.tls { "https" } else { "http" },
                     started,

@@ -26,6 +26,8 @@ pub struct State {
     pub list_cache: Option<super::dispatch::list_cache::ListCache>,
     /// `[mcp]`: where assistants connect, how big a tool result may be.
     pub mcp: super::mcp::config::McpConfig,
+    /// An MCP batch's bounds: a Jolokia bulk's (items, answer bytes, time).
+    pub mcp_batch: super::mcp::jsonrpc::BatchBounds,
     /// `[prometheus]`: the scrape endpoint, its modules and plans.
     pub prometheus: super::prometheus::exporter::Exporter,
 }
@@ -77,6 +79,12 @@ impl State {
             max_targets_per_item: config.server.max_targets_per_item,
             list_cache: super::dispatch::list_cache::ListCache::new(&config.list_cache),
             mcp: config.mcp.clone(),
+            mcp_batch: super::mcp::jsonrpc::BatchBounds {
+                max_items: config.server.max_bulk_items,
+                max_bytes: usize::try_from(config.target_defaults.max_response_bytes())
+                    .unwrap_or(usize::MAX),
+                deadline: config.target_defaults.request_timeout(),
+            },
             prometheus: super::prometheus::exporter::Exporter::new(&config.prometheus)?,
         })
     }

@@ -20,6 +20,93 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// The one protocol revision whose Streamable HTTP takes JSON-RPC batches.
 pub const BATCH_PROTOCOL: &str = "2025-03-26";
 
+/// The error of a batch element the gateway did not run (or whose answer
+/// it did not keep) because the batch reached one of its bounds: in
+/// JSON-RPC's range for server errors.
+pub const BEYOND_BOUNDS: i64 = -32000;
+
+/// The bounds of one batch, those of a Jolokia bulk request: elements
+/// (`server.max_bulk_items`), bytes of answers held
+/// (`target_defaults.max_response_bytes`, the bound on one agent answer)
+/// and time (`target_defaults.request_timeout`, the deadline of one
+/// agent exchange). Elements run in order; once a bound is reached, the
+/// rest are answered with [`BEYOND_BOUNDS`] errors.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchBounds {
+    pub max_items: usize,
+    pub max_bytes: usize,
+    pub deadline: std::time::Duration,
+}
+
+/// Which bound a batch reached.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bound {
+    Items,
+    Bytes,
+    Time,
+}
+
+impl BatchBounds {
+    /// Whether the element at `index` may still start, given the bytes of
+    /// answers already held and the time the batch has run: the bound it
+    /// would pass, if any.
+    pub fn reached(
+        &self,
+        index: usize,
+        used_bytes: usize,
+        elapsed: std::time::Duration,
+    ) -> Option<Bound> {
+        if index >= self.max_items {
+            Some(Bound::Items)
+        } else if used_bytes >= self.max_bytes {
+            Some(Bound::Bytes)
+        } else if elapsed >= self.deadline {
+            Some(Bound::Time)
+        } else {
+            None
+        }
+    }
+
+    /// Why the elements from the bound on were not run, naming the bound,
+    /// its value and its key.
+    pub fn not_run(&self, bound: Bound, elements: usize) -> String {
+        format!(
+            "Not run: {}; send it in another request",
+            self.why(bound, elements)
+        )
+    }
+
+    /// The bound reached, its value and its key.
+    pub fn why(&self, bound: Bound, elements: usize) -> String {
+        match bound {
+            Bound::Items => format!(
+                "this batch has {elements} elements and the gateway runs at most {} per batch \
+                 (server.max_bulk_items)",
+                self.max_items
+            ),
+            Bound::Bytes => format!(
+                "the batch's answers reached its bound of {} bytes \
+                 (target_defaults.max_response_bytes)",
+                self.max_bytes
+            ),
+            Bound::Time => format!(
+                "the batch ran past its deadline of {} ms (target_defaults.request_timeout)",
+                self.deadline.as_millis()
+            ),
+        }
+    }
+
+    /// Why the answer of an element that ran is not given: it would take
+    /// the batch's answers past their byte bound.
+    pub fn not_kept(&self, room: usize) -> String {
+        format!(
+            "Ran, but its answer is larger than the {room} bytes left of the batch's bound of {} \
+             bytes (target_defaults.max_response_bytes); send it on its own to see the answer",
+            self.max_bytes
+        )
+    }
+}
+
 /// What a POST body holds, once its framing is sound.
 #[derive(Debug, PartialEq)]
 pub enum Framing {
@@ -42,10 +129,11 @@ pub fn error(id: Value, code: i64, message: impl Into<String>) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
 }
 
-/// Checks a POST body's framing, given as parsed; `protocol` is the
-/// request's `MCP-Protocol-Version` header.
+/// Checks a POST body's framing, given as parsed (a batch's elements are
+/// moved out, not copied); `protocol` is the request's
+/// `MCP-Protocol-Version` header.
 pub fn check(
-    body: Result<&Value, &serde_json::Error>,
+    body: Result<Value, serde_json::Error>,
     protocol: Option<&str>,
 ) -> Result<Framing, Refusal> {
     let refused = |code, message: String| Refusal {
@@ -63,9 +151,7 @@ pub fn check(
             INVALID_REQUEST,
             "Invalid Request: an empty batch".into(),
         )),
-        Value::Array(elements) if protocol == Some(BATCH_PROTOCOL) => {
-            Ok(Framing::Batch(elements.clone()))
-        }
+        Value::Array(elements) if protocol == Some(BATCH_PROTOCOL) => Ok(Framing::Batch(elements)),
         Value::Array(_) => Err(refused(
             INVALID_REQUEST,
             format!(
@@ -74,9 +160,9 @@ pub fn check(
                 protocol.unwrap_or("no MCP-Protocol-Version")
             ),
         )),
-        message => match problem(message) {
+        message => match problem(&message) {
             None => Ok(Framing::One),
-            Some(p) => Err(p.refusal(message)),
+            Some(p) => Err(p.refusal(&message)),
         },
     }
 }
@@ -191,12 +277,44 @@ mod tests {
 
     /// `check` of a body as bytes, parsed as the door parses it.
     fn check(body: &[u8], protocol: Option<&str>) -> Result<Framing, Refusal> {
-        let parsed = serde_json::from_slice::<Value>(body);
-        super::check(parsed.as_ref(), protocol)
+        super::check(serde_json::from_slice::<Value>(body), protocol)
     }
 
     fn code(r: &Refusal) -> i64 {
         r.answer["error"]["code"].as_i64().unwrap()
+    }
+
+    #[test]
+    fn a_batch_stops_at_the_first_bound_it_reaches() {
+        use std::time::Duration;
+        let bounds = BatchBounds {
+            max_items: 3,
+            max_bytes: 1000,
+            deadline: Duration::from_secs(15),
+        };
+        let fresh = Duration::ZERO;
+        assert_eq!(bounds.reached(2, 999, fresh), None);
+        assert_eq!(bounds.reached(3, 0, fresh), Some(Bound::Items));
+        assert_eq!(bounds.reached(1, 1000, fresh), Some(Bound::Bytes));
+        assert_eq!(
+            bounds.reached(1, 0, Duration::from_secs(15)),
+            Some(Bound::Time)
+        );
+        for (bound, says) in [
+            (Bound::Items, "at most 3 per batch (server.max_bulk_items)"),
+            (
+                Bound::Bytes,
+                "1000 bytes (target_defaults.max_response_bytes)",
+            ),
+            (Bound::Time, "15000 ms (target_defaults.request_timeout)"),
+        ] {
+            let text = bounds.not_run(bound, 7);
+            assert!(
+                text.starts_with("Not run: ") && text.contains(says),
+                "{text}"
+            );
+        }
+        assert!(bounds.not_kept(12).contains("12 bytes left"));
     }
 
     #[test]

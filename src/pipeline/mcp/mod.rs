@@ -60,6 +60,9 @@ pub(super) struct McpCaller {
     pub client: Option<SocketAddr>,
     pub chain: Vec<String>,
     pub origin: Option<String>,
+    /// The browser page the door admitted (set by `mcp_http` when the
+    /// request has an `Origin` or `Referer`).
+    pub page: Option<origin::Page>,
     pub request_id: String,
     pub scheme: &'static str,
     /// When the HTTP request arrived.
@@ -97,6 +100,23 @@ impl McpCaller {
             channel: Some(audit::Channel::Mcp),
             tool: Some(tool),
         }
+    }
+
+    /// Whether a call from the caller's page (if any) may run on `target`:
+    /// some role of the caller's that reaches the target admits the page
+    /// itself (`origin::Page::admitted_by`); every target on a gateway
+    /// without roles (the door admitted the page by configuration).
+    fn page_reaches(&self, target: &crate::fleet::Target) -> bool {
+        let Some(page) = &self.page else {
+            return true;
+        };
+        self.state.access.is_open()
+            || super::reaching(&self.held, Some(target)).any(|r| {
+                page.admitted_by(
+                    |o| r.policy.origin_listed(o),
+                    |o| r.policy.origin_allowed(Some(o), false),
+                )
+            })
     }
 
     fn offered(&self) -> Vec<ToolName> {
@@ -329,7 +349,12 @@ async fn rpc_error_of(response: HttpResponse<Body>) -> (HttpResponse<Body>, Opti
 
 /// A JSON body with `status`, never stored.
 fn json_answer(status: u16, answer: &Value) -> HttpResponse<Body> {
-    let mut response = HttpResponse::new(Body::from(answer.to_string()));
+    json_bytes(status, answer.to_string().into_bytes())
+}
+
+/// [`json_answer`] of JSON already written.
+fn json_bytes(status: u16, answer: Vec<u8>) -> HttpResponse<Body> {
+    let mut response = HttpResponse::new(Body::from(answer));
     *response.status_mut() =
         http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_REQUEST);
     response.headers_mut().insert(
@@ -340,16 +365,61 @@ fn json_answer(status: u16, answer: &Value) -> HttpResponse<Body> {
     response
 }
 
+/// A batch's answer, and what the audit record says of it.
+struct Batched {
+    response: HttpResponse<Body>,
+    /// The first JSON-RPC error among the answers.
+    error: Option<String>,
+    /// How many elements were not run (or their answers not kept), and why.
+    cut: Option<String>,
+}
+
+/// The JSON array of a batch's answers, written as they come.
+struct Answers {
+    bytes: Vec<u8>,
+    count: usize,
+    /// Bytes of answers of elements that ran (what the byte bound counts).
+    ran_bytes: usize,
+    first_error: Option<String>,
+}
+
+impl Answers {
+    fn push(&mut self, answer: &[u8], ran: bool) {
+        self.bytes.push(if self.count == 0 { b'[' } else { b',' });
+        self.bytes.extend_from_slice(answer);
+        self.count += 1;
+        if ran {
+            self.ran_bytes += answer.len();
+        }
+    }
+
+    fn push_value(&mut self, answer: &Value, ran: bool) {
+        if ran && self.first_error.is_none() {
+            self.first_error = answer.get("error").map(|e| {
+                let text = format!(
+                    "JSON-RPC error {}: {}",
+                    e.get("code").and_then(Value::as_i64).unwrap_or(0),
+                    e.get("message").and_then(Value::as_str).unwrap_or("")
+                );
+                text.chars().take(200).collect()
+            });
+        }
+        self.push(answer.to_string().as_bytes(), ran);
+    }
+}
+
 /// A batch (protocol 2025-03-26): each element checked and handed to the
-/// SDK on its own, in order; the answers to its requests as one array
-/// (HTTP 202 without a body when it held only notifications and
-/// responses).
+/// SDK on its own, in order, within the bounds of a Jolokia bulk
+/// (`State::mcp_batch`: elements, bytes of answers held, time); the
+/// elements beyond a bound are answered with JSON-RPC errors with their
+/// ids, never run. The answers to its requests come as one array (HTTP
+/// 202 without a body when it held only notifications and responses).
 async fn batch<S>(
     service: &S,
     parts: &http::request::Parts,
     elements: Vec<Value>,
     caller: &McpCaller,
-) -> HttpResponse<Body>
+) -> Batched
 where
     S: tower::Service<
             HttpRequest<Body>,
@@ -359,11 +429,36 @@ where
             Error = std::convert::Infallible,
         > + Clone,
 {
-    let mut answers = Vec::new();
-    for element in elements {
+    let bounds = caller.state.mcp_batch;
+    let started = Instant::now();
+    let total = elements.len();
+    let mut answers = Answers {
+        bytes: Vec::new(),
+        count: 0,
+        ran_bytes: 0,
+        first_error: None,
+    };
+    // The first bound reached, and from which element on.
+    let mut stopped: Option<(jsonrpc::Bound, usize)> = None;
+    let mut not_kept = 0;
+    for (index, element) in elements.into_iter().enumerate() {
+        let id = element.get("id").cloned();
+        let reached = stopped
+            .map(|(bound, _)| bound)
+            .or_else(|| bounds.reached(index, answers.ran_bytes, started.elapsed()));
+        if let Some(bound) = reached {
+            stopped.get_or_insert((bound, index));
+            // A request gets its error; notifications and responses none.
+            if let (Some(id), true) = (id, element.get("method").is_some()) {
+                let error =
+                    jsonrpc::error(id, jsonrpc::BEYOND_BOUNDS, bounds.not_run(bound, total));
+                answers.push_value(&error, false);
+            }
+            continue;
+        }
         if let Some(problem) = jsonrpc::problem(&element) {
-            if element.get("id").is_some() || problem.code != jsonrpc::INVALID_PARAMS {
-                answers.push(problem.answer(&element));
+            if id.is_some() || problem.code != jsonrpc::INVALID_PARAMS {
+                answers.push_value(&problem.answer(&element), true);
             }
             continue;
         }
@@ -374,31 +469,70 @@ where
         request.extensions_mut().insert(caller.clone());
         let Ok(response) = service.clone().oneshot(request).await;
         let status = response.status();
-        let bytes = axum::body::to_bytes(Body::new(response.into_body()), 1 << 26)
-            .await
-            .unwrap_or_default();
+        // Never more than the room left is held.
+        let room = bounds.max_bytes.saturating_sub(answers.ran_bytes);
+        let Ok(bytes) = axum::body::to_bytes(Body::new(response.into_body()), room).await else {
+            let error = jsonrpc::error(
+                id.unwrap_or(Value::Null),
+                jsonrpc::BEYOND_BOUNDS,
+                bounds.not_kept(room),
+            );
+            answers.push_value(&error, false);
+            not_kept += 1;
+            stopped = Some((jsonrpc::Bound::Bytes, index + 1));
+            continue;
+        };
         match serde_json::from_slice::<Value>(&bytes) {
-            Ok(answer) => answers.push(answer),
+            Ok(answer) => {
+                if answers.first_error.is_none() && answer.get("error").is_some() {
+                    answers.push_value(&answer, true);
+                } else {
+                    answers.push(&bytes, true);
+                }
+            }
             Err(_) if status == http::StatusCode::ACCEPTED => {}
-            Err(_) => answers.push(jsonrpc::error(
-                element.get("id").cloned().unwrap_or(Value::Null),
-                -32603,
-                format!(
-                    "Internal error: HTTP {status}: {}",
-                    String::from_utf8_lossy(&bytes)
-                        .chars()
-                        .take(200)
-                        .collect::<String>()
+            Err(_) => answers.push_value(
+                &jsonrpc::error(
+                    id.unwrap_or(Value::Null),
+                    -32603,
+                    format!(
+                        "Internal error: HTTP {status}: {}",
+                        String::from_utf8_lossy(&bytes)
+                            .chars()
+                            .take(200)
+                            .collect::<String>()
+                    ),
                 ),
-            )),
+                true,
+            ),
         }
     }
-    if answers.is_empty() {
+    let cut = stopped.map(|(bound, from)| {
+        let kept = if not_kept > 0 {
+            format!(" ({not_kept} ran, answer not kept)")
+        } else {
+            String::new()
+        };
+        format!(
+            "batch of {total}: {} element(s) from index {from} not run{kept}: {}",
+            total - from,
+            bounds.why(bound, total)
+        )
+    });
+    let error = answers.first_error.take();
+    let response = if answers.count == 0 {
         let mut accepted = HttpResponse::new(Body::empty());
         *accepted.status_mut() = http::StatusCode::ACCEPTED;
-        return accepted;
+        accepted
+    } else {
+        answers.bytes.push(b']');
+        json_bytes(200, answers.bytes)
+    };
+    Batched {
+        response,
+        error,
+        cut,
     }
-    json_answer(200, &Value::Array(answers))
 }
 
 /// A page of `search_mbeans` names, bounded, with the cursor for the
@@ -452,7 +586,7 @@ impl Gateway {
         self: &Arc<Self>,
         parts: http::request::Parts,
         body: Body,
-        caller: McpCaller,
+        mut caller: McpCaller,
     ) -> HttpResponse<Body> {
         // A browser page gets no door to the caller's rights unless it is
         // one the configuration or the caller's own <cors> names.
@@ -463,14 +597,17 @@ impl Gateway {
                 .map(|a| a.as_str())
                 .or_else(|| parts.headers.get(http::header::HOST)?.to_str().ok());
             let listed = |o: &str| caller.held.iter().any(|r| r.policy.origin_listed(o));
-            if !origin::admitted(origin, host, &caller.state.mcp.allowed_origins, listed) {
-                let e = HttpError::new(
-                    403,
-                    "jmxgate.OriginNotAllowed",
-                    "Origin not allowed for MCP: list it in mcp.allowed_origins, or in an \
-                     <allow-origin> of your roles' <cors>",
-                );
-                return self.mcp_refused(&caller, &e, &parts.headers).await;
+            match origin::admit(origin, host, &caller.state.mcp.allowed_origins, listed) {
+                Some(page) => caller.page = Some(page),
+                None => {
+                    let e = HttpError::new(
+                        403,
+                        "jmxgate.OriginNotAllowed",
+                        "Origin not allowed for MCP: list it in mcp.allowed_origins, or in an \
+                         <allow-origin> of your roles' <cors>",
+                    );
+                    return self.mcp_refused(&caller, &e, &parts.headers).await;
+                }
             }
         }
         let body = if parts.method == http::Method::POST {
@@ -485,13 +622,13 @@ impl Gateway {
         let message =
             (parts.method == http::Method::POST).then(|| serde_json::from_slice::<Value>(&body));
         let methods = rpc_methods(message.as_ref().and_then(|m| m.as_ref().ok()));
-        let framing = match &message {
+        let framing = match message {
             Some(message) => {
                 let protocol = parts
                     .headers
                     .get("mcp-protocol-version")
                     .and_then(|v| v.to_str().ok());
-                match jsonrpc::check(message.as_ref(), protocol) {
+                match jsonrpc::check(message, protocol) {
                     Ok(framing) => framing,
                     Err(refusal) => return self.mcp_malformed(&caller, &methods, refusal).await,
                 }
@@ -521,16 +658,23 @@ impl Gateway {
         if let Some(origin) = parts.headers.get(http::header::ORIGIN) {
             request_origin.insert(http::header::ORIGIN, origin.clone());
         }
-        let mut response = match framing {
+        let (mut response, batched) = match framing {
             jsonrpc::Framing::One => {
                 let mut request = HttpRequest::from_parts(parts, Body::from(body));
                 request.extensions_mut().insert(caller.clone());
                 match service.oneshot(request).await {
-                    Ok(response) => response.map(Body::new),
+                    Ok(response) => (response.map(Body::new), None),
                     Err(never) => match never {},
                 }
             }
-            jsonrpc::Framing::Batch(elements) => batch(&service, &parts, elements, &caller).await,
+            jsonrpc::Framing::Batch(elements) => {
+                let Batched {
+                    response,
+                    error,
+                    cut,
+                } = batch(&service, &parts, elements, &caller).await;
+                (response, Some((error, cut)))
+            }
         };
         respond::no_store(response.headers_mut());
         respond::cors_headers(&request_origin, response.headers_mut());
@@ -539,15 +683,29 @@ impl Gateway {
             .map(String::as_str)
             .filter(|m| *m != "tools/call")
             .collect();
-        if methods.is_empty() || !others.is_empty() {
-            let (response, error) = rpc_error_of(response).await;
+        // A batch cut at a bound is recorded even when it held tool calls
+        // only (each call that ran has its own records).
+        let cut = batched.as_ref().and_then(|(_, cut)| cut.clone());
+        if methods.is_empty() || !others.is_empty() || cut.is_some() {
+            // A batch's answer was read as it was written; one answer is
+            // small unless it is a tool result, which is not read here.
+            let (response, error) = match batched {
+                Some((error, _)) => (response, error),
+                None => rpc_error_of(response).await,
+            };
             let status = response.status().as_u16();
-            let note = match (others.is_empty(), &error) {
-                (true, _) => format!("{http_method} without a JSON-RPC method"),
+            let mut note = match (others.is_empty(), &error) {
+                (true, _) if methods.is_empty() => {
+                    format!("{http_method} without a JSON-RPC method")
+                }
+                (true, _) => "tools/call".to_string(),
                 (false, None) => others.join(", "),
                 (false, Some(e)) => format!("{}: {e}", others.join(", ")),
             };
-            let decision = if status < 300 && error.is_none() {
+            if let Some(cut) = &cut {
+                note = format!("{note}; {cut}");
+            }
+            let decision = if status < 300 && error.is_none() && cut.is_none() {
                 "allowed"
             } else {
                 "invalid"
@@ -657,6 +815,8 @@ impl Gateway {
             .fleet
             .iter()
             .filter(|t| state.access.reaches(&caller.held, t))
+            // From a page, only the targets a call from it may use.
+            .filter(|t| caller.page_reaches(t))
             .filter(|t| selector.as_ref().is_none_or(|s| s.matches(t)))
             .map(|t| {
                 let mut d = t.describe();
@@ -767,19 +927,17 @@ impl Gateway {
         };
         // A browser page's origin must be admitted by the roles that reach
         // the call's targets, not only by some role of the caller.
-        let origin_check = |items: &super::items::Items| {
-            match caller.origin.as_deref() {
-            Some(origin) if !super::targets_admit(&state.access, &caller.held, items, origin) => {
-                Err(HttpError::new(
-                    403,
-                    "jmxgate.OriginNotAllowed",
-                    format!(
-                        "Origin {origin} is not admitted by the <cors> of your roles that reach this target"
-                    ),
-                ))
-            }
+        let origin_check = |items: &super::items::Items| match &caller.page {
+            Some(page) if !items.targets().all(|t| caller.page_reaches(t)) => Err(HttpError::new(
+                403,
+                "jmxgate.OriginNotAllowed",
+                format!(
+                    "Origin {} is not admitted by the <cors> <allow-origin> of your roles \
+                         that reach this target",
+                    page.origin
+                ),
+            )),
             _ => Ok(()),
-        }
         };
         let ran = self
             .run_items(state, &judged_as, addressing, &parsed, local, origin_check)

@@ -17,19 +17,49 @@ pub fn admitted(
     allowed_origins: &[String],
     listed_by_roles: impl Fn(&str) -> bool,
 ) -> bool {
-    let Some(origin) = serialized(origin) else {
-        return false;
-    };
-    if allowed_origins
+    admit(origin, host, allowed_origins, listed_by_roles).is_some()
+}
+
+/// A browser page the door admitted, and how: what each call from it
+/// may then reach is [`Page::admitted_by`]'s to say, role by role.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Page {
+    /// The page's origin, serialised (`scheme://host[:port]`).
+    pub origin: String,
+    /// Admitted by the gateway itself (`mcp.allowed_origins`, or its own
+    /// loopback origin), not only by some role's `<allow-origin>`.
+    pub by_gateway: bool,
+}
+
+/// [`admitted`], saying how: `None` when the page gets no door.
+pub fn admit(
+    origin: &str,
+    host: Option<&str>,
+    allowed_origins: &[String],
+    listed_by_roles: impl Fn(&str) -> bool,
+) -> Option<Page> {
+    let origin = serialized(origin)?;
+    let by_gateway = allowed_origins
         .iter()
         .any(|a| serialized(a).is_some_and(|a| a == origin))
-    {
-        return true;
+        || host.is_some_and(|h| own_loopback(&origin, h));
+    (by_gateway || listed_by_roles(&origin)).then_some(Page { origin, by_gateway })
+}
+
+impl Page {
+    /// Whether one role (reaching a call's target) admits this page for
+    /// the call: its own `<allow-origin>` names the page (`listed`), or
+    /// the gateway admitted the page and the role's `<cors>` lets it in
+    /// (`cors_allows`: Jolokia's rule, where a role without `<cors>` lets
+    /// every origin in). A role without `<cors>` thus never admits a page
+    /// that only another role's `<allow-origin>` brought to the door.
+    pub fn admitted_by(
+        &self,
+        listed: impl Fn(&str) -> bool,
+        cors_allows: impl Fn(&str) -> bool,
+    ) -> bool {
+        listed(&self.origin) || (self.by_gateway && cors_allows(&self.origin))
     }
-    if host.is_some_and(|h| own_loopback(&origin, h)) {
-        return true;
-    }
-    listed_by_roles(&origin)
 }
 
 /// `scheme://host[:port]` of a URL, lower-cased, default port left out;
@@ -73,7 +103,29 @@ fn own_loopback(origin: &str, host: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::admitted;
+    use super::{admit, admitted};
+
+    #[test]
+    fn a_role_without_cors_admits_only_a_page_the_gateway_admitted() {
+        let listed = |o: &str| o == "https://ok.example";
+        let no_cors = (|_: &str| false, |_: &str| true);
+        // Brought to the door by one role's <allow-origin> only.
+        let page = admit("https://ok.example", Some("gw"), &[], listed).unwrap();
+        assert!(!page.by_gateway);
+        assert!(page.admitted_by(listed, |_| true));
+        assert!(!page.admitted_by(no_cors.0, no_cors.1));
+        // Admitted by the configuration: a role without <cors> lets it in,
+        // a role whose <cors> names other pages does not.
+        let configured = ["https://ok.example".to_string()];
+        let page = admit("https://ok.example/app", Some("gw"), &configured, none).unwrap();
+        assert_eq!(page.origin, "https://ok.example");
+        assert!(page.by_gateway);
+        assert!(page.admitted_by(no_cors.0, no_cors.1));
+        assert!(!page.admitted_by(|_| false, |_| false));
+        // The gateway's own loopback origin is the gateway's admission.
+        let page = admit("http://127.0.0.1:8080", Some("127.0.0.1:8080"), &[], none).unwrap();
+        assert!(page.by_gateway);
+    }
 
     fn none(_: &str) -> bool {
         false
