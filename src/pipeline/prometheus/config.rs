@@ -64,6 +64,8 @@ pub struct ModuleConfig {
 
 impl Default for PrometheusConfig {
     fn default() -> Self {
+        // One target's bounds: the exporter's own defaults.
+        let bounds = crate::exporter::limits::Limits::default();
         PrometheusConfig {
             enabled: true,
             path: "/prometheus".into(),
@@ -72,12 +74,12 @@ impl Default for PrometheusConfig {
             default_timeout: Duration::from_secs(10),
             max_concurrent_targets: 32,
             plan_cache_bytes: 256 << 20,
-            sample_limit: 100_000,
-            label_limit: 64,
-            name_length_limit: 512,
-            label_value_length_limit: 4096,
-            body_size_limit: 32 << 20,
-            match_length_limit: 8192,
+            sample_limit: bounds.sample_limit,
+            label_limit: bounds.label_limit,
+            name_length_limit: bounds.name_length_limit,
+            label_value_length_limit: bounds.label_value_length_limit,
+            body_size_limit: bounds.body_size_limit as u64,
+            match_length_limit: bounds.match_length_limit,
             cpu_threads: 0,
             modules: Vec::new(),
         }
