@@ -79,7 +79,8 @@ pub struct Gateway {
     /// Client requests being worked on (`server.max_concurrent_requests`).
     working: tokio::sync::Semaphore,
     max_concurrent: usize,
-    /// Of those, the ones anonymous callers hold
+    /// Of those, the ones anonymous callers hold, and callers not yet
+    /// known while their password is checked
     /// (`server.max_anonymous_requests`).
     anonymous: tokio::sync::Semaphore,
     max_anonymous: usize,
@@ -1207,7 +1208,9 @@ impl Gateway {
     }
 
     /// Step 2, or the refusal to send instead: 401 with challenges and no
-    /// body (429 while throttled).
+    /// body (429 while throttled, or when a password check finds no room:
+    /// it is work before the caller is known, so it holds a slot of the
+    /// anonymous share, `server.max_anonymous_requests`, while it runs).
     async fn authenticate(
         &self,
         state: &State,
@@ -1222,7 +1225,7 @@ impl Gateway {
             .client_address(conn.remote.map(|r| r.ip()), headers);
         match state
             .authenticator
-            .authenticate(methods, headers, conn, client)
+            .authenticate(methods, headers, conn, client, &self.anonymous)
             .await
         {
             Ok(p) => Ok(p),

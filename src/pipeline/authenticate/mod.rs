@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
-use http::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
+use http::header::{HeaderValue, AUTHORIZATION, CACHE_CONTROL, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderMap, Response, StatusCode};
 use rustls_pki_types::CertificateDer;
 use serde::Deserialize;
@@ -72,6 +72,11 @@ pub enum Failure {
     Unauthorized { bearer_error: bool },
     /// Too many failures recently.
     Throttled(Duration),
+    /// The credentials need a password check and there is no room for it
+    /// now: the queue of checks (`auth.basic.max_queued_checks`) or the
+    /// share of unauthenticated work (`server.max_anonymous_requests`) is
+    /// full. Answered at once (HTTP 429, `Retry-After`), never queued.
+    Busy,
 }
 
 /// The credential stores, built once from the config.
@@ -160,12 +165,16 @@ impl Authenticator {
     ///
     /// `client` is the caller's address as the trusted-proxy chain tells
     /// it (`AccessControl::client_address`): login throttling counts by it.
+    /// `unauthenticated` is the share of request slots callers not yet
+    /// known may hold (`server.max_anonymous_requests`): a password check,
+    /// work done before the caller is known, holds one of them.
     pub async fn authenticate(
         &self,
         methods: &[AuthMethod],
         headers: &HeaderMap,
         conn: &Connection,
         client: Option<IpAddr>,
+        unauthenticated: &tokio::sync::Semaphore,
     ) -> Result<Principal, Failure> {
         let presented = match credentials(headers) {
             Presented::Readable(value) => Some(value),
@@ -182,7 +191,7 @@ impl Authenticator {
         if let Some(value) = presented {
             let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
             if scheme.eq_ignore_ascii_case("basic") && methods.contains(&AuthMethod::Basic) {
-                return self.basic(rest.to_string(), client).await;
+                return self.basic(rest.to_string(), client, unauthenticated).await;
             }
             if scheme.eq_ignore_ascii_case("bearer") && methods.contains(&AuthMethod::Bearer) {
                 return self.bearer(rest.trim()).await;
@@ -211,14 +220,29 @@ impl Authenticator {
         &self,
         credentials: String,
         client: Option<IpAddr>,
+        unauthenticated: &tokio::sync::Semaphore,
     ) -> Result<Principal, Failure> {
         let basic = self.basic.clone().expect("checked at start-up");
+        // Malformed, throttled and already verified credentials are
+        // decided here, before any queue: a caller whose credentials are
+        // cached never waits behind others' password checks.
         let result = match basic.verify_cheap(&credentials, client) {
             Some(decided) => decided,
             // Password hashing takes milliseconds of CPU: off the I/O
             // threads, and no more at once than there are CPUs, so a spray
-            // of made-up names costs the gateway bounded CPU.
+            // of made-up names costs the gateway bounded CPU. Waiting for
+            // it is work for a caller not yet known: it holds a slot of
+            // the unauthenticated share and a place in a bounded queue,
+            // and without either the caller is answered at once.
             None => {
+                let Ok(_unauthenticated) = unauthenticated.try_acquire() else {
+                    tracing::info!(client = ?client, "password check refused: server.max_anonymous_requests held");
+                    return Err(Failure::Busy);
+                };
+                let Some(_queued) = basic.enter_queue() else {
+                    tracing::info!(client = ?client, "password check refused: auth.basic.max_queued_checks reached");
+                    return Err(Failure::Busy);
+                };
                 let _hashing = hashing_slots().acquire().await;
                 tokio::task::spawn_blocking(move || basic.verify(&credentials, client))
                     .await
@@ -294,7 +318,8 @@ impl Authenticator {
     }
 
     /// The 401 (or 429) answer: challenges for the listener's methods, no
-    /// body, nothing about which part was wrong. A script with a login of
+    /// body, nothing about which part was wrong, never stored
+    /// (`Cache-Control: no-store`). A script with a login of
     /// its own (Hawtio; any AJAX call saying `X-Requested-With`) gets its
     /// Basic challenge as Hawtio's own servers write it, `Hawtio
     /// original-scheme="Basic"`: a plain `Basic` would make the browser
@@ -306,12 +331,19 @@ impl Authenticator {
         request_headers: &HeaderMap,
     ) -> Response<Body> {
         let mut resp = Response::new(Body::empty());
+        resp.headers_mut()
+            .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
         match failure {
             Failure::Throttled(d) => {
                 *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
                 if let Ok(v) = HeaderValue::from_str(&d.as_secs().max(1).to_string()) {
                     resp.headers_mut().insert(RETRY_AFTER, v);
                 }
+            }
+            Failure::Busy => {
+                *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+                resp.headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("1"));
             }
             Failure::Unauthorized { bearer_error } => {
                 *resp.status_mut() = StatusCode::UNAUTHORIZED;
