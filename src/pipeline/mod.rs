@@ -22,6 +22,7 @@ pub mod audit;
 pub mod authenticate;
 pub mod authorize;
 pub mod dispatch;
+pub mod hosts;
 pub mod items;
 mod lifecycle;
 pub mod listen;
@@ -371,7 +372,7 @@ impl Gateway {
             addressed,
             rest,
             _working,
-        } = match self.admit(&state, &parts, &headers, cors, client, request_id) {
+        } = match self.admit(&state, &parts, &headers, cors, &conn, request_id) {
             Ok(admitted) => admitted,
             Err(refusal) => return *refusal,
         };
@@ -1015,7 +1016,8 @@ impl Gateway {
     }
 
     /// The pre-phase: what is checked before anything else, needing no
-    /// caller and costing nothing: the URL's shape, the audit gate (fail
+    /// caller and costing nothing: the `Host` header (`server.allowed_hosts`,
+    /// for every door: DNS rebinding), the URL's shape, the audit gate (fail
     /// closed: nothing runs while the log can't be written), load shedding
     /// (`server.max_concurrent_requests`), and CORS preflights (answered
     /// here: they carry no credentials). `cors` is the answer before
@@ -1026,9 +1028,20 @@ impl Gateway {
         parts: &http::request::Parts,
         headers: &HeaderMap,
         cors: bool,
-        client: Option<std::net::SocketAddr>,
+        conn: &Connection,
         request_id: &str,
     ) -> Result<Admission<'_>, Box<HttpResponse<Body>>> {
+        let client = conn.remote;
+        let host = headers
+            .get(http::header::HOST)
+            .map(|h| h.to_str().unwrap_or("\u{fffd}"));
+        if !state.allowed_hosts.admits(host, conn.bound) {
+            let host = host.unwrap_or_default();
+            tracing::info!(client = ?client, host, "request refused: Host not in server.allowed_hosts");
+            let e = HttpError::new(421, "jmxgate.HostNotAllowed", hosts::refusal_message(host));
+            // No CORS headers: the page that sent it is not one of ours.
+            return Err(Box::new(respond::http_error(&e, headers, false)));
+        }
         let (addressed, rest) = self
             .addressing(&state.mcp, &state.prometheus.config, parts.uri.path())
             .map_err(|e| Box::new(respond::http_error(&e, headers, true)))?;

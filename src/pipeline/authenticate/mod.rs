@@ -62,6 +62,9 @@ pub struct Connection {
     pub peer_certificates: Option<Arc<Vec<CertificateDer<'static>>>>,
     /// The listener's scheme.
     pub tls: bool,
+    /// The address the listener is bound to (for the `Host` check:
+    /// `server.allowed_hosts`); unknown for an embedded router.
+    pub bound: Option<std::net::SocketAddr>,
 }
 
 /// Why a caller was not admitted.
