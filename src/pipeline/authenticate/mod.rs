@@ -75,10 +75,11 @@ pub enum Failure {
     Unauthorized { bearer_error: bool },
     /// Too many failures recently.
     Throttled(Duration),
-    /// The credentials need a password check and there is no room for it
-    /// now: the queue of checks (`auth.basic.max_queued_checks`) or the
-    /// share of unauthenticated work (`server.max_anonymous_requests`) is
-    /// full. Answered at once (HTTP 429, `Retry-After`), never queued.
+    /// The credentials need a password check (or a bearer token's unknown
+    /// key a fetch from the provider) and there is no room for it now: the
+    /// queue of checks (`auth.basic.max_queued_checks`) or the share of
+    /// unauthenticated work (`server.max_anonymous_requests`) is full.
+    /// Answered at once (HTTP 429, `Retry-After`), never queued.
     Busy,
 }
 
@@ -197,7 +198,7 @@ impl Authenticator {
                 return self.basic(rest.to_string(), client, unauthenticated).await;
             }
             if scheme.eq_ignore_ascii_case("bearer") && methods.contains(&AuthMethod::Bearer) {
-                return self.bearer(rest.trim()).await;
+                return self.bearer(rest.trim(), unauthenticated).await;
             }
             // A scheme this listener does not take: as if absent, unless
             // nothing else could identify the caller.
@@ -275,15 +276,28 @@ impl Authenticator {
         }
     }
 
-    async fn bearer(&self, token: &str) -> Result<Principal, Failure> {
+    async fn bearer(
+        &self,
+        token: &str,
+        unauthenticated: &tokio::sync::Semaphore,
+    ) -> Result<Principal, Failure> {
         let bearer = self.bearer.as_ref().expect("checked at start-up");
         let mut verified = bearer.verify(token, SystemTime::now());
-        // An unknown kid may be a key the provider just rotated in.
+        // An unknown kid may be a key the provider just rotated in. Waiting
+        // for the provider is work for a caller not yet known: it holds a
+        // slot of the unauthenticated share, and without one the caller is
+        // answered at once, as for a password check.
         if let (Err(e), Some(provider)) = (&verified, &self.provider_keys) {
-            if e.kind() == bearer::BearerErrorKind::UnknownKey
-                && provider.refresh_after_miss().await
-            {
-                verified = bearer.verify(token, SystemTime::now());
+            if e.kind() == bearer::BearerErrorKind::UnknownKey {
+                let Ok(_unauthenticated) = unauthenticated.try_acquire() else {
+                    tracing::info!(
+                        "bearer key refresh refused: server.max_anonymous_requests held"
+                    );
+                    return Err(Failure::Busy);
+                };
+                if provider.refresh_after_miss().await {
+                    verified = bearer.verify(token, SystemTime::now());
+                }
             }
         }
         match verified {
