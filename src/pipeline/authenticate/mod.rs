@@ -478,3 +478,68 @@ pub fn attempted_method(headers: &HeaderMap, conn: &Connection) -> &'static str 
 pub fn is_secured(methods: &[AuthMethod]) -> bool {
     methods.iter().any(|m| *m != AuthMethod::Anonymous)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+
+    fn basic_header(user: &str, password: &str) -> HeaderMap {
+        let v = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        let mut h = HeaderMap::new();
+        h.insert(AUTHORIZATION, format!("Basic {v}").parse().unwrap());
+        h
+    }
+
+    #[tokio::test]
+    async fn password_checks_need_room_and_verified_credentials_never_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let users = dir.path().join("users.toml");
+        let hash = basic::hash_password("pw").unwrap();
+        std::fs::write(
+            &users,
+            format!("[[users]]\nname = \"u\"\npassword_hash = \"{hash}\"\n"),
+        )
+        .unwrap();
+        let config: AuthConfig =
+            toml::from_str(&format!("[basic]\nusers_file = \"{}\"\n", users.display())).unwrap();
+        let auth = Authenticator::from_config(&config).unwrap();
+        let methods = [AuthMethod::Basic];
+        let conn = Connection::default();
+        let (room, full) = (
+            tokio::sync::Semaphore::new(1),
+            tokio::sync::Semaphore::new(0),
+        );
+        let check = |user: &str, password: &str, share| {
+            let headers = basic_header(user, password);
+            let auth = &auth;
+            let conn = &conn;
+            async move {
+                auth.authenticate(&methods, &headers, conn, None, share)
+                    .await
+            }
+        };
+        // No room in the unauthenticated share: answered at once.
+        assert_eq!(check("u", "pw", &full).await, Err(Failure::Busy));
+        assert_eq!(check("nobody", "x", &full).await, Err(Failure::Busy));
+        // With room: checked, and the slot is given back.
+        assert_eq!(check("u", "pw", &room).await.unwrap().name, "u");
+        assert_eq!(room.available_permits(), 1);
+        // Verified credentials need no room at all.
+        assert_eq!(check("u", "pw", &full).await.unwrap().name, "u");
+        // The answer to a busy check: 429, Retry-After, never stored.
+        let resp = auth.refusal(&methods, &Failure::Busy, &HeaderMap::new());
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(resp.headers()[RETRY_AFTER], "1");
+        assert_eq!(resp.headers()[CACHE_CONTROL], "no-store");
+        let resp = auth.refusal(
+            &methods,
+            &Failure::Unauthorized {
+                bearer_error: false,
+            },
+            &HeaderMap::new(),
+        );
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(resp.headers()[CACHE_CONTROL], "no-store");
+    }
+}
