@@ -635,7 +635,7 @@ async fn post_in_two_writes(
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let body = r#"{"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name"}"#;
     let head = format!(
-        "POST /jolokia/targets/alpha HTTP/1.1\r\nHost: gw\r\nAuthorization: Basic {auth}\r\n\
+        "POST /jolokia/targets/alpha HTTP/1.1\r\nHost: localhost\r\nAuthorization: Basic {auth}\r\n\
          Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );

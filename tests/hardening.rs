@@ -496,8 +496,10 @@ fn slow_clients_are_cut_off_and_release_their_slots() {
         dir.path(),
         &tenants_config(
             dir.path(),
+            // Both slots may be taken by callers not yet known: their
+            // password checks are counted in the anonymous share.
             "header_read_timeout = \"1s\"\nbody_read_timeout = \"1s\"\n\
-             max_concurrent_requests = 2\nmax_connections = 6",
+             max_concurrent_requests = 2\nmax_anonymous_requests = 2\nmax_connections = 6",
         ),
     );
     let gateway = GatewayProcess::start(&config, "info");

@@ -593,8 +593,11 @@ async fn mcp_speaks_json_rpc_errors_batches_and_refuses_rebinding() {
     let dir = tempfile::tempdir().unwrap();
     let users = common::users_file(dir.path(), &[(OPERATOR.0, OPERATOR.1, &["operator"])]);
     // A role without <cors>: Jolokia requests from any origin are fine.
+    // Every Host is answered, so that MCP's own origin check is what
+    // refuses the rebinding page here (the Host check has its own tests,
+    // tests/hardening_round3.rs).
     let config = format!(
-        "auth = [\"basic\"]\n\n{}\
+        "auth = [\"basic\"]\nallowed_hosts = [\"*\"]\n\n{}\
          [auth.basic]\nusers_file = \"{}\"\n\n\
          [[roles]]\nname = \"operator\"\ntargets = [\"*\"]\n\n\
          [mcp]\nallowed_origins = [\"https://console.example.com\"]\n",

@@ -188,6 +188,13 @@ pub struct ServerConfig {
     /// `details.url`. Defaults to `http://<listen>/jolokia`.
     #[serde(default)]
     pub public_url: Option<String>,
+    /// `Host` header values the HTTP and HTTPS listeners answer (a name
+    /// or address, optionally with `:port`; `"*"` for any); others get
+    /// HTTP 421 (DNS rebinding). Unset: a listener bound to a loopback
+    /// address answers `localhost`, `127.0.0.1` and `[::1]` (any port)
+    /// only, other listeners every name.
+    #[serde(default)]
+    pub allowed_hosts: Option<Vec<String>>,
 }
 
 fn default_max_body_bytes() -> usize {
@@ -436,6 +443,9 @@ impl Config {
             .is_some_and(|m| m.contains(&AuthMethod::Mtls))
         {
             problems.push("server.auth: \"mtls\" needs TLS; list it in server.tls_auth".into());
+        }
+        if let Some(hosts) = &self.server.allowed_hosts {
+            problems.extend(crate::pipeline::hosts::problems(hosts));
         }
         if self.server.max_body_bytes == 0 {
             problems.push("server.max_body_bytes: must be greater than zero".into());

@@ -307,6 +307,9 @@ pub fn auth_failure_entry(
     let note = match failure {
         Failure::Unauthorized { .. } => "unauthorized".to_string(),
         Failure::Throttled(d) => format!("throttled for {}s", d.as_secs()),
+        Failure::Busy => "password checks busy (auth.basic.max_queued_checks or \
+                          server.max_anonymous_requests)"
+            .to_string(),
     };
     Entry {
         time: now_rfc3339(),
@@ -322,7 +325,7 @@ pub fn auth_failure_entry(
         decision: Some("denied".into()),
         status: Some(match failure {
             Failure::Unauthorized { .. } => 401,
-            Failure::Throttled(_) => 429,
+            Failure::Throttled(_) | Failure::Busy => 429,
         }),
         note: Some(note),
         ..Entry::default()

@@ -49,6 +49,7 @@ async fn handle(State(gateway): State<Arc<Gateway>>, req: Request<Body>) -> Resp
             remote: Some(tls.remote),
             peer_certificates: tls.peer_certificates.clone(),
             tls: true,
+            bound: None,
         }
     } else {
         Connection {
@@ -58,6 +59,7 @@ async fn handle(State(gateway): State<Arc<Gateway>>, req: Request<Body>) -> Resp
                 .map(|ConnectInfo(a)| *a),
             peer_certificates: None,
             tls: false,
+            bound: None,
         }
     };
     gateway.handle(req, conn).await
@@ -329,6 +331,7 @@ where
         remote: Some(remote),
         peer_certificates: None,
         tls: false,
+        bound: None,
     };
     serve_on(listener, gateway, connection, shutdown).await
 }
@@ -344,6 +347,7 @@ pub async fn serve_tls(
         remote: Some(remote),
         peer_certificates: TlsConnectInfo::of(stream, remote).peer_certificates,
         tls: true,
+        bound: None,
     };
     serve_on(listener, gateway, connection, shutdown).await
 }
@@ -363,6 +367,9 @@ where
     http.timer(TokioTimer::new())
         .header_read_timeout(gateway.limits.header_read_timeout);
     let graceful = GracefulShutdown::new();
+    // Where this listener is bound: a loopback one answers only its own
+    // names unless `server.allowed_hosts` says otherwise.
+    let bound = listener.local_addr().ok();
     tokio::pin!(shutdown);
     loop {
         // Accepted first, then given a place under the cap: at the cap, an
@@ -383,7 +390,10 @@ where
             })
             .clone();
         open.inc();
-        let conn = connection_of(&io, remote);
+        let conn = Connection {
+            bound,
+            ..connection_of(&io, remote)
+        };
         let cap = gateway.limits.connections.clone();
         let gateway = gateway.clone();
         let in_service = live.clone();

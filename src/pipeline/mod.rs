@@ -22,6 +22,7 @@ pub mod audit;
 pub mod authenticate;
 pub mod authorize;
 pub mod dispatch;
+pub mod hosts;
 pub mod items;
 mod lifecycle;
 pub mod listen;
@@ -79,7 +80,8 @@ pub struct Gateway {
     /// Client requests being worked on (`server.max_concurrent_requests`).
     working: tokio::sync::Semaphore,
     max_concurrent: usize,
-    /// Of those, the ones anonymous callers hold
+    /// Of those, the ones anonymous callers hold, and callers not yet
+    /// known while their password is checked
     /// (`server.max_anonymous_requests`).
     anonymous: tokio::sync::Semaphore,
     max_anonymous: usize,
@@ -370,7 +372,7 @@ impl Gateway {
             addressed,
             rest,
             _working,
-        } = match self.admit(&state, &parts, &headers, cors, client, request_id) {
+        } = match self.admit(&state, &parts, &headers, cors, &conn, request_id) {
             Ok(admitted) => admitted,
             Err(refusal) => return *refusal,
         };
@@ -522,10 +524,13 @@ impl Gateway {
             facts: &facts,
         };
         let local = |command: &Command| self.answer_locally(state, held, command, headers, tls);
-        // CORS and JSONP, per item: the roles that reach each item's
-        // target must admit the page's origin.
+        // Another site's page changing state (CSRF), then CORS and JSONP,
+        // per item: the roles that reach each item's target must admit
+        // the page's origin.
         let browser_check = |items: &Items| {
             let cors = cors && origin.is_none_or(|o| targets_admit(access, held, items, o));
+            cross_site_refused(held, items, &parsed, &parts.method, headers)
+                .map_err(|e| (e, cors))?;
             if parsed.query.get("callback").is_some() {
                 jsonp_admitted(access, held, items, headers).map_err(|e| (e, cors))?;
             }
@@ -1015,7 +1020,8 @@ impl Gateway {
     }
 
     /// The pre-phase: what is checked before anything else, needing no
-    /// caller and costing nothing: the URL's shape, the audit gate (fail
+    /// caller and costing nothing: the `Host` header (`server.allowed_hosts`,
+    /// for every door: DNS rebinding), the URL's shape, the audit gate (fail
     /// closed: nothing runs while the log can't be written), load shedding
     /// (`server.max_concurrent_requests`), and CORS preflights (answered
     /// here: they carry no credentials). `cors` is the answer before
@@ -1026,9 +1032,20 @@ impl Gateway {
         parts: &http::request::Parts,
         headers: &HeaderMap,
         cors: bool,
-        client: Option<std::net::SocketAddr>,
+        conn: &Connection,
         request_id: &str,
     ) -> Result<Admission<'_>, Box<HttpResponse<Body>>> {
+        let client = conn.remote;
+        let host = headers
+            .get(http::header::HOST)
+            .map(|h| h.to_str().unwrap_or("\u{fffd}"));
+        if !state.allowed_hosts.admits(host, conn.bound) {
+            let host = host.unwrap_or_default();
+            tracing::info!(client = ?client, host, "request refused: Host not in server.allowed_hosts");
+            let e = HttpError::new(421, "jmxgate.HostNotAllowed", hosts::refusal_message(host));
+            // No CORS headers: the page that sent it is not one of ours.
+            return Err(Box::new(respond::http_error(&e, headers, false)));
+        }
         let (addressed, rest) = self
             .addressing(&state.mcp, &state.prometheus.config, parts.uri.path())
             .map_err(|e| Box::new(respond::http_error(&e, headers, true)))?;
@@ -1208,7 +1225,9 @@ impl Gateway {
     }
 
     /// Step 2, or the refusal to send instead: 401 with challenges and no
-    /// body (429 while throttled).
+    /// body (429 while throttled, or when a password check finds no room:
+    /// it is work before the caller is known, so it holds a slot of the
+    /// anonymous share, `server.max_anonymous_requests`, while it runs).
     async fn authenticate(
         &self,
         state: &State,
@@ -1223,7 +1242,7 @@ impl Gateway {
             .client_address(conn.remote.map(|r| r.ip()), headers);
         match state
             .authenticator
-            .authenticate(methods, headers, conn, client)
+            .authenticate(methods, headers, conn, client, &self.anonymous)
             .await
         {
             Ok(p) => Ok(p),
@@ -1390,6 +1409,64 @@ fn jsonp_admitted(
     ))
 }
 
+/// `Sec-Fetch-Site: cross-site`: a browser says the request comes from a
+/// page of another site (not a subdomain or another port of this one).
+/// Clients other than browsers (curl, Java, Python) send no such header.
+fn fetched_cross_site(headers: &HeaderMap) -> bool {
+    headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("cross-site"))
+}
+
+/// Whether a request may change state: any POST to the Jolokia door (a
+/// form can post `text/plain` without a preflight), and a GET of `write`
+/// or `exec`.
+fn changes_state(method: &Method, parsed: &parse::Parsed) -> bool {
+    *method == Method::POST
+        || parsed.items.iter().any(|item| {
+            item.parsed
+                .as_ref()
+                .is_ok_and(|p| matches!(p.request.command, Command::Write(_) | Command::Exec(_)))
+        })
+}
+
+/// Cross-site request forgery, refused as Jolokia 2.6.1 does: a request
+/// that may change state, which the browser marks `Sec-Fetch-Site:
+/// cross-site`, runs only when the page's origin is named by an
+/// `<allow-origin>` of the caller's roles, and for every target the items
+/// go to by one of the roles reaching it. A policy without `<cors>`
+/// (which admits every origin to CORS) admits none here. The refusal is
+/// HTTP 403 for the whole request, like a refused JSONP callback:
+/// nothing is sent to any agent.
+fn cross_site_refused(
+    held: &[Arc<crate::access::Role>],
+    items: &Items,
+    parsed: &parse::Parsed,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Result<(), HttpError> {
+    if !fetched_cross_site(headers) || !changes_state(method, parsed) {
+        return Ok(());
+    }
+    let listed = |o: &str| {
+        held.iter().any(|r| r.policy.origin_listed(o))
+            && items
+                .targets()
+                .all(|t| reaching(held, Some(t)).any(|r| r.policy.origin_listed(o)))
+    };
+    if page_origin(headers).is_some_and(|o| listed(&o)) {
+        return Ok(());
+    }
+    Err(HttpError::new(
+        403,
+        "jmxgate.CrossSiteRefused",
+        "A request that may change state (any POST, a write or exec) from another site's page \
+         (Sec-Fetch-Site: cross-site) runs only when an <allow-origin> of the <cors> of your \
+         roles names that page's origin",
+    ))
+}
+
 /// The origin of the page a browser request comes from: `Origin`, else
 /// the scheme, host and port of `Referer`; none for `null` or without
 /// either.
@@ -1467,6 +1544,29 @@ fn visible_target(
 mod tests {
     use super::lifecycle::tests::config;
     use super::*;
+
+    #[test]
+    fn state_changes_from_another_site_are_told_apart() {
+        let mut h = HeaderMap::new();
+        assert!(!fetched_cross_site(&h), "curl, Java: no Fetch Metadata");
+        for (value, cross) in [
+            ("same-origin", false),
+            ("same-site", false),
+            ("none", false),
+            ("cross-site", true),
+            ("Cross-Site", true),
+        ] {
+            h.insert("sec-fetch-site", value.parse().unwrap());
+            assert_eq!(fetched_cross_site(&h), cross, "{value}");
+        }
+        let read = parse::parse_get("/read/java.lang:type=Memory/Verbose", None).unwrap();
+        let exec = parse::parse_get("/exec/java.lang:type=Memory/gc", None).unwrap();
+        let write = parse::parse_get("/write/java.lang:type=Memory/Verbose/true", None).unwrap();
+        assert!(!changes_state(&Method::GET, &read));
+        assert!(changes_state(&Method::GET, &exec));
+        assert!(changes_state(&Method::GET, &write));
+        assert!(changes_state(&Method::POST, &read), "any POST");
+    }
 
     #[test]
     fn item_metrics_name_configured_targets_only() {

@@ -17,6 +17,8 @@ pub struct State {
     pub authenticator: Authenticator,
     pub http_methods: Vec<AuthMethod>,
     pub tls_methods: Vec<AuthMethod>,
+    /// `server.allowed_hosts`: the `Host` names the listeners answer.
+    pub allowed_hosts: super::hosts::AllowedHosts,
     pub max_body_bytes: usize,
     pub body_read_timeout: std::time::Duration,
     pub max_bulk_items: usize,
@@ -73,6 +75,7 @@ impl State {
             authenticator,
             http_methods,
             tls_methods,
+            allowed_hosts: super::hosts::AllowedHosts::new(config.server.allowed_hosts.as_deref()),
             max_body_bytes: config.server.max_body_bytes,
             body_read_timeout: config.server.body_read_timeout,
             max_bulk_items: config.server.max_bulk_items,

@@ -32,6 +32,13 @@ pub struct BasicConfig {
     /// How long failures are counted, and how long throttling lasts.
     #[serde(default = "default_failure_window", with = "humantime_serde")]
     pub failure_window: Duration,
+    /// Password checks (credentials not in the verified cache) waiting
+    /// for a hashing thread or being hashed, at once. One more is refused
+    /// at once with HTTP 429 and `Retry-After: 1` instead of waiting:
+    /// a spray of made-up names cannot queue without bound, and callers
+    /// whose credentials are cached never wait behind it.
+    #[serde(default = "default_max_queued_checks")]
+    pub max_queued_checks: usize,
 }
 
 fn default_realm() -> String {
@@ -45,6 +52,11 @@ fn default_max_failures() -> u32 {
 }
 fn default_failure_window() -> Duration {
     Duration::from_secs(60)
+}
+/// `auth.basic.max_queued_checks`' default.
+pub const DEFAULT_MAX_QUEUED_CHECKS: usize = 16;
+fn default_max_queued_checks() -> usize {
+    DEFAULT_MAX_QUEUED_CHECKS
 }
 
 impl BasicConfig {
@@ -107,6 +119,19 @@ pub struct Basic {
     window: Duration,
     /// Per-process key for cache digests.
     pepper: [u8; 16],
+    /// Password checks queued or hashing now, and how many may be.
+    queued: Arc<std::sync::atomic::AtomicUsize>,
+    max_queued: usize,
+}
+
+/// A place in the queue of password checks, given back when dropped.
+#[derive(Debug)]
+pub struct QueuedCheck(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for QueuedCheck {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 impl std::fmt::Debug for Basic {
@@ -158,11 +183,25 @@ impl Basic {
             max_failures: config.max_failures.max(1),
             window: config.failure_window,
             pepper,
+            queued: Arc::default(),
+            max_queued: config.max_queued_checks.max(1),
         })
     }
 
     pub fn realm(&self) -> &str {
         &self.realm
+    }
+
+    /// A place in the queue of password checks (`max_queued_checks`), or
+    /// `None` when it is full: then the caller is answered at once.
+    pub fn enter_queue(&self) -> Option<QueuedCheck> {
+        use std::sync::atomic::Ordering;
+        self.queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max_queued).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| QueuedCheck(self.queued.clone()))
     }
 
     /// Checks an `Authorization: Basic …` value (the part after `Basic `).
@@ -358,6 +397,7 @@ mod tests {
             cache_ttl: Duration::from_secs(60),
             max_failures,
             failure_window: Duration::from_secs(60),
+            max_queued_checks: 2,
         };
         let b = Basic::from_config(&config).unwrap();
         (dir, b)
@@ -543,6 +583,21 @@ mod tests {
     }
 
     #[test]
+    fn the_queue_of_password_checks_is_bounded_and_given_back() {
+        let (_d, basic) = basic("", 5);
+        let first = basic.enter_queue().expect("room for one");
+        let second = basic.enter_queue().expect("room for two");
+        assert!(basic.enter_queue().is_none(), "max_queued_checks = 2");
+        drop(first);
+        let third = basic
+            .enter_queue()
+            .expect("a place given back is free again");
+        assert!(basic.enter_queue().is_none());
+        drop((second, third));
+        assert!(basic.enter_queue().is_some());
+    }
+
+    #[test]
     fn bad_users_files_are_named() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("users.toml");
@@ -557,6 +612,7 @@ mod tests {
             cache_ttl: Duration::from_secs(1),
             max_failures: 1,
             failure_window: Duration::from_secs(1),
+            max_queued_checks: DEFAULT_MAX_QUEUED_CHECKS,
         };
         let e = Basic::from_config(&config).unwrap_err();
         assert!(

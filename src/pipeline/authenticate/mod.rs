@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use axum::body::Body;
-use http::header::{HeaderValue, AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
+use http::header::{HeaderValue, AUTHORIZATION, CACHE_CONTROL, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderMap, Response, StatusCode};
 use rustls_pki_types::CertificateDer;
 use serde::Deserialize;
@@ -62,6 +62,9 @@ pub struct Connection {
     pub peer_certificates: Option<Arc<Vec<CertificateDer<'static>>>>,
     /// The listener's scheme.
     pub tls: bool,
+    /// The address the listener is bound to (for the `Host` check:
+    /// `server.allowed_hosts`); unknown for an embedded router.
+    pub bound: Option<std::net::SocketAddr>,
 }
 
 /// Why a caller was not admitted.
@@ -72,6 +75,12 @@ pub enum Failure {
     Unauthorized { bearer_error: bool },
     /// Too many failures recently.
     Throttled(Duration),
+    /// The credentials need a password check (or a bearer token's unknown
+    /// key a fetch from the provider) and there is no room for it now: the
+    /// queue of checks (`auth.basic.max_queued_checks`) or the share of
+    /// unauthenticated work (`server.max_anonymous_requests`) is full.
+    /// Answered at once (HTTP 429, `Retry-After`), never queued.
+    Busy,
 }
 
 /// The credential stores, built once from the config.
@@ -160,12 +169,16 @@ impl Authenticator {
     ///
     /// `client` is the caller's address as the trusted-proxy chain tells
     /// it (`AccessControl::client_address`): login throttling counts by it.
+    /// `unauthenticated` is the share of request slots callers not yet
+    /// known may hold (`server.max_anonymous_requests`): a password check,
+    /// work done before the caller is known, holds one of them.
     pub async fn authenticate(
         &self,
         methods: &[AuthMethod],
         headers: &HeaderMap,
         conn: &Connection,
         client: Option<IpAddr>,
+        unauthenticated: &tokio::sync::Semaphore,
     ) -> Result<Principal, Failure> {
         let presented = match credentials(headers) {
             Presented::Readable(value) => Some(value),
@@ -182,10 +195,10 @@ impl Authenticator {
         if let Some(value) = presented {
             let (scheme, rest) = value.split_once(' ').unwrap_or((value, ""));
             if scheme.eq_ignore_ascii_case("basic") && methods.contains(&AuthMethod::Basic) {
-                return self.basic(rest.to_string(), client).await;
+                return self.basic(rest.to_string(), client, unauthenticated).await;
             }
             if scheme.eq_ignore_ascii_case("bearer") && methods.contains(&AuthMethod::Bearer) {
-                return self.bearer(rest.trim()).await;
+                return self.bearer(rest.trim(), unauthenticated).await;
             }
             // A scheme this listener does not take: as if absent, unless
             // nothing else could identify the caller.
@@ -211,14 +224,29 @@ impl Authenticator {
         &self,
         credentials: String,
         client: Option<IpAddr>,
+        unauthenticated: &tokio::sync::Semaphore,
     ) -> Result<Principal, Failure> {
         let basic = self.basic.clone().expect("checked at start-up");
+        // Malformed, throttled and already verified credentials are
+        // decided here, before any queue: a caller whose credentials are
+        // cached never waits behind others' password checks.
         let result = match basic.verify_cheap(&credentials, client) {
             Some(decided) => decided,
             // Password hashing takes milliseconds of CPU: off the I/O
             // threads, and no more at once than there are CPUs, so a spray
-            // of made-up names costs the gateway bounded CPU.
+            // of made-up names costs the gateway bounded CPU. Waiting for
+            // it is work for a caller not yet known: it holds a slot of
+            // the unauthenticated share and a place in a bounded queue,
+            // and without either the caller is answered at once.
             None => {
+                let Ok(_unauthenticated) = unauthenticated.try_acquire() else {
+                    tracing::info!(client = ?client, "password check refused: server.max_anonymous_requests held");
+                    return Err(Failure::Busy);
+                };
+                let Some(_queued) = basic.enter_queue() else {
+                    tracing::info!(client = ?client, "password check refused: auth.basic.max_queued_checks reached");
+                    return Err(Failure::Busy);
+                };
                 let _hashing = hashing_slots().acquire().await;
                 tokio::task::spawn_blocking(move || basic.verify(&credentials, client))
                     .await
@@ -248,15 +276,28 @@ impl Authenticator {
         }
     }
 
-    async fn bearer(&self, token: &str) -> Result<Principal, Failure> {
+    async fn bearer(
+        &self,
+        token: &str,
+        unauthenticated: &tokio::sync::Semaphore,
+    ) -> Result<Principal, Failure> {
         let bearer = self.bearer.as_ref().expect("checked at start-up");
         let mut verified = bearer.verify(token, SystemTime::now());
-        // An unknown kid may be a key the provider just rotated in.
+        // An unknown kid may be a key the provider just rotated in. Waiting
+        // for the provider is work for a caller not yet known: it holds a
+        // slot of the unauthenticated share, and without one the caller is
+        // answered at once, as for a password check.
         if let (Err(e), Some(provider)) = (&verified, &self.provider_keys) {
-            if e.kind() == bearer::BearerErrorKind::UnknownKey
-                && provider.refresh_after_miss().await
-            {
-                verified = bearer.verify(token, SystemTime::now());
+            if e.kind() == bearer::BearerErrorKind::UnknownKey {
+                let Ok(_unauthenticated) = unauthenticated.try_acquire() else {
+                    tracing::info!(
+                        "bearer key refresh refused: server.max_anonymous_requests held"
+                    );
+                    return Err(Failure::Busy);
+                };
+                if provider.refresh_after_miss().await {
+                    verified = bearer.verify(token, SystemTime::now());
+                }
             }
         }
         match verified {
@@ -294,7 +335,8 @@ impl Authenticator {
     }
 
     /// The 401 (or 429) answer: challenges for the listener's methods, no
-    /// body, nothing about which part was wrong. A script with a login of
+    /// body, nothing about which part was wrong, never stored
+    /// (`Cache-Control: no-store`). A script with a login of
     /// its own (Hawtio; any AJAX call saying `X-Requested-With`) gets its
     /// Basic challenge as Hawtio's own servers write it, `Hawtio
     /// original-scheme="Basic"`: a plain `Basic` would make the browser
@@ -306,12 +348,19 @@ impl Authenticator {
         request_headers: &HeaderMap,
     ) -> Response<Body> {
         let mut resp = Response::new(Body::empty());
+        resp.headers_mut()
+            .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
         match failure {
             Failure::Throttled(d) => {
                 *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
                 if let Ok(v) = HeaderValue::from_str(&d.as_secs().max(1).to_string()) {
                     resp.headers_mut().insert(RETRY_AFTER, v);
                 }
+            }
+            Failure::Busy => {
+                *resp.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+                resp.headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("1"));
             }
             Failure::Unauthorized { bearer_error } => {
                 *resp.status_mut() = StatusCode::UNAUTHORIZED;
@@ -428,4 +477,69 @@ pub fn attempted_method(headers: &HeaderMap, conn: &Connection) -> &'static str 
 /// as `details.secured`).
 pub fn is_secured(methods: &[AuthMethod]) -> bool {
     methods.iter().any(|m| *m != AuthMethod::Anonymous)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+
+    fn basic_header(user: &str, password: &str) -> HeaderMap {
+        let v = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        let mut h = HeaderMap::new();
+        h.insert(AUTHORIZATION, format!("Basic {v}").parse().unwrap());
+        h
+    }
+
+    #[tokio::test]
+    async fn password_checks_need_room_and_verified_credentials_never_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let users = dir.path().join("users.toml");
+        let hash = basic::hash_password("pw").unwrap();
+        std::fs::write(
+            &users,
+            format!("[[users]]\nname = \"u\"\npassword_hash = \"{hash}\"\n"),
+        )
+        .unwrap();
+        let config: AuthConfig =
+            toml::from_str(&format!("[basic]\nusers_file = \"{}\"\n", users.display())).unwrap();
+        let auth = Authenticator::from_config(&config).unwrap();
+        let methods = [AuthMethod::Basic];
+        let conn = Connection::default();
+        let (room, full) = (
+            tokio::sync::Semaphore::new(1),
+            tokio::sync::Semaphore::new(0),
+        );
+        let check = |user: &str, password: &str, share| {
+            let headers = basic_header(user, password);
+            let auth = &auth;
+            let conn = &conn;
+            async move {
+                auth.authenticate(&methods, &headers, conn, None, share)
+                    .await
+            }
+        };
+        // No room in the unauthenticated share: answered at once.
+        assert_eq!(check("u", "pw", &full).await, Err(Failure::Busy));
+        assert_eq!(check("nobody", "x", &full).await, Err(Failure::Busy));
+        // With room: checked, and the slot is given back.
+        assert_eq!(check("u", "pw", &room).await.unwrap().name, "u");
+        assert_eq!(room.available_permits(), 1);
+        // Verified credentials need no room at all.
+        assert_eq!(check("u", "pw", &full).await.unwrap().name, "u");
+        // The answer to a busy check: 429, Retry-After, never stored.
+        let resp = auth.refusal(&methods, &Failure::Busy, &HeaderMap::new());
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(resp.headers()[RETRY_AFTER], "1");
+        assert_eq!(resp.headers()[CACHE_CONTROL], "no-store");
+        let resp = auth.refusal(
+            &methods,
+            &Failure::Unauthorized {
+                bearer_error: false,
+            },
+            &HeaderMap::new(),
+        );
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(resp.headers()[CACHE_CONTROL], "no-store");
+    }
 }
