@@ -644,8 +644,14 @@ async fn post_in_two_writes(
     let mut buf = [0u8; 4096];
     let mut body_sent = false;
     loop {
-        // An answer to a refused login comes before the body is sent.
-        let read = tokio::time::timeout(Duration::from_millis(300), stream.read(&mut buf)).await;
+        // An answer to a refused login comes before the body is sent; once
+        // it is, the answer may take a password check on a loaded machine.
+        let wait = if body_sent {
+            Duration::from_secs(30)
+        } else {
+            Duration::from_millis(300)
+        };
+        let read = tokio::time::timeout(wait, stream.read(&mut buf)).await;
         match read {
             Ok(Ok(0)) | Ok(Err(_)) => return None,
             Ok(Ok(n)) => answer.extend_from_slice(&buf[..n]),
