@@ -73,6 +73,9 @@ before(async () => {
     args: [
       '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      // Shared memory in a temporary file instead of /dev/shm: a renderer
+      // crashed once ("Page crashed") in a full run on a loaded machine.
+      '--disable-dev-shm-usage',
     ],
   })
   // The console must need nothing from the Internet (no CDN, no fonts).
