@@ -122,8 +122,9 @@ fn properties_len(properties: &[(String, String)]) -> usize {
 }
 
 /// Every leaf of one attribute's value, in the scraper's order, within
-/// the default limits (no deadline).
-pub fn leaves(
+/// the default limits (no deadline): the walk as a list, for the tests.
+#[cfg(test)]
+fn leaves(
     properties: &[(String, String)],
     attr_name: &str,
     description: Option<&str>,
