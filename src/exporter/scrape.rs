@@ -18,7 +18,7 @@
 //! a later scrape reuses it while the value's text is the same, or always
 //! when no rule tried looked at the value (no rules, `cache: true`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 
 use super::limits::{Exceeded, Limits, Ticker};
 use super::rules::{BeanValue, Leaf, Mapping, Module, Outcome, Sample};
-use super::values::{platform_open_type, Found, Kind, Walk};
+use super::values::{describe_gc_info, platform_open_type, Found, Kind, Walk};
 use crate::protocol::ObjectName;
 
 /// What to read of one target for one module.
@@ -40,6 +40,14 @@ pub struct Plan {
     /// are remembered): what a cache of plans weighs them by.
     beans_bytes: usize,
     mappings_bytes: AtomicUsize,
+    /// Beans whose read failed whole (an agent that can't serialise one
+    /// attribute fails them all): read attribute by attribute since, so
+    /// only that one is lost, as jmx_exporter loses it.
+    split: Mutex<HashSet<usize>>,
+    /// Attributes that failed when read alone, and how: not asked for
+    /// again while the plan holds (the MBeans are the same), counted in
+    /// every scrape.
+    failing: Mutex<HashMap<(usize, usize), AttributeError>>,
 }
 
 /// Where a value was found: the bean, its attribute (`dates` after
@@ -105,6 +113,9 @@ pub struct PlannedAttribute {
     pub description: Option<String>,
     /// Jolokia 2.x's `openType` for MXBean attributes.
     pub open_type: Option<Value>,
+    /// Declared so broadly (`java.lang.Object`) that it may hold a number
+    /// or a whole object graph: read apart, its answer's depth bounded.
+    pub bounded: bool,
 }
 
 /// What one request of a plan reads.
@@ -114,7 +125,18 @@ pub enum Read {
     Attributes(usize),
     /// A bean's date attribute (bean, attribute index into `dates`).
     Date(usize, usize),
+    /// A bean's broadly declared attributes, read apart with the depth of
+    /// their answer bounded; folded into `Attributes` by
+    /// [`Plan::assemble`].
+    Bounded(usize),
+    /// One attribute of a bean read attribute by attribute (bean, index
+    /// into `attributes`); folded into `Attributes` too.
+    Attribute(usize, usize),
 }
+
+/// The processing options of a read of broadly declared attributes: a
+/// number is one level deep, an object graph is cut where it starts.
+const BOUNDED: &str = r#"{"ignoreErrors": true, "maxDepth": 2, "maxObjects": 1000}"#;
 
 /// How one target's scrape went.
 #[derive(Debug, Default)]
@@ -124,6 +146,9 @@ pub struct Scraped {
     pub denied: usize,
     /// Attributes or MBeans the agent could not read.
     pub failed: usize,
+    /// Attributes the agent says it does not support (a memory pool's
+    /// thresholds): not a failure.
+    pub unsupported: usize,
     /// Samples left out for carrying a label name twice.
     pub duplicate_labels: usize,
     /// Values matched against the rules in this scrape; the others reused
@@ -214,6 +239,8 @@ impl Plan {
             mappings: Mutex::default(),
             beans_bytes,
             mappings_bytes: AtomicUsize::new(0),
+            split: Mutex::default(),
+            failing: Mutex::default(),
         }
     }
 
@@ -225,17 +252,43 @@ impl Plan {
     }
 
     /// The read requests, JSON items without a target, with what each
-    /// reads.
+    /// reads: per bean, its attributes in one read (the broadly declared
+    /// ones in another), or one read per attribute once its bean's read
+    /// failed whole (attributes known to fail left out); each date apart.
     pub fn reads(&self) -> Vec<(Read, Value)> {
+        let split = self.split.lock().unwrap_or_else(PoisonError::into_inner);
+        let failing = self.failing.lock().unwrap_or_else(PoisonError::into_inner);
+        let bounded: Value = serde_json::from_str(BOUNDED).expect("constant JSON");
         let mut reads = Vec::new();
         for (b, bean) in self.beans.iter().enumerate() {
-            if !bean.attributes.is_empty() {
-                let names: Vec<&str> = bean.attributes.iter().map(|a| a.name.as_str()).collect();
-                reads.push((
-                    Read::Attributes(b),
-                    json!({"type": "read", "mbean": bean.name, "attribute": names,
-                           "config": {"ignoreErrors": true}}),
-                ));
+            if split.contains(&b) {
+                for (a, attribute) in bean.attributes.iter().enumerate() {
+                    if !failing.contains_key(&(b, a)) {
+                        reads.push((Read::Attribute(b, a), self.read_one(bean, attribute)));
+                    }
+                }
+            } else {
+                for (read, broad) in [(Read::Attributes(b), false), (Read::Bounded(b), true)] {
+                    let names: Vec<&str> = bean
+                        .attributes
+                        .iter()
+                        .filter(|a| a.bounded == broad)
+                        .map(|a| a.name.as_str())
+                        .collect();
+                    if names.is_empty() {
+                        continue;
+                    }
+                    let config = if broad {
+                        bounded.clone()
+                    } else {
+                        json!({"ignoreErrors": true})
+                    };
+                    reads.push((
+                        read,
+                        json!({"type": "read", "mbean": bean.name, "attribute": names,
+                               "config": config}),
+                    ));
+                }
             }
             for (d, date) in bean.dates.iter().enumerate() {
                 reads.push((
@@ -245,6 +298,131 @@ impl Plan {
             }
         }
         reads
+    }
+
+    fn read_one(&self, bean: &PlannedBean, attribute: &PlannedAttribute) -> Value {
+        let mut read = json!({"type": "read", "mbean": bean.name, "attribute": attribute.name});
+        if attribute.bounded {
+            read["config"] = serde_json::from_str(BOUNDED).expect("constant JSON");
+        }
+        read
+    }
+
+    /// The beans whose read (of all their attributes, or of the broadly
+    /// declared ones) failed whole in `answers`, not for the caller's
+    /// policy: from now on read attribute by attribute. Their reads, to
+    /// send now; the failed answers are then left out of what
+    /// [`assemble`](Self::assemble) is given.
+    pub fn split_failed(&self, answers: &[(Read, Value)]) -> Vec<(Read, Value)> {
+        let failed: Vec<usize> = answers
+            .iter()
+            .filter_map(|(read, answer)| match read {
+                Read::Attributes(b) | Read::Bounded(b) => {
+                    let status = answer.get("status").and_then(Value::as_u64);
+                    (status != Some(200) && status != Some(403)).then_some(*b)
+                }
+                _ => None,
+            })
+            .collect();
+        if failed.is_empty() {
+            return Vec::new();
+        }
+        self.split
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(failed.iter().copied());
+        let mut reads = Vec::new();
+        for b in failed {
+            let bean = &self.beans[b];
+            if reads
+                .iter()
+                .any(|(r, _)| matches!(r, Read::Attribute(x, _) if *x == b))
+            {
+                continue;
+            }
+            for (a, attribute) in bean.attributes.iter().enumerate() {
+                reads.push((Read::Attribute(b, a), self.read_one(bean, attribute)));
+            }
+        }
+        reads
+    }
+
+    /// The answers as [`apply`](Self::apply) takes them: a bean's
+    /// attributes read apart (broadly declared, or one by one) folded into
+    /// one `Attributes` answer, each attribute that failed alone an error
+    /// in it (and remembered, so it is not asked for again), each known
+    /// to fail one too. Failed whole-bean reads of split beans are left
+    /// out.
+    pub fn assemble(&self, answers: Vec<(Read, Value)>) -> Vec<(Read, Value)> {
+        let split = self.split.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut failing = self.failing.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut out: Vec<(Read, Value)> = Vec::with_capacity(answers.len());
+        // Where each bean's `Attributes` answer is in `out`.
+        let mut at: HashMap<usize, usize> = HashMap::new();
+        let mut slot = |b: usize, out: &mut Vec<(Read, Value)>| -> usize {
+            *at.entry(b).or_insert_with(|| {
+                out.push((Read::Attributes(b), json!({"status": 200, "value": {}})));
+                out.len() - 1
+            })
+        };
+        for (read, answer) in answers {
+            let ok = answer.get("status").and_then(Value::as_u64) == Some(200);
+            match read {
+                // Its attributes are being read one by one.
+                Read::Attributes(b) | Read::Bounded(b) if split.contains(&b) && !ok => {}
+                Read::Attributes(b) | Read::Bounded(b) => {
+                    let i = slot(b, &mut out);
+                    let Some(into) = out[i].1["value"].as_object_mut() else {
+                        continue;
+                    };
+                    if ok {
+                        if let Some(Value::Object(from)) = answer.get("value") {
+                            into.extend(from.iter().map(|(k, v)| (k.clone(), v.clone())));
+                        }
+                    } else {
+                        // Denied whole (or not split): each attribute it
+                        // read fails in place.
+                        let error = AttributeError::of_answer(&answer);
+                        let broad = matches!(read, Read::Bounded(_));
+                        for a in self.beans[b]
+                            .attributes
+                            .iter()
+                            .filter(|a| a.bounded == broad)
+                        {
+                            into.insert(a.name.clone(), error.as_value());
+                        }
+                    }
+                }
+                Read::Date(..) => out.push((read, answer)),
+                Read::Attribute(b, a) => {
+                    let name = self.beans[b].attributes[a].name.clone();
+                    let value = if ok {
+                        answer.get("value").cloned().unwrap_or(Value::Null)
+                    } else {
+                        let error = AttributeError::of_answer(&answer);
+                        if error != AttributeError::Denied {
+                            failing.insert((b, a), error);
+                        }
+                        error.as_value()
+                    };
+                    let i = slot(b, &mut out);
+                    if let Some(into) = out[i].1["value"].as_object_mut() {
+                        into.insert(name, value);
+                    }
+                }
+            }
+        }
+        // Attributes known to fail, not asked for: their error again.
+        for (&(b, a), error) in failing.iter() {
+            if split.contains(&b) {
+                let i = slot(b, &mut out);
+                let name = self.beans[b].attributes[a].name.clone();
+                if let Some(into) = out[i].1["value"].as_object_mut() {
+                    into.entry(name).or_insert_with(|| error.as_value());
+                }
+            }
+        }
+        out
     }
 
     /// The samples of the answers to [`reads`](Self::reads), each an
@@ -330,6 +508,10 @@ impl Plan {
                                 scraped.failed += 1;
                                 continue;
                             }
+                            Some(AttributeError::Unsupported) => {
+                                scraped.unsupported += 1;
+                                continue;
+                            }
                             None => {}
                         }
                         let kind = attribute
@@ -365,6 +547,9 @@ impl Plan {
                         scraped.too_long += too_long;
                     }
                 }
+                // Folded into `Attributes` by `assemble`; alone, a read
+                // of part of a bean's attributes.
+                Read::Bounded(_) | Read::Attribute(..) => {}
                 Read::Date(b, d) => {
                     let bean = &self.beans[b];
                     let date = &bean.dates[d];
@@ -527,10 +712,16 @@ fn plan_bean(module: &Module, name: &ObjectName, info: &Value) -> Option<Planned
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        // Arrays are never exported; read only for a label.
-        if type_name.starts_with('[') && !labels_from.contains(attr) {
-            continue;
-        }
+        let for_label = labels_from.contains(attr);
+        let has_open_type = a.get("openType").is_some_and(|t| !t.is_null());
+        // Arrays are never exported; other types that never hold what
+        // jmx_exporter exports (a number, text, a boolean, a date, open
+        // data) are not read at all, but for a label.
+        let bounded = match exported_kind(&type_name, has_open_type) {
+            Some(bounded) if !type_name.starts_with('[') => bounded,
+            _ if for_label => true,
+            _ => continue,
+        };
         let planned = PlannedAttribute {
             name: attr.clone(),
             description: a.get("desc").and_then(Value::as_str).map(str::to_string),
@@ -538,8 +729,13 @@ fn plan_bean(module: &Module, name: &ObjectName, info: &Value) -> Option<Planned
                 .get("openType")
                 .filter(|t| !t.is_null())
                 .cloned()
-                .or_else(|| platform_open_type(name.domain(), name.properties(), attr, &type_name)),
+                .or_else(|| platform_open_type(name.domain(), name.properties(), attr, &type_name))
+                .map(|mut t| {
+                    describe_gc_info(name.domain(), name.properties(), attr, &mut t);
+                    t
+                }),
             type_name,
+            bounded,
         };
         if planned.type_name == "java.util.Date" {
             dates.push(planned);
@@ -557,10 +753,98 @@ fn plan_bean(module: &Module, name: &ObjectName, info: &Value) -> Option<Planned
     })
 }
 
+/// Whether an attribute of this declared type can give what jmx_exporter
+/// exports: `Some(false)` for the types that do (numbers, booleans, text,
+/// dates, open data, and any MXBean attribute with an open type),
+/// `Some(true)` for those declared so broadly they may hold one (read with
+/// their answer's depth bounded), `None` for the others: object graphs
+/// (a Tomcat `managedResource`) the agent may not even serialise.
+fn exported_kind(type_name: &str, has_open_type: bool) -> Option<bool> {
+    const EXPORTED: [&str; 26] = [
+        "int",
+        "long",
+        "short",
+        "byte",
+        "double",
+        "float",
+        "boolean",
+        "java.lang.Integer",
+        "java.lang.Long",
+        "java.lang.Short",
+        "java.lang.Byte",
+        "java.lang.Double",
+        "java.lang.Float",
+        "java.lang.Boolean",
+        "java.lang.Number",
+        "java.lang.String",
+        "java.math.BigDecimal",
+        "java.math.BigInteger",
+        "java.util.Date",
+        "java.util.concurrent.atomic.AtomicInteger",
+        "java.util.concurrent.atomic.AtomicLong",
+        "javax.management.openmbean.CompositeData",
+        "javax.management.openmbean.TabularData",
+        "javax.management.openmbean.CompositeDataSupport",
+        "javax.management.openmbean.TabularDataSupport",
+        "java.util.Optional",
+    ];
+    const BROAD: [&str; 5] = [
+        "",
+        "java.lang.Object",
+        "java.io.Serializable",
+        "java.lang.Comparable",
+        "java.lang.CharSequence",
+    ];
+    if has_open_type || EXPORTED.contains(&type_name) {
+        Some(false)
+    } else if BROAD.contains(&type_name) {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum AttributeError {
     /// The caller's policy denied reading it.
     Denied,
+    /// The agent says the MBean doesn't support it
+    /// (`UnsupportedOperationException`).
+    Unsupported,
     Failed,
+}
+
+const UNSUPPORTED: &str = "java.lang.UnsupportedOperationException";
+
+impl AttributeError {
+    fn of(message: &str, class: &str) -> AttributeError {
+        if class == "java.lang.SecurityException" && message.contains("is forbidden") {
+            AttributeError::Denied
+        } else if class == UNSUPPORTED {
+            AttributeError::Unsupported
+        } else {
+            AttributeError::Failed
+        }
+    }
+
+    /// How a failed answer to a read of one attribute failed.
+    fn of_answer(answer: &Value) -> AttributeError {
+        if answer.get("status").and_then(Value::as_u64) == Some(403) {
+            return AttributeError::Denied;
+        }
+        let text = |k: &str| answer.get(k).and_then(Value::as_str).unwrap_or("");
+        AttributeError::of(text("error"), text("error_type"))
+    }
+
+    /// The error as a read with `ignoreErrors` writes it in place (2.x).
+    fn as_value(self) -> Value {
+        let (class, error) = match self {
+            AttributeError::Denied => ("java.lang.SecurityException", "Reading is forbidden"),
+            AttributeError::Unsupported => (UNSUPPORTED, "Not supported"),
+            AttributeError::Failed => ("java.lang.Exception", "Could not be read"),
+        };
+        json!({".error": true, "error_type": class, "error": error})
+    }
 }
 
 /// An attribute's error in a read with `ignoreErrors`: an object with
@@ -579,13 +863,7 @@ fn attribute_error(v: &Value) -> Option<AttributeError> {
         }
         _ => return None,
     };
-    Some(
-        if class == "java.lang.SecurityException" && message.contains("is forbidden") {
-            AttributeError::Denied
-        } else {
-            AttributeError::Failed
-        },
-    )
+    Some(AttributeError::of(message, class))
 }
 
 #[cfg(test)]

@@ -263,6 +263,28 @@ pub fn platform_open_type(
     }))
 }
 
+/// The description the JDK gives `GarbageCollector.LastGcInfo`'s
+/// composite type (`GcInfoCompositeData`: "CompositeType for GC info for
+/// <collector>"), which jmx_exporter's HELP shows; Jolokia's open type
+/// says only the type's name. Set on `open_type` where it is that one.
+pub fn describe_gc_info(
+    domain: &str,
+    properties: &[(String, String)],
+    attribute: &str,
+    open_type: &mut Value,
+) {
+    let is_gc = |k: &str, v: &str| properties.iter().any(|(pk, pv)| pk == k && pv == v);
+    if domain != "java.lang" || attribute != "LastGcInfo" || !is_gc("type", "GarbageCollector") {
+        return;
+    }
+    let Some(collector) = properties.iter().find(|(k, _)| k == "name") else {
+        return;
+    };
+    if open_type.get("type").and_then(Value::as_str) == Some("com.sun.management.GcInfo") {
+        open_type["desc"] = Value::String(format!("CompositeType for GC info for {}", collector.1));
+    }
+}
+
 /// The Java type name of a value, where one is known.
 fn type_name(kind: Kind<'_>) -> Option<&str> {
     match kind {

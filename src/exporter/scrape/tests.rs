@@ -423,3 +423,145 @@ fn a_plan_weighs_the_mappings_it_remembers() {
     plan.apply(&module, &answers, &Limits::default());
     assert_eq!(plan.estimated_bytes(), full);
 }
+
+/// One MBean of three attributes the agent reads (a number, a broadly
+/// declared one, one it can't serialise), and one never read (an object
+/// graph's type).
+fn catalina() -> (Module, Plan) {
+    let module = Module::from_yaml("m", "{}").unwrap();
+    let list = json!({"Catalina": {"type=Server": {"attr": {
+        "port": {"type": "int", "desc": "port"},
+        "value": {"type": "java.lang.Object", "desc": "value"},
+        "broken": {"type": "java.lang.String", "desc": "broken"},
+        "managedResource": {"type": "org.apache.catalina.core.StandardServer", "desc": "it"},
+        "Usage": {"type": "long", "desc": "usage"}
+    }}}});
+    let plan = Plan::from_list(&module, &list);
+    (module, plan)
+}
+
+#[test]
+fn types_that_never_give_a_sample_are_not_read_and_broad_ones_are_bounded() {
+    let (_, plan) = catalina();
+    let reads = plan.reads();
+    let text = serde_json::to_string(&reads.iter().map(|(_, r)| r).collect::<Vec<_>>()).unwrap();
+    assert!(!text.contains("managedResource"), "{text}");
+    let bounded: Vec<&Value> = reads
+        .iter()
+        .filter(|(r, _)| matches!(r, Read::Bounded(_)))
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(bounded.len(), 1, "{text}");
+    assert_eq!(bounded[0]["attribute"], json!(["value"]));
+    assert_eq!(bounded[0]["config"]["maxDepth"], 2);
+    let whole: Vec<&Value> = reads
+        .iter()
+        .filter(|(r, _)| matches!(r, Read::Attributes(_)))
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(whole.len(), 1);
+    assert!(!whole[0]["attribute"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("value")));
+}
+
+#[test]
+fn a_bean_whose_read_fails_whole_is_read_attribute_by_attribute_and_loses_only_the_one() {
+    let (module, plan) = catalina();
+    let reads = plan.reads();
+    // The agent can't serialise `broken`, so the bean's read fails whole;
+    // the bounded read of `value` answers.
+    let answered: Vec<(Read, Value)> = reads
+        .iter()
+        .map(|(read, _)| {
+            let answer = match read {
+                Read::Attributes(_) => {
+                    json!({"status": 500, "error_type": "java.lang.IllegalArgumentException",
+                    "error": "Cannot convert a \"java.lang.Object\" value to \"java.lang.String\""})
+                }
+                _ => json!({"status": 200, "value": {"value": 12}}),
+            };
+            (*read, answer)
+        })
+        .collect();
+    let again = plan.split_failed(&answered);
+    let names: Vec<&str> = again
+        .iter()
+        .map(|(_, r)| r["attribute"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    let single = |name: &str, ok: bool| {
+        if ok {
+            json!({"status": 200, "value": if name == "value" { json!(12) } else { json!(7) }})
+        } else {
+            json!({"status": 500, "error_type": "java.lang.IllegalArgumentException", "error": "Cannot convert"})
+        }
+    };
+    let mut all = answered.clone();
+    all.extend(again.iter().map(|(read, r)| {
+        let name = r["attribute"].as_str().unwrap();
+        (*read, single(name, name != "broken"))
+    }));
+    let first = plan.apply(&module, &plan.assemble(all), &Limits::default());
+    let samples = sample_texts(&first);
+    assert_eq!(first.failed, 1, "{samples:?}");
+    assert!(
+        samples
+            .iter()
+            .any(|s| s.starts_with("Catalina_Server_port")),
+        "{samples:?}"
+    );
+    assert!(
+        samples
+            .iter()
+            .any(|s| s.starts_with("Catalina_Server_Usage")),
+        "{samples:?}"
+    );
+    assert!(
+        samples
+            .iter()
+            .any(|s| s.starts_with("Catalina_Server_value")),
+        "{samples:?}"
+    );
+
+    // The next scrape reads attribute by attribute, `broken` left out and
+    // still counted.
+    let next = plan.reads();
+    assert!(next.iter().all(|(r, _)| matches!(r, Read::Attribute(..))));
+    assert_eq!(next.len(), 3);
+    let answered: Vec<(Read, Value)> = next
+        .iter()
+        .map(|(read, r)| (*read, single(r["attribute"].as_str().unwrap(), true)))
+        .collect();
+    assert!(plan.split_failed(&answered).is_empty());
+    let second = plan.apply(&module, &plan.assemble(answered), &Limits::default());
+    assert_eq!(second.failed, 1);
+    assert_eq!(sample_texts(&second), samples);
+}
+
+#[test]
+fn an_attribute_the_agent_does_not_support_is_not_a_failure() {
+    let module = Module::from_yaml("m", "{}").unwrap();
+    let list = json!({"java.lang": {"type=MemoryPool,name=Metaspace": {"attr": {
+        "UsageThreshold": {"type": "long", "desc": "t"},
+        "Usage": {"type": "long", "desc": "u"}
+    }}}});
+    let plan = Plan::from_list(&module, &list);
+    for unsupported in [
+        json!({".error": true, "error_type": "java.lang.UnsupportedOperationException",
+               "error": "Usage threshold is not supported"}),
+        json!("ERROR: Usage threshold is not supported (class java.lang.UnsupportedOperationException)"),
+    ] {
+        let answered: Vec<(Read, Value)> = plan
+            .reads()
+            .into_iter()
+            .map(|(r, _)| {
+                (r, json!({"status": 200, "value": {"UsageThreshold": unsupported.clone(), "Usage": 5}}))
+            })
+            .collect();
+        let scraped = plan.apply(&module, &plan.assemble(answered), &Limits::default());
+        assert_eq!((scraped.failed, scraped.unsupported), (0, 1));
+        assert_eq!(scraped.samples.len(), 1);
+    }
+}

@@ -55,6 +55,7 @@ struct TargetScrape {
     error: Option<(u16, String)>,
     denied: usize,
     failed: usize,
+    unsupported: usize,
     dropped: usize,
     /// Values left out for their length (`match_length_limit`).
     too_long: usize,
@@ -72,6 +73,7 @@ impl TargetScrape {
             error: Some((status, why)),
             denied: 0,
             failed: 0,
+            unsupported: 0,
             dropped: 0,
             too_long: 0,
             mbeans: 0,
@@ -308,39 +310,24 @@ impl Gateway {
             }
         };
         let reads = plan.reads();
-        let items: Vec<Value> = reads
-            .iter()
-            .map(|(_, r)| {
-                let mut r = r.clone();
-                r["target"] = json!({ "url": target.name });
-                r
-            })
-            .collect();
-        let answers = if items.is_empty() {
-            Vec::new()
-        } else {
-            match self.scrape_items(state, caller, &items).await {
-                Ok(a) => a,
+        let mut answered = match self.read_for(state, caller, target, reads).await {
+            Ok(a) => a,
+            Err(e) => return failed(e.status, e.message),
+        };
+        // A bean whose read failed whole is read again attribute by
+        // attribute, now and in later scrapes: one attribute the agent
+        // can't serialise costs only itself.
+        let again = plan.split_failed(&answered);
+        if !again.is_empty() {
+            match self.read_for(state, caller, target, again).await {
+                Ok(more) => answered.extend(more),
                 Err(e) => return failed(e.status, e.message),
             }
-        };
+        }
         let before = plan.estimated_bytes();
         let (for_samples, for_module, limits) = (plan.clone(), module.clone(), *limits);
         let made = exporter.cpu.run(move || {
-            let answered: Vec<(Read, Value)> = reads
-                .into_iter()
-                .zip(&answers)
-                .map(|((read, _), answer)| {
-                    let value = answer
-                        .get("value")
-                        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-                        .unwrap_or(Value::Null);
-                    (
-                        read,
-                        json!({"status": answer.status().unwrap_or(502), "value": value}),
-                    )
-                })
-                .collect();
+            let answered = for_samples.assemble(answered);
             for_samples.apply(&for_module, &answered, &limits)
         });
         let Some(scraped) = made.await else {
@@ -367,12 +354,61 @@ impl Gateway {
             error: None,
             denied: scraped.denied,
             failed: scraped.failed,
+            unsupported: scraped.unsupported,
             dropped: scraped.duplicate_labels,
             too_long: scraped.too_long,
             mbeans: plan.beans.len(),
             seconds: started.elapsed().as_secs_f64(),
             reason: "",
         }
+    }
+
+    /// A plan's reads of one target, answered: each answer as an object
+    /// of its status and value (parsed in the door's CPU pool).
+    async fn read_for(
+        &self,
+        state: &State,
+        caller: &Caller<'_>,
+        target: &Target,
+        reads: Vec<(Read, Value)>,
+    ) -> Result<Vec<(Read, Value)>, HttpError> {
+        if reads.is_empty() {
+            return Ok(Vec::new());
+        }
+        let items: Vec<Value> = reads
+            .iter()
+            .map(|(_, r)| {
+                let mut r = r.clone();
+                r["target"] = json!({ "url": target.name });
+                r
+            })
+            .collect();
+        let answers = self.scrape_items(state, caller, &items).await?;
+        let parsed = state.prometheus.cpu.run(move || {
+            reads
+                .into_iter()
+                .zip(&answers)
+                .map(|((read, _), answer)| {
+                    let value = answer
+                        .get("value")
+                        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                        .unwrap_or(Value::Null);
+                    let mut object =
+                        json!({"status": answer.status().unwrap_or(502), "value": value});
+                    if answer.status() != Some(200) {
+                        object["error"] = json!(answer.error_text());
+                        if let Some(t) = answer.get("error_type") {
+                            object["error_type"] =
+                                serde_json::from_str(t.get()).unwrap_or(Value::Null);
+                        }
+                    }
+                    (read, object)
+                })
+                .collect()
+        });
+        parsed.await.ok_or_else(|| {
+            HttpError::new(503, "jmxgate.Unavailable", "The gateway is shutting down")
+        })
     }
 
     /// The scrape's own items through route, authorize, dispatch and
@@ -416,11 +452,12 @@ impl Gateway {
             };
             let note = match &r.error {
                 None => format!(
-                    "module {module}: {} samples from {} MBeans; {} attributes denied, {} failed, {} samples dropped, {} values too long to match",
+                    "module {module}: {} samples from {} MBeans; {} attributes denied, {} failed, {} not supported, {} samples dropped, {} values too long to match",
                     r.samples.len(),
                     r.mbeans,
                     r.denied,
                     r.failed,
+                    r.unsupported,
                     r.dropped,
                     r.too_long
                 ),
@@ -469,11 +506,12 @@ fn scrape_budget(headers: &HeaderMap, config: &PrometheusConfig) -> Duration {
 /// The families the door writes itself for each target: an agent's
 /// samples under these names are left out (and counted as dropped), so
 /// no MBean can set or retype them.
-const OWN_FAMILIES: [&str; 7] = [
+const OWN_FAMILIES: [&str; 8] = [
     "jmx_scrape_error",
     "jmx_scrape_duration_seconds",
     "jmxgate_scrape_denied_attributes",
     "jmxgate_scrape_failed_attributes",
+    "jmxgate_scrape_unsupported_attributes",
     "jmxgate_scrape_dropped_samples",
     "jmxgate_scrape_samples",
     "jmxgate_scrape_failure",
@@ -510,6 +548,11 @@ fn exposition(results: Vec<TargetScrape>, target_label: &str, format: Format) ->
             "jmxgate_scrape_failed_attributes",
             "Attributes the agent could not read in this scrape.",
             r.failed as f64,
+        );
+        gauge(
+            "jmxgate_scrape_unsupported_attributes",
+            "Attributes the agent says the MBean does not support (not a failure).",
+            r.unsupported as f64,
         );
         gauge(
             "jmxgate_scrape_dropped_samples",
