@@ -42,7 +42,10 @@ fn expected(b: Behaviour) -> (u16, &'static str) {
         Behaviour::Slow => (504, "jmxgate.AgentTimeout"),
         Behaviour::Garbage => (502, "jmxgate.AgentTransportError"),
         // Well-formed agents; not among the behaviours tested here.
-        Behaviour::DeepComposite | Behaviour::LongNames | Behaviour::OwnNames => {
+        Behaviour::DeepComposite
+        | Behaviour::LongNames
+        | Behaviour::OwnNames
+        | Behaviour::BrokenBean => {
             unreachable!("{} is not in Behaviour::ALL", b.name())
         }
     }

@@ -955,3 +955,65 @@ async fn a_backtracking_rule_over_long_names_keeps_to_the_deadline() {
     // 19 s for an 8 s deadline). Room for a loaded machine.
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
+
+/// Jolokia 2.6.0 fails a read of all of Tomcat's `Catalina:type=Server`
+/// attributes when one can't be serialised: the hostile agent does the
+/// same. The bean is read again attribute by attribute, so only that one
+/// is lost (as jmx_exporter loses it), and later scrapes don't ask for it.
+/// A type that never gives a sample (an object graph) is never read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bean_that_fails_whole_loses_only_its_broken_attribute() {
+    use common::hostile::{Behaviour, HostileAgent, BROKEN_READS};
+    use std::sync::atomic::Ordering;
+    let hostile = HostileAgent::start();
+    let gw = Gateway::start(&format!(
+        "[[targets]]\nname = \"tomcat\"\nurl = \"{}\"\n",
+        hostile.url(Behaviour::BrokenBean)
+    ))
+    .await;
+    let url = gw.url("/prometheus?target=tomcat");
+    for scrape in 0..2 {
+        let text = common::get_text(&gw.http, &url).await;
+        let parsed = parse_exposition(&text);
+        let sample = |name: &str| {
+            parsed
+                .samples
+                .get(&(name.to_string(), String::new()))
+                .copied()
+        };
+        assert_eq!(sample("Catalina_Server_port"), Some(8005.0), "{text}");
+        assert_eq!(sample("Catalina_Server_value"), Some(3.0), "{text}");
+        assert!(
+            text.contains("jmx_scrape_error{target=\"tomcat\"} 0.0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("jmxgate_scrape_failed_attributes{target=\"tomcat\"} 1.0"),
+            "scrape {scrape}: {text}"
+        );
+        assert!(!text.contains("managedResource"), "{text}");
+    }
+    // The bean's read, then `broken` alone; not again in the second scrape.
+    assert_eq!(BROKEN_READS.load(Ordering::Relaxed), 2);
+}
+
+/// A healthy JVM's memory pools say their thresholds are not supported
+/// (2.x), a write-only attribute can't be read (1.x lists it): counted
+/// apart, never as failed attributes an operator would alert on.
+#[tokio::test(flavor = "multi_thread")]
+async fn unsupported_attributes_are_no_failures() {
+    let [a, ..] = common::shared_agents();
+    let gw = Gateway::start(&targets_toml(&[a])).await;
+    let text = common::get_text(&gw.http, &gw.url(&format!("/prometheus?target={}", a.name))).await;
+    let parsed = parse_exposition(&text);
+    let own = |name: &str| {
+        parsed
+            .samples
+            .iter()
+            .find(|((n, _), _)| n == name)
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("no {name}: {text}"))
+    };
+    assert!(own("jmxgate_scrape_unsupported_attributes") > 0.0, "{text}");
+    assert_eq!(own("jmxgate_scrape_failed_attributes"), 0.0, "{text}");
+}

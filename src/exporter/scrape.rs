@@ -146,8 +146,8 @@ pub struct Scraped {
     pub denied: usize,
     /// Attributes or MBeans the agent could not read.
     pub failed: usize,
-    /// Attributes the agent says it does not support (a memory pool's
-    /// thresholds): not a failure.
+    /// Attributes the agent says the MBean does not support (a memory
+    /// pool's thresholds) or are write-only: not a failure.
     pub unsupported: usize,
     /// Samples left out for carrying a label name twice.
     pub duplicate_labels: usize,
@@ -809,7 +809,7 @@ enum AttributeError {
     /// The caller's policy denied reading it.
     Denied,
     /// The agent says the MBean doesn't support it
-    /// (`UnsupportedOperationException`).
+    /// (`UnsupportedOperationException`), or that it is write-only.
     Unsupported,
     Failed,
 }
@@ -820,7 +820,12 @@ impl AttributeError {
     fn of(message: &str, class: &str) -> AttributeError {
         if class == "java.lang.SecurityException" && message.contains("is forbidden") {
             AttributeError::Denied
-        } else if class == UNSUPPORTED {
+        } else if class == UNSUPPORTED
+            || (class == "javax.management.AttributeNotFoundException"
+                && message.contains("Write-only attribute"))
+        {
+            // Not supported by the MBean, or write-only (1.x lists those
+            // as if readable): never readable, so no failure.
             AttributeError::Unsupported
         } else {
             AttributeError::Failed

@@ -48,7 +48,15 @@ pub enum Behaviour {
     /// one at `jmx:type=scrape` whose `error` is 736: names a scrape's
     /// answer gives to the gateway's own labels and families.
     OwnNames,
+    /// As Jolokia 2.6.0 with Tomcat's `Catalina:type=Server`: a read of
+    /// several attributes fails whole (status 500) when it includes one
+    /// the agent can't serialise (`broken`); each other attribute read
+    /// alone answers. Counts the reads that named `broken`.
+    BrokenBean,
 }
+
+/// How many reads [`Behaviour::BrokenBean`] was sent that named `broken`.
+pub static BROKEN_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// How deep [`Behaviour::DeepComposite`] nests its composite, and how
 /// many items and key bytes each level has.
@@ -86,6 +94,7 @@ impl Behaviour {
             Behaviour::DeepComposite => "deep-composite",
             Behaviour::LongNames => "long-names",
             Behaviour::OwnNames => "own-names",
+            Behaviour::BrokenBean => "broken-bean",
         }
     }
 
@@ -96,10 +105,18 @@ impl Behaviour {
         Behaviour::OwnNames,
     ];
 
+    /// Every behaviour that answers well-formed MBeans.
+    const WELL_FORMED: [Behaviour; 4] = [
+        Behaviour::DeepComposite,
+        Behaviour::LongNames,
+        Behaviour::OwnNames,
+        Behaviour::BrokenBean,
+    ];
+
     fn from_name(name: &str) -> Option<Behaviour> {
         Behaviour::ALL
             .into_iter()
-            .chain(Behaviour::MBEANS)
+            .chain(Behaviour::WELL_FORMED)
             .find(|b| b.name() == name)
     }
 }
@@ -334,7 +351,10 @@ fn answer(b: Behaviour, items: &[Value], out: &mut TcpStream, stop: &AtomicBool)
         Behaviour::Garbage => {
             send(b"SSH-2.0-OpenSSH_9.2\r\n\r\nnot http at all\r\n");
         }
-        Behaviour::DeepComposite | Behaviour::LongNames | Behaviour::OwnNames => {
+        Behaviour::DeepComposite
+        | Behaviour::LongNames
+        | Behaviour::OwnNames
+        | Behaviour::BrokenBean => {
             let beans = mbeans(b);
             let answers: Vec<Value> = items
                 .iter()
@@ -379,6 +399,19 @@ fn mbeans(b: Behaviour) -> Vec<Bean> {
                 (name, vec![("Value", "int", json!(i))])
             })
             .collect(),
+        Behaviour::BrokenBean => vec![(
+            "Catalina:type=Server".into(),
+            vec![
+                ("port", "int", json!(8005)),
+                ("broken", "java.lang.String", json!("never serialised")),
+                ("value", "java.lang.Object", json!(3)),
+                (
+                    "managedResource",
+                    "org.apache.catalina.core.StandardServer",
+                    json!({}),
+                ),
+            ],
+        )],
         _ => vec![
             (
                 "evil:type=Labels,target=inner,exported_target=outer".into(),
@@ -412,14 +445,37 @@ fn mbean_answer(beans: &[Bean], item: &Value) -> Value {
             ok(Value::Object(domains))
         }
         Some("read") => {
+            let names_broken = match &item["attribute"] {
+                Value::String(a) => a == "broken",
+                Value::Array(a) => a.iter().any(|a| a == "broken"),
+                _ => false,
+            };
+            if names_broken {
+                BROKEN_READS.fetch_add(1, Ordering::Relaxed);
+                return json!({"request": item, "status": 500, "error_type": "java.lang.IllegalArgumentException",
+                    "error": "Cannot convert a \"java.lang.Object\" value to \"java.lang.String\""});
+            }
             let Some((_, attributes)) = beans
                 .iter()
                 .find(|(n, _)| Some(n.as_str()) == item["mbean"].as_str())
             else {
                 return json!({"request": item, "status": 404, "error_type": "javax.management.InstanceNotFoundException", "error": "no such MBean"});
             };
+            if let Value::String(one) = &item["attribute"] {
+                return match attributes.iter().find(|(a, _, _)| a == one) {
+                    Some((_, _, v)) => ok(v.clone()),
+                    None => {
+                        json!({"request": item, "status": 404, "error_type": "javax.management.AttributeNotFoundException", "error": "no such attribute"})
+                    }
+                };
+            }
+            let asked: Vec<&str> = match &item["attribute"] {
+                Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                _ => attributes.iter().map(|(a, _, _)| *a).collect(),
+            };
             let value: serde_json::Map<String, Value> = attributes
                 .iter()
+                .filter(|(a, _, _)| asked.contains(a))
                 .map(|(a, _, v)| (a.to_string(), v.clone()))
                 .collect();
             ok(Value::Object(value))

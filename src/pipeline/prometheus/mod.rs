@@ -551,7 +551,7 @@ fn exposition(results: Vec<TargetScrape>, target_label: &str, format: Format) ->
         );
         gauge(
             "jmxgate_scrape_unsupported_attributes",
-            "Attributes the agent says the MBean does not support (not a failure).",
+            "Attributes the agent says the MBean does not support, or write-only ones: never readable, not a failure.",
             r.unsupported as f64,
         );
         gauge(
