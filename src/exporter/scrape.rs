@@ -755,10 +755,12 @@ fn plan_bean(module: &Module, name: &ObjectName, info: &Value) -> Option<Planned
 
 /// Whether an attribute of this declared type can give what jmx_exporter
 /// exports: `Some(false)` for the types that do (numbers, booleans, text,
-/// dates, open data, and any MXBean attribute with an open type),
-/// `Some(true)` for those declared so broadly they may hold one (read with
-/// their answer's depth bounded), `None` for the others: object graphs
-/// (a Tomcat `managedResource`) the agent may not even serialise.
+/// dates, open data, and any MXBean attribute with an open type), `None`
+/// for those that never do (names, collections), `Some(true)` for the
+/// rest: `java.lang.Object`, which may hold a number, and other classes,
+/// an enum among them (exported through a rule's `value`) or an object
+/// graph (a Tomcat `managedResource`): read apart, their answer's depth
+/// bounded, so no agent serialises a whole graph for a scrape.
 fn exported_kind(type_name: &str, has_open_type: bool) -> Option<bool> {
     const EXPORTED: [&str; 26] = [
         "int",
@@ -788,19 +790,22 @@ fn exported_kind(type_name: &str, has_open_type: bool) -> Option<bool> {
         "javax.management.openmbean.TabularDataSupport",
         "java.util.Optional",
     ];
-    const BROAD: [&str; 5] = [
-        "",
-        "java.lang.Object",
-        "java.io.Serializable",
-        "java.lang.Comparable",
-        "java.lang.CharSequence",
+    const NEVER: [&str; 8] = [
+        "javax.management.ObjectName",
+        "java.util.Map",
+        "java.util.List",
+        "java.util.Set",
+        "java.util.Collection",
+        "java.util.Properties",
+        "java.util.HashMap",
+        "java.util.ArrayList",
     ];
     if has_open_type || EXPORTED.contains(&type_name) {
         Some(false)
-    } else if BROAD.contains(&type_name) {
-        Some(true)
-    } else {
+    } else if NEVER.contains(&type_name) || type_name.starts_with('[') {
         None
+    } else {
+        Some(true)
     }
 }
 

@@ -434,6 +434,7 @@ fn catalina() -> (Module, Plan) {
         "value": {"type": "java.lang.Object", "desc": "value"},
         "broken": {"type": "java.lang.String", "desc": "broken"},
         "managedResource": {"type": "org.apache.catalina.core.StandardServer", "desc": "it"},
+        "Names": {"type": "javax.management.ObjectName", "desc": "never a sample"},
         "Usage": {"type": "long", "desc": "usage"}
     }}}});
     let plan = Plan::from_list(&module, &list);
@@ -441,18 +442,18 @@ fn catalina() -> (Module, Plan) {
 }
 
 #[test]
-fn types_that_never_give_a_sample_are_not_read_and_broad_ones_are_bounded() {
+fn names_are_not_read_and_classes_are_read_bounded() {
     let (_, plan) = catalina();
     let reads = plan.reads();
     let text = serde_json::to_string(&reads.iter().map(|(_, r)| r).collect::<Vec<_>>()).unwrap();
-    assert!(!text.contains("managedResource"), "{text}");
+    assert!(!text.contains("Names"), "{text}");
     let bounded: Vec<&Value> = reads
         .iter()
         .filter(|(r, _)| matches!(r, Read::Bounded(_)))
         .map(|(_, r)| r)
         .collect();
     assert_eq!(bounded.len(), 1, "{text}");
-    assert_eq!(bounded[0]["attribute"], json!(["value"]));
+    assert_eq!(bounded[0]["attribute"], json!(["value", "managedResource"]));
     assert_eq!(bounded[0]["config"]["maxDepth"], 2);
     let whole: Vec<&Value> = reads
         .iter()
@@ -490,10 +491,15 @@ fn a_bean_whose_read_fails_whole_is_read_attribute_by_attribute_and_loses_only_t
         .iter()
         .map(|(_, r)| r["attribute"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 4, "{names:?}");
+    assert_eq!(names.len(), 5, "{names:?}");
     let single = |name: &str, ok: bool| {
         if ok {
-            json!({"status": 200, "value": if name == "value" { json!(12) } else { json!(7) }})
+            let value = match name {
+                "value" => json!(12),
+                "managedResource" => json!({"a": "b"}),
+                _ => json!(7),
+            };
+            json!({"status": 200, "value": value})
         } else {
             json!({"status": 500, "error_type": "java.lang.IllegalArgumentException", "error": "Cannot convert"})
         }
@@ -529,7 +535,7 @@ fn a_bean_whose_read_fails_whole_is_read_attribute_by_attribute_and_loses_only_t
     // still counted.
     let next = plan.reads();
     assert!(next.iter().all(|(r, _)| matches!(r, Read::Attribute(..))));
-    assert_eq!(next.len(), 3);
+    assert_eq!(next.len(), 4);
     let answered: Vec<(Read, Value)> = next
         .iter()
         .map(|(read, r)| (*read, single(r["attribute"].as_str().unwrap(), true)))
