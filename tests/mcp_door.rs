@@ -1022,3 +1022,53 @@ async fn a_partial_summary_is_a_result_with_its_errors_summarised() {
         "{done}"
     );
 }
+
+/// One JSON-RPC request at protocol `version`, with the request `_meta`
+/// 2026-07-28 asks of every request.
+async fn rpc_at(gw: &Gateway, version: &str, method: &str) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "mcp_door", "version": "1"}
+    }}});
+    let r = gw
+        .http
+        .post(gw.url("/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", version)
+        .header("Mcp-Method", method)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    assert_eq!(status, 200, "{method}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// At 2026-07-28 the tool list (and `server/discover`) says how long it
+/// stays fresh, never 0 ("stale at once"), and that it is the caller's own;
+/// older revisions have no such fields.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tool_list_at_2026_07_28_may_be_cached_for_a_while_by_its_caller() {
+    let [a, ..] = shared_agents();
+    let gw = Gateway::start(&targets_toml(&[a])).await;
+    for method in ["tools/list", "server/discover"] {
+        let body = rpc_at(&gw, "2026-07-28", method).await;
+        let result = &body["result"];
+        let ttl = result["ttlMs"].as_u64().unwrap_or_else(|| panic!("{body}"));
+        assert!(ttl >= 1000, "{method}: {body}");
+        assert_eq!(result["cacheScope"], "private", "{method}: {body}");
+    }
+    let (status, body) = rpc(
+        &gw,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(body["result"]["tools"].is_array(), "{body}");
+    assert!(body["result"].get("ttlMs").is_none(), "{body}");
+}
