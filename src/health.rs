@@ -131,9 +131,24 @@ impl TargetHealth {
     }
 
     /// An exchange's outcome (probes use [`record_probe`](Self::record_probe)).
+    /// A change of state is logged once: WARN when the target goes down
+    /// (first seen down, or down after up), INFO when it is back; the
+    /// failures of a target already down are not news (each exchange's
+    /// own line is DEBUG, `dispatch::exchange`).
     pub fn record_exchange(&self, outcome: Result<Duration, String>) {
         let mut s = self.state.lock().expect("health lock");
         s.last_check = Some(SystemTime::now());
+        match changed(s.up, outcome.is_ok()) {
+            Some(Change::Down) => tracing::warn!(
+                target_name = %self.name,
+                error = outcome.as_ref().err().map_or("", String::as_str),
+                "target down: an exchange or health probe failed (logged again only when it is back and fails anew)"
+            ),
+            Some(Change::Up) => {
+                tracing::info!(target_name = %self.name, "target up again: it answered")
+            }
+            None => {}
+        }
         match outcome {
             Ok(latency) => {
                 s.up = Some(true);
@@ -180,6 +195,25 @@ impl TargetHealth {
             }
             Err(e) => self.record_exchange(Err(e)),
         }
+    }
+}
+
+/// A change of a target's state worth one log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Down after up, or down when first seen.
+    Down,
+    /// Up after down.
+    Up,
+}
+
+/// What an outcome (`ok`) changes for a target last seen `up` (`None`:
+/// never seen): a failure is news once, until the target answers again.
+pub fn changed(up: Option<bool>, ok: bool) -> Option<Change> {
+    match (up, ok) {
+        (Some(false), true) => Some(Change::Up),
+        (Some(true) | None, false) => Some(Change::Down),
+        _ => None,
     }
 }
 
@@ -270,6 +304,25 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_target_going_down_is_news_once_until_it_is_back() {
+        // Outcomes in a row, from never seen: what each one changes.
+        let outcomes = [false, false, false, true, true, false, false];
+        let mut up = None;
+        let mut said = Vec::new();
+        for ok in outcomes {
+            said.push(changed(up, ok));
+            up = Some(ok);
+        }
+        use Change::*;
+        assert_eq!(
+            said,
+            [Some(Down), None, None, Some(Up), None, Some(Down), None]
+        );
+        // First seen up is no news.
+        assert_eq!(changed(None, true), None);
+    }
 
     #[test]
     fn the_breaker_opens_after_failures_and_a_probe_closes_it() {

@@ -803,3 +803,272 @@ async fn a_batch_stops_starting_elements_at_its_deadline() {
         "{message}"
     );
 }
+
+/// Bearer tokens for the summary gateway's roles.
+fn bearer(secret: &[u8], roles: &[&str]) -> String {
+    let claims = json!({"sub": "assistant", "exp": now() + 600, "roles": roles});
+    let jwt = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(secret),
+    )
+    .unwrap();
+    format!("Bearer {jwt}")
+}
+
+/// A gateway over the three shared agents (`role=test`) and two targets
+/// where no agent runs (`gone-1`, `gone-2`, `role=dead`), with bearer
+/// roles: `viewer` reads everywhere, `guarded` everywhere but
+/// `HeapMemoryUsage`. Returns the gateway, the viewer's and the guarded
+/// caller's `Authorization`, and the directory its files are in.
+async fn summary_gateway() -> (Gateway, String, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, b, c] = shared_agents();
+    let secret = b"0123456789abcdef0123456789abcdef-summary";
+    std::fs::write(dir.path().join("hs256.key"), secret).unwrap();
+    std::fs::write(
+        dir.path().join("guarded.xml"),
+        "<restrict><deny><mbean><name>java.lang:type=Memory</name>\
+         <attribute>HeapMemoryUsage</attribute></mbean></deny></restrict>",
+    )
+    .unwrap();
+    let dead: String = ["gone-1", "gone-2"]
+        .iter()
+        .map(|name| {
+            format!(
+                "[[targets]]\nname = \"{name}\"\nurl = \"http://127.0.0.1:{}/jolokia\"\n\
+                 labels = {{ role = \"dead\" }}\nconnect_timeout = \"500ms\"\n",
+                common::dead_port()
+            )
+        })
+        .collect();
+    let gw = Gateway::start(&format!(
+        "{targets}{dead}[auth.bearer]\nhs256_secret_file = \"{key}\"\n\n\
+         [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\npolicy = \"{viewer}\"\n\n\
+         [[roles]]\nname = \"guarded\"\ntargets = [\"*\"]\npolicy = \"{guarded}\"\n",
+        targets = targets_toml(&[a, b, c]),
+        key = dir.path().join("hs256.key").display(),
+        viewer = {
+            std::fs::write(dir.path().join("viewer.xml"), VIEWER_POLICY).unwrap();
+            dir.path().join("viewer.xml").display()
+        },
+        guarded = dir.path().join("guarded.xml").display(),
+    ))
+    .await;
+    (
+        gw,
+        bearer(secret, &["viewer"]),
+        bearer(secret, &["guarded"]),
+        dir,
+    )
+}
+
+/// A tool error's text (the call must be one).
+fn tool_error(body: &Value) -> String {
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    body["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{body}"))
+        .to_string()
+}
+
+/// Every target denied: no value to summarise is a tool error, with the
+/// gateway's own denial (as the caller's Jolokia read gets it) once for
+/// all the targets, each named.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_summary_where_every_target_is_denied_is_a_tool_error_saying_why() {
+    let (gw, _, guarded, _dir) = summary_gateway().await;
+    let [a, b, c] = shared_agents();
+    let body = call(
+        &gw,
+        Some(&guarded),
+        "fleet_summary",
+        json!({"target": "role=test", "mbean": "java.lang:type=Memory",
+               "attribute": "HeapMemoryUsage", "path": "used", "op": "sum"}),
+    )
+    .await;
+    let text = tool_error(&body);
+    // What the same caller is told reading one target through Jolokia.
+    let r = gw
+        .http
+        .post(gw.url("/jolokia"))
+        .header("Authorization", &guarded)
+        .header("Content-Type", "application/json")
+        .body(
+            json!({"type": "read", "mbean": "java.lang:type=Memory", "attribute": "HeapMemoryUsage",
+                   "path": "used", "target": {"url": a.name}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let own: Value = r.json().await.unwrap();
+    assert_eq!(own["status"], 403, "{own}");
+    let denial = own["error"].as_str().unwrap();
+    assert!(
+        text.starts_with("role=test: no usable value from any of the 3 target(s):"),
+        "{text}"
+    );
+    let mut names = [&a.name, &b.name, &c.name];
+    names.sort();
+    let line = format!(
+        "\n- 3 target(s) ({}, {}, {}): {denial} ({}, status 403)",
+        names[0],
+        names[1],
+        names[2],
+        own["error_type"].as_str().unwrap()
+    );
+    assert!(text.contains(&line), "no {line:?} in {text}");
+    // Once for all of them, not once per target.
+    assert_eq!(text.matches(denial).count(), 1, "{text}");
+}
+
+/// A composite attribute without `path`: a tool error saying it is no
+/// number, which keys it has (those the agents answer) and to give a path.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_summary_of_a_composite_without_path_says_to_pick_one() {
+    let (gw, viewer, _, _dir) = summary_gateway().await;
+    let [a, b, c] = shared_agents();
+    let body = call(
+        &gw,
+        Some(&viewer),
+        "fleet_summary",
+        json!({"target": "role=test", "mbean": "java.lang:type=Memory",
+               "attribute": "HeapMemoryUsage", "op": "top", "n": 2}),
+    )
+    .await;
+    let text = tool_error(&body);
+    let heap = direct(
+        a,
+        &json!({"type": "read", "mbean": "java.lang:type=Memory", "attribute": "HeapMemoryUsage"}),
+    )
+    .await;
+    let keys: Vec<&String> = heap["value"].as_object().unwrap().keys().collect();
+    assert!(keys.len() >= 4, "{heap}");
+    assert!(
+        text.contains(&format!(
+            "3 target(s) ({}, {}, {}): Not a number: an object with keys ",
+            a.name, b.name, c.name
+        )),
+        "{text}"
+    );
+    for key in keys {
+        assert!(text.contains(key.as_str()), "no {key} in {text}");
+    }
+    assert!(text.contains("give `path`"), "{text}");
+    // With the path the tool's own error names: a result.
+    let body = call(
+        &gw,
+        Some(&viewer),
+        "fleet_summary",
+        json!({"target": "role=test", "mbean": "java.lang:type=Memory",
+               "attribute": "HeapMemoryUsage", "path": "used", "op": "count"}),
+    )
+    .await;
+    let done = &body["result"]["structuredContent"];
+    assert_eq!(body["result"]["isError"], false, "{body}");
+    assert_eq!(
+        (done["result"].as_u64(), done["count"].as_u64()),
+        (Some(3), Some(3)),
+        "{done}"
+    );
+    assert_eq!(done["errors"], json!([]), "{done}");
+}
+
+/// Some targets answer, some can't: the result of those that did (as the
+/// agents themselves answer), with the others summarised by reason.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partial_summary_is_a_result_with_its_errors_summarised() {
+    let (gw, viewer, _, _dir) = summary_gateway().await;
+    let agents = shared_agents();
+    let body = call(
+        &gw,
+        Some(&viewer),
+        "fleet_summary",
+        json!({"target": "*", "mbean": "java.lang:type=Runtime", "attribute": "StartTime",
+               "op": "top", "n": 3}),
+    )
+    .await;
+    assert_eq!(body["result"]["isError"], false, "{body}");
+    let done = &body["result"]["structuredContent"];
+    let mut expected = Vec::new();
+    for agent in agents {
+        let own = direct(
+            agent,
+            &json!({"type": "read", "mbean": "java.lang:type=Runtime", "attribute": "StartTime"}),
+        )
+        .await;
+        expected.push((own["value"].as_i64().unwrap(), agent.name.clone()));
+    }
+    // Largest first, ties by name.
+    expected.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
+    let expected: Vec<Value> = expected
+        .into_iter()
+        .map(|(v, t)| json!({"target": t, "value": v}))
+        .collect();
+    assert_eq!(done["result"], json!(expected), "{done}");
+    assert_eq!(
+        (done["count"].as_u64(), done["failed"].as_u64()),
+        (Some(3), Some(2)),
+        "{done}"
+    );
+    let errors = done["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "one reason: {done}");
+    assert_eq!(errors[0]["count"], 2, "{done}");
+    assert_eq!(errors[0]["targets"], json!(["gone-1", "gone-2"]), "{done}");
+    assert!(errors[0]["status"].as_u64().unwrap() >= 500, "{done}");
+    assert!(
+        errors[0]["error"].as_str().unwrap().contains("gone-1"),
+        "{done}"
+    );
+}
+
+/// One JSON-RPC request at protocol `version`, with the request `_meta`
+/// 2026-07-28 asks of every request.
+async fn rpc_at(gw: &Gateway, version: &str, method: &str) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "mcp_door", "version": "1"}
+    }}});
+    let r = gw
+        .http
+        .post(gw.url("/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", version)
+        .header("Mcp-Method", method)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    assert_eq!(status, 200, "{method}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// At 2026-07-28 the tool list (and `server/discover`) says how long it
+/// stays fresh, never 0 ("stale at once"), and that it is the caller's own;
+/// older revisions have no such fields.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tool_list_at_2026_07_28_may_be_cached_for_a_while_by_its_caller() {
+    let [a, ..] = shared_agents();
+    let gw = Gateway::start(&targets_toml(&[a])).await;
+    for method in ["tools/list", "server/discover"] {
+        let body = rpc_at(&gw, "2026-07-28", method).await;
+        let result = &body["result"];
+        let ttl = result["ttlMs"].as_u64().unwrap_or_else(|| panic!("{body}"));
+        assert!(ttl >= 1000, "{method}: {body}");
+        assert_eq!(result["cacheScope"], "private", "{method}: {body}");
+    }
+    let (status, body) = rpc(
+        &gw,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(body["result"]["tools"].is_array(), "{body}");
+    assert!(body["result"].get("ttlMs").is_none(), "{body}");
+}

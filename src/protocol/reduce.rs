@@ -457,6 +457,35 @@ fn not_a_number(value: &Value) -> Problem {
     if value.is_null() {
         return Problem::new("jmxgate.NotANumber", "Not a number: the value is null");
     }
+    // A composite (or a list): what a path may pick, the same words for
+    // every target whatever its numbers.
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            const SHOWN: usize = 8;
+            let mut keys: Vec<&str> = map.keys().take(SHOWN).map(String::as_str).collect();
+            if map.len() > SHOWN {
+                keys.push("…");
+            }
+            return Problem::new(
+                "jmxgate.NotANumber",
+                format!(
+                    "Not a number: an object with keys {}; a path picks one (e.g. \"{}\")",
+                    keys.join(", "),
+                    keys[0]
+                ),
+            );
+        }
+        Value::Array(items) => {
+            return Problem::new(
+                "jmxgate.NotANumber",
+                format!(
+                    "Not a number: a list of {} values; a path picks one by index (e.g. \"0\")",
+                    items.len()
+                ),
+            );
+        }
+        _ => {}
+    }
     let mut shown = value.to_string();
     if shown.len() > 60 {
         let mut cut = 60;

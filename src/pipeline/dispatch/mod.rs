@@ -262,15 +262,7 @@ where
     let result = exchange.await;
     match &result {
         Ok(_) => target.health.record_exchange(Ok(started.elapsed())),
-        // The agent's fault (or the path to it); not the gateway's budget,
-        // a too large answer or a request the agent refused.
-        Err(
-            e @ (ClientError::Connect(_)
-            | ClientError::Timeout(_)
-            | ClientError::Http { .. }
-            | ClientError::BadAnswer(_)
-            | ClientError::Transport(_)),
-        ) => target.health.record_exchange(Err(e.to_string())),
+        Err(e) if agent_fault(e) => target.health.record_exchange(Err(e.to_string())),
         Err(_) => {}
     }
     let outcome = match &result {
@@ -286,6 +278,19 @@ where
     };
     metrics.exchange(&target.health, outcome, started.elapsed().as_secs_f64());
     result
+}
+
+/// The agent's fault (or the path to it), which its health records; not
+/// the gateway's budget, a too large answer or a request the agent refused.
+fn agent_fault(e: &ClientError) -> bool {
+    matches!(
+        e,
+        ClientError::Connect(_)
+            | ClientError::Timeout(_)
+            | ClientError::Http { .. }
+            | ClientError::BadAnswer(_)
+            | ClientError::Transport(_)
+    )
 }
 
 /// Removes what the grant may not see from a list or search answer.
@@ -379,7 +384,14 @@ where
     Fut: Future<Output = Result<Vec<Response>, ClientError>>,
 {
     let failed = |e: &ClientError| {
-        tracing::warn!(target_name = target, error = %e, items = requests.len(), "agent exchange failed");
+        // A target's going down is logged once, by its health
+        // (`TargetHealth::record_exchange`); each exchange that finds it
+        // down (or its breaker open) is no news.
+        if agent_fault(e) || matches!(e, ClientError::Unavailable(_)) {
+            tracing::debug!(target_name = target, error = %e, items = requests.len(), "agent exchange failed");
+        } else {
+            tracing::warn!(target_name = target, error = %e, items = requests.len(), "agent exchange failed");
+        }
         Response::error(&exchange_error(target, e))
     };
     match send(requests).await {

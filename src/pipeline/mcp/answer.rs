@@ -122,11 +122,23 @@ pub fn shape(a: Answered<'_>) -> Outcome {
             if let Some(p) = a.item.get("path") {
                 summary["path"] = p.clone();
             }
-            if let Value::Object(reduced) = value {
-                for (k, v) in reduced {
-                    summary[k] = v;
-                }
+            let Value::Object(mut reduced) = value else {
+                return Outcome::Failed(format!("{}: unexpected answer {value}", a.target));
+            };
+            let errors = match reduced.remove("errors") {
+                Some(Value::Object(errors)) => errors,
+                _ => Map::new(),
+            };
+            let failed = errors.len();
+            let reasons = summarise_errors(errors);
+            if !any_value(reduced.get("count")) {
+                return Outcome::Failed(no_value(a.target, failed, &reasons));
             }
+            for (k, v) in reduced {
+                summary[k] = v;
+            }
+            summary["failed"] = json!(failed);
+            summary["errors"] = Value::Array(reasons);
             Outcome::Done(summary)
         }
         ToolName::DescribeMbean => Outcome::Done(describe(a.target, a.mbean, &value)),
@@ -144,6 +156,113 @@ pub fn shape(a: Answered<'_>) -> Outcome {
         })),
         ToolName::ListTargets => Outcome::Done(value),
     }
+}
+
+/// Most target names one reason of a `fleet_summary` lists (its `count`
+/// says how many had it).
+pub const MAX_NAMED: usize = 5;
+
+/// Whether a reduced answer's `count` holds a value from some target:
+/// a number, or per attribute (a pattern read) a number per attribute.
+fn any_value(count: Option<&Value>) -> bool {
+    match count {
+        Some(Value::Number(n)) => n.as_u64() != Some(0),
+        Some(Value::Object(per_attribute)) => per_attribute
+            .values()
+            .any(|n| n.as_u64().is_some_and(|n| n > 0)),
+        _ => false,
+    }
+}
+
+/// A reduced answer's `errors` (one entry per target, by name) as
+/// reasons: targets with the same `error_type` and `status` together, with
+/// how many, the first [`MAX_NAMED`] names and the first one's message;
+/// most targets first. Only the names the caller's own fan-out answered
+/// are there to be named.
+fn summarise_errors(errors: Map<String, Value>) -> Vec<Value> {
+    let mut reasons: Vec<(String, Option<u64>, Value)> = Vec::new();
+    for (target, e) in errors {
+        let error_type = e["error_type"].as_str().unwrap_or_default().to_string();
+        let status = e["status"].as_u64();
+        match reasons
+            .iter_mut()
+            .find(|(t, s, _)| *t == error_type && *s == status)
+        {
+            Some((_, _, reason)) => {
+                reason["count"] = json!(reason["count"].as_u64().unwrap_or(0) + 1);
+                if let Some(named) = reason["targets"].as_array_mut() {
+                    if named.len() < MAX_NAMED {
+                        named.push(json!(target));
+                    }
+                }
+            }
+            None => {
+                let mut reason = Map::new();
+                if !error_type.is_empty() {
+                    reason.insert("error_type".into(), json!(error_type));
+                }
+                if let Some(status) = status {
+                    reason.insert("status".into(), json!(status));
+                }
+                let message = e["error"]
+                    .as_str()
+                    .map_or_else(|| format!("status {}", e["status"]), str::to_string);
+                reason.insert("error".into(), json!(message));
+                reason.insert("count".into(), json!(1));
+                reason.insert("targets".into(), json!([target]));
+                reasons.push((error_type, status, Value::Object(reason)));
+            }
+        }
+    }
+    // Stable: equal counts keep the order of their first target's name.
+    reasons.sort_by_key(|(_, _, r)| std::cmp::Reverse(r["count"].as_u64().unwrap_or(0)));
+    reasons.into_iter().map(|(_, _, r)| r).collect()
+}
+
+/// The tool error of a summary that no target gave a value to: each
+/// reason with its targets, and what to do about a composite value.
+fn no_value(target: &str, failed: usize, reasons: &[Value]) -> String {
+    if reasons.is_empty() {
+        return format!("{target}: no target gave a value to summarise (no MBean matched?)");
+    }
+    let mut text = format!("{target}: no usable value from any of the {failed} target(s):");
+    for r in reasons {
+        let count = r["count"].as_u64().unwrap_or(0);
+        let mut names: Vec<&str> = r["targets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if count as usize > names.len() {
+            names.push("…");
+        }
+        let kind = match (r["error_type"].as_str(), r["status"].as_u64()) {
+            (Some(t), Some(s)) => format!(" ({t}, status {s})"),
+            (Some(t), None) => format!(" ({t})"),
+            (None, Some(s)) => format!(" (status {s})"),
+            (None, None) => String::new(),
+        };
+        text.push_str(&format!(
+            "\n- {count} target(s) ({}): {}{kind}",
+            names.join(", "),
+            r["error"].as_str().unwrap_or_default()
+        ));
+    }
+    let composite = reasons.iter().any(|r| {
+        r["error_type"] == "jmxgate.NotANumber"
+            && r["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("an object") || e.contains("a list"))
+    });
+    if composite {
+        text.push_str(
+            "\nThe attribute's value is composite, not a number: give `path` to pick a number \
+             inside it (e.g. `used` for HeapMemoryUsage); describe_mbean or read_attributes \
+             shows its parts.",
+        );
+    }
+    text
 }
 
 /// One MBean's `list` entry as attributes and operations.
@@ -352,6 +471,101 @@ mod tests {
                 {"target": "b", "status": 403, "error": "no", "error_type": "java.lang.SecurityException"}
             ]}))
         );
+    }
+
+    fn summary(answer: Value) -> Outcome {
+        shape(Answered {
+            tool: ToolName::FleetSummary,
+            target: "env=prod",
+            fan_out: true,
+            item: &json!({"mbean": "m:t=x", "attribute": "X", "reduce": {"op": "sum"}}),
+            mbean: None,
+            answer,
+        })
+    }
+
+    fn denied(n: usize) -> Map<String, Value> {
+        (0..n)
+            .map(|i| {
+                (
+                    format!("t{i:02}"),
+                    json!({"status": 403, "error_type": "java.lang.SecurityException",
+                           "error": "Reading attribute X is forbidden for MBean m:t=x"}),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_summary_without_any_value_is_a_tool_error_naming_a_few_targets_per_reason() {
+        let mut errors = denied(7);
+        errors.insert(
+            "u".into(),
+            json!({"status": 503, "error_type": "jmxgate.TargetUnavailable", "error": "Target \"u\": down"}),
+        );
+        let out =
+            summary(json!({"status": 200, "value": {"result": 0, "count": 0, "errors": errors}}));
+        let Outcome::Failed(text) = out else {
+            panic!("{out:?}")
+        };
+        assert!(
+            text.starts_with("env=prod: no usable value from any of the 8 target(s):"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "\n- 7 target(s) (t00, t01, t02, t03, t04, …): Reading attribute X is forbidden \
+                 for MBean m:t=x (java.lang.SecurityException, status 403)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n- 1 target(s) (u): Target \"u\": down"),
+            "{text}"
+        );
+        assert!(!text.contains("t05") && !text.contains("path"), "{text}");
+    }
+
+    #[test]
+    fn a_composite_value_without_path_says_how_to_pick_one() {
+        let e = json!({"status": 400, "error_type": "jmxgate.NotANumber",
+                       "error": "Not a number: an object with keys committed, init, max, used; a path picks one (e.g. \"committed\")"});
+        let out = summary(json!({"status": 200, "value": {"result": null, "count": 0,
+                                 "errors": {"a": e, "b": e}}}));
+        let Outcome::Failed(text) = out else {
+            panic!("{out:?}")
+        };
+        assert!(
+            text.contains("2 target(s) (a, b): Not a number: an object"),
+            "{text}"
+        );
+        assert!(text.contains("give `path`"), "{text}");
+    }
+
+    #[test]
+    fn a_partial_summary_keeps_its_result_with_the_errors_by_reason() {
+        let out = summary(
+            json!({"status": 200, "value": {"result": 42, "count": 2, "errors": denied(6)}}),
+        );
+        let Outcome::Done(done) = out else {
+            panic!("{out:?}")
+        };
+        assert_eq!(done["result"], 42);
+        assert_eq!(done["count"], 2);
+        assert_eq!(done["failed"], 6);
+        assert_eq!(
+            done["errors"],
+            json!([{"error_type": "java.lang.SecurityException", "status": 403,
+                    "error": "Reading attribute X is forbidden for MBean m:t=x", "count": 6,
+                    "targets": ["t00", "t01", "t02", "t03", "t04"]}])
+        );
+        // Per attribute (a pattern): one attribute with values is a result.
+        let out = summary(json!({"status": 200, "value": {"result": {"A": 1, "B": 0},
+                                 "count": {"A": 1, "B": 0}, "errors": {}}}));
+        assert!(matches!(out, Outcome::Done(_)), "{out:?}");
+        let out =
+            summary(json!({"status": 200, "value": {"result": {}, "count": {}, "errors": {}}}));
+        assert!(matches!(out, Outcome::Failed(_)), "{out:?}");
     }
 
     #[test]

@@ -33,8 +33,9 @@ use std::time::Instant;
 use axum::body::Body;
 use http::{HeaderMap, Request as HttpRequest, Response as HttpResponse};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    DiscoverResult, ErrorData, Implementation, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -136,6 +137,22 @@ list_targets, find MBeans with search_mbeans, see what one offers with describe_
 read_attributes. write_attribute and execute_operation change running JVMs: confirm with the \
 user first.";
 
+/// How long (ms) a client may hold a caller's tool list (and the
+/// `server/discover` answer) as fresh, from protocol 2026-07-28 on, where a
+/// list must say (`ttlMs`; 0 would mean "stale at once", asking clients to
+/// list again before every call). The list depends on the caller's roles,
+/// which a reload may change, and the stateless door sends no
+/// `list_changed`: a minute, after which a client lists again; a tool used
+/// from a stale list is judged in full all the same. Private: it is the
+/// caller's own list.
+pub const TOOLS_TTL_MS: u64 = 60_000;
+
+/// Whether a protocol revision carries caching hints (`ttlMs`,
+/// `cacheScope`): 2026-07-28 and later (dates compare as text).
+fn has_cache_hints(version: &ProtocolVersion) -> bool {
+    version.as_str() >= ProtocolVersion::V_2026_07_28.as_str()
+}
+
 fn caller(context: &RequestContext<RoleServer>) -> Result<McpCaller, ErrorData> {
     context
         .extensions
@@ -165,9 +182,27 @@ impl ServerHandler for Door {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = caller(&context)?;
-        Ok(ListToolsResult::with_all_items(
+        let tools = ListToolsResult::with_all_items(
             caller.offered().into_iter().map(ToolName::tool).collect(),
-        ))
+        );
+        Ok(match context.protocol_version() {
+            Some(v) if has_cache_hints(&v) => tools
+                .with_ttl_ms(TOOLS_TTL_MS)
+                .with_cache_scope(CacheScope::Private),
+            _ => tools,
+        })
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        )
+        .with_ttl_ms(TOOLS_TTL_MS)
+        .with_cache_scope(CacheScope::Private))
     }
 
     async fn call_tool(

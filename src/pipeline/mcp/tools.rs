@@ -87,7 +87,8 @@ impl ToolName {
                  (`count`), or which distinct values occur and where (`group`, e.g. versions or \
                  states). Example: \"which JVM uses the most heap?\" is mbean \
                  `java.lang:type=Memory`, attribute `HeapMemoryUsage`, path `used`, op `top`, n 1. \
-                 JVMs that could not answer are listed under `errors`."
+                 JVMs that gave no usable value are summarised under `errors`, by reason; when \
+                 none gave one, the call is an error saying why."
             }
             ToolName::WriteAttribute => {
                 "Set one attribute of an MBean on one target; returns the previous value. Changes \
@@ -322,8 +323,21 @@ impl ToolName {
                     "result": {"description": "A number (sum, avg, count), {target, value} (max, \
                                                min), a list of {target, value} (top, bottom), or a \
                                                list of {value, targets} (group)."},
-                    "count": {"type": "integer", "description": "Targets that answered a usable value."},
-                    "errors": {"type": "object", "description": "Each other target and why."}
+                    "count": {"description": "Targets that answered a usable value (per \
+                                              attribute, for an MBean pattern)."},
+                    "failed": {"type": "integer", "description": "Targets that gave no usable \
+                                                                 value (per attribute: not for \
+                                                                 every attribute)."},
+                    "errors": {"type": "array", "description": "Why, by reason: the targets with \
+                                                               the same error, how many, the \
+                                                               first few names and the first \
+                                                               one's message.",
+                               "items": object(
+                                   json!({"error_type": text, "status": {"type": "integer"},
+                                          "error": text, "count": {"type": "integer"},
+                                          "targets": {"type": "array", "items": text}}),
+                                   &["error", "count", "targets"],
+                               )}
                 }),
                 &["target", "op", "count", "errors"],
             ),

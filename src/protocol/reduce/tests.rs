@@ -584,3 +584,23 @@ fn reduced_answers_read_back_typed() {
     .unwrap();
     assert_eq!(max.ranked().unwrap()[0].target, "a");
 }
+
+#[test]
+fn a_composite_value_says_which_keys_a_path_may_pick_the_same_for_every_target() {
+    let heap = |used: u64| ok(json!({"committed": 10, "init": 1, "max": 20, "used": used}));
+    let answer = fold(
+        op_json("sum"),
+        Shape::Single,
+        &[("a", heap(3)), ("b", heap(4)), ("c", ok(json!([1, 2])))],
+    );
+    assert_eq!(answer["count"], 0);
+    let said = "Not a number: an object with keys committed, init, max, used; a path picks \
+                one (e.g. \"committed\")";
+    assert_eq!(answer["errors"]["a"]["error"], said);
+    assert_eq!(answer["errors"]["b"]["error"], said);
+    assert_eq!(answer["errors"]["a"]["error_type"], "jmxgate.NotANumber");
+    assert_eq!(
+        answer["errors"]["c"]["error"],
+        "Not a number: a list of 2 values; a path picks one by index (e.g. \"0\")"
+    );
+}

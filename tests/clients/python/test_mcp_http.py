@@ -341,7 +341,7 @@ class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
             top = await self.ok(self.viewer, "fleet_summary", {**args, "op": "top", "n": 1})
             best = sorted(ints, key=lambda t: (-ints[t], t))[0]
             self.assertEqual(top["result"], [{"target": best, "value": ints[best]}])
-            self.assertEqual((top["count"], top["errors"], top["op"]), (2, {}, "top"))
+            self.assertEqual((top["count"], top["errors"], top["op"]), (2, [], "top"))
             total = await self.ok(self.viewer, "fleet_summary", {**args, "op": "sum"})
             self.assertEqual(total["result"], sum(ints.values()))
             low = await self.ok(self.viewer, "fleet_summary", {**args, "op": "min"})
@@ -351,7 +351,8 @@ class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
             every = await self.ok(self.viewer, "fleet_summary", {**args, "target": "*", "op": "avg"})
             self.assertEqual(every["result"], sum(ints.values()) / 2)
             self.assertEqual(every["count"], 2)
-            self.assertEqual(list(every["errors"]), [DOWN])
+            self.assertEqual([(e["count"], e["targets"]) for e in every["errors"]], [(1, [DOWN])])
+            self.assertEqual(every["failed"], 1)
             # Text values: grouped, each with who answered it.
             names = {t: direct_value(t, {"type": "read", "mbean": TYPES, "attribute": "Name"}) for t in (A, B)}
             grouped = await self.ok(self.viewer, "fleet_summary", {**args, "attribute": "Name", "op": "group"})
