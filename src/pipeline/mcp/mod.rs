@@ -8,7 +8,8 @@
 //! (`tools.rs`) that goes through parse, route, authorize, dispatch,
 //! merge and audit ([`Gateway::run_tool_item`]); its answer becomes
 //! structured content (`answer.rs`), bounded for an assistant
-//! (`bound.rs`). Audit records say `"channel":"mcp"` and the tool.
+//! (`bound.rs`). Audit records say `"channel":"mcp"`, the tool, and the
+//! MCP client when the request names it (`client_of`).
 
 pub mod answer;
 pub mod bound;
