@@ -420,7 +420,30 @@ async fn serve(conn: ConnectOpts) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::mcp_url;
+    use super::{in_words, mcp_url, plain, status_words};
+
+    #[test]
+    fn failures_are_said_in_words() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(in_words(&refused).starts_with("the connection was refused"));
+        let tls = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+        );
+        assert!(
+            in_words(&tls).contains("does not speak TLS"),
+            "{}",
+            in_words(&tls)
+        );
+        assert!(status_words(502).contains("HTTP 502: a proxy"));
+        assert_eq!(
+            plain("a redirect; not followed".into()),
+            "a redirect; not followed"
+        );
+        for debug in ["Some(\"text/html\")", "rmcp::Error", "Kind(Io) { x }"] {
+            assert!(!plain(debug.into()).contains(debug), "{debug}");
+        }
+    }
 
     #[test]
     fn the_gateways_base_or_jolokia_url_means_its_mcp_endpoint() {
