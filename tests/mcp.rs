@@ -375,6 +375,28 @@ async fn python_sdk_over_streamable_http() {
     // What ran, for --success-output.
     println!("{out}{err}");
     setup.check_after_suite().await;
+    // Who called: the SDK's clientInfo (its `_meta` at 2026-07-28, its
+    // `initialize` at earlier revisions) is in the records.
+    let records = setup.records();
+    let by_the_suite = |r: &&Value| {
+        r["channel"] == "mcp"
+            && r["mcp_client"] == "jmxgate-mcp-tests"
+            && r["mcp_client_version"] == "1.0.0"
+    };
+    assert!(
+        records
+            .iter()
+            .filter(by_the_suite)
+            .any(|r| r["event"] == "item" && tool_of(r) == Some("read_attributes")),
+        "no tool call record names the MCP client"
+    );
+    assert!(
+        records
+            .iter()
+            .filter(by_the_suite)
+            .any(|r| r["event"] == "mcp" && r["note"] == "initialize"),
+        "no initialize record names the MCP client"
+    );
     // The suite's wrong passwords were refused before MCP: audited as
     // failed authentications (written in the background), never as calls.
     common::eventually(
@@ -413,6 +435,41 @@ async fn python_sdk_over_stdio_through_jmxgate_mcp_in_every_protocol() {
         .envs(setup.env());
     let (out, err) = common::run_client(cmd, Duration::from_secs(240)).await;
     println!("{out}{err}");
+    // Who called: the bridge connects as itself, and names the local
+    // client (from its `initialize` or its 2026-07-28 `_meta`) in each
+    // request it forwards.
+    let records = setup.records();
+    let shown = || {
+        records
+            .iter()
+            .filter(|r| r["channel"] == "mcp")
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let calls: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["channel"] == "mcp" && r["event"] == "item")
+        .collect();
+    assert!(!calls.is_empty(), "no tool calls: {}", shown());
+    for r in calls {
+        assert_eq!(
+            (&r["mcp_client"], &r["mcp_client_version"]),
+            (
+                &json!("jmxgate-stdio-tests (via jmxgate mcp)"),
+                &json!("1.0.0")
+            ),
+            "{r}"
+        );
+    }
+    assert!(
+        records.iter().any(|r| r["event"] == "mcp"
+            && r["note"] == "initialize"
+            && r["mcp_client"] == "jmxgate-mcp"
+            && r["mcp_client_version"] == env!("CARGO_PKG_VERSION")),
+        "the bridge's own initialize: {}",
+        shown()
+    );
 }
 
 /// FastMCP (PyPI) in its default mode, which discovers protocol
@@ -1106,4 +1163,137 @@ fn jmxgate_mcp_follows_no_redirect_to_another_origin() {
         0,
         "the body was sent to the other origin"
     );
+}
+
+/// `jmxgate mcp` says what failed, where (the gateway's origin) and why in
+/// words, at connect time and per request: never a Rust type name or a
+/// `Debug` rendering (`os error 111`, `InvalidContentType`, `Some(…)`).
+#[test]
+fn jmxgate_mcp_says_in_words_why_the_gateway_cannot_be_reached() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let rust_ish = |text: &str| {
+        [
+            "::",
+            "os error",
+            "Some(",
+            "InvalidContentType",
+            "Error {",
+            "Kind(",
+        ]
+        .into_iter()
+        .find(|m| text.contains(m))
+    };
+    let bridge = |url: &str| {
+        Command::new(BIN)
+            .args(["mcp", "--url", url])
+            .env_remove("JMXGATE_TARGET")
+            .env_remove("JMXGATE_USER")
+            .env_remove("JMXGATE_TOKEN")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+
+    // Nothing listens: connecting fails, said plainly.
+    let port = common::dead_port();
+    let out = bridge(&format!("http://127.0.0.1:{port}/jolokia"))
+        .wait_with_output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "cannot connect to the gateway at http://127.0.0.1:{port}"
+        )) && err.contains("refused")
+            && rust_ish(&err).is_none(),
+        "{err}"
+    );
+
+    // A gateway that is up, then goes away during the session.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[[targets]]\nname = \"gone\"\n\
+             url = \"http://127.0.0.1:{}/jolokia\"\n",
+            common::dead_port()
+        ),
+    )
+    .unwrap();
+    let gateway = common::GatewayProcess::start(&config, "info");
+    let addr = gateway.addr.clone();
+
+    // TLS asked of a plain HTTP port.
+    let out = bridge(&format!("https://{addr}/"))
+        .wait_with_output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("cannot connect to the gateway at https://{addr}"))
+            && err.contains("TLS")
+            && rust_ish(&err).is_none(),
+        "{err}"
+    );
+
+    let mut child = bridge(&format!("http://{addr}/"));
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (lines, from_bridge) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            let Ok(line) = line else { return };
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let mut send = |message: Value| {
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    };
+    let answer = |id: u64| loop {
+        let line = from_bridge
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("the bridge answers request {id}"));
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == id {
+            break message;
+        }
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    assert!(answer(1)["result"].is_object());
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    drop(gateway);
+    for (id, method, params) in [
+        (2, "tools/list", json!({})),
+        (
+            3,
+            "tools/call",
+            json!({"name": "list_targets", "arguments": {}}),
+        ),
+    ] {
+        send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let answered = answer(id);
+        let text = answered["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{answered}"));
+        assert!(
+            text.contains(&format!("the gateway at http://{addr}"))
+                && text.contains("refused")
+                && rust_ish(text).is_none(),
+            "{text}"
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -1072,3 +1072,129 @@ async fn the_tool_list_at_2026_07_28_may_be_cached_for_a_while_by_its_caller() {
     assert!(body["result"]["tools"].is_array(), "{body}");
     assert!(body["result"].get("ttlMs").is_none(), "{body}");
 }
+
+/// Who called: the MCP client's `clientInfo` is in the audit records of
+/// the requests that carry it: an `initialize`, and (protocol 2026-07-28's
+/// `_meta`, SEP-2575) any request, tool calls among them; cut and cleaned,
+/// since the client chooses it. A request that names no client records
+/// none (the door keeps no session to remember one from).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_mcp_client_is_in_the_audit_cut_and_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let users = common::users_file(dir.path(), &[("ann", "s3cret-Pa55", &["ops"])]);
+    let audit = dir.path().join("audit");
+    let gw = Gateway::start(&common::basic_auth_config(
+        &users,
+        &format!(
+            "{}\n[[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n\n[audit]\ndir = \"{}\"\n",
+            targets_toml(&[a]),
+            audit.display()
+        ),
+    ))
+    .await;
+    let auth = format!(
+        "Basic {}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            "ann:s3cret-Pa55"
+        )
+    );
+    let meta = |name: &str, version: &str| json!({"io.modelcontextprotocol/clientInfo": {"name": name, "version": version}});
+    let (status, init) = rpc(
+        &gw,
+        Some(&auth),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "claude-code", "version": "2.1.0"}}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{init}");
+    let read = |id: u64, meta: Option<Value>| {
+        let mut params = json!({"name": "read_attributes", "arguments":
+            {"target": a.name, "mbean": "jmxgate.test:type=Types", "attributes": ["Name"]}});
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+    let (status, named) = rpc(&gw, Some(&auth), &read(2, Some(meta("cursor", "1.7.3")))).await;
+    assert_eq!(status, 200, "{named}");
+    assert_eq!(named["result"]["isError"], false, "{named}");
+    let hostile_name = format!(
+        "evil\n{{\"principal\":\"root\"}}\u{1b}[2J\u{202e}{}",
+        "x".repeat(5000)
+    );
+    let hostile_version = format!("1\r\n{}", "9".repeat(500));
+    let (status, hostile) = rpc(
+        &gw,
+        Some(&auth),
+        &read(3, Some(meta(&hostile_name, &hostile_version))),
+    )
+    .await;
+    assert_eq!(status, 200, "{hostile}");
+    let (status, anonymous) = rpc(&gw, Some(&auth), &read(4, None)).await;
+    assert_eq!(status, 200, "{anonymous}");
+    let (status, listed) = rpc(
+        &gw,
+        Some(&auth),
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "list_targets", "arguments": {}, "_meta": meta("cursor", "1.7.3")}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{listed}");
+    drop(gw);
+
+    let records = common::audit_records(&audit);
+    let text: String = records.iter().map(|r| r.to_string() + "\n").collect();
+    let mcp: Vec<&Value> = records.iter().filter(|r| r["channel"] == "mcp").collect();
+    let initialize = mcp
+        .iter()
+        .find(|r| r["event"] == "mcp" && r["note"] == "initialize")
+        .unwrap_or_else(|| panic!("no initialize record: {text}"));
+    assert_eq!(
+        (&initialize["mcp_client"], &initialize["mcp_client_version"]),
+        (&json!("claude-code"), &json!("2.1.0")),
+        "{initialize}"
+    );
+    let reads: Vec<&&Value> = mcp
+        .iter()
+        .filter(|r| r["event"] == "item" && r["tool"] == "read_attributes")
+        .collect();
+    assert_eq!(reads.len(), 3, "{text}");
+    assert_eq!(
+        (&reads[0]["mcp_client"], &reads[0]["mcp_client_version"]),
+        (&json!("cursor"), &json!("1.7.3")),
+        "{}",
+        reads[0]
+    );
+    let name = reads[1]["mcp_client"].as_str().unwrap();
+    let version = reads[1]["mcp_client_version"].as_str().unwrap();
+    assert!(
+        name.starts_with("evil\u{fffd}{\"principal\":\"root\"}\u{fffd}[2J\u{fffd}xxx")
+            && name.ends_with("x…")
+            && name.chars().count() == 101,
+        "{name:?}"
+    );
+    assert!(
+        version.starts_with("1\u{fffd}\u{fffd}999")
+            && version.ends_with('…')
+            && version.chars().count() == 41,
+        "{version:?}"
+    );
+    assert!(
+        !text.contains("xxxxxxxxxx".repeat(11).as_str()) && !text.contains("\\u001b"),
+        "{text}"
+    );
+    assert_eq!(reads[1]["principal"], "ann");
+    assert!(
+        reads[2].get("mcp_client").is_none() && reads[2].get("mcp_client_version").is_none(),
+        "{}",
+        reads[2]
+    );
+    let listed = mcp
+        .iter()
+        .find(|r| r["event"] == "target_list")
+        .unwrap_or_else(|| panic!("no target list: {text}"));
+    assert_eq!(listed["mcp_client"], "cursor", "{listed}");
+}

@@ -37,6 +37,14 @@ pub struct Entry {
     /// The MCP tool whose call made this record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// The MCP client's own name (`clientInfo.name`) as the request
+    /// carried it: attacker-controlled text, cut and without control
+    /// characters (`pipeline::audit::McpClient`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_client: Option<String>,
+    /// Its `clientInfo.version`, the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_client_version: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,6 +123,10 @@ pub struct EntryRef<'a> {
     pub channel: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_client: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_client_version: Option<&'a str>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     pub roles: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -178,6 +190,8 @@ impl<'a> From<&'a Entry> for EntryRef<'a> {
             client: e.client.as_deref(),
             channel: e.channel.as_deref(),
             tool: e.tool.as_deref(),
+            mcp_client: e.mcp_client.as_deref(),
+            mcp_client_version: e.mcp_client_version.as_deref(),
             roles: &e.roles,
             target: e.target.as_deref(),
             kind: e.kind.as_deref(),
@@ -343,6 +357,8 @@ mod tests {
             client: Some("127.0.0.1:5".into()),
             channel: Some("mcp".into()),
             tool: Some("execute_operation".into()),
+            mcp_client: Some("claude-code".into()),
+            mcp_client_version: Some("2.1.0".into()),
             roles: vec!["ops".into(), "read".into()],
             target: Some("orders-1".into()),
             kind: Some("exec".into()),

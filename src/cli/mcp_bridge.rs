@@ -9,10 +9,11 @@ use std::collections::HashMap;
 use std::process::ExitCode;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ResultType, ServerCapabilities, ServerConfig,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, ClientConfig, ClientRequest,
+    ErrorData, Implementation, ListToolsRequest, ListToolsResult, PaginatedRequestParams,
+    RequestMetaObject, ResultType, ServerCapabilities, ServerConfig, ServerResult,
 };
-use rmcp::service::{Peer, RequestContext, RoleClient, ServiceError};
+use rmcp::service::{Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleServer, ServerHandler, ServiceExt as _};
@@ -44,17 +45,86 @@ pub fn mcp_url(given: &str) -> Result<String, String> {
 struct Bridge {
     remote: Peer<RoleClient>,
     info: ServerConfig,
+    /// The gateway's origin (scheme, host, port: never credentials), for
+    /// errors.
+    origin: String,
 }
 
-/// A remote failure, said to the local client as an MCP error.
-fn forwarded(e: ServiceError) -> ErrorData {
-    match e {
-        ServiceError::McpError(error) => error,
-        other => ErrorData::internal_error(
-            format!("the gateway could not be reached: {}", cause(&other)),
+impl Bridge {
+    /// A remote failure, said to the local client as an MCP error: the
+    /// gateway's own JSON-RPC error as it sent it, else what failed in
+    /// words.
+    fn forwarded(&self, e: ServiceError) -> ErrorData {
+        let cause = match e {
+            ServiceError::McpError(error) => return error,
+            ServiceError::TransportSend(e) => in_words(&*e.error),
+            ServiceError::TransportClosed => "the connection to the gateway was closed".into(),
+            ServiceError::UnexpectedResponse => "its answer was not of the kind asked for".into(),
+            ServiceError::Timeout { timeout } => {
+                format!("no answer within {} s", timeout.as_secs())
+            }
+            ServiceError::Cancelled { .. } => "the request was cancelled".into(),
+            other => plain(other.to_string()),
+        };
+        ErrorData::internal_error(
+            format!("the gateway at {} could not answer: {cause}", self.origin),
             None,
-        ),
+        )
     }
+}
+
+/// How the bridge names itself to the gateway when it connects, before
+/// any local client has said who it is.
+const BRIDGE_NAME: &str = "jmxgate-mcp";
+
+/// The most characters of the local client's name passed on (the
+/// gateway cuts longer names; this keeps the ` (via jmxgate mcp)`).
+const MAX_LOCAL_NAME_CHARS: usize = 64;
+
+/// The local client as the gateway is told it, in each request's `_meta`
+/// (`io.modelcontextprotocol/clientInfo`, which the gateway audits):
+/// its own name marked as coming through this bridge, its own version.
+/// From the request's `_meta` (local protocol 2026-07-28), else from the
+/// local `initialize`; `None` when the local client named none.
+fn local_client(context: &RequestContext<RoleServer>) -> Option<Implementation> {
+    let local = context.meta.client_info().or_else(|| {
+        context
+            .peer
+            .peer_info()
+            .map(|info| info.client_info.clone())
+    })?;
+    let name: String = local.name.chars().take(MAX_LOCAL_NAME_CHARS).collect();
+    Some(Implementation::new(
+        format!("{name} (via jmxgate mcp)"),
+        local.version,
+    ))
+}
+
+impl Bridge {
+    /// One request to the gateway, naming the local client.
+    async fn ask(
+        &self,
+        request: ClientRequest,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let mut options = PeerRequestOptions::no_options();
+        if let Some(local) = local_client(context) {
+            let mut meta = RequestMetaObject::new();
+            meta.set_client_info(local);
+            options = options.with_meta(meta);
+        }
+        let handle = self
+            .remote
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|e| self.forwarded(e))?;
+        handle.await_response().await.map_err(|e| self.forwarded(e))
+    }
+}
+
+/// An answer of a type the request does not take.
+fn unexpected() -> ErrorData {
+    ErrorData::internal_error("the gateway's answer was not of the kind asked for", None)
 }
 
 impl ServerHandler for Bridge {
@@ -65,9 +135,16 @@ impl ServerHandler for Bridge {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut listed = self.remote.list_tools(request).await.map_err(forwarded)?;
+        let asked = ClientRequest::ListToolsRequest(ListToolsRequest {
+            method: Default::default(),
+            params: request,
+            extensions: Default::default(),
+        });
+        let ServerResult::ListToolsResult(mut listed) = self.ask(asked, &context).await? else {
+            return Err(unexpected());
+        };
         complete(&mut listed.result_type);
         Ok(listed)
     }
@@ -75,13 +152,15 @@ impl ServerHandler for Bridge {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let mut answered = self
-            .remote
-            .call_tool_once(request)
-            .await
-            .map_err(forwarded)?;
+        let asked = ClientRequest::CallToolRequest(CallToolRequest::new(request));
+        let mut answered = match self.ask(asked, &context).await? {
+            ServerResult::CallToolResult(result) => CallToolResponse::Complete(result),
+            ServerResult::InputRequiredResult(result) => CallToolResponse::InputRequired(result),
+            ServerResult::CreateTaskResult(result) => CallToolResponse::Task(result),
+            _ => return Err(unexpected()),
+        };
         if let CallToolResponse::Complete(result) = &mut answered {
             complete(&mut result.result_type);
         }
@@ -98,45 +177,154 @@ fn complete(result_type: &mut Option<ResultType>) {
     result_type.get_or_insert(ResultType::COMPLETE);
 }
 
-/// The HTTP client's own reason under an SDK error (a refused redirect,
-/// a refused connection), which the SDK's wrapping does not chain; else
-/// the innermost cause.
-fn cause(e: &(dyn std::error::Error + 'static)) -> String {
-    use rmcp::transport::streamable_http_client::StreamableHttpError;
+/// What went wrong under an SDK or HTTP client error, in words: no Rust
+/// type names, no `Debug` output. The HTTP client's own reasons (a refused
+/// redirect, a refused connection) are found in the chain of sources.
+fn in_words(e: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::service::ClientInitializeError as Init;
+    use rmcp::transport::streamable_http_client::StreamableHttpError as Http;
     let mut current = Some(e);
     while let Some(error) = current {
-        if let Some(StreamableHttpError::Client(client)) =
-            error.downcast_ref::<StreamableHttpError<reqwest::Error>>()
-        {
-            return crate::client::innermost_cause(client);
+        if let Some(init) = error.downcast_ref::<Init>() {
+            return match init {
+                Init::TransportError { error, .. } => in_words(&*error.error),
+                // The answer to the older handshake, tried last, says most.
+                Init::LegacyFallbackFailed { fallback, .. } => in_words(&**fallback),
+                Init::ExpectedInitResponse(_) | Init::ExpectedInitResult(_) => {
+                    "it did not answer as an MCP server (is this the gateway's MCP endpoint?)"
+                        .into()
+                }
+                Init::ConnectionClosed(_) => {
+                    "the connection closed during the MCP handshake".into()
+                }
+                Init::JsonRpcError(e) => format!("it refused the MCP handshake: {}", e.message),
+                Init::NoCompatibleProtocolVersion { .. } => {
+                    "it speaks no MCP protocol version this jmxgate knows".into()
+                }
+                Init::Cancelled => "the handshake was cancelled".into(),
+                other => plain(other.to_string()),
+            };
+        }
+        if let Some(http) = error.downcast_ref::<Http<reqwest::Error>>() {
+            return match http {
+                Http::Client(e) => in_words(e),
+                Http::Io(e) => in_words(e),
+                Http::HttpStatus(status) => status_words(status.status),
+                Http::UnexpectedContentType(kind) => format!(
+                    "its answer is not MCP (content type {}); \
+                     is this the gateway's MCP endpoint?",
+                    kind.as_deref().unwrap_or("none")
+                ),
+                Http::UnexpectedServerResponse(what) => {
+                    format!("unexpected answer: {}", plain(what.to_string()))
+                }
+                Http::Deserialize(_) => "its answer is not JSON-RPC".into(),
+                Http::UnexpectedEndOfStream | Http::TransportChannelClosed => {
+                    "the connection closed before the answer was complete".into()
+                }
+                other => plain(other.to_string()),
+            };
+        }
+        if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+            return tls_words(tls);
+        }
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            if let Some(words) = io_words(io) {
+                return words;
+            }
+            // The error an I/O error wraps (rustls's) is not its source.
+            if let Some(inner) = io.get_ref() {
+                current = Some(inner as &(dyn std::error::Error + 'static));
+                continue;
+            }
         }
         current = error.source();
     }
-    crate::client::innermost_cause(e)
+    plain(crate::client::innermost_cause(e))
+}
+
+fn io_words(e: &std::io::Error) -> Option<String> {
+    use std::io::ErrorKind;
+    let words = match e.kind() {
+        ErrorKind::ConnectionRefused => {
+            "the connection was refused: nothing listens at that address and port \
+             (is the gateway running?)"
+        }
+        ErrorKind::TimedOut => "the connection timed out",
+        ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => "the connection was reset",
+        ErrorKind::UnexpectedEof => "the connection closed before the answer was complete",
+        _ => return None,
+    };
+    Some(words.into())
+}
+
+fn tls_words(e: &rustls::Error) -> String {
+    use rustls::{CertificateError, Error};
+    match e {
+        Error::InvalidCertificate(why) => format!(
+            "its TLS certificate was not accepted: {}",
+            match why {
+                CertificateError::UnknownIssuer => {
+                    "issued by an authority not trusted here (give its CA with --ca-file)"
+                }
+                CertificateError::Expired => "it has expired",
+                CertificateError::NotValidForName => "it is not for this host name",
+                _ => "it is not valid",
+            }
+        ),
+        Error::InvalidMessage(_) => {
+            "it does not speak TLS there (an http:// URL for a plain HTTP port?)".into()
+        }
+        Error::AlertReceived(_) => "it refused the TLS handshake".into(),
+        _ => "the TLS handshake failed".into(),
+    }
+}
+
+fn status_words(status: u16) -> String {
+    let why = match status {
+        404 | 405 | 501 => "; is this the gateway's MCP endpoint?",
+        429 => ": it is busy",
+        502..=504 => ": a proxy in front of it could not reach it, or it is overloaded",
+        _ => "",
+    };
+    format!("it answered HTTP {status}{why}")
+}
+
+/// An error text the SDK made, as a safety net: one holding a Rust path
+/// or a `Debug` rendering (`Some(…)`, `Foo { … }`) is not shown.
+fn plain(text: String) -> String {
+    let debug = text.contains("::")
+        || text.contains("Some(")
+        || text.contains(" { ")
+        || text.contains("Error(");
+    if debug {
+        "an unexpected failure of the MCP exchange".into()
+    } else {
+        text
+    }
 }
 
 /// Why connecting failed, in the user's terms (not the SDK's types).
 fn why(e: rmcp::service::ClientInitializeError) -> String {
     use rmcp::transport::streamable_http_client::StreamableHttpError;
-    let rmcp::service::ClientInitializeError::TransportError { error, .. } = e else {
-        return e.to_string();
-    };
-    match error
-        .error
-        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
-    {
-        Some(StreamableHttpError::AuthRequired(_)) => {
-            "the gateway refused the credentials (HTTP 401); \
-            set JMXGATE_USER and JMXGATE_PASSWORD (or --password-file), or a bearer token in \
-            JMXGATE_TOKEN (or --token-file)"
-                .into()
+    if let rmcp::service::ClientInitializeError::TransportError { error, .. } = &e {
+        match error
+            .error
+            .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        {
+            Some(StreamableHttpError::AuthRequired(_)) => {
+                return "it refused the credentials (HTTP 401); \
+                    set JMXGATE_USER and JMXGATE_PASSWORD (or --password-file), or a bearer \
+                    token in JMXGATE_TOKEN (or --token-file)"
+                    .into()
+            }
+            Some(StreamableHttpError::InsufficientScope(_)) => {
+                return "it refused the caller (HTTP 403)".into()
+            }
+            _ => {}
         }
-        Some(StreamableHttpError::InsufficientScope(_)) => {
-            "the gateway refused the caller (HTTP 403)".into()
-        }
-        Some(StreamableHttpError::Client(e)) => crate::client::innermost_cause(e),
-        _ => error.error.to_string(),
     }
+    in_words(&e)
 }
 
 /// Runs the bridge until standard input closes.
@@ -183,6 +371,9 @@ async fn serve(conn: ConnectOpts) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let url = mcp_url(client.url().as_str())?;
+    let parsed = url::Url::parse(&url).map_err(|e| format!("url {url:?}: {e}"))?;
+    let origin = parsed.origin().ascii_serialization();
+    let path = parsed.path().to_string();
     let (http, authorization) = client.http_and_authorization();
     let mut headers = HashMap::new();
     if let Some(value) = authorization {
@@ -192,9 +383,11 @@ async fn serve(conn: ConnectOpts) -> Result<(), String> {
         http,
         StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(headers),
     );
-    let remote = ().serve(transport).await.map_err(|e| {
+    let mut bridge_info = ClientConfig::default();
+    bridge_info.client_info = Implementation::new(BRIDGE_NAME, env!("CARGO_PKG_VERSION"));
+    let remote = bridge_info.serve(transport).await.map_err(|e| {
         format!(
-            "cannot connect to the gateway's MCP endpoint {url}: {}",
+            "cannot connect to the gateway at {origin} (MCP endpoint {path}): {}",
             why(e)
         )
     })?;
@@ -210,10 +403,14 @@ async fn serve(conn: ConnectOpts) -> Result<(), String> {
         info = info.with_instructions(instructions);
     }
     eprintln!("jmxgate mcp: forwarding standard input and output to {url}");
-    let local = Bridge { remote: peer, info }
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| format!("standard input and output: {e}"))?;
+    let local = Bridge {
+        remote: peer,
+        info,
+        origin,
+    }
+    .serve(rmcp::transport::stdio())
+    .await
+    .map_err(|e| format!("standard input and output: {e}"))?;
     let ended = local.waiting().await;
     drop(remote);
     ended
@@ -223,7 +420,30 @@ async fn serve(conn: ConnectOpts) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::mcp_url;
+    use super::{in_words, mcp_url, plain, status_words};
+
+    #[test]
+    fn failures_are_said_in_words() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(in_words(&refused).starts_with("the connection was refused"));
+        let tls = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+        );
+        assert!(
+            in_words(&tls).contains("does not speak TLS"),
+            "{}",
+            in_words(&tls)
+        );
+        assert!(status_words(502).contains("HTTP 502: a proxy"));
+        assert_eq!(
+            plain("a redirect; not followed".into()),
+            "a redirect; not followed"
+        );
+        for debug in ["Some(\"text/html\")", "rmcp::Error", "Kind(Io) { x }"] {
+            assert!(!plain(debug.into()).contains(debug), "{debug}");
+        }
+    }
 
     #[test]
     fn the_gateways_base_or_jolokia_url_means_its_mcp_endpoint() {

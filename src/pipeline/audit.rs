@@ -31,6 +31,54 @@ pub struct Who<'a> {
     pub channel: Option<Channel>,
     /// The MCP tool whose call this is.
     pub tool: Option<&'a str>,
+    /// The MCP client, as the request said who it is.
+    pub mcp_client: Option<&'a McpClient>,
+}
+
+/// An MCP client's `clientInfo` (its `name` and `version`), as a request
+/// carried it: text the client chose, so bounded and cleaned before it
+/// goes into the audit log ([`McpClient::new`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpClient {
+    pub name: String,
+    pub version: Option<String>,
+}
+
+impl McpClient {
+    /// The most characters of a client's name kept (then `…`).
+    pub const MAX_NAME_CHARS: usize = 100;
+    /// The most characters of its version kept (then `…`).
+    pub const MAX_VERSION_CHARS: usize = 40;
+
+    /// The client as recorded: each text cut to its bound (marked `…`),
+    /// control characters and the invisible ones that reorder or hide text
+    /// (bidirectional overrides, zero-width characters) replaced with
+    /// U+FFFD, surrounding white space trimmed. `None` without a name.
+    pub fn new(name: &str, version: Option<&str>) -> Option<McpClient> {
+        let name = clean(name, Self::MAX_NAME_CHARS)?;
+        let version = version.and_then(|v| clean(v, Self::MAX_VERSION_CHARS));
+        Some(McpClient { name, version })
+    }
+}
+
+/// `text` cut to `max` characters (with `…` when cut), each control or
+/// invisible formatting character replaced; `None` when nothing is left.
+fn clean(text: &str, max: usize) -> Option<String> {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+    };
+    let text = text.trim();
+    let mut kept: String = text
+        .chars()
+        .take(max)
+        .map(|c| if hidden(c) { '\u{FFFD}' } else { c })
+        .collect();
+    if text.chars().nth(max).is_some() {
+        kept.push('…');
+    }
+    (!kept.is_empty()).then_some(kept)
 }
 
 /// How a request reached the gateway, when not as a Jolokia request.
@@ -218,6 +266,8 @@ pub fn item_template(who: &Who<'_>) -> Entry {
     Entry {
         channel: who.channel.map(|c| c.as_str().into()),
         tool: who.tool.map(str::to_string),
+        mcp_client: who.mcp_client.map(|c| c.name.clone()),
+        mcp_client_version: who.mcp_client.and_then(|c| c.version.clone()),
         ..caller_entry(
             "item",
             who.request_id,
@@ -346,6 +396,7 @@ pub struct TargetListRecord<'a> {
     pub latency: Duration,
     pub channel: Option<Channel>,
     pub tool: Option<&'a str>,
+    pub mcp_client: Option<&'a McpClient>,
 }
 
 pub fn record_target_list(r: &TargetListRecord<'_>) {
@@ -377,6 +428,8 @@ pub fn target_list_entry(r: &TargetListRecord<'_>) -> Entry {
         note: Some(format!("{} target(s) listed", r.listed)),
         channel: r.channel.map(|c| c.as_str().into()),
         tool: r.tool.map(str::to_string),
+        mcp_client: r.mcp_client.map(|c| c.name.clone()),
+        mcp_client_version: r.mcp_client.and_then(|c| c.version.clone()),
         ..caller_entry(
             "target_list",
             r.request_id,
@@ -501,6 +554,8 @@ pub fn request_entry(r: &RequestRecord<'_>) -> Entry {
         note: Some(r.note.into()),
         channel: r.who.channel.map(|c| c.as_str().into()),
         tool: r.who.tool.map(str::to_string),
+        mcp_client: r.who.mcp_client.map(|c| c.name.clone()),
+        mcp_client_version: r.who.mcp_client.and_then(|c| c.version.clone()),
         ..caller_entry(
             r.event,
             r.who.request_id,
@@ -530,5 +585,42 @@ pub fn shed_entry(request_id: &str, client: Option<SocketAddr>, limit: usize, sh
              {shed} request(s) refused so since the last such record"
         )),
         ..Entry::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::McpClient;
+
+    #[test]
+    fn an_mcp_clients_text_is_cut_and_cleaned_for_the_log() {
+        let c = McpClient::new(" claude-code ", Some("2.1.0")).unwrap();
+        assert_eq!(
+            (c.name.as_str(), c.version.as_deref()),
+            ("claude-code", Some("2.1.0"))
+        );
+        let long = "x".repeat(5000);
+        let c = McpClient::new(&long, Some(&long)).unwrap();
+        assert_eq!(
+            c.name,
+            format!("{}…", "x".repeat(McpClient::MAX_NAME_CHARS))
+        );
+        assert_eq!(
+            c.version.unwrap(),
+            format!("{}…", "x".repeat(McpClient::MAX_VERSION_CHARS))
+        );
+        let c = McpClient::new(
+            "evil\n{\"forged\":1}\u{1b}[2J\u{202e}txt\u{0}",
+            Some("1\r\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.name,
+            "evil\u{fffd}{\"forged\":1}\u{fffd}[2J\u{fffd}txt\u{fffd}"
+        );
+        assert_eq!(c.version.as_deref(), Some("1"));
+        assert!(c.name.chars().all(|ch| !ch.is_control()));
+        assert_eq!(McpClient::new("  ", Some("1")), None);
+        assert_eq!(McpClient::new("a", Some("")).unwrap().version, None);
     }
 }

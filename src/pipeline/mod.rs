@@ -269,6 +269,7 @@ impl Refused<'_> {
             latency: self.started.elapsed(),
             channel,
             tool: None,
+            mcp_client: None,
         };
         let record = audit::RequestRecord {
             who: &who,
@@ -419,6 +420,7 @@ impl Gateway {
                     chain,
                     origin,
                     page: None,
+                    mcp_client: None,
                     request_id: request_id.to_string(),
                     scheme: if conn.tls { "https" } else { "http" },
                     started,
@@ -551,6 +553,7 @@ impl Gateway {
             latency: refused.started.elapsed(),
             channel: None,
             tool: None,
+            mcp_client: None,
         };
         if let Err(e) = self.audit_items(state, &who, &parsed, &merged).await {
             return respond::http_error(&e, headers, cors);
@@ -957,6 +960,7 @@ impl Gateway {
             latency: listing.started.elapsed(),
             channel: None,
             tool: None,
+            mcp_client: None,
         };
         audit::record_target_list(&record);
         let entries = vec![audit::target_list_entry(&record)];

@@ -8,7 +8,8 @@
 //! (`tools.rs`) that goes through parse, route, authorize, dispatch,
 //! merge and audit ([`Gateway::run_tool_item`]); its answer becomes
 //! structured content (`answer.rs`), bounded for an assistant
-//! (`bound.rs`). Audit records say `"channel":"mcp"` and the tool.
+//! (`bound.rs`). Audit records say `"channel":"mcp"`, the tool, and the
+//! MCP client when the request names it (`client_of`).
 
 pub mod answer;
 pub mod bound;
@@ -64,6 +65,9 @@ pub(super) struct McpCaller {
     /// The browser page the door admitted (set by `mcp_http` when the
     /// request has an `Origin` or `Referer`).
     pub page: Option<origin::Page>,
+    /// The MCP client as this request (or, in a batch, this element)
+    /// names itself (`client_of`), set by `mcp_http`.
+    pub mcp_client: Option<audit::McpClient>,
     pub request_id: String,
     pub scheme: &'static str,
     /// When the HTTP request arrived.
@@ -100,6 +104,7 @@ impl McpCaller {
             latency,
             channel: Some(audit::Channel::Mcp),
             tool: Some(tool),
+            mcp_client: self.mcp_client.as_ref(),
         }
     }
 
@@ -361,6 +366,37 @@ fn rpc_methods(message: Option<&Value>) -> Vec<String> {
         .collect()
 }
 
+/// The MCP client a JSON-RPC message names, bounded and cleaned
+/// (`audit::McpClient::new`): the `clientInfo` that protocol 2026-07-28
+/// puts in every request's `_meta` (`io.modelcontextprotocol/clientInfo`,
+/// SEP-2575), else an `initialize` request's own `clientInfo`. Earlier
+/// protocols name the client in `initialize` only, and the door keeps no
+/// session: their other requests carry no client, and none is recorded
+/// (never a guess from HTTP headers). For a batch, the first element that
+/// names one.
+fn client_of(message: Option<&Value>) -> Option<audit::McpClient> {
+    let named = |m: &Value| {
+        let params = m.get("params")?;
+        let info = params
+            .get("_meta")
+            .and_then(|meta| meta.get("io.modelcontextprotocol/clientInfo"))
+            .filter(|i| i.is_object())
+            .or_else(|| {
+                (m.get("method")?.as_str()? == "initialize")
+                    .then(|| params.get("clientInfo"))
+                    .flatten()
+            })?;
+        audit::McpClient::new(
+            info.get("name")?.as_str()?,
+            info.get("version").and_then(Value::as_str),
+        )
+    };
+    match message? {
+        Value::Array(batch) => batch.iter().find_map(named),
+        one => named(one),
+    }
+}
+
 /// The JSON-RPC error message of an answer, if it is one; the answer comes
 /// back whole (answers other than tool results are small).
 async fn rpc_error_of(response: HttpResponse<Body>) -> (HttpResponse<Body>, Option<String>) {
@@ -501,7 +537,13 @@ where
         *request.method_mut() = parts.method.clone();
         *request.uri_mut() = parts.uri.clone();
         *request.headers_mut() = parts.headers.clone();
-        request.extensions_mut().insert(caller.clone());
+        // Each element is recorded with the client it names, else the
+        // one another element of the same HTTP request named.
+        let mut element_caller = caller.clone();
+        if let Some(named) = client_of(Some(&element)) {
+            element_caller.mcp_client = Some(named);
+        }
+        request.extensions_mut().insert(element_caller);
         let Ok(response) = service.clone().oneshot(request).await;
         let status = response.status();
         // Never more than the room left is held.
@@ -657,6 +699,7 @@ impl Gateway {
         let message =
             (parts.method == http::Method::POST).then(|| serde_json::from_slice::<Value>(&body));
         let methods = rpc_methods(message.as_ref().and_then(|m| m.as_ref().ok()));
+        caller.mcp_client = client_of(message.as_ref().and_then(|m| m.as_ref().ok()));
         let framing = match message {
             Some(message) => {
                 let protocol = parts
@@ -820,6 +863,7 @@ impl Gateway {
             latency: caller.started.elapsed(),
             channel: Some(audit::Channel::Mcp),
             tool: None,
+            mcp_client: caller.mcp_client.as_ref(),
         };
         let record = audit::RequestRecord {
             who: &who,
@@ -871,6 +915,7 @@ impl Gateway {
             latency: started.elapsed(),
             channel: Some(audit::Channel::Mcp),
             tool: Some(ToolName::ListTargets.as_str()),
+            mcp_client: caller.mcp_client.as_ref(),
         };
         audit::record_target_list(&record);
         let entry = audit::target_list_entry(&record);
