@@ -370,12 +370,13 @@ async fn hostile_bodies_get_clear_errors_and_the_gateway_keeps_serving() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn refused_calls_are_audited_without_secrets() {
-    let dir = tempfile::tempdir().unwrap();
+/// A gateway with Basic auth, one user `ann` whose role `ops` reaches
+/// every target, and an audit log in `dir`; its audit directory and
+/// ann's `Authorization` header.
+async fn ann_the_operator(dir: &std::path::Path) -> (Gateway, std::path::PathBuf, String) {
     let [a, ..] = shared_agents();
-    let users = common::users_file(dir.path(), &[("ann", "s3cret-Pa55", &["ops"])]);
-    let audit = dir.path().join("audit");
+    let users = common::users_file(dir, &[("ann", "s3cret-Pa55", &["ops"])]);
+    let audit = dir.join("audit");
     let gw = Gateway::start(&common::basic_auth_config(
         &users,
         &format!(
@@ -392,6 +393,14 @@ async fn refused_calls_are_audited_without_secrets() {
             "ann:s3cret-Pa55"
         )
     );
+    (gw, audit, auth)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_calls_are_audited_without_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let (gw, audit, auth) = ann_the_operator(dir.path()).await;
     let (_, unknown) = rpc(
         &gw,
         Some(&auth),
@@ -1082,24 +1091,7 @@ async fn the_tool_list_at_2026_07_28_may_be_cached_for_a_while_by_its_caller() {
 async fn the_mcp_client_is_in_the_audit_cut_and_cleaned() {
     let dir = tempfile::tempdir().unwrap();
     let [a, ..] = shared_agents();
-    let users = common::users_file(dir.path(), &[("ann", "s3cret-Pa55", &["ops"])]);
-    let audit = dir.path().join("audit");
-    let gw = Gateway::start(&common::basic_auth_config(
-        &users,
-        &format!(
-            "{}\n[[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n\n[audit]\ndir = \"{}\"\n",
-            targets_toml(&[a]),
-            audit.display()
-        ),
-    ))
-    .await;
-    let auth = format!(
-        "Basic {}",
-        base64::Engine::encode(
-            &base64::engine::general_purpose::STANDARD,
-            "ann:s3cret-Pa55"
-        )
-    );
+    let (gw, audit, auth) = ann_the_operator(dir.path()).await;
     let meta = |name: &str, version: &str| json!({"io.modelcontextprotocol/clientInfo": {"name": name, "version": version}});
     let (status, init) = rpc(
         &gw,
