@@ -1070,7 +1070,7 @@ fn redirecting_server(elsewhere: u16, session: bool) -> u16 {
 /// connection.
 #[test]
 fn jmxgate_mcp_follows_no_redirect_to_another_origin() {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     use std::process::Stdio;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
@@ -1118,17 +1118,7 @@ fn jmxgate_mcp_follows_no_redirect_to_another_origin() {
     // Redirected in a session: the local client's request gets an error.
     let port = redirecting_server(elsewhere_port, true);
     let mut child = bridge(port);
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let (lines, from_bridge) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stdout.lines() {
-            let Ok(line) = line else { return };
-            if lines.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let (mut stdin, from_bridge) = bridge_lines(&mut child);
     let mut send = |message: Value| {
         writeln!(stdin, "{message}").unwrap();
         stdin.flush().unwrap();
@@ -1170,7 +1160,7 @@ fn jmxgate_mcp_follows_no_redirect_to_another_origin() {
 /// `Debug` rendering (`os error 111`, `InvalidContentType`, `Some(…)`).
 #[test]
 fn jmxgate_mcp_says_in_words_why_the_gateway_cannot_be_reached() {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     use std::process::Stdio;
 
     let rust_ish = |text: &str| {
@@ -1242,17 +1232,7 @@ fn jmxgate_mcp_says_in_words_why_the_gateway_cannot_be_reached() {
     );
 
     let mut child = bridge(&format!("http://{addr}/"));
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let (lines, from_bridge) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stdout.lines() {
-            let Ok(line) = line else { return };
-            if lines.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let (mut stdin, from_bridge) = bridge_lines(&mut child);
     let mut send = |message: Value| {
         writeln!(stdin, "{message}").unwrap();
         stdin.flush().unwrap();
@@ -1296,4 +1276,25 @@ fn jmxgate_mcp_says_in_words_why_the_gateway_cannot_be_reached() {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// A bridge process's standard input, and its standard output's lines as
+/// they come (read on a thread of their own, so a test can wait for one
+/// with a deadline).
+fn bridge_lines(
+    child: &mut std::process::Child,
+) -> (std::process::ChildStdin, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader};
+    let stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let (lines, from_bridge) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines() {
+            let Ok(line) = line else { return };
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    (stdin, from_bridge)
 }
