@@ -2,7 +2,8 @@
 # Installs what jmxgate's demo and tests need, only if missing: from Debian,
 # Java 17 and a real Jolokia 1.7.1 agent (jolokia-core in embedded Jetty 9),
 # Chromium, rsyslog with its GnuTLS driver (the syslog collector of
-# tests/audit_syslog.rs) and Prometheus (the scraper of tests/prometheus.rs);
+# tests/audit_syslog.rs), Prometheus (the scraper of tests/prometheus.rs) and
+# Tomcat 10, ZooKeeper and ActiveMQ (the products of tests/real_products.rs);
 # the real Jolokia and MCP clients of tests/clients/ (npm ci there, and a
 # Python venv with the PyPI clients).
 set -euo pipefail
@@ -22,6 +23,33 @@ if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The real products of tests/real_products.rs, each started by the test as a
+# plain java process from the package's jars: Tomcat 10, ZooKeeper, ActiveMQ.
+# Their services must not start (no systemd in a container; the tests run
+# their own): a policy-rc.d that forbids every start, for this install only
+# (an existing one is left as it is).
+products=(tomcat10 zookeeper activemq)
+missing=()
+for p in "${products[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "==> installing Debian packages (services not started): ${missing[*]}"
+    if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+    policy=/usr/sbin/policy-rc.d
+    if [ ! -e "$policy" ]; then
+        trap '$SUDO rm -f "$policy"' EXIT
+        printf '#!/bin/sh\n# install-deps.sh: no service starts while it installs.\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+        $SUDO chmod 755 "$policy"
+    fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    if [ -n "$(trap -p EXIT)" ]; then
+        $SUDO rm -f "$policy"
+        trap - EXIT
+    fi
 fi
 
 # npm ci in a client directory, as its package-lock.json says; again only
