@@ -501,6 +501,8 @@ struct Differences {
     extra: Vec<String>,
     values: Vec<String>,
     types: Vec<String>,
+    /// Series whose value jmx_exporter held still, so was compared.
+    values_compared: usize,
 }
 
 impl Differences {
@@ -536,8 +538,11 @@ fn compare(before: &Exposition, ours: &Exposition, after: &Exposition) -> Differ
             continue;
         }
         let (b, a, o) = (before.series[s], after.series[s], ours.series[s]);
-        if b.to_bits() == a.to_bits() && o.to_bits() != b.to_bits() && !(o.is_nan() && b.is_nan()) {
-            d.values.push(format!("{s}: jmx_exporter {b}, gateway {o}"));
+        if b.to_bits() == a.to_bits() {
+            d.values_compared += 1;
+            if o.to_bits() != b.to_bits() && !(o.is_nan() && b.is_nan()) {
+                d.values.push(format!("{s}: jmx_exporter {b}, gateway {o}"));
+            }
         }
     }
     for s in &ours_set {
@@ -615,9 +620,14 @@ async fn compare_with_jmx_exporter(label: &str, gw: &Gateway, jvm: &ProductJvm, 
         let series = before.series.keys().filter(|s| !is_scrapers_own(s)).count();
         if d.is_empty() {
             assert!(series > 0, "{label}: jmx_exporter gave no series at all");
+            assert!(
+                d.values_compared > 0,
+                "{label}: no value held still long enough to be compared"
+            );
             eprintln!(
-                "{label}: {series} series match (gateway {gateway_took:?}, jmx_exporter \
-                 {exporter_took:?}; {own:?})"
+                "{label}: {series} series match, {} values compared (gateway {gateway_took:?}, \
+                 jmx_exporter {exporter_took:?}; {own:?})",
+                d.values_compared
             );
             return;
         }
@@ -675,6 +685,36 @@ async fn product_matches_jmx_exporter(product: Product, generation: Generation) 
     .await;
     // No `module=`: the module named `default`.
     compare_with_jmx_exporter(&format!("{label}, no rules"), &gw, &bare, "target=bare").await;
+}
+
+/// The comparison itself, on expositions made up for it: what it calls
+/// missing, extra, a changed value or a changed type.
+#[test]
+fn the_comparison_finds_missing_extra_and_changed_series() {
+    let exporter = |v: &str| {
+        parse_exposition(&format!(
+            "# TYPE a gauge\na{{k=\"1\"}} 1.0\na{{k=\"2\"}} {v}\n# TYPE b counter\nb 3.0\n\
+             jmx_scrape_error 0.0\n"
+        ))
+    };
+    let (before, after) = (exporter("2.0"), exporter("5.0"));
+    // The same series, the `target` label and the gateway's own families
+    // aside; a value that moved between jmx_exporter's scrapes is not
+    // compared.
+    let same = parse_exposition(
+        "# TYPE a gauge\na{target=\"t\",k=\"1\"} 1.0\na{k=\"2\",target=\"t\"} 9.0\n\
+         # TYPE b counter\nb{target=\"t\"} 3.0\njmxgate_scrape_samples{target=\"t\"} 3\n",
+    );
+    let d = compare(&before, &same, &after);
+    assert!(d.is_empty(), "{d:?}");
+    assert_eq!(d.values_compared, 2);
+
+    let different = parse_exposition("# TYPE a untyped\na{k=\"1\"} 1.5\n# TYPE c gauge\nc 1.0\n");
+    let d = compare(&before, &different, &after);
+    assert_eq!(d.missing, ["a{k=\"2\"}", "b{}"]);
+    assert_eq!(d.extra, ["c{}"]);
+    assert_eq!(d.values, ["a{k=\"1\"}: jmx_exporter 1, gateway 1.5"]);
+    assert_eq!(d.types, ["a: jmx_exporter gauge, gateway untyped"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
