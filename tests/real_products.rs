@@ -416,6 +416,7 @@ impl Drop for ProductJvm {
 struct Exposition {
     series: BTreeMap<String, f64>,
     types: BTreeMap<String, String>,
+    helps: BTreeMap<String, String>,
 }
 
 fn parse_exposition(text: &str) -> Exposition {
@@ -426,6 +427,11 @@ fn parse_exposition(text: &str) -> Exposition {
                 .split_once(' ')
                 .unwrap_or_else(|| panic!("TYPE line {line:?}"));
             e.types.insert(name.into(), kind.into());
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            e.helps.insert(name.into(), help.into());
             continue;
         }
         if line.is_empty() || line.starts_with('#') {
@@ -501,6 +507,7 @@ struct Differences {
     extra: Vec<String>,
     values: Vec<String>,
     types: Vec<String>,
+    helps: Vec<String>,
     /// Series whose value jmx_exporter held still, so was compared.
     values_compared: usize,
 }
@@ -511,6 +518,7 @@ impl Differences {
             && self.extra.is_empty()
             && self.values.is_empty()
             && self.types.is_empty()
+            && self.helps.is_empty()
     }
 }
 
@@ -560,8 +568,29 @@ fn compare(before: &Exposition, ours: &Exposition, after: &Exposition) -> Differ
                     .push(format!("{f}: jmx_exporter {theirs}, gateway {mine}"));
             }
         }
+        if let (Some(theirs), Some(mine)) = (before.helps.get(f), ours.helps.get(f)) {
+            if theirs != mine && !same_default_help_but_for_order(theirs, mine) {
+                d.helps
+                    .push(format!("{f}: jmx_exporter {theirs:?}, gateway {mine:?}"));
+            }
+        }
     }
     d
+}
+
+/// Whether two default HELPs (`<description> <domain>:<keys>,attribute=<name>`)
+/// differ only in which of the MBeans or attributes feeding one family
+/// came first: the family takes the first one's HELP, and neither side's
+/// order is defined (README, "Where it differs": jmx_exporter's is the
+/// MBean server's name set and MBeanInfo's, the gateway's the agent's
+/// list). Both must still be default HELPs of the same domain.
+fn same_default_help_but_for_order(theirs: &str, mine: &str) -> bool {
+    let domain = |help: &str| -> Option<String> {
+        let (_, object) = help.rsplit_once(' ')?;
+        object.contains(",attribute=").then_some(())?;
+        object.split_once(':').map(|(d, _)| d.to_string())
+    };
+    matches!((domain(theirs), domain(mine)), (Some(a), Some(b)) if a == b)
 }
 
 /// The gateway's scrape as Prometheus sends it (10 s: Prometheus's default
@@ -715,6 +744,26 @@ fn the_comparison_finds_missing_extra_and_changed_series() {
     assert_eq!(d.extra, ["c{}"]);
     assert_eq!(d.values, ["a{k=\"1\"}: jmx_exporter 1, gateway 1.5"]);
     assert_eq!(d.types, ["a: jmx_exporter gauge, gateway untyped"]);
+
+    // HELP: another first MBean of the same domain is no difference, a
+    // HELP of another kind is.
+    let helped =
+        |help: &str| parse_exposition(&format!("# HELP b {help}\n# TYPE b counter\nb 3.0\n"));
+    let theirs = helped("Valve's own. Catalina:name=ErrorReportValve,type=Valve,attribute=async");
+    for (mine, differs) in [
+        (
+            "Another? Catalina:name=StandardContextValve,type=Valve,attribute=async",
+            false,
+        ),
+        (
+            "Valve's own. java.lang:name=x,type=Valve,attribute=async",
+            true,
+        ),
+        ("Tomcat global async", true),
+    ] {
+        let d = compare(&theirs, &helped(mine), &theirs);
+        assert_eq!(d.helps.len(), usize::from(differs), "{mine}: {d:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
