@@ -558,9 +558,18 @@ fn compare(before: &Exposition, ours: &Exposition, after: &Exposition) -> Differ
             d.extra.push(s.clone());
         }
     }
-    // TYPE: the gateway's family for a series is its name (OpenMetrics'
-    // `_total` aside, which text 0.0.4 keeps in the name on both sides).
-    let families: BTreeSet<&str> = ours_set.iter().map(|s| family(s)).collect();
+    // OpenMetrics names a counter's family without the `_total` its
+    // samples carry.
+    let families: BTreeSet<&str> = ours_set
+        .iter()
+        .map(|s| {
+            let name = family(s);
+            match name.strip_suffix("_total") {
+                Some(f) if !before.types.contains_key(name) => f,
+                _ => name,
+            }
+        })
+        .collect();
     for f in families {
         if let (Some(theirs), Some(mine)) = (before.types.get(f), ours.types.get(f)) {
             if theirs != mine {
@@ -595,17 +604,53 @@ fn same_default_help_but_for_order(theirs: &str, mine: &str) -> bool {
 
 /// The gateway's scrape as Prometheus sends it (10 s: Prometheus's default
 /// scrape timeout).
-async fn scrape_through_gateway(gw: &Gateway, query: &str) -> (String, Duration) {
+async fn scrape(http: &reqwest::Client, url: &str, format: Format) -> (String, Duration) {
     let started = Instant::now();
-    let r = gw
-        .http
-        .get(gw.url(&format!("/prometheus?{query}")))
+    let r = http
+        .get(url)
         .header("X-Prometheus-Scrape-Timeout-Seconds", "10")
+        .header("accept", format.accept())
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 200, "{query}");
+    assert_eq!(r.status(), 200, "{url}");
+    let content_type = r
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        content_type.starts_with(format.content_type()),
+        "{url}: Content-Type {content_type:?} for {format:?}"
+    );
     (r.text().await.unwrap(), started.elapsed())
+}
+
+/// The two exposition formats both sides speak, asked for as Prometheus
+/// asks.
+#[derive(Clone, Copy, Debug)]
+enum Format {
+    Text,
+    OpenMetrics,
+}
+
+impl Format {
+    fn accept(self) -> &'static str {
+        match self {
+            Format::Text => "text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+            Format::OpenMetrics => {
+                "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+            }
+        }
+    }
+
+    fn content_type(self) -> &'static str {
+        match self {
+            Format::Text => "text/plain",
+            Format::OpenMetrics => "application/openmetrics-text",
+        }
+    }
 }
 
 /// The series of the gateway's own families for the target, `name → value`.
@@ -621,16 +666,23 @@ fn own_families(text: &str) -> BTreeMap<String, f64> {
 /// the same JVM (`query`), a few times while they differ: a product may
 /// register MBeans (ActiveMQ's advisory topics) after it has started.
 /// Panics with the last differences.
-async fn compare_with_jmx_exporter(label: &str, gw: &Gateway, jvm: &ProductJvm, query: &str) {
+async fn compare_with_jmx_exporter(
+    label: &str,
+    gw: &Gateway,
+    jvm: &ProductJvm,
+    query: &str,
+    format: Format,
+) {
+    let label = format!("{label}, {format:?}");
+    let gateway_url = gw.url(&format!("/prometheus?{query}"));
     let mut last = Differences::default();
     for attempt in 0..4u32 {
         let reference = |_: ()| async {
-            let t = Instant::now();
-            let text = common::get_text(&gw.http, &jvm.exporter_url).await;
-            (parse_exposition(&text), t.elapsed())
+            let (text, took) = scrape(&gw.http, &jvm.exporter_url, format).await;
+            (parse_exposition(&text), took)
         };
         let (before, exporter_took) = reference(()).await;
-        let (text, gateway_took) = scrape_through_gateway(gw, query).await;
+        let (text, gateway_took) = scrape(&gw.http, &gateway_url, format).await;
         let (after, _) = reference(()).await;
         let ours = parse_exposition(&text);
         let own = own_families(&text);
@@ -705,15 +757,25 @@ async fn product_matches_jmx_exporter(product: Product, generation: Generation) 
     ))
     .await;
     let label = format!("{product:?} through Jolokia {}", generation.version());
-    compare_with_jmx_exporter(
-        &format!("{label}, example rules"),
-        &gw,
-        &ruled,
-        "target=ruled&module=example",
-    )
-    .await;
-    // No `module=`: the module named `default`.
-    compare_with_jmx_exporter(&format!("{label}, no rules"), &gw, &bare, "target=bare").await;
+    for format in [Format::Text, Format::OpenMetrics] {
+        compare_with_jmx_exporter(
+            &format!("{label}, example rules"),
+            &gw,
+            &ruled,
+            "target=ruled&module=example",
+            format,
+        )
+        .await;
+        // No `module=`: the module named `default`.
+        compare_with_jmx_exporter(
+            &format!("{label}, no rules"),
+            &gw,
+            &bare,
+            "target=bare",
+            format,
+        )
+        .await;
+    }
 }
 
 /// The comparison itself, on expositions made up for it: what it calls
@@ -744,6 +806,11 @@ fn the_comparison_finds_missing_extra_and_changed_series() {
     assert_eq!(d.extra, ["c{}"]);
     assert_eq!(d.values, ["a{k=\"1\"}: jmx_exporter 1, gateway 1.5"]);
     assert_eq!(d.types, ["a: jmx_exporter gauge, gateway untyped"]);
+
+    // OpenMetrics: a counter's family is named without `_total`.
+    let om = |kind: &str| parse_exposition(&format!("# TYPE b {kind}\nb_total 3.0\n# EOF\n"));
+    let d = compare(&om("counter"), &om("unknown"), &om("counter"));
+    assert_eq!(d.types, ["b: jmx_exporter counter, gateway unknown"]);
 
     // HELP: another first MBean of the same domain is no difference, a
     // HELP of another kind is.
