@@ -745,9 +745,14 @@ async fn product_matches_jmx_exporter(product: Product, generation: Generation) 
     let (rules_file, no_rules_file) = (dir.path().join("rules.yml"), dir.path().join("none.yml"));
     std::fs::write(&rules_file, &with_rules).unwrap();
     std::fs::write(&no_rules_file, &no_rules).unwrap();
+    // Every agent answer a scrape fetches is bounded: the reads never ask
+    // for an object graph (Tomcat's `managedResource`s), which is what
+    // once made a scrape of Tomcat through 1.7.1 outlast Prometheus's
+    // timeout. An answer over this fails the scrape (`jmx_scrape_error`).
+    const ANSWER_BOUND: &str = "max_response_bytes = 1048576";
     let gw = Gateway::start(&format!(
-        "[[targets]]\nname = \"ruled\"\nurl = \"{}\"\n\n\
-         [[targets]]\nname = \"bare\"\nurl = \"{}\"\n\n\
+        "[[targets]]\nname = \"ruled\"\nurl = \"{}\"\n{ANSWER_BOUND}\n\n\
+         [[targets]]\nname = \"bare\"\nurl = \"{}\"\n{ANSWER_BOUND}\n\n\
          [[prometheus.modules]]\nname = \"default\"\nrules_file = \"{}\"\n\n\
          [[prometheus.modules]]\nname = \"example\"\nrules_file = \"{}\"\n",
         ruled.jolokia_url,
