@@ -15,7 +15,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -270,7 +270,9 @@ fn jolokia1_agent_jar() -> &'static PathBuf {
 /// A product's JVM with jmx_exporter's agent (reading `rules`) and a
 /// Jolokia agent of `generation`. Dropping it kills the JVM.
 struct ProductJvm {
+    /// The shell running the JVM; closing `stdin` stops both.
     child: Child,
+    stdin: Option<ChildStdin>,
     dir: tempfile::TempDir,
     exporter_url: String,
     jolokia_url: String,
@@ -303,7 +305,14 @@ impl ProductJvm {
         };
         let (main, product_port) = product.prepare(dir.path());
         let log = std::fs::File::create(dir.path().join("jvm.log")).unwrap();
-        let child = Command::new("java")
+        // Through a shell that stops the JVM when its stdin closes, so a
+        // test process that dies (a timeout's kill) leaves no JVM behind;
+        // the shell itself ends when the JVM does.
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(STOP_ON_STDIN_EOF)
+            .arg("sh")
+            .arg("java")
             .args([
                 "-Xmx128m",
                 "-Xss512k",
@@ -318,12 +327,13 @@ impl ProductJvm {
             .arg(jolokia_agent)
             .args(&main)
             .current_dir(dir.path())
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
-            .expect("start java");
+            .expect("start sh and java");
         let mut jvm = ProductJvm {
+            stdin: child.stdin.take(),
             child,
             dir,
             exporter_url: format!("http://127.0.0.1:{exporter_port}/metrics"),
@@ -405,10 +415,20 @@ impl ProductJvm {
 
 impl Drop for ProductJvm {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        drop(self.stdin.take());
         let _ = self.child.wait();
     }
 }
+
+/// `sh -c` script running `"$@"` (the JVM) with stdin from /dev/null,
+/// stopping it when the shell's own stdin reaches EOF (kept on fd 3: an
+/// asynchronous list's stdin is /dev/null otherwise), killing it 20 s
+/// later if its shutdown hangs; exits with it.
+const STOP_ON_STDIN_EOF: &str = "exec 3<&0; \"$@\" </dev/null & jvm=$!; \
+     (read -r _ <&3; kill $jvm 2>/dev/null; i=0; \
+      while kill -0 $jvm 2>/dev/null && [ $i -lt 20 ]; do sleep 1; i=$((i+1)); done; \
+      kill -9 $jvm 2>/dev/null) & \
+     wait $jvm";
 
 /// An exposition's series, `name{labels}` (labels sorted, without
 /// `target`) → value, and its families' TYPE.
