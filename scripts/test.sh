@@ -39,7 +39,7 @@ jar="${JMXGATE_JOLOKIA2_DIR:-../shared/jolokia}/jolokia-agent-jvm-2.6.0.jar"
 generations=(1.7.1)
 if [ -f "$jar" ]; then
     generations+=(2.6.0)
-    echo "==> cargo nextest run -E 'kind(test)' (agents: Jolokia 2.6.0)"
+    echo "==> cargo nextest run -E 'kind(test) & !binary(real_products)' (agents: Jolokia 2.6.0)"
     JMXGATE_TEST_AGENT=2.6.0 cargo nextest run --no-fail-fast -E 'kind(test) & !binary(real_products)' 2>&1
 else
     echo "==> skipped: the integration suites against Jolokia 2.6.0 (no $jar)"
