@@ -387,19 +387,35 @@ impl ProductJvm {
             );
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
-        // One request, so Tomcat's servlet and request counters have moved
-        // before either side reads them.
+        // Some work, so counters and gauges have moved (and values other
+        // than 0 are compared) before either side reads them: a page and a
+        // 404 from Tomcat, messages on ActiveMQ's queue.
         if let Some(port) = self.product_port {
-            let r = http
-                .get(format!("http://127.0.0.1:{port}/"))
-                .send()
-                .await
-                .unwrap();
-            assert!(
-                r.status().is_success(),
-                "{product:?}: GET / gave {}",
-                r.status()
-            );
+            for (path, status) in [("/", 200), ("/nothing-here", 404)] {
+                let r = http
+                    .get(format!("http://127.0.0.1:{port}{path}"))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), status, "{product:?}: GET {path}");
+            }
+        }
+        if product == Product::ActiveMq {
+            let send = json!({
+                "type": "exec",
+                "mbean": "org.apache.activemq:type=Broker,brokerName=localhost,\
+                          destinationType=Queue,destinationName=jmxgate.queue",
+                "operation": "sendTextMessage(java.lang.String)",
+                "arguments": ["from jmxgate's tests"],
+            });
+            for _ in 0..3 {
+                let (status, answer) = common::post_json(&http, &self.jolokia_url, &send).await;
+                assert_eq!(
+                    (status, answer["status"].as_u64()),
+                    (200, Some(200)),
+                    "{answer}"
+                );
+            }
         }
     }
 
