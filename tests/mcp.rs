@@ -516,10 +516,12 @@ fn jmxgate_mcp_refuses_target_and_json() {
 }
 
 /// The official MCP conformance suite (`@modelcontextprotocol/conformance`
-/// 0.1.16, on Node 22) against `jmxgate serve` without authentication,
-/// where DNS rebinding matters most: every scenario that applies passes
-/// (initialize, ping, tools/list, DNS-rebinding protection); those that
-/// test the suite's own reference server are listed, each with why, in
+/// 0.1.16, on Node 22), every scenario (`--suite all`), against `jmxgate
+/// serve` without authentication, where DNS rebinding matters most: every
+/// scenario that applies passes (initialize, ping, tools/list,
+/// prompts/list, DNS-rebinding protection); those for capabilities
+/// jmxgate chose not to offer (logging, resources) or for the suite's own
+/// reference server's fixtures are listed, each with why, in
 /// tests/clients/mcp/conformance-baseline.yml, and the suite fails if one
 /// of them starts to pass. The binary's log at its default level holds
 /// the no-roles warning and nothing of the MCP library's.
@@ -551,6 +553,8 @@ async fn conformance_suite_against_an_open_gateway() {
         "server",
         "--url",
         &url,
+        "--suite",
+        "all",
         "--expected-failures",
         "conformance-baseline.yml",
     ]);
@@ -561,6 +565,7 @@ async fn conformance_suite_against_an_open_gateway() {
         "server-initialize: 1 passed, 0 failed",
         "ping: 1 passed, 0 failed",
         "tools-list: 1 passed, 0 failed",
+        "prompts-list: 1 passed, 0 failed",
         "dns-rebinding-protection: 2 passed, 0 failed",
     ] {
         assert!(all.contains(applies), "no `{applies}` in:\n{all}");

@@ -1,7 +1,8 @@
 //! `jmxgate mcp`: an MCP server on standard input and output that
 //! forwards every request to a remote gateway's MCP endpoint, for desktop
-//! assistants that only start local (stdio) servers. The tools, their
-//! answers and every decision are the remote gateway's, made for the
+//! assistants that only start local (stdio) servers. The tools, prompts
+//! and completions, their answers and every decision are the remote
+//! gateway's, made for the
 //! credentials given here (as every client command takes them); nothing
 //! is decided locally.
 
@@ -10,7 +11,9 @@ use std::process::ExitCode;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, ClientConfig, ClientRequest,
-    ErrorData, Implementation, ListToolsRequest, ListToolsResult, PaginatedRequestParams,
+    CompleteRequest, CompleteRequestParams, CompleteResult, ErrorData, GetPromptRequest,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsRequest,
+    ListPromptsResult, ListToolsRequest, ListToolsResult, PaginatedRequestParams,
     RequestMetaObject, ResultType, ServerCapabilities, ServerConfig, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError};
@@ -165,6 +168,54 @@ impl ServerHandler for Bridge {
             complete(&mut result.result_type);
         }
         Ok(answered)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let asked = ClientRequest::ListPromptsRequest(ListPromptsRequest {
+            method: Default::default(),
+            params: request,
+            extensions: Default::default(),
+        });
+        let ServerResult::ListPromptsResult(mut listed) = self.ask(asked, &context).await? else {
+            return Err(unexpected());
+        };
+        complete(&mut listed.result_type);
+        Ok(listed)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let asked = ClientRequest::GetPromptRequest(GetPromptRequest::new(request));
+        match self.ask(asked, &context).await? {
+            ServerResult::GetPromptResult(mut result) => {
+                complete(&mut result.result_type);
+                Ok(GetPromptResponse::Complete(result))
+            }
+            ServerResult::InputRequiredResult(result) => {
+                Ok(GetPromptResponse::InputRequired(result))
+            }
+            _ => Err(unexpected()),
+        }
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let asked = ClientRequest::CompleteRequest(CompleteRequest::new(request));
+        let ServerResult::CompleteResult(mut completed) = self.ask(asked, &context).await? else {
+            return Err(unexpected());
+        };
+        complete(&mut completed.result_type);
+        Ok(completed)
     }
 }
 
@@ -397,8 +448,13 @@ async fn serve(conn: ConnectOpts) -> Result<(), String> {
         .as_ref()
         .and_then(|i| i.server_info.clone())
         .unwrap_or_else(|| Implementation::new("jmxgate", env!("CARGO_PKG_VERSION")));
-    let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-        .with_server_info(server_info);
+    // What the bridge forwards, as far as the gateway offers it (an older
+    // gateway has tools only).
+    let offered = remote_info.as_ref().map(|i| &i.capabilities);
+    let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+    capabilities.prompts = offered.and_then(|c| c.prompts.clone());
+    capabilities.completions = offered.and_then(|c| c.completions.clone());
+    let mut info = ServerConfig::new(capabilities).with_server_info(server_info);
     if let Some(instructions) = remote_info.as_ref().and_then(|i| i.instructions.clone()) {
         info = info.with_instructions(instructions);
     }

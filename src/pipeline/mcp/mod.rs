@@ -13,10 +13,12 @@
 
 pub mod answer;
 pub mod bound;
+pub mod complete;
 pub mod config;
 pub mod jsonrpc;
 pub mod origin;
 pub mod page;
+pub mod prompts;
 pub mod tools;
 
 pub use config::McpConfig;
@@ -34,9 +36,11 @@ use std::time::Instant;
 use axum::body::Body;
 use http::{HeaderMap, Request as HttpRequest, Response as HttpResponse};
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-    DiscoverResult, ErrorData, Implementation, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+    CompleteResult, CompletionInfo, ContentBlock, DiscoverResult, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, Reference, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -50,6 +54,7 @@ use super::state::State;
 use super::{audit, authorize, parse, respond, route, Caller, Gateway, HttpError};
 use crate::access::Role;
 use answer::{Answered, Outcome};
+use prompts::PromptName;
 use tools::{Call, ToolName};
 
 /// The authenticated caller of one MCP HTTP request, handed to the tool
@@ -128,6 +133,31 @@ impl McpCaller {
     fn offered(&self) -> Vec<ToolName> {
         tools::offered(|command| self.may(command))
     }
+
+    /// The targets the caller may name: those its roles reach, and from a
+    /// page only those a call from it may use (as `list_targets`).
+    fn visible_targets(&self) -> impl Iterator<Item = &Arc<crate::fleet::Target>> + '_ {
+        self.state
+            .fleet
+            .iter()
+            .filter(|t| self.state.access.reaches(&self.held, t))
+            .filter(|t| self.page_reaches(t))
+    }
+}
+
+/// What a prompt may name: the caller's visible targets.
+impl prompts::Visible for McpCaller {
+    fn matching(&self, selector: &str) -> Result<usize, String> {
+        let selector = crate::access::TargetSelector::parse(selector)?;
+        Ok(self
+            .visible_targets()
+            .filter(|t| selector.matches(t))
+            .count())
+    }
+
+    fn reaches(&self, name: &str) -> bool {
+        self.visible_targets().any(|t| t.name == name)
+    }
 }
 
 /// The rmcp server handler: one per HTTP request (stateless).
@@ -176,7 +206,12 @@ fn unknown_tool(name: &str) -> ErrorData {
 
 impl ServerHandler for Door {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder()
+            .enable_completions()
+            .enable_prompts()
+            .enable_tools()
+            .build();
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("jmxgate", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
@@ -196,6 +231,80 @@ impl ServerHandler for Door {
                 .with_cache_scope(CacheScope::Private),
             _ => tools,
         })
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        caller(&context)?;
+        let prompts = ListPromptsResult::with_all_items(
+            PromptName::ALL
+                .into_iter()
+                .map(PromptName::prompt)
+                .collect(),
+        );
+        // The same for every caller, and fixed for a gateway's version.
+        Ok(match context.protocol_version() {
+            Some(v) if has_cache_hints(&v) => prompts
+                .with_ttl_ms(TOOLS_TTL_MS)
+                .with_cache_scope(CacheScope::Public),
+            _ => prompts,
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let caller = caller(&context)?;
+        let Some(prompt) = PromptName::parse(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown prompt {:?}; prompts/list shows them",
+                    request.name.chars().take(64).collect::<String>()
+                ),
+                None,
+            ));
+        };
+        let rendered = prompts::render(
+            prompt,
+            request.arguments.as_ref(),
+            &caller,
+            std::time::SystemTime::now(),
+        )
+        .map_err(|bad| ErrorData::invalid_params(bad.0, None))?;
+        Ok(GetPromptResult::new(vec![rendered.message()])
+            .with_description(rendered.description)
+            .into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let caller = caller(&context)?;
+        let Reference::Prompt(prompt) = &request.r#ref else {
+            return Err(ErrorData::invalid_params(
+                "jmxgate offers no resources; completion is for prompt arguments",
+                None,
+            ));
+        };
+        let context_value = |key: &str| {
+            request
+                .context
+                .as_ref()
+                .and_then(|c| c.get_argument(key))
+                .cloned()
+        };
+        let wanted = complete::wanted(&prompt.name, &request.argument.name, &context_value)
+            .map_err(|e| ErrorData::invalid_params(e.0, None))?;
+        let typed = &request.argument.value;
+        let info = self.gateway.completion(&caller, wanted, typed).await;
+        Ok(CompleteResult::new(info))
     }
 
     async fn discover(
@@ -272,7 +381,11 @@ impl Door {
                 item,
                 mbean,
                 page,
-            }) => match self.gateway.run_tool_item(&caller, tool, &item).await {
+            }) => match self
+                .gateway
+                .run_tool_item(&caller, tool.as_str(), &item)
+                .await
+            {
                 Ok(answer) => {
                     let shaped = answer::shape(Answered {
                         tool,
@@ -889,13 +1002,8 @@ impl Gateway {
             Ok(s) => s,
             Err(e) => return Outcome::Failed(format!("list_targets: `selector` {e}")),
         };
-        let state = &caller.state;
-        let targets: Vec<Value> = state
-            .fleet
-            .iter()
-            .filter(|t| state.access.reaches(&caller.held, t))
-            // From a page, only the targets a call from it may use.
-            .filter(|t| caller.page_reaches(t))
+        let targets: Vec<Value> = caller
+            .visible_targets()
             .filter(|t| selector.as_ref().is_none_or(|s| s.matches(t)))
             .map(|t| {
                 let mut d = t.describe();
@@ -930,6 +1038,109 @@ impl Gateway {
             return Outcome::Failed(e.message);
         }
         Outcome::Done(json!({ "count": targets.len(), "targets": targets }))
+    }
+
+    /// What a prompt argument's typed value completes to, from what the
+    /// caller may see. Targets come from the fleet; MBeans and attributes
+    /// from a `search` and a `list` run as the caller (authorized and
+    /// audited as `completion`). A target the caller can't reach, or one
+    /// that fails to answer, completes to nothing: completion is a hint
+    /// while typing, and the prompt itself says what is wrong.
+    async fn completion(
+        &self,
+        caller: &McpCaller,
+        wanted: complete::Wanted,
+        typed: &str,
+    ) -> CompletionInfo {
+        use complete::Wanted;
+        let nothing = || complete::complete(typed, std::iter::empty());
+        let is_selector = |t: &str| route::selector_of(t).is_some();
+        let arguments = |pairs: Value| match pairs {
+            Value::Object(map) => Some(map),
+            _ => None,
+        };
+        match wanted {
+            Wanted::Nothing => nothing(),
+            Wanted::Target { groups } => {
+                let mut candidates: Vec<String> = Vec::new();
+                for t in caller.visible_targets() {
+                    candidates.push(t.name.clone());
+                    if groups {
+                        candidates.extend(t.labels.iter().map(|(k, v)| format!("{k}={v}")));
+                    }
+                }
+                if groups && !candidates.is_empty() {
+                    candidates.push("*".into());
+                }
+                complete::complete(typed, candidates.iter().map(String::as_str))
+            }
+            Wanted::Mbean { target } => {
+                if is_selector(&target) || !prompts::Visible::reaches(caller, &target) {
+                    return nothing();
+                }
+                let pattern = complete::search_pattern(typed);
+                let Ok(Call::Item { item, .. }) = tools::parse_call(
+                    ToolName::SearchMbeans,
+                    arguments(json!({"target": target, "pattern": pattern})),
+                    &is_selector,
+                ) else {
+                    return nothing();
+                };
+                let Ok(answer) = self.run_tool_item(caller, "completion", &item).await else {
+                    return nothing();
+                };
+                let names: Vec<&str> = answer["value"]
+                    .as_array()
+                    .filter(|_| answer["status"] == 200)
+                    .map(|names| names.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                complete::complete(typed, names)
+            }
+            Wanted::Attribute { target, mbean } => {
+                if !prompts::Visible::reaches(caller, &target) {
+                    return nothing();
+                }
+                let Ok(Call::Item {
+                    tool,
+                    item,
+                    mbean: Some(described),
+                    ..
+                }) = tools::parse_call(
+                    ToolName::DescribeMbean,
+                    arguments(json!({"target": target, "mbean": mbean})),
+                    &is_selector,
+                )
+                else {
+                    return nothing();
+                };
+                let Ok(answer) = self.run_tool_item(caller, "completion", &item).await else {
+                    return nothing();
+                };
+                let shaped = answer::shape(Answered {
+                    tool,
+                    target: &target,
+                    fan_out: false,
+                    item: &item,
+                    mbean: Some(&described),
+                    answer,
+                });
+                let Outcome::Done(mut described_value) = shaped else {
+                    return nothing();
+                };
+                mark_uses(caller, &target, &item, &described, &mut described_value);
+                let readable: Vec<&str> = described_value["attributes"]
+                    .as_array()
+                    .map(|attributes| {
+                        attributes
+                            .iter()
+                            .filter(|a| a["you_may_read"] == true)
+                            .filter_map(|a| a["name"].as_str())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                complete::complete(typed, readable)
+            }
+        }
     }
 
     fn count_tool_call(&self, tool: &str, result: &str) {
@@ -969,11 +1180,12 @@ impl Gateway {
     /// One tool call's Jolokia item through the phases after
     /// authentication: parse (the item as JSON text, like any client's),
     /// route and authorize for the caller, dispatch, merge, audit. Returns
-    /// the item's answer as JSON.
+    /// the item's answer as JSON. `tool` names the call in the audit (a
+    /// tool's name, or `completion` for a completion's own reads).
     pub(super) async fn run_tool_item(
         &self,
         caller: &McpCaller,
-        tool: ToolName,
+        tool: &str,
         item: &Value,
     ) -> Result<Value, HttpError> {
         let started = Instant::now();
@@ -1025,13 +1237,13 @@ impl Gateway {
         let merged = match ran {
             Ok(((), merged)) => merged,
             Err(e) => {
-                self.audit_refused_call(caller, tool.as_str(), 403, &e.error_type, &e.message)
+                self.audit_refused_call(caller, tool, 403, &e.error_type, &e.message)
                     .await;
                 return Err(e);
             }
         };
         let roles = caller.role_names();
-        let who = caller.who(&roles, tool.as_str(), started.elapsed());
+        let who = caller.who(&roles, tool, started.elapsed());
         self.audit_items(state, &who, &parsed, &merged).await?;
         let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
         let body = respond::body(&answers, false).to_vec();
