@@ -174,6 +174,29 @@ fn unknown_tool(name: &str) -> ErrorData {
     )
 }
 
+/// A real tool the caller's roles don't offer: said as such, so that it
+/// doesn't read like a typo (the roles are the caller's own).
+fn tool_not_allowed(tool: ToolName, roles: &[String]) -> ErrorData {
+    let held = match roles {
+        [] => "you hold no role".to_string(),
+        [one] => format!("role {one}"),
+        many => format!("roles {}", many.join(", ")),
+    };
+    ErrorData::invalid_params(
+        format!(
+            "tool {:?} is not allowed for your roles ({held}): none of their policies \
+             allows {} anywhere; tools/list shows the tools you may use",
+            tool.as_str(),
+            match tool.changes() {
+                Some("exec") => "an exec",
+                Some("write") => "a write",
+                _ => "it",
+            }
+        ),
+        None,
+    )
+}
+
 impl ServerHandler for Door {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
@@ -240,10 +263,7 @@ impl Door {
         caller: McpCaller,
     ) -> Result<CallToolResponse, ErrorData> {
         let max = caller.state.mcp.max_result_bytes;
-        // A tool the caller is not offered is as unknown as one that
-        // doesn't exist.
-        let Some(tool) = ToolName::parse(&request.name).filter(|t| caller.offered().contains(t))
-        else {
+        let Some(tool) = ToolName::parse(&request.name) else {
             let error = unknown_tool(&request.name);
             let named: String = request.name.chars().take(64).collect();
             self.gateway
@@ -252,6 +272,20 @@ impl Door {
             self.gateway.count_tool_call("-", "refused");
             return Err(error);
         };
+        if !caller.offered().contains(&tool) {
+            let error = tool_not_allowed(tool, &caller.role_names());
+            self.gateway
+                .audit_refused_call(
+                    &caller,
+                    tool.as_str(),
+                    403,
+                    "jmxgate.ToolNotAllowed",
+                    &error.message,
+                )
+                .await;
+            self.gateway.count_tool_call(tool.as_str(), "refused");
+            return Err(error);
+        }
         let is_selector = |t: &str| route::selector_of(t).is_some();
         let outcome = match tools::parse_call(tool, request.arguments, &is_selector) {
             Err(bad) => {
