@@ -33,6 +33,11 @@ pub struct RequestFacts<'a> {
     pub origin: Option<&'a str>,
     /// The listener's scheme, `http` or `https`.
     pub scheme: &'a str,
+    /// A read of named attributes with `ignoreErrors` answers each denied
+    /// one in its place even when none or one is allowed (the MCP door: a
+    /// tool's answer has one shape however many were denied). The Jolokia
+    /// door keeps an agent's restrictor behaviour: the item is refused.
+    pub denied_reads_in_place: bool,
 }
 
 /// The policies an allowed item runs under: those of every role that
@@ -225,7 +230,11 @@ pub fn authorize(
     if grant.policies.is_empty() {
         return Err(first_denial.expect("at least one role was checked"));
     }
-    decide_command(&grant, request).map(|(plan, rule)| Allowed { plan, grant, rule })
+    decide_command(&grant, request, facts.denied_reads_in_place).map(|(plan, rule)| Allowed {
+        plan,
+        grant,
+        rule,
+    })
 }
 
 /// Decides a request against one policy alone (`jmxgate policy check`).
@@ -240,7 +249,11 @@ pub fn check_policy(
         roles: Vec::new(),
         open: false,
     };
-    decide_command(&grant, request).map(|(plan, rule)| Allowed { plan, grant, rule })
+    decide_command(&grant, request, facts.denied_reads_in_place).map(|(plan, rule)| Allowed {
+        plan,
+        grant,
+        rule,
+    })
 }
 
 /// `<http>`, `<remote>`, `<cors>` strict checking, and `<commands>` for the
@@ -314,8 +327,13 @@ pub fn read_denied(attribute: &str, name: &ObjectName, d: Decision) -> Denied {
     )
 }
 
-/// MBean-level decision under a grant.
-pub fn decide_command(grant: &Grant, request: &Request) -> Result<(Plan, String), Denied> {
+/// MBean-level decision under a grant. `denied_in_place`: see
+/// [`RequestFacts::denied_reads_in_place`].
+pub fn decide_command(
+    grant: &Grant,
+    request: &Request,
+    denied_in_place: bool,
+) -> Result<(Plan, String), Denied> {
     let ignore_errors = request.params.flag("ignoreErrors").unwrap_or(false);
     match &request.command {
         Command::Version(_) => Ok((Plan::Forward, "version allowed".into())),
@@ -339,7 +357,12 @@ pub fn decide_command(grant: &Grant, request: &Request) -> Result<(Plan, String)
             let decisions: Vec<Decision> = names.iter().map(|a| grant.read(&r.mbean, a)).collect();
             if let Some((i, d)) = decisions.iter().enumerate().find(|(_, d)| !d.allowed) {
                 let any_allowed = decisions.iter().any(|d| d.allowed);
-                if ignore_errors && any_allowed && names.len() > 1 {
+                let in_place = if denied_in_place {
+                    matches!(r.attribute, Attributes::Many(_))
+                } else {
+                    any_allowed && names.len() > 1
+                };
+                if ignore_errors && in_place {
                     return Ok((
                         Plan::ExpandRead,
                         format!("partly allowed: {}; denied attributes answered as errors", d.rule),

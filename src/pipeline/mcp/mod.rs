@@ -125,6 +125,18 @@ impl McpCaller {
             })
     }
 
+    /// The request facts a tool call's item is judged with: a POST, and
+    /// a denied attribute of a read answered in its place.
+    fn facts(&self) -> authorize::RequestFacts<'_> {
+        authorize::RequestFacts {
+            method: "POST",
+            chain: &self.chain,
+            origin: self.origin.as_deref(),
+            scheme: self.scheme,
+            denied_reads_in_place: true,
+        }
+    }
+
     fn offered(&self) -> Vec<ToolName> {
         tools::offered(|command| self.may(command))
     }
@@ -360,12 +372,7 @@ fn mark_uses(caller: &McpCaller, target: &str, item: &Value, mbean: &str, descri
     let Some(Ok(list)) = parsed.items.first().map(|i| i.parsed.as_ref()) else {
         return;
     };
-    let facts = authorize::RequestFacts {
-        method: "POST",
-        chain: &caller.chain,
-        origin: caller.origin.as_deref(),
-        scheme: caller.scheme,
-    };
+    let facts = caller.facts();
     let Ok(allowed) = authorize::authorize(
         &state.access,
         &caller.principal,
@@ -1014,12 +1021,7 @@ impl Gateway {
         let state = &caller.state;
         let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
         let parsed = parse::parse_post(&body, None, 1)?;
-        let facts = authorize::RequestFacts {
-            method: "POST",
-            chain: &caller.chain,
-            origin: caller.origin.as_deref(),
-            scheme: caller.scheme,
-        };
+        let facts = caller.facts();
         let judged_as = Caller {
             access: &state.access,
             principal: &caller.principal,
