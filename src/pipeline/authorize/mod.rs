@@ -63,17 +63,28 @@ impl Grant {
         self.open
     }
 
+    /// The first policy's allowance, else the first denial; its rule
+    /// names the role whose policy decided (when the grant has roles), so
+    /// an explanation or a refusal says which role and which rule.
     fn any(&self, check: impl Fn(&Policy) -> Decision) -> Decision {
         if self.open {
             return Decision::allow("no roles configured: the gateway is open");
         }
+        let of_role = |i: usize, mut d: Decision| {
+            if let Some(role) = self.roles.get(i) {
+                d.rule = format!("role {role}: {}", d.rule);
+            }
+            d
+        };
         let mut first_denial = None;
-        for p in &self.policies {
+        for (i, p) in self.policies.iter().enumerate() {
             let d = check(p);
             if d.allowed {
-                return d;
+                return of_role(i, d);
             }
-            first_denial.get_or_insert(d);
+            if first_denial.is_none() {
+                first_denial = Some(of_role(i, d));
+            }
         }
         first_denial.unwrap_or_else(|| Decision::deny("no role grants access"))
     }

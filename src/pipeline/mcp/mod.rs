@@ -319,15 +319,18 @@ impl Door {
                 mbean,
                 page,
             }) => match self.gateway.run_tool_item(&caller, tool, &item).await {
-                Ok(answer) => {
-                    let shaped = answer::shape(Answered {
-                        tool,
-                        target: &target,
-                        fan_out,
-                        item: &item,
-                        mbean: mbean.as_deref(),
-                        answer,
-                    });
+                Ok((answer, denied_by)) => {
+                    let shaped = answer::name_denials(
+                        answer::shape(Answered {
+                            tool,
+                            target: &target,
+                            fan_out,
+                            item: &item,
+                            mbean: mbean.as_deref(),
+                            answer,
+                        }),
+                        &denied_by,
+                    );
                     match (shaped, mbean, page) {
                         (Outcome::Done(mut described), Some(mbean), _) => {
                             mark_uses(&caller, &target, &item, &mbean, &mut described);
@@ -1010,13 +1013,13 @@ impl Gateway {
     /// One tool call's Jolokia item through the phases after
     /// authentication: parse (the item as JSON text, like any client's),
     /// route and authorize for the caller, dispatch, merge, audit. Returns
-    /// the item's answer as JSON.
+    /// the item's answer as JSON, with the rule of each policy denial.
     pub(super) async fn run_tool_item(
         &self,
         caller: &McpCaller,
         tool: ToolName,
         item: &Value,
-    ) -> Result<Value, HttpError> {
+    ) -> Result<(Value, Vec<answer::DeniedBy>), HttpError> {
         let started = Instant::now();
         let state = &caller.state;
         let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
@@ -1069,11 +1072,27 @@ impl Gateway {
         let roles = caller.role_names();
         let who = caller.who(&roles, tool.as_str(), started.elapsed());
         self.audit_items(state, &who, &parsed, &merged).await?;
+        // Only the policy's own refusals (a SecurityException): the rule
+        // of a target no role reaches would tell that it exists.
+        let denied_by: Vec<answer::DeniedBy> = merged
+            .iter()
+            .flat_map(|(_, rows)| rows)
+            .filter(|row| {
+                row.verdict.decision == "denied"
+                    && row.error_type.as_deref() == Some("java.lang.SecurityException")
+            })
+            .filter_map(|row| {
+                Some(answer::DeniedBy {
+                    target: row.verdict.target.clone(),
+                    rule: row.verdict.rule.clone()?,
+                })
+            })
+            .collect();
         let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
         let body = respond::body(&answers, false).to_vec();
         // An agent's value may nest deeper than a JSON tree is built here
         // (serde_json's 128 levels): a tool error, never a panic.
-        serde_json::from_slice(&body).map_err(|e| {
+        let answer = serde_json::from_slice(&body).map_err(|e| {
             HttpError::new(
                 502,
                 "jmxgate.AnswerTooDeep",
@@ -1082,6 +1101,7 @@ impl Gateway {
                      read a narrower path, or use the Jolokia endpoint"
                 ),
             )
-        })
+        })?;
+        Ok((answer, denied_by))
     }
 }

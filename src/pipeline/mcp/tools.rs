@@ -233,7 +233,9 @@ impl ToolName {
             "description": "A target that could not answer.",
             "properties": {
                 "target": text, "status": {"type": "integer"},
-                "error": text, "error_type": text
+                "error": text, "error_type": text,
+                "denied_by": {"type": "string", "description": "For a policy's refusal: the role \
+                                                              and rule of yours that decided."}
             },
             "required": ["target", "error"]
         });
@@ -335,7 +337,8 @@ impl ToolName {
                                "items": object(
                                    json!({"error_type": text, "status": {"type": "integer"},
                                           "error": text, "count": {"type": "integer"},
-                                          "targets": {"type": "array", "items": text}}),
+                                          "targets": {"type": "array", "items": text},
+                                          "denied_by": text}),
                                    &["error", "count", "targets"],
                                )}
                 }),
