@@ -154,7 +154,8 @@ pub fn shape(a: Answered<'_>) -> Outcome {
             "operation": field("operation"),
             "result": value,
         })),
-        ToolName::ListTargets => Outcome::Done(value),
+        // Answered without an item.
+        ToolName::ListTargets | ToolName::Explain => Outcome::Done(value),
     }
 }
 

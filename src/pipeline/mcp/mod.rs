@@ -14,6 +14,7 @@
 pub mod answer;
 pub mod bound;
 pub mod config;
+mod explain;
 pub mod jsonrpc;
 pub mod origin;
 pub mod page;
@@ -310,6 +311,9 @@ impl Door {
                 self.gateway
                     .list_targets_tool(&caller, selector.as_deref())
                     .await
+            }
+            Ok(Call::Explain { target, item }) => {
+                self.gateway.explain_tool(&caller, &target, &item).await
             }
             Ok(Call::Item {
                 tool,
