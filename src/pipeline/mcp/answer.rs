@@ -173,7 +173,8 @@ pub struct DeniedBy {
 const MAX_RULES: usize = 5;
 
 /// Names the deciding rule of each policy denial in a tool's answer: after
-/// a tool error's text (`…; denied by role viewer: <deny> …`), as
+/// a tool error's text (`…; denied by role viewer: <deny> …`, a line of
+/// its own after a summary's reasons), as
 /// `denied_by` in a group's per-target error entry, and in a summary's
 /// error reason (its first target's rule).
 pub fn name_denials(outcome: Outcome, denied_by: &[DeniedBy]) -> Outcome {
@@ -200,7 +201,12 @@ pub fn name_denials(outcome: Outcome, denied_by: &[DeniedBy]) -> Outcome {
             if left_out > 0 {
                 named.push_str(&format!("; and {left_out} more"));
             }
-            Outcome::Failed(format!("{text}; denied by {named}"))
+            // A summary's reasons are lines: the rules are one more.
+            Outcome::Failed(if text.contains('\n') {
+                format!("{text}\nDenied by {named}")
+            } else {
+                format!("{text}; denied by {named}")
+            })
         }
         Outcome::Done(mut value) => {
             for entry in value["results"].as_array_mut().into_iter().flatten() {
@@ -519,6 +525,16 @@ mod tests {
             Outcome::Failed(
                 "a: Operation op forbidden; denied by role ops: <deny> <mbean> m:t=x operation op"
                     .into()
+            )
+        );
+        let summary = name_denials(
+            Outcome::Failed("g: no usable value:\n- 2 target(s) (a, b): no".into()),
+            &[rule("a", "role v: r"), rule("b", "role v: r")],
+        );
+        assert_eq!(
+            summary,
+            Outcome::Failed(
+                "g: no usable value:\n- 2 target(s) (a, b): no\nDenied by role v: r".into()
             )
         );
         let group = Outcome::Done(json!({"results": [
