@@ -1545,13 +1545,27 @@ async fn explain_says_what_the_callers_roles_allow_and_nothing_of_other_tenants(
         .await,
     );
     assert_eq!(bad, "explain: `operation` is not for type read");
+    // A tool her role isn't offered: refused as such, and recorded.
+    let (_, hidden_tool) = rpc(
+        &gw,
+        Some(&ann),
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "execute_operation",
+                           "arguments": {"target": b.name, "mbean": ops, "operation": "reset"}}}),
+    )
+    .await;
+    let refusal = hidden_tool["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        refusal.contains("not allowed for your roles (role ann-viewer)"),
+        "{hidden_tool}"
+    );
     drop(gw);
 
     // Nothing of bob's role or target in what ann was told or what was
     // recorded of her calls; each explain is an audit record.
     let records = common::audit_records(&audit);
     let anns: Vec<&Value> = records.iter().filter(|r| r["principal"] == "ann").collect();
-    let told: String = anns.iter().map(|r| r.to_string()).collect::<String>() + &hidden;
+    let told: String = anns.iter().map(|r| r.to_string()).collect::<String>() + &hidden + refusal;
     for secret in ["bob-ops", "bobsSecretOperation"] {
         assert!(!told.contains(secret), "{secret} told to ann: {told}");
     }
@@ -1560,4 +1574,21 @@ async fn explain_says_what_the_callers_roles_allow_and_nothing_of_other_tenants(
         .filter(|r| r["event"] == "explain" && r["tool"] == "explain")
         .count();
     assert_eq!(explains, 2, "{anns:#?}");
+    let refused = anns
+        .iter()
+        .find(|r| r["tool"] == "execute_operation")
+        .unwrap_or_else(|| panic!("no record of the refused tool: {anns:#?}"));
+    assert_eq!(
+        (
+            &refused["decision"],
+            &refused["status"],
+            &refused["error_type"]
+        ),
+        (
+            &json!("denied"),
+            &json!(403),
+            &json!("jmxgate.ToolNotAllowed")
+        ),
+        "{refused}"
+    );
 }
