@@ -52,8 +52,6 @@ impl Gateway {
             default_target: None,
         };
         let judged = self.judge(state, &judged_as, addressing, asked);
-        let roles = caller.role_names();
-        let who = caller.who(&roles, ToolName::Explain.as_str(), started.elapsed());
         let results = match per_target(caller, target, judged) {
             Ok(results) => results,
             Err((status, error_type, text)) => {
@@ -71,6 +69,8 @@ impl Gateway {
         let allowed = results.iter().any(|r| r["decision"] == "allow");
         let decision = if allowed { "allow" } else { "deny" };
         let note = format!("explained {} target(s): {decision}", results.len());
+        let roles = caller.role_names();
+        let who = caller.who(&roles, ToolName::Explain.as_str(), started.elapsed());
         let record = audit::RequestRecord {
             who: &who,
             event: "explain",
