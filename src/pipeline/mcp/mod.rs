@@ -153,7 +153,7 @@ const INSTRUCTIONS: &str = "Tools to inspect and manage Java applications (JVMs)
 jmxgate Jolokia gateway, under your own roles and policies; every call is audited. Start with \
 list_targets, find MBeans with search_mbeans, see what one offers with describe_mbean, then \
 read_attributes. write_attribute and execute_operation change running JVMs: confirm with the \
-user first.";
+user first. When a call is refused, explain tells which of your roles and rules decided.";
 
 /// How long (ms) a client may hold a caller's tool list (and the
 /// `server/discover` answer) as fresh, from protocol 2026-07-28 on, where a
