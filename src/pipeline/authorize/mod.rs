@@ -374,10 +374,18 @@ pub fn decide_command(
                     any_allowed && names.len() > 1
                 };
                 if ignore_errors && in_place {
-                    return Ok((
-                        Plan::ExpandRead,
-                        format!("partly allowed: {}; denied attributes answered as errors", d.rule),
-                    ));
+                    // The audit record's rule must not read "allowed" for
+                    // a read that reads nothing.
+                    let rule = if any_allowed {
+                        format!("partly allowed: {}; denied attributes answered as errors", d.rule)
+                    } else {
+                        format!(
+                            "no attribute allowed: {}; each answered as an error in its place, \
+                             nothing sent to the agent",
+                            d.rule
+                        )
+                    };
+                    return Ok((Plan::ExpandRead, rule));
                 }
                 return Err(read_denied(&names[i], &r.mbean, d.clone()));
             }
@@ -425,4 +433,55 @@ pub fn write_denied(attribute: &str, name: &ObjectName, d: Decision) -> Denied {
         format!("Setting attribute {attribute} is forbidden for MBean {name}"),
         d.rule,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Params;
+    use serde_json::json;
+
+    fn grant(xml: &str) -> Grant {
+        Grant {
+            policies: vec![Arc::new(Policy::parse(xml).unwrap())],
+            roles: vec!["viewer".into()],
+            open: false,
+        }
+    }
+
+    fn read(attribute: serde_json::Value) -> Request {
+        let item = json!({"type": "read", "mbean": "d:type=T", "attribute": attribute,
+                          "config": {"ignoreErrors": true}});
+        Request::from_json(&item, &Params::default()).unwrap().0
+    }
+
+    const DENY_SECRET: &str =
+        "<restrict><deny><mbean><name>d:type=T</name><attribute>Secret</attribute></mbean></deny></restrict>";
+
+    #[test]
+    fn a_denied_rule_names_the_role_whose_policy_decided() {
+        let d = grant(DENY_SECRET).read(&ObjectName::parse("d:type=T").unwrap(), "Secret");
+        assert!(!d.allowed);
+        assert!(d.rule.starts_with("role viewer: <deny> "), "{}", d.rule);
+    }
+
+    #[test]
+    fn denied_reads_in_place_answer_a_list_even_when_nothing_is_allowed() {
+        let g = grant(DENY_SECRET);
+        // The Jolokia door: refused, as an agent's restrictor refuses it.
+        assert!(decide_command(&g, &read(json!(["Secret"])), false).is_err());
+        let (plan, rule) = decide_command(&g, &read(json!(["Secret"])), true).unwrap();
+        assert_eq!(plan, Plan::ExpandRead);
+        assert!(
+            rule.starts_with("no attribute allowed: role viewer: "),
+            "{rule}"
+        );
+        let (plan, rule) = decide_command(&g, &read(json!(["Secret", "Open"])), true).unwrap();
+        assert_eq!(plan, Plan::ExpandRead);
+        assert!(rule.starts_with("partly allowed: "), "{rule}");
+        // One attribute, not a list: its value is no map to hold an error.
+        assert!(decide_command(&g, &read(json!("Secret")), true).is_err());
+        let (plan, _) = decide_command(&g, &read(json!(["Open"])), true).unwrap();
+        assert_eq!(plan, Plan::Forward);
+    }
 }
