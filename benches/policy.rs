@@ -77,6 +77,7 @@ fn bench(c: &mut Criterion) {
         chain: &chain,
         origin: None,
         scheme: "http",
+        denied_reads_in_place: false,
     };
     let item = serde_json::json!({"type":"exec","mbean":"app57:type=Service,name=s57","operation":"restart"});
     let (request, _) = Request::from_json(&item, &Params::default()).unwrap();

@@ -763,6 +763,7 @@ fn policy_check(
         chain: remote,
         origin,
         scheme: "http",
+        denied_reads_in_place: false,
     };
     match check_policy(policy, &facts, &request) {
         Ok(allowed) => {

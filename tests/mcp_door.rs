@@ -200,11 +200,36 @@ async fn bearer_callers_get_the_tools_of_their_roles() {
             "search_mbeans",
             "describe_mbean",
             "read_attributes",
-            "fleet_summary"
+            "fleet_summary",
+            "explain"
         ]
     );
     let all = tool_names(&gw, Some(&ops)).await;
     assert!(all.contains(&"execute_operation".to_string()), "{all:?}");
+    // A real tool the viewer's role doesn't offer says so, naming the
+    // role; a name that is no tool at all stays unknown.
+    let (_, hidden) = rpc(
+        &gw,
+        Some(&viewer),
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "execute_operation", "arguments": {}}}),
+    )
+    .await;
+    let message = hidden["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("\"execute_operation\" is not allowed for your roles (role viewer)"),
+        "{hidden}"
+    );
+    assert!(!message.contains("unknown tool"), "{hidden}");
+    let (_, unknown) = rpc(
+        &gw,
+        Some(&viewer),
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                "params": {"name": "execute_operations", "arguments": {}}}),
+    )
+    .await;
+    let message = unknown["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("unknown tool"), "{unknown}");
     // Without a token, or with a forged one: HTTP 401, no MCP at all.
     let (status, _) = rpc(
         &gw,
@@ -1189,4 +1214,381 @@ async fn the_mcp_client_is_in_the_audit_cut_and_cleaned() {
         .find(|r| r["event"] == "target_list")
         .unwrap_or_else(|| panic!("no target list: {text}"));
     assert_eq!(listed["mcp_client"], "cursor", "{listed}");
+}
+
+/// What the caller's own `/jmxgate/explain` says of one item: its entry
+/// (for a selector, with `targets`).
+async fn explained_by_endpoint(gw: &Gateway, auth: &str, item: &Value) -> Value {
+    let r = gw
+        .http
+        .post(gw.url("/jmxgate/explain"))
+        .header("Authorization", auth)
+        .header("Content-Type", "application/json")
+        .body(item.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    r.json().await.unwrap()
+}
+
+/// A denied attribute is reported where a missing one is, in the same
+/// shape, whether it is the only one asked for or not, and whether the
+/// target is named or selected: the answers by name and by selector hold
+/// the same entry for the target.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_denied_attribute_is_in_its_place_by_name_and_by_selector() {
+    let (gw, _, guarded, _dir) = summary_gateway().await;
+    let [a, ..] = shared_agents();
+    let memory = "java.lang:type=Memory";
+    // The agent's own error for a missing attribute, and the gateway's
+    // own refusal of the denied one (as /jolokia says it to this caller).
+    let missing = direct(
+        a,
+        &json!({"type": "read", "mbean": memory, "attribute": "NoSuchAttribute"}),
+    )
+    .await;
+    assert_eq!(missing["status"], 404, "{missing}");
+    let r = gw
+        .http
+        .post(gw.url("/jolokia"))
+        .header("Authorization", &guarded)
+        .header("Content-Type", "application/json")
+        .body(
+            json!({"type": "read", "mbean": memory, "attribute": "HeapMemoryUsage",
+                   "target": {"url": a.name}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let refused: Value = r.json().await.unwrap();
+    assert_eq!(refused["status"], 403, "{refused}");
+    let denied_entry = json!({"error": refused["error"], "error_type": refused["error_type"]});
+
+    for attributes in [
+        json!(["HeapMemoryUsage"]),
+        json!(["HeapMemoryUsage", "NoSuchAttribute"]),
+        json!(["HeapMemoryUsage", "Verbose"]),
+    ] {
+        let mut entries = Vec::new();
+        for target in [a.name.as_str(), "role=test"] {
+            let body = call(
+                &gw,
+                Some(&guarded),
+                "read_attributes",
+                json!({"target": target, "mbean": memory, "attributes": attributes}),
+            )
+            .await;
+            assert_eq!(
+                body["result"]["isError"], false,
+                "{target} {attributes}: {body}"
+            );
+            let results = body["result"]["structuredContent"]["results"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{body}"));
+            let entry = results
+                .iter()
+                .find(|r| r["target"] == a.name.as_str())
+                .unwrap_or_else(|| panic!("no {} in {body}", a.name))
+                .clone();
+            let values = &entry["values"];
+            assert_eq!(values["HeapMemoryUsage"], denied_entry, "{target}: {entry}");
+            if attributes[1] == "NoSuchAttribute" {
+                let not_found = &values["NoSuchAttribute"];
+                assert_eq!(
+                    not_found["error_type"], missing["error_type"],
+                    "{target}: {entry}"
+                );
+                let mut keys: Vec<&String> = not_found.as_object().unwrap().keys().collect();
+                keys.sort();
+                assert_eq!(keys, ["error", "error_type"], "{target}: {entry}");
+            }
+            if attributes[1] == "Verbose" {
+                let own = direct(
+                    a,
+                    &json!({"type": "read", "mbean": memory, "attribute": "Verbose"}),
+                )
+                .await;
+                assert_eq!(values["Verbose"], own["value"], "{target}: {entry}");
+            }
+            entries.push(entry);
+        }
+        assert_eq!(entries[0], entries[1], "by name and by selector differ");
+    }
+}
+
+/// A policy's refusal names the caller's role and rule that decided, as
+/// the caller's own `/jmxgate/explain` names it: after a tool error's
+/// text, for one target and for a summary's group.
+#[tokio::test(flavor = "multi_thread")]
+async fn denials_name_the_deciding_role_and_rule() {
+    let (gw, _, guarded, _dir) = summary_gateway().await;
+    let [a, ..] = shared_agents();
+    let memory = "java.lang:type=Memory";
+    let write = json!({"type": "write", "mbean": memory, "attribute": "HeapMemoryUsage",
+                       "value": 1, "target": {"url": a.name}});
+    let explained = explained_by_endpoint(&gw, &guarded, &write).await;
+    assert_eq!(explained["decision"], "deny", "{explained}");
+    let rule = explained["rule"].as_str().unwrap();
+    assert!(rule.starts_with("role guarded: "), "{explained}");
+    assert!(rule.contains("HeapMemoryUsage"), "{explained}");
+    let body = call(
+        &gw,
+        Some(&guarded),
+        "write_attribute",
+        json!({"target": a.name, "mbean": memory, "attribute": "HeapMemoryUsage", "value": 1}),
+    )
+    .await;
+    let text = tool_error(&body);
+    assert!(
+        text.starts_with(&format!(
+            "{}: {}",
+            a.name,
+            explained["error"].as_str().unwrap()
+        )),
+        "{text}"
+    );
+    assert!(text.ends_with(&format!("; denied by {rule}")), "{text}");
+
+    // A group's summary: the same rule decided for every target, once.
+    let body = call(
+        &gw,
+        Some(&guarded),
+        "fleet_summary",
+        json!({"target": "role=test", "mbean": memory, "attribute": "HeapMemoryUsage",
+               "path": "used", "op": "sum"}),
+    )
+    .await;
+    let text = tool_error(&body);
+    let read = json!({"type": "read", "mbean": memory, "attribute": "HeapMemoryUsage",
+                      "target": {"url": "role=test"}});
+    let explained = explained_by_endpoint(&gw, &guarded, &read).await;
+    let rules: Vec<&str> = explained["targets"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{explained}"))
+        .iter()
+        .map(|t| t["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules.len(), 3, "{explained}");
+    assert!(rules.iter().all(|r| *r == rules[0]), "{explained}");
+    assert_eq!(text.matches(rules[0]).count(), 1, "{text}");
+    assert!(
+        text.ends_with(&format!("\nDenied by {}", rules[0])),
+        "{text}"
+    );
+}
+
+/// `explain`: per target the decision and the caller's deciding role and
+/// rule, as the caller's own `/jmxgate/explain` gives them; nothing of
+/// the targets and rules of a role the caller doesn't hold. ann's role
+/// reaches alpha only; bob's role, with its own rule, reaches beta.
+#[tokio::test(flavor = "multi_thread")]
+async fn explain_says_what_the_callers_roles_allow_and_nothing_of_other_tenants() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, b, c] = shared_agents();
+    let ops = "jmxgate.test:type=Operations";
+    std::fs::write(dir.path().join("viewer.xml"), VIEWER_POLICY).unwrap();
+    std::fs::write(
+        dir.path().join("bob.xml"),
+        "<restrict><deny><mbean><name>jmxgate.test:type=Operations</name>\
+         <operation>bobsSecretOperation</operation></mbean></deny></restrict>",
+    )
+    .unwrap();
+    let users = common::users_file(
+        dir.path(),
+        &[
+            ("ann", "ann-Pa55", &["ann-viewer"]),
+            ("bob", "bob-Pa55", &["bob-ops"]),
+        ],
+    );
+    let audit = dir.path().join("audit");
+    let gw = Gateway::start(&common::basic_auth_config(
+        &users,
+        &format!(
+            "{targets}\n[[roles]]\nname = \"ann-viewer\"\ntargets = [\"{a}\"]\npolicy = \"{viewer}\"\n\n\
+             [[roles]]\nname = \"bob-ops\"\ntargets = [\"{b}\"]\npolicy = \"{bob}\"\n\n\
+             [audit]\ndir = \"{audit}\"\n",
+            targets = targets_toml(&[a, b, c]),
+            a = a.name,
+            b = b.name,
+            viewer = dir.path().join("viewer.xml").display(),
+            bob = dir.path().join("bob.xml").display(),
+            audit = audit.display(),
+        ),
+    ))
+    .await;
+    let basic = |user: &str, password: &str| {
+        format!(
+            "Basic {}",
+            base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                format!("{user}:{password}")
+            )
+        )
+    };
+    let ann = basic("ann", "ann-Pa55");
+    let bob = basic("bob", "bob-Pa55");
+    assert!(tool_names(&gw, Some(&ann))
+        .await
+        .contains(&"explain".to_string()));
+
+    // Every target: only alpha is ann's; exec is not in her <commands>.
+    let body = call(
+        &gw,
+        Some(&ann),
+        "explain",
+        json!({"target": "*", "type": "exec", "mbean": ops, "operation": "reset"}),
+    )
+    .await;
+    assert_eq!(body["result"]["isError"], false, "{body}");
+    let answer = &body["result"]["structuredContent"];
+    let own = explained_by_endpoint(
+        &gw,
+        &ann,
+        &json!({"type": "exec", "mbean": ops, "operation": "reset", "arguments": [],
+                "target": {"url": "*"}}),
+    )
+    .await;
+    let per_target = |entries: &Value| -> Vec<(Value, Value, Value)> {
+        entries
+            .as_array()
+            .unwrap_or_else(|| panic!("{entries}"))
+            .iter()
+            .map(|e| {
+                (
+                    e["target"].clone(),
+                    e["decision"].clone(),
+                    e["rule"].clone(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(per_target(&answer["results"]), per_target(&own["targets"]));
+    assert_eq!(
+        per_target(&answer["results"]),
+        [(
+            json!(a.name),
+            json!("deny"),
+            answer["results"][0]["rule"].clone()
+        )]
+    );
+    let rule = answer["results"][0]["rule"].as_str().unwrap();
+    assert!(rule.starts_with("role ann-viewer: "), "{answer}");
+    assert!(rule.contains("\"exec\""), "{answer}");
+    assert_eq!(answer["decision"], "deny", "{answer}");
+    assert_eq!(answer["operation"], "reset", "{answer}");
+
+    // A read she may make: allowed, by her role, sent as it is.
+    let body = call(
+        &gw,
+        Some(&ann),
+        "explain",
+        json!({"target": a.name, "type": "read", "mbean": "jmxgate.test:type=Types",
+               "attribute": "Name"}),
+    )
+    .await;
+    let answer = &body["result"]["structuredContent"];
+    assert_eq!(answer["decision"], "allow", "{body}");
+    let entry = &answer["results"][0];
+    assert_eq!(
+        (&entry["target"], &entry["roles"], &entry["plan"]),
+        (&json!(a.name), &json!(["ann-viewer"]), &json!("forward")),
+        "{body}"
+    );
+
+    // bob's target, by name: as unknown to ann as a name that isn't one.
+    let hidden = tool_error(
+        &call(
+            &gw,
+            Some(&ann),
+            "explain",
+            json!({"target": b.name, "type": "exec", "mbean": ops, "operation": "bobsSecretOperation"}),
+        )
+        .await,
+    );
+    let unknown = tool_error(
+        &call(
+            &gw,
+            Some(&ann),
+            "explain",
+            json!({"target": "no-such-target", "type": "exec", "mbean": ops, "operation": "x"}),
+        )
+        .await,
+    );
+    assert_eq!(
+        hidden.replace(&b.name, "<name>"),
+        unknown.replace("no-such-target", "<name>")
+    );
+    // bob is told his own rule.
+    let body = call(
+        &gw,
+        Some(&bob),
+        "explain",
+        json!({"target": b.name, "type": "exec", "mbean": ops, "operation": "bobsSecretOperation"}),
+    )
+    .await;
+    let rule = body["result"]["structuredContent"]["results"][0]["rule"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{body}"))
+        .to_string();
+    assert!(rule.starts_with("role bob-ops: "), "{rule}");
+    assert!(rule.contains("bobsSecretOperation"), "{rule}");
+    // Arguments a type doesn't take are refused, naming them.
+    let bad = tool_error(
+        &call(
+            &gw,
+            Some(&ann),
+            "explain",
+            json!({"target": a.name, "type": "read", "mbean": ops, "operation": "reset"}),
+        )
+        .await,
+    );
+    assert_eq!(bad, "explain: `operation` is not for type read");
+    // A tool her role isn't offered: refused as such, and recorded.
+    let (_, hidden_tool) = rpc(
+        &gw,
+        Some(&ann),
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                "params": {"name": "execute_operation",
+                           "arguments": {"target": b.name, "mbean": ops, "operation": "reset"}}}),
+    )
+    .await;
+    let refusal = hidden_tool["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        refusal.contains("not allowed for your roles (role ann-viewer)"),
+        "{hidden_tool}"
+    );
+    drop(gw);
+
+    // Nothing of bob's role or target in what ann was told or what was
+    // recorded of her calls; each explain is an audit record.
+    let records = common::audit_records(&audit);
+    let anns: Vec<&Value> = records.iter().filter(|r| r["principal"] == "ann").collect();
+    let told: String = anns.iter().map(|r| r.to_string()).collect::<String>() + &hidden + refusal;
+    for secret in ["bob-ops", "bobsSecretOperation"] {
+        assert!(!told.contains(secret), "{secret} told to ann: {told}");
+    }
+    let explains = anns
+        .iter()
+        .filter(|r| r["event"] == "explain" && r["tool"] == "explain")
+        .count();
+    assert_eq!(explains, 2, "{anns:#?}");
+    let refused = anns
+        .iter()
+        .find(|r| r["tool"] == "execute_operation")
+        .unwrap_or_else(|| panic!("no record of the refused tool: {anns:#?}"));
+    assert_eq!(
+        (
+            &refused["decision"],
+            &refused["status"],
+            &refused["error_type"]
+        ),
+        (
+            &json!("denied"),
+            &json!(403),
+            &json!("jmxgate.ToolNotAllowed")
+        ),
+        "{refused}"
+    );
 }

@@ -493,10 +493,13 @@ pub fn record_refused_call(r: &RefusedCall<'_>) {
 }
 
 /// The audit file record of a refused tool call: an `item` that never
-/// became one, `invalid`, with the reason as its note.
+/// became one, with the reason as its note: `denied` when the caller was
+/// refused (403: a tool its roles aren't offered, a page's origin),
+/// `invalid` when the call could not be understood.
 pub fn refused_call_entry(r: &RefusedCall<'_>) -> Entry {
+    let decision = if r.status == 403 { "denied" } else { "invalid" };
     Entry {
-        decision: Some("invalid".into()),
+        decision: Some(decision.into()),
         status: Some(r.status),
         error_type: Some(r.error_type.into()),
         note: Some(r.message.into()),

@@ -518,6 +518,7 @@ impl Gateway {
             chain,
             origin,
             scheme: "http",
+            denied_reads_in_place: false,
         };
         let caller = Caller {
             access,
@@ -627,6 +628,7 @@ impl Gateway {
             chain,
             origin,
             scheme: "http",
+            denied_reads_in_place: false,
         };
         let addressing = match &virtual_target {
             Some(t) => Addressing::Virtual(t),

@@ -33,6 +33,11 @@ pub struct RequestFacts<'a> {
     pub origin: Option<&'a str>,
     /// The listener's scheme, `http` or `https`.
     pub scheme: &'a str,
+    /// A read of named attributes with `ignoreErrors` answers each denied
+    /// one in its place even when none or one is allowed (the MCP door: a
+    /// tool's answer has one shape however many were denied). The Jolokia
+    /// door keeps an agent's restrictor behaviour: the item is refused.
+    pub denied_reads_in_place: bool,
 }
 
 /// The policies an allowed item runs under: those of every role that
@@ -58,17 +63,28 @@ impl Grant {
         self.open
     }
 
+    /// The first policy's allowance, else the first denial; its rule
+    /// names the role whose policy decided (when the grant has roles), so
+    /// an explanation or a refusal says which role and which rule.
     fn any(&self, check: impl Fn(&Policy) -> Decision) -> Decision {
         if self.open {
             return Decision::allow("no roles configured: the gateway is open");
         }
+        let of_role = |i: usize, mut d: Decision| {
+            if let Some(role) = self.roles.get(i) {
+                d.rule = format!("role {role}: {}", d.rule);
+            }
+            d
+        };
         let mut first_denial = None;
-        for p in &self.policies {
+        for (i, p) in self.policies.iter().enumerate() {
             let d = check(p);
             if d.allowed {
-                return d;
+                return of_role(i, d);
             }
-            first_denial.get_or_insert(d);
+            if first_denial.is_none() {
+                first_denial = Some(of_role(i, d));
+            }
         }
         first_denial.unwrap_or_else(|| Decision::deny("no role grants access"))
     }
@@ -225,7 +241,11 @@ pub fn authorize(
     if grant.policies.is_empty() {
         return Err(first_denial.expect("at least one role was checked"));
     }
-    decide_command(&grant, request).map(|(plan, rule)| Allowed { plan, grant, rule })
+    decide_command(&grant, request, facts.denied_reads_in_place).map(|(plan, rule)| Allowed {
+        plan,
+        grant,
+        rule,
+    })
 }
 
 /// Decides a request against one policy alone (`jmxgate policy check`).
@@ -240,7 +260,11 @@ pub fn check_policy(
         roles: Vec::new(),
         open: false,
     };
-    decide_command(&grant, request).map(|(plan, rule)| Allowed { plan, grant, rule })
+    decide_command(&grant, request, facts.denied_reads_in_place).map(|(plan, rule)| Allowed {
+        plan,
+        grant,
+        rule,
+    })
 }
 
 /// `<http>`, `<remote>`, `<cors>` strict checking, and `<commands>` for the
@@ -314,8 +338,13 @@ pub fn read_denied(attribute: &str, name: &ObjectName, d: Decision) -> Denied {
     )
 }
 
-/// MBean-level decision under a grant.
-pub fn decide_command(grant: &Grant, request: &Request) -> Result<(Plan, String), Denied> {
+/// MBean-level decision under a grant. `denied_in_place`: see
+/// [`RequestFacts::denied_reads_in_place`].
+pub fn decide_command(
+    grant: &Grant,
+    request: &Request,
+    denied_in_place: bool,
+) -> Result<(Plan, String), Denied> {
     let ignore_errors = request.params.flag("ignoreErrors").unwrap_or(false);
     match &request.command {
         Command::Version(_) => Ok((Plan::Forward, "version allowed".into())),
@@ -339,11 +368,24 @@ pub fn decide_command(grant: &Grant, request: &Request) -> Result<(Plan, String)
             let decisions: Vec<Decision> = names.iter().map(|a| grant.read(&r.mbean, a)).collect();
             if let Some((i, d)) = decisions.iter().enumerate().find(|(_, d)| !d.allowed) {
                 let any_allowed = decisions.iter().any(|d| d.allowed);
-                if ignore_errors && any_allowed && names.len() > 1 {
-                    return Ok((
-                        Plan::ExpandRead,
-                        format!("partly allowed: {}; denied attributes answered as errors", d.rule),
-                    ));
+                let in_place = if denied_in_place {
+                    matches!(r.attribute, Attributes::Many(_))
+                } else {
+                    any_allowed && names.len() > 1
+                };
+                if ignore_errors && in_place {
+                    // The audit record's rule must not read "allowed" for
+                    // a read that reads nothing.
+                    let rule = if any_allowed {
+                        format!("partly allowed: {}; denied attributes answered as errors", d.rule)
+                    } else {
+                        format!(
+                            "no attribute allowed: {}; each answered as an error in its place, \
+                             nothing sent to the agent",
+                            d.rule
+                        )
+                    };
+                    return Ok((Plan::ExpandRead, rule));
                 }
                 return Err(read_denied(&names[i], &r.mbean, d.clone()));
             }
@@ -391,4 +433,55 @@ pub fn write_denied(attribute: &str, name: &ObjectName, d: Decision) -> Denied {
         format!("Setting attribute {attribute} is forbidden for MBean {name}"),
         d.rule,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Params;
+    use serde_json::json;
+
+    fn grant(xml: &str) -> Grant {
+        Grant {
+            policies: vec![Arc::new(Policy::parse(xml).unwrap())],
+            roles: vec!["viewer".into()],
+            open: false,
+        }
+    }
+
+    fn read(attribute: serde_json::Value) -> Request {
+        let item = json!({"type": "read", "mbean": "d:type=T", "attribute": attribute,
+                          "config": {"ignoreErrors": true}});
+        Request::from_json(&item, &Params::default()).unwrap().0
+    }
+
+    const DENY_SECRET: &str =
+        "<restrict><deny><mbean><name>d:type=T</name><attribute>Secret</attribute></mbean></deny></restrict>";
+
+    #[test]
+    fn a_denied_rule_names_the_role_whose_policy_decided() {
+        let d = grant(DENY_SECRET).read(&ObjectName::parse("d:type=T").unwrap(), "Secret");
+        assert!(!d.allowed);
+        assert!(d.rule.starts_with("role viewer: <deny> "), "{}", d.rule);
+    }
+
+    #[test]
+    fn denied_reads_in_place_answer_a_list_even_when_nothing_is_allowed() {
+        let g = grant(DENY_SECRET);
+        // The Jolokia door: refused, as an agent's restrictor refuses it.
+        assert!(decide_command(&g, &read(json!(["Secret"])), false).is_err());
+        let (plan, rule) = decide_command(&g, &read(json!(["Secret"])), true).unwrap();
+        assert_eq!(plan, Plan::ExpandRead);
+        assert!(
+            rule.starts_with("no attribute allowed: role viewer: "),
+            "{rule}"
+        );
+        let (plan, rule) = decide_command(&g, &read(json!(["Secret", "Open"])), true).unwrap();
+        assert_eq!(plan, Plan::ExpandRead);
+        assert!(rule.starts_with("partly allowed: "), "{rule}");
+        // One attribute, not a list: its value is no map to hold an error.
+        assert!(decide_command(&g, &read(json!("Secret")), true).is_err());
+        let (plan, _) = decide_command(&g, &read(json!(["Open"])), true).unwrap();
+        assert_eq!(plan, Plan::Forward);
+    }
 }

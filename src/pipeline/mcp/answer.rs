@@ -154,7 +154,77 @@ pub fn shape(a: Answered<'_>) -> Outcome {
             "operation": field("operation"),
             "result": value,
         })),
-        ToolName::ListTargets => Outcome::Done(value),
+        // Answered without an item.
+        ToolName::ListTargets | ToolName::Explain => Outcome::Done(value),
+    }
+}
+
+/// The rule of the caller's own roles that refused a call on a target
+/// (`role viewer: <deny> <mbean> … attribute Special`), as
+/// `/jmxgate/explain` names it. `target` is `None` when the refusal came
+/// before routing (a caller without roles).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeniedBy {
+    pub target: Option<String>,
+    pub rule: String,
+}
+
+/// Most rules a tool error names (one per distinct rule).
+const MAX_RULES: usize = 5;
+
+/// Names the deciding rule of each policy denial in a tool's answer: after
+/// a tool error's text (`…; denied by role viewer: <deny> …`, a line of
+/// its own after a summary's reasons), as
+/// `denied_by` in a group's per-target error entry, and in a summary's
+/// error reason (its first target's rule).
+pub fn name_denials(outcome: Outcome, denied_by: &[DeniedBy]) -> Outcome {
+    if denied_by.is_empty() {
+        return outcome;
+    }
+    let rule_of = |target: &str| {
+        denied_by
+            .iter()
+            .find(|d| d.target.as_deref() == Some(target))
+            .map(|d| d.rule.clone())
+    };
+    match outcome {
+        Outcome::Failed(text) => {
+            let mut rules: Vec<&str> = Vec::new();
+            for d in denied_by {
+                if !rules.contains(&d.rule.as_str()) {
+                    rules.push(&d.rule);
+                }
+            }
+            let left_out = rules.len().saturating_sub(MAX_RULES);
+            rules.truncate(MAX_RULES);
+            let mut named = rules.join("; ");
+            if left_out > 0 {
+                named.push_str(&format!("; and {left_out} more"));
+            }
+            // A summary's reasons are lines: the rules are one more.
+            Outcome::Failed(if text.contains('\n') {
+                format!("{text}\nDenied by {named}")
+            } else {
+                format!("{text}; denied by {named}")
+            })
+        }
+        Outcome::Done(mut value) => {
+            for entry in value["results"].as_array_mut().into_iter().flatten() {
+                if entry.get("error").is_none() {
+                    continue;
+                }
+                if let Some(rule) = entry["target"].as_str().and_then(rule_of) {
+                    entry["denied_by"] = json!(rule);
+                }
+            }
+            for reason in value["errors"].as_array_mut().into_iter().flatten() {
+                let first = reason["targets"][0].as_str().and_then(rule_of);
+                if let Some(rule) = first {
+                    reason["denied_by"] = json!(rule);
+                }
+            }
+            Outcome::Done(value)
+        }
     }
 }
 
@@ -438,6 +508,47 @@ mod tests {
                 "a: Operation op forbidden for m:t=x (java.lang.SecurityException)".into()
             )
         );
+    }
+
+    #[test]
+    fn denials_name_their_rule_in_the_error_and_per_target() {
+        let rule = |t: &str, r: &str| DeniedBy {
+            target: Some(t.into()),
+            rule: r.into(),
+        };
+        let out = name_denials(
+            Outcome::Failed("a: Operation op forbidden".into()),
+            &[rule("a", "role ops: <deny> <mbean> m:t=x operation op")],
+        );
+        assert_eq!(
+            out,
+            Outcome::Failed(
+                "a: Operation op forbidden; denied by role ops: <deny> <mbean> m:t=x operation op"
+                    .into()
+            )
+        );
+        let summary = name_denials(
+            Outcome::Failed("g: no usable value:\n- 2 target(s) (a, b): no".into()),
+            &[rule("a", "role v: r"), rule("b", "role v: r")],
+        );
+        assert_eq!(
+            summary,
+            Outcome::Failed(
+                "g: no usable value:\n- 2 target(s) (a, b): no\nDenied by role v: r".into()
+            )
+        );
+        let group = Outcome::Done(json!({"results": [
+            {"target": "a", "values": {}},
+            {"target": "b", "status": 403, "error": "no"},
+            {"target": "c", "status": 503, "error": "down"}
+        ], "errors": [{"error": "no", "count": 1, "targets": ["b"]}]}));
+        let Outcome::Done(out) = name_denials(group, &[rule("b", "role v: r")]) else {
+            panic!()
+        };
+        assert_eq!(out["results"][1]["denied_by"], "role v: r");
+        assert!(out["results"][0].get("denied_by").is_none(), "{out}");
+        assert!(out["results"][2].get("denied_by").is_none(), "{out}");
+        assert_eq!(out["errors"][0]["denied_by"], "role v: r");
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod answer;
 pub mod bound;
 pub mod complete;
 pub mod config;
+mod explain;
 pub mod jsonrpc;
 pub mod origin;
 pub mod page;
@@ -130,6 +131,18 @@ impl McpCaller {
             })
     }
 
+    /// The request facts a tool call's item is judged with: a POST, and
+    /// a denied attribute of a read answered in its place.
+    fn facts(&self) -> authorize::RequestFacts<'_> {
+        authorize::RequestFacts {
+            method: "POST",
+            chain: &self.chain,
+            origin: self.origin.as_deref(),
+            scheme: self.scheme,
+            denied_reads_in_place: true,
+        }
+    }
+
     fn offered(&self) -> Vec<ToolName> {
         tools::offered(|command| self.may(command))
     }
@@ -170,7 +183,7 @@ const INSTRUCTIONS: &str = "Tools to inspect and manage Java applications (JVMs)
 jmxgate Jolokia gateway, under your own roles and policies; every call is audited. Start with \
 list_targets, find MBeans with search_mbeans, see what one offers with describe_mbean, then \
 read_attributes. write_attribute and execute_operation change running JVMs: confirm with the \
-user first.";
+user first. When a call is refused, explain tells which of your roles and rules decided.";
 
 /// How long (ms) a client may hold a caller's tool list (and the
 /// `server/discover` answer) as fresh, from protocol 2026-07-28 on, where a
@@ -200,6 +213,29 @@ fn caller(context: &RequestContext<RoleServer>) -> Result<McpCaller, ErrorData> 
 fn unknown_tool(name: &str) -> ErrorData {
     ErrorData::invalid_params(
         format!("unknown tool {name:?}; tools/list shows the tools you may use"),
+        None,
+    )
+}
+
+/// A real tool the caller's roles don't offer: said as such, so that it
+/// doesn't read like a typo (the roles are the caller's own).
+fn tool_not_allowed(tool: ToolName, roles: &[String]) -> ErrorData {
+    let held = match roles {
+        [] => "you hold no role".to_string(),
+        [one] => format!("role {one}"),
+        many => format!("roles {}", many.join(", ")),
+    };
+    ErrorData::invalid_params(
+        format!(
+            "tool {:?} is not allowed for your roles ({held}): none of their policies \
+             allows {} anywhere; tools/list shows the tools you may use",
+            tool.as_str(),
+            match tool.changes() {
+                Some("exec") => "an exec",
+                Some("write") => "a write",
+                _ => "it",
+            }
+        ),
         None,
     )
 }
@@ -349,10 +385,7 @@ impl Door {
         caller: McpCaller,
     ) -> Result<CallToolResponse, ErrorData> {
         let max = caller.state.mcp.max_result_bytes;
-        // A tool the caller is not offered is as unknown as one that
-        // doesn't exist.
-        let Some(tool) = ToolName::parse(&request.name).filter(|t| caller.offered().contains(t))
-        else {
+        let Some(tool) = ToolName::parse(&request.name) else {
             let error = unknown_tool(&request.name);
             let named: String = request.name.chars().take(64).collect();
             self.gateway
@@ -361,6 +394,20 @@ impl Door {
             self.gateway.count_tool_call("-", "refused");
             return Err(error);
         };
+        if !caller.offered().contains(&tool) {
+            let error = tool_not_allowed(tool, &caller.role_names());
+            self.gateway
+                .audit_refused_call(
+                    &caller,
+                    tool.as_str(),
+                    403,
+                    "jmxgate.ToolNotAllowed",
+                    &error.message,
+                )
+                .await;
+            self.gateway.count_tool_call(tool.as_str(), "refused");
+            return Err(error);
+        }
         let is_selector = |t: &str| route::selector_of(t).is_some();
         let outcome = match tools::parse_call(tool, request.arguments, &is_selector) {
             Err(bad) => {
@@ -374,6 +421,9 @@ impl Door {
                     .list_targets_tool(&caller, selector.as_deref())
                     .await
             }
+            Ok(Call::Explain { target, item }) => {
+                self.gateway.explain_tool(&caller, &target, &item).await
+            }
             Ok(Call::Item {
                 tool,
                 target,
@@ -386,15 +436,18 @@ impl Door {
                 .run_tool_item(&caller, tool.as_str(), &item)
                 .await
             {
-                Ok(answer) => {
-                    let shaped = answer::shape(Answered {
-                        tool,
-                        target: &target,
-                        fan_out,
-                        item: &item,
-                        mbean: mbean.as_deref(),
-                        answer,
-                    });
+                Ok((answer, denied_by)) => {
+                    let shaped = answer::name_denials(
+                        answer::shape(Answered {
+                            tool,
+                            target: &target,
+                            fan_out,
+                            item: &item,
+                            mbean: mbean.as_deref(),
+                            answer,
+                        }),
+                        &denied_by,
+                    );
                     match (shaped, mbean, page) {
                         (Outcome::Done(mut described), Some(mbean), _) => {
                             mark_uses(&caller, &target, &item, &mbean, &mut described);
@@ -439,12 +492,7 @@ fn mark_uses(caller: &McpCaller, target: &str, item: &Value, mbean: &str, descri
     let Some(Ok(list)) = parsed.items.first().map(|i| i.parsed.as_ref()) else {
         return;
     };
-    let facts = authorize::RequestFacts {
-        method: "POST",
-        chain: &caller.chain,
-        origin: caller.origin.as_deref(),
-        scheme: caller.scheme,
-    };
+    let facts = caller.facts();
     let Ok(allowed) = authorize::authorize(
         &state.access,
         &caller.principal,
@@ -1086,7 +1134,7 @@ impl Gateway {
                 ) else {
                     return nothing();
                 };
-                let Ok(answer) = self.run_tool_item(caller, "completion", &item).await else {
+                let Ok((answer, _)) = self.run_tool_item(caller, "completion", &item).await else {
                     return nothing();
                 };
                 let names: Vec<&str> = answer["value"]
@@ -1113,7 +1161,7 @@ impl Gateway {
                 else {
                     return nothing();
                 };
-                let Ok(answer) = self.run_tool_item(caller, "completion", &item).await else {
+                let Ok((answer, _)) = self.run_tool_item(caller, "completion", &item).await else {
                     return nothing();
                 };
                 let shaped = answer::shape(Answered {
@@ -1180,24 +1228,20 @@ impl Gateway {
     /// One tool call's Jolokia item through the phases after
     /// authentication: parse (the item as JSON text, like any client's),
     /// route and authorize for the caller, dispatch, merge, audit. Returns
-    /// the item's answer as JSON. `tool` names the call in the audit (a
-    /// tool's name, or `completion` for a completion's own reads).
+    /// the item's answer as JSON, with the rule of each policy denial.
+    /// `tool` names the call in the audit (a tool's name, or `completion`
+    /// for a completion's own reads).
     pub(super) async fn run_tool_item(
         &self,
         caller: &McpCaller,
         tool: &str,
         item: &Value,
-    ) -> Result<Value, HttpError> {
+    ) -> Result<(Value, Vec<answer::DeniedBy>), HttpError> {
         let started = Instant::now();
         let state = &caller.state;
         let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
         let parsed = parse::parse_post(&body, None, 1)?;
-        let facts = authorize::RequestFacts {
-            method: "POST",
-            chain: &caller.chain,
-            origin: caller.origin.as_deref(),
-            scheme: caller.scheme,
-        };
+        let facts = caller.facts();
         let judged_as = Caller {
             access: &state.access,
             principal: &caller.principal,
@@ -1245,11 +1289,27 @@ impl Gateway {
         let roles = caller.role_names();
         let who = caller.who(&roles, tool, started.elapsed());
         self.audit_items(state, &who, &parsed, &merged).await?;
+        // Only the policy's own refusals (a SecurityException): the rule
+        // of a target no role reaches would tell that it exists.
+        let denied_by: Vec<answer::DeniedBy> = merged
+            .iter()
+            .flat_map(|(_, rows)| rows)
+            .filter(|row| {
+                row.verdict.decision == "denied"
+                    && row.error_type.as_deref() == Some("java.lang.SecurityException")
+            })
+            .filter_map(|row| {
+                Some(answer::DeniedBy {
+                    target: row.verdict.target.clone(),
+                    rule: row.verdict.rule.clone()?,
+                })
+            })
+            .collect();
         let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
         let body = respond::body(&answers, false).to_vec();
         // An agent's value may nest deeper than a JSON tree is built here
         // (serde_json's 128 levels): a tool error, never a panic.
-        serde_json::from_slice(&body).map_err(|e| {
+        let answer = serde_json::from_slice(&body).map_err(|e| {
             HttpError::new(
                 502,
                 "jmxgate.AnswerTooDeep",
@@ -1258,6 +1318,7 @@ impl Gateway {
                      read a narrower path, or use the Jolokia endpoint"
                 ),
             )
-        })
+        })?;
+        Ok((answer, denied_by))
     }
 }

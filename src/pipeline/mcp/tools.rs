@@ -21,17 +21,19 @@ pub enum ToolName {
     DescribeMbean,
     ReadAttributes,
     FleetSummary,
+    Explain,
     WriteAttribute,
     ExecuteOperation,
 }
 
 impl ToolName {
-    pub const ALL: [ToolName; 7] = [
+    pub const ALL: [ToolName; 8] = [
         ToolName::ListTargets,
         ToolName::SearchMbeans,
         ToolName::DescribeMbean,
         ToolName::ReadAttributes,
         ToolName::FleetSummary,
+        ToolName::Explain,
         ToolName::WriteAttribute,
         ToolName::ExecuteOperation,
     ];
@@ -43,6 +45,7 @@ impl ToolName {
             ToolName::DescribeMbean => "describe_mbean",
             ToolName::ReadAttributes => "read_attributes",
             ToolName::FleetSummary => "fleet_summary",
+            ToolName::Explain => "explain",
             ToolName::WriteAttribute => "write_attribute",
             ToolName::ExecuteOperation => "execute_operation",
         }
@@ -89,6 +92,13 @@ impl ToolName {
                  `java.lang:type=Memory`, attribute `HeapMemoryUsage`, path `used`, op `top`, n 1. \
                  JVMs that gave no usable value are summarised under `errors`, by reason; when \
                  none gave one, the call is an error saying why."
+            }
+            ToolName::Explain => {
+                "Explain what you may do, and why: for a request (read an attribute, write it, \
+                 run an operation, list or search MBeans) on one target or on every target a \
+                 selector matches, whether your roles allow it on each target and which of your \
+                 roles and policy rules decides. Nothing is sent to any JVM. Use it when a call \
+                 was refused, or before a write or an operation."
             }
             ToolName::WriteAttribute => {
                 "Set one attribute of an MBean on one target; returns the previous value. Changes \
@@ -188,6 +198,32 @@ impl ToolName {
                 }),
                 &["target", "mbean", "attribute", "op"],
             ),
+            ToolName::Explain => (
+                json!({
+                    "target": target_many,
+                    "type": {
+                        "type": "string",
+                        "enum": ["read", "write", "exec", "list", "search"],
+                        "description": "What you would do: read or write an attribute, exec an \
+                                        operation, list (describe) or search MBeans."
+                    },
+                    "mbean": {
+                        "type": "string",
+                        "description": "The MBean's ObjectName (for read, write and exec; for \
+                                        list one MBean, for search a pattern, default `*:*`)."
+                    },
+                    "attribute": {
+                        "type": "string",
+                        "description": "For read (omit for every attribute) and write: the attribute."
+                    },
+                    "operation": {
+                        "type": "string",
+                        "description": "For exec: the operation, with its signature for an \
+                                        overload: `add(int,int)`."
+                    }
+                }),
+                &["target", "type"],
+            ),
             ToolName::WriteAttribute => (
                 json!({
                     "target": target_one,
@@ -233,7 +269,9 @@ impl ToolName {
             "description": "A target that could not answer.",
             "properties": {
                 "target": text, "status": {"type": "integer"},
-                "error": text, "error_type": text
+                "error": text, "error_type": text,
+                "denied_by": {"type": "string", "description": "For a policy's refusal: the role \
+                                                              and rule of yours that decided."}
             },
             "required": ["target", "error"]
         });
@@ -335,12 +373,43 @@ impl ToolName {
                                "items": object(
                                    json!({"error_type": text, "status": {"type": "integer"},
                                           "error": text, "count": {"type": "integer"},
-                                          "targets": {"type": "array", "items": text}}),
+                                          "targets": {"type": "array", "items": text},
+                                          "denied_by": text}),
                                    &["error", "count", "targets"],
                                )}
                 }),
                 &["target", "op", "count", "errors"],
             ),
+            ToolName::Explain => {
+                let decision = json!({"type": "string", "enum": ["allow", "deny"]});
+                object(
+                    json!({
+                        "target": text, "type": text, "mbean": text, "attribute": text,
+                        "operation": text,
+                        "decision": {"type": "string", "enum": ["allow", "deny"],
+                                     "description": "allow when it is allowed on some target."},
+                        "results": {"type": "array", "description": "One entry per target, in \
+                                                                    target order.",
+                                    "items": object(
+                            json!({
+                                "target": text,
+                                "decision": decision,
+                                "rule": {"type": "string", "description": "The rule of your \
+                                                                          roles that decides."},
+                                "roles": {"type": "array", "items": text, "description": "Your \
+                                          roles whose policies allow it there."},
+                                "plan": {"type": "string", "description": "How the gateway \
+                                                                          would run it."},
+                                "status": {"type": "integer"},
+                                "error": {"type": "string", "description": "The refusal a call \
+                                                                           would get."}
+                            }),
+                            &["target", "decision", "rule"],
+                        )}
+                    }),
+                    &["target", "type", "decision", "results"],
+                )
+            }
             ToolName::WriteAttribute => object(
                 json!({"target": text, "mbean": text, "attribute": text,
                        "previous": {"description": "The value before the write."}}),
@@ -361,6 +430,7 @@ impl ToolName {
             ToolName::DescribeMbean => "Describe an MBean",
             ToolName::ReadAttributes => "Read attributes",
             ToolName::FleetSummary => "Summarise a group of JVMs",
+            ToolName::Explain => "Explain what you may do",
             ToolName::WriteAttribute => "Write an attribute",
             ToolName::ExecuteOperation => "Execute an operation",
         };
@@ -411,6 +481,11 @@ pub fn offered(may: impl Fn(&str) -> bool) -> Vec<ToolName> {
 pub enum Call {
     ListTargets {
         selector: Option<String>,
+    },
+    /// `explain`: the item to judge for `target` (never sent).
+    Explain {
+        target: String,
+        item: Value,
     },
     /// Everything else becomes one Jolokia item for `target`.
     Item {
@@ -505,6 +580,113 @@ impl SummaryOp {
             SummaryOp::Group => Op::Group,
         }))
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExplainArgs {
+    target: String,
+    #[serde(rename = "type")]
+    kind: ExplainType,
+    mbean: Option<String>,
+    attribute: Option<String>,
+    operation: Option<String>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum ExplainType {
+    Read,
+    Write,
+    Exec,
+    List,
+    Search,
+}
+
+impl ExplainType {
+    fn as_str(self) -> &'static str {
+        match self {
+            ExplainType::Read => "read",
+            ExplainType::Write => "write",
+            ExplainType::Exec => "exec",
+            ExplainType::List => "list",
+            ExplainType::Search => "search",
+        }
+    }
+}
+
+/// `explain`'s item: the request a tool would send, as plain Jolokia (one
+/// attribute, no `ignoreErrors`), so that a denied attribute is a denial
+/// with its rule. Arguments a type doesn't take are refused, not ignored.
+fn explain_item(a: ExplainArgs) -> Result<Call, BadArguments> {
+    let tool = ToolName::Explain;
+    let kind = a.kind.as_str();
+    let given = |v: &Option<String>, key: &str| -> Result<Option<String>, BadArguments> {
+        match v {
+            Some(v) => nonempty(tool, key, v).map(|()| Some(v.clone())),
+            None => Ok(None),
+        }
+    };
+    let mbean = given(&a.mbean, "mbean")?;
+    let attribute = given(&a.attribute, "attribute")?;
+    let operation = given(&a.operation, "operation")?;
+    let takes = |key: &str, ok: bool, v: &Option<String>| match (ok, v) {
+        (false, Some(_)) => Err(BadArguments(format!(
+            "explain: `{key}` is not for type {kind}"
+        ))),
+        _ => Ok(()),
+    };
+    takes(
+        "attribute",
+        matches!(a.kind, ExplainType::Read | ExplainType::Write),
+        &attribute,
+    )?;
+    takes("operation", a.kind == ExplainType::Exec, &operation)?;
+    let needs = |key: &str, v: Option<String>| {
+        v.ok_or_else(|| BadArguments(format!("explain: type {kind} needs `{key}`")))
+    };
+    let mut item = match a.kind {
+        ExplainType::Read => {
+            let mbean = needs("mbean", mbean)?;
+            object_name(tool, "mbean", &mbean)?;
+            let mut read = json!({"type": "read", "mbean": mbean});
+            if let Some(attribute) = attribute {
+                read["attribute"] = json!(attribute);
+            }
+            read
+        }
+        ExplainType::Write => {
+            let mbean = needs("mbean", mbean)?;
+            object_name(tool, "mbean", &mbean)?;
+            let attribute = needs("attribute", attribute)?;
+            // The value does not count in the decision.
+            json!({"type": "write", "mbean": mbean, "attribute": attribute, "value": null})
+        }
+        ExplainType::Exec => {
+            let mbean = needs("mbean", mbean)?;
+            object_name(tool, "mbean", &mbean)?;
+            let operation = needs("operation", operation)?;
+            json!({"type": "exec", "mbean": mbean, "operation": operation, "arguments": []})
+        }
+        ExplainType::List => match mbean {
+            Some(mbean) => {
+                let name = object_name(tool, "mbean", &mbean)?;
+                json!({"type": "list", "path": list_path(&name)})
+            }
+            None => json!({"type": "list"}),
+        },
+        ExplainType::Search => {
+            let pattern = mbean.unwrap_or_else(|| "*:*".into());
+            object_name(tool, "mbean", &pattern)?;
+            json!({"type": "search", "mbean": pattern})
+        }
+    };
+    nonempty(tool, "target", &a.target)?;
+    item["target"] = json!({ "url": a.target });
+    Ok(Call::Explain {
+        target: a.target,
+        item,
+    })
 }
 
 #[derive(Deserialize)]
@@ -706,6 +888,7 @@ pub fn parse_call(
             }
             item(a.target, true, read, None, None)
         }
+        ToolName::Explain => explain_item(args(tool, given)?),
         ToolName::WriteAttribute => {
             let a: WriteArgs = args(tool, given)?;
             one_target(tool, &a.target, is_selector)?;
@@ -888,7 +1071,7 @@ mod tests {
     #[test]
     fn write_and_exec_are_offered_only_when_some_role_may() {
         let names = |v: Vec<ToolName>| v.into_iter().map(ToolName::as_str).collect::<Vec<_>>();
-        assert_eq!(offered(|_| true).len(), 7);
+        assert_eq!(offered(|_| true).len(), 8);
         assert_eq!(
             names(offered(|c| c == "exec")),
             [
@@ -897,6 +1080,7 @@ mod tests {
                 "describe_mbean",
                 "read_attributes",
                 "fleet_summary",
+                "explain",
                 "execute_operation"
             ]
         );
@@ -906,6 +1090,44 @@ mod tests {
                 && t.tool().annotations.unwrap().read_only_hint == Some(true)));
         let exec = ToolName::ExecuteOperation.tool();
         assert_eq!(exec.annotations.unwrap().destructive_hint, Some(true));
+    }
+
+    #[test]
+    fn explain_judges_the_plain_request_and_refuses_what_its_type_does_not_take() {
+        let explained = |given: Value| match call(ToolName::Explain, given) {
+            Ok(Call::Explain { item, .. }) => Ok(item),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e.0),
+        };
+        assert_eq!(
+            explained(
+                json!({"target": "env=prod", "type": "read", "mbean": "a:b=c", "attribute": "X"})
+            ),
+            Ok(
+                json!({"type": "read", "mbean": "a:b=c", "attribute": "X", "target": {"url": "env=prod"}})
+            )
+        );
+        assert_eq!(
+            explained(
+                json!({"target": "a", "type": "exec", "mbean": "a:b=c", "operation": "add(int,int)"})
+            ),
+            Ok(
+                json!({"type": "exec", "mbean": "a:b=c", "operation": "add(int,int)", "arguments": [],
+                      "target": {"url": "a"}})
+            )
+        );
+        assert_eq!(
+            explained(json!({"target": "a", "type": "search"})).unwrap()["mbean"],
+            "*:*"
+        );
+        let e = explained(json!({"target": "a", "type": "write", "mbean": "a:b=c"})).unwrap_err();
+        assert_eq!(e, "explain: type write needs `attribute`");
+        let e =
+            explained(json!({"target": "a", "type": "read", "mbean": "a:b=c", "operation": "x"}))
+                .unwrap_err();
+        assert_eq!(e, "explain: `operation` is not for type read");
+        let e = explained(json!({"target": "a", "type": "delete", "mbean": "a:b=c"})).unwrap_err();
+        assert!(e.contains("`type`: unknown variant"), "{e}");
     }
 
     #[test]

@@ -134,6 +134,7 @@ impl Gateway {
             chain: scraper.chain,
             origin: scraper.origin,
             scheme: "http",
+            denied_reads_in_place: false,
         };
         let caller = Caller {
             access,

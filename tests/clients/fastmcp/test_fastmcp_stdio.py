@@ -22,7 +22,7 @@ OPERATOR = (os.environ["JMXGATE_USER"], os.environ["JMXGATE_PASSWORD"])
 A = os.environ["JMXGATE_TARGET_A"]
 AGENT_A = os.environ["JMXGATE_AGENT_A_URL"]
 TYPES = "jmxgate.test:type=Types"
-ALL_TOOLS = ["describe_mbean", "execute_operation", "fleet_summary", "list_targets", "read_attributes",
+ALL_TOOLS = ["describe_mbean", "execute_operation", "explain", "fleet_summary", "list_targets", "read_attributes",
              "search_mbeans", "write_attribute"]
 
 

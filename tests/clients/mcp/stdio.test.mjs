@@ -50,8 +50,8 @@ const TYPES = "jmxgate.test:type=Types";
 const OPS = "jmxgate.test:type=Operations";
 const COUNTER = "jmxgate.test:type=Counter";
 
-const ALL_TOOLS = ["describe_mbean", "execute_operation", "fleet_summary", "list_targets", "read_attributes", "search_mbeans", "write_attribute"];
-const READ_TOOLS = ["describe_mbean", "fleet_summary", "list_targets", "read_attributes", "search_mbeans"];
+const ALL_TOOLS = ["describe_mbean", "execute_operation", "explain", "fleet_summary", "list_targets", "read_attributes", "search_mbeans", "write_attribute"];
+const READ_TOOLS = ["describe_mbean", "explain", "fleet_summary", "list_targets", "read_attributes", "search_mbeans"];
 
 const basicHeader = ({ user, password }) => "Basic " + Buffer.from(`${user}:${password}`).toString("base64");
 
@@ -182,7 +182,7 @@ test("initialize: the server is jmxgate, at the gateway's version, and offers to
     }
 });
 
-test("tools/list: the operator sees all seven tools, with input schemas and hints", async () => {
+test("tools/list: the operator sees all eight tools, with input schemas and hints", async () => {
     const { tools } = await operator.listTools();
     assert.deepEqual(sorted(tools.map((t) => t.name)), ALL_TOOLS);
     const tool = Object.fromEntries(tools.map((t) => [t.name, t]));

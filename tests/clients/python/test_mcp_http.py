@@ -41,9 +41,9 @@ TYPES = "jmxgate.test:type=Types"
 OPS = "jmxgate.test:type=Operations"
 COUNTER = "jmxgate.test:type=Counter"
 
-ALL_TOOLS = ["describe_mbean", "execute_operation", "fleet_summary", "list_targets", "read_attributes",
+ALL_TOOLS = ["describe_mbean", "execute_operation", "explain", "fleet_summary", "list_targets", "read_attributes",
              "search_mbeans", "write_attribute"]
-READ_TOOLS = ["describe_mbean", "fleet_summary", "list_targets", "read_attributes", "search_mbeans"]
+READ_TOOLS = ["describe_mbean", "explain", "fleet_summary", "list_targets", "read_attributes", "search_mbeans"]
 
 
 def basic(who):
@@ -68,6 +68,13 @@ def via_jolokia(who, target, request):
     """The gateway's /jolokia answer (proxy mode) to one request, as `who`."""
     r = requests.post(f"{GATEWAY}/jolokia", json={**request, "target": {"url": target}},
                       headers={"Authorization": basic(who)}, timeout=30)
+    assert r.status_code == 200, r.status_code
+    return r.json()
+
+
+def explained(who, item):
+    """The gateway's /jmxgate/explain entry for one item, as `who`."""
+    r = requests.post(f"{GATEWAY}/jmxgate/explain", json=item, headers={"Authorization": basic(who)}, timeout=30)
     assert r.status_code == 200, r.status_code
     return r.json()
 
@@ -281,10 +288,52 @@ class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
                 self.assertEqual(sorted(values[attribute]), ["error", "error_type"], f"{target} {attribute}: {values}")
                 self.assertIn(attribute, values[attribute]["error"], target)
             self.assertEqual(values["Special"]["error_type"], "java.lang.SecurityException", target)
+        # Only denied attributes, or a denied and a missing one: still in
+        # place, and the same entry by name and by selector.
+        for attributes in (["Special"], ["Special", "NoSuch"]):
+            entries = []
+            for target in (A, A + "*"):
+                r = await self.ok(self.viewer, "read_attributes",
+                                  {"target": target, "mbean": TYPES, "attributes": attributes})
+                entry = result_for(r["results"], A)
+                for attribute in attributes:
+                    self.assertEqual(sorted(entry["values"][attribute]), ["error", "error_type"], f"{target}: {entry}")
+                self.assertEqual(entry["values"]["Special"]["error_type"], "java.lang.SecurityException", entry)
+                entries.append(entry)
+            self.assertEqual(entries[0], entries[1], attributes)
         # What the operator may read is there for the operator.
         r = await self.ok(self.operator, "read_attributes", {"target": A, "mbean": TYPES, "attributes": ["Special"]})
         self.assertEqual(result_for(r["results"], A)["values"]["Special"],
                          direct_value(A, {"type": "read", "mbean": TYPES, "attribute": "Special"}))
+
+    @with_clients
+    async def test_explain(self):
+        # Per target, the decision and the deciding role and rule, as the
+        # caller's own /jmxgate/explain gives them.
+        for args, item in [
+            ({"type": "read", "mbean": TYPES, "attribute": "Special"},
+             {"type": "read", "mbean": TYPES, "attribute": "Special"}),
+            ({"type": "write", "mbean": TYPES, "attribute": "Name"},
+             {"type": "write", "mbean": TYPES, "attribute": "Name", "value": None}),
+            ({"type": "read", "mbean": TYPES, "attribute": "Name"},
+             {"type": "read", "mbean": TYPES, "attribute": "Name"}),
+        ]:
+            e = await self.ok(self.viewer, "explain", {"target": LIVE, **args})
+            own = explained(VIEWER, {**item, "target": {"url": LIVE}})
+            self.assertEqual(
+                sorted((r["target"], r["decision"], r["rule"]) for r in e["results"]),
+                sorted((t["target"], t["decision"], t["rule"]) for t in own["targets"]), args)
+            self.assertEqual(sorted(r["target"] for r in e["results"]), sorted([A, B]), e)
+            self.assertEqual(e["decision"], own["decision"], e)
+            for r in e["results"]:
+                self.assertTrue(r["rule"].startswith("role viewer: "), r)
+        denied = await self.ok(self.viewer, "explain", {"target": A, "type": "read", "mbean": TYPES, "attribute": "Special"})
+        self.assertEqual(denied["decision"], "deny", denied)
+        self.assertIn("Special", denied["results"][0]["rule"])
+        allowed = await self.ok(self.viewer, "explain", {"target": A, "type": "read", "mbean": TYPES, "attribute": "Name"})
+        self.assertEqual((allowed["decision"], allowed["results"][0]["roles"]), ("allow", ["viewer"]), allowed)
+        text = await self.tool_error(self.viewer, "explain", {"target": A, "type": "exec", "mbean": OPS})
+        self.assertEqual(text, "explain: type exec needs `operation`")
 
     @with_clients
     async def test_describe_says_what_the_caller_may_do(self):
@@ -407,6 +456,11 @@ class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
                                      {"target": A, "mbean": OPS, "operation": "repeat", "arguments": ["ab", 2]})
         self.assertIn(A, text)
         self.assertIn(expected["error"], text)
+        # The deciding role and rule, as /jmxgate/explain names them.
+        own = explained(OPERATOR, {**request, "target": {"url": A}})
+        self.assertEqual(own["decision"], "deny", own)
+        self.assertTrue(own["rule"].startswith("role operator: "), own)
+        self.assertTrue(text.endswith(f"; denied by {own['rule']}"), text)
         self.assertEqual(invocations(A), before, "the denied operation ran at the agent")
 
     @with_clients
@@ -429,11 +483,10 @@ class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
         before = invocations(A)
         for name, arguments in [("write_attribute", {"target": A, "mbean": TYPES, "attribute": "Int", "value": 1}),
                                 ("execute_operation", {"target": A, "mbean": OPS, "operation": "noArgs"})]:
-            try:
-                r = await self.viewer.call_tool(name, arguments)
-            except MCPError:
-                continue
-            self.assertTrue(r.is_error, f"{name} as viewer: {r}")
+            # Not offered to the viewer's role: said so, not "unknown".
+            with self.assertRaises(MCPError) as refused:
+                await self.viewer.call_tool(name, arguments)
+            self.assertIn(f'"{name}" is not allowed for your roles (role viewer)', str(refused.exception))
         self.assertEqual(direct_value(A, {"type": "read", "mbean": TYPES, "attribute": "Int"}), 42)
         self.assertEqual(invocations(A), before)
 

@@ -29,9 +29,9 @@ A = os.environ["JMXGATE_TARGET_A"]
 AGENT_A = os.environ["JMXGATE_AGENT_A_URL"]
 TYPES = "jmxgate.test:type=Types"
 
-ALL_TOOLS = ["describe_mbean", "execute_operation", "fleet_summary", "list_targets", "read_attributes",
+ALL_TOOLS = ["describe_mbean", "execute_operation", "explain", "fleet_summary", "list_targets", "read_attributes",
              "search_mbeans", "write_attribute"]
-READ_TOOLS = ["describe_mbean", "fleet_summary", "list_targets", "read_attributes", "search_mbeans"]
+READ_TOOLS = ["describe_mbean", "explain", "fleet_summary", "list_targets", "read_attributes", "search_mbeans"]
 MODES = ["auto", "2026-07-28", "legacy"]
 
 

@@ -1,0 +1,168 @@
+//! The `explain` tool: what `/jmxgate/explain` tells about a request, for
+//! the caller's own roles, target by target: the decision, the role and
+//! rule that decide it, and how the gateway would run it. It is judged by
+//! the same route and authorize as a call ([`Gateway::judge`]); nothing is
+//! sent to an agent. Only targets the caller's roles reach are named (a
+//! selector reaches no others), and only the caller's own rules.
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::answer::Outcome;
+use super::tools::ToolName;
+use super::McpCaller;
+use crate::pipeline::{audit, parse, route, Caller, Gateway, Judged};
+
+/// The assistant's hint for a name it may not use: the same as the other
+/// tools give (`answer::shape`), whether the target is hidden or absent.
+fn no_such_target(target: &str) -> String {
+    format!(
+        "{target}: no such target that you may reach; list_targets shows the targets you may reach"
+    )
+}
+
+impl Gateway {
+    /// `explain` for `target` (a name or a selector): the item judged for
+    /// the caller, audited as an `explain` record.
+    pub(super) async fn explain_tool(
+        &self,
+        caller: &McpCaller,
+        target: &str,
+        item: &Value,
+    ) -> Outcome {
+        let started = Instant::now();
+        let state = &caller.state;
+        let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
+        let parsed = match parse::parse_post(&body, None, 1) {
+            Ok(parsed) => parsed,
+            Err(e) => return Outcome::Failed(format!("explain: {}", e.message)),
+        };
+        let Some(asked) = parsed.items.first() else {
+            return Outcome::Failed("explain: nothing to explain".into());
+        };
+        let facts = caller.facts();
+        let judged_as = Caller {
+            access: &state.access,
+            principal: &caller.principal,
+            roles: &caller.held,
+            facts: &facts,
+        };
+        let addressing = route::Addressing::Proxy {
+            default_target: None,
+        };
+        let judged = self.judge(state, &judged_as, addressing, asked);
+        let results = match per_target(caller, target, judged) {
+            Ok(results) => results,
+            Err((status, error_type, text)) => {
+                self.audit_refused_call(
+                    caller,
+                    ToolName::Explain.as_str(),
+                    status,
+                    error_type,
+                    &text,
+                )
+                .await;
+                return Outcome::Failed(text);
+            }
+        };
+        let allowed = results.iter().any(|r| r["decision"] == "allow");
+        let decision = if allowed { "allow" } else { "deny" };
+        let note = format!("explained {} target(s): {decision}", results.len());
+        let roles = caller.role_names();
+        let who = caller.who(&roles, ToolName::Explain.as_str(), started.elapsed());
+        let record = audit::RequestRecord {
+            who: &who,
+            event: "explain",
+            decision: "allowed",
+            status: 200,
+            error_type: None,
+            target: Some(target),
+            note: &note,
+        };
+        if let Err(e) = self.audit_request(&record).await {
+            return Outcome::Failed(e.message);
+        }
+        let mut answer = json!({
+            "target": target,
+            "type": item["type"],
+            "decision": decision,
+            "results": results,
+        });
+        for key in ["mbean", "attribute", "operation", "path"] {
+            if let Some(v) = item.get(key) {
+                answer[key] = v.clone();
+            }
+        }
+        Outcome::Done(answer)
+    }
+}
+
+/// One entry per target, as `/jmxgate/explain` words it; or why there is
+/// nothing to explain (status, error type and text), for a target the
+/// caller may not see or a request that could not be routed.
+fn per_target(
+    caller: &McpCaller,
+    given: &str,
+    judged: Judged<'_>,
+) -> Result<Vec<Value>, (u16, &'static str, String)> {
+    let allow = |target: &crate::fleet::Target, allowed: crate::pipeline::authorize::Allowed| {
+        if !caller.page_reaches(target) {
+            // From a browser page, a call would be refused here.
+            let page = caller.page.as_ref().map_or("", |p| p.origin.as_str());
+            return json!({
+                "target": target.name, "decision": "deny", "status": 403,
+                "error": format!("Origin {page} is not admitted by the <cors> <allow-origin> of \
+                                  your roles that reach this target"),
+                "rule": "the page's origin: no role of yours that reaches this target admits it",
+            });
+        }
+        json!({
+            "target": target.name, "decision": "allow", "rule": allowed.rule,
+            "roles": allowed.grant.roles, "plan": allowed.plan.name(),
+        })
+    };
+    let deny = |target: &str, error: &crate::protocol::ProtocolError, rule: String| {
+        json!({
+            "target": target, "decision": "deny", "status": error.status,
+            "error": error.message, "rule": rule,
+        })
+    };
+    match judged {
+        Judged::Failed {
+            target,
+            error,
+            rule,
+            hidden,
+        } => match rule {
+            _ if hidden || error.error_type == "jmxgate.UnknownTarget" => {
+                Err((404, "jmxgate.UnknownTarget", no_such_target(given)))
+            }
+            // Malformed or unroutable (a selector that matches nothing).
+            None => Err((
+                error.status,
+                "jmxgate.BadRequest",
+                match target {
+                    Some(_) if error.message.starts_with("Target ") => error.message,
+                    _ => format!("{given}: {}", error.message),
+                },
+            )),
+            // Denied before routing (no role), or on the one target.
+            Some(rule) => Ok(vec![deny(target.as_deref().unwrap_or(given), &error, rule)]),
+        },
+        Judged::Local { allowed, .. } => Ok(vec![json!({
+            "target": "gateway", "decision": "allow", "rule": allowed.rule,
+            "roles": allowed.grant.roles, "plan": allowed.plan.name(),
+        })]),
+        Judged::Agent {
+            target, allowed, ..
+        } => Ok(vec![allow(&target, allowed)]),
+        Judged::Group { outcomes, .. } => Ok(outcomes
+            .into_iter()
+            .map(|(target, outcome)| match outcome {
+                Ok(allowed) => allow(&target, allowed),
+                Err((error, rule)) => deny(&target.name, &error, rule),
+            })
+            .collect()),
+    }
+}
