@@ -92,7 +92,8 @@ pub enum TargetSelector {
     Name(String),
     /// `*` any run of characters, `?` one character.
     Glob(String),
-    /// `env=prod,app=orders`: every label must match.
+    /// `env=prod,app=orders`: every label must match. A value may be a
+    /// glob (`namespace=shop-*`), as a name may.
     Labels(Vec<(String, String)>),
 }
 
@@ -139,10 +140,24 @@ impl TargetSelector {
         match self {
             TargetSelector::Name(n) => *n == target.name,
             TargetSelector::Glob(g) => wildmatch(&target.name, g),
-            TargetSelector::Labels(l) => l
-                .iter()
-                .all(|(k, v)| target.labels.get(k).is_some_and(|have| have == v)),
+            TargetSelector::Labels(l) => l.iter().all(|(k, v)| {
+                target
+                    .labels
+                    .get(k)
+                    .is_some_and(|have| label_value_matches(have, v))
+            }),
         }
+    }
+}
+
+/// Whether a target's label value matches a selector's: equal, or the
+/// selector's value is a glob (`*`, `?`) the value matches whole. One
+/// namespace per tenant then needs one role: `namespace=shop-*`.
+fn label_value_matches(have: &str, wanted: &str) -> bool {
+    if wanted.contains(['*', '?']) {
+        wildmatch(have, wanted)
+    } else {
+        have == wanted
     }
 }
 
@@ -336,6 +351,38 @@ mod tests {
         assert!(!wildmatch("abc", "a.c"));
         assert!(wildmatch("orders-12", "*-1*"));
         assert!(!wildmatch("orders-1", "orders"));
+    }
+
+    #[test]
+    fn label_values_may_be_globs() {
+        let target = |labels: &[(&str, &str)]| {
+            let labels: String = labels
+                .iter()
+                .map(|(k, v)| format!("{k} = \"{v}\", "))
+                .collect();
+            crate::config::Config::parse(&format!(
+                "[server]\nlisten = \"127.0.0.1:0\"\n[[targets]]\nname = \"t\"\nurl = \"http://127.0.0.1:1/j\"\nlabels = {{ {} }}\n",
+                labels.trim_end_matches(", ")
+            ))
+            .map_err(|e| format!("{e:?}"))
+            .and_then(|c| crate::fleet::Fleet::new(&c.targets, &c.target_defaults))
+            .unwrap()
+            .by_name("t")
+            .unwrap()
+            .clone()
+        };
+        let shop = target(&[("namespace", "shop-eu"), ("app", "orders")]);
+        let matches = |s: &str| TargetSelector::parse(s).unwrap().matches(&shop);
+        assert!(matches("namespace=shop-*"));
+        assert!(matches("namespace=shop-??,app=orders"));
+        assert!(matches("namespace=*"));
+        assert!(!matches("namespace=shop"));
+        assert!(!matches("namespace=shop-*,app=billing"));
+        assert!(!matches("namespace=*-us"));
+        // A label the target lacks matches no glob, not even `*`.
+        assert!(!matches("tier=*"));
+        // Without glob characters, a value is compared as written.
+        assert!(!matches("namespace=shop-e."));
     }
 
     #[test]

@@ -380,3 +380,46 @@ async fn a_group_is_asked_concurrently() {
         "the group's targets were not asked concurrently: took {took:?}"
     );
 }
+
+/// One role per tenant by a glob in a label value (`namespace=shop-*`, as
+/// a role per Kubernetes namespace prefix), and the same glob as a
+/// request's selector: only the tenant's targets answer, with their
+/// agents' own values.
+#[tokio::test]
+async fn a_glob_in_a_label_value_scopes_a_tenant() {
+    let [alpha, beta, gamma] = common::shared_agents();
+    let config = format!(
+        "[[targets]]\nname = \"alpha\"\nurl = \"{}\"\nlabels = {{ namespace = \"shop-eu\" }}\n\
+         [[targets]]\nname = \"beta\"\nurl = \"{}\"\nlabels = {{ namespace = \"shop-us\" }}\n\
+         [[targets]]\nname = \"gamma\"\nurl = \"{}\"\nlabels = {{ namespace = \"pay\" }}\n\
+         [access]\nanonymous_role = \"shop\"\n\n\
+         [[roles]]\nname = \"shop\"\ntargets = [\"namespace=shop-*\"]\n",
+        alpha.url(),
+        beta.url(),
+        gamma.url()
+    );
+    let gw = Gateway::start(&config).await;
+    let own = |agent: &'static Agent| async move {
+        common::direct(
+            agent,
+            &json!({"type":"read","mbean":TYPES,"attribute":"Name"}),
+        )
+        .await["value"]
+            .clone()
+    };
+
+    let (_, r) = gw.post("/jolokia", &name_read("*")).await;
+    assert_eq!(
+        r["value"],
+        json!({"alpha": own(alpha).await, "beta": own(beta).await}),
+        "{r}"
+    );
+    let (_, r) = gw.post("/jolokia", &name_read("namespace=shop-u?")).await;
+    assert_eq!(r["value"], json!({"beta": own(beta).await}), "{r}");
+    // Another tenant's target is as unknown as one that doesn't exist.
+    for hidden in ["gamma", "namespace=pay", "namespace=p*"] {
+        let (_, r) = gw.post("/jolokia", &name_read(hidden)).await;
+        assert_eq!(r["status"], 404, "{hidden}: {r}");
+        assert_eq!(r["error_type"], "jmxgate.UnknownTarget", "{hidden}: {r}");
+    }
+}
