@@ -47,10 +47,12 @@
 //! [`Gateway::reload`]: crate::Gateway::reload
 
 pub mod dns;
+pub mod kubernetes;
 
 use serde::Deserialize;
 
 pub use dns::{watch, DnsDiscovery, RecordKind, Scheme};
+pub use kubernetes::KubernetesDiscovery;
 
 /// `[discovery]`: the ways targets are discovered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -59,12 +61,16 @@ pub struct DiscoveryConfig {
     /// `[[discovery.dns]]`: one entry per DNS name to resolve.
     #[serde(default)]
     pub dns: Vec<DnsDiscovery>,
+    /// `[[discovery.kubernetes]]`: one entry per cluster (or part of one)
+    /// whose Pods are agents.
+    #[serde(default)]
+    pub kubernetes: Vec<KubernetesDiscovery>,
 }
 
 impl DiscoveryConfig {
     /// True when nothing is to be discovered.
     pub fn is_empty(&self) -> bool {
-        self.dns.is_empty()
+        self.dns.is_empty() && self.kubernetes.is_empty()
     }
 
     /// Every problem of every entry, each prefixed with its key
@@ -78,6 +84,11 @@ impl DiscoveryConfig {
                     .into_iter()
                     .map(move |p| format!("discovery.dns[{i}].{p}"))
             })
+            .chain(self.kubernetes.iter().enumerate().flat_map(|(i, k)| {
+                k.problems()
+                    .into_iter()
+                    .map(move |p| format!("discovery.kubernetes[{i}].{p}"))
+            }))
             .collect()
     }
 }
