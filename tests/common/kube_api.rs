@@ -48,8 +48,12 @@ fn free_pair() -> u16 {
     panic!("no two free ports in a row");
 }
 
+/// Kills a process at once (SIGKILL: kube-apiserver's graceful shutdown
+/// waits for open watches) and waits until it is gone.
 fn kill(pid: u32) {
-    let _ = Command::new("kill").arg(pid.to_string()).status();
+    let _ = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while Path::new(&format!("/proc/{pid}")).exists() && std::time::Instant::now() < deadline {
         // A zombie of ours would stay; these are the script's, reaped by init.
