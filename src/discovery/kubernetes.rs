@@ -748,7 +748,7 @@ pub async fn watch(
                     pending.insert(scope, HashMap::new());
                 }
                 watcher::Event::InitApply(pod) => {
-                    let (key, result) = judge(&config, &pod);
+                    let (key, result) = judge(&config, &pod, &pods);
                     pending.entry(scope).or_default().insert(key, result);
                 }
                 watcher::Event::InitDone => {
@@ -765,12 +765,12 @@ pub async fn watch(
                     dirty = true;
                 }
                 watcher::Event::Apply(pod) => {
-                    let (key, result) = judge(&config, &pod);
+                    let (key, result) = judge(&config, &pod, &pods);
                     pods.insert(key, result);
                     dirty = true;
                 }
                 watcher::Event::Delete(pod) => {
-                    let (key, _) = judge(&config, &pod);
+                    let key = pod_key(&pod);
                     tracing::info!(source = %source, pod = %key, "Kubernetes discovery: pod deleted");
                     pods.remove(&key);
                     dirty = true;
@@ -805,19 +805,46 @@ pub async fn watch(
     }
 }
 
-/// `namespace/name` of a Pod and its target or why not; a skipped Pod is
-/// logged (at info: it is the cluster's state, not the gateway's fault).
-fn judge(config: &KubernetesDiscovery, pod: &Pod) -> (String, Result<TargetConfig, String>) {
-    let key = format!(
+/// `namespace/name` of a Pod, printable.
+fn pod_key(pod: &Pod) -> String {
+    format!(
         "{}/{}",
         printable(pod.metadata.namespace.as_deref().unwrap_or_default()),
         printable(pod.metadata.name.as_deref().unwrap_or_default())
-    );
+    )
+}
+
+/// `namespace/name` of a Pod and its target or why not. A skipped Pod is
+/// logged when its reason is new (not at every list): at warn when the Pod
+/// says something odd (an annotation, its IP, its name), else at debug
+/// (most Pods of a cluster are no agents, or not ready yet).
+fn judge(
+    config: &KubernetesDiscovery,
+    pod: &Pod,
+    known: &Judged,
+) -> (String, Result<TargetConfig, String>) {
+    let key = pod_key(pod);
     let result = config.pod_target(pod);
     if let Err(why) = &result {
-        tracing::info!(pod = %key, "Kubernetes discovery: pod skipped: {why}");
+        let before = known.get(&key).and_then(|r| r.as_ref().err());
+        if before != Some(why) {
+            if is_suspicious(why) {
+                tracing::warn!(pod = %key, "Kubernetes discovery: pod skipped: {why}");
+            } else {
+                tracing::debug!(pod = %key, "Kubernetes discovery: pod skipped: {why}");
+            }
+        }
     }
     (key, result)
+}
+
+/// A reason that points at odd input rather than an ordinary state.
+fn is_suspicious(why: &str) -> bool {
+    why.starts_with("annotation ")
+        || why.starts_with("status.podIP")
+        || why.starts_with("name ")
+        || why.starts_with("namespace ")
+        || why.starts_with("the agent URL")
 }
 
 /// The targets of the Pods with one, in selected namespaces, by name.
@@ -1097,6 +1124,8 @@ mod tests {
                 .pod_target(&p)
                 .expect_err(&format!("{key}: {value:.40} gave a target"));
             assert!(why.contains(expected), "{key}: {value:.40}: {why}");
+            // Logged at warn: input to look at.
+            assert!(is_suspicious(&why), "{why}");
             assert!(why.len() < 400, "a long value is not logged whole: {why}");
             assert!(!why.contains('\n') && !why.contains('\r'), "{why}");
         }
@@ -1130,6 +1159,8 @@ mod tests {
             v["status"] = status.clone();
             let why = entry().pod_target(&pod(v)).unwrap_err();
             assert!(why.contains(expected), "{status}: {why}");
+            // The cluster's ordinary state: logged at debug.
+            assert!(!is_suspicious(&why), "{why}");
         }
         let mut v = pod_json();
         v["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
@@ -1172,6 +1203,7 @@ mod tests {
             v["status"]["podIP"] = json!(ip);
             let why = entry().pod_target(&pod(v)).unwrap_err();
             assert!(why.contains(expected), "{ip}: {why}");
+            assert_eq!(is_suspicious(&why), !ip.is_empty(), "{why}");
         }
         let mut v = pod_json();
         v["status"]["podIP"] = json!("fd00::7");
