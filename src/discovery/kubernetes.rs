@@ -618,7 +618,8 @@ type Judged = HashMap<String, Result<TargetConfig, String>>;
 
 /// Watches one entry's Pods and calls `on_change` with its whole set of
 /// targets (sorted by name) after each burst of changes (quiet for
-/// [`DEBOUNCE`]) that changed it; first once the initial lists are in.
+/// [`DEBOUNCE`]) that changed it. A watch that keeps failing (a namespace
+/// the gateway may not read) holds back no other watch's Pods.
 /// While the API server can't be reached the last set stays; the state is
 /// logged (a warning when it fails, info when it answers again) and
 /// `on_state(true/false)` is called on each change of it.
@@ -695,12 +696,10 @@ pub async fn watch(
     let mut pending: HashMap<Option<String>, Judged> = HashMap::new();
     let mut selected_ns: BTreeSet<String> = BTreeSet::new();
     let mut pending_ns: Option<BTreeSet<String>> = None;
-    // Lists still to be complete before the first hand-over.
-    let mut lists_due = events.len();
     let mut handed_over: Option<Vec<String>> = None;
     let mut dirty = false;
     loop {
-        let next = if dirty && lists_due == 0 {
+        let next = if dirty {
             match tokio::time::timeout(DEBOUNCE, events.next()).await {
                 Ok(next) => next,
                 Err(_) => {
@@ -761,7 +760,6 @@ pub async fn watch(
                             pods.extend(fresh);
                         }
                     }
-                    lists_due = lists_due.saturating_sub(1);
                     dirty = true;
                 }
                 watcher::Event::Apply(pod) => {
@@ -785,7 +783,6 @@ pub async fn watch(
                 }
                 watcher::Event::InitDone => {
                     selected_ns = pending_ns.take().unwrap_or_default();
-                    lists_due = lists_due.saturating_sub(1);
                     dirty = true;
                 }
                 watcher::Event::Apply(ns) => {
