@@ -185,13 +185,24 @@ async fn pods_are_discovered_through_a_real_api_server() {
         set_running(&client, ns, name, ip, ready).await;
     }
 
+    // Entry 2: a service account that may read Pods in k1-shop only (as
+    // the README says: get, list, watch pods; a Role with `namespaces`).
+    // Its k1-pay watch is refused; that holds back nothing of k1-shop.
+    create_namespace(&client, "jmxgate", json!({})).await;
+    let limited = server
+        .service_account_kubeconfig(&client, "jmxgate", "gateway", &["k1-shop"])
+        .await;
+
     let kubeconfig = server.kubeconfig.display().to_string();
     let config = format!(
         "[health]\nprobe_interval = \"0s\"\n\
          [[discovery.kubernetes]]\nkubeconfig = \"{kubeconfig}\"\n\
          namespaces = [\"k1-shop\", \"k1-pay\"]\npod_selector = \"app in (orders,billing)\"\n\
          [[discovery.kubernetes]]\nkubeconfig = \"{kubeconfig}\"\n\
-         namespace_selector = \"tenant=k2\"\nready_only = false\n"
+         namespace_selector = \"tenant=k2\"\nready_only = false\n\
+         [[discovery.kubernetes]]\nkubeconfig = \"{}\"\nname_prefix = \"sa-\"\n\
+         namespaces = [\"k1-shop\", \"k1-pay\"]\npod_selector = \"app=orders\"\n",
+        limited.display()
     );
     let gw = common::Gateway::start(&config).await;
     let _discovery = gw.gateway.spawn_discovery().expect("entries configured");
@@ -208,6 +219,26 @@ async fn pods_are_discovered_through_a_real_api_server() {
     )
     .await;
     fleet_becomes(&gw, "k2-", &["k2-a.p1", "k2-a.p2"]).await;
+    fleet_becomes(&gw, "sa-", &["sa-k1-shop.orders-1"]).await;
+    common::eventually("the refused watch reported", WAIT, || async {
+        let text = gw.gateway.metrics().encode();
+        if text.contains("jmxgate_discovery_up{source=\"kubernetes[2]\"} 0")
+            && text.contains("jmxgate_discovery_up{source=\"kubernetes[0]\"} 1")
+        {
+            Ok(())
+        } else {
+            Err(text
+                .lines()
+                .filter(|l| l.contains("discovery_up"))
+                .collect::<Vec<_>>()
+                .join("\n"))
+        }
+    })
+    .await;
+    let (status, r) = gw
+        .get(&format!("/jolokia/targets/sa-k1-shop.orders-1{NAME}"))
+        .await;
+    assert_eq!((status, &r["value"]), (200, &json!("shop-orders")), "{r}");
 
     // Each read by a discovered name reaches that pod's own agent.
     for (name, value) in [
@@ -237,7 +268,7 @@ async fn pods_are_discovered_through_a_real_api_server() {
         .await;
     assert_eq!(
         r["value"],
-        json!({"k1-shop.orders-1": "shop-orders"}),
+        json!({"k1-shop.orders-1": "shop-orders", "sa-k1-shop.orders-1": "shop-orders"}),
         "{r}"
     );
 

@@ -611,7 +611,7 @@ pub async fn client(config: &KubernetesDiscovery) -> Result<kube::Client, String
 enum Seen {
     Pods(Option<String>, Box<watcher::Event<Pod>>),
     Namespaces(Box<watcher::Event<Namespace>>),
-    Failed(&'static str, String),
+    Failed(String),
 }
 
 type Judged = HashMap<String, Result<TargetConfig, String>>;
@@ -653,7 +653,10 @@ pub async fn watch(
     if let Some(sel) = &config.pod_selector {
         pod_config = pod_config.labels(sel);
     }
-    let mut streams: Vec<futures::stream::BoxStream<'static, Seen>> = Vec::new();
+    // Each watch's items come with its number, so each one's failure is
+    // told apart (and `what` names it in log lines).
+    let mut streams: Vec<futures::stream::BoxStream<'static, (usize, Seen)>> = Vec::new();
+    let mut what: Vec<String> = Vec::new();
     let scopes: Vec<Option<String>> = if config.namespaces.is_empty() {
         vec![None]
     } else {
@@ -664,12 +667,17 @@ pub async fn watch(
             None => kube::Api::all(client.clone()),
             Some(ns) => kube::Api::namespaced(client.clone(), ns),
         };
+        let n = what.len();
+        what.push(match &scope {
+            None => "pods".into(),
+            Some(ns) => format!("pods in {ns}"),
+        });
         streams.push(
             watcher(api, pod_config.clone())
                 .default_backoff()
                 .map(move |r| match r {
-                    Ok(e) => Seen::Pods(scope.clone(), Box::new(e)),
-                    Err(e) => Seen::Failed("pods", e.to_string()),
+                    Ok(e) => (n, Seen::Pods(scope.clone(), Box::new(e))),
+                    Err(e) => (n, Seen::Failed(e.to_string())),
                 })
                 .boxed(),
         );
@@ -677,12 +685,14 @@ pub async fn watch(
     let by_namespace_label = config.namespace_selector.is_some();
     if let Some(sel) = &config.namespace_selector {
         let api: kube::Api<Namespace> = kube::Api::all(client.clone());
+        let n = what.len();
+        what.push("namespaces".into());
         streams.push(
             watcher(api, watcher::Config::default().labels(sel))
                 .default_backoff()
-                .map(|r| match r {
-                    Ok(e) => Seen::Namespaces(Box::new(e)),
-                    Err(e) => Seen::Failed("namespaces", e.to_string()),
+                .map(move |r| match r {
+                    Ok(e) => (n, Seen::Namespaces(Box::new(e))),
+                    Err(e) => (n, Seen::Failed(e.to_string())),
                 })
                 .boxed(),
         );
@@ -698,6 +708,7 @@ pub async fn watch(
     let mut pending_ns: Option<BTreeSet<String>> = None;
     let mut handed_over: Option<Vec<String>> = None;
     let mut dirty = false;
+    let mut watch_failing: HashMap<usize, String> = HashMap::new();
     loop {
         let next = if dirty {
             match tokio::time::timeout(DEBOUNCE, events.next()).await {
@@ -718,27 +729,29 @@ pub async fn watch(
         } else {
             events.next().await
         };
-        let Some(seen) = next else { return };
-        if let Seen::Failed(what, why) = &seen {
-            if failing.as_deref() != Some(why.as_str()) {
-                tracing::warn!(
-                    source = %source,
-                    "Kubernetes discovery: watching {what} failed, keeping the last known targets: {why}"
-                );
+        let Some((n, seen)) = next else { return };
+        match &seen {
+            Seen::Failed(why) => {
+                if watch_failing.get(&n) != Some(why) {
+                    tracing::warn!(
+                        source = %source,
+                        "Kubernetes discovery: watching {} failed, keeping the last known targets: {why}",
+                        what[n]
+                    );
+                    watch_failing.insert(n, why.clone());
+                }
             }
-            if up != Some(false) {
-                on_state(false);
-                up = Some(false);
+            _ => {
+                if watch_failing.remove(&n).is_some() {
+                    tracing::info!(source = %source, "Kubernetes discovery: watching {} works again", what[n]);
+                }
             }
-            failing = Some(why.clone());
-            continue;
         }
-        if up != Some(true) {
-            if failing.take().is_some() {
-                tracing::info!(source = %source, "Kubernetes discovery: the API server answers again");
-            }
-            on_state(true);
-            up = Some(true);
+        // Up while no watch fails.
+        let now_up = watch_failing.is_empty();
+        if up != Some(now_up) {
+            on_state(now_up);
+            up = Some(now_up);
         }
         match seen {
             Seen::Failed(..) => {}

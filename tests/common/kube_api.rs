@@ -231,3 +231,70 @@ pub async fn delete_pod(client: &kube::Client, ns: &str, name: &str) {
         .await
         .unwrap_or_else(|e| panic!("delete pod {ns}/{name}: {e}"));
 }
+
+impl ApiServer {
+    /// A kubeconfig for service account `sa` of namespace `home`, allowed
+    /// to get, list and watch Pods in `namespaces` only (a Role and
+    /// RoleBinding in each), with a token from the TokenRequest API.
+    pub async fn service_account_kubeconfig(
+        &self,
+        client: &kube::Client,
+        home: &str,
+        sa: &str,
+        namespaces: &[&str],
+    ) -> PathBuf {
+        use k8s_openapi::api::authentication::v1::TokenRequest;
+        use k8s_openapi::api::core::v1::ServiceAccount;
+        use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+        let pp = PostParams::default();
+        let accounts = Api::<ServiceAccount>::namespaced(client.clone(), home);
+        let account: ServiceAccount =
+            serde_json::from_value(json!({"metadata": {"name": sa}})).unwrap();
+        accounts.create(&pp, &account).await.unwrap();
+        for ns in namespaces {
+            let role: Role = serde_json::from_value(json!({
+                "metadata": {"name": "jmxgate-discovery"},
+                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+            }))
+            .unwrap();
+            Api::<Role>::namespaced(client.clone(), ns)
+                .create(&pp, &role)
+                .await
+                .unwrap();
+            let binding: RoleBinding = serde_json::from_value(json!({
+                "metadata": {"name": "jmxgate-discovery"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jmxgate-discovery"},
+                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": home}]
+            }))
+            .unwrap();
+            Api::<RoleBinding>::namespaced(client.clone(), ns)
+                .create(&pp, &binding)
+                .await
+                .unwrap();
+        }
+        let request: TokenRequest = serde_json::from_value(json!({
+            "spec": {"audiences": ["https://kubernetes.default.svc"], "expirationSeconds": 3600}
+        }))
+        .unwrap();
+        let token = accounts
+            .create_token_request(sa, &pp, &request)
+            .await
+            .unwrap()
+            .status
+            .expect("a token")
+            .token;
+        let admin = std::fs::read_to_string(&self.kubeconfig).unwrap();
+        let users_line = admin
+            .lines()
+            .find(|l| l.starts_with("users:"))
+            .expect("users line")
+            .to_string();
+        let text = admin.replace(
+            &users_line,
+            &format!("users: [{{name: admin, user: {{token: \"{token}\"}}}}]"),
+        );
+        let path = self.dir.path().join(format!("kubeconfig-{sa}"));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
