@@ -32,6 +32,9 @@ use crate::agent_settings::{AgentSettings, NoOtherKeys, TargetConfig};
 pub const DEFAULT_PORT: u16 = 8778;
 /// Pod events that come within this of each other are installed together.
 pub const DEBOUNCE: Duration = Duration::from_millis(200);
+/// A failing watch that has reported no failure for this long works again
+/// (kube-rs's watcher retries at least every 30 s while it fails).
+pub const RECOVERED_AFTER: Duration = Duration::from_secs(75);
 
 /// `"false"` opts a Pod out; `"true"` opts it in on port 8778 when it
 /// declares no port named `port_name`.
@@ -708,13 +711,37 @@ pub async fn watch(
     let mut pending_ns: Option<BTreeSet<String>> = None;
     let mut handed_over: Option<Vec<String>> = None;
     let mut dirty = false;
-    let mut watch_failing: HashMap<usize, String> = HashMap::new();
+    // Each failing watch: the failure, and when it was last reported. The
+    // watcher retries with a back-off of at most 30 s and reports each
+    // failed try; a watch that resumes quietly (nothing changed while the
+    // API server was away) sends no event, so one without a failure for
+    // `RECOVERED_AFTER` counts as working again.
+    let mut watch_failing: HashMap<usize, (String, tokio::time::Instant)> = HashMap::new();
     loop {
-        let next = if dirty {
-            match tokio::time::timeout(DEBOUNCE, events.next()).await {
-                Ok(next) => next,
-                Err(_) => {
-                    // Quiet: hand the set over if it changed.
+        let wait = if dirty {
+            Some(DEBOUNCE)
+        } else if !watch_failing.is_empty() {
+            Some(Duration::from_secs(5))
+        } else {
+            None
+        };
+        let next = match wait {
+            Some(wait) => tokio::time::timeout(wait, events.next()).await.ok(),
+            None => Some(events.next().await),
+        };
+        let now = tokio::time::Instant::now();
+        watch_failing.retain(|n, (_, last)| {
+            let failing = now.duration_since(*last) < RECOVERED_AFTER;
+            if !failing {
+                tracing::info!(source = %source, "Kubernetes discovery: watching {} works again", what[*n]);
+            }
+            failing
+        });
+        let seen = match next {
+            // Quiet for `wait`.
+            None => {
+                if dirty {
+                    // Hand the set over if it changed.
                     dirty = false;
                     let targets = current(&pods, by_namespace_label.then_some(&selected_ns));
                     let fp = super::dns::fingerprint(&targets);
@@ -723,27 +750,28 @@ pub async fn watch(
                         handed_over = Some(fp);
                         on_change(targets);
                     }
-                    continue;
                 }
+                None
             }
-        } else {
-            events.next().await
+            Some(None) => return,
+            Some(Some(item)) => Some(item),
         };
-        let Some((n, seen)) = next else { return };
-        match &seen {
-            Seen::Failed(why) => {
-                if watch_failing.get(&n) != Some(why) {
-                    tracing::warn!(
-                        source = %source,
-                        "Kubernetes discovery: watching {} failed, keeping the last known targets: {why}",
-                        what[n]
-                    );
-                    watch_failing.insert(n, why.clone());
+        if let Some((n, seen)) = &seen {
+            match seen {
+                Seen::Failed(why) => {
+                    if watch_failing.get(n).map(|(w, _)| w) != Some(why) {
+                        tracing::warn!(
+                            source = %source,
+                            "Kubernetes discovery: watching {} failed, keeping the last known targets: {why}",
+                            what[*n]
+                        );
+                    }
+                    watch_failing.insert(*n, (why.clone(), now));
                 }
-            }
-            _ => {
-                if watch_failing.remove(&n).is_some() {
-                    tracing::info!(source = %source, "Kubernetes discovery: watching {} works again", what[n]);
+                _ => {
+                    if watch_failing.remove(n).is_some() {
+                        tracing::info!(source = %source, "Kubernetes discovery: watching {} works again", what[*n]);
+                    }
                 }
             }
         }
@@ -753,6 +781,7 @@ pub async fn watch(
             on_state(now_up);
             up = Some(now_up);
         }
+        let Some((_, seen)) = seen else { continue };
         match seen {
             Seen::Failed(..) => {}
             Seen::Pods(scope, event) => match *event {
