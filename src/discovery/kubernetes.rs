@@ -685,7 +685,6 @@ pub async fn watch(
                 .boxed(),
         );
     }
-    let by_namespace_label = config.namespace_selector.is_some();
     if let Some(sel) = &config.namespace_selector {
         let api: kube::Api<Namespace> = kube::Api::all(client.clone());
         let n = what.len();
@@ -702,13 +701,7 @@ pub async fn watch(
     }
     let mut events = futures::stream::select_all(streams);
 
-    // Each Pod by namespace/name: its target or why it has none. The Pods
-    // of a list under way (one per watch) go to `pending` first, and
-    // replace that watch's Pods only when the list is complete.
-    let mut pods: Judged = HashMap::new();
-    let mut pending: HashMap<Option<String>, Judged> = HashMap::new();
-    let mut selected_ns: BTreeSet<String> = BTreeSet::new();
-    let mut pending_ns: Option<BTreeSet<String>> = None;
+    let mut state = PodSet::new(&config);
     let mut handed_over: Option<Vec<String>> = None;
     let mut dirty = false;
     // Each failing watch: the failure, and when it was last reported. The
@@ -743,7 +736,7 @@ pub async fn watch(
                 if dirty {
                     // Hand the set over if it changed.
                     dirty = false;
-                    let targets = current(&pods, by_namespace_label.then_some(&selected_ns));
+                    let targets = state.targets();
                     let fp = super::dns::fingerprint(&targets);
                     if handed_over.as_ref() != Some(&fp) {
                         tracing::info!(source = %source, targets = targets.len(), "Kubernetes discovery: the discovered targets changed");
@@ -784,63 +777,109 @@ pub async fn watch(
         let Some((_, seen)) = seen else { continue };
         match seen {
             Seen::Failed(..) => {}
-            Seen::Pods(scope, event) => match *event {
-                watcher::Event::Init => {
-                    pending.insert(scope, HashMap::new());
-                }
-                watcher::Event::InitApply(pod) => {
-                    let (key, result) = judge(&config, &pod, &pods);
-                    pending.entry(scope).or_default().insert(key, result);
-                }
-                watcher::Event::InitDone => {
-                    let fresh = pending.remove(&scope).unwrap_or_default();
-                    match &scope {
-                        None => pods = fresh,
-                        Some(ns) => {
-                            let prefix = format!("{ns}/");
-                            pods.retain(|k, _| !k.starts_with(&prefix));
-                            pods.extend(fresh);
-                        }
-                    }
-                    dirty = true;
-                }
-                watcher::Event::Apply(pod) => {
-                    let (key, result) = judge(&config, &pod, &pods);
-                    pods.insert(key, result);
-                    dirty = true;
-                }
-                watcher::Event::Delete(pod) => {
-                    let key = pod_key(&pod);
-                    tracing::info!(source = %source, pod = %key, "Kubernetes discovery: pod deleted");
-                    pods.remove(&key);
-                    dirty = true;
-                }
-            },
-            Seen::Namespaces(event) => match *event {
-                watcher::Event::Init => pending_ns = Some(BTreeSet::new()),
-                watcher::Event::InitApply(ns) => {
-                    if let Some(name) = ns.metadata.name {
-                        pending_ns.get_or_insert_with(BTreeSet::new).insert(name);
-                    }
-                }
-                watcher::Event::InitDone => {
-                    selected_ns = pending_ns.take().unwrap_or_default();
-                    dirty = true;
-                }
-                watcher::Event::Apply(ns) => {
-                    if let Some(name) = ns.metadata.name {
-                        selected_ns.insert(name);
-                        dirty = true;
-                    }
-                }
-                watcher::Event::Delete(ns) => {
-                    if let Some(name) = ns.metadata.name {
-                        selected_ns.remove(&name);
-                        dirty = true;
-                    }
-                }
-            },
+            Seen::Pods(scope, event) => dirty |= state.pods_event(&config, scope, *event),
+            Seen::Namespaces(event) => dirty |= state.namespaces_event(*event),
         }
+    }
+}
+
+/// What the watches of one entry have seen, folded: each Pod's target or
+/// why it has none, and the namespaces `namespace_selector` picks. Pure
+/// (no I/O), so re-lists and deletes are unit-tested.
+#[derive(Default)]
+pub struct PodSet {
+    /// By `namespace/name`.
+    pods: Judged,
+    /// The Pods of a list under way, per watch (its namespace, `None` for
+    /// all): they replace that watch's Pods only when the list is complete.
+    pending: HashMap<Option<String>, Judged>,
+    /// With `namespace_selector`: the namespaces it picks.
+    selected_ns: Option<BTreeSet<String>>,
+    pending_ns: Option<BTreeSet<String>>,
+}
+
+impl PodSet {
+    /// A set for an entry (with a namespace filter when it has a
+    /// `namespace_selector`).
+    pub fn new(config: &KubernetesDiscovery) -> PodSet {
+        PodSet {
+            selected_ns: config.namespace_selector.as_ref().map(|_| BTreeSet::new()),
+            ..PodSet::default()
+        }
+    }
+
+    /// Folds in a Pod event of the watch of `scope` (a namespace, `None`
+    /// for all); true when the targets may have changed.
+    pub fn pods_event(
+        &mut self,
+        config: &KubernetesDiscovery,
+        scope: Option<String>,
+        event: watcher::Event<Pod>,
+    ) -> bool {
+        match event {
+            watcher::Event::Init => {
+                self.pending.insert(scope, HashMap::new());
+                false
+            }
+            watcher::Event::InitApply(pod) => {
+                let (key, result) = judge(config, &pod, &self.pods);
+                self.pending.entry(scope).or_default().insert(key, result);
+                false
+            }
+            watcher::Event::InitDone => {
+                let fresh = self.pending.remove(&scope).unwrap_or_default();
+                match &scope {
+                    None => self.pods = fresh,
+                    Some(ns) => {
+                        let prefix = format!("{ns}/");
+                        self.pods.retain(|k, _| !k.starts_with(&prefix));
+                        self.pods.extend(fresh);
+                    }
+                }
+                true
+            }
+            watcher::Event::Apply(pod) => {
+                let (key, result) = judge(config, &pod, &self.pods);
+                self.pods.insert(key, result);
+                true
+            }
+            watcher::Event::Delete(pod) => {
+                let key = pod_key(&pod);
+                tracing::info!(pod = %key, "Kubernetes discovery: pod deleted");
+                self.pods.remove(&key).is_some()
+            }
+        }
+    }
+
+    /// Folds in a Namespace event (of the `namespace_selector` watch).
+    pub fn namespaces_event(&mut self, event: watcher::Event<Namespace>) -> bool {
+        let selected = self.selected_ns.get_or_insert_with(BTreeSet::new);
+        match event {
+            watcher::Event::Init => {
+                self.pending_ns = Some(BTreeSet::new());
+                false
+            }
+            watcher::Event::InitApply(ns) => {
+                if let Some(name) = ns.metadata.name {
+                    self.pending_ns
+                        .get_or_insert_with(BTreeSet::new)
+                        .insert(name);
+                }
+                false
+            }
+            watcher::Event::InitDone => {
+                *selected = self.pending_ns.take().unwrap_or_default();
+                true
+            }
+            watcher::Event::Apply(ns) => ns.metadata.name.is_some_and(|n| selected.insert(n)),
+            watcher::Event::Delete(ns) => ns.metadata.name.is_some_and(|n| selected.remove(&n)),
+        }
+    }
+
+    /// The targets of the Pods with one (in the selected namespaces), by
+    /// name, each name once.
+    pub fn targets(&self) -> Vec<TargetConfig> {
+        current(&self.pods, self.selected_ns.as_ref())
     }
 }
 
@@ -1399,5 +1438,117 @@ mod tests {
             "{all}"
         );
         assert!(!all.contains("discovery.kubernetes[0]"), "{all}");
+    }
+
+    fn pod_in(ns: &str, name: &str) -> Pod {
+        let mut v = pod_json();
+        v["metadata"]["namespace"] = json!(ns);
+        v["metadata"]["name"] = json!(name);
+        pod(v)
+    }
+
+    fn names(set: &PodSet) -> Vec<String> {
+        set.targets().into_iter().map(|t| t.name).collect()
+    }
+
+    fn list(set: &mut PodSet, e: &KubernetesDiscovery, scope: Option<&str>, pods: Vec<Pod>) {
+        let scope = scope.map(str::to_string);
+        assert!(!set.pods_event(e, scope.clone(), watcher::Event::Init));
+        for p in pods {
+            assert!(!set.pods_event(e, scope.clone(), watcher::Event::InitApply(p)));
+        }
+        assert!(set.pods_event(e, scope, watcher::Event::InitDone));
+    }
+
+    #[test]
+    fn a_new_list_replaces_the_pods_once_complete() {
+        let e = entry();
+        let mut set = PodSet::new(&e);
+        list(
+            &mut set,
+            &e,
+            None,
+            vec![pod_in("shop", "a"), pod_in("pay", "a")],
+        );
+        assert_eq!(names(&set), ["pay.a", "shop.a"]);
+        // After 410 Gone the watcher lists again: while that list is under
+        // way the old set stands; once complete, a pod it lacks is gone.
+        set.pods_event(&e, None, watcher::Event::Init);
+        set.pods_event(&e, None, watcher::Event::InitApply(pod_in("shop", "a")));
+        assert_eq!(names(&set), ["pay.a", "shop.a"]);
+        set.pods_event(&e, None, watcher::Event::InitApply(pod_in("shop", "b")));
+        set.pods_event(&e, None, watcher::Event::InitDone);
+        assert_eq!(names(&set), ["shop.a", "shop.b"]);
+        // A pod that stops being ready leaves; a deleted one too.
+        let mut v = serde_json::to_value(pod_in("shop", "a")).unwrap();
+        v["status"]["conditions"][0]["status"] = json!("False");
+        assert!(set.pods_event(&e, None, watcher::Event::Apply(pod(v))));
+        assert_eq!(names(&set), ["shop.b"]);
+        assert!(set.pods_event(&e, None, watcher::Event::Delete(pod_in("shop", "b"))));
+        assert!(names(&set).is_empty());
+        assert!(!set.pods_event(&e, None, watcher::Event::Delete(pod_in("shop", "b"))));
+    }
+
+    #[test]
+    fn a_namespace_watch_relists_only_its_namespace() {
+        let mut e = entry();
+        e.namespaces = vec!["shop".into(), "pay".into()];
+        let mut set = PodSet::new(&e);
+        list(&mut set, &e, Some("shop"), vec![pod_in("shop", "a")]);
+        list(
+            &mut set,
+            &e,
+            Some("pay"),
+            vec![pod_in("pay", "a"), pod_in("pay", "b")],
+        );
+        assert_eq!(names(&set), ["pay.a", "pay.b", "shop.a"]);
+        // Two lists under way at once don't mix.
+        set.pods_event(&e, Some("pay".into()), watcher::Event::Init);
+        set.pods_event(&e, Some("shop".into()), watcher::Event::Init);
+        set.pods_event(
+            &e,
+            Some("shop".into()),
+            watcher::Event::InitApply(pod_in("shop", "c")),
+        );
+        set.pods_event(&e, Some("pay".into()), watcher::Event::InitDone);
+        assert_eq!(names(&set), ["shop.a"]);
+        set.pods_event(&e, Some("shop".into()), watcher::Event::InitDone);
+        assert_eq!(names(&set), ["shop.c"]);
+    }
+
+    #[test]
+    fn a_namespace_selector_filters_and_follows_namespaces() {
+        let mut e = entry();
+        e.namespace_selector = Some("tenant=shop".into());
+        let mut set = PodSet::new(&e);
+        list(
+            &mut set,
+            &e,
+            None,
+            vec![pod_in("shop", "a"), pod_in("pay", "a")],
+        );
+        // No namespace listed yet: none selected.
+        assert!(names(&set).is_empty());
+        let ns = |name: &str| -> Namespace {
+            serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()
+        };
+        set.namespaces_event(watcher::Event::Init);
+        set.namespaces_event(watcher::Event::InitApply(ns("shop")));
+        assert!(set.namespaces_event(watcher::Event::InitDone));
+        assert_eq!(names(&set), ["shop.a"]);
+        assert!(set.namespaces_event(watcher::Event::Apply(ns("pay"))));
+        assert_eq!(names(&set), ["pay.a", "shop.a"]);
+        assert!(set.namespaces_event(watcher::Event::Delete(ns("shop"))));
+        assert_eq!(names(&set), ["pay.a"]);
+        // Without a selector every namespace counts.
+        let e = entry();
+        let mut set = PodSet::new(&e);
+        list(
+            &mut set,
+            &e,
+            None,
+            vec![pod_in("shop", "a"), pod_in("pay", "a")],
+        );
+        assert_eq!(names(&set).len(), 2);
     }
 }
