@@ -30,7 +30,7 @@ use crate::agent_settings::{AgentSettings, NoOtherKeys, TargetConfig};
 /// The port used when a Pod declares none named `port_name` but opts in
 /// with `jmxgate.io/scrape: "true"`: Jolokia's default.
 pub const DEFAULT_PORT: u16 = 8778;
-/// Pod events that come within this of each other are installed together.
+/// Changes within this of the first of a burst are installed together.
 pub const DEBOUNCE: Duration = Duration::from_millis(200);
 /// A failing watch that has reported no failure for this long works again
 /// (kube-rs's watcher retries at least every 30 s while it fails).
@@ -620,8 +620,8 @@ enum Seen {
 type Judged = HashMap<String, Result<TargetConfig, String>>;
 
 /// Watches one entry's Pods and calls `on_change` with its whole set of
-/// targets (sorted by name) after each burst of changes (quiet for
-/// [`DEBOUNCE`]) that changed it. A watch that keeps failing (a namespace
+/// targets (sorted by name) when it changed, [`DEBOUNCE`] after the first
+/// change of a burst (the rest of the burst goes with it). A watch that keeps failing (a namespace
 /// the gateway may not read) holds back no other watch's Pods.
 /// While the API server can't be reached the last set stays; the state is
 /// logged (a warning when it fails, info when it answers again) and
@@ -703,7 +703,10 @@ pub async fn watch(
 
     let mut state = PodSet::new(&config);
     let mut handed_over: Option<Vec<String>> = None;
-    let mut dirty = false;
+    // Since when a change waits to be handed over: every change within
+    // DEBOUNCE of the first goes over with it (a steady stream of events
+    // delays nothing by more than that).
+    let mut dirty_since: Option<tokio::time::Instant> = None;
     // Each failing watch: the failure, and when it was last reported. The
     // watcher retries with a back-off of at most 30 s and reports each
     // failed try; a watch that resumes quietly (nothing changed while the
@@ -711,8 +714,18 @@ pub async fn watch(
     // `RECOVERED_AFTER` counts as working again.
     let mut watch_failing: HashMap<usize, (String, tokio::time::Instant)> = HashMap::new();
     loop {
-        let wait = if dirty {
-            Some(DEBOUNCE)
+        if dirty_since.is_some_and(|t| t.elapsed() >= DEBOUNCE) {
+            dirty_since = None;
+            let targets = state.targets();
+            let fp = super::dns::fingerprint(&targets);
+            if handed_over.as_ref() != Some(&fp) {
+                tracing::info!(source = %source, targets = targets.len(), "Kubernetes discovery: the discovered targets changed");
+                handed_over = Some(fp);
+                on_change(targets);
+            }
+        }
+        let wait = if let Some(t) = dirty_since {
+            Some(DEBOUNCE.saturating_sub(t.elapsed()))
         } else if !watch_failing.is_empty() {
             Some(Duration::from_secs(5))
         } else {
@@ -731,21 +744,8 @@ pub async fn watch(
             failing
         });
         let seen = match next {
-            // Quiet for `wait`.
-            None => {
-                if dirty {
-                    // Hand the set over if it changed.
-                    dirty = false;
-                    let targets = state.targets();
-                    let fp = super::dns::fingerprint(&targets);
-                    if handed_over.as_ref() != Some(&fp) {
-                        tracing::info!(source = %source, targets = targets.len(), "Kubernetes discovery: the discovered targets changed");
-                        handed_over = Some(fp);
-                        on_change(targets);
-                    }
-                }
-                None
-            }
+            // Nothing for `wait`: the top of the loop hands a change over.
+            None => None,
             Some(None) => return,
             Some(Some(item)) => Some(item),
         };
@@ -775,10 +775,13 @@ pub async fn watch(
             up = Some(now_up);
         }
         let Some((_, seen)) = seen else { continue };
-        match seen {
-            Seen::Failed(..) => {}
-            Seen::Pods(scope, event) => dirty |= state.pods_event(&config, scope, *event),
-            Seen::Namespaces(event) => dirty |= state.namespaces_event(*event),
+        let changed = match seen {
+            Seen::Failed(..) => false,
+            Seen::Pods(scope, event) => state.pods_event(&config, scope, *event),
+            Seen::Namespaces(event) => state.namespaces_event(*event),
+        };
+        if changed && dirty_since.is_none() {
+            dirty_since = Some(now);
         }
     }
 }
