@@ -10,8 +10,8 @@
 //! and watches Pods (and Namespaces for `namespace_selector`) with
 //! kube-rs's watcher (resource versions, bookmarks, a new list after
 //! `410 Gone`, back-off on errors), keeps the last good set while the API
-//! server is away, and hands the whole set over after a quiet
-//! [`DEBOUNCE`].
+//! server is away, and hands the whole set over [`DEBOUNCE`] after the
+//! first change of a burst.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
