@@ -621,11 +621,12 @@ type Judged = HashMap<String, Result<TargetConfig, String>>;
 
 /// Watches one entry's Pods and calls `on_change` with its whole set of
 /// targets (sorted by name) when it changed, [`DEBOUNCE`] after the first
-/// change of a burst (the rest of the burst goes with it). A watch that keeps failing (a namespace
-/// the gateway may not read) holds back no other watch's Pods.
-/// While the API server can't be reached the last set stays; the state is
-/// logged (a warning when it fails, info when it answers again) and
-/// `on_state(true/false)` is called on each change of it.
+/// change of a burst (the rest of the burst goes with it). A watch that
+/// keeps failing (a namespace the gateway may not read) holds back no
+/// other watch's Pods. While the API server can't be reached the last set
+/// stays; each watch's failure is logged once (a warning) and so is its
+/// recovery (info), and `on_state(false)` / `on_state(true)` is called
+/// when some watch starts failing / when none fails any more.
 ///
 /// Runs until the task is dropped or aborted.
 pub async fn watch(
