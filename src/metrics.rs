@@ -86,6 +86,11 @@ pub struct WorkerLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabel {
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct MethodLabel {
     pub method: String,
 }
@@ -123,6 +128,9 @@ pub struct Metrics {
     pub prometheus_scrapes: Family<ScrapeLabels, Counter>,
     /// Open client connections, by the serving worker that holds them.
     pub client_connections: Family<WorkerLabel, Gauge>,
+    /// 1 while a discovery source's API answers, 0 while it fails (its
+    /// last targets kept), by source (`kubernetes[0]`).
+    pub discovery_up: Family<SourceLabel, Gauge>,
 }
 
 impl Default for Metrics {
@@ -153,6 +161,7 @@ impl Metrics {
             mcp_tool_calls: Family::default(),
             prometheus_scrapes: Family::default(),
             client_connections: Family::default(),
+            discovery_up: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -256,11 +265,25 @@ impl Metrics {
             m.client_connections.clone(),
         );
         registry.register(
+            "discovery_up",
+            "1 while a discovery source's API answers, 0 while it fails and its last targets are kept, by source",
+            m.discovery_up.clone(),
+        );
+        registry.register(
             "config_reloads",
             "Configuration reloads, by result",
             m.reloads.clone(),
         );
         Metrics { registry, ..m }
+    }
+
+    /// Records whether a discovery source's API answers.
+    pub fn discovery_up(&self, source: &str, up: bool) {
+        self.discovery_up
+            .get_or_create(&SourceLabel {
+                source: source.to_string(),
+            })
+            .set(i64::from(up));
     }
 
     /// The Prometheus text exposition.

@@ -35,6 +35,54 @@ fn check_config_accepts_the_documented_example() {
 }
 
 #[test]
+fn check_config_checks_kubernetes_discovery() {
+    let dir = tempfile::tempdir().unwrap();
+    // A kubeconfig next to the config file, named relative to it.
+    std::fs::write(
+        dir.path().join("kubeconfig"),
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:6443\"}}]\n\
+         users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n",
+    )
+    .unwrap();
+    let good = write_config(
+        &dir,
+        "[server]\nlisten = \"127.0.0.1:1\"\n[[discovery.kubernetes]]\nkubeconfig = \"kubeconfig\"\n\
+         namespaces = [\"shop\"]\npod_selector = \"app in (orders,billing)\"\n",
+    );
+    let out = Command::new(BIN)
+        .arg("check-config")
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = write_config(
+        &dir,
+        "[server]\nlisten = \"127.0.0.1:1\"\n[[discovery.kubernetes]]\nkubeconfig = \"missing-kubeconfig\"\n\
+         namespace_selector = \"tenant in (shop\"\npod_selector = \"app=orders\"\n",
+    );
+    let out = Command::new(BIN)
+        .arg("check-config")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for want in [
+        "discovery.kubernetes[0].kubeconfig",
+        &dir.path().join("missing-kubeconfig").display().to_string(),
+        "discovery.kubernetes[0].namespace_selector",
+    ] {
+        assert!(stderr.contains(want), "{want:?} not in: {stderr}");
+    }
+    assert!(!stderr.contains("pod_selector"), "{stderr}");
+}
+
+#[test]
 fn check_config_names_file_key_and_problem() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [

@@ -76,7 +76,7 @@ pub struct Config {
     /// Background probes and the circuit breaker per target.
     #[serde(default)]
     pub health: crate::health::HealthConfig,
-    /// Targets found at run time (`[[discovery.dns]]`).
+    /// Targets found at run time (`[[discovery.dns]]`, `[[discovery.kubernetes]]`).
     #[serde(default)]
     pub discovery: crate::discovery::DiscoveryConfig,
     /// The MCP endpoint for AI assistants.

@@ -157,7 +157,7 @@ impl ConfigSource {
 /// Keys holding file or directory paths, resolved against the folder of the
 /// file that sets them.
 fn is_path_key(key: &str) -> bool {
-    key.ends_with("_file") || key == "dir" || key == "policy"
+    key.ends_with("_file") || key == "dir" || key == "policy" || key == "kubeconfig"
 }
 
 fn resolve_paths(table: &mut toml::Table, base: &Path) {

@@ -555,7 +555,7 @@ pub async fn watch(
 /// Everything about a set of targets, for comparing two sets
 /// (`TargetConfig` is not `PartialEq`; its `Debug` shows every field, and
 /// discovered targets carry no inline password).
-fn fingerprint(targets: &[TargetConfig]) -> Vec<String> {
+pub(crate) fn fingerprint(targets: &[TargetConfig]) -> Vec<String> {
     targets.iter().map(|t| format!("{t:?}")).collect()
 }
 

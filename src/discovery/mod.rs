@@ -3,20 +3,23 @@
 //! [`TargetConfig`](crate::agent_settings::TargetConfig)s, so a discovered target is
 //! checked, built and reached exactly like a configured one.
 //!
-//! Only DNS for now (`[[discovery.dns]]`, see [`dns`]): SRV records (host and
-//! port per answer) or the A/AAAA records of a headless service with a
-//! configured port.
+//! DNS (`[[discovery.dns]]`, see [`dns`]): SRV records (host and port per
+//! answer) or the A/AAAA records of a headless service with a configured
+//! port. Kubernetes (`[[discovery.kubernetes]]`, see [`kubernetes`]): the
+//! Pods of a cluster, watched through its API server.
 //!
 //! # Wiring discovery into the gateway
 //!
 //! Nothing to wire by hand: [`Gateway::spawn_discovery`] starts [`watch`]
-//! with the `[[discovery.dns]]` entries of the configuration the gateway
-//! was built with (`jmxgate serve` calls it), and every changed answer set
-//! goes to [`Gateway::set_discovered`]. That replaces the discovered
-//! targets and rebuilds the fleet from the configuration in force plus
-//! them; [`Gateway::reload`] rebuilds from the new configuration plus the
-//! last discovered set, so a SIGHUP or a changed file keeps what DNS
-//! found. A discovered name that a configured target already uses is left
+//! with the `[[discovery.dns]]` entries and [`kubernetes::watch`] for each
+//! `[[discovery.kubernetes]]` entry of the configuration the gateway was
+//! built with (`jmxgate serve` calls it), and every changed set goes to
+//! [`Gateway::set_discovered_by`] under its source's name (`dns`,
+//! `kubernetes[0]`, …). That replaces that source's targets (never
+//! another's) and rebuilds the fleet from the configuration in force plus
+//! every source's set; [`Gateway::reload`] rebuilds from the new
+//! configuration plus the last discovered sets, so a SIGHUP or a changed
+//! file keeps what discovery found. A discovered name that a configured target already uses is left
 //! out with a warning; a set that fails to build is logged and the previous
 //! fleet stays.
 //!
@@ -34,7 +37,7 @@
 //!
 //! Another source of targets (a service registry, a cloud API) is fed the
 //! same way: produce the whole set as `TargetConfig`s and hand it to
-//! `gateway.set_discovered(targets)` whenever it changes. Discovery
+//! `gateway.set_discovered_by("registry", targets)` whenever it changes. Discovery
 //! settings themselves are read once; changing them needs a restart.
 //!
 //! [`watch`] can also be used on its own: it re-resolves every `interval`
@@ -43,14 +46,16 @@
 //! block for long.
 //!
 //! [`Gateway::spawn_discovery`]: crate::Gateway::spawn_discovery
-//! [`Gateway::set_discovered`]: crate::Gateway::set_discovered
+//! [`Gateway::set_discovered_by`]: crate::Gateway::set_discovered_by
 //! [`Gateway::reload`]: crate::Gateway::reload
 
 pub mod dns;
+pub mod kubernetes;
 
 use serde::Deserialize;
 
 pub use dns::{watch, DnsDiscovery, RecordKind, Scheme};
+pub use kubernetes::KubernetesDiscovery;
 
 /// `[discovery]`: the ways targets are discovered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -59,12 +64,16 @@ pub struct DiscoveryConfig {
     /// `[[discovery.dns]]`: one entry per DNS name to resolve.
     #[serde(default)]
     pub dns: Vec<DnsDiscovery>,
+    /// `[[discovery.kubernetes]]`: one entry per cluster (or part of one)
+    /// whose Pods are agents.
+    #[serde(default)]
+    pub kubernetes: Vec<KubernetesDiscovery>,
 }
 
 impl DiscoveryConfig {
     /// True when nothing is to be discovered.
     pub fn is_empty(&self) -> bool {
-        self.dns.is_empty()
+        self.dns.is_empty() && self.kubernetes.is_empty()
     }
 
     /// Every problem of every entry, each prefixed with its key
@@ -78,6 +87,11 @@ impl DiscoveryConfig {
                     .into_iter()
                     .map(move |p| format!("discovery.dns[{i}].{p}"))
             })
+            .chain(self.kubernetes.iter().enumerate().flat_map(|(i, k)| {
+                k.problems()
+                    .into_iter()
+                    .map(move |p| format!("discovery.kubernetes[{i}].{p}"))
+            }))
             .collect()
     }
 }

@@ -56,7 +56,7 @@ impl Gateway {
             probe_interval: config.health.probe_interval,
             max_probes_in_flight: config.health.max_probes_in_flight.max(1),
             max_agent_exchanges: config.server.max_agent_exchanges.max(1),
-            sources: std::sync::Mutex::new((config.clone(), Vec::new())),
+            sources: std::sync::Mutex::new((config.clone(), Default::default())),
             limits: listen::ClientLimits::from_config(&config.server),
         })
     }
@@ -116,36 +116,57 @@ impl Gateway {
         result
     }
 
-    /// Replaces the targets found by discovery (DNS); the configured ones
-    /// stay. A discovered name that a configured target already uses is
-    /// left out, with a warning.
+    /// Replaces the targets found by DNS discovery (the source `dns`);
+    /// see [`Gateway::set_discovered_by`].
     pub fn set_discovered(&self, targets: Vec<crate::config::TargetConfig>) -> Result<(), String> {
+        self.set_discovered_by("dns", targets)
+    }
+
+    /// Replaces the targets one discovery source found (`dns`,
+    /// `kubernetes[0]`, …); the configured ones and other sources' stay.
+    /// A discovered name that a configured target (or an earlier source,
+    /// by source name) already uses is left out, with a warning.
+    pub fn set_discovered_by(
+        &self,
+        source: &str,
+        targets: Vec<crate::config::TargetConfig>,
+    ) -> Result<(), String> {
         let mut sources = self.sources.lock().expect("sources lock");
-        let result = self.install(&sources.0, &targets);
+        let mut sets = sources.1.clone();
+        let count = targets.len();
+        if targets.is_empty() {
+            sets.remove(source);
+        } else {
+            sets.insert(source.to_string(), targets);
+        }
+        let result = self.install(&sources.0, &sets);
         match &result {
             Ok(()) => {
-                tracing::info!(targets = targets.len(), "discovered targets installed");
-                sources.1 = targets;
+                tracing::info!(source, targets = count, "discovered targets installed");
+                sources.1 = sets;
             }
             Err(e) => {
-                tracing::error!("discovered targets not installed, keeping the previous fleet: {e}")
+                tracing::error!(
+                    source,
+                    "discovered targets not installed, keeping the previous fleet: {e}"
+                )
             }
         }
         result
     }
 
-    fn install(
-        &self,
-        config: &Config,
-        discovered: &[crate::config::TargetConfig],
-    ) -> Result<(), String> {
+    fn install(&self, config: &Config, discovered: &super::DiscoveredSets) -> Result<(), String> {
         let mut config = config.clone();
-        for t in discovered {
-            if config.targets.iter().any(|c| c.name == t.name) {
-                tracing::warn!(target_name = %t.name, "a discovered target has the name of a configured one; the configured one is kept");
-                continue;
+        let mut seen: std::collections::HashSet<String> =
+            config.targets.iter().map(|c| c.name.clone()).collect();
+        for (source, targets) in discovered {
+            for t in targets {
+                if !seen.insert(t.name.clone()) {
+                    tracing::warn!(source = %source, target_name = %t.name, "a discovered target has the name of a configured or earlier discovered one; that one is kept");
+                    continue;
+                }
+                config.targets.push(t.clone());
             }
-            config.targets.push(t.clone());
         }
         let state = Arc::new(State::from_config(
             &config,
@@ -231,31 +252,57 @@ impl Gateway {
         }))
     }
 
-    /// Starts DNS discovery (`[[discovery.dns]]` of the configuration the
-    /// gateway started with; changing it needs a restart): every changed
-    /// answer set replaces the discovered targets. `None` without entries.
+    /// Starts discovery (`[[discovery.dns]]` and `[[discovery.kubernetes]]`
+    /// of the configuration the gateway started with; changing them needs
+    /// a restart): each source's changed set replaces that source's
+    /// discovered targets (`dns`, `kubernetes[0]`, …). `None` without
+    /// entries. Aborting the task stops every source.
     pub fn spawn_discovery(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
-        let entries = self
+        let discovery = self
             .sources
             .lock()
             .expect("sources lock")
             .0
             .discovery
-            .dns
             .clone();
-        if entries.is_empty() {
+        if discovery.is_empty() {
             return None;
         }
-        let gateway = Arc::downgrade(self);
-        Some(tokio::spawn(crate::discovery::watch(
-            entries,
-            move |targets| {
-                if let Some(gateway) = gateway.upgrade() {
-                    // Errors are logged there; the previous fleet stays.
-                    let _ = gateway.set_discovered(targets);
-                }
-            },
-        )))
+        let mut tasks: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
+        if !discovery.dns.is_empty() {
+            let gateway = Arc::downgrade(self);
+            tasks.push(Box::pin(crate::discovery::watch(
+                discovery.dns,
+                move |targets| {
+                    if let Some(gateway) = gateway.upgrade() {
+                        // Errors are logged there; the previous fleet stays.
+                        let _ = gateway.set_discovered_by("dns", targets);
+                    }
+                },
+            )));
+        }
+        for (i, entry) in discovery.kubernetes.into_iter().enumerate() {
+            let source = format!("kubernetes[{i}]");
+            let gateway = Arc::downgrade(self);
+            let state_gateway = Arc::downgrade(self);
+            let state_source = source.clone();
+            tasks.push(Box::pin(crate::discovery::kubernetes::watch(
+                entry,
+                move |targets| {
+                    if let Some(gateway) = gateway.upgrade() {
+                        let _ = gateway.set_discovered_by(&source, targets);
+                    }
+                },
+                move |up| {
+                    if let Some(gateway) = state_gateway.upgrade() {
+                        gateway.metrics.discovery_up(&state_source, up);
+                    }
+                },
+            )));
+        }
+        Some(tokio::spawn(async move {
+            futures::future::join_all(tasks).await;
+        }))
     }
 
     /// The gateway's metrics.
@@ -349,5 +396,38 @@ pub(super) mod tests {
         gw.set_discovered(vec![discovered("dns-1")]).unwrap();
         let back = gw.fleet().by_name("dns-1").unwrap().health.snapshot();
         assert_eq!(back.consecutive_failures, 0);
+    }
+
+    #[test]
+    fn each_discovery_source_keeps_its_own_set() {
+        let gw = Gateway::new(&config(&["a"])).unwrap();
+        gw.set_discovered_by("dns", vec![discovered("dns-1")])
+            .unwrap();
+        gw.set_discovered_by("kubernetes[0]", vec![discovered("shop.orders-1")])
+            .unwrap();
+        let names = |gw: &Gateway| {
+            let mut n: Vec<String> = gw.fleet().iter().map(|t| t.name.clone()).collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(&gw), ["a", "dns-1", "shop.orders-1"]);
+        // DNS changes: Kubernetes' targets stay, and the other way round.
+        gw.set_discovered(vec![discovered("dns-2")]).unwrap();
+        assert_eq!(names(&gw), ["a", "dns-2", "shop.orders-1"]);
+        gw.set_discovered_by("kubernetes[0]", Vec::new()).unwrap();
+        assert_eq!(names(&gw), ["a", "dns-2"]);
+        // A reload keeps every source's set.
+        gw.set_discovered_by("kubernetes[0]", vec![discovered("shop.orders-1")])
+            .unwrap();
+        gw.reload(&config(&["b"])).unwrap();
+        assert_eq!(names(&gw), ["b", "dns-2", "shop.orders-1"]);
+        // A name two sources found: the first source (by name) keeps it.
+        gw.set_discovered_by("kubernetes[0]", vec![discovered("dns-2")])
+            .unwrap();
+        assert_eq!(names(&gw), ["b", "dns-2"]);
+        // A configured name wins over any source.
+        gw.set_discovered_by("kubernetes[1]", vec![discovered("b")])
+            .unwrap();
+        assert_eq!(names(&gw), ["b", "dns-2"]);
     }
 }

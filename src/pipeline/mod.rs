@@ -67,6 +67,9 @@ pub const VIRTUAL_SEGMENT: &str = "targets";
 pub use respond::HttpError;
 
 /// The gateway: configuration turned into ready clients, plus counters.
+/// The targets each discovery source found, by source name.
+pub type DiscoveredSets = std::collections::BTreeMap<String, Vec<crate::config::TargetConfig>>;
+
 pub struct Gateway {
     /// Everything a reload replaces; read once per request, so a request
     /// sees one consistent set.
@@ -96,7 +99,9 @@ pub struct Gateway {
     health: Arc<crate::health::HealthBook>,
     /// The configuration in force and the targets discovery found; the
     /// fleet is both, rebuilt when either changes.
-    sources: std::sync::Mutex<(Config, Vec<crate::config::TargetConfig>)>,
+    /// Discovered targets are kept per source (`dns`, `kubernetes[0]`, …),
+    /// so one source's update never wipes another's.
+    sources: std::sync::Mutex<(Config, DiscoveredSets)>,
     probe_interval: std::time::Duration,
     max_probes_in_flight: usize,
     /// `server.max_agent_exchanges`: also the most exchanges one request

@@ -403,6 +403,14 @@ impl Agent {
         }
     }
 
+    /// A 1.7.1 agent listening on `host` only (any 127.0.0.0/8 address
+    /// is this machine: a stand-in for a Pod's IP).
+    pub fn start_at(name: &str, host: &str) -> Agent {
+        let mut agent = Agent::launch_v1(name, &[], &["--host", host]);
+        agent.base_url = format!("http://{host}:{}/jolokia", agent.port);
+        agent
+    }
+
     pub fn url(&self) -> String {
         self.base_url.clone()
     }

@@ -1,0 +1,389 @@
+//! Kubernetes discovery against a real kube-apiserver (1.20.2 over etcd,
+//! ../shared/kubernetes) and real Jolokia agents standing in for Pods: each
+//! agent listens on its own 127.0.0.x address, and a Pod "runs" there once
+//! its status (phase, podIP, Ready) is written, as a kubelet would.
+//!
+//! One API server for the whole file (it takes seconds and 300 MB to
+//! start): a single test runs the scenarios one after the other, each in
+//! its own namespaces; the API server's stop and restart come last.
+
+mod common;
+#[path = "common/kube_api.rs"]
+mod kube_api;
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use common::Agent;
+use kube_api::{create_namespace, create_pod, delete_pod, set_running, ApiServer};
+
+const NAME: &str = "/read/jmxgate.test:type=Types/Name";
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The fleet's target names, sorted, of those starting with `prefix`.
+fn names(gw: &common::Gateway, prefix: &str) -> Vec<String> {
+    let mut n: Vec<String> = gw
+        .gateway
+        .fleet()
+        .iter()
+        .map(|t| t.name.clone())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    n.sort();
+    n
+}
+
+/// Waits until the fleet's names starting with `prefix` are `expected`.
+async fn fleet_becomes(gw: &common::Gateway, prefix: &str, expected: &[&str]) {
+    common::eventually(
+        &format!("targets {prefix}* = {expected:?}"),
+        WAIT,
+        || async {
+            let now = names(gw, prefix);
+            if now == expected {
+                Ok(())
+            } else {
+                Err(format!("{now:?}"))
+            }
+        },
+    )
+    .await
+}
+
+fn metadata(name: &str, labels: Value, annotations: Value) -> Value {
+    json!({"name": name, "labels": labels, "annotations": annotations})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pods_are_discovered_through_a_real_api_server() {
+    if !kube_api::available() {
+        panic!("../shared/kubernetes/run-apiserver.sh or etcd (etcd-server) missing: run scripts/install-deps.sh");
+    }
+    // The API server and four agents start side by side.
+    let server = std::thread::spawn(ApiServer::start);
+    let agents: Vec<_> = [
+        ("shop-orders", "127.0.0.11"),
+        ("pay-orders", "127.0.0.12"),
+        ("billing", "127.0.0.13"),
+        ("late", "127.0.0.14"),
+    ]
+    .into_iter()
+    .map(|(n, ip)| std::thread::spawn(move || Agent::start_at(n, ip)))
+    .collect();
+    let agents: Vec<Agent> = agents.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut server = server.join().unwrap();
+    let (shop, pay, billing, late) = (&agents[0], &agents[1], &agents[2], &agents[3]);
+    let client = server.client().await.unwrap();
+    let jolokia = |agent: &Agent| json!([{"name": "jolokia", "containerPort": agent.port}]);
+
+    for (ns, labels) in [
+        ("k1-shop", json!({})),
+        ("k1-pay", json!({})),
+        ("k1-other", json!({})),
+        ("k2-a", json!({"tenant": "k2"})),
+        ("k2-b", json!({"tenant": "other"})),
+    ] {
+        create_namespace(&client, ns, labels).await;
+    }
+    let orders = json!({"app": "orders"});
+    // Entry 0 (namespaces and a pod selector): two pods named orders-1 in
+    // two namespaces; a pod the selector leaves out; one in a namespace
+    // not listed; one with a hostile path; one not running yet; one found
+    // by another port name with hawtio-online's annotations.
+    let owned = json!({"name": "orders-1", "labels": {"app": "orders"}, "ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "orders-7d9", "uid": "0b7f1c1e-0000-4000-8000-000000000001", "controller": true}]});
+    create_pod(&client, "k1-shop", owned.clone(), jolokia(shop)).await;
+    set_running(&client, "k1-shop", "orders-1", "127.0.0.11", true).await;
+    create_pod(&client, "k1-pay", owned, jolokia(pay)).await;
+    set_running(&client, "k1-pay", "orders-1", "127.0.0.12", true).await;
+    create_pod(
+        &client,
+        "k1-shop",
+        metadata("web-1", json!({"app": "web"}), json!({})),
+        jolokia(billing),
+    )
+    .await;
+    set_running(&client, "k1-shop", "web-1", "127.0.0.13", true).await;
+    create_pod(
+        &client,
+        "k1-other",
+        metadata("orders-1", orders.clone(), json!({})),
+        jolokia(billing),
+    )
+    .await;
+    set_running(&client, "k1-other", "orders-1", "127.0.0.13", true).await;
+    create_pod(
+        &client,
+        "k1-shop",
+        metadata(
+            "hostile-1",
+            orders.clone(),
+            json!({"hawt.io/jolokiaPath": "http://evil.example/", "jmxgate.io/path": "/../../x"}),
+        ),
+        jolokia(billing),
+    )
+    .await;
+    set_running(&client, "k1-shop", "hostile-1", "127.0.0.13", true).await;
+    create_pod(
+        &client,
+        "k1-shop",
+        metadata(
+            "hostile-2",
+            orders.clone(),
+            json!({"jmxgate.io/port": "evil.example:80", "hawt.io/protocol": "https\nHost: evil"}),
+        ),
+        jolokia(billing),
+    )
+    .await;
+    set_running(&client, "k1-shop", "hostile-2", "127.0.0.13", true).await;
+    create_pod(
+        &client,
+        "k1-shop",
+        metadata("pending-1", orders.clone(), json!({})),
+        jolokia(billing),
+    )
+    .await;
+    create_pod(
+        &client,
+        "k1-shop",
+        metadata(
+            "billing-1",
+            json!({"app": "billing"}),
+            json!({"jmxgate.io/port": "jmx", "hawt.io/protocol": "http", "hawt.io/jolokiaPath": "/jolokia"}),
+        ),
+        json!([{"name": "http", "containerPort": 1}, {"name": "jmx", "containerPort": billing.port}]),
+    )
+    .await;
+    set_running(&client, "k1-shop", "billing-1", "127.0.0.13", true).await;
+    create_pod(
+        &client,
+        "k1-shop",
+        metadata(
+            "billing-tls",
+            json!({"app": "billing"}),
+            json!({"hawt.io/protocol": "https", "hawt.io/jolokiaPath": "/actuator/jolokia"}),
+        ),
+        jolokia(billing),
+    )
+    .await;
+    set_running(&client, "k1-shop", "billing-tls", "127.0.0.13", true).await;
+
+    // Entry 1 (a namespace selector, not-ready pods included).
+    for (ns, name, ip, ready) in [
+        ("k2-a", "p1", "127.0.0.11", true),
+        ("k2-a", "p2", "127.0.0.12", false),
+        ("k2-b", "p1", "127.0.0.13", true),
+    ] {
+        create_pod(
+            &client,
+            ns,
+            metadata(name, json!({}), json!({})),
+            jolokia(&agents[ip.as_bytes()[9] as usize - b'1' as usize]),
+        )
+        .await;
+        set_running(&client, ns, name, ip, ready).await;
+    }
+
+    // Entry 2: a service account that may read Pods in k1-shop only (as
+    // the README says: get, list, watch pods; a Role with `namespaces`).
+    // Its k1-pay watch is refused; that holds back nothing of k1-shop.
+    create_namespace(&client, "jmxgate", json!({})).await;
+    let limited = server
+        .service_account_kubeconfig(&client, "jmxgate", "gateway", &["k1-shop"])
+        .await;
+
+    let kubeconfig = server.kubeconfig.display().to_string();
+    let config = format!(
+        "[health]\nprobe_interval = \"0s\"\n\
+         [[discovery.kubernetes]]\nkubeconfig = \"{kubeconfig}\"\n\
+         namespaces = [\"k1-shop\", \"k1-pay\"]\npod_selector = \"app in (orders,billing)\"\n\
+         [[discovery.kubernetes]]\nkubeconfig = \"{kubeconfig}\"\n\
+         namespace_selector = \"tenant=k2\"\nready_only = false\n\
+         [[discovery.kubernetes]]\nkubeconfig = \"{}\"\nname_prefix = \"sa-\"\n\
+         namespaces = [\"k1-shop\", \"k1-pay\"]\npod_selector = \"app=orders\"\n",
+        limited.display()
+    );
+    let gw = common::Gateway::start(&config).await;
+    let _discovery = gw.gateway.spawn_discovery().expect("entries configured");
+
+    fleet_becomes(
+        &gw,
+        "k1-",
+        &[
+            "k1-pay.orders-1",
+            "k1-shop.billing-1",
+            "k1-shop.billing-tls",
+            "k1-shop.orders-1",
+        ],
+    )
+    .await;
+    fleet_becomes(&gw, "k2-", &["k2-a.p1", "k2-a.p2"]).await;
+    fleet_becomes(&gw, "sa-", &["sa-k1-shop.orders-1"]).await;
+    common::eventually("the refused watch reported", WAIT, || async {
+        let text = gw.gateway.metrics().encode();
+        if text.contains("jmxgate_discovery_up{source=\"kubernetes[2]\"} 0")
+            && text.contains("jmxgate_discovery_up{source=\"kubernetes[0]\"} 1")
+        {
+            Ok(())
+        } else {
+            Err(text
+                .lines()
+                .filter(|l| l.contains("discovery_up"))
+                .collect::<Vec<_>>()
+                .join("\n"))
+        }
+    })
+    .await;
+    let (status, r) = gw
+        .get(&format!("/jolokia/targets/sa-k1-shop.orders-1{NAME}"))
+        .await;
+    assert_eq!((status, &r["value"]), (200, &json!("shop-orders")), "{r}");
+
+    // Each read by a discovered name reaches that pod's own agent.
+    for (name, value) in [
+        ("k1-shop.orders-1", "shop-orders"),
+        ("k1-pay.orders-1", "pay-orders"),
+        ("k1-shop.billing-1", "billing"),
+        ("k2-a.p1", "shop-orders"),
+    ] {
+        let (status, r) = gw.get(&format!("/jolokia/targets/{name}{NAME}")).await;
+        assert_eq!((status, &r["value"]), (200, &json!(value)), "{name}: {r}");
+    }
+    // Proxy mode, and a label selector over namespace and app.
+    let (_, r) = gw
+        .post(
+            "/jolokia",
+            &json!({"type": "read", "mbean": "jmxgate.test:type=Types", "attribute": "Name",
+                    "target": {"url": "k1-pay.orders-1"}}),
+        )
+        .await;
+    assert_eq!(r["value"], "pay-orders", "{r}");
+    let (_, r) = gw
+        .post(
+            "/jolokia",
+            &json!({"type": "read", "mbean": "jmxgate.test:type=Types", "attribute": "Name",
+                    "target": {"url": "namespace=k1-shop,app=orders"}}),
+        )
+        .await;
+    assert_eq!(
+        r["value"],
+        json!({"k1-shop.orders-1": "shop-orders", "sa-k1-shop.orders-1": "shop-orders"}),
+        "{r}"
+    );
+
+    // Labels: the pod's, plus namespace, pod, controller; URLs at the
+    // pod's own address, the port the pod declares, hawtio's scheme/path.
+    let fleet = gw.gateway.fleet();
+    let t = fleet.by_name("k1-shop.orders-1").unwrap();
+    for (k, v) in [
+        ("app", "orders"),
+        ("namespace", "k1-shop"),
+        ("pod", "orders-1"),
+        ("controller_kind", "ReplicaSet"),
+        ("controller", "orders-7d9"),
+        ("discovered_by", "kubernetes"),
+    ] {
+        assert_eq!(
+            t.labels.get(k).map(String::as_str),
+            Some(v),
+            "{k}: {:?}",
+            t.labels
+        );
+    }
+    let url = |name: &str| fleet.by_name(name).unwrap().client.url().to_string();
+    assert_eq!(
+        url("k1-shop.orders-1"),
+        format!("http://127.0.0.11:{}/jolokia", shop.port)
+    );
+    assert_eq!(
+        url("k1-shop.billing-1"),
+        format!("http://127.0.0.13:{}/jolokia", billing.port)
+    );
+    assert_eq!(
+        url("k1-shop.billing-tls"),
+        format!("https://127.0.0.13:{}/actuator/jolokia", billing.port)
+    );
+    // Not ready, ready_only = false: in the fleet, marked, and down.
+    assert_eq!(
+        fleet.by_name("k2-a.p2").unwrap().labels["pod_ready"],
+        "false"
+    );
+    // No target anywhere but at the pods' own addresses.
+    for t in fleet.iter() {
+        let u = t.client.url();
+        assert!(u.host_str().unwrap().starts_with("127.0.0.1"), "{u}");
+    }
+    drop(fleet);
+
+    // A namespace that comes to match the selector brings its pods.
+    kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+        .patch(
+            "k2-b",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": {"tenant": "k2"}}})),
+        )
+        .await
+        .unwrap();
+    fleet_becomes(&gw, "k2-", &["k2-a.p1", "k2-a.p2", "k2-b.p1"]).await;
+
+    // A pod that stops being ready leaves; a deleted one too.
+    set_running(&client, "k1-pay", "orders-1", "127.0.0.12", false).await;
+    delete_pod(&client, "k1-shop", "billing-tls").await;
+    fleet_becomes(&gw, "k1-", &["k1-shop.billing-1", "k1-shop.orders-1"]).await;
+    delete_pod(&client, "k2-a", "p2").await;
+    fleet_becomes(&gw, "k2-", &["k2-a.p1", "k2-b.p1"]).await;
+
+    // The API server goes away: the fleet stays, the metric says so.
+    server.stop();
+    common::eventually("discovery reported down", WAIT, || async {
+        let text = gw.gateway.metrics().encode();
+        if text.contains("jmxgate_discovery_up{source=\"kubernetes[0]\"} 0") {
+            Ok(())
+        } else {
+            Err(text
+                .lines()
+                .filter(|l| l.contains("discovery"))
+                .collect::<Vec<_>>()
+                .join("\n"))
+        }
+    })
+    .await;
+    assert_eq!(names(&gw, "k1-"), ["k1-shop.billing-1", "k1-shop.orders-1"]);
+    assert_eq!(names(&gw, "k2-"), ["k2-a.p1", "k2-b.p1"]);
+    let (status, r) = gw
+        .get(&format!("/jolokia/targets/k1-shop.orders-1{NAME}"))
+        .await;
+    assert_eq!((status, &r["value"]), (200, &json!("shop-orders")), "{r}");
+
+    // Back again: what changed meanwhile is caught up.
+    server.restart().await;
+    let client = server.client().await.unwrap();
+    create_pod(
+        &client,
+        "k1-shop",
+        metadata("orders-2", orders.clone(), json!({})),
+        jolokia(late),
+    )
+    .await;
+    set_running(&client, "k1-shop", "orders-2", "127.0.0.14", true).await;
+    fleet_becomes(
+        &gw,
+        "k1-",
+        &["k1-shop.billing-1", "k1-shop.orders-1", "k1-shop.orders-2"],
+    )
+    .await;
+    let (status, r) = gw
+        .get(&format!("/jolokia/targets/k1-shop.orders-2{NAME}"))
+        .await;
+    assert_eq!((status, &r["value"]), (200, &json!("late")), "{r}");
+    common::eventually("discovery reported up", WAIT, || async {
+        let text = gw.gateway.metrics().encode();
+        if text.contains("jmxgate_discovery_up{source=\"kubernetes[0]\"} 1") {
+            Ok(())
+        } else {
+            Err(server.log_tail())
+        }
+    })
+    .await;
+}
