@@ -4,7 +4,8 @@
 # Chromium, rsyslog with its GnuTLS driver (the syslog collector of
 # tests/audit_syslog.rs), Prometheus (the scraper of tests/prometheus.rs) and
 # Tomcat 10, ZooKeeper and ActiveMQ (the products of tests/real_products.rs);
-# etcd (under the shared kube-apiserver of tests/kubernetes_discovery.rs);
+# etcd (under the shared kube-apiserver of tests/kubernetes_discovery.rs)
+# and kubectl (tests/kubernetes_manifests.rs applies docker/kubernetes/);
 # the real Jolokia and MCP clients of tests/clients/ (npm ci there, and a
 # Python venv with the PyPI clients).
 set -euo pipefail
@@ -13,6 +14,7 @@ cd "$(dirname "$0")/.."
 packages=(libjolokia-core-java libjetty9-java libservlet-api-java chromium rsyslog rsyslog-gnutls prometheus etcd-server)
 command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || packages+=(python3-venv)
 
 missing=()

@@ -1,3 +1,4 @@
+#![allow(dead_code)] // each suite that includes it uses part of it
 //! A real Kubernetes API server (kube-apiserver 1.20.2 over Debian's
 //! etcd) for tests, started by ../shared/kubernetes/run-apiserver.sh on
 //! free ports; both processes are killed on drop. No kubelet runs, so a
@@ -243,7 +244,6 @@ impl ApiServer {
         sa: &str,
         namespaces: &[&str],
     ) -> PathBuf {
-        use k8s_openapi::api::authentication::v1::TokenRequest;
         use k8s_openapi::api::core::v1::ServiceAccount;
         use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
         let pp = PostParams::default();
@@ -272,6 +272,16 @@ impl ApiServer {
                 .await
                 .unwrap();
         }
+        self.token_kubeconfig(client, home, sa).await
+    }
+
+    /// A kubeconfig that acts as the existing service account `sa` of
+    /// namespace `home`, with a token from the TokenRequest API.
+    pub async fn token_kubeconfig(&self, client: &kube::Client, home: &str, sa: &str) -> PathBuf {
+        use k8s_openapi::api::authentication::v1::TokenRequest;
+        use k8s_openapi::api::core::v1::ServiceAccount;
+        let pp = PostParams::default();
+        let accounts = Api::<ServiceAccount>::namespaced(client.clone(), home);
         let request: TokenRequest = serde_json::from_value(json!({
             "spec": {"audiences": ["https://kubernetes.default.svc"], "expirationSeconds": 3600}
         }))
