@@ -15,6 +15,8 @@ pub enum AuthMethod {
     Bearer,
     /// The verified client certificate of a TLS connection.
     Mtls,
+    /// A bearer token the Kubernetes API server accepts (TokenReview).
+    Kubernetes,
 }
 
 impl AuthMethod {
@@ -24,6 +26,7 @@ impl AuthMethod {
             AuthMethod::Basic => "basic",
             AuthMethod::Bearer => "bearer",
             AuthMethod::Mtls => "mtls",
+            AuthMethod::Kubernetes => "kubernetes",
         }
     }
 }

@@ -3,12 +3,14 @@
 //! about which part was wrong.
 //!
 //! Methods: HTTP Basic against a users file ([`basic`]), bearer JWT
-//! ([`bearer`]), the client certificate of an mTLS connection, and
+//! ([`bearer`]), a bearer token the Kubernetes API server reviews
+//! ([`kubernetes`]), the client certificate of an mTLS connection, and
 //! anonymous. Each listener accepts the methods its config lists.
 
 pub mod basic;
 pub mod bearer;
 pub mod jwks_remote;
+pub mod kubernetes;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -52,6 +54,8 @@ pub struct AuthConfig {
     pub bearer: Option<bearer::BearerConfig>,
     #[serde(default)]
     pub mtls: Option<MtlsConfig>,
+    #[serde(default)]
+    pub kubernetes: Option<kubernetes::KubernetesAuthConfig>,
 }
 
 /// What a connection tells about its client.
@@ -81,6 +85,10 @@ pub enum Failure {
     /// unauthenticated work (`server.max_anonymous_requests`) is full.
     /// Answered at once (HTTP 429, `Retry-After`), never queued.
     Busy,
+    /// A bearer token for the Kubernetes API server to review, and no
+    /// answer from it: HTTP 503, never a 401 (which would log a console
+    /// out) and never a grant.
+    Unavailable,
 }
 
 /// The credential stores, built once from the config.
@@ -91,6 +99,7 @@ pub struct Authenticator {
     /// The OpenID provider's keys, fetched into `bearer`'s slot.
     provider_keys: Option<Arc<jwks_remote::RemoteJwks>>,
     mtls: Option<MtlsConfig>,
+    kubernetes: Option<Arc<kubernetes::Kubernetes>>,
     metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
@@ -133,6 +142,12 @@ impl Authenticator {
             bearer,
             provider_keys,
             mtls: config.mtls.clone(),
+            kubernetes: config
+                .kubernetes
+                .as_ref()
+                .map(|c| kubernetes::Kubernetes::from_config(c).map(Arc::new))
+                .transpose()
+                .map_err(|e| format!("auth.kubernetes: {e}"))?,
             metrics: None,
         })
     }
@@ -151,6 +166,7 @@ impl Authenticator {
                 AuthMethod::Basic => self.basic.is_some(),
                 AuthMethod::Bearer => self.bearer.is_some(),
                 AuthMethod::Mtls => self.mtls.is_some(),
+                AuthMethod::Kubernetes => self.kubernetes.is_some(),
             };
             if !ok {
                 return Err(format!(
@@ -197,8 +213,20 @@ impl Authenticator {
             if scheme.eq_ignore_ascii_case("basic") && methods.contains(&AuthMethod::Basic) {
                 return self.basic(rest.to_string(), client, unauthenticated).await;
             }
-            if scheme.eq_ignore_ascii_case("bearer") && methods.contains(&AuthMethod::Bearer) {
-                return self.bearer(rest.trim(), unauthenticated).await;
+            if scheme.eq_ignore_ascii_case("bearer") {
+                let jwt = methods.contains(&AuthMethod::Bearer);
+                let cluster = methods.contains(&AuthMethod::Kubernetes);
+                // Both: a token the JWT settings refuse may still be one
+                // the cluster knows.
+                if jwt {
+                    let verified = self.bearer(rest.trim(), unauthenticated).await;
+                    if verified.is_ok() || !cluster {
+                        return verified;
+                    }
+                }
+                if cluster {
+                    return self.kubernetes(rest.trim()).await;
+                }
             }
             // A scheme this listener does not take: as if absent, unless
             // nothing else could identify the caller.
@@ -314,6 +342,24 @@ impl Authenticator {
         }
     }
 
+    async fn kubernetes(&self, token: &str) -> Result<Principal, Failure> {
+        let k = self.kubernetes.as_ref().expect("checked at start-up");
+        let (review, cached) = k.review(token).await;
+        if let Some(m) = &self.metrics {
+            m.cache_lookup("kubernetes_auth", cached);
+        }
+        match review {
+            kubernetes::Review::Accepted { name, roles } => Ok(Principal {
+                name,
+                method: AuthMethod::Kubernetes,
+                roles,
+                certificate_sha256: None,
+            }),
+            kubernetes::Review::Refused => Err(Failure::Unauthorized { bearer_error: true }),
+            kubernetes::Review::Unavailable => Err(Failure::Unavailable),
+        }
+    }
+
     /// The listener's methods as a protocol 8 `config` answer lists them
     /// (`security.authentication`): what a client must present, nothing
     /// about who may pass. Anonymous access lists nothing.
@@ -330,6 +376,10 @@ impl Authenticator {
                     Some(serde_json::json!({"method": "bearer", "realm": "jmxgate"}))
                 }
                 AuthMethod::Mtls => Some(serde_json::json!({"method": "mtls"})),
+                AuthMethod::Kubernetes if methods.contains(&AuthMethod::Bearer) => None,
+                AuthMethod::Kubernetes => {
+                    Some(serde_json::json!({"method": "bearer", "realm": "jmxgate"}))
+                }
             })
             .collect()
     }
@@ -362,6 +412,11 @@ impl Authenticator {
                 resp.headers_mut()
                     .insert(RETRY_AFTER, HeaderValue::from_static("1"));
             }
+            Failure::Unavailable => {
+                *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                resp.headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("5"));
+            }
             Failure::Unauthorized { bearer_error } => {
                 *resp.status_mut() = StatusCode::UNAUTHORIZED;
                 let headers = resp.headers_mut();
@@ -376,7 +431,10 @@ impl Authenticator {
                         headers.append(WWW_AUTHENTICATE, v);
                     }
                 }
-                if methods.contains(&AuthMethod::Bearer) && self.bearer.is_some() {
+                let jwt = methods.contains(&AuthMethod::Bearer) && self.bearer.is_some();
+                let cluster =
+                    methods.contains(&AuthMethod::Kubernetes) && self.kubernetes.is_some();
+                if jwt || cluster {
                     let v = if *bearer_error {
                         "Bearer realm=\"jmxgate\", error=\"invalid_token\""
                     } else {

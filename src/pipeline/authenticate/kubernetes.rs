@@ -1,0 +1,263 @@
+//! `[auth.kubernetes]`: bearer tokens checked by the cluster's API server
+//! with a TokenReview (`authentication.k8s.io/v1`): ServiceAccount tokens,
+//! or whatever else the API server accepts. Roles come from the config, by
+//! the user name and groups the review returns.
+//!
+//! Reviews are cached for `cache_ttl` by the token's SHA-256 (never the
+//! token), and concurrent reviews of one token are one request. When the
+//! API server can't answer, the caller gets a 503 ([`Review::Unavailable`]),
+//! never a 401 and never a wider grant; nothing about that is cached.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use kube::api::{Api, PostParams};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+/// `[auth.kubernetes]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KubernetesAuthConfig {
+    /// A kubeconfig file for the gateway's own access to the API server;
+    /// absent: the in-cluster service-account token and CA.
+    #[serde(default)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Audiences sent in the review: a token must be meant for one of
+    /// them. Empty: the API server's own audiences.
+    #[serde(default)]
+    pub audiences: Vec<String>,
+    /// Roles per user name as the review returns it
+    /// (`"system:serviceaccount:shop:monitor" = ["viewer"]`).
+    #[serde(default)]
+    pub roles: BTreeMap<String, Vec<String>>,
+    /// Roles per group the review returns
+    /// (`"system:serviceaccounts:shop" = ["viewer"]`).
+    #[serde(default)]
+    pub group_roles: BTreeMap<String, Vec<String>>,
+    /// Roles of every caller the API server authenticates.
+    #[serde(default)]
+    pub default_roles: Vec<String>,
+    /// How long a review's answer (accepted or refused) is reused.
+    #[serde(default = "default_cache_ttl", with = "humantime_serde")]
+    pub cache_ttl: Duration,
+    /// How long a review may take before the caller gets a 503.
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+}
+
+fn default_cache_ttl() -> Duration {
+    Duration::from_secs(10)
+}
+
+fn default_timeout() -> Duration {
+    Duration::from_secs(5)
+}
+
+/// The most a review's answer is reused: a revoked token stops working
+/// within this.
+const MAX_CACHE_TTL: Duration = Duration::from_secs(300);
+
+/// What the API server said about a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Review {
+    /// Authenticated: the user name and the roles the config gives it.
+    Accepted { name: String, roles: Vec<String> },
+    /// Not authenticated (forged, expired, another audience…).
+    Refused,
+    /// No answer from the API server (unreachable, timed out, the
+    /// gateway not allowed to create tokenreviews).
+    Unavailable,
+}
+
+type Slot = Arc<tokio::sync::OnceCell<Review>>;
+
+pub struct Kubernetes {
+    config: KubernetesAuthConfig,
+    client: tokio::sync::OnceCell<kube::Client>,
+    /// Reviews by SHA-256 of the token; a slot is shared by concurrent
+    /// callers presenting one token.
+    cache: moka::sync::Cache<[u8; 32], Slot>,
+}
+
+impl std::fmt::Debug for Kubernetes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kubernetes")
+            .field("kubeconfig", &self.config.kubeconfig)
+            .field("audiences", &self.config.audiences)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Kubernetes {
+    pub fn from_config(config: &KubernetesAuthConfig) -> Result<Kubernetes, String> {
+        if config.cache_ttl > MAX_CACHE_TTL {
+            return Err(format!("cache_ttl is at most {}s", MAX_CACHE_TTL.as_secs()));
+        }
+        if config.timeout.is_zero() {
+            return Err("timeout must be more than 0".into());
+        }
+        if let Some(path) = &config.kubeconfig {
+            kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?;
+        }
+        Ok(Kubernetes {
+            config: config.clone(),
+            client: tokio::sync::OnceCell::new(),
+            cache: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(config.cache_ttl)
+                .build(),
+        })
+    }
+
+    /// Reviews `token` (or reuses a recent review of it).
+    pub async fn review(&self, token: &str) -> (Review, bool) {
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let mut fresh = false;
+        let slot = self
+            .cache
+            .get_with(digest, || Arc::new(tokio::sync::OnceCell::new()));
+        let review = slot
+            .get_or_init(|| {
+                fresh = true;
+                self.ask(token)
+            })
+            .await
+            .clone();
+        if review == Review::Unavailable {
+            // Asked again by the next caller.
+            self.cache.invalidate(&digest);
+        }
+        (review, !fresh)
+    }
+
+    async fn ask(&self, token: &str) -> Review {
+        let client = match self
+            .client
+            .get_or_try_init(|| {
+                crate::discovery::kubernetes::client_from(self.config.kubeconfig.as_deref())
+            })
+            .await
+        {
+            Ok(c) => c.clone(),
+            Err(e) => {
+                tracing::warn!(error = %e, "kubernetes authentication: no client for the API server");
+                return Review::Unavailable;
+            }
+        };
+        let review = TokenReview {
+            spec: TokenReviewSpec {
+                token: Some(token.to_string()),
+                audiences: (!self.config.audiences.is_empty())
+                    .then(|| self.config.audiences.clone()),
+            },
+            ..TokenReview::default()
+        };
+        let api = Api::<TokenReview>::all(client);
+        let answer = tokio::time::timeout(
+            self.config.timeout,
+            api.create(&PostParams::default(), &review),
+        )
+        .await;
+        let status = match answer {
+            Ok(Ok(r)) => r.status.unwrap_or_default(),
+            Ok(Err(e)) => {
+                // kube's errors carry the request's URL and the server's
+                // status, never the body sent (the token).
+                tracing::warn!(error = %e, "kubernetes authentication: TokenReview failed");
+                return Review::Unavailable;
+            }
+            Err(_) => {
+                tracing::warn!(
+                    timeout = ?self.config.timeout,
+                    "kubernetes authentication: TokenReview timed out"
+                );
+                return Review::Unavailable;
+            }
+        };
+        let user = status.user.unwrap_or_default();
+        match (status.authenticated, user.username) {
+            (Some(true), Some(name)) if !name.is_empty() => {
+                let roles = self.roles(&name, user.groups.as_deref().unwrap_or_default());
+                Review::Accepted { name, roles }
+            }
+            _ => {
+                tracing::info!(
+                    reason = status.error.as_deref().unwrap_or("not authenticated"),
+                    "kubernetes token refused"
+                );
+                Review::Refused
+            }
+        }
+    }
+
+    /// The roles the config gives a user of `groups`: its own, its groups',
+    /// and the default ones, each once.
+    fn roles(&self, name: &str, groups: &[String]) -> Vec<String> {
+        let mut roles: Vec<String> = Vec::new();
+        let c = &self.config;
+        let from_groups = groups.iter().filter_map(|g| c.group_roles.get(g)).flatten();
+        for r in c
+            .roles
+            .get(name)
+            .into_iter()
+            .flatten()
+            .chain(from_groups)
+            .chain(&c.default_roles)
+        {
+            if !roles.contains(r) {
+                roles.push(r.clone());
+            }
+        }
+        roles
+    }
+}
+
+impl KubernetesAuthConfig {
+    /// Every role name the config gives, for the check that they exist.
+    pub fn role_names(&self) -> impl Iterator<Item = &String> {
+        self.roles
+            .values()
+            .chain(self.group_roles.values())
+            .flatten()
+            .chain(&self.default_roles)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_from_name_groups_and_default_each_once() {
+        let config: KubernetesAuthConfig = toml::from_str(
+            r#"
+            kubeconfig = "/dev/null"
+            default_roles = ["viewer"]
+            [roles]
+            "system:serviceaccount:shop:ops" = ["operator", "viewer"]
+            [group_roles]
+            "system:serviceaccounts:shop" = ["shop"]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.cache_ttl, Duration::from_secs(10));
+        let mut c = config.clone();
+        c.kubeconfig = None;
+        let k = Kubernetes::from_config(&c).unwrap();
+        assert_eq!(
+            k.roles(
+                "system:serviceaccount:shop:ops",
+                &["system:serviceaccounts:shop".into()]
+            ),
+            ["operator", "viewer", "shop"]
+        );
+        assert_eq!(k.roles("someone", &[]), ["viewer"]);
+        c.cache_ttl = Duration::from_secs(3600);
+        assert!(Kubernetes::from_config(&c).is_err());
+    }
+}
