@@ -41,6 +41,10 @@ pub struct Principal {
     pub roles: Vec<String>,
     /// SHA-256 of the client certificate, for mTLS principals.
     pub certificate_sha256: Option<String>,
+    /// Roles held on one namespace's targets only, as (role, namespace):
+    /// the role reaches those of its targets labelled `namespace=<ns>`
+    /// (Kubernetes RBAC by SubjectAccessReview, `[[auth.kubernetes.access]]`).
+    pub namespaced_roles: Vec<(String, String)>,
 }
 
 impl Principal {
@@ -50,6 +54,7 @@ impl Principal {
             method: AuthMethod::Anonymous,
             roles: Vec::new(),
             certificate_sha256: None,
+            namespaced_roles: Vec::new(),
         }
     }
 }

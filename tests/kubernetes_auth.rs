@@ -26,6 +26,33 @@ use kube_api::{create_namespace, ApiServer};
 const T: &str = "jmxgate.test:type=Types";
 const WAIT: Duration = Duration::from_secs(60);
 
+/// A Role allowing `verbs` on pods in `ns`, bound to service account
+/// `account` (`namespace/name`).
+async fn allow_on_pods(client: &kube::Client, ns: &str, account: (&str, &str), verbs: &[&str]) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let pp = PostParams::default();
+    let name = format!("{}-{}", account.0, account.1);
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": verbs}]
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(client.clone(), ns)
+        .create(&pp, &role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": account.1, "namespace": account.0}]
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(client.clone(), ns)
+        .create(&pp, &binding)
+        .await
+        .unwrap();
+}
+
 async fn create_account(client: &kube::Client, ns: &str, name: &str) {
     let account: ServiceAccount =
         serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
@@ -51,7 +78,7 @@ async fn token(client: &kube::Client, ns: &str, name: &str, audience: &str) -> S
 }
 
 /// The gateway's own kubeconfig: service account `jmxgate/gateway`,
-/// allowed to create tokenreviews and nothing else.
+/// allowed to create tokenreviews and subjectaccessreviews, nothing else.
 async fn gateway_kubeconfig(
     server: &ApiServer,
     client: &kube::Client,
@@ -61,7 +88,10 @@ async fn gateway_kubeconfig(
     create_account(client, "jmxgate", "gateway").await;
     let role: ClusterRole = serde_json::from_value(json!({
         "metadata": {"name": "jmxgate-authn"},
-        "rules": [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}]
+        "rules": [
+            {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}
+        ]
     }))
     .unwrap();
     Api::<ClusterRole>::all(client.clone())
@@ -100,11 +130,16 @@ async fn gateway_kubeconfig(
     path
 }
 
-/// A request to the gateway with `Authorization: <auth>`.
+/// A request to target `app` with `Authorization: <auth>`.
 async fn call(gw: &common::Gateway, auth: &str, body: &Value) -> (u16, Value) {
+    call_at(gw, "app", auth, body).await
+}
+
+/// A request to `target` with `Authorization: <auth>`.
+async fn call_at(gw: &common::Gateway, target: &str, auth: &str, body: &Value) -> (u16, Value) {
     let resp = gw
         .http
-        .post(gw.url("/jolokia/targets/app"))
+        .post(gw.url(&format!("/jolokia/targets/{target}")))
         .header("authorization", auth)
         .json(body)
         .send()
@@ -134,29 +169,39 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
     let client = server.client().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
 
-    for ns in ["jmxgate", "shop", "other"] {
+    for ns in ["jmxgate", "shop", "other", "rbac"] {
         create_namespace(&client, ns, json!({})).await;
     }
     create_account(&client, "shop", "monitor").await;
     create_account(&client, "shop", "ops").await;
     create_account(&client, "other", "stranger").await;
+    // Roles from RBAC: reader may get pods in shop, updater update them.
+    create_account(&client, "rbac", "reader").await;
+    create_account(&client, "rbac", "updater").await;
+    allow_on_pods(&client, "shop", ("rbac", "reader"), &["get"]).await;
+    allow_on_pods(&client, "shop", ("rbac", "updater"), &["get", "update"]).await;
     let kubeconfig = gateway_kubeconfig(&server, &client, dir.path()).await;
     let users = common::users_file(dir.path(), &[("admin", "pw", &["operator"])]);
     let read_only = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies/read-only.xml");
 
     let config = format!(
         "[health]\nprobe_interval = \"0s\"\n\
-         [[targets]]\nname = \"app\"\nurl = \"{}\"\n\
-         [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\npolicy = \"{}\"\n\
+         [[targets]]\nname = \"app\"\nurl = \"{url}\"\nlabels = {{ namespace = \"shop\" }}\n\
+         [[targets]]\nname = \"elsewhere\"\nurl = \"{url}\"\nlabels = {{ namespace = \"other\" }}\n\
+         [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\npolicy = \"{policy}\"\n\
          [[roles]]\nname = \"operator\"\ntargets = [\"*\"]\n\
-         [auth.basic]\nusers_file = \"{}\"\n\
-         [auth.kubernetes]\nkubeconfig = \"{}\"\naudiences = [\"jmxgate\"]\ncache_ttl = \"1s\"\n\
+         [auth.basic]\nusers_file = \"{users}\"\n\
+         [auth.kubernetes]\nkubeconfig = \"{kubeconfig}\"\naudiences = [\"jmxgate\"]\ncache_ttl = \"1s\"\n\
          [auth.kubernetes.roles]\n\"system:serviceaccount:shop:ops\" = [\"operator\"]\n\
-         [auth.kubernetes.group_roles]\n\"system:serviceaccounts:shop\" = [\"viewer\"]\n",
-        agent.url(),
-        read_only.display(),
-        users.display(),
-        kubeconfig.display(),
+         [auth.kubernetes.group_roles]\n\"system:serviceaccounts:shop\" = [\"viewer\"]\n\
+         [[auth.kubernetes.access]]\nrole = \"viewer\"\nverb = \"get\"\nresource = \"pods\"\n\
+         [[auth.kubernetes.access]]\nrole = \"operator\"\nverb = \"update\"\nresource = \"pods\"\n\
+         [audit]\ndir = \"{audit}\"\n",
+        url = agent.url(),
+        policy = read_only.display(),
+        users = users.display(),
+        kubeconfig = kubeconfig.display(),
+        audit = dir.path().join("audit").display(),
     );
     // `server.auth` not set: basic and kubernetes, as configured.
     let gw = common::Gateway::start(&config).await;
@@ -182,6 +227,33 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
     // Authenticated, with no role: reaches nothing.
     let (_, r) = call(&gw, &stranger, &read()).await;
     assert_ne!(r["value"], "app", "{r}");
+
+    // Roles from RBAC: get on pods in shop makes reader a viewer of shop's
+    // targets, update makes updater an operator there; neither reaches
+    // the targets of namespace other.
+    let reader = format!(
+        "Bearer {}",
+        token(&client, "rbac", "reader", "jmxgate").await
+    );
+    let updater = format!(
+        "Bearer {}",
+        token(&client, "rbac", "updater", "jmxgate").await
+    );
+    let (status, r) = call(&gw, &reader, &read()).await;
+    assert_eq!((status, &r["value"]), (200, &json!("app")), "{r}");
+    let (_, r) = call(&gw, &reader, &write()).await;
+    assert_eq!(r["status"], 403, "{r}");
+    let (status, r) = call(&gw, &updater, &write()).await;
+    assert_eq!((status, &r["status"]), (200, &json!(200)), "{r}");
+    for who in [&reader, &updater] {
+        let (_, r) = call_at(&gw, "elsewhere", who, &read()).await;
+        assert_ne!(r["value"], "app", "{r}");
+        let (_, r) = call_at(&gw, "elsewhere", who, &write()).await;
+        assert_ne!(r["status"], 200, "{r}");
+    }
+    // The config's roles reach everywhere: monitor reads there.
+    let (_, r) = call_at(&gw, "elsewhere", &monitor, &read()).await;
+    assert_eq!(r["value"], "app", "{r}");
 
     // Refused: a token for another audience, a forged one, a made-up one,
     // a token of a service account deleted since.
@@ -262,8 +334,17 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
         }
     })
     .await;
-    // The token appears in no log line, metric or error: the metrics say
-    // nothing of it.
+    // The audit names the service accounts, never a token.
+    let audit = common::audit_lines(&dir.path().join("audit")).join("\n");
+    for who in [
+        "system:serviceaccount:shop:ops",
+        "system:serviceaccount:rbac:updater",
+    ] {
+        assert!(audit.contains(who), "{who} not in the audit");
+    }
     let metrics = gw.gateway.metrics().encode();
-    assert!(!metrics.contains(&monitor[7..]));
+    for secret in [&monitor, &ops, &reader, &updater] {
+        assert!(!audit.contains(&secret[7..]));
+        assert!(!metrics.contains(&secret[7..]));
+    }
 }

@@ -1,10 +1,16 @@
 //! `[auth.kubernetes]`: bearer tokens checked by the cluster's API server
 //! with a TokenReview (`authentication.k8s.io/v1`): ServiceAccount tokens,
 //! or whatever else the API server accepts. Roles come from the config, by
-//! the user name and groups the review returns.
+//! the user name and groups the review returns, and from the cluster's
+//! RBAC: for each `[[auth.kubernetes.access]]` entry and each namespace of
+//! the fleet's targets (their `namespace` label), a SubjectAccessReview
+//! (`authorization.k8s.io/v1`) says whether the caller may do that verb on
+//! that resource there; if so it holds the entry's role on that
+//! namespace's targets (as hawtio-online does).
 //!
 //! Reviews are cached for `cache_ttl` by the token's SHA-256 (never the
-//! token), and concurrent reviews of one token are one request. When the
+//! token), access reviews for `access_cache_ttl` by (token digest,
+//! namespace, entry); concurrent reviews of one question are one request. When the
 //! API server can't answer, the caller gets a 503 ([`Review::Unavailable`]),
 //! never a 401 and never a wider grant; nothing about that is cached.
 
@@ -13,7 +19,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInfo};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
 use kube::api::{Api, PostParams};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -44,9 +53,28 @@ pub struct KubernetesAuthConfig {
     /// How long a review's answer (accepted or refused) is reused.
     #[serde(default = "default_cache_ttl", with = "humantime_serde")]
     pub cache_ttl: Duration,
+    /// Roles from the cluster's RBAC, per namespace.
+    #[serde(default)]
+    pub access: Vec<AccessRule>,
+    /// How long an access review's answer is reused.
+    #[serde(default = "default_cache_ttl", with = "humantime_serde")]
+    pub access_cache_ttl: Duration,
     /// How long a review may take before the caller gets a 503.
     #[serde(default = "default_timeout", with = "humantime_serde")]
     pub timeout: Duration,
+}
+
+/// `[[auth.kubernetes.access]]`: a caller the cluster allows `verb` on
+/// `resource` (of API group `group`, `""` the core group) in a namespace
+/// holds `role` on that namespace's targets.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessRule {
+    pub role: String,
+    pub verb: String,
+    pub resource: String,
+    #[serde(default)]
+    pub group: String,
 }
 
 fn default_cache_ttl() -> Duration {
@@ -62,10 +90,15 @@ fn default_timeout() -> Duration {
 const MAX_CACHE_TTL: Duration = Duration::from_secs(300);
 
 /// What the API server said about a token.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Review {
-    /// Authenticated: the user name and the roles the config gives it.
-    Accepted { name: String, roles: Vec<String> },
+    /// Authenticated: the user name, the roles the config gives it, and
+    /// the user as the API server told it (for access reviews).
+    Accepted {
+        name: String,
+        roles: Vec<String>,
+        user: Box<UserInfo>,
+    },
     /// Not authenticated (forged, expired, another audience…).
     Refused,
     /// No answer from the API server (unreachable, timed out, the
@@ -81,7 +114,12 @@ pub struct Kubernetes {
     /// Reviews by SHA-256 of the token; a slot is shared by concurrent
     /// callers presenting one token.
     cache: moka::sync::Cache<[u8; 32], Slot>,
+    /// Access reviews by (token digest, namespace, entry): `None` is no
+    /// answer, never kept.
+    access: moka::sync::Cache<([u8; 32], String, usize), AccessSlot>,
 }
+
+type AccessSlot = Arc<tokio::sync::OnceCell<Option<bool>>>;
 
 impl std::fmt::Debug for Kubernetes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -97,6 +135,12 @@ impl Kubernetes {
         if config.cache_ttl > MAX_CACHE_TTL {
             return Err(format!("cache_ttl is at most {}s", MAX_CACHE_TTL.as_secs()));
         }
+        if config.access_cache_ttl > MAX_CACHE_TTL {
+            return Err(format!(
+                "access_cache_ttl is at most {}s",
+                MAX_CACHE_TTL.as_secs()
+            ));
+        }
         if config.timeout.is_zero() {
             return Err("timeout must be more than 0".into());
         }
@@ -111,12 +155,118 @@ impl Kubernetes {
                 .max_capacity(10_000)
                 .time_to_live(config.cache_ttl)
                 .build(),
+            access: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(config.access_cache_ttl)
+                .build(),
         })
+    }
+
+    /// Whether roles come from the cluster's RBAC too.
+    pub fn has_access_rules(&self) -> bool {
+        !self.config.access.is_empty()
+    }
+
+    /// The (role, namespace) grants of an authenticated caller: every
+    /// access entry the cluster allows it in each of `namespaces`. `None`
+    /// when the API server did not answer one of the questions.
+    pub async fn grants(
+        &self,
+        token: &str,
+        user: &UserInfo,
+        namespaces: &[String],
+    ) -> Option<Vec<(String, String)>> {
+        let digest = digest(token);
+        let questions = namespaces.iter().flat_map(|ns| {
+            self.config
+                .access
+                .iter()
+                .enumerate()
+                .map(move |(i, rule)| (ns, i, rule))
+        });
+        let answers = futures::future::join_all(questions.map(|(ns, i, rule)| async move {
+            let key = (digest, ns.clone(), i);
+            let slot = self
+                .access
+                .get_with(key.clone(), || Arc::new(tokio::sync::OnceCell::new()));
+            let allowed = *slot.get_or_init(|| self.ask_access(user, ns, rule)).await;
+            if allowed.is_none() {
+                self.access.invalidate(&key);
+            }
+            allowed.map(|a| a.then(|| (rule.role.clone(), ns.clone())))
+        }))
+        .await;
+        let mut grants: Vec<(String, String)> = Vec::new();
+        for answer in answers {
+            if let Some(g) = answer? {
+                if !grants.contains(&g) {
+                    grants.push(g);
+                }
+            }
+        }
+        Some(grants)
+    }
+
+    async fn ask_access(&self, user: &UserInfo, ns: &str, rule: &AccessRule) -> Option<bool> {
+        let client = self.client().await?;
+        let review = SubjectAccessReview {
+            spec: SubjectAccessReviewSpec {
+                user: user.username.clone(),
+                groups: user.groups.clone(),
+                uid: user.uid.clone(),
+                extra: user.extra.clone(),
+                resource_attributes: Some(ResourceAttributes {
+                    namespace: Some(ns.to_string()),
+                    verb: Some(rule.verb.clone()),
+                    resource: Some(rule.resource.clone()),
+                    group: Some(rule.group.clone()),
+                    ..ResourceAttributes::default()
+                }),
+                ..SubjectAccessReviewSpec::default()
+            },
+            ..SubjectAccessReview::default()
+        };
+        let api = Api::<SubjectAccessReview>::all(client);
+        match tokio::time::timeout(
+            self.config.timeout,
+            api.create(&PostParams::default(), &review),
+        )
+        .await
+        {
+            Ok(Ok(r)) => Some(r.status.is_some_and(|s| s.allowed)),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "kubernetes authentication: SubjectAccessReview failed");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(
+                    timeout = ?self.config.timeout,
+                    "kubernetes authentication: SubjectAccessReview timed out"
+                );
+                None
+            }
+        }
+    }
+
+    async fn client(&self) -> Option<kube::Client> {
+        match self
+            .client
+            .get_or_try_init(|| {
+                crate::discovery::kubernetes::client_from(self.config.kubeconfig.as_deref())
+            })
+            .await
+        {
+            Ok(c) => Some(c.clone()),
+            Err(e) => {
+                tracing::warn!(error = %e, "kubernetes authentication: no client for the API server");
+                None
+            }
+        }
     }
 
     /// Reviews `token` (or reuses a recent review of it).
     pub async fn review(&self, token: &str) -> (Review, bool) {
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let digest = digest(token);
         let mut fresh = false;
         let slot = self
             .cache
@@ -136,18 +286,8 @@ impl Kubernetes {
     }
 
     async fn ask(&self, token: &str) -> Review {
-        let client = match self
-            .client
-            .get_or_try_init(|| {
-                crate::discovery::kubernetes::client_from(self.config.kubeconfig.as_deref())
-            })
-            .await
-        {
-            Ok(c) => c.clone(),
-            Err(e) => {
-                tracing::warn!(error = %e, "kubernetes authentication: no client for the API server");
-                return Review::Unavailable;
-            }
+        let Some(client) = self.client().await else {
+            return Review::Unavailable;
         };
         let review = TokenReview {
             spec: TokenReviewSpec {
@@ -180,10 +320,14 @@ impl Kubernetes {
             }
         };
         let user = status.user.unwrap_or_default();
-        match (status.authenticated, user.username) {
+        match (status.authenticated, user.username.clone()) {
             (Some(true), Some(name)) if !name.is_empty() => {
                 let roles = self.roles(&name, user.groups.as_deref().unwrap_or_default());
-                Review::Accepted { name, roles }
+                Review::Accepted {
+                    name,
+                    roles,
+                    user: Box::new(user),
+                }
             }
             _ => {
                 tracing::info!(
@@ -225,7 +369,12 @@ impl KubernetesAuthConfig {
             .chain(self.group_roles.values())
             .flatten()
             .chain(&self.default_roles)
+            .chain(self.access.iter().map(|a| &a.role))
     }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
 }
 
 #[cfg(test)]

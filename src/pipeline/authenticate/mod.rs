@@ -185,6 +185,8 @@ impl Authenticator {
     ///
     /// `client` is the caller's address as the trusted-proxy chain tells
     /// it (`AccessControl::client_address`): login throttling counts by it.
+    /// `namespaces` are the fleet's (its targets' `namespace` labels), for
+    /// roles from Kubernetes RBAC.
     /// `unauthenticated` is the share of request slots callers not yet
     /// known may hold (`server.max_anonymous_requests`): a password check,
     /// work done before the caller is known, holds one of them.
@@ -195,6 +197,7 @@ impl Authenticator {
         conn: &Connection,
         client: Option<IpAddr>,
         unauthenticated: &tokio::sync::Semaphore,
+        namespaces: &(dyn Fn() -> Vec<String> + Sync),
     ) -> Result<Principal, Failure> {
         let presented = match credentials(headers) {
             Presented::Readable(value) => Some(value),
@@ -225,7 +228,7 @@ impl Authenticator {
                     }
                 }
                 if cluster {
-                    return self.kubernetes(rest.trim()).await;
+                    return self.kubernetes(rest.trim(), namespaces).await;
                 }
             }
             // A scheme this listener does not take: as if absent, unless
@@ -290,6 +293,7 @@ impl Authenticator {
                 method: AuthMethod::Basic,
                 roles: id.roles,
                 certificate_sha256: None,
+                namespaced_roles: Vec::new(),
             }),
             Err(basic::BasicFailure::Throttled(d)) => {
                 tracing::warn!(client = ?client, "basic authentication throttled after repeated failures");
@@ -334,6 +338,7 @@ impl Authenticator {
                 method: AuthMethod::Bearer,
                 roles: id.roles,
                 certificate_sha256: None,
+                namespaced_roles: Vec::new(),
             }),
             Err(e) => {
                 tracing::info!(reason = e.description(), "bearer token refused");
@@ -342,19 +347,33 @@ impl Authenticator {
         }
     }
 
-    async fn kubernetes(&self, token: &str) -> Result<Principal, Failure> {
+    async fn kubernetes(
+        &self,
+        token: &str,
+        namespaces: &(dyn Fn() -> Vec<String> + Sync),
+    ) -> Result<Principal, Failure> {
         let k = self.kubernetes.as_ref().expect("checked at start-up");
         let (review, cached) = k.review(token).await;
         if let Some(m) = &self.metrics {
             m.cache_lookup("kubernetes_auth", cached);
         }
         match review {
-            kubernetes::Review::Accepted { name, roles } => Ok(Principal {
-                name,
-                method: AuthMethod::Kubernetes,
-                roles,
-                certificate_sha256: None,
-            }),
+            kubernetes::Review::Accepted { name, roles, user } => {
+                let namespaced_roles = if k.has_access_rules() {
+                    k.grants(token, &user, &namespaces())
+                        .await
+                        .ok_or(Failure::Unavailable)?
+                } else {
+                    Vec::new()
+                };
+                Ok(Principal {
+                    name,
+                    method: AuthMethod::Kubernetes,
+                    roles,
+                    certificate_sha256: None,
+                    namespaced_roles,
+                })
+            }
             kubernetes::Review::Refused => Err(Failure::Unauthorized { bearer_error: true }),
             kubernetes::Review::Unavailable => Err(Failure::Unavailable),
         }
@@ -464,6 +483,7 @@ pub fn principal_from_certificate(
         method: AuthMethod::Mtls,
         roles,
         certificate_sha256: Some(crate::tls::fingerprint_sha256(leaf)),
+        namespaced_roles: Vec::new(),
     })
 }
 
@@ -573,7 +593,7 @@ mod tests {
             let auth = &auth;
             let conn = &conn;
             async move {
-                auth.authenticate(&methods, &headers, conn, None, share)
+                auth.authenticate(&methods, &headers, conn, None, share, &Vec::new)
                     .await
             }
         };
