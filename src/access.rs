@@ -408,6 +408,44 @@ mod tests {
     }
 
     #[test]
+    fn a_namespaced_grant_narrows_the_role_to_that_namespace() {
+        let config = crate::config::Config::parse(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\
+             [[targets]]\nname = \"shop-1\"\nurl = \"http://127.0.0.1:1/j\"\nlabels = { namespace = \"shop\" }\n\
+             [[targets]]\nname = \"pay-1\"\nurl = \"http://127.0.0.1:1/j\"\nlabels = { namespace = \"pay\" }\n\
+             [[targets]]\nname = \"bare\"\nurl = \"http://127.0.0.1:1/j\"\n\
+             [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\n\
+             [[roles]]\nname = \"operator\"\ntargets = [\"*-1\"]\n",
+        )
+        .unwrap();
+        let fleet = crate::fleet::Fleet::new(&config.targets, &config.target_defaults).unwrap();
+        let access = AccessControl::new(&config.roles, &config.access).unwrap();
+        let mut p = Principal::anonymous();
+        p.method = AuthMethod::Kubernetes;
+        p.namespaced_roles = vec![
+            ("viewer".into(), "shop".into()),
+            ("operator".into(), "pay".into()),
+            ("nonexistent".into(), "pay".into()),
+        ];
+        let held = access.roles_of(&p);
+        let reached = |role: &str| -> Vec<&str> {
+            fleet
+                .iter()
+                .filter(|t| held.iter().any(|r| r.name == role && r.reaches(t)))
+                .map(|t| t.name.as_str())
+                .collect()
+        };
+        assert_eq!(held.len(), 2);
+        assert_eq!(reached("viewer"), ["shop-1"]);
+        assert_eq!(reached("operator"), ["pay-1"]);
+        // Held from the config too: not narrowed.
+        p.roles = vec!["viewer".into()];
+        let held = access.roles_of(&p);
+        assert_eq!(held.len(), 2);
+        assert!(fleet.iter().all(|t| access.reaches(&held, t)));
+    }
+
+    #[test]
     fn selectors_parse() {
         assert_eq!(
             TargetSelector::parse("orders-1").unwrap(),

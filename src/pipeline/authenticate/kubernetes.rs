@@ -409,4 +409,21 @@ mod tests {
         c.cache_ttl = Duration::from_secs(3600);
         assert!(Kubernetes::from_config(&c).is_err());
     }
+
+    #[test]
+    fn every_role_named_must_be_configured() {
+        let problems = crate::Config::parse(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\
+             [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\n\
+             [auth.kubernetes]\ndefault_roles = [\"viewer\"]\n\
+             [[auth.kubernetes.access]]\nrole = \"operator\"\nverb = \"update\"\nresource = \"pods\"\n",
+        )
+        .unwrap()
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            problems,
+            ["auth.kubernetes: role \"operator\" is not among [[roles]]"]
+        );
+    }
 }
