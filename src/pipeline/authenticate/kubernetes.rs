@@ -410,6 +410,92 @@ mod tests {
         assert!(Kubernetes::from_config(&c).is_err());
     }
 
+    /// A stand-in API server answering TokenReviews: `status` 200 with
+    /// `user` for token `good`, not authenticated otherwise; counts them.
+    async fn fake_api_server(
+        status: u16,
+    ) -> (tempfile::TempDir, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let asked = Arc::new(AtomicUsize::new(0));
+        let counter = asked.clone();
+        let app = axum::Router::new().route(
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let counter = counter.clone();
+                async move {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    // Slow enough that concurrent callers wait for it.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    let review: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                    let good = review["spec"]["token"] == "good";
+                    let answer = serde_json::json!({
+                        "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                        "status": {"authenticated": good, "user": if good {
+                            serde_json::json!({"username": "system:serviceaccount:a:b"})
+                        } else { serde_json::json!({}) }}
+                    });
+                    (
+                        http::StatusCode::from_u16(status).unwrap(),
+                        [(http::header::CONTENT_TYPE, "application/json")],
+                        answer.to_string(),
+                    )
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("kubeconfig"),
+            format!(
+                "apiVersion: v1\nkind: Config\n\
+                 clusters: [{{name: c, cluster: {{server: \"http://127.0.0.1:{port}\"}}}}]\n\
+                 users: [{{name: u, user: {{token: gateway}}}}]\n\
+                 contexts: [{{name: x, context: {{cluster: c, user: u}}}}]\n\
+                 current-context: x\n"
+            ),
+        )
+        .unwrap();
+        (dir, asked)
+    }
+
+    fn against(dir: &tempfile::TempDir) -> Kubernetes {
+        let config: KubernetesAuthConfig = toml::from_str(&format!(
+            "kubeconfig = \"{}\"\ncache_ttl = \"5m\"\n",
+            dir.path().join("kubeconfig").display()
+        ))
+        .unwrap();
+        Kubernetes::from_config(&config).unwrap()
+    }
+
+    #[tokio::test]
+    async fn concurrent_reviews_of_one_token_are_one_and_answers_are_kept() {
+        use std::sync::atomic::Ordering;
+        let (dir, asked) = fake_api_server(201).await;
+        let k = against(&dir);
+        let answers = futures::future::join_all((0..20).map(|_| k.review("good"))).await;
+        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        assert!(answers
+            .iter()
+            .all(|(r, _)| matches!(r, Review::Accepted { name, .. } if name == "system:serviceaccount:a:b")));
+        assert_eq!(answers.iter().filter(|(_, cached)| !cached).count(), 1);
+        // Refusals are kept too, under their own digest.
+        assert_eq!(k.review("forged").await.0, Review::Refused);
+        assert_eq!(k.review("forged").await, (Review::Refused, true));
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn no_answer_is_unavailable_and_asked_again() {
+        use std::sync::atomic::Ordering;
+        let (dir, asked) = fake_api_server(500).await;
+        let k = against(&dir);
+        assert_eq!(k.review("good").await.0, Review::Unavailable);
+        assert_eq!(k.review("good").await.0, Review::Unavailable);
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
+    }
+
     #[test]
     fn every_role_named_must_be_configured() {
         let problems = crate::Config::parse(
