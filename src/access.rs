@@ -169,10 +169,13 @@ pub fn parse_net(s: &str) -> Result<IpNet, String> {
         .map_err(|_| format!("\"{s}\" is not an IP address or CIDR subnet"))
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Role {
     pub name: String,
     selectors: Vec<TargetSelector>,
+    /// Held on this namespace only: the role reaches only its targets
+    /// labelled `namespace=<ns>` (a namespaced grant of the principal).
+    pub namespace: Option<String>,
     pub policy: Arc<Policy>,
     pub policy_file: Option<PathBuf>,
     /// Most targets one item may reach through a selector, if set.
@@ -181,7 +184,10 @@ pub struct Role {
 
 impl Role {
     pub fn reaches(&self, target: &Target) -> bool {
-        self.selectors.iter().any(|s| s.matches(target))
+        self.namespace
+            .as_ref()
+            .is_none_or(|ns| target.labels.get("namespace") == Some(ns))
+            && self.selectors.iter().any(|s| s.matches(target))
     }
 }
 
@@ -220,6 +226,7 @@ impl AccessControl {
             roles.push(Arc::new(Role {
                 name: r.name.clone(),
                 selectors,
+                namespace: None,
                 policy: Arc::new(policy),
                 policy_file: r.policy.clone(),
                 max_targets_per_item: r.max_targets_per_item,
@@ -265,16 +272,31 @@ impl AccessControl {
 
     /// The roles a principal holds: the anonymous role for anonymous
     /// callers, else the configured roles its credential names (names
-    /// without a configured role grant nothing).
+    /// without a configured role grant nothing), and those it holds on one
+    /// namespace only, narrowed to that namespace's targets.
     pub fn roles_of(&self, principal: &Principal) -> Vec<Arc<Role>> {
         match principal.method {
             AuthMethod::Anonymous => self.anonymous_role.iter().cloned().collect(),
-            _ => self
-                .roles
-                .iter()
-                .filter(|r| principal.roles.iter().any(|n| *n == r.name))
-                .cloned()
-                .collect(),
+            _ => {
+                let mut held: Vec<Arc<Role>> = self
+                    .roles
+                    .iter()
+                    .filter(|r| principal.roles.iter().any(|n| *n == r.name))
+                    .cloned()
+                    .collect();
+                // A role held on one namespace: the same role, narrowed.
+                for (name, ns) in &principal.namespaced_roles {
+                    if principal.roles.contains(name) {
+                        continue;
+                    }
+                    if let Some(r) = self.roles.iter().find(|r| r.name == *name) {
+                        let mut narrowed = Role::clone(r);
+                        narrowed.namespace = Some(ns.clone());
+                        held.push(Arc::new(narrowed));
+                    }
+                }
+                held
+            }
         }
     }
 
@@ -383,6 +405,44 @@ mod tests {
         assert!(!matches("tier=*"));
         // Without glob characters, a value is compared as written.
         assert!(!matches("namespace=shop-e."));
+    }
+
+    #[test]
+    fn a_namespaced_grant_narrows_the_role_to_that_namespace() {
+        let config = crate::config::Config::parse(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\
+             [[targets]]\nname = \"shop-1\"\nurl = \"http://127.0.0.1:1/j\"\nlabels = { namespace = \"shop\" }\n\
+             [[targets]]\nname = \"pay-1\"\nurl = \"http://127.0.0.1:1/j\"\nlabels = { namespace = \"pay\" }\n\
+             [[targets]]\nname = \"bare\"\nurl = \"http://127.0.0.1:1/j\"\n\
+             [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\n\
+             [[roles]]\nname = \"operator\"\ntargets = [\"*-1\"]\n",
+        )
+        .unwrap();
+        let fleet = crate::fleet::Fleet::new(&config.targets, &config.target_defaults).unwrap();
+        let access = AccessControl::new(&config.roles, &config.access).unwrap();
+        let mut p = Principal::anonymous();
+        p.method = AuthMethod::Kubernetes;
+        p.namespaced_roles = vec![
+            ("viewer".into(), "shop".into()),
+            ("operator".into(), "pay".into()),
+            ("nonexistent".into(), "pay".into()),
+        ];
+        let held = access.roles_of(&p);
+        let reached = |role: &str| -> Vec<&str> {
+            fleet
+                .iter()
+                .filter(|t| held.iter().any(|r| r.name == role && r.reaches(t)))
+                .map(|t| t.name.as_str())
+                .collect()
+        };
+        assert_eq!(held.len(), 2);
+        assert_eq!(reached("viewer"), ["shop-1"]);
+        assert_eq!(reached("operator"), ["pay-1"]);
+        // Held from the config too: not narrowed.
+        p.roles = vec!["viewer".into()];
+        let held = access.roles_of(&p);
+        assert_eq!(held.len(), 2);
+        assert!(fleet.iter().all(|t| access.reaches(&held, t)));
     }
 
     #[test]

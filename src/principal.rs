@@ -15,6 +15,8 @@ pub enum AuthMethod {
     Bearer,
     /// The verified client certificate of a TLS connection.
     Mtls,
+    /// A bearer token the Kubernetes API server accepts (TokenReview).
+    Kubernetes,
 }
 
 impl AuthMethod {
@@ -24,6 +26,7 @@ impl AuthMethod {
             AuthMethod::Basic => "basic",
             AuthMethod::Bearer => "bearer",
             AuthMethod::Mtls => "mtls",
+            AuthMethod::Kubernetes => "kubernetes",
         }
     }
 }
@@ -38,6 +41,10 @@ pub struct Principal {
     pub roles: Vec<String>,
     /// SHA-256 of the client certificate, for mTLS principals.
     pub certificate_sha256: Option<String>,
+    /// Roles held on one namespace's targets only, as (role, namespace):
+    /// the role reaches those of its targets labelled `namespace=<ns>`
+    /// (Kubernetes RBAC by SubjectAccessReview, `[[auth.kubernetes.access]]`).
+    pub namespaced_roles: Vec<(String, String)>,
 }
 
 impl Principal {
@@ -47,6 +54,7 @@ impl Principal {
             method: AuthMethod::Anonymous,
             roles: Vec::new(),
             certificate_sha256: None,
+            namespaced_roles: Vec::new(),
         }
     }
 }

@@ -336,6 +336,9 @@ fn default_methods(auth: &AuthConfig, tls: bool) -> Vec<AuthMethod> {
     if auth.bearer.is_some() {
         m.push(AuthMethod::Bearer);
     }
+    if auth.kubernetes.is_some() {
+        m.push(AuthMethod::Kubernetes);
+    }
     if m.is_empty() {
         m.push(AuthMethod::Anonymous);
     }
@@ -414,6 +417,15 @@ impl Config {
             }
         }
         problems.extend(crate::access::problems(&self.roles, &self.access));
+        if let Some(k) = &self.auth.kubernetes {
+            for role in k.role_names() {
+                if !self.roles.iter().any(|r| r.name == *role) {
+                    problems.push(format!(
+                        "auth.kubernetes: role \"{role}\" is not among [[roles]]"
+                    ));
+                }
+            }
+        }
         problems.extend(self.mcp.problems());
         problems.extend(self.prometheus.problems());
         if self.server.listen.is_none() && self.server.tls.is_none() {

@@ -595,7 +595,13 @@ fn check_label_key(k: &str) -> Result<(), String> {
 /// A Kubernetes client for the entry: its kubeconfig (current context),
 /// else the in-cluster service account.
 pub async fn client(config: &KubernetesDiscovery) -> Result<kube::Client, String> {
-    let kube_config = match &config.kubeconfig {
+    client_from(config.kubeconfig.as_deref()).await
+}
+
+/// A Kubernetes client from a kubeconfig file (current context), else the
+/// in-cluster service account.
+pub async fn client_from(kubeconfig: Option<&std::path::Path>) -> Result<kube::Client, String> {
+    let kube_config = match kubeconfig {
         Some(path) => {
             let file = kube::config::Kubeconfig::read_from(path)
                 .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?;

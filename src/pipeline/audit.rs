@@ -360,6 +360,7 @@ pub fn auth_failure_entry(
         Failure::Busy => "password checks busy (auth.basic.max_queued_checks or \
                           server.max_anonymous_requests)"
             .to_string(),
+        Failure::Unavailable => "the Kubernetes API server did not answer".to_string(),
     };
     Entry {
         time: now_rfc3339(),
@@ -376,6 +377,7 @@ pub fn auth_failure_entry(
         status: Some(match failure {
             Failure::Unauthorized { .. } => 401,
             Failure::Throttled(_) | Failure::Busy => 429,
+            Failure::Unavailable => 503,
         }),
         note: Some(note),
         ..Entry::default()

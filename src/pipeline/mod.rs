@@ -1253,7 +1253,9 @@ impl Gateway {
             .client_address(conn.remote.map(|r| r.ip()), headers);
         match state
             .authenticator
-            .authenticate(methods, headers, conn, client, &self.anonymous)
+            .authenticate(methods, headers, conn, client, &self.anonymous, &|| {
+                namespaces(&state.fleet)
+            })
             .await
         {
             Ok(p) => Ok(p),
@@ -1549,6 +1551,16 @@ fn visible_target(
 ) -> Result<Arc<Target>, HttpError> {
     route::virtual_target(&state.fleet, name, &|t| state.access.reaches(roles, t))
         .map_err(|e| HttpError::new(e.status, &e.error_type, e.message))
+}
+
+/// The namespaces of the fleet's targets (their `namespace` labels),
+/// each once: where roles from Kubernetes RBAC are asked for.
+fn namespaces(fleet: &crate::fleet::Fleet) -> Vec<String> {
+    let set: std::collections::BTreeSet<&String> = fleet
+        .iter()
+        .filter_map(|t| t.labels.get("namespace"))
+        .collect();
+    set.into_iter().cloned().collect()
 }
 
 #[cfg(test)]

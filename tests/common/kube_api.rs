@@ -5,6 +5,9 @@
 //! test makes a Pod "run" by writing its status (phase, IP, Ready), as a
 //! kubelet would. Included with `#[path]` by the suites that need it.
 
+// Each suite uses part of it.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;

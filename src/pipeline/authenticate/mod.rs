@@ -3,12 +3,14 @@
 //! about which part was wrong.
 //!
 //! Methods: HTTP Basic against a users file ([`basic`]), bearer JWT
-//! ([`bearer`]), the client certificate of an mTLS connection, and
+//! ([`bearer`]), a bearer token the Kubernetes API server reviews
+//! ([`kubernetes`]), the client certificate of an mTLS connection, and
 //! anonymous. Each listener accepts the methods its config lists.
 
 pub mod basic;
 pub mod bearer;
 pub mod jwks_remote;
+pub mod kubernetes;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -52,6 +54,8 @@ pub struct AuthConfig {
     pub bearer: Option<bearer::BearerConfig>,
     #[serde(default)]
     pub mtls: Option<MtlsConfig>,
+    #[serde(default)]
+    pub kubernetes: Option<kubernetes::KubernetesAuthConfig>,
 }
 
 /// What a connection tells about its client.
@@ -81,6 +85,10 @@ pub enum Failure {
     /// unauthenticated work (`server.max_anonymous_requests`) is full.
     /// Answered at once (HTTP 429, `Retry-After`), never queued.
     Busy,
+    /// A bearer token for the Kubernetes API server to review, and no
+    /// answer from it: HTTP 503, never a 401 (which would log a console
+    /// out) and never a grant.
+    Unavailable,
 }
 
 /// The credential stores, built once from the config.
@@ -91,6 +99,7 @@ pub struct Authenticator {
     /// The OpenID provider's keys, fetched into `bearer`'s slot.
     provider_keys: Option<Arc<jwks_remote::RemoteJwks>>,
     mtls: Option<MtlsConfig>,
+    kubernetes: Option<Arc<kubernetes::Kubernetes>>,
     metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
@@ -133,6 +142,12 @@ impl Authenticator {
             bearer,
             provider_keys,
             mtls: config.mtls.clone(),
+            kubernetes: config
+                .kubernetes
+                .as_ref()
+                .map(|c| kubernetes::Kubernetes::from_config(c).map(Arc::new))
+                .transpose()
+                .map_err(|e| format!("auth.kubernetes: {e}"))?,
             metrics: None,
         })
     }
@@ -151,6 +166,7 @@ impl Authenticator {
                 AuthMethod::Basic => self.basic.is_some(),
                 AuthMethod::Bearer => self.bearer.is_some(),
                 AuthMethod::Mtls => self.mtls.is_some(),
+                AuthMethod::Kubernetes => self.kubernetes.is_some(),
             };
             if !ok {
                 return Err(format!(
@@ -169,6 +185,8 @@ impl Authenticator {
     ///
     /// `client` is the caller's address as the trusted-proxy chain tells
     /// it (`AccessControl::client_address`): login throttling counts by it.
+    /// `namespaces` are the fleet's (its targets' `namespace` labels), for
+    /// roles from Kubernetes RBAC.
     /// `unauthenticated` is the share of request slots callers not yet
     /// known may hold (`server.max_anonymous_requests`): a password check,
     /// work done before the caller is known, holds one of them.
@@ -179,6 +197,7 @@ impl Authenticator {
         conn: &Connection,
         client: Option<IpAddr>,
         unauthenticated: &tokio::sync::Semaphore,
+        namespaces: &(dyn Fn() -> Vec<String> + Sync),
     ) -> Result<Principal, Failure> {
         let presented = match credentials(headers) {
             Presented::Readable(value) => Some(value),
@@ -197,8 +216,20 @@ impl Authenticator {
             if scheme.eq_ignore_ascii_case("basic") && methods.contains(&AuthMethod::Basic) {
                 return self.basic(rest.to_string(), client, unauthenticated).await;
             }
-            if scheme.eq_ignore_ascii_case("bearer") && methods.contains(&AuthMethod::Bearer) {
-                return self.bearer(rest.trim(), unauthenticated).await;
+            if scheme.eq_ignore_ascii_case("bearer") {
+                let jwt = methods.contains(&AuthMethod::Bearer);
+                let cluster = methods.contains(&AuthMethod::Kubernetes);
+                // Both: a token the JWT settings refuse may still be one
+                // the cluster knows.
+                if jwt {
+                    let verified = self.bearer(rest.trim(), unauthenticated).await;
+                    if verified.is_ok() || !cluster {
+                        return verified;
+                    }
+                }
+                if cluster {
+                    return self.kubernetes(rest.trim(), namespaces).await;
+                }
             }
             // A scheme this listener does not take: as if absent, unless
             // nothing else could identify the caller.
@@ -262,6 +293,7 @@ impl Authenticator {
                 method: AuthMethod::Basic,
                 roles: id.roles,
                 certificate_sha256: None,
+                namespaced_roles: Vec::new(),
             }),
             Err(basic::BasicFailure::Throttled(d)) => {
                 tracing::warn!(client = ?client, "basic authentication throttled after repeated failures");
@@ -306,11 +338,44 @@ impl Authenticator {
                 method: AuthMethod::Bearer,
                 roles: id.roles,
                 certificate_sha256: None,
+                namespaced_roles: Vec::new(),
             }),
             Err(e) => {
                 tracing::info!(reason = e.description(), "bearer token refused");
                 Err(Failure::Unauthorized { bearer_error: true })
             }
+        }
+    }
+
+    async fn kubernetes(
+        &self,
+        token: &str,
+        namespaces: &(dyn Fn() -> Vec<String> + Sync),
+    ) -> Result<Principal, Failure> {
+        let k = self.kubernetes.as_ref().expect("checked at start-up");
+        let (review, cached) = k.review(token).await;
+        if let Some(m) = &self.metrics {
+            m.cache_lookup("kubernetes_auth", cached);
+        }
+        match review {
+            kubernetes::Review::Accepted { name, roles, user } => {
+                let namespaced_roles = if k.has_access_rules() {
+                    k.grants(token, &user, &namespaces())
+                        .await
+                        .ok_or(Failure::Unavailable)?
+                } else {
+                    Vec::new()
+                };
+                Ok(Principal {
+                    name,
+                    method: AuthMethod::Kubernetes,
+                    roles,
+                    certificate_sha256: None,
+                    namespaced_roles,
+                })
+            }
+            kubernetes::Review::Refused => Err(Failure::Unauthorized { bearer_error: true }),
+            kubernetes::Review::Unavailable => Err(Failure::Unavailable),
         }
     }
 
@@ -330,6 +395,10 @@ impl Authenticator {
                     Some(serde_json::json!({"method": "bearer", "realm": "jmxgate"}))
                 }
                 AuthMethod::Mtls => Some(serde_json::json!({"method": "mtls"})),
+                AuthMethod::Kubernetes if methods.contains(&AuthMethod::Bearer) => None,
+                AuthMethod::Kubernetes => {
+                    Some(serde_json::json!({"method": "bearer", "realm": "jmxgate"}))
+                }
             })
             .collect()
     }
@@ -362,6 +431,11 @@ impl Authenticator {
                 resp.headers_mut()
                     .insert(RETRY_AFTER, HeaderValue::from_static("1"));
             }
+            Failure::Unavailable => {
+                *resp.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                resp.headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("5"));
+            }
             Failure::Unauthorized { bearer_error } => {
                 *resp.status_mut() = StatusCode::UNAUTHORIZED;
                 let headers = resp.headers_mut();
@@ -376,7 +450,10 @@ impl Authenticator {
                         headers.append(WWW_AUTHENTICATE, v);
                     }
                 }
-                if methods.contains(&AuthMethod::Bearer) && self.bearer.is_some() {
+                let jwt = methods.contains(&AuthMethod::Bearer) && self.bearer.is_some();
+                let cluster =
+                    methods.contains(&AuthMethod::Kubernetes) && self.kubernetes.is_some();
+                if jwt || cluster {
                     let v = if *bearer_error {
                         "Bearer realm=\"jmxgate\", error=\"invalid_token\""
                     } else {
@@ -406,6 +483,7 @@ pub fn principal_from_certificate(
         method: AuthMethod::Mtls,
         roles,
         certificate_sha256: Some(crate::tls::fingerprint_sha256(leaf)),
+        namespaced_roles: Vec::new(),
     })
 }
 
@@ -515,7 +593,7 @@ mod tests {
             let auth = &auth;
             let conn = &conn;
             async move {
-                auth.authenticate(&methods, &headers, conn, None, share)
+                auth.authenticate(&methods, &headers, conn, None, share, &Vec::new)
                     .await
             }
         };

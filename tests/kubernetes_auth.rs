@@ -1,0 +1,350 @@
+//! `[auth.kubernetes]` against a real kube-apiserver (1.20.2 over etcd,
+//! ../shared/kubernetes): ServiceAccount tokens from the TokenRequest API,
+//! checked by TokenReview, roles from the config, a real Jolokia agent
+//! behind. The gateway's own credentials are a ServiceAccount allowed only
+//! to create tokenreviews (the RBAC the README asks for).
+//!
+//! One API server for the whole file: a single test runs the scenarios one
+//! after the other; the API server's stop comes last.
+
+mod common;
+#[path = "common/kube_api.rs"]
+mod kube_api;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::{json, Value};
+
+use common::Agent;
+use kube_api::{create_namespace, ApiServer};
+
+const T: &str = "jmxgate.test:type=Types";
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A Role allowing `verbs` on pods in `ns`, bound to service account
+/// `account` (`namespace/name`).
+async fn allow_on_pods(client: &kube::Client, ns: &str, account: (&str, &str), verbs: &[&str]) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let pp = PostParams::default();
+    let name = format!("{}-{}", account.0, account.1);
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": verbs}]
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(client.clone(), ns)
+        .create(&pp, &role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": account.1, "namespace": account.0}]
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(client.clone(), ns)
+        .create(&pp, &binding)
+        .await
+        .unwrap();
+}
+
+async fn create_account(client: &kube::Client, ns: &str, name: &str) {
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &account)
+        .await
+        .unwrap_or_else(|e| panic!("create service account {ns}/{name}: {e}"));
+}
+
+/// A token for service account `ns/name` from the TokenRequest API.
+async fn token(client: &kube::Client, ns: &str, name: &str, audience: &str) -> String {
+    let request: TokenRequest = serde_json::from_value(json!({
+        "spec": {"audiences": [audience], "expirationSeconds": 3600}
+    }))
+    .unwrap();
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create_token_request(name, &PostParams::default(), &request)
+        .await
+        .unwrap_or_else(|e| panic!("token for {ns}/{name}: {e}"))
+        .status
+        .expect("a token")
+        .token
+}
+
+/// The gateway's own kubeconfig: service account `jmxgate/gateway`,
+/// allowed to create tokenreviews and subjectaccessreviews, nothing else.
+async fn gateway_kubeconfig(
+    server: &ApiServer,
+    client: &kube::Client,
+    dir: &std::path::Path,
+) -> PathBuf {
+    let pp = PostParams::default();
+    create_account(client, "jmxgate", "gateway").await;
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "jmxgate-authn"},
+        "rules": [
+            {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}
+        ]
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(client.clone())
+        .create(&pp, &role)
+        .await
+        .unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "jmxgate-authn"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "jmxgate-authn"},
+        "subjects": [{"kind": "ServiceAccount", "name": "gateway", "namespace": "jmxgate"}]
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .create(&pp, &binding)
+        .await
+        .unwrap();
+    let token = token(
+        client,
+        "jmxgate",
+        "gateway",
+        "https://kubernetes.default.svc",
+    )
+    .await;
+    let admin = std::fs::read_to_string(&server.kubeconfig).unwrap();
+    let users_line = admin
+        .lines()
+        .find(|l| l.starts_with("users:"))
+        .expect("users line")
+        .to_string();
+    let text = admin.replace(
+        &users_line,
+        &format!("users: [{{name: admin, user: {{token: \"{token}\"}}}}]"),
+    );
+    let path = dir.join("gateway-kubeconfig");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A request to target `app` with `Authorization: <auth>`.
+async fn call(gw: &common::Gateway, auth: &str, body: &Value) -> (u16, Value) {
+    call_at(gw, "app", auth, body).await
+}
+
+/// A request to `target` with `Authorization: <auth>`.
+async fn call_at(gw: &common::Gateway, target: &str, auth: &str, body: &Value) -> (u16, Value) {
+    let resp = gw
+        .http
+        .post(gw.url(&format!("/jolokia/targets/{target}")))
+        .header("authorization", auth)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let text = resp.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn read() -> Value {
+    json!({"type": "read", "mbean": T, "attribute": "Name"})
+}
+
+fn write() -> Value {
+    json!({"type": "write", "mbean": T, "attribute": "Int", "value": 1})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
+    if !kube_api::available() {
+        panic!("../shared/kubernetes/run-apiserver.sh or etcd (etcd-server) missing: run scripts/install-deps.sh");
+    }
+    let server = std::thread::spawn(ApiServer::start);
+    let agent = Agent::start("app");
+    let mut server = server.join().unwrap();
+    let client = server.client().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+
+    for ns in ["jmxgate", "shop", "other", "rbac"] {
+        create_namespace(&client, ns, json!({})).await;
+    }
+    create_account(&client, "shop", "monitor").await;
+    create_account(&client, "shop", "ops").await;
+    create_account(&client, "other", "stranger").await;
+    // Roles from RBAC: reader may get pods in shop, updater update them.
+    create_account(&client, "rbac", "reader").await;
+    create_account(&client, "rbac", "updater").await;
+    allow_on_pods(&client, "shop", ("rbac", "reader"), &["get"]).await;
+    allow_on_pods(&client, "shop", ("rbac", "updater"), &["get", "update"]).await;
+    let kubeconfig = gateway_kubeconfig(&server, &client, dir.path()).await;
+    let users = common::users_file(dir.path(), &[("admin", "pw", &["operator"])]);
+    let read_only = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies/read-only.xml");
+
+    let config = format!(
+        "[health]\nprobe_interval = \"0s\"\n\
+         [[targets]]\nname = \"app\"\nurl = \"{url}\"\nlabels = {{ namespace = \"shop\" }}\n\
+         [[targets]]\nname = \"elsewhere\"\nurl = \"{url}\"\nlabels = {{ namespace = \"other\" }}\n\
+         [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\npolicy = \"{policy}\"\n\
+         [[roles]]\nname = \"operator\"\ntargets = [\"*\"]\n\
+         [auth.basic]\nusers_file = \"{users}\"\n\
+         [auth.kubernetes]\nkubeconfig = \"{kubeconfig}\"\naudiences = [\"jmxgate\"]\ncache_ttl = \"1s\"\n\
+         [auth.kubernetes.roles]\n\"system:serviceaccount:shop:ops\" = [\"operator\"]\n\
+         [auth.kubernetes.group_roles]\n\"system:serviceaccounts:shop\" = [\"viewer\"]\n\
+         [[auth.kubernetes.access]]\nrole = \"viewer\"\nverb = \"get\"\nresource = \"pods\"\n\
+         [[auth.kubernetes.access]]\nrole = \"operator\"\nverb = \"update\"\nresource = \"pods\"\n\
+         [audit]\ndir = \"{audit}\"\n",
+        url = agent.url(),
+        policy = read_only.display(),
+        users = users.display(),
+        kubeconfig = kubeconfig.display(),
+        audit = dir.path().join("audit").display(),
+    );
+    // `server.auth` not set: basic and kubernetes, as configured.
+    let gw = common::Gateway::start(&config).await;
+
+    let monitor = format!(
+        "Bearer {}",
+        token(&client, "shop", "monitor", "jmxgate").await
+    );
+    let ops = format!("Bearer {}", token(&client, "shop", "ops", "jmxgate").await);
+    let stranger = format!(
+        "Bearer {}",
+        token(&client, "other", "stranger", "jmxgate").await
+    );
+
+    // shop's service accounts are viewers: they read, they don't write.
+    let (status, r) = call(&gw, &monitor, &read()).await;
+    assert_eq!((status, &r["value"]), (200, &json!("app")), "{r}");
+    let (_, r) = call(&gw, &monitor, &write()).await;
+    assert_eq!(r["status"], 403, "{r}");
+    // ops is an operator too: it writes.
+    let (status, r) = call(&gw, &ops, &write()).await;
+    assert_eq!((status, &r["status"]), (200, &json!(200)), "{r}");
+    // Authenticated, with no role: reaches nothing.
+    let (_, r) = call(&gw, &stranger, &read()).await;
+    assert_ne!(r["value"], "app", "{r}");
+
+    // Roles from RBAC: get on pods in shop makes reader a viewer of shop's
+    // targets, update makes updater an operator there; neither reaches
+    // the targets of namespace other.
+    let reader = format!(
+        "Bearer {}",
+        token(&client, "rbac", "reader", "jmxgate").await
+    );
+    let updater = format!(
+        "Bearer {}",
+        token(&client, "rbac", "updater", "jmxgate").await
+    );
+    let (status, r) = call(&gw, &reader, &read()).await;
+    assert_eq!((status, &r["value"]), (200, &json!("app")), "{r}");
+    let (_, r) = call(&gw, &reader, &write()).await;
+    assert_eq!(r["status"], 403, "{r}");
+    let (status, r) = call(&gw, &updater, &write()).await;
+    assert_eq!((status, &r["status"]), (200, &json!(200)), "{r}");
+    for who in [&reader, &updater] {
+        let (_, r) = call_at(&gw, "elsewhere", who, &read()).await;
+        assert_ne!(r["value"], "app", "{r}");
+        let (_, r) = call_at(&gw, "elsewhere", who, &write()).await;
+        assert_ne!(r["status"], 200, "{r}");
+    }
+    // The config's roles reach everywhere: monitor reads there.
+    let (_, r) = call_at(&gw, "elsewhere", &monitor, &read()).await;
+    assert_eq!(r["value"], "app", "{r}");
+
+    // Refused: a token for another audience, a forged one, a made-up one,
+    // a token of a service account deleted since.
+    let other_audience = format!(
+        "Bearer {}",
+        token(&client, "shop", "monitor", "https://kubernetes.default.svc").await
+    );
+    // One character changed in the middle of the signature.
+    let mut forged: Vec<char> = monitor.chars().collect();
+    let at = forged.len() - 40;
+    forged[at] = if forged[at] == 'A' { 'B' } else { 'A' };
+    let forged: String = forged.into_iter().collect();
+    for (what, auth) in [
+        ("another audience", other_audience.as_str()),
+        ("forged", forged.as_str()),
+        ("made up", "Bearer not-a-token"),
+    ] {
+        let resp = gw
+            .http
+            .post(gw.url("/jolokia/targets/app"))
+            .header("authorization", auth)
+            .json(&read())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 401, "{what}");
+        let challenges: Vec<&str> = resp
+            .headers()
+            .get_all("www-authenticate")
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .collect();
+        assert!(
+            challenges.contains(&"Bearer realm=\"jmxgate\", error=\"invalid_token\""),
+            "{what}: {challenges:?}"
+        );
+    }
+    create_account(&client, "shop", "gone").await;
+    let gone = format!("Bearer {}", token(&client, "shop", "gone", "jmxgate").await);
+    assert_eq!(call(&gw, &gone, &read()).await.0, 200);
+    Api::<ServiceAccount>::namespaced(client.clone(), "shop")
+        .delete("gone", &DeleteParams::default())
+        .await
+        .unwrap();
+    common::eventually("a deleted account's token refused", WAIT, || async {
+        match call(&gw, &gone, &read()).await.0 {
+            401 => Ok(()),
+            s => Err(format!("{s}")),
+        }
+    })
+    .await;
+
+    // The API server goes away: its callers get 503 (not 401, not a
+    // grant), Basic callers carry on.
+    server.stop();
+    common::eventually("kubernetes callers answered 503", WAIT, || async {
+        match call(&gw, &monitor, &read()).await {
+            (503, _) => Ok(()),
+            (s, r) => Err(format!("{s} {r}")),
+        }
+    })
+    .await;
+    let (status, _) = call(&gw, &ops, &write()).await;
+    assert_eq!(status, 503);
+    let basic = format!(
+        "Basic {}",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "admin:pw")
+    );
+    let (status, r) = call(&gw, &basic, &read()).await;
+    assert_eq!((status, &r["value"]), (200, &json!("app")), "{r}");
+
+    // Back again: the same tokens work again.
+    server.restart().await;
+    common::eventually("kubernetes callers back", WAIT, || async {
+        match call(&gw, &ops, &write()).await {
+            (200, r) if r["status"] == 200 => Ok(()),
+            (s, r) => Err(format!("{s} {r}")),
+        }
+    })
+    .await;
+    // The audit names the service accounts, never a token.
+    let audit = common::audit_lines(&dir.path().join("audit")).join("\n");
+    for who in [
+        "system:serviceaccount:shop:ops",
+        "system:serviceaccount:rbac:updater",
+    ] {
+        assert!(audit.contains(who), "{who} not in the audit");
+    }
+    let metrics = gw.gateway.metrics().encode();
+    for secret in [&monitor, &ops, &reader, &updater] {
+        assert!(!audit.contains(&secret[7..]));
+        assert!(!metrics.contains(&secret[7..]));
+    }
+}
