@@ -1,4 +1,3 @@
-#![allow(dead_code)] // each suite that includes it uses part of it
 //! A real Kubernetes API server (kube-apiserver 1.20.2 over Debian's
 //! etcd) for tests, started by ../shared/kubernetes/run-apiserver.sh on
 //! free ports; both processes are killed on drop. No kubelet runs, so a
