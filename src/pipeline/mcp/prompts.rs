@@ -185,228 +185,271 @@ pub fn render(
     visible: &dyn Visible,
     now: SystemTime,
 ) -> Result<Rendered, BadPromptArguments> {
-    let name = prompt.as_str();
     let empty = Map::new();
-    let given = given.unwrap_or(&empty);
-    if let Some(unknown) = given.keys().find(|k| !prompt.takes(k)) {
+    let given = Given {
+        prompt,
+        values: given.unwrap_or(&empty),
+        visible,
+    };
+    if let Some(unknown) = given.values.keys().find(|k| !prompt.takes(k)) {
         let takes: Vec<&str> = prompt.arguments().iter().map(|a| a.0).collect();
-        return Err(BadPromptArguments(format!(
-            "{name}: no argument {:?}; it takes {}",
+        return Err(given.bad(format!(
+            "no argument {:?}; it takes {}",
             cut(unknown),
             takes.join(", ")
         )));
     }
-    let text_of = |key: &str| -> Result<Option<String>, BadPromptArguments> {
-        match given.get(key) {
+    match prompt {
+        PromptName::HighestHeap => highest_heap(&given),
+        PromptName::ThreadsAcrossGroup => threads_across_group(&given),
+        PromptName::WhatChangedSince => what_changed_since(&given, now),
+        PromptName::InspectAttribute => inspect_attribute(&given),
+    }
+}
+
+/// A prompt's arguments, each read and checked where the prompt needs it.
+struct Given<'a> {
+    prompt: PromptName,
+    values: &'a Map<String, Value>,
+    visible: &'a dyn Visible,
+}
+
+impl Given<'_> {
+    /// An error naming the prompt.
+    fn bad(&self, what: String) -> BadPromptArguments {
+        BadPromptArguments(format!("{}: {what}", self.prompt.as_str()))
+    }
+
+    /// An argument's text, trimmed; `None` when absent or blank.
+    fn text(&self, key: &str) -> Result<Option<String>, BadPromptArguments> {
+        match self.values.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-            Some(Value::String(s)) if s.chars().count() > MAX_ARGUMENT_CHARS => {
-                Err(BadPromptArguments(format!(
-                    "{name}: `{key}` is longer than {MAX_ARGUMENT_CHARS} characters"
-                )))
-            }
+            Some(Value::String(s)) if s.chars().count() > MAX_ARGUMENT_CHARS => Err(self.bad(
+                format!("`{key}` is longer than {MAX_ARGUMENT_CHARS} characters"),
+            )),
             Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
             // Clients send strings; a number for `n` is meant all the same.
             Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(_) => Err(BadPromptArguments(format!(
-                "{name}: `{key}` must be a string"
-            ))),
+            Some(_) => Err(self.bad(format!("`{key}` must be a string"))),
         }
-    };
-    let required = |key: &str| -> Result<String, BadPromptArguments> {
-        text_of(key)?.ok_or_else(|| BadPromptArguments(format!("{name}: `{key}` is required")))
-    };
-    let group = || -> Result<String, BadPromptArguments> {
-        let target = text_of("target")?.unwrap_or_else(|| "*".into());
+    }
+
+    fn required(&self, key: &str) -> Result<String, BadPromptArguments> {
+        self.text(key)?
+            .ok_or_else(|| self.bad(format!("`{key}` is required")))
+    }
+
+    /// `n`: how many JVMs to rank (5 unless given).
+    fn ranked(&self) -> Result<usize, BadPromptArguments> {
+        match self.text("n")? {
+            None => Ok(5),
+            Some(n) => n
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_RANKED).contains(n))
+                .ok_or_else(|| {
+                    self.bad(format!("`n` must be a whole number from 1 to {MAX_RANKED}"))
+                }),
+        }
+    }
+
+    /// `target` as a group (`*` unless given): a selector that matches
+    /// some target the caller may see.
+    fn group(&self) -> Result<String, BadPromptArguments> {
+        let target = self.text("target")?.unwrap_or_else(|| "*".into());
         // fleet_summary answers for groups; one JVM is read_attributes'.
         if !target.contains(['*', '?', '=']) {
-            return Err(BadPromptArguments(format!(
-                "{name}: `target` {:?} is one target's name; give a selector for a group \
+            return Err(self.bad(format!(
+                "`target` {:?} is one target's name; give a selector for a group \
                  (`orders-*`, `env=prod`, `*`), or use inspect_attribute for one JVM",
                 cut(&target)
             )));
         }
-        match visible.matching(&target) {
-            Err(e) => Err(BadPromptArguments(format!("{name}: `target` {e}"))),
-            Ok(0) => Err(BadPromptArguments(format!(
-                "{name}: `target` {:?} matches no target you may reach; list_targets shows them",
+        match self.visible.matching(&target) {
+            Err(e) => Err(self.bad(format!("`target` {e}"))),
+            Ok(0) => Err(self.bad(format!(
+                "`target` {:?} matches no target you may reach; list_targets shows them",
                 cut(&target)
             ))),
             Ok(_) => Ok(target),
         }
-    };
-    match prompt {
-        PromptName::HighestHeap => {
-            let n = match text_of("n")? {
-                None => 5,
-                Some(n) => n
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=MAX_RANKED).contains(n))
-                    .ok_or_else(|| {
-                        BadPromptArguments(format!(
-                            "{name}: `n` must be a whole number from 1 to {MAX_RANKED}"
-                        ))
-                    })?,
-            };
-            let target = group()?;
-            let rank = json!({
-                "target": target, "mbean": "java.lang:type=Memory",
-                "attribute": "HeapMemoryUsage", "path": "used", "op": "top", "n": n
-            });
-            let limits = json!({
-                "target": target, "mbean": "java.lang:type=Memory",
-                "attributes": ["HeapMemoryUsage"]
-            });
-            let text = format!(
-                "Which {n} JVMs in `{target}` use the most heap, and how close is each to its \
-                 maximum?\n\n\
-                 1. Rank them by heap in use:\n{}\n\
-                 2. Read each one's heap limits (`max` is -1 where the heap has no limit; then \
-                 compare with `committed`):\n{}\n\
-                 Answer with a table (JVM, heap used in MiB, heap max in MiB, used as a share of \
-                 max), the highest first; name any JVM above 80 % of its maximum, and any JVM \
-                 the summary lists under `errors` with its reason.",
-                call(ToolName::FleetSummary, &rank),
-                call(ToolName::ReadAttributes, &limits),
-            );
-            Ok(Rendered {
-                description: format!("The {n} JVMs using the most heap in {target}"),
-                text,
-                calls: vec![
-                    (ToolName::FleetSummary, rank),
-                    (ToolName::ReadAttributes, limits),
-                ],
-            })
-        }
-        PromptName::ThreadsAcrossGroup => {
-            let target = group()?;
-            let sum = json!({
-                "target": target, "mbean": "java.lang:type=Threading",
-                "attribute": "ThreadCount", "op": "sum"
-            });
-            let top = json!({
-                "target": target, "mbean": "java.lang:type=Threading",
-                "attribute": "ThreadCount", "op": "top", "n": 5
-            });
-            let peak = json!({
-                "target": target, "mbean": "java.lang:type=Threading",
-                "attribute": "PeakThreadCount", "op": "max"
-            });
-            let text = format!(
-                "How many threads run across `{target}`, and which JVMs run the most?\n\n\
-                 1. The total of live threads:\n{}\n\
-                 2. The five JVMs with the most:\n{}\n\
-                 3. The highest peak any JVM reached since it started:\n{}\n\
-                 Answer with the total, how many JVMs answered (`count`), the five with the most \
-                 threads, and the peak; name the JVMs listed under `errors`, with their reasons.",
-                call(ToolName::FleetSummary, &sum),
-                call(ToolName::FleetSummary, &top),
-                call(ToolName::FleetSummary, &peak),
-            );
-            Ok(Rendered {
-                description: format!("Threads across {target}"),
-                text,
-                calls: vec![
-                    (ToolName::FleetSummary, sum),
-                    (ToolName::FleetSummary, top),
-                    (ToolName::FleetSummary, peak),
-                ],
-            })
-        }
-        PromptName::WhatChangedSince => {
-            let since_given = required("since")?;
-            let since = since_of(&since_given, now)
-                .map_err(|e| BadPromptArguments(format!("{name}: `since` {e}")))?;
-            let since_ms = since
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis());
-            let since_text = humantime::format_rfc3339_seconds(since);
-            let target = group()?;
-            let starts = json!({
-                "target": target, "mbean": "java.lang:type=Runtime",
-                "attribute": "StartTime", "op": "top", "n": RESTARTS_RANKED
-            });
-            let versions = json!({
-                "target": target, "mbean": "java.lang:type=Runtime",
-                "attribute": "VmVersion", "op": "group"
-            });
-            let health = json!({ "selector": target });
-            let text = format!(
-                "Which JVMs in `{target}` started after {since_text}, and which Java versions \
-                 run where?\n\n\
-                 1. The most recent start times ({RESTARTS_RANKED} at most; `StartTime` counts \
-                 milliseconds since 1970): every JVM whose value is above {since_ms} started \
-                 after {since_text}:\n{}\n\
-                 2. The Java versions, and which JVMs run each:\n{}\n\
-                 3. The JVMs' health now:\n{}\n\
-                 Answer with the JVMs that started after {since_text} (with their start times \
-                 in UTC), the versions and where each runs, and any JVM that is down or did \
-                 not answer. If all {RESTARTS_RANKED} ranked JVMs started after then, say more \
-                 may have.",
-                call(ToolName::FleetSummary, &starts),
-                call(ToolName::FleetSummary, &versions),
-                call(ToolName::ListTargets, &health),
-            );
-            Ok(Rendered {
-                description: format!("What changed in {target} since {since_text}"),
-                text,
-                calls: vec![
-                    (ToolName::FleetSummary, starts),
-                    (ToolName::FleetSummary, versions),
-                    (ToolName::ListTargets, health),
-                ],
-            })
-        }
-        PromptName::InspectAttribute => {
-            let target = required("target")?;
-            if !visible.reaches(&target) {
-                return Err(BadPromptArguments(format!(
-                    "{name}: no target {:?} that you may reach; list_targets shows them",
-                    cut(&target)
-                )));
-            }
-            let mbean = required("mbean")?;
-            let parsed = ObjectName::parse(&mbean).map_err(|e| {
-                BadPromptArguments(format!(
-                    "{name}: `mbean` {:?} is not an ObjectName ({e})",
-                    cut(&mbean)
-                ))
-            })?;
-            if parsed.is_pattern() {
-                return Err(BadPromptArguments(format!(
-                    "{name}: `mbean` {:?} is a pattern; give one MBean's name",
-                    cut(&mbean)
-                )));
-            }
-            let attribute = text_of("attribute")?;
-            let describe = json!({ "target": target, "mbean": mbean });
-            let mut read = json!({ "target": target, "mbean": mbean });
-            if let Some(a) = &attribute {
-                read["attributes"] = json!([a]);
-            }
-            let what = attribute
-                .as_deref()
-                .map_or_else(|| "the attributes".to_string(), |a| format!("`{a}`"));
-            let text = format!(
-                "What does {what} of `{mbean}` on `{target}` say about that JVM?\n\n\
-                 1. What the MBean offers (types, descriptions):\n{}\n\
-                 2. The values:\n{}\n\
-                 Explain each value in plain words (units, what is normal, what would be a \
-                 warning sign), and say which values you could not read and why.",
-                call(ToolName::DescribeMbean, &describe),
-                call(ToolName::ReadAttributes, &read),
-            );
-            Ok(Rendered {
-                description: format!("{what} of {mbean} on {target}"),
-                text,
-                calls: vec![
-                    (ToolName::DescribeMbean, describe),
-                    (ToolName::ReadAttributes, read),
-                ],
-            })
-        }
     }
+
+    /// `target` as one target the caller reaches (one it doesn't reads
+    /// as one that doesn't exist).
+    fn one_target(&self) -> Result<String, BadPromptArguments> {
+        let target = self.required("target")?;
+        if !self.visible.reaches(&target) {
+            return Err(self.bad(format!(
+                "no target {:?} that you may reach; list_targets shows them",
+                cut(&target)
+            )));
+        }
+        Ok(target)
+    }
+
+    /// `mbean` as one MBean's name (not a pattern).
+    fn one_mbean(&self) -> Result<String, BadPromptArguments> {
+        let mbean = self.required("mbean")?;
+        let parsed = ObjectName::parse(&mbean).map_err(|e| {
+            self.bad(format!(
+                "`mbean` {:?} is not an ObjectName ({e})",
+                cut(&mbean)
+            ))
+        })?;
+        if parsed.is_pattern() {
+            return Err(self.bad(format!(
+                "`mbean` {:?} is a pattern; give one MBean's name",
+                cut(&mbean)
+            )));
+        }
+        Ok(mbean)
+    }
+}
+
+fn highest_heap(given: &Given) -> Result<Rendered, BadPromptArguments> {
+    let n = given.ranked()?;
+    let target = given.group()?;
+    let rank = json!({
+        "target": target, "mbean": "java.lang:type=Memory",
+        "attribute": "HeapMemoryUsage", "path": "used", "op": "top", "n": n
+    });
+    let limits = json!({
+        "target": target, "mbean": "java.lang:type=Memory",
+        "attributes": ["HeapMemoryUsage"]
+    });
+    let text = format!(
+        "Which {n} JVMs in `{target}` use the most heap, and how close is each to its \
+         maximum?\n\n\
+         1. Rank them by heap in use:\n{}\n\
+         2. Read each one's heap limits (`max` is -1 where the heap has no limit; then \
+         compare with `committed`):\n{}\n\
+         Answer with a table (JVM, heap used in MiB, heap max in MiB, used as a share of \
+         max), the highest first; name any JVM above 80 % of its maximum, and any JVM \
+         the summary lists under `errors` with its reason.",
+        call(ToolName::FleetSummary, &rank),
+        call(ToolName::ReadAttributes, &limits),
+    );
+    Ok(Rendered {
+        description: format!("The {n} JVMs using the most heap in {target}"),
+        text,
+        calls: vec![
+            (ToolName::FleetSummary, rank),
+            (ToolName::ReadAttributes, limits),
+        ],
+    })
+}
+
+fn threads_across_group(given: &Given) -> Result<Rendered, BadPromptArguments> {
+    let target = given.group()?;
+    let sum = json!({
+        "target": target, "mbean": "java.lang:type=Threading",
+        "attribute": "ThreadCount", "op": "sum"
+    });
+    let top = json!({
+        "target": target, "mbean": "java.lang:type=Threading",
+        "attribute": "ThreadCount", "op": "top", "n": 5
+    });
+    let peak = json!({
+        "target": target, "mbean": "java.lang:type=Threading",
+        "attribute": "PeakThreadCount", "op": "max"
+    });
+    let text = format!(
+        "How many threads run across `{target}`, and which JVMs run the most?\n\n\
+         1. The total of live threads:\n{}\n\
+         2. The five JVMs with the most:\n{}\n\
+         3. The highest peak any JVM reached since it started:\n{}\n\
+         Answer with the total, how many JVMs answered (`count`), the five with the most \
+         threads, and the peak; name the JVMs listed under `errors`, with their reasons.",
+        call(ToolName::FleetSummary, &sum),
+        call(ToolName::FleetSummary, &top),
+        call(ToolName::FleetSummary, &peak),
+    );
+    Ok(Rendered {
+        description: format!("Threads across {target}"),
+        text,
+        calls: vec![
+            (ToolName::FleetSummary, sum),
+            (ToolName::FleetSummary, top),
+            (ToolName::FleetSummary, peak),
+        ],
+    })
+}
+
+fn what_changed_since(given: &Given, now: SystemTime) -> Result<Rendered, BadPromptArguments> {
+    let since =
+        since_of(&given.required("since")?, now).map_err(|e| given.bad(format!("`since` {e}")))?;
+    let since_ms = since
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let since_text = humantime::format_rfc3339_seconds(since);
+    let target = given.group()?;
+    let starts = json!({
+        "target": target, "mbean": "java.lang:type=Runtime",
+        "attribute": "StartTime", "op": "top", "n": RESTARTS_RANKED
+    });
+    let versions = json!({
+        "target": target, "mbean": "java.lang:type=Runtime",
+        "attribute": "VmVersion", "op": "group"
+    });
+    let health = json!({ "selector": target });
+    let text = format!(
+        "Which JVMs in `{target}` started after {since_text}, and which Java versions \
+         run where?\n\n\
+         1. The most recent start times ({RESTARTS_RANKED} at most; `StartTime` counts \
+         milliseconds since 1970): every JVM whose value is above {since_ms} started \
+         after {since_text}:\n{}\n\
+         2. The Java versions, and which JVMs run each:\n{}\n\
+         3. The JVMs' health now:\n{}\n\
+         Answer with the JVMs that started after {since_text} (with their start times \
+         in UTC), the versions and where each runs, and any JVM that is down or did \
+         not answer. If all {RESTARTS_RANKED} ranked JVMs started after then, say more \
+         may have.",
+        call(ToolName::FleetSummary, &starts),
+        call(ToolName::FleetSummary, &versions),
+        call(ToolName::ListTargets, &health),
+    );
+    Ok(Rendered {
+        description: format!("What changed in {target} since {since_text}"),
+        text,
+        calls: vec![
+            (ToolName::FleetSummary, starts),
+            (ToolName::FleetSummary, versions),
+            (ToolName::ListTargets, health),
+        ],
+    })
+}
+
+fn inspect_attribute(given: &Given) -> Result<Rendered, BadPromptArguments> {
+    let target = given.one_target()?;
+    let mbean = given.one_mbean()?;
+    let attribute = given.text("attribute")?;
+    let describe = json!({ "target": target, "mbean": mbean });
+    let mut read = json!({ "target": target, "mbean": mbean });
+    if let Some(a) = &attribute {
+        read["attributes"] = json!([a]);
+    }
+    let what = attribute
+        .as_deref()
+        .map_or_else(|| "the attributes".to_string(), |a| format!("`{a}`"));
+    let text = format!(
+        "What does {what} of `{mbean}` on `{target}` say about that JVM?\n\n\
+         1. What the MBean offers (types, descriptions):\n{}\n\
+         2. The values:\n{}\n\
+         Explain each value in plain words (units, what is normal, what would be a \
+         warning sign), and say which values you could not read and why.",
+        call(ToolName::DescribeMbean, &describe),
+        call(ToolName::ReadAttributes, &read),
+    );
+    Ok(Rendered {
+        description: format!("{what} of {mbean} on {target}"),
+        text,
+        calls: vec![
+            (ToolName::DescribeMbean, describe),
+            (ToolName::ReadAttributes, read),
+        ],
+    })
 }
 
 /// One tool call as the message shows it: the tool's name, then its
