@@ -313,6 +313,28 @@ impl KubernetesDiscovery {
             ));
         }
 
+        let labels = self.target_labels(pod, namespace, name, ready);
+        Ok(TargetConfig {
+            name: format!("{}{namespace}.{name}", self.name_prefix),
+            url,
+            labels: labels.into(),
+            agent: self.agent.clone(),
+            no_other_keys: NoOtherKeys,
+        })
+    }
+
+    /// A Pod's target labels: its own (at most `MAX_LABELS`, plain and
+    /// short ones only), the entry's, then discovery's own, which no Pod
+    /// label can take: `discovered_by`, `namespace`, `pod`, `node`,
+    /// `controller_kind`, `controller`, and `pod_ready` when not ready.
+    fn target_labels(
+        &self,
+        pod: &Pod,
+        namespace: &str,
+        name: &str,
+        ready: bool,
+    ) -> BTreeMap<String, String> {
+        let meta = &pod.metadata;
         let mut labels = BTreeMap::new();
         let mut dropped = 0usize;
         if let Some(pod_labels) = &meta.labels {
@@ -366,13 +388,7 @@ impl KubernetesDiscovery {
         if !ready {
             labels.insert("pod_ready".into(), "false".into());
         }
-        Ok(TargetConfig {
-            name: format!("{}{namespace}.{name}", self.name_prefix),
-            url,
-            labels: labels.into(),
-            agent: self.agent.clone(),
-            no_other_keys: NoOtherKeys,
-        })
+        labels
     }
 
     /// The agent's port: the one `jmxgate.io/port` names (by name or
