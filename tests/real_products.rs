@@ -314,6 +314,7 @@ impl ProductJvm {
             .arg("sh")
             .arg("java")
             .args([
+                "-XX:-UsePerfData",
                 "-Xmx128m",
                 "-Xss512k",
                 "-XX:+UseSerialGC",

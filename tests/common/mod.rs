@@ -151,10 +151,13 @@ fn fnv(bytes: &[u8]) -> u64 {
     })
 }
 
-/// A JVM small and quick to start, as every test agent runs in.
+/// A JVM small and quick to start, as every test agent runs in. No
+/// perf-data file: a reused pid's stale `/tmp/hsperfdata_*` file makes
+/// the JVM print a warning where the launcher's READY line belongs.
 fn test_jvm() -> Command {
     let mut java = Command::new("java");
     java.args([
+        "-XX:-UsePerfData",
         "-Xmx64m",
         "-Xss512k",
         "-XX:+UseSerialGC",
@@ -385,14 +388,16 @@ impl Agent {
             .stderr(Stdio::null())
             .spawn()
             .expect("start java");
-        let line = first_line(child.stdout.take().unwrap(), Duration::from_secs(60))
-            .expect("agent did not report READY within 60 s");
+        // JVM warnings may come first; the READY line is what counts.
+        let line = line_starting(
+            child.stdout.take().unwrap(),
+            "READY port=",
+            Duration::from_secs(60),
+        )
+        .expect("agent did not report READY within 60 s");
         let port = line
-            .trim()
-            .strip_prefix("READY port=")
-            .unwrap_or_else(|| panic!("unexpected launcher output {line:?}"))
             .parse()
-            .unwrap();
+            .unwrap_or_else(|_| panic!("unexpected launcher output READY port={line:?}"));
         Agent {
             port,
             name: name.to_string(),
