@@ -284,9 +284,38 @@ pub fn share_labels<'a>(labels: impl IntoIterator<Item = &'a mut Labels>) {
     }
 }
 
+/// Where a target came from, as `GET /jolokia/targets` shows it. Never a
+/// file path or an address: those are the operator's business.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// A `[[targets]]` entry of the configuration.
+    #[default]
+    Configured,
+    /// An `[[inventory]]` file's entry.
+    Inventory,
+    /// A discovery source (`dns`, `kubernetes[0]`, …); one shared name.
+    Discovered(std::sync::Arc<str>),
+}
+
+impl serde::Serialize for Origin {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Configured => f.write_str("configuration"),
+            Origin::Inventory => f.write_str("inventory"),
+            Origin::Discovered(source) => write!(f, "discovery.{source}"),
+        }
+    }
+}
+
 /// One agent the gateway reaches: a `[[targets]]` entry, an inventory
-/// file's entry, or what DNS discovery found.
-#[derive(Debug, Clone, Deserialize)]
+/// file's entry, or what discovery found.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct TargetConfig {
     /// Unique name; also the path segment of the virtual agent URL
     /// `/jolokia/targets/<name>/`.
@@ -297,6 +326,9 @@ pub struct TargetConfig {
     pub labels: Labels,
     #[serde(flatten)]
     pub agent: AgentSettings,
+    /// Set by whoever made the entry, never read from a file.
+    #[serde(skip)]
+    pub origin: Origin,
     #[serde(flatten, default)]
     pub no_other_keys: NoOtherKeys,
 }
@@ -309,6 +341,7 @@ impl TargetConfig {
             url: url.into(),
             labels: Labels::default(),
             agent: AgentSettings::default(),
+            origin: Origin::Configured,
             no_other_keys: NoOtherKeys,
         }
     }

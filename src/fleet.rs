@@ -22,6 +22,9 @@ pub struct Target {
     pub health: Arc<TargetHealth>,
     /// A proxy request's own `target.user`/`target.password` may be used.
     pub allow_credentials_passthrough: bool,
+    /// Where the target came from (configuration, inventory, a discovery
+    /// source).
+    pub origin: crate::agent_settings::Origin,
 }
 
 /// What every target's client shares with the whole gateway: the bytes
@@ -34,11 +37,45 @@ pub struct GatewayBounds {
 }
 
 /// All targets, indexed by name and by endpoint.
-#[derive(Debug, Default)]
 pub struct Fleet {
     targets: Vec<Arc<Target>>,
     by_name: HashMap<String, Arc<Target>>,
     by_endpoint: HashMap<EndpointKey, Arc<Target>>,
+    /// Targets whose endpoint another target already has: while there are
+    /// none, removing a target frees its endpoint without a search.
+    endpoint_repeats: usize,
+    /// The connection pools of the targets' clients; targets a
+    /// [`changed`](Fleet::changed) fleet adds join them, so a discovery
+    /// change keeps every other target's connections.
+    shared: Arc<SharedConnections>,
+}
+
+impl std::fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fleet")
+            .field("targets", &self.targets)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Fleet {
+    fn default() -> Fleet {
+        Fleet {
+            targets: Vec::new(),
+            by_name: HashMap::new(),
+            by_endpoint: HashMap::new(),
+            endpoint_repeats: 0,
+            shared: SharedConnections::new(),
+        }
+    }
+}
+
+/// What a discovery change does to a fleet: targets to add or replace
+/// (by name), names to remove. See [`Fleet::changed`].
+#[derive(Debug, Default)]
+pub struct FleetChange {
+    pub upserts: Vec<TargetConfig>,
+    pub removed: Vec<String>,
 }
 
 /// Scheme, host, port and path of an agent URL, compared the way a client
@@ -101,6 +138,7 @@ impl Target {
         TargetView {
             name: &self.name,
             labels: &self.labels,
+            origin: &self.origin,
             health: HealthView {
                 state: match s.up {
                     Some(true) => "up",
@@ -139,6 +177,8 @@ impl Target {
 pub struct TargetView<'a> {
     name: &'a str,
     labels: &'a crate::agent_settings::Labels,
+    /// `configuration`, `inventory`, `discovery.dns`, `discovery.kubernetes[0]`.
+    origin: &'a crate::agent_settings::Origin,
     health: HealthView,
     agent: AgentView,
 }
@@ -237,7 +277,8 @@ impl Fleet {
         bounds: &GatewayBounds,
         health: &HealthBook,
     ) -> Result<Fleet, String> {
-        let shared = SharedConnections::new();
+        let mut fleet = Fleet::default();
+        let shared = fleet.shared.clone();
         let mut built = targets
             .iter()
             .map(|t| {
@@ -247,20 +288,99 @@ impl Fleet {
             .collect::<Result<Vec<_>, _>>()?;
         // Discovered targets come with their own copies of equal labels.
         crate::agent_settings::share_labels(built.iter_mut().map(|t| &mut t.labels));
-        let mut fleet = Fleet::default();
         for target in built {
-            fleet.insert(target);
+            fleet.insert(Arc::new(target));
         }
         Ok(fleet)
     }
 
-    fn insert(&mut self, target: Target) {
-        let target = Arc::new(target);
+    /// This fleet with `change` made: only the targets it names are built
+    /// (or dropped); every other target is this fleet's own, with its
+    /// client and connections. Replaced targets keep their place, new ones
+    /// come last. A target that can't be built is left out (its earlier
+    /// self too) and named in the second value; the rest of the change is
+    /// made.
+    pub fn changed(
+        &self,
+        change: &FleetChange,
+        defaults: &AgentSettings,
+        bounds: &GatewayBounds,
+        health: &HealthBook,
+    ) -> (Fleet, Vec<(String, String)>) {
+        let mut failed = Vec::new();
+        let mut fresh: HashMap<&str, Arc<Target>> = HashMap::new();
+        for t in &change.upserts {
+            match build_target(t, defaults, bounds, health, &self.shared) {
+                Ok(target) => {
+                    fresh.insert(&t.name, Arc::new(target));
+                }
+                Err(e) => failed.push((t.name.clone(), e)),
+            }
+        }
+        let removed: std::collections::HashSet<&str> = change
+            .removed
+            .iter()
+            .chain(failed.iter().map(|(name, _)| name))
+            .map(String::as_str)
+            .collect();
+        let fresh_count = fresh.len();
+        let mut targets = Vec::with_capacity(self.targets.len() + fresh.len());
+        for t in &self.targets {
+            if removed.contains(t.name.as_str()) {
+                continue;
+            }
+            targets.push(fresh.remove(t.name.as_str()).unwrap_or_else(|| t.clone()));
+        }
+        // In the order the change gave them.
+        for t in &change.upserts {
+            if let Some(target) = fresh.remove(t.name.as_str()) {
+                targets.push(target);
+            }
+        }
+        let unchanged_endpoints = self.endpoint_repeats == 0
+            && fresh_count == 0
+            && targets.len() + removed.len() == self.targets.len();
+        let mut fleet = Fleet {
+            targets: Vec::new(),
+            by_name: HashMap::with_capacity(targets.len()),
+            by_endpoint: HashMap::new(),
+            endpoint_repeats: 0,
+            shared: self.shared.clone(),
+        };
+        if unchanged_endpoints {
+            // Only removals, no endpoint shared: the others' stay as they are.
+            fleet.by_endpoint = self.by_endpoint.clone();
+            for t in self
+                .targets
+                .iter()
+                .filter(|t| removed.contains(t.name.as_str()))
+            {
+                if let Some(key) = EndpointKey::of(t.url()) {
+                    fleet.by_endpoint.remove(&key);
+                }
+            }
+            for t in targets {
+                fleet.by_name.insert(t.name.clone(), t.clone());
+                fleet.targets.push(t);
+            }
+        } else {
+            fleet.by_endpoint.reserve(targets.len());
+            for t in targets {
+                fleet.insert(t);
+            }
+        }
+        (fleet, failed)
+    }
+
+    fn insert(&mut self, target: Arc<Target>) {
         if let Some(key) = EndpointKey::of(target.url()) {
             // Two names for one agent: the first one configured wins.
-            self.by_endpoint
-                .entry(key)
-                .or_insert_with(|| target.clone());
+            match self.by_endpoint.entry(key) {
+                std::collections::hash_map::Entry::Occupied(_) => self.endpoint_repeats += 1,
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(target.clone());
+                }
+            }
         }
         self.by_name.insert(target.name.clone(), target.clone());
         self.targets.push(target);
@@ -328,6 +448,7 @@ fn build_target(
         client,
         health: health.for_target(&t.name),
         allow_credentials_passthrough: settings.allow_credentials_passthrough(),
+        origin: t.origin.clone(),
     })
 }
 

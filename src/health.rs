@@ -252,6 +252,20 @@ impl HealthBook {
             .clone()
     }
 
+    /// Drops the entries of `names` (targets a discovery change removed)
+    /// as [`retain`](Self::retain) does; returns those it held.
+    pub fn forget<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+        let mut entries = self.entries.lock().expect("health lock");
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let health = entries.remove(name)?;
+                health.retired.store(true, Ordering::SeqCst);
+                Some(name.to_string())
+            })
+            .collect()
+    }
+
     /// Drops the entries of names `keep` refuses (targets no longer in the
     /// fleet) and returns those names. Targets still held elsewhere (a
     /// request in flight on the previous fleet) keep their value; the book

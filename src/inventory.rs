@@ -54,6 +54,7 @@ pub fn load(inventory: &InventoryConfig) -> Result<Vec<TargetConfig>, String> {
         parse(path, &text).map_err(|e| format!("inventory {}: {e}", path.display()))?;
     let base = path.parent().unwrap_or(Path::new("."));
     for t in &mut targets {
+        t.origin = crate::agent_settings::Origin::Inventory;
         for (k, v) in &inventory.labels {
             std::sync::Arc::make_mut(&mut t.labels)
                 .entry(k.clone())

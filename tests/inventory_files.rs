@@ -58,6 +58,23 @@ async fn inventories_change_under_load_and_a_broken_one_keeps_the_fleet() {
     let labels = &gw.gateway.fleet().by_name("beta").unwrap().labels.clone();
     assert_eq!(labels.get("source").map(String::as_str), Some("cmdb"));
     assert_eq!(labels.get("tier").map(String::as_str), Some("backend"));
+    // The target list says where each target came from (never the file).
+    let (_, list) = gw.get("/jolokia/targets").await;
+    let origins: Vec<(&str, &str)> = list["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap(), t["origin"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        origins,
+        [
+            ("alpha", "configuration"),
+            ("beta", "inventory"),
+            ("gamma", "inventory")
+        ],
+        "{list}"
+    );
 
     // Load on alpha while the inventory changes: nothing may fail.
     let stop = Arc::new(AtomicBool::new(false));

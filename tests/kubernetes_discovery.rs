@@ -196,6 +196,7 @@ async fn pods_are_discovered_through_a_real_api_server() {
     let kubeconfig = server.kubeconfig.display().to_string();
     let config = format!(
         "[health]\nprobe_interval = \"0s\"\n\
+         [target_defaults]\nrequest_timeout = \"120s\"\n\
          [[discovery.kubernetes]]\nkubeconfig = \"{kubeconfig}\"\n\
          namespaces = [\"k1-shop\", \"k1-pay\"]\npod_selector = \"app in (orders,billing)\"\n\
          [[discovery.kubernetes]]\nkubeconfig = \"{kubeconfig}\"\n\
@@ -239,6 +240,17 @@ async fn pods_are_discovered_through_a_real_api_server() {
         .get(&format!("/jolokia/targets/sa-k1-shop.orders-1{NAME}"))
         .await;
     assert_eq!((status, &r["value"]), (200, &json!("shop-orders")), "{r}");
+
+    // The target list says where a target came from.
+    let (_, list) = gw.get("/jolokia/targets").await;
+    let entry = list["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "k1-shop.orders-1")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(entry["origin"], "discovery.kubernetes[0]", "{list}");
 
     // Each read by a discovered name reaches that pod's own agent.
     for (name, value) in [
@@ -333,6 +345,44 @@ async fn pods_are_discovered_through_a_real_api_server() {
     fleet_becomes(&gw, "k1-", &["k1-shop.billing-1", "k1-shop.orders-1"]).await;
     delete_pod(&client, "k2-a", "p2").await;
     fleet_becomes(&gw, "k2-", &["k2-a.p1", "k2-b.p1"]).await;
+
+    // A request under way when its pod goes (deleted, its JVM ended):
+    // the answer says what happened, and the gateway keeps serving.
+    let doomed = Agent::start_at("doomed", "127.0.0.15");
+    create_pod(
+        &client,
+        "k1-shop",
+        metadata("doomed-1", json!({"app": "billing"}), json!({})),
+        jolokia(&doomed),
+    )
+    .await;
+    set_running(&client, "k1-shop", "doomed-1", "127.0.0.15", true).await;
+    fleet_becomes(&gw, "k1-shop.d", &["k1-shop.doomed-1"]).await;
+    let bulk = json!([{"type": "exec", "mbean": "jmxgate.test:type=Operations", "operation": "sleep",
+                 "arguments": [90000], "target": {"url": "k1-shop.doomed-1"}},
+                {"type": "read", "mbean": "jmxgate.test:type=Types", "attribute": "Name",
+                 "target": {"url": "k1-shop.orders-1"}}]);
+    let in_flight = gw.post("/jolokia", &bulk);
+    let goes = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        delete_pod(&client, "k1-shop", "doomed-1").await;
+        fleet_becomes(&gw, "k1-shop.d", &[]).await;
+        drop(doomed);
+    };
+    let ((status, r), ()) = tokio::join!(in_flight, goes);
+    assert_eq!(status, 200, "{r}");
+    let message = r[0]["error"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(
+            "Target \"k1-shop.doomed-1\" left the fleet while this request was under way"
+        ),
+        "{r}"
+    );
+    assert_eq!(r[1]["value"], "shop-orders", "{r}");
+    let (status, r) = gw
+        .get(&format!("/jolokia/targets/k1-shop.doomed-1{NAME}"))
+        .await;
+    assert_eq!(status, 404, "{r}");
 
     // The API server goes away: the fleet stays, the metric says so.
     server.stop();

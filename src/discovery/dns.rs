@@ -224,6 +224,8 @@ impl DnsDiscovery {
             url: agent_url(self.scheme, host, port, &self.path),
             labels: labels.into(),
             agent: self.agent.clone(),
+            // The gateway names the source when it takes the target in.
+            origin: Default::default(),
             no_other_keys: NoOtherKeys,
         }
     }

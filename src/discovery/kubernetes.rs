@@ -13,7 +13,7 @@
 //! server is away, and hands the whole set over [`DEBOUNCE`] after the
 //! first change of a burst.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -319,6 +319,8 @@ impl KubernetesDiscovery {
             url,
             labels: labels.into(),
             agent: self.agent.clone(),
+            // The gateway names the source when it takes the target in.
+            origin: Default::default(),
             no_other_keys: NoOtherKeys,
         })
     }
@@ -641,8 +643,8 @@ enum Seen {
 
 type Judged = HashMap<String, Result<TargetConfig, String>>;
 
-/// Watches one entry's Pods and calls `on_change` with its whole set of
-/// targets (sorted by name) when it changed, [`DEBOUNCE`] after the first
+/// Watches one entry's Pods and calls `on_change` with the targets that
+/// changed (the first time: all of them), [`DEBOUNCE`] after the first
 /// change of a burst (the rest of the burst goes with it). A watch that
 /// keeps failing (a namespace the gateway may not read) holds back no
 /// other watch's Pods. While the API server can't be reached the last set
@@ -653,7 +655,7 @@ type Judged = HashMap<String, Result<TargetConfig, String>>;
 /// Runs until the task is dropped or aborted.
 pub async fn watch(
     config: KubernetesDiscovery,
-    on_change: impl Fn(Vec<TargetConfig>) + Send + 'static,
+    on_change: impl Fn(super::Discovered) + Send + 'static,
     on_state: impl Fn(bool) + Send + 'static,
 ) {
     let source = describe(&config);
@@ -725,7 +727,6 @@ pub async fn watch(
     let mut events = futures::stream::select_all(streams);
 
     let mut state = PodSet::new(&config);
-    let mut handed_over: Option<Vec<String>> = None;
     // Since when a change waits to be handed over: every change within
     // DEBOUNCE of the first goes over with it (a steady stream of events
     // delays nothing by more than that).
@@ -739,12 +740,11 @@ pub async fn watch(
     loop {
         if dirty_since.is_some_and(|t| t.elapsed() >= DEBOUNCE) {
             dirty_since = None;
-            let targets = state.targets();
-            let fp = super::dns::fingerprint(&targets);
-            if handed_over.as_ref() != Some(&fp) {
-                tracing::info!(source = %source, targets = targets.len(), "Kubernetes discovery: the discovered targets changed");
-                handed_over = Some(fp);
-                on_change(targets);
+            if let Some(change) = state.take_change() {
+                if let super::Discovered::Changed { upserts, removed } = &change {
+                    tracing::debug!(source = %source, changed = upserts.len(), removed = removed.len(), "Kubernetes discovery: targets changed");
+                }
+                on_change(change);
             }
         }
         let wait = if let Some(t) = dirty_since {
@@ -822,6 +822,12 @@ pub struct PodSet {
     /// With `namespace_selector`: the namespaces it picks.
     selected_ns: Option<BTreeSet<String>>,
     pending_ns: Option<BTreeSet<String>>,
+    /// What [`take_change`](Self::take_change) handed over, by Pod.
+    handed: HashMap<String, TargetConfig>,
+    /// Pods whose target may differ from the one handed over.
+    dirty: HashSet<String>,
+    /// Every Pod may (a re-list, a namespace picked or dropped).
+    all_dirty: bool,
 }
 
 impl PodSet {
@@ -854,6 +860,7 @@ impl PodSet {
             }
             watcher::Event::InitDone => {
                 let fresh = self.pending.remove(&scope).unwrap_or_default();
+                self.all_dirty = true;
                 match &scope {
                     None => self.pods = fresh,
                     Some(ns) => {
@@ -866,13 +873,18 @@ impl PodSet {
             }
             watcher::Event::Apply(pod) => {
                 let (key, result) = judge(config, &pod, &self.pods);
+                self.dirty.insert(key.clone());
                 self.pods.insert(key, result);
                 true
             }
             watcher::Event::Delete(pod) => {
                 let key = pod_key(&pod);
                 tracing::info!(pod = %key, "Kubernetes discovery: pod deleted");
-                self.pods.remove(&key).is_some()
+                let known = self.pods.remove(&key).is_some();
+                if known {
+                    self.dirty.insert(key);
+                }
+                known
             }
         }
     }
@@ -895,11 +907,71 @@ impl PodSet {
             }
             watcher::Event::InitDone => {
                 *selected = self.pending_ns.take().unwrap_or_default();
+                self.all_dirty = true;
                 true
             }
-            watcher::Event::Apply(ns) => ns.metadata.name.is_some_and(|n| selected.insert(n)),
-            watcher::Event::Delete(ns) => ns.metadata.name.is_some_and(|n| selected.remove(&n)),
+            watcher::Event::Apply(ns) => {
+                let changed = ns.metadata.name.is_some_and(|n| selected.insert(n));
+                self.all_dirty |= changed;
+                changed
+            }
+            watcher::Event::Delete(ns) => {
+                let changed = ns.metadata.name.is_some_and(|n| selected.remove(&n));
+                self.all_dirty |= changed;
+                changed
+            }
         }
+    }
+
+    /// The targets added, changed or gone since the last call (the first
+    /// time: all there are), or `None` when nothing changed. Only the
+    /// Pods events named are looked at, unless a re-list or a namespace
+    /// change may have changed any.
+    pub fn take_change(&mut self) -> Option<super::Discovered> {
+        let keys: Vec<String> = if std::mem::take(&mut self.all_dirty) {
+            self.dirty.clear();
+            self.pods
+                .keys()
+                .chain(self.handed.keys())
+                .cloned()
+                .collect()
+        } else {
+            self.dirty.drain().collect()
+        };
+        let mut upserts = Vec::new();
+        let mut removed = Vec::new();
+        let mut keys = keys;
+        keys.sort();
+        keys.dedup();
+        for key in keys {
+            let now = self
+                .pods
+                .get(&key)
+                .and_then(|r| r.as_ref().ok())
+                .filter(|_| self.namespace_selected(&key))
+                .cloned();
+            match (now, self.handed.get(&key)) {
+                (Some(now), Some(before)) if now == *before => {}
+                (Some(now), _) => {
+                    upserts.push(now.clone());
+                    self.handed.insert(key, now);
+                }
+                (None, Some(_)) => {
+                    let before = self.handed.remove(&key).expect("handed over");
+                    removed.push(before.name);
+                }
+                (None, None) => {}
+            }
+        }
+        (!upserts.is_empty() || !removed.is_empty())
+            .then_some(super::Discovered::Changed { upserts, removed })
+    }
+
+    /// Whether `namespace/name` is in a namespace the entry picks.
+    fn namespace_selected(&self, key: &str) -> bool {
+        self.selected_ns
+            .as_ref()
+            .is_none_or(|set| key.split_once('/').is_some_and(|(ns, _)| set.contains(ns)))
     }
 
     /// The targets of the Pods with one (in the selected namespaces), by
@@ -1484,6 +1556,58 @@ mod tests {
             assert!(!set.pods_event(e, scope.clone(), watcher::Event::InitApply(p)));
         }
         assert!(set.pods_event(e, scope, watcher::Event::InitDone));
+    }
+
+    #[test]
+    fn changes_name_only_the_pods_that_changed() {
+        use crate::discovery::Discovered;
+        let e = entry();
+        let mut set = PodSet::new(&e);
+        let change = |set: &mut PodSet| match set.take_change() {
+            None => (vec![], vec![]),
+            Some(Discovered::Changed { upserts, removed }) => {
+                let mut up: Vec<String> = upserts.into_iter().map(|t| t.name).collect();
+                up.sort();
+                (up, removed)
+            }
+            Some(other) => panic!("{other:?}"),
+        };
+        list(
+            &mut set,
+            &e,
+            None,
+            vec![pod_in("shop", "a"), pod_in("shop", "b")],
+        );
+        // The first time: everything.
+        assert_eq!(
+            change(&mut set),
+            (vec!["shop.a".into(), "shop.b".into()], vec![])
+        );
+        assert_eq!(change(&mut set), (vec![], vec![]));
+        // One pod's IP changes, one is deleted, one arrives.
+        let mut v = serde_json::to_value(pod_in("shop", "a")).unwrap();
+        v["status"]["podIP"] = json!("10.1.2.4");
+        set.pods_event(&e, None, watcher::Event::Apply(pod(v)));
+        set.pods_event(&e, None, watcher::Event::Delete(pod_in("shop", "b")));
+        set.pods_event(&e, None, watcher::Event::Apply(pod_in("pay", "c")));
+        assert_eq!(
+            change(&mut set),
+            (
+                vec!["pay.c".into(), "shop.a".into()],
+                vec!["shop.b".to_string()]
+            )
+        );
+        // An event that changes nothing the target shows, and a re-list
+        // with the same pods: nothing to hand over.
+        set.pods_event(&e, None, watcher::Event::Apply(pod_in("pay", "c")));
+        assert_eq!(change(&mut set), (vec![], vec![]));
+        let mut a = serde_json::to_value(pod_in("shop", "a")).unwrap();
+        a["status"]["podIP"] = json!("10.1.2.4");
+        list(&mut set, &e, None, vec![pod(a), pod_in("pay", "c")]);
+        assert_eq!(change(&mut set), (vec![], vec![]));
+        // A re-list that lacks a pod: only that one goes.
+        list(&mut set, &e, None, vec![pod_in("pay", "c")]);
+        assert_eq!(change(&mut set), (vec![], vec!["shop.a".to_string()]));
     }
 
     #[test]

@@ -13,15 +13,18 @@
 //! Nothing to wire by hand: [`Gateway::spawn_discovery`] starts [`watch`]
 //! with the `[[discovery.dns]]` entries and [`kubernetes::watch`] for each
 //! `[[discovery.kubernetes]]` entry of the configuration the gateway was
-//! built with (`jmxgate serve` calls it), and every changed set goes to
-//! [`Gateway::set_discovered_by`] under its source's name (`dns`,
-//! `kubernetes[0]`, …). That replaces that source's targets (never
-//! another's) and rebuilds the fleet from the configuration in force plus
-//! every source's set; [`Gateway::reload`] rebuilds from the new
-//! configuration plus the last discovered sets, so a SIGHUP or a changed
-//! file keeps what discovery found. A discovered name that a configured target already uses is left
-//! out with a warning; a set that fails to build is logged and the previous
-//! fleet stays.
+//! built with (`jmxgate serve` calls it). What each source finds goes to
+//! [`Gateway::discovered_by`] under its source's name (`dns`,
+//! `kubernetes[0]`, …): DNS hands over its whole set
+//! ([`Discovered::All`]), Kubernetes what changed ([`Discovered::Changed`]).
+//! Either way only the targets that are new or differ are built and only
+//! those gone are dropped: every other target keeps its client,
+//! connections and health, and roles and credential caches stay.
+//! [`Gateway::reload`] rebuilds from the new configuration plus every
+//! source's last set, so a SIGHUP or a changed file keeps what discovery
+//! found. A discovered name that a configured target already uses is left
+//! out with a warning; a target that can't be built is left out with an
+//! error, the rest go in.
 //!
 //! ```no_run
 //! # use std::sync::Arc;
@@ -37,7 +40,9 @@
 //!
 //! Another source of targets (a service registry, a cloud API) is fed the
 //! same way: produce the whole set as `TargetConfig`s and hand it to
-//! `gateway.set_discovered_by("registry", targets)` whenever it changes. Discovery
+//! `gateway.set_discovered_by("registry", targets)` whenever it changes,
+//! or only what changed with `gateway.discovered_by("registry",
+//! Discovered::Changed { .. })`. Discovery
 //! settings themselves are read once; changing them needs a restart.
 //!
 //! [`watch`] can also be used on its own: it re-resolves every `interval`
@@ -46,7 +51,7 @@
 //! block for long.
 //!
 //! [`Gateway::spawn_discovery`]: crate::Gateway::spawn_discovery
-//! [`Gateway::set_discovered_by`]: crate::Gateway::set_discovered_by
+//! [`Gateway::discovered_by`]: crate::Gateway::discovered_by
 //! [`Gateway::reload`]: crate::Gateway::reload
 
 pub mod dns;
@@ -54,8 +59,24 @@ pub mod kubernetes;
 
 use serde::Deserialize;
 
+use crate::agent_settings::TargetConfig;
+
 pub use dns::{watch, DnsDiscovery, RecordKind, Scheme};
 pub use kubernetes::KubernetesDiscovery;
+
+/// What a discovery source hands the gateway
+/// ([`Gateway::discovered_by`](crate::Gateway::discovered_by)).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Discovered {
+    /// The source's whole set: its targets not in it leave the fleet.
+    All(Vec<TargetConfig>),
+    /// Targets added or changed (by name) and names gone; the source's
+    /// other targets stay as they are, connections and all.
+    Changed {
+        upserts: Vec<TargetConfig>,
+        removed: Vec<String>,
+    },
+}
 
 /// `[discovery]`: the ways targets are discovered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -56,7 +56,11 @@ impl Gateway {
             probe_interval: config.health.probe_interval,
             max_probes_in_flight: config.health.max_probes_in_flight.max(1),
             max_agent_exchanges: config.server.max_agent_exchanges.max(1),
-            sources: std::sync::Mutex::new((config.clone(), Default::default())),
+            sources: std::sync::Mutex::new(super::Sources {
+                config: config.clone(),
+                discovered: Default::default(),
+                collided: Default::default(),
+            }),
             limits: listen::ClientLimits::from_config(&config.server),
         })
     }
@@ -108,12 +112,13 @@ impl Gateway {
     /// Listeners and the audit log keep their settings until a restart.
     pub fn reload(&self, config: &Config) -> Result<(), String> {
         let mut sources = self.sources.lock().expect("sources lock");
-        let result = self.install(config, &sources.1);
-        if result.is_ok() {
-            sources.0 = config.clone();
+        let result = self.install(config, &sources.discovered);
+        if let Ok(collided) = &result {
+            sources.config = config.clone();
+            sources.collided = collided.clone();
         }
         self.count_reload(result.is_ok());
-        result
+        result.map(drop)
     }
 
     /// Replaces the targets found by DNS discovery (the source `dns`);
@@ -124,45 +129,131 @@ impl Gateway {
 
     /// Replaces the targets one discovery source found (`dns`,
     /// `kubernetes[0]`, …); the configured ones and other sources' stay.
-    /// A discovered name that a configured target (or an earlier source,
-    /// by source name) already uses is left out, with a warning.
+    /// See [`Gateway::discovered_by`].
     pub fn set_discovered_by(
         &self,
         source: &str,
         targets: Vec<crate::config::TargetConfig>,
     ) -> Result<(), String> {
+        self.discovered_by(source, crate::discovery::Discovered::All(targets))
+    }
+
+    /// Takes in what one discovery source found: its whole set, or what
+    /// changed. Only targets that are new or differ are built and only
+    /// those gone are dropped; every other target keeps its client,
+    /// connections, health and cached answers, and roles, credential
+    /// caches and Prometheus plans stay as they are. A discovered name
+    /// that a configured target (or an earlier source, by source name)
+    /// already uses is left out, with a warning; a target that can't be
+    /// built is left out with an error and the rest go in.
+    pub fn discovered_by(
+        &self,
+        source: &str,
+        found: crate::discovery::Discovered,
+    ) -> Result<(), String> {
         let mut sources = self.sources.lock().expect("sources lock");
-        let mut sets = sources.1.clone();
-        let count = targets.len();
-        if targets.is_empty() {
-            sets.remove(source);
-        } else {
-            sets.insert(source.to_string(), targets);
+        let sources = &mut *sources;
+        let origin = crate::agent_settings::Origin::Discovered(source.into());
+        let change = change_for(sources.discovered.get(source), found, &origin);
+        if change.upserts.is_empty() && change.removed.is_empty() {
+            return Ok(());
         }
-        let result = self.install(&sources.0, &sets);
-        match &result {
-            Ok(()) => {
-                tracing::info!(source, targets = count, "discovered targets installed");
-                sources.1 = sets;
-            }
-            Err(e) => {
+        let state = self.state.load_full();
+        let collides = |name: &str| {
+            sources.collided.contains(name)
+                || state
+                    .fleet
+                    .by_name(name)
+                    .is_some_and(|t| t.origin != origin)
+        };
+        if change.upserts.iter().any(|t| collides(&t.name))
+            || change.removed.iter().any(|n| collides(n))
+        {
+            // Who keeps a name two places give is the full build's call.
+            let mut sets = sources.discovered.clone();
+            apply_change(sets.entry(source.to_string()).or_default(), &change, &[]);
+            sets.retain(|_, set| !set.is_empty());
+            return match self.install(&sources.config, &sets) {
+                Ok(collided) => {
+                    tracing::info!(source, "discovered targets installed");
+                    sources.discovered = sets;
+                    sources.collided = collided;
+                    Ok(())
+                }
+                Err(e) => {
+                    tracing::error!(
+                        source,
+                        "discovered targets not installed, keeping the previous fleet: {e}"
+                    );
+                    Err(e)
+                }
+            };
+        }
+        if let Some(name) = sources.config.server.default_target.as_ref() {
+            if change.removed.contains(name) {
+                let e = format!("server.default_target: target \"{name}\" would leave the fleet");
                 tracing::error!(
                     source,
                     "discovered targets not installed, keeping the previous fleet: {e}"
-                )
+                );
+                return Err(e);
             }
         }
-        result
+        let (fleet, failed) = state.fleet.changed(
+            &change,
+            &sources.config.target_defaults,
+            &self.bounds,
+            &self.health,
+        );
+        for (name, why) in &failed {
+            tracing::error!(source, target_name = %name, "a discovered target can't be reached, left out: {why}");
+        }
+        let next = state
+            .with_fleet(&sources.config, Arc::new(fleet))
+            .expect("the default target stays");
+        self.state.store(Arc::new(next));
+        let left = change
+            .removed
+            .iter()
+            .chain(failed.iter().map(|(name, _)| name));
+        for gone in self.health.forget(left.map(String::as_str)) {
+            self.metrics.forget_target(&gone);
+        }
+        let set = sources.discovered.entry(source.to_string()).or_default();
+        apply_change(set, &change, &failed);
+        tracing::info!(
+            source,
+            changed = change.upserts.len() - failed.len(),
+            removed = change.removed.len(),
+            targets = set.len(),
+            "discovered targets changed"
+        );
+        if set.is_empty() {
+            sources.discovered.remove(source);
+        }
+        Ok(())
     }
 
-    fn install(&self, config: &Config, discovered: &super::DiscoveredSets) -> Result<(), String> {
+    /// Builds the whole fleet from `config` and every source's set, and
+    /// the rest of the state with it; returns the discovered names left
+    /// out because a configured target or an earlier source has them.
+    fn install(
+        &self,
+        config: &Config,
+        discovered: &super::DiscoveredSets,
+    ) -> Result<std::collections::HashSet<String>, String> {
         let mut config = config.clone();
         let mut seen: std::collections::HashSet<String> =
             config.targets.iter().map(|c| c.name.clone()).collect();
+        let mut collided = std::collections::HashSet::new();
         for (source, targets) in discovered {
+            // By name within a source: the same order whatever the history.
+            let mut targets: Vec<_> = targets.values().collect();
+            targets.sort_by(|a, b| a.name.cmp(&b.name));
             for t in targets {
                 if !seen.insert(t.name.clone()) {
                     tracing::warn!(source = %source, target_name = %t.name, "a discovered target has the name of a configured or earlier discovered one; that one is kept");
+                    collided.insert(t.name.clone());
                     continue;
                 }
                 config.targets.push(t.clone());
@@ -184,7 +275,7 @@ impl Gateway {
         {
             self.metrics.forget_target(&gone);
         }
-        Ok(())
+        Ok(collided)
     }
 
     /// Counts a reload attempt in `jmxgate_config_reloads_total`.
@@ -262,7 +353,7 @@ impl Gateway {
             .sources
             .lock()
             .expect("sources lock")
-            .0
+            .config
             .discovery
             .clone();
         if discovery.is_empty() {
@@ -288,9 +379,10 @@ impl Gateway {
             let state_source = source.clone();
             tasks.push(Box::pin(crate::discovery::kubernetes::watch(
                 entry,
-                move |targets| {
+                move |found| {
                     if let Some(gateway) = gateway.upgrade() {
-                        let _ = gateway.set_discovered_by(&source, targets);
+                        // Errors are logged there; the previous fleet stays.
+                        let _ = gateway.discovered_by(&source, found);
                     }
                 },
                 move |up| {
@@ -317,6 +409,66 @@ impl Gateway {
         let secured = authenticate::is_secured(&state.http_methods);
         self.identity
             .version_value(host, &self.prefix, false, secured, Some(state.fleet.len()))
+    }
+}
+
+/// What `found` changes in a source's set `before`, each target marked
+/// with `origin`. Targets equal to the ones held are no change; a
+/// removed name the source doesn't hold is none either.
+fn change_for(
+    before: Option<&indexmap::IndexMap<String, crate::config::TargetConfig>>,
+    found: crate::discovery::Discovered,
+    origin: &crate::agent_settings::Origin,
+) -> crate::fleet::FleetChange {
+    use crate::discovery::Discovered;
+    let held = |name: &str| before.and_then(|set| set.get(name));
+    let mut change = crate::fleet::FleetChange::default();
+    let (upserts, removed) = match found {
+        Discovered::All(targets) => {
+            let now: std::collections::HashSet<&str> =
+                targets.iter().map(|t| t.name.as_str()).collect();
+            let removed = before
+                .into_iter()
+                .flat_map(|set| set.keys())
+                .filter(|name| !now.contains(name.as_str()))
+                .cloned()
+                .collect();
+            drop(now);
+            (targets, removed)
+        }
+        Discovered::Changed { upserts, removed } => (upserts, removed),
+    };
+    let mut named = std::collections::HashSet::new();
+    for mut t in upserts {
+        t.origin = origin.clone();
+        // The first of two with one name, as a full build keeps it.
+        if named.insert(t.name.clone()) && held(&t.name) != Some(&t) {
+            change.upserts.push(t);
+        }
+    }
+    change.removed = removed
+        .into_iter()
+        .filter(|name| held(name).is_some() && !named.contains(name))
+        .collect();
+    change
+}
+
+/// Makes `change` in a source's set, leaving out the targets that
+/// `failed` to build.
+fn apply_change(
+    set: &mut indexmap::IndexMap<String, crate::config::TargetConfig>,
+    change: &crate::fleet::FleetChange,
+    failed: &[(String, String)],
+) {
+    for name in &change.removed {
+        set.swap_remove(name);
+    }
+    for t in &change.upserts {
+        if failed.iter().any(|(name, _)| *name == t.name) {
+            set.swap_remove(&t.name);
+        } else {
+            set.insert(t.name.clone(), t.clone());
+        }
     }
 }
 
@@ -396,6 +548,111 @@ pub(super) mod tests {
         gw.set_discovered(vec![discovered("dns-1")]).unwrap();
         let back = gw.fleet().by_name("dns-1").unwrap().health.snapshot();
         assert_eq!(back.consecutive_failures, 0);
+    }
+
+    #[test]
+    fn a_discovery_change_builds_only_what_it_changes() {
+        use crate::discovery::Discovered;
+        let gw = Gateway::new(&config(&["a"])).unwrap();
+        let k8s = "kubernetes[0]";
+        let changed =
+            |upserts: Vec<crate::config::TargetConfig>, removed: &[&str]| Discovered::Changed {
+                upserts,
+                removed: removed.iter().map(|n| n.to_string()).collect(),
+            };
+        gw.discovered_by(
+            k8s,
+            changed(
+                vec![discovered("p1"), discovered("p2"), discovered("p3")],
+                &[],
+            ),
+        )
+        .unwrap();
+        let before = gw.fleet();
+        let authenticator = gw.state.load().authenticator.clone();
+        let mut p2 = discovered("p2");
+        p2.url = "http://127.0.0.1:2/p2".into();
+        gw.discovered_by(
+            k8s,
+            changed(vec![p2, discovered("p4")], &["p3", "never-there"]),
+        )
+        .unwrap();
+        let after = gw.fleet();
+        let names: Vec<&str> = after.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "p1", "p2", "p4"]);
+        // Untouched targets are the same values: client, connections and all.
+        for same in ["a", "p1"] {
+            assert!(
+                Arc::ptr_eq(before.by_name(same).unwrap(), after.by_name(same).unwrap()),
+                "{same}"
+            );
+        }
+        assert!(!Arc::ptr_eq(
+            before.by_name("p2").unwrap(),
+            after.by_name("p2").unwrap()
+        ));
+        assert_eq!(after.by_name("p2").unwrap().url().port(), Some(2));
+        // The credential stores (and their caches) stay.
+        assert!(Arc::ptr_eq(&authenticator, &gw.state.load().authenticator));
+        assert_eq!(
+            after.by_name("p1").unwrap().origin.to_string(),
+            "discovery.kubernetes[0]"
+        );
+        assert_eq!(
+            after.by_name("a").unwrap().origin.to_string(),
+            "configuration"
+        );
+        // What changes nothing makes no new state.
+        let state = gw.state.load_full();
+        gw.discovered_by(k8s, changed(vec![discovered("p1")], &["p3"]))
+            .unwrap();
+        assert!(Arc::ptr_eq(&state, &gw.state.load_full()));
+        // A whole set from the same source: compared, not rebuilt.
+        gw.set_discovered_by(k8s, vec![discovered("p1"), discovered("p4")])
+            .unwrap();
+        let now = gw.fleet();
+        assert!(Arc::ptr_eq(
+            after.by_name("p1").unwrap(),
+            now.by_name("p1").unwrap()
+        ));
+        assert!(now.by_name("p2").is_none());
+        // A name a configured target has is left out; when that source
+        // drops it, the configured one stays.
+        gw.discovered_by(k8s, changed(vec![discovered("a"), discovered("p5")], &[]))
+            .unwrap();
+        let now = gw.fleet();
+        assert_eq!(
+            now.by_name("a").unwrap().origin.to_string(),
+            "configuration"
+        );
+        assert!(now.by_name("p5").is_some());
+        gw.discovered_by(k8s, changed(vec![], &["a"])).unwrap();
+        assert_eq!(
+            gw.fleet().by_name("a").unwrap().origin.to_string(),
+            "configuration"
+        );
+        // A reload rebuilds from the configuration and every source's set.
+        gw.reload(&config(&["a", "b"])).unwrap();
+        let names: Vec<String> = gw.fleet().iter().map(|t| t.name.clone()).collect();
+        assert_eq!(names, ["a", "b", "p1", "p4", "p5"]);
+    }
+
+    #[test]
+    fn a_discovered_target_that_cannot_be_built_is_left_out_alone() {
+        use crate::discovery::Discovered;
+        let gw = Gateway::new(&config(&["a"])).unwrap();
+        let mut broken = discovered("p2");
+        broken.agent.password_file = Some("/nonexistent/jmxgate-password".into());
+        gw.discovered_by(
+            "kubernetes[0]",
+            Discovered::Changed {
+                upserts: vec![discovered("p1"), broken],
+                removed: vec![],
+            },
+        )
+        .unwrap();
+        let names: Vec<String> = gw.fleet().iter().map(|t| t.name.clone()).collect();
+        assert_eq!(names, ["a", "p1"]);
     }
 
     #[test]

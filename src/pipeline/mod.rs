@@ -66,10 +66,22 @@ pub const VIRTUAL_SEGMENT: &str = "targets";
 
 pub use respond::HttpError;
 
-/// The gateway: configuration turned into ready clients, plus counters.
-/// The targets each discovery source found, by source name.
-pub type DiscoveredSets = std::collections::BTreeMap<String, Vec<crate::config::TargetConfig>>;
+/// The targets each discovery source found, by source name, then by
+/// target name (in the order found; a change costs what it changes).
+pub type DiscoveredSets =
+    std::collections::BTreeMap<String, indexmap::IndexMap<String, crate::config::TargetConfig>>;
 
+/// What the fleet is made of: the configuration in force, the targets
+/// discovery found (per source, so one source's update never wipes
+/// another's), and the discovered names the fleet left out because a
+/// configured target or an earlier source has them.
+pub(crate) struct Sources {
+    pub config: Config,
+    pub discovered: DiscoveredSets,
+    pub collided: std::collections::HashSet<String>,
+}
+
+/// The gateway: configuration turned into ready clients, plus counters.
 pub struct Gateway {
     /// Everything a reload replaces; read once per request, so a request
     /// sees one consistent set.
@@ -97,11 +109,9 @@ pub struct Gateway {
     bounds: crate::fleet::GatewayBounds,
     /// Every target's health, kept across reloads.
     health: Arc<crate::health::HealthBook>,
-    /// The configuration in force and the targets discovery found; the
-    /// fleet is both, rebuilt when either changes.
-    /// Discovered targets are kept per source (`dns`, `kubernetes[0]`, …),
-    /// so one source's update never wipes another's.
-    sources: std::sync::Mutex<(Config, DiscoveredSets)>,
+    /// What the fleet is made of; rebuilt whole on a reload, changed
+    /// target by target when discovery's sets change.
+    sources: std::sync::Mutex<Sources>,
     probe_interval: std::time::Duration,
     max_probes_in_flight: usize,
     /// `server.max_agent_exchanges`: also the most exchanges one request
@@ -765,7 +775,7 @@ impl Gateway {
         let mut dispatched = dispatch::dispatch(
             items.take_jobs(),
             &self.metrics,
-            state.list_cache.as_ref(),
+            state.list_cache.as_deref(),
             self.max_agent_exchanges,
         );
         // Answers are taken as they arrive: a reduced fan-out folds them.

@@ -1,6 +1,8 @@
 //! What a reload replaces, as one value: targets, roles and policies,
 //! credential stores and request limits. The gateway holds it in an
-//! `ArcSwap`; each request reads it once.
+//! `ArcSwap`; each request reads it once. A change of discovered targets
+//! alone replaces only the fleet ([`State::with_fleet`]): credential
+//! caches, the list cache and Prometheus plans stay warm.
 
 use std::sync::Arc;
 
@@ -10,11 +12,13 @@ use crate::fleet::{Fleet, Target};
 
 use super::authenticate::{AuthMethod, Authenticator};
 
+#[derive(Clone)]
 pub struct State {
     pub fleet: Arc<Fleet>,
     pub default_target: Option<Arc<Target>>,
     pub access: Arc<AccessControl>,
-    pub authenticator: Authenticator,
+    /// Shared by the states a discovery change makes: its caches stay.
+    pub authenticator: Arc<Authenticator>,
     pub http_methods: Vec<AuthMethod>,
     pub tls_methods: Vec<AuthMethod>,
     /// `server.allowed_hosts`: the `Host` names the listeners answer.
@@ -25,13 +29,13 @@ pub struct State {
     /// Targets one item may reach through a selector, unless roles say.
     pub max_targets_per_item: usize,
     /// Starts empty after a reload: targets or credentials may have changed.
-    pub list_cache: Option<super::dispatch::list_cache::ListCache>,
+    pub list_cache: Option<Arc<super::dispatch::list_cache::ListCache>>,
     /// `[mcp]`: where assistants connect, how big a tool result may be.
     pub mcp: super::mcp::config::McpConfig,
     /// An MCP batch's bounds: a Jolokia bulk's (items, answer bytes, time).
     pub mcp_batch: super::mcp::jsonrpc::BatchBounds,
     /// `[prometheus]`: the scrape endpoint, its modules and plans.
-    pub prometheus: super::prometheus::exporter::Exporter,
+    pub prometheus: Arc<super::prometheus::exporter::Exporter>,
 }
 
 impl State {
@@ -49,17 +53,7 @@ impl State {
             bounds,
             health,
         )?);
-        let default_target = config
-            .server
-            .default_target
-            .as_deref()
-            .map(|name| {
-                fleet
-                    .by_name(name)
-                    .cloned()
-                    .ok_or_else(|| format!("server.default_target: no target is named \"{name}\""))
-            })
-            .transpose()?;
+        let default_target = default_target(config, &fleet)?;
         let access = Arc::new(AccessControl::new(&config.roles, &config.access)?);
         let authenticator = Authenticator::from_config(&config.auth)?.with_metrics(metrics.clone());
         let http_methods = config.server.http_methods(&config.auth);
@@ -72,7 +66,7 @@ impl State {
             fleet,
             default_target,
             access,
-            authenticator,
+            authenticator: Arc::new(authenticator),
             http_methods,
             tls_methods,
             allowed_hosts: super::hosts::AllowedHosts::new(config.server.allowed_hosts.as_deref()),
@@ -80,7 +74,8 @@ impl State {
             body_read_timeout: config.server.body_read_timeout,
             max_bulk_items: config.server.max_bulk_items,
             max_targets_per_item: config.server.max_targets_per_item,
-            list_cache: super::dispatch::list_cache::ListCache::new(&config.list_cache),
+            list_cache: super::dispatch::list_cache::ListCache::new(&config.list_cache)
+                .map(Arc::new),
             mcp: config.mcp.clone(),
             mcp_batch: super::mcp::jsonrpc::BatchBounds {
                 max_items: config.server.max_bulk_items,
@@ -88,7 +83,36 @@ impl State {
                     .unwrap_or(usize::MAX),
                 deadline: config.target_defaults.request_timeout(),
             },
-            prometheus: super::prometheus::exporter::Exporter::new(&config.prometheus)?,
+            prometheus: Arc::new(super::prometheus::exporter::Exporter::new(
+                &config.prometheus,
+            )?),
         })
     }
+
+    /// This state with another fleet (the configuration that made this
+    /// state, `config`, still in force); fails as
+    /// [`from_config`](Self::from_config) would when the default target
+    /// is gone.
+    pub fn with_fleet(&self, config: &Config, fleet: Arc<Fleet>) -> Result<State, String> {
+        Ok(State {
+            default_target: default_target(config, &fleet)?,
+            fleet,
+            ..self.clone()
+        })
+    }
+}
+
+/// `server.default_target`, found in `fleet`.
+fn default_target(config: &Config, fleet: &Fleet) -> Result<Option<Arc<Target>>, String> {
+    config
+        .server
+        .default_target
+        .as_deref()
+        .map(|name| {
+            fleet
+                .by_name(name)
+                .cloned()
+                .ok_or_else(|| format!("server.default_target: no target is named \"{name}\""))
+        })
+        .transpose()
 }

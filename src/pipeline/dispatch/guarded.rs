@@ -48,7 +48,7 @@ async fn send(
             .bulk_as(requests, job.credentials.as_ref()),
     )
     .await
-    .map_err(|e| Response::error(&exchange_error(&job.target.name, &e)))
+    .map_err(|e| Response::error(&exchange_error(&job.target, &e)))
 }
 
 async fn check_pattern(

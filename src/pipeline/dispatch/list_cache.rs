@@ -84,7 +84,7 @@ impl ListCache {
                 .await;
                 let answer = match sent {
                     Ok(mut answers) => answers.swap_remove(0),
-                    Err(e) => return Response::error(&exchange_error(&target.name, &e)),
+                    Err(e) => return Response::error(&exchange_error(target, &e)),
                 };
                 match updated(cached.as_deref(), answer) {
                     Ok((entry, from_cache)) => {

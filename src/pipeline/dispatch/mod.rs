@@ -197,7 +197,7 @@ pub fn dispatch<'a>(
         .map(move |group| async move {
             let target = &group.target;
             let credentials = group.credentials.as_ref();
-            let answers = exchange(&target.name, &group.requests, |reqs| {
+            let answers = exchange(target, &group.requests, |reqs| {
                 measured(metrics, target, target.client.bulk_as(reqs, credentials))
             })
             .await;
@@ -378,26 +378,31 @@ fn list_denied(filter::ListDenied(why): filter::ListDenied) -> Response {
 /// refuses the bulk as a whole (one item it can't parse fails them all),
 /// each item again on its own so only the culprit fails. Always returns
 /// one answer per request.
-pub async fn exchange<'a, F, Fut>(target: &str, requests: &'a [Request], send: F) -> Vec<Response>
+pub async fn exchange<'a, F, Fut>(
+    target: &Target,
+    requests: &'a [Request],
+    send: F,
+) -> Vec<Response>
 where
     F: Fn(&'a [Request]) -> Fut,
     Fut: Future<Output = Result<Vec<Response>, ClientError>>,
 {
     let failed = |e: &ClientError| {
+        let target_name = target.name.as_str();
         // A target's going down is logged once, by its health
         // (`TargetHealth::record_exchange`); each exchange that finds it
         // down (or its breaker open) is no news.
         if agent_fault(e) || matches!(e, ClientError::Unavailable(_)) {
-            tracing::debug!(target_name = target, error = %e, items = requests.len(), "agent exchange failed");
+            tracing::debug!(target_name, error = %e, items = requests.len(), "agent exchange failed");
         } else {
-            tracing::warn!(target_name = target, error = %e, items = requests.len(), "agent exchange failed");
+            tracing::warn!(target_name, error = %e, items = requests.len(), "agent exchange failed");
         }
         Response::error(&exchange_error(target, e))
     };
     match send(requests).await {
         Ok(answers) => answers,
         Err(e) if e.is_bulk_refusal() && requests.len() > 1 => {
-            tracing::info!(target_name = target, error = %e, "bulk refused; retrying its items one by one");
+            tracing::info!(target_name = %target.name, error = %e, "bulk refused; retrying its items one by one");
             let singles = requests.chunks(1).map(|one| async {
                 match send(one).await {
                     Ok(mut answers) => answers.remove(0),
@@ -414,17 +419,21 @@ where
 }
 
 /// The per-item error for a failed exchange: names the target, never its
-/// URL or credentials. An item the agent refused gets the agent's own
-/// message, as if the agent had answered it with an error.
-pub fn exchange_error(target: &str, e: &ClientError) -> ProtocolError {
+/// URL or credentials, and says so when the target left the fleet (its
+/// pod deleted, an inventory edit) while the request was under way. An
+/// item the agent refused gets the agent's own message, as if the agent
+/// had answered it with an error.
+pub fn exchange_error(target: &Target, e: &ClientError) -> ProtocolError {
     if let ClientError::Refused { .. } = e {
         return ProtocolError::new(e.item_status(), e.error_type(), e.to_string());
     }
-    ProtocolError::new(
-        e.item_status(),
-        e.error_type(),
-        format!("Target \"{target}\": {e}"),
-    )
+    let name = &target.name;
+    let message = if target.health.is_retired() {
+        format!("Target \"{name}\" left the fleet while this request was under way: {e}")
+    } else {
+        format!("Target \"{name}\": {e}")
+    };
+    ProtocolError::new(e.item_status(), e.error_type(), message)
 }
 
 #[cfg(test)]
@@ -443,6 +452,7 @@ mod tests {
             client: AgentClient::builder(url).build().unwrap(),
             health: crate::health::HealthBook::default().for_target(name),
             allow_credentials_passthrough: false,
+            origin: Default::default(),
         })
     }
 
@@ -467,9 +477,10 @@ mod tests {
 
     #[test]
     fn exchange_errors_have_fitting_statuses() {
-        let t = exchange_error("a", &ClientError::Timeout(Duration::from_secs(1)));
+        let a = target("a");
+        let t = exchange_error(&a, &ClientError::Timeout(Duration::from_secs(1)));
         assert_eq!(t.status, 504);
-        let c = exchange_error("a", &ClientError::Connect("Connection refused".into()));
+        let c = exchange_error(&a, &ClientError::Connect("Connection refused".into()));
         assert_eq!(c.status, 502);
         assert!(
             c.message.starts_with("Target \"a\": cannot connect"),
@@ -477,7 +488,7 @@ mod tests {
             c.message
         );
         let h = exchange_error(
-            "a",
+            &a,
             &ClientError::Http {
                 status: 401,
                 hint: "",
@@ -485,6 +496,21 @@ mod tests {
             },
         );
         assert_eq!(h.status, 502);
+        // The same target, gone from the fleet while the call was out.
+        let book = crate::health::HealthBook::default();
+        let gone = Arc::new(Target {
+            health: book.for_target("a"),
+            ..Arc::into_inner(target("a")).unwrap()
+        });
+        book.forget(["a"]);
+        let g = exchange_error(&gone, &ClientError::Connect("Connection refused".into()));
+        assert!(
+            g.message.starts_with(
+                "Target \"a\" left the fleet while this request was under way: cannot connect"
+            ),
+            "{}",
+            g.message
+        );
     }
 
     fn version(n: i64) -> Request {
@@ -509,7 +535,7 @@ mod tests {
     #[tokio::test]
     async fn a_refused_bulk_is_retried_item_by_item() {
         let reqs: Vec<Request> = [1, 13, 3].into_iter().map(version).collect();
-        let answers = exchange("t", &reqs, picky_agent).await;
+        let answers = exchange(&target("t"), &reqs, picky_agent).await;
         let statuses: Vec<u16> = answers.iter().map(|a| a.status().unwrap()).collect();
         assert_eq!(statuses, vec![200, 400, 200]);
         assert_eq!(answers[2].get("value").unwrap().get(), "\"3\"");
@@ -520,7 +546,7 @@ mod tests {
     async fn other_failures_fail_the_group_once() {
         let calls = std::sync::atomic::AtomicUsize::new(0);
         let reqs: Vec<Request> = [1, 2].into_iter().map(version).collect();
-        let answers = exchange("t", &reqs, |_| {
+        let answers = exchange(&target("t"), &reqs, |_| {
             calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             async { Err(ClientError::Connect("refused".into())) }
         })
