@@ -48,6 +48,10 @@ pub struct Fleet {
     /// [`changed`](Fleet::changed) fleet adds join them, so a discovery
     /// change keeps every other target's connections.
     shared: Arc<SharedConnections>,
+    /// The targets' `namespace` labels, each once: made at the first
+    /// question (a caller whose roles come from Kubernetes RBAC), then
+    /// kept for this fleet's life.
+    namespaces: std::sync::OnceLock<Vec<String>>,
 }
 
 impl std::fmt::Debug for Fleet {
@@ -66,6 +70,7 @@ impl Default for Fleet {
             by_endpoint: HashMap::new(),
             endpoint_repeats: 0,
             shared: SharedConnections::new(),
+            namespaces: std::sync::OnceLock::new(),
         }
     }
 }
@@ -346,6 +351,7 @@ impl Fleet {
             by_endpoint: HashMap::new(),
             endpoint_repeats: 0,
             shared: self.shared.clone(),
+            namespaces: std::sync::OnceLock::new(),
         };
         if unchanged_endpoints {
             // Only removals, no endpoint shared: the others' stay as they are.
@@ -384,6 +390,19 @@ impl Fleet {
         }
         self.by_name.insert(target.name.clone(), target.clone());
         self.targets.push(target);
+    }
+
+    /// The namespaces of the targets (their `namespace` labels), sorted,
+    /// each once.
+    pub fn namespaces(&self) -> &[String] {
+        self.namespaces.get_or_init(|| {
+            let set: std::collections::BTreeSet<&String> = self
+                .targets
+                .iter()
+                .filter_map(|t| t.labels.get("namespace"))
+                .collect();
+            set.into_iter().cloned().collect()
+        })
     }
 
     pub fn by_name(&self, name: &str) -> Option<&Arc<Target>> {

@@ -97,9 +97,13 @@ if $app-name == "jmxgate" and $msgid == "audit" then {{
     }
 
     /// Every message received: (replica, seq, hash) and the JSON payload.
+    /// The records rsyslog has written whole: a last line without its
+    /// line break is still being written, and read next time.
     fn received(&self) -> Vec<Received> {
         let text = std::fs::read_to_string(self.dir.join("received.log")).unwrap_or_default();
-        text.lines()
+        let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+        whole
+            .lines()
             .filter(|l| !l.is_empty())
             .map(Received::parse)
             .collect()

@@ -183,6 +183,11 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
     let kubeconfig = gateway_kubeconfig(&server, &client, dir.path()).await;
     let users = common::users_file(dir.path(), &[("admin", "pw", &["operator"])]);
     let read_only = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies/read-only.xml");
+    // Bearer JWTs of the gateway's own issuer on the same listener: a
+    // token they don't verify goes to the cluster.
+    let jwt_secret = b"jmxgate-kubernetes-auth-test-secret";
+    let secret_file = dir.path().join("jwt-secret");
+    std::fs::write(&secret_file, jwt_secret).unwrap();
 
     let config = format!(
         "[health]\nprobe_interval = \"0s\"\n\
@@ -191,6 +196,7 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
          [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\npolicy = \"{policy}\"\n\
          [[roles]]\nname = \"operator\"\ntargets = [\"*\"]\n\
          [auth.basic]\nusers_file = \"{users}\"\n\
+         [auth.bearer]\nhs256_secret_file = \"{secret}\"\n\
          [auth.kubernetes]\nkubeconfig = \"{kubeconfig}\"\naudiences = [\"jmxgate\"]\ncache_ttl = \"1s\"\n\
          [auth.kubernetes.roles]\n\"system:serviceaccount:shop:ops\" = [\"operator\"]\n\
          [auth.kubernetes.group_roles]\n\"system:serviceaccounts:shop\" = [\"viewer\"]\n\
@@ -200,10 +206,11 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
         url = agent.url(),
         policy = read_only.display(),
         users = users.display(),
+        secret = secret_file.display(),
         kubeconfig = kubeconfig.display(),
         audit = dir.path().join("audit").display(),
     );
-    // `server.auth` not set: basic and kubernetes, as configured.
+    // `server.auth` not set: basic, bearer and kubernetes, as configured.
     let gw = common::Gateway::start(&config).await;
 
     let monitor = format!(
@@ -306,8 +313,31 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
     })
     .await;
 
+    // A JWT the bearer settings verify is theirs; one signed with another
+    // key is the cluster's to review, which refuses it.
+    let jwt = |key: &[u8]| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        format!(
+            "Bearer {}",
+            jsonwebtoken::encode(
+                &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+                &json!({"sub": "carol", "exp": now + 600, "roles": ["operator"]}),
+                &jsonwebtoken::EncodingKey::from_secret(key),
+            )
+            .unwrap()
+        )
+    };
+    let carol = jwt(jwt_secret);
+    let (status, r) = call(&gw, &carol, &write()).await;
+    assert_eq!((status, &r["status"]), (200, &json!(200)), "{r}");
+    let (status, _) = call(&gw, &jwt(b"another key altogether"), &read()).await;
+    assert_eq!(status, 401);
+
     // The API server goes away: its callers get 503 (not 401, not a
-    // grant), Basic callers carry on.
+    // grant), Basic and JWT callers carry on.
     server.stop();
     common::eventually("kubernetes callers answered 503", WAIT, || async {
         match call(&gw, &monitor, &read()).await {
@@ -323,6 +353,8 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
         base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "admin:pw")
     );
     let (status, r) = call(&gw, &basic, &read()).await;
+    assert_eq!((status, &r["value"]), (200, &json!("app")), "{r}");
+    let (status, r) = call(&gw, &carol, &read()).await;
     assert_eq!((status, &r["value"]), (200, &json!("app")), "{r}");
 
     // Back again: the same tokens work again.

@@ -1264,7 +1264,7 @@ impl Gateway {
         match state
             .authenticator
             .authenticate(methods, headers, conn, client, &self.anonymous, &|| {
-                namespaces(&state.fleet)
+                state.fleet.namespaces().to_vec()
             })
             .await
         {
@@ -1561,16 +1561,6 @@ fn visible_target(
 ) -> Result<Arc<Target>, HttpError> {
     route::virtual_target(&state.fleet, name, &|t| state.access.reaches(roles, t))
         .map_err(|e| HttpError::new(e.status, &e.error_type, e.message))
-}
-
-/// The namespaces of the fleet's targets (their `namespace` labels),
-/// each once: where roles from Kubernetes RBAC are asked for.
-fn namespaces(fleet: &crate::fleet::Fleet) -> Vec<String> {
-    let set: std::collections::BTreeSet<&String> = fleet
-        .iter()
-        .filter_map(|t| t.labels.get("namespace"))
-        .collect();
-    set.into_iter().cloned().collect()
 }
 
 #[cfg(test)]

@@ -49,53 +49,7 @@ pub async fn watch(
             }
         }
     };
-    let mut pod_config = watcher::Config::default();
-    if let Some(sel) = &config.pod_selector {
-        pod_config = pod_config.labels(sel);
-    }
-    // Each watch's items come with its number, so each one's failure is
-    // told apart (and `what` names it in log lines).
-    let mut streams: Vec<futures::stream::BoxStream<'static, (usize, Seen)>> = Vec::new();
-    let mut what: Vec<String> = Vec::new();
-    let scopes: Vec<Option<String>> = if config.namespaces.is_empty() {
-        vec![None]
-    } else {
-        config.namespaces.iter().cloned().map(Some).collect()
-    };
-    for scope in scopes {
-        let api: kube::Api<Pod> = match &scope {
-            None => kube::Api::all(client.clone()),
-            Some(ns) => kube::Api::namespaced(client.clone(), ns),
-        };
-        let n = what.len();
-        what.push(match &scope {
-            None => "pods".into(),
-            Some(ns) => format!("pods in {ns}"),
-        });
-        streams.push(
-            watcher(api, pod_config.clone())
-                .default_backoff()
-                .map(move |r| match r {
-                    Ok(e) => (n, Seen::Pods(scope.clone(), Box::new(e))),
-                    Err(e) => (n, Seen::Failed(e.to_string())),
-                })
-                .boxed(),
-        );
-    }
-    if let Some(sel) = &config.namespace_selector {
-        let api: kube::Api<Namespace> = kube::Api::all(client.clone());
-        let n = what.len();
-        what.push("namespaces".into());
-        streams.push(
-            watcher(api, watcher::Config::default().labels(sel))
-                .default_backoff()
-                .map(move |r| match r {
-                    Ok(e) => (n, Seen::Namespaces(Box::new(e))),
-                    Err(e) => (n, Seen::Failed(e.to_string())),
-                })
-                .boxed(),
-        );
-    }
+    let (streams, what) = watches(&config, &client);
     let mut events = futures::stream::select_all(streams);
 
     let mut state = PodSet::new(&config);
@@ -179,6 +133,62 @@ pub async fn watch(
             dirty_since = Some(now);
         }
     }
+}
+
+/// One item of the entry's watches, with the watch's number.
+type Watches = Vec<futures::stream::BoxStream<'static, (usize, Seen)>>;
+
+/// The entry's watches: Pods in each listed namespace (or in all), and
+/// Namespaces with `namespace_selector`. Each watch's items come with its
+/// number, so each one's failure is told apart; the second value names
+/// each for log lines.
+fn watches(config: &KubernetesDiscovery, client: &kube::Client) -> (Watches, Vec<String>) {
+    let mut pod_config = watcher::Config::default();
+    if let Some(sel) = &config.pod_selector {
+        pod_config = pod_config.labels(sel);
+    }
+    let mut streams: Watches = Vec::new();
+    let mut what: Vec<String> = Vec::new();
+    let scopes: Vec<Option<String>> = if config.namespaces.is_empty() {
+        vec![None]
+    } else {
+        config.namespaces.iter().cloned().map(Some).collect()
+    };
+    for scope in scopes {
+        let api: kube::Api<Pod> = match &scope {
+            None => kube::Api::all(client.clone()),
+            Some(ns) => kube::Api::namespaced(client.clone(), ns),
+        };
+        let n = what.len();
+        what.push(match &scope {
+            None => "pods".into(),
+            Some(ns) => format!("pods in {ns}"),
+        });
+        streams.push(
+            watcher(api, pod_config.clone())
+                .default_backoff()
+                .map(move |r| match r {
+                    Ok(e) => (n, Seen::Pods(scope.clone(), Box::new(e))),
+                    Err(e) => (n, Seen::Failed(e.to_string())),
+                })
+                .boxed(),
+        );
+    }
+    if let Some(sel) = &config.namespace_selector {
+        let api: kube::Api<Namespace> = kube::Api::all(client.clone());
+        let n = what.len();
+        what.push("namespaces".into());
+        streams.push(
+            watcher(api, watcher::Config::default().labels(sel))
+                .default_backoff()
+                .map(move |r| match r {
+                    Ok(e) => (n, Seen::Namespaces(Box::new(e))),
+                    Err(e) => (n, Seen::Failed(e.to_string())),
+                })
+                .boxed(),
+        );
+    }
+    (streams, what)
 }
 
 /// What the watches of one entry have seen, folded: each Pod's target or

@@ -297,18 +297,11 @@ impl ToolName {
                 "required": ["results"]
             })
         };
-        let object = |properties: Value, required: &[&str]| {
-            json!({
-                "type": "object",
-                "properties": properties,
-                "required": required,
-            })
-        };
         match self {
-            ToolName::ListTargets => object(
+            ToolName::ListTargets => object_schema(
                 json!({
                     "count": {"type": "integer"},
-                    "targets": {"type": "array", "items": object(
+                    "targets": {"type": "array", "items": object_schema(
                         json!({"name": text, "labels": {"type": "object"}, "health": text}),
                         &["name"],
                     )}
@@ -327,95 +320,15 @@ impl ToolName {
                                     {\"error\", \"error_type\"} instead of its value."
                 }),
             ),
-            ToolName::DescribeMbean => object(
-                json!({
-                    "target": text,
-                    "mbean": text,
-                    "class": text,
-                    "description": {"type": ["string", "null"]},
-                    "attributes": {"type": "array", "items": object(
-                        json!({
-                            "name": text, "type": {"type": ["string", "null"]},
-                            "description": {"type": ["string", "null"]},
-                            "readable": {"type": "boolean"}, "writable": {"type": "boolean"},
-                            "you_may_read": {"type": "boolean"}, "you_may_write": {"type": "boolean"}
-                        }),
-                        &["name"],
-                    )},
-                    "operations": {"type": "array", "items": object(
-                        json!({
-                            "name": text, "signature": text,
-                            "description": {"type": ["string", "null"]},
-                            "returns": {"type": ["string", "null"]},
-                            "arguments": {"type": "array"},
-                            "you_may_execute": {"type": "boolean"}
-                        }),
-                        &["name", "signature"],
-                    )}
-                }),
-                &["target", "mbean", "attributes", "operations"],
-            ),
-            ToolName::FleetSummary => object(
-                json!({
-                    "target": text, "mbean": text, "attribute": text, "path": text, "op": text,
-                    "result": {"description": "A number (sum, avg, count), {target, value} (max, \
-                                               min), a list of {target, value} (top, bottom), or a \
-                                               list of {value, targets} (group)."},
-                    "count": {"description": "Targets that answered a usable value (per \
-                                              attribute, for an MBean pattern)."},
-                    "failed": {"type": "integer", "description": "Targets that gave no usable \
-                                                                 value (per attribute: not for \
-                                                                 every attribute)."},
-                    "errors": {"type": "array", "description": "Why, by reason: the targets with \
-                                                               the same error, how many, the \
-                                                               first few names and the first \
-                                                               one's message.",
-                               "items": object(
-                                   json!({"error_type": text, "status": {"type": "integer"},
-                                          "error": text, "count": {"type": "integer"},
-                                          "targets": {"type": "array", "items": text},
-                                          "denied_by": text}),
-                                   &["error", "count", "targets"],
-                               )}
-                }),
-                &["target", "op", "count", "errors"],
-            ),
-            ToolName::Explain => {
-                let decision = json!({"type": "string", "enum": ["allow", "deny"]});
-                object(
-                    json!({
-                        "target": text, "type": text, "mbean": text, "attribute": text,
-                        "operation": text,
-                        "decision": {"type": "string", "enum": ["allow", "deny"],
-                                     "description": "allow when it is allowed on some target."},
-                        "results": {"type": "array", "description": "One entry per target, in \
-                                                                    target order.",
-                                    "items": object(
-                            json!({
-                                "target": text,
-                                "decision": decision,
-                                "rule": {"type": "string", "description": "The rule of your \
-                                                                          roles that decides."},
-                                "roles": {"type": "array", "items": text, "description": "Your \
-                                          roles whose policies allow it there."},
-                                "plan": {"type": "string", "description": "How the gateway \
-                                                                          would run it."},
-                                "status": {"type": "integer"},
-                                "error": {"type": "string", "description": "The refusal a call \
-                                                                           would get."}
-                            }),
-                            &["target", "decision", "rule"],
-                        )}
-                    }),
-                    &["target", "type", "decision", "results"],
-                )
-            }
-            ToolName::WriteAttribute => object(
+            ToolName::DescribeMbean => describe_mbean_schema(),
+            ToolName::FleetSummary => fleet_summary_schema(),
+            ToolName::Explain => explain_schema(),
+            ToolName::WriteAttribute => object_schema(
                 json!({"target": text, "mbean": text, "attribute": text,
                        "previous": {"description": "The value before the write."}}),
                 &["target", "mbean", "attribute"],
             ),
-            ToolName::ExecuteOperation => object(
+            ToolName::ExecuteOperation => object_schema(
                 json!({"target": text, "mbean": text, "operation": text,
                        "result": {"description": "What the operation returned."}}),
                 &["target", "mbean", "operation"],
@@ -929,6 +842,111 @@ fn list_path(name: &ObjectName) -> String {
     let canonical = name.canonical_str();
     let (domain, properties) = canonical.split_once(':').unwrap_or((canonical, ""));
     format!("{}/{}", escape_segment(domain), escape_segment(properties))
+}
+
+/// A JSON Schema object with these properties, these required.
+fn object_schema(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+    })
+}
+
+/// `describe_mbean`'s result.
+fn describe_mbean_schema() -> Value {
+    let text = json!({"type": "string"});
+    object_schema(
+        json!({
+            "target": text,
+            "mbean": text,
+            "class": text,
+            "description": {"type": ["string", "null"]},
+            "attributes": {"type": "array", "items": object_schema(
+                json!({
+                    "name": text, "type": {"type": ["string", "null"]},
+                    "description": {"type": ["string", "null"]},
+                    "readable": {"type": "boolean"}, "writable": {"type": "boolean"},
+                    "you_may_read": {"type": "boolean"}, "you_may_write": {"type": "boolean"}
+                }),
+                &["name"],
+            )},
+            "operations": {"type": "array", "items": object_schema(
+                json!({
+                    "name": text, "signature": text,
+                    "description": {"type": ["string", "null"]},
+                    "returns": {"type": ["string", "null"]},
+                    "arguments": {"type": "array"},
+                    "you_may_execute": {"type": "boolean"}
+                }),
+                &["name", "signature"],
+            )}
+        }),
+        &["target", "mbean", "attributes", "operations"],
+    )
+}
+
+/// `fleet_summary`'s result.
+fn fleet_summary_schema() -> Value {
+    let text = json!({"type": "string"});
+    object_schema(
+        json!({
+            "target": text, "mbean": text, "attribute": text, "path": text, "op": text,
+            "result": {"description": "A number (sum, avg, count), {target, value} (max, \
+                                       min), a list of {target, value} (top, bottom), or a \
+                                       list of {value, targets} (group)."},
+            "count": {"description": "Targets that answered a usable value (per \
+                                      attribute, for an MBean pattern)."},
+            "failed": {"type": "integer", "description": "Targets that gave no usable \
+                                                         value (per attribute: not for \
+                                                         every attribute)."},
+            "errors": {"type": "array", "description": "Why, by reason: the targets with \
+                                                       the same error, how many, the \
+                                                       first few names and the first \
+                                                       one's message.",
+                       "items": object_schema(
+                           json!({"error_type": text, "status": {"type": "integer"},
+                                  "error": text, "count": {"type": "integer"},
+                                  "targets": {"type": "array", "items": text},
+                                  "denied_by": text}),
+                           &["error", "count", "targets"],
+                       )}
+        }),
+        &["target", "op", "count", "errors"],
+    )
+}
+
+/// `explain`'s result.
+fn explain_schema() -> Value {
+    let text = json!({"type": "string"});
+    let decision = json!({"type": "string", "enum": ["allow", "deny"]});
+    object_schema(
+        json!({
+            "target": text, "type": text, "mbean": text, "attribute": text,
+            "operation": text,
+            "decision": {"type": "string", "enum": ["allow", "deny"],
+                         "description": "allow when it is allowed on some target."},
+            "results": {"type": "array", "description": "One entry per target, in \
+                                                        target order.",
+                        "items": object_schema(
+                json!({
+                    "target": text,
+                    "decision": decision,
+                    "rule": {"type": "string", "description": "The rule of your \
+                                                              roles that decides."},
+                    "roles": {"type": "array", "items": text, "description": "Your \
+                              roles whose policies allow it there."},
+                    "plan": {"type": "string", "description": "How the gateway \
+                                                              would run it."},
+                    "status": {"type": "integer"},
+                    "error": {"type": "string", "description": "The refusal a call \
+                                                               would get."}
+                }),
+                &["target", "decision", "rule"],
+            )}
+        }),
+        &["target", "type", "decision", "results"],
+    )
 }
 
 #[cfg(test)]
