@@ -5,7 +5,8 @@
 //!
 //! One API server for the whole file (it takes seconds and 300 MB to
 //! start): a single test runs the scenarios one after the other, each in
-//! its own namespaces; the API server's stop and restart come last.
+//! its own namespaces; the API server's stop and restart come last, under
+//! a steady load of reads.
 
 mod common;
 #[path = "common/kube_api.rs"]
@@ -384,6 +385,10 @@ async fn pods_are_discovered_through_a_real_api_server() {
         .await;
     assert_eq!(status, 404, "{r}");
 
+    // Under load from here on: reads of a pod that stays, none may fail
+    // while the API server is away and back and the fleet catches up.
+    let load = Load::start(&gw, &format!("/jolokia/targets/k1-shop.orders-1{NAME}"));
+
     // The API server goes away: the fleet stays, the metric says so.
     server.stop();
     common::eventually("discovery reported down", WAIT, || async {
@@ -436,4 +441,47 @@ async fn pods_are_discovered_through_a_real_api_server() {
         }
     })
     .await;
+    let (served, failures) = load.stop().await;
+    assert!(served > 0, "no read was served under load");
+    assert!(
+        failures.is_empty(),
+        "{} reads failed under load: {failures:?}",
+        failures.len()
+    );
+}
+
+/// Reads of one path over and over until stopped: how many were served,
+/// and what each failed one got.
+struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<(usize, Vec<String>)>,
+}
+
+impl Load {
+    fn start(gw: &common::Gateway, path: &str) -> Load {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (http, url, until) = (gw.http.clone(), gw.url(path), stop.clone());
+        let task = tokio::spawn(async move {
+            let (mut served, mut failures) = (0, Vec::new());
+            while !until.load(std::sync::atomic::Ordering::Relaxed) {
+                let answer = match http.get(&url).send().await {
+                    Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
+                    Err(e) => (0, e.to_string()),
+                };
+                let value = serde_json::from_str::<Value>(&answer.1).ok();
+                match value {
+                    Some(v) if answer.0 == 200 && v["value"] == "shop-orders" => served += 1,
+                    _ => failures.push(format!("{} {}", answer.0, answer.1)),
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            (served, failures)
+        });
+        Load { stop, task }
+    }
+
+    async fn stop(self) -> (usize, Vec<String>) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.task.await.unwrap()
+    }
 }
