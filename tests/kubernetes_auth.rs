@@ -197,7 +197,7 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
          [[roles]]\nname = \"operator\"\ntargets = [\"*\"]\n\
          [auth.basic]\nusers_file = \"{users}\"\n\
          [auth.bearer]\nhs256_secret_file = \"{secret}\"\n\
-         [auth.kubernetes]\nkubeconfig = \"{kubeconfig}\"\naudiences = [\"jmxgate\"]\ncache_ttl = \"1s\"\n\
+         [auth.kubernetes]\nkubeconfig = \"{kubeconfig}\"\naudiences = [\"jmxgate\"]\ncache_ttl = \"1s\"\naccess_cache_ttl = \"1s\"\n\
          [auth.kubernetes.roles]\n\"system:serviceaccount:shop:ops\" = [\"operator\"]\n\
          [auth.kubernetes.group_roles]\n\"system:serviceaccounts:shop\" = [\"viewer\"]\n\
          [[auth.kubernetes.access]]\nrole = \"viewer\"\nverb = \"get\"\nresource = \"pods\"\n\
@@ -336,6 +336,48 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
     let (status, _) = call(&gw, &jwt(b"another key altogether"), &read()).await;
     assert_eq!(status, 401);
 
+    let basic = format!(
+        "Basic {}",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "admin:pw")
+    );
+    // TokenReview works but SubjectAccessReview is refused (the gateway's
+    // ClusterRole edited): callers whose roles come from RBAC get 503,
+    // never fewer or more roles; once allowed again, they are back.
+    let roles = Api::<ClusterRole>::all(client.clone());
+    let set_rules = |rules: Value| {
+        let roles = roles.clone();
+        async move {
+            roles
+                .patch(
+                    "jmxgate-authn",
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(json!({ "rules": rules })),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    let token_reviews = json!({"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]});
+    let access_reviews = json!({"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]});
+    set_rules(json!([token_reviews])).await;
+    common::eventually("RBAC callers answered 503", WAIT, || async {
+        match call(&gw, &reader, &read()).await {
+            (503, _) => Ok(()),
+            (s, r) => Err(format!("{s} {r}")),
+        }
+    })
+    .await;
+    let (status, r) = call(&gw, &basic, &read()).await;
+    assert_eq!((status, &r["value"]), (200, &json!("app")), "{r}");
+    set_rules(json!([token_reviews, access_reviews])).await;
+    common::eventually("RBAC callers back", WAIT, || async {
+        match call(&gw, &reader, &read()).await {
+            (200, r) if r["value"] == "app" => Ok(()),
+            (s, r) => Err(format!("{s} {r}")),
+        }
+    })
+    .await;
+
     // The API server goes away: its callers get 503 (not 401, not a
     // grant), Basic and JWT callers carry on.
     server.stop();
@@ -348,10 +390,6 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
     .await;
     let (status, _) = call(&gw, &ops, &write()).await;
     assert_eq!(status, 503);
-    let basic = format!(
-        "Basic {}",
-        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "admin:pw")
-    );
     let (status, r) = call(&gw, &basic, &read()).await;
     assert_eq!((status, &r["value"]), (200, &json!("app")), "{r}");
     let (status, r) = call(&gw, &carol, &read()).await;
