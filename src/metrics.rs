@@ -131,6 +131,10 @@ pub struct Metrics {
     /// 1 while a discovery source's API answers, 0 while it fails (its
     /// last targets kept), by source (`kubernetes[0]`).
     pub discovery_up: Family<SourceLabel, Gauge>,
+    /// Pods a discovery source refused for what they say (a hostile
+    /// annotation, an address that isn't one, an odd name), by source;
+    /// each Pod counted when its reason is new.
+    pub discovery_refused: Family<SourceLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -162,6 +166,7 @@ impl Metrics {
             prometheus_scrapes: Family::default(),
             client_connections: Family::default(),
             discovery_up: Family::default(),
+            discovery_refused: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -270,6 +275,11 @@ impl Metrics {
             m.discovery_up.clone(),
         );
         registry.register(
+            "discovery_refused_pods",
+            "Pods a discovery source refused for what they say (a hostile annotation, an address that isn't one, an odd name), by source",
+            m.discovery_refused.clone(),
+        );
+        registry.register(
             "config_reloads",
             "Configuration reloads, by result",
             m.reloads.clone(),
@@ -284,6 +294,15 @@ impl Metrics {
                 source: source.to_string(),
             })
             .set(i64::from(up));
+    }
+
+    /// Counts `pods` more Pods `source` refused for what they say.
+    pub fn discovery_refused(&self, source: &str, pods: u64) {
+        self.discovery_refused
+            .get_or_create(&SourceLabel {
+                source: source.to_string(),
+            })
+            .inc_by(pods);
     }
 
     /// The Prometheus text exposition.

@@ -237,6 +237,16 @@ async fn pods_are_discovered_through_a_real_api_server() {
         }
     })
     .await;
+    // The two hostile pods are counted (each once, however often listed).
+    let text = gw.gateway.metrics().encode();
+    assert!(
+        text.contains("jmxgate_discovery_refused_pods_total{source=\"kubernetes[0]\"} 2"),
+        "{}",
+        text.lines()
+            .filter(|l| l.contains("discovery"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     let (status, r) = gw
         .get(&format!("/jolokia/targets/sa-k1-shop.orders-1{NAME}"))
         .await;

@@ -385,9 +385,15 @@ impl Gateway {
                         let _ = gateway.discovered_by(&source, found);
                     }
                 },
-                move |up| {
+                move |state| {
+                    use crate::discovery::kubernetes::WatchState;
                     if let Some(gateway) = state_gateway.upgrade() {
-                        gateway.metrics.discovery_up(&state_source, up);
+                        match state {
+                            WatchState::Up(up) => gateway.metrics.discovery_up(&state_source, up),
+                            WatchState::Refused(pods) => {
+                                gateway.metrics.discovery_refused(&state_source, pods)
+                            }
+                        }
                     }
                 },
             )));

@@ -419,7 +419,7 @@ pub fn describe(config: &KubernetesDiscovery) -> String {
 mod pod;
 mod watch;
 
-pub use watch::{watch, PodSet};
+pub use watch::{watch, PodSet, WatchState};
 
 #[cfg(test)]
 mod tests;

@@ -638,3 +638,23 @@ fn a_namespace_selector_filters_and_follows_namespaces() {
     );
     assert_eq!(names(&set).len(), 2);
 }
+
+#[test]
+fn pods_refused_for_what_they_say_are_counted_once_each() {
+    let e = entry();
+    let mut set = PodSet::new(&e);
+    let hostile = || annotated(json!({"hawt.io/jolokiaPath": "http://evil.example/"}));
+    list(&mut set, &e, None, vec![hostile(), pod_in("pay", "a")]);
+    assert_eq!(set.refused, 1);
+    // Listed again, the same reason: no news. Not ready: no oddity.
+    list(&mut set, &e, None, vec![hostile(), pod_in("pay", "a")]);
+    set.pods_event(&e, None, watcher::Event::Apply(hostile()));
+    let mut v = serde_json::to_value(pod_in("pay", "b")).unwrap();
+    v["status"]["conditions"][0]["status"] = json!("False");
+    set.pods_event(&e, None, watcher::Event::Apply(pod(v)));
+    assert_eq!(set.refused, 1);
+    // Another odd thing about it: counted.
+    let other = annotated(json!({"jmxgate.io/path": "/../../x"}));
+    set.pods_event(&e, None, watcher::Event::Apply(other));
+    assert_eq!(set.refused, 2);
+}

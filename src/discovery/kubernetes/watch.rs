@@ -15,20 +15,30 @@ enum Seen {
 /// Pod) or why it has none, by `namespace/name`.
 type Judged = HashMap<String, Result<std::sync::Arc<TargetConfig>, String>>;
 
+/// What a watch reports besides its targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchState {
+    /// Every watch works (`true`), or some fails (`false`).
+    Up(bool),
+    /// This many more Pods were refused for what they say.
+    Refused(u64),
+}
+
 /// Watches one entry's Pods and calls `on_change` with the targets that
 /// changed (the first time: all of them), [`DEBOUNCE`] after the first
 /// change of a burst (the rest of the burst goes with it). A watch that
 /// keeps failing (a namespace the gateway may not read) holds back no
 /// other watch's Pods. While the API server can't be reached the last set
 /// stays; each watch's failure is logged once (a warning) and so is its
-/// recovery (info), and `on_state(false)` / `on_state(true)` is called
-/// when some watch starts failing / when none fails any more.
+/// recovery (info), and `on_state` hears [`WatchState::Up`]`(false)` /
+/// `(true)` when some watch starts failing / when none fails any more,
+/// and [`WatchState::Refused`] when Pods are refused for what they say.
 ///
 /// Runs until the task is dropped or aborted.
 pub async fn watch(
     config: KubernetesDiscovery,
     on_change: impl Fn(crate::discovery::Discovered) + Send + 'static,
-    on_state: impl Fn(bool) + Send + 'static,
+    on_state: impl Fn(WatchState) + Send + 'static,
 ) {
     let source = describe(&config);
     let mut up: Option<bool> = None;
@@ -41,7 +51,7 @@ pub async fn watch(
                     tracing::warn!(source = %source, "Kubernetes discovery cannot start, retrying in 5s: {why}");
                 }
                 if up != Some(false) {
-                    on_state(false);
+                    on_state(WatchState::Up(false));
                     up = Some(false);
                 }
                 failing = Some(why);
@@ -120,15 +130,19 @@ pub async fn watch(
         // Up while no watch fails.
         let now_up = watch_failing.is_empty();
         if up != Some(now_up) {
-            on_state(now_up);
+            on_state(WatchState::Up(now_up));
             up = Some(now_up);
         }
         let Some((_, seen)) = seen else { continue };
+        let refused = state.refused;
         let changed = match seen {
             Seen::Failed(..) => false,
             Seen::Pods(scope, event) => state.pods_event(&config, scope, *event),
             Seen::Namespaces(event) => state.namespaces_event(*event),
         };
+        if state.refused > refused {
+            on_state(WatchState::Refused(state.refused - refused));
+        }
         if changed && dirty_since.is_none() {
             dirty_since = Some(now);
         }
@@ -210,6 +224,9 @@ pub struct PodSet {
     dirty: HashSet<String>,
     /// Every Pod may (a re-list, a namespace picked or dropped).
     all_dirty: bool,
+    /// Pods refused for what they say (see `is_suspicious`), each counted
+    /// when its reason is new.
+    pub refused: u64,
 }
 
 impl PodSet {
@@ -236,7 +253,8 @@ impl PodSet {
                 false
             }
             watcher::Event::InitApply(pod) => {
-                let (key, result) = judge(config, &pod, &self.pods);
+                let (key, result, odd) = judge(config, &pod, &self.pods);
+                self.refused += u64::from(odd);
                 self.pending.entry(scope).or_default().insert(key, result);
                 false
             }
@@ -254,7 +272,8 @@ impl PodSet {
                 true
             }
             watcher::Event::Apply(pod) => {
-                let (key, result) = judge(config, &pod, &self.pods);
+                let (key, result, odd) = judge(config, &pod, &self.pods);
+                self.refused += u64::from(odd);
                 self.dirty.insert(key.clone());
                 self.pods.insert(key, result);
                 true
@@ -378,25 +397,28 @@ fn pod_key(pod: &Pod) -> String {
 /// `namespace/name` of a Pod and its target or why not. A skipped Pod is
 /// logged when its reason is new (not at every list): at warn when the Pod
 /// says something odd (an annotation, its IP, its name), else at debug
-/// (most Pods of a cluster are no agents, or not ready yet).
+/// (most Pods of a cluster are no agents, or not ready yet). The third
+/// value: the Pod was refused for something odd, newly.
 fn judge(
     config: &KubernetesDiscovery,
     pod: &Pod,
     known: &Judged,
-) -> (String, Result<std::sync::Arc<TargetConfig>, String>) {
+) -> (String, Result<std::sync::Arc<TargetConfig>, String>, bool) {
     let key = pod_key(pod);
     let result = config.pod_target(pod).map(std::sync::Arc::new);
+    let mut odd = false;
     if let Err(why) = &result {
         let before = known.get(&key).and_then(|r| r.as_ref().err());
         if before != Some(why) {
             if is_suspicious(why) {
                 tracing::warn!(pod = %key, "Kubernetes discovery: pod skipped: {why}");
+                odd = true;
             } else {
                 tracing::debug!(pod = %key, "Kubernetes discovery: pod skipped: {why}");
             }
         }
     }
-    (key, result)
+    (key, result, odd)
 }
 
 /// A reason that points at odd input rather than an ordinary state.
