@@ -78,6 +78,9 @@ pub struct HealthState {
     pub protocol: Option<String>,
     /// When the breaker opened; `None` while closed.
     pub open_since: Option<SystemTime>,
+    /// When a real exchange (not a probe) last succeeded: while that is
+    /// within the probe interval, the target needs no probe.
+    pub answered_at: Option<std::time::Instant>,
 }
 
 #[derive(Debug)]
@@ -136,6 +139,25 @@ impl TargetHealth {
     /// failures of a target already down are not news (each exchange's
     /// own line is DEBUG, `dispatch::exchange`).
     pub fn record_exchange(&self, outcome: Result<Duration, String>) {
+        if outcome.is_ok() {
+            self.state.lock().expect("health lock").answered_at = Some(std::time::Instant::now());
+        }
+        self.record(outcome);
+    }
+
+    /// Whether the next probe round should ask this target: not while
+    /// real exchanges answered within `interval` (passive health), unless
+    /// its breaker is open, it was last seen down, or no probe has yet
+    /// learnt its agent's version.
+    pub fn needs_probe(&self, interval: Duration) -> bool {
+        let s = self.state.lock().expect("health lock");
+        s.open_since.is_some()
+            || s.up != Some(true)
+            || s.agent_version.is_none()
+            || s.answered_at.is_none_or(|t| t.elapsed() >= interval)
+    }
+
+    fn record(&self, outcome: Result<Duration, String>) {
         let mut s = self.state.lock().expect("health lock");
         s.last_check = Some(SystemTime::now());
         match changed(s.up, outcome.is_ok()) {
@@ -185,7 +207,7 @@ impl TargetHealth {
     ) {
         match outcome {
             Ok((latency, version, protocol)) => {
-                self.record_exchange(Ok(latency));
+                self.record(Ok(latency));
                 let mut s = self.state.lock().expect("health lock");
                 if s.open_since.take().is_some() {
                     tracing::info!(target_name = %self.name, "circuit closed: the target answered a health probe");
@@ -193,7 +215,7 @@ impl TargetHealth {
                 s.agent_version = version.or(s.agent_version.take());
                 s.protocol = protocol.or(s.protocol.take());
             }
-            Err(e) => self.record_exchange(Err(e)),
+            Err(e) => self.record(Err(e)),
         }
     }
 }
@@ -411,5 +433,34 @@ mod tests {
         assert_eq!(again.snapshot(), HealthState::default());
         assert!(again.refusal().is_none());
         assert!(book.retain(|_| true).is_empty());
+    }
+
+    #[test]
+    fn targets_answering_real_traffic_need_no_probe() {
+        let minute = Duration::from_secs(60);
+        let book = HealthBook::new(3);
+        // Answers but never probed: the first probe learns its version.
+        let u = book.for_target("u");
+        u.record_exchange(Ok(Duration::from_millis(2)));
+        assert!(u.needs_probe(minute));
+        // Probed, no traffic: the next round asks again.
+        let t = book.for_target("a");
+        t.record_probe(Ok((
+            Duration::from_millis(2),
+            Some("1.7.1".into()),
+            Some("7.2".into()),
+        )));
+        assert!(t.needs_probe(minute));
+        // Real answers within the interval: no probe; beyond it: one.
+        t.record_exchange(Ok(Duration::from_millis(2)));
+        assert!(!t.needs_probe(minute));
+        assert!(t.needs_probe(Duration::ZERO));
+        // It stops answering: down, probed again at once.
+        t.record_exchange(Err("refused".into()));
+        assert!(t.needs_probe(minute));
+        for _ in 0..3 {
+            t.record_exchange(Err("refused".into()));
+        }
+        assert!(t.refusal().is_some() && t.needs_probe(minute));
     }
 }

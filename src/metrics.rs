@@ -91,6 +91,11 @@ pub struct SourceLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabel {
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct MethodLabel {
     pub method: String,
 }
@@ -123,6 +128,9 @@ pub struct Metrics {
     pub audit_last_checkpoint: Gauge,
     pub audit_sinks: crate::audit::ship::metrics::SinkMetrics,
     pub reloads: Family<StatusLabel, Counter>,
+    /// Health probes sent, and those skipped because real exchanges had
+    /// answered within the interval (`result`: `sent`, `skipped`).
+    pub health_probes: Family<ResultLabel, Counter>,
     pub mcp_tool_calls: Family<ToolLabels, Counter>,
     /// Targets scraped through the Prometheus endpoint.
     pub prometheus_scrapes: Family<ScrapeLabels, Counter>,
@@ -162,6 +170,7 @@ impl Metrics {
             audit_last_checkpoint: Gauge::default(),
             audit_sinks: Default::default(),
             reloads: Family::default(),
+            health_probes: Family::default(),
             mcp_tool_calls: Family::default(),
             prometheus_scrapes: Family::default(),
             client_connections: Family::default(),
@@ -284,6 +293,11 @@ impl Metrics {
             "Configuration reloads, by result",
             m.reloads.clone(),
         );
+        registry.register(
+            "health_probes",
+            "Health probes sent, and skipped because real exchanges answered within the interval",
+            m.health_probes.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -345,6 +359,15 @@ impl Metrics {
     }
 
     /// Sets `agent_up` from a health probe.
+    /// Counts a probe sent (`true`) or skipped (`false`).
+    pub fn probe_decided(&self, sent: bool) {
+        self.health_probes
+            .get_or_create(&ResultLabel {
+                result: if sent { "sent" } else { "skipped" }.into(),
+            })
+            .inc();
+    }
+
     pub fn probed(&self, target: &TargetHealth, up: bool) {
         self.agent_up
             .get_or_create(&TargetLabel {

@@ -170,3 +170,64 @@ async fn a_failing_target_trips_the_breaker_and_a_probe_closes_it() {
     assert_eq!(listed["value"][0]["health"]["breaker"], "closed");
     assert_eq!(listed["value"][0]["health"]["state"], "up");
 }
+
+/// `jmxgate_health_probes_total{result}` as the gateway counts it.
+fn probes(gw: &Gateway, result: &str) -> u64 {
+    let text = gw.gateway.metrics().encode();
+    let series = format!("jmxgate_health_probes_total{{result=\"{result}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
+#[tokio::test]
+async fn targets_answering_real_traffic_are_not_probed_and_quiet_ones_are() {
+    let [alpha, beta, _] = common::shared_agents();
+    let config = format!(
+        "[health]\nprobe_interval = \"300ms\"\n\
+         [[targets]]\nname = \"busy\"\nurl = \"{}\"\n\
+         [[targets]]\nname = \"quiet\"\nurl = \"{}\"\n",
+        alpha.url(),
+        beta.url()
+    );
+    let gw = Gateway::start(&config).await;
+    eventually(
+        "the first round learnt both agents",
+        Duration::from_secs(30),
+        || async {
+            let (_, r) = gw.get("/jolokia/targets").await;
+            let known = r["value"]
+                .as_array()
+                .is_some_and(|ts| ts.iter().all(|t| t["agent"]["version"].is_string()));
+            known.then_some(()).ok_or(r.to_string())
+        },
+    )
+    .await;
+    // Reads of busy, over and over: its probes are skipped, quiet's sent.
+    let (skipped, sent) = (probes(&gw, "skipped"), probes(&gw, "sent"));
+    eventually(
+        "busy's probes skipped, quiet's sent",
+        Duration::from_secs(60),
+        || async {
+            let (status, r) = gw.get(&format!("/jolokia/targets/busy{READ}")).await;
+            assert_eq!((status, &r["value"]), (200, &json!(alpha.name)), "{r}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let now = (probes(&gw, "skipped"), probes(&gw, "sent"));
+            if now.0 >= skipped + 3 && now.1 >= sent + 3 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "skipped {} sent {} since",
+                    now.0 - skipped,
+                    now.1 - sent
+                ))
+            }
+        },
+    )
+    .await;
+    // Both still up: the traffic said so for busy, probes for quiet.
+    let (_, r) = gw.get("/jolokia/targets").await;
+    for t in r["value"].as_array().unwrap() {
+        assert_eq!(t["health"]["state"], "up", "{t}");
+    }
+}

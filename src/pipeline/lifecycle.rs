@@ -295,7 +295,8 @@ impl Gateway {
     }
 
     /// Probes every target once per `health.probe_interval` while the
-    /// gateway lives (not at all with `0s`): the first round right away,
+    /// gateway lives (not at all with `0s`), except targets whose real
+    /// exchanges answered within the interval: the first round right away,
     /// later rounds spread evenly over the interval (`health::probe_pacing`),
     /// never more than `health.max_probes_in_flight` at once. A round
     /// slowed by that bound starts the next one late rather than early.
@@ -324,6 +325,16 @@ impl Gateway {
                 for (n, batch) in targets.chunks(per_tick).enumerate() {
                     tokio::time::sleep_until(round + tick * n as u32).await;
                     for target in batch {
+                        // Passive health: real traffic that answered
+                        // within the interval says as much as a probe.
+                        let sent = first || target.health.needs_probe(interval);
+                        match gateway.upgrade() {
+                            Some(live) => live.metrics.probe_decided(sent),
+                            None => return,
+                        }
+                        if !sent {
+                            continue;
+                        }
                         let Ok(permit) = in_flight.clone().acquire_owned().await else {
                             return;
                         };
