@@ -423,3 +423,87 @@ async fn a_glob_in_a_label_value_scopes_a_tenant() {
         assert_eq!(r["error_type"], "jmxgate.UnknownTarget", "{hidden}: {r}");
     }
 }
+
+/// A reload while a fan-out is under way: the request keeps the grant it
+/// was authorized with (its search answers filtered by the old policy),
+/// and the next request gets the new one.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reload_mid_fan_out_keeps_that_requests_grant() {
+    let (a, b) = (Agent::start("grant-a"), Agent::start("grant-b"));
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.xml");
+    std::fs::write(&policy, "<restrict></restrict>").unwrap();
+    let config_path = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config_path,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\
+             [[targets]]\nname = \"grant-a\"\nurl = \"{}\"\nlabels = {{ app = \"orders\" }}\n\
+             [[targets]]\nname = \"grant-b\"\nurl = \"{}\"\nlabels = {{ app = \"orders\" }}\n\
+             [access]\nanonymous_role = \"t\"\n\
+             [[roles]]\nname = \"t\"\ntargets = [\"*\"]\npolicy = \"p.xml\"\n",
+            a.url(),
+            b.url()
+        ),
+    )
+    .unwrap();
+    let gw = Gateway::start_from_file(&config_path).await;
+    let invocations = |agent: &Agent| {
+        let agent_url = agent.url();
+        async move {
+            let r = common::post_json(
+                &common::http_client(),
+                &agent_url,
+                &json!({"type":"read","mbean":"jmxgate.test:type=Counter","attribute":"Invocations"}),
+            )
+            .await
+            .1;
+            r["value"].as_i64().unwrap_or_else(|| panic!("{r}"))
+        }
+    };
+    let before = (invocations(&a).await, invocations(&b).await);
+    let search = json!({"type":"search","mbean":"jmxgate.test:*","target":{"url":"app=orders"}});
+    let body = json!([
+        {"type":"exec","mbean":"jmxgate.test:type=Operations","operation":"sleep",
+         "arguments":[4000],"target":{"url":"app=orders"}},
+        search,
+    ]);
+    let url = gw.url("/jolokia");
+    let in_flight = tokio::spawn(async move {
+        common::post_json(&common::http_client(), &url, &body).await
+    });
+    // Both agents are sleeping: the request was authorized and sent.
+    common::eventually(
+        "both targets running the fan-out's exec",
+        std::time::Duration::from_secs(60),
+        || async {
+            let now = (invocations(&a).await, invocations(&b).await);
+            if now.0 > before.0 && now.1 > before.1 {
+                Ok(())
+            } else {
+                Err(format!("invocations {before:?} -> {now:?}"))
+            }
+        },
+    )
+    .await;
+    std::fs::write(
+        &policy,
+        "<restrict><filter><mbean>jmxgate.test:type=Counter</mbean></filter></restrict>",
+    )
+    .unwrap();
+    jmxgate::reload::reload_access(&gw.gateway, &config_path).unwrap();
+
+    let (status, r) = in_flight.await.unwrap();
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(r[0]["value"], json!({"grant-a": 4000, "grant-b": 4000}), "{r}");
+    let counter = json!("jmxgate.test:type=Counter");
+    for target in ["grant-a", "grant-b"] {
+        let found = r[1]["value"][target].as_array().unwrap_or_else(|| panic!("{r}"));
+        assert!(found.contains(&counter), "old grant: Counter visible on {target}: {r}");
+    }
+    let (_, after) = gw.post("/jolokia", &search).await;
+    for target in ["grant-a", "grant-b"] {
+        let found = after["value"][target].as_array().unwrap_or_else(|| panic!("{after}"));
+        assert!(!found.is_empty() && !found.contains(&counter), "new grant: {after}");
+    }
+}

@@ -501,14 +501,14 @@ impl AgentClient {
 
     /// [`bulk`](Self::bulk) with other Basic credentials than the
     /// configured ones (target credential pass-through).
-    pub async fn bulk_as(
+    pub async fn bulk_as<R: std::borrow::Borrow<Request>>(
         &self,
-        requests: &[Request],
+        requests: &[R],
         credentials: Option<&(String, Secret)>,
     ) -> Result<Vec<Response>, ClientError> {
         let body = crate::protocol::serialize_bulk(requests);
         let credentials = credentials.or(self.inner.credentials.as_ref()).cloned();
-        let answers = if requests.iter().all(|r| r.command.is_read_only()) {
+        let answers = if requests.iter().all(|r| r.borrow().command.is_read_only()) {
             Arc::unwrap_or_clone(self.shared_post(body, credentials).await?)
         } else {
             self.post(body, credentials.as_ref(), false).await?

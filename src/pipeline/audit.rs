@@ -125,7 +125,7 @@ impl super::Gateway {
                     let item_record = Record {
                         who,
                         index,
-                        target: row.verdict.target.as_deref(),
+                        target: row.verdict.target.as_ref().map(|t| t.as_str()),
                         request,
                         decision: row.verdict.decision,
                         status: row.status,

@@ -17,15 +17,34 @@ use super::dispatch::Job;
 use super::parse::Parsed;
 use super::{merge, unix_seconds};
 
+/// Where an item went, as its audit record names it: a name the gateway
+/// gives (the selector a fan-out was sent with, `gateway`, a target's
+/// name), or a fleet target held by reference, so a fan-out's records
+/// copy no names.
+#[derive(Debug, Clone)]
+pub enum TargetName {
+    Text(String),
+    Target(Arc<Target>),
+}
+
+impl TargetName {
+    pub fn as_str(&self) -> &str {
+        match self {
+            TargetName::Text(name) => name,
+            TargetName::Target(target) => &target.name,
+        }
+    }
+}
+
 /// What an item's audit record says besides the request itself.
 #[derive(Debug, Clone)]
 pub struct Verdict {
     /// The target's name once routed (`gateway` for local answers), or the
     /// selector a fan-out was sent with.
-    pub target: Option<String>,
+    pub target: Option<TargetName>,
     /// `allowed`, `denied` (by a rule) or `invalid` (malformed, unroutable).
     pub decision: &'static str,
-    pub rule: Option<String>,
+    pub rule: Option<Arc<str>>,
 }
 
 /// One audit row: a verdict and how the item (or one target of a
@@ -38,35 +57,47 @@ pub struct AuditRow {
 
 impl AuditRow {
     fn of(verdict: Verdict, answer: &Response) -> AuditRow {
+        let (status, error_type) = ended(answer);
         AuditRow {
             verdict,
-            status: answer.status().unwrap_or(0),
-            error_type: answer.field("error_type"),
+            status,
+            error_type,
         }
     }
 }
 
-/// One target a selector reached, with its own authorization outcome
-/// (the error and the deciding rule when denied).
-pub type TargetOutcome = (Arc<Target>, Result<Allowed, (ProtocolError, String)>);
+/// How an answer ended, for its audit row: its status and error type.
+fn ended(answer: &Response) -> (u16, Option<String>) {
+    (answer.status().unwrap_or(0), answer.field("error_type"))
+}
+
+pub use super::authorize::TargetDecision as TargetOutcome;
+
+/// One target of a fan-out: the target itself and how it was decided
+/// (the rule shared with the other targets decided alike).
+struct Slot {
+    target: Arc<Target>,
+    decision: &'static str,
+    rule: Arc<str>,
+}
 
 /// One item sent to several targets through a selector.
 struct FanOut {
     index: usize,
-    ignore_errors: bool,
     /// Slots are numbered consecutively from here, one per target.
     first_slot: usize,
-    /// Per target: the answer's slot number and the target's verdict.
-    slots: Vec<(usize, String, Verdict)>,
-    /// A reduced fan-out folds each answer in as it arrives and keeps
-    /// only its audit row.
-    reduced: Option<Reduced>,
+    slots: Vec<Slot>,
+    /// By position in `slots`, once the target answered: how it ended.
+    ended: Vec<Option<(u16, Option<String>)>>,
+    answers: FanOutAnswers,
 }
 
-struct Reduced {
-    folder: Folder,
-    /// By position in `slots`, once the target answered.
-    rows: Vec<Option<AuditRow>>,
+/// What a fan-out keeps of its targets' answers.
+enum FanOutAnswers {
+    /// Folded in as they arrive (`reduce`).
+    Reduced(Box<Folder>),
+    /// Kept as the text of the merged answer.
+    Kept(merge::FanOutAnswers),
 }
 
 /// The items of one request, from route to merge.
@@ -77,8 +108,6 @@ pub struct Items {
     answers: Vec<(usize, Response)>,
     jobs: Vec<Job>,
     fan_outs: Vec<FanOut>,
-    /// Answers of fan-out targets, by slot (numbered from `count` up).
-    slot_answers: HashMap<usize, Response>,
     next_slot: usize,
 }
 
@@ -97,7 +126,6 @@ impl Items {
             answers: Vec::with_capacity(count),
             jobs: Vec::new(),
             fan_outs: Vec::new(),
-            slot_answers: HashMap::new(),
             next_slot: count,
         }
     }
@@ -119,17 +147,23 @@ impl Items {
     ) {
         let decision = if rule.is_some() { "denied" } else { "invalid" };
         self.verdicts[index] = Verdict {
-            target,
+            target: target.map(TargetName::Text),
             decision,
-            rule,
+            rule: rule.map(Arc::from),
         };
         self.answers.push((index, Response::error(error)));
     }
 
     /// The gateway answers the item itself.
-    pub fn answer(&mut self, index: usize, target: Option<String>, answer: Response, rule: String) {
+    pub fn answer(
+        &mut self,
+        index: usize,
+        target: Option<String>,
+        answer: Response,
+        rule: Arc<str>,
+    ) {
         self.verdicts[index] = Verdict {
-            target,
+            target: target.map(TargetName::Text),
             decision: "allowed",
             rule: Some(rule),
         };
@@ -147,14 +181,14 @@ impl Items {
         allowed: Allowed,
     ) {
         self.verdicts[index] = Verdict {
-            target: Some(target.name.clone()),
+            target: Some(TargetName::Target(target.clone())),
             decision: "allowed",
             rule: Some(allowed.rule),
         };
         self.jobs.push(Job {
             index,
             target,
-            request: forwarded(request),
+            request: Arc::new(forwarded(request)),
             plan: allowed.plan,
             grant: allowed.grant,
             credentials,
@@ -162,7 +196,9 @@ impl Items {
     }
 
     /// The item goes to every target a selector reached, each with its
-    /// own authorization outcome. `selector` is the client's text.
+    /// own authorization outcome. `selector` is the client's text. Every
+    /// target's job shares the one forwarded request and its decision's
+    /// grant.
     pub fn fan_out(
         &mut self,
         index: usize,
@@ -171,63 +207,64 @@ impl Items {
         per_target: Vec<TargetOutcome>,
         reduce: Option<&Reduce>,
     ) {
-        self.verdicts[index].target = selector;
+        self.verdicts[index].target = selector.map(TargetName::Text);
         let shape = match &request.command {
             Command::Read(read) => Shape::of(read),
             _ => Shape::Single,
         };
+        let ignore_errors = request.params.flag("ignoreErrors").unwrap_or(false);
+        let mut sent = forwarded(request);
+        // Answers are merged across targets: always whole.
+        sent.params.remove("ifModifiedSince");
+        let sent = Arc::new(sent);
+        let targets = per_target.len();
         let mut fan_out = FanOut {
             index,
-            ignore_errors: request.params.flag("ignoreErrors").unwrap_or(false),
             first_slot: self.next_slot,
-            slots: Vec::with_capacity(per_target.len()),
-            reduced: reduce.map(|r| Reduced {
-                folder: Folder::new(r, shape),
-                rows: Vec::new(),
-            }),
+            slots: Vec::with_capacity(targets),
+            ended: Vec::new(),
+            answers: match reduce {
+                Some(r) => FanOutAnswers::Reduced(Box::new(Folder::new(r, shape))),
+                None => FanOutAnswers::Kept(merge::FanOutAnswers::new(targets, ignore_errors)),
+            },
         };
+        fan_out.ended.resize_with(targets, || None);
         let mut denied = Vec::new();
         for (target, outcome) in per_target {
             let slot = self.next_slot;
             self.next_slot += 1;
             let (decision, rule) = match outcome {
                 Ok(allowed) => {
-                    let mut request = forwarded(request);
-                    // Answers are merged across targets: always whole.
-                    request.params.remove("ifModifiedSince");
                     self.jobs.push(Job {
                         index: slot,
                         target: target.clone(),
-                        request,
+                        request: sent.clone(),
                         plan: allowed.plan,
                         grant: allowed.grant,
                         credentials: None,
                     });
                     ("allowed", allowed.rule)
                 }
-                Err((error, rule)) => {
-                    denied.push((slot, Response::error(&error)));
+                Err(refusal) => {
+                    let rule = Arc::from(refusal.rule.as_str());
+                    denied.push((slot, refusal));
                     ("denied", rule)
                 }
             };
-            let verdict = Verdict {
-                target: Some(target.name.clone()),
+            fan_out.slots.push(Slot {
+                target,
                 decision,
-                rule: Some(rule),
-            };
-            fan_out.slots.push((slot, target.name.clone(), verdict));
-        }
-        if let Some(r) = &mut fan_out.reduced {
-            r.rows.resize_with(fan_out.slots.len(), || None);
+                rule,
+            });
         }
         self.fan_outs.push(fan_out);
-        for (slot, answer) in denied {
-            self.accept(slot, answer);
+        for (slot, refusal) in denied {
+            self.accept(slot, Response::error(&refusal.error));
         }
     }
 
     /// One answer as dispatch produces it: kept for merge, or folded into
-    /// its reduced fan-out at once.
+    /// its fan-out at once.
     pub fn accept(&mut self, index: usize, answer: Response) {
         if index < self.count {
             self.answers.push((index, answer));
@@ -239,14 +276,13 @@ impl Items {
             return;
         };
         let position = index - fan_out.first_slot;
-        match (&mut fan_out.reduced, fan_out.slots.get(position)) {
-            (Some(reduced), Some((_, target, verdict))) => {
-                reduced.folder.add(target, &answer);
-                reduced.rows[position] = Some(AuditRow::of(verdict.clone(), &answer));
-            }
-            _ => {
-                self.slot_answers.insert(index, answer);
-            }
+        let Some(slot) = fan_out.slots.get(position) else {
+            return;
+        };
+        fan_out.ended[position] = Some(ended(&answer));
+        match &mut fan_out.answers {
+            FanOutAnswers::Reduced(folder) => folder.add(&slot.target.name, &answer),
+            FanOutAnswers::Kept(kept) => kept.add(position, answer),
         }
     }
 
@@ -262,38 +298,43 @@ impl Items {
     pub fn merge(mut self, parsed: &Parsed) -> Vec<(Response, Vec<AuditRow>)> {
         let mut fanned: HashMap<usize, Vec<AuditRow>> = HashMap::new();
         for fan_out in std::mem::take(&mut self.fan_outs) {
-            if let Some(reduced) = fan_out.reduced {
-                let rows = fan_out
-                    .slots
-                    .into_iter()
-                    .zip(reduced.rows)
-                    .map(|((_, _, verdict), row)| {
-                        row.unwrap_or_else(|| AuditRow::of(verdict, &no_answer()))
-                    })
-                    .collect();
-                let timestamp = match reduced.folder.timestamp {
-                    0 => unix_seconds(),
-                    t => t,
-                };
-                self.answers.push((
-                    fan_out.index,
-                    Response::value(&reduced.folder.finish(), timestamp),
-                ));
-                fanned.insert(fan_out.index, rows);
-                continue;
-            }
-            let mut per_target = Vec::with_capacity(fan_out.slots.len());
-            let mut rows = Vec::with_capacity(fan_out.slots.len());
-            for (slot, target, verdict) in fan_out.slots {
-                let answer = self.slot_answers.remove(&slot).unwrap_or_else(no_answer);
-                rows.push(AuditRow::of(verdict, &answer));
-                per_target.push((target, answer));
-            }
-            self.answers.push((
-                fan_out.index,
-                merge::merge_fan_out(per_target, fan_out.ignore_errors, unix_seconds()),
-            ));
-            fanned.insert(fan_out.index, rows);
+            let FanOut {
+                index,
+                slots,
+                ended,
+                answers,
+                ..
+            } = fan_out;
+            let answer = match answers {
+                FanOutAnswers::Reduced(folder) => {
+                    let timestamp = match folder.timestamp {
+                        0 => unix_seconds(),
+                        t => t,
+                    };
+                    Response::value(&folder.finish(), timestamp)
+                }
+                FanOutAnswers::Kept(kept) => {
+                    kept.finish(|i| &slots[i].target.name, no_answer, unix_seconds())
+                }
+            };
+            let rows = slots
+                .into_iter()
+                .zip(ended)
+                .map(|(slot, ended)| {
+                    let (status, error_type) = ended.unwrap_or_else(|| self::ended(&no_answer()));
+                    AuditRow {
+                        verdict: Verdict {
+                            target: Some(TargetName::Target(slot.target)),
+                            decision: slot.decision,
+                            rule: Some(slot.rule),
+                        },
+                        status,
+                        error_type,
+                    }
+                })
+                .collect();
+            self.answers.push((index, answer));
+            fanned.insert(index, rows);
         }
         merge::merge(self.count, self.answers)
             .into_iter()

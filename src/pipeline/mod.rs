@@ -575,7 +575,7 @@ impl Gateway {
             return respond::http_error(&e, headers, cors);
         }
         let answers: Vec<Response> = merged.into_iter().map(|(answer, _)| answer).collect();
-        let body = respond::body(&answers, parsed.bulk);
+        let body = respond::body_of(answers, parsed.bulk);
         respond::http_response(body, &parsed.query, headers, cors)
     }
 
@@ -923,14 +923,14 @@ impl Gateway {
                 selector,
                 request,
                 reduce: parsed.reduce.as_ref(),
-                outcomes: targets
-                    .into_iter()
-                    .map(|t| {
-                        let outcome = authorize(&Destination::Agent(t.clone()))
-                            .map_err(|d| (d.error, d.rule));
-                        (t, outcome)
-                    })
-                    .collect(),
+                outcomes: authorize::authorize_each(
+                    caller.access,
+                    caller.principal,
+                    caller.roles,
+                    caller.facts,
+                    request,
+                    targets,
+                ),
             },
         }
     }
@@ -1298,9 +1298,9 @@ fn explained(index: usize, kind: Option<&str>, judged: Judged<'_>) -> serde_json
     let allow = |entry: &mut serde_json::Value, target: &str, allowed: authorize::Allowed| {
         entry["target"] = target.into();
         entry["decision"] = "allow".into();
-        entry["rule"] = allowed.rule.into();
+        entry["rule"] = (*allowed.rule).into();
         entry["plan"] = allowed.plan.name().into();
-        entry["roles"] = allowed.grant.roles.into();
+        entry["roles"] = allowed.grant.roles().into();
     };
     match judged {
         Judged::Failed {
@@ -1332,9 +1332,10 @@ fn explained(index: usize, kind: Option<&str>, judged: Judged<'_>) -> serde_json
                         "target": target.name, "decision": "allow",
                         "rule": allowed.rule, "plan": allowed.plan.name(),
                     }),
-                    Err((error, rule)) => serde_json::json!({
-                        "target": target.name, "decision": "deny", "status": error.status,
-                        "error": error.message, "rule": rule,
+                    Err(denied) => serde_json::json!({
+                        "target": target.name, "decision": "deny",
+                        "status": denied.error.status, "error": denied.error.message,
+                        "rule": denied.rule,
                     }),
                 })
                 .collect();

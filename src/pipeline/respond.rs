@@ -102,6 +102,31 @@ impl ChunkWriter {
         self.text.push(b'}');
     }
 
+    /// As [`response`](Self::response), moving large values into the body
+    /// instead of copying them.
+    fn owned_response(&mut self, r: Response) {
+        self.text.push(b'{');
+        for (i, (key, value)) in r.into_fields().enumerate() {
+            if i > 0 {
+                self.text.push(b',');
+            }
+            serde_json::to_writer(&mut self.text, &key).expect("a key serialises");
+            self.text.push(b':');
+            match value {
+                Raw::Shared(v) if v.get().len() >= SHARE_FROM => self.shared(&v),
+                Raw::Owned(v) if v.get().len() >= SHARE_FROM => {
+                    if !self.text.is_empty() {
+                        self.done.push(Bytes::from(std::mem::take(&mut self.text)));
+                    }
+                    let text: Box<str> = v.into();
+                    self.done.push(Bytes::from(text.into_boxed_bytes()));
+                }
+                other => self.text.extend_from_slice(other.get().as_bytes()),
+            }
+        }
+        self.text.push(b'}');
+    }
+
     fn finish(mut self) -> JsonBody {
         if !self.text.is_empty() || self.done.is_empty() {
             self.done.push(Bytes::from(self.text));
@@ -135,6 +160,29 @@ pub fn body(answers: &[Response], bulk: bool) -> JsonBody {
     } else {
         match answers.first() {
             Some(r) => w.response(r),
+            None => w.text.extend_from_slice(b"{}"),
+        }
+    }
+    w.finish()
+}
+
+/// [`body`] for answers no longer needed: their large values become
+/// chunks of the body as they are (a merged fan-out's answer is not
+/// copied again).
+pub fn body_of(answers: Vec<Response>, bulk: bool) -> JsonBody {
+    let mut w = ChunkWriter::default();
+    if bulk {
+        w.text.push(b'[');
+        for (i, r) in answers.into_iter().enumerate() {
+            if i > 0 {
+                w.text.push(b',');
+            }
+            w.owned_response(r);
+        }
+        w.text.push(b']');
+    } else {
+        match answers.into_iter().next() {
+            Some(r) => w.owned_response(r),
             None => w.text.extend_from_slice(b"{}"),
         }
     }
@@ -357,6 +405,21 @@ mod tests {
                 .find(|c| c.len() == big.get().len())
                 .expect("the shared value is a chunk of its own");
             assert_eq!(chunk.as_ptr(), big.get().as_ptr());
+            // Taken by value, the same text; a big value of its own moves
+            // into the body as it is.
+            let mut owned = answers.clone();
+            let own_big =
+                RawValue::from_string(format!("[{}]", "7,".repeat(SHARE_FROM) + "7")).unwrap();
+            let own_at = own_big.get().as_ptr();
+            owned[0].set_raw("mine", own_big);
+            let expected = if bulk {
+                serde_json::to_vec(&owned).unwrap()
+            } else {
+                serde_json::to_vec(&owned[0]).unwrap()
+            };
+            let moved = body_of(owned, bulk);
+            assert_eq!(moved.to_vec(), expected);
+            assert!(moved.chunks.iter().any(|c| c.as_ptr() == own_at));
         }
     }
 

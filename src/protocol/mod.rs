@@ -388,9 +388,9 @@ impl<'a, I: Iterator<Item = (&'a str, &'a str)> + Clone> Serialize for MapOf<I> 
 }
 
 /// The body of a bulk POST to an agent.
-pub fn serialize_bulk(requests: &[Request]) -> Vec<u8> {
+pub fn serialize_bulk<R: std::borrow::Borrow<Request>>(requests: &[R]) -> Vec<u8> {
     let mut body = Vec::with_capacity(requests.len() * 128);
-    let items = requests.iter().map(AgentForm);
+    let items = requests.iter().map(|r| AgentForm(r.borrow()));
     serde_json::to_writer(&mut body, &SeqOf(items)).expect("requests serialise");
     body
 }

@@ -557,6 +557,135 @@ fn at_path(value: Value, path: &[String]) -> Result<Value, Problem> {
     Ok(here)
 }
 
+/// [`at_path`] on an answer's raw text: each step finds its member or
+/// element by skipping over the others, and only the value at the end is
+/// built. A large answer folded for one number costs no tree.
+fn raw_at_path(raw: &RawValue, path: &[String]) -> Result<Value, Problem> {
+    let no_path = |why: String| Problem::new("jmxgate.NoSuchPath", why);
+    let mut here = raw;
+    for segment in path {
+        here = match here.get().trim_start().as_bytes().first() {
+            Some(b'{') => {
+                let mut de = serde_json::Deserializer::from_str(here.get());
+                serde::de::DeserializeSeed::deserialize(Step::Member(segment), &mut de)
+                    .map_err(|e| unreadable_value(&e))?
+                    .ok_or_else(|| no_path(format!("No \"{segment}\" in the value")))?
+            }
+            Some(b'[') => {
+                let missing = || no_path(format!("No element \"{segment}\" in the list"));
+                let index = segment.parse::<usize>().map_err(|_| missing())?;
+                let mut de = serde_json::Deserializer::from_str(here.get());
+                serde::de::DeserializeSeed::deserialize(Step::Element(index), &mut de)
+                    .map_err(|e| unreadable_value(&e))?
+                    .ok_or_else(missing)?
+            }
+            _ => {
+                let scalar = parse_raw(here)?;
+                return Err(no_path(format!(
+                    "No \"{segment}\" in the value: it is {}",
+                    kind_of(&scalar)
+                )));
+            }
+        };
+    }
+    parse_raw(here)
+}
+
+fn parse_raw(raw: &RawValue) -> Result<Value, Problem> {
+    serde_json::from_str(raw.get()).map_err(|e| unreadable_value(&e))
+}
+
+fn unreadable_value(e: &serde_json::Error) -> Problem {
+    Problem::new(
+        "jmxgate.Unreadable",
+        format!("The agent's value could not be read: {e}"),
+    )
+}
+
+/// One step of [`raw_at_path`]: an object's member (the last one, when a
+/// key is given twice, as a parsed map keeps) or a list's element.
+enum Step<'p> {
+    Member(&'p str),
+    Element(usize),
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Step<'_> {
+    type Value = Option<&'de RawValue>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        match self {
+            Step::Member(_) => d.deserialize_map(self),
+            Step::Element(_) => d.deserialize_seq(self),
+        }
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Step<'_> {
+    type Value = Option<&'de RawValue>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object or list")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let Step::Member(wanted) = self else {
+            return Err(serde::de::Error::custom("a list was expected"));
+        };
+        let mut found = None;
+        while let Some(is_it) = map.next_key_seed(KeyIs(wanted))? {
+            if is_it {
+                found = Some(map.next_value::<&'de RawValue>()?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let Step::Element(wanted) = self else {
+            return Err(serde::de::Error::custom("an object was expected"));
+        };
+        let mut at = 0;
+        let mut found = None;
+        loop {
+            if at == wanted {
+                found = seq.next_element::<&'de RawValue>()?;
+                if found.is_none() {
+                    break;
+                }
+            } else if seq.next_element::<serde::de::IgnoredAny>()?.is_none() {
+                break;
+            }
+            at += 1;
+        }
+        Ok(found)
+    }
+}
+
+/// Whether an object's key is the wanted one, without keeping it.
+struct KeyIs<'p>(&'p str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeyIs<'_> {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for KeyIs<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<bool, E> {
+        Ok(key == self.0)
+    }
+}
+
 fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -682,39 +811,31 @@ impl Folder {
             self.errors.push((target.to_string(), error_object(answer)));
             return;
         }
-        let value = match answer
-            .get("value")
-            .map(|raw| serde_json::from_str::<Value>(raw.get()))
-        {
-            Some(Ok(value)) => Ok(value),
-            None => Err(Problem::new(
+        let per_attribute = !matches!(self.shape, Shape::Single);
+        let problems = match (answer.get("value"), &self.shape) {
+            (None, _) => vec![Placed::whole(Problem::new(
                 "jmxgate.NoValue",
                 "The agent's answer has no value",
-            )),
-            Some(Err(e)) => Err(Problem::new(
-                "jmxgate.Unreadable",
-                format!("The agent's value could not be read: {e}"),
-            )),
-        };
-        let per_attribute = !matches!(self.shape, Shape::Single);
-        let problems = match value {
-            Err(problem) => vec![Placed::whole(problem)],
-            Ok(value) => match &self.shape {
-                Shape::Single => {
-                    let who = Who {
-                        target: target.to_string(),
-                        mbean: None,
-                    };
-                    match at_path(value, &self.path).and_then(|v| self.single.add(who, v)) {
-                        Ok(()) => Vec::new(),
-                        Err(problem) => vec![Placed::whole(problem)],
-                    }
+            ))],
+            // One number per target: only what the path leads to is
+            // parsed, the rest of the answer skipped over.
+            (Some(raw), Shape::Single) => {
+                let who = Who {
+                    target: target.to_string(),
+                    mbean: None,
+                };
+                match raw_at_path(raw, &self.path).and_then(|v| self.single.add(who, v)) {
+                    Ok(()) => Vec::new(),
+                    Err(problem) => vec![Placed::whole(problem)],
                 }
-                Shape::PerAttribute { pattern, .. } => {
-                    let pattern = *pattern;
-                    self.add_per_attribute(target, value, pattern)
+            }
+            (Some(raw), Shape::PerAttribute { pattern, .. }) => {
+                let pattern = *pattern;
+                match serde_json::from_str::<Value>(raw.get()) {
+                    Ok(value) => self.add_per_attribute(target, value, pattern),
+                    Err(e) => vec![Placed::whole(unreadable_value(&e))],
                 }
-            },
+            }
         };
         if !problems.is_empty() {
             self.errors

@@ -197,6 +197,22 @@ impl Response {
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Raw)> {
         self.0.iter().map(|(k, v)| (k.as_str(), v))
     }
+
+    /// Its fields, taken out (the HTTP body moves large values instead of
+    /// copying them).
+    pub fn into_fields(self) -> impl Iterator<Item = (String, Raw)> {
+        self.0 .0.into_iter()
+    }
+
+    /// A successful answer whose value is JSON text made elsewhere, taken
+    /// as it is (a merged fan-out's: no copy of it).
+    pub fn value_text(value: Box<RawValue>, timestamp: u64) -> Response {
+        let mut r = Response::default();
+        r.set_raw("value", value);
+        r.set("timestamp", &timestamp);
+        r.set("status", &200);
+        r
+    }
 }
 
 /// Parses an agent's answer to a bulk POST: a JSON array of responses, or

@@ -284,11 +284,7 @@ mod tests {
             "<restrict><filter>{hidden}</filter></restrict>"
         ))
         .unwrap();
-        Grant {
-            policies: vec![std::sync::Arc::new(policy)],
-            roles: vec!["r".into()],
-            open: false,
-        }
+        Grant::of(vec![std::sync::Arc::new(policy)], vec!["r".into()])
     }
     #[test]
     fn cached_lists_keep_visible_mbeans_and_the_cache_entries_they_name() {

@@ -153,11 +153,10 @@ mod tests {
     use std::sync::Arc;
 
     fn grant(xml: &str) -> Grant {
-        Grant {
-            policies: vec![Arc::new(crate::policy::Policy::parse(xml).unwrap())],
-            roles: vec!["r".into()],
-            open: false,
-        }
+        Grant::of(
+            vec![Arc::new(crate::policy::Policy::parse(xml).unwrap())],
+            vec!["r".into()],
+        )
     }
 
     fn exec(operation: &str, args: Value) -> Exec {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use futures::future::join_all;
 use futures::stream::{BoxStream, FuturesUnordered};
 use futures::StreamExt as _;
+use smallvec::SmallVec;
 
 use crate::client::ClientError;
 use crate::fleet::Target;
@@ -29,7 +30,9 @@ use list_cache::ListCache;
 pub struct Job {
     pub index: usize,
     pub target: Arc<Target>,
-    pub request: Request,
+    /// Shared by every target of a fan-out: one request, not one copy
+    /// per target.
+    pub request: Arc<Request>,
     pub plan: Plan,
     pub grant: Grant,
     /// The client's own target credentials, when the target allows
@@ -43,7 +46,7 @@ impl Job {
         Job {
             index,
             target,
-            request,
+            request: Arc::new(request),
             plan: Plan::Forward,
             grant: Grant::open(),
             credentials: None,
@@ -55,11 +58,24 @@ impl Job {
 #[derive(Debug)]
 pub struct Group {
     pub target: Arc<Target>,
-    pub indices: Vec<usize>,
-    pub requests: Vec<Request>,
-    /// How to filter each answer.
-    pub filters: Vec<AnswerFilter>,
+    /// Mostly one (a fan-out's), held inline.
+    pub items: SmallVec<[GroupItem; 1]>,
     pub credentials: Option<(String, Secret)>,
+}
+
+/// One item of a group: where its answer goes, what is sent and how the
+/// answer is filtered.
+#[derive(Debug)]
+pub struct GroupItem {
+    pub index: usize,
+    pub request: Arc<Request>,
+    pub filter: AnswerFilter,
+}
+
+impl std::borrow::Borrow<Request> for GroupItem {
+    fn borrow(&self) -> &Request {
+        &self.request
+    }
 }
 
 /// What the caller may see of an answer.
@@ -72,19 +88,18 @@ pub struct AnswerFilter {
     pub to_domains: bool,
 }
 
-/// Adjusts what is sent so the answer can be filtered, and says how (the
-/// grant moves into the filter).
+/// Adjusts what is sent so the answer can be filtered, and says how.
 fn prepare(mut job: Job) -> (Job, AnswerFilter) {
     let to_domains = job.plan == Plan::FilterList
         && !job.grant.is_open()
         && matches!(&job.request.command, Command::List(l)
             if filter::needs_mbean_level(l.path.as_deref(), job.request.params.get("maxDepth")));
     if to_domains {
-        job.request.params.set("maxDepth", "2");
+        Arc::make_mut(&mut job.request).params.set("maxDepth", "2");
     }
     let answer_filter = AnswerFilter {
         plan: job.plan,
-        grant: std::mem::take(&mut job.grant),
+        grant: job.grant.clone(),
         to_domains,
     };
     (job, answer_filter)
@@ -129,36 +144,52 @@ fn split(jobs: Vec<Job>, with_list_cache: bool) -> Split {
 
 /// Groups jobs by target, keeping first-seen target order and item order.
 /// Found through a map by target, so a fan-out to 100,000 targets is not
-/// 100,000 scans of the groups so far.
+/// 100,000 scans of the groups so far, and with no allocation per target
+/// beyond its group.
 pub fn group_by_target(jobs: Vec<Job>) -> Vec<Group> {
     // At most a group per job: sized once, not grown by doubling.
     let mut groups: Vec<Group> = Vec::with_capacity(jobs.len());
-    let mut by_target: std::collections::HashMap<*const Target, Vec<usize>> =
+    // A target's first group; its groups with other pass-through
+    // credentials (rare) follow through `next_of_target`.
+    let mut first_of_target: std::collections::HashMap<*const Target, usize> =
         std::collections::HashMap::with_capacity(jobs.len());
+    let mut next_of_target: Vec<Option<usize>> = Vec::new();
     for job in jobs {
-        let (job, answer_filter) = prepare(job);
-        let of_target = by_target.entry(Arc::as_ptr(&job.target)).or_default();
-        // Items with other pass-through credentials form their own group.
-        let found = of_target
-            .iter()
-            .copied()
-            .find(|&i| groups[i].credentials == job.credentials);
-        if found.is_none() {
-            of_target.push(groups.len());
-        }
-        match found.map(|i| &mut groups[i]) {
-            Some(g) => {
-                g.indices.push(job.index);
-                g.requests.push(job.request);
-                g.filters.push(answer_filter);
+        let (job, filter) = prepare(job);
+        let first = first_of_target.get(&Arc::as_ptr(&job.target)).copied();
+        let mut at = first;
+        let mut last = None;
+        while let Some(i) = at {
+            if groups[i].credentials == job.credentials {
+                break;
             }
-            None => groups.push(Group {
-                target: job.target,
-                indices: vec![job.index],
-                requests: vec![job.request],
-                filters: vec![answer_filter],
-                credentials: job.credentials,
-            }),
+            last = Some(i);
+            at = next_of_target.get(i).copied().flatten();
+        }
+        let item = GroupItem {
+            index: job.index,
+            request: job.request,
+            filter,
+        };
+        match at {
+            Some(i) => groups[i].items.push(item),
+            None => {
+                let new = groups.len();
+                match last {
+                    Some(prev) => {
+                        next_of_target.resize(groups.len() + 1, None);
+                        next_of_target[prev] = Some(new);
+                    }
+                    None => {
+                        first_of_target.insert(Arc::as_ptr(&job.target), new);
+                    }
+                }
+                groups.push(Group {
+                    target: job.target,
+                    items: smallvec::smallvec![item],
+                    credentials: job.credentials,
+                });
+            }
         }
     }
     groups
@@ -197,22 +228,24 @@ pub fn dispatch<'a>(
         .map(move |group| async move {
             let target = &group.target;
             let credentials = group.credentials.as_ref();
-            let answers = exchange(target, &group.requests, |reqs| {
-                measured(metrics, target, target.client.bulk_as(reqs, credentials))
+            let answers = exchange(target, &group.items, |items| {
+                measured(metrics, target, target.client.bulk_as(items, credentials))
             })
             .await;
             group
-                .indices
-                .into_iter()
+                .items
+                .iter()
                 .zip(answers)
-                .zip(group.requests.iter().zip(&group.filters))
-                .map(|((index, answer), (request, how))| (index, filtered(answer, request, how)))
-                .collect::<Vec<_>>()
+                .map(|(item, answer)| (item.index, filtered(answer, &item.request, &item.filter)))
+                .collect::<SmallVec<[_; 1]>>()
         });
-    let guarded_calls: FuturesUnordered<_> = guarded_jobs
-        .into_iter()
-        .map(|job| async move { vec![(job.index, guarded::run(&job, metrics).await)] })
-        .collect();
+    let guarded_calls: FuturesUnordered<_> =
+        guarded_jobs
+            .into_iter()
+            .map(|job| async move {
+                smallvec::smallvec![(job.index, guarded::run(&job, metrics).await)]
+            })
+            .collect();
     let cached_lists: FuturesUnordered<_> = lists
         .into_iter()
         .map(|job| async move {
@@ -221,7 +254,7 @@ pub fn dispatch<'a>(
             let answer = cache
                 .answer(&job.target, &job.request, job.credentials.as_ref(), metrics)
                 .await;
-            vec![(job.index, filtered(answer, &job.request, &how))]
+            smallvec::smallvec![(job.index, filtered(answer, &job.request, &how))]
         })
         .collect();
     let groups = futures::stream::iter(groups).buffer_unordered(max_exchanges.max(1));
@@ -229,7 +262,7 @@ pub fn dispatch<'a>(
         groups.boxed(),
         guarded_calls.boxed(),
         cached_lists.boxed(),
-        futures::stream::once(async move { rbac_answers }).boxed(),
+        futures::stream::once(async move { SmallVec::from_vec(rbac_answers) }).boxed(),
     ])
     .flat_map(futures::stream::iter)
     .boxed()
@@ -378,13 +411,9 @@ fn list_denied(filter::ListDenied(why): filter::ListDenied) -> Response {
 /// refuses the bulk as a whole (one item it can't parse fails them all),
 /// each item again on its own so only the culprit fails. Always returns
 /// one answer per request.
-pub async fn exchange<'a, F, Fut>(
-    target: &Target,
-    requests: &'a [Request],
-    send: F,
-) -> Vec<Response>
+pub async fn exchange<'a, R, F, Fut>(target: &Target, requests: &'a [R], send: F) -> Vec<Response>
 where
-    F: Fn(&'a [Request]) -> Fut,
+    F: Fn(&'a [R]) -> Fut,
     Fut: Future<Output = Result<Vec<Response>, ClientError>>,
 {
     let failed = |e: &ClientError| {
@@ -471,8 +500,66 @@ mod tests {
         ]);
         assert_eq!(groups.len(), 2);
         assert_eq!(groups[0].target.name, "b");
-        assert_eq!(groups[0].indices, vec![0, 2, 4]);
-        assert_eq!(groups[1].indices, vec![1, 3]);
+        assert_eq!(indices(&groups[0]), vec![0, 2, 4]);
+        assert_eq!(indices(&groups[1]), vec![1, 3]);
+    }
+
+    fn indices(group: &Group) -> Vec<usize> {
+        group.items.iter().map(|i| i.index).collect()
+    }
+
+    #[test]
+    fn other_pass_through_credentials_form_their_own_groups() {
+        let (a, b) = (target("a"), target("b"));
+        let as_user = |index, t: &Arc<Target>, user: Option<&str>| Job {
+            credentials: user.map(|u| (u.to_string(), Secret::new("pw"))),
+            ..Job::open(index, t.clone(), Request::new(Command::Version(Version)))
+        };
+        let groups = group_by_target(vec![
+            as_user(0, &a, None),
+            as_user(1, &a, Some("x")),
+            as_user(2, &b, Some("x")),
+            as_user(3, &a, Some("y")),
+            as_user(4, &a, Some("x")),
+            as_user(5, &a, None),
+            as_user(6, &a, Some("y")),
+        ]);
+        let seen: Vec<(&str, Option<&str>, Vec<usize>)> = groups
+            .iter()
+            .map(|g| {
+                let user = g.credentials.as_ref().map(|(u, _)| u.as_str());
+                (g.target.name.as_str(), user, indices(g))
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                ("a", None, vec![0, 5]),
+                ("a", Some("x"), vec![1, 4]),
+                ("b", Some("x"), vec![2]),
+                ("a", Some("y"), vec![3, 6]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_fan_out_sends_one_shared_request_to_every_target() {
+        let request = Arc::new(Request::new(Command::Version(Version)));
+        let jobs = (0..3)
+            .map(|i| Job {
+                request: request.clone(),
+                ..Job::open(
+                    i,
+                    target(&format!("t{i}")),
+                    Request::new(Command::Version(Version)),
+                )
+            })
+            .collect();
+        let groups = group_by_target(jobs);
+        assert_eq!(groups.len(), 3);
+        assert!(groups
+            .iter()
+            .all(|g| Arc::ptr_eq(&g.items[0].request, &request)));
     }
 
     #[test]

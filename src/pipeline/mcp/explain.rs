@@ -119,10 +119,10 @@ fn per_target(
         }
         json!({
             "target": target.name, "decision": "allow", "rule": allowed.rule,
-            "roles": allowed.grant.roles, "plan": allowed.plan.name(),
+            "roles": allowed.grant.roles(), "plan": allowed.plan.name(),
         })
     };
-    let deny = |target: &str, error: &crate::protocol::ProtocolError, rule: String| {
+    let deny = |target: &str, error: &crate::protocol::ProtocolError, rule: &str| {
         json!({
             "target": target, "decision": "deny", "status": error.status,
             "error": error.message, "rule": rule,
@@ -148,11 +148,15 @@ fn per_target(
                 },
             )),
             // Denied before routing (no role), or on the one target.
-            Some(rule) => Ok(vec![deny(target.as_deref().unwrap_or(given), &error, rule)]),
+            Some(rule) => Ok(vec![deny(
+                target.as_deref().unwrap_or(given),
+                &error,
+                &rule,
+            )]),
         },
         Judged::Local { allowed, .. } => Ok(vec![json!({
             "target": "gateway", "decision": "allow", "rule": allowed.rule,
-            "roles": allowed.grant.roles, "plan": allowed.plan.name(),
+            "roles": allowed.grant.roles(), "plan": allowed.plan.name(),
         })]),
         Judged::Agent {
             target, allowed, ..
@@ -161,7 +165,7 @@ fn per_target(
             .into_iter()
             .map(|(target, outcome)| match outcome {
                 Ok(allowed) => allow(&target, allowed),
-                Err((error, rule)) => deny(&target.name, &error, rule),
+                Err(denied) => deny(&target.name, &denied.error, &denied.rule),
             })
             .collect()),
     }

@@ -1300,8 +1300,8 @@ impl Gateway {
             })
             .filter_map(|row| {
                 Some(answer::DeniedBy {
-                    target: row.verdict.target.clone(),
-                    rule: row.verdict.rule.clone()?,
+                    target: row.verdict.target.as_ref().map(|t| t.as_str().to_string()),
+                    rule: row.verdict.rule.as_deref()?.to_string(),
                 })
             })
             .collect();

@@ -220,8 +220,14 @@ impl Gateway {
                 for (t, outcome) in outcomes {
                     match outcome {
                         Ok(_) => reached.push(t),
-                        Err((e, _)) => {
-                            refused.push(TargetScrape::failed(&t.name, e.status, e.message, now))
+                        Err(denied) => {
+                            let e = &denied.error;
+                            refused.push(TargetScrape::failed(
+                                &t.name,
+                                e.status,
+                                e.message.clone(),
+                                now,
+                            ))
                         }
                     }
                 }

@@ -604,3 +604,44 @@ fn a_composite_value_says_which_keys_a_path_may_pick_the_same_for_every_target()
         "Not a number: a list of 2 values; a path picks one by index (e.g. \"0\")"
     );
 }
+
+#[test]
+fn a_path_in_raw_text_finds_what_a_parsed_value_does() {
+    let values = [
+        r#"{"used": 5, "max": {"a": [1, {"b": "x"}]}, "used": 7}"#,
+        r#"[10, [20, 30], {"k": null}]"#,
+        r#"{"a\"b": 1, "é": {"": 2}}"#,
+        "42",
+        r#""text""#,
+        "null",
+        "[]",
+        "{}",
+    ];
+    let paths: [&[&str]; 12] = [
+        &[],
+        &["used"],
+        &["max", "a", "1", "b"],
+        &["max", "a", "2"],
+        &["1", "0"],
+        &["2", "k"],
+        &["a\"b"],
+        &["é", ""],
+        &["missing"],
+        &["x", "y"],
+        &["0"],
+        &["-1"],
+    ];
+    for value in values {
+        for path in paths {
+            let path: Vec<String> = path.iter().map(|s| s.to_string()).collect();
+            let raw = RawValue::from_string(value.to_string()).unwrap();
+            let parsed = at_path(serde_json::from_str(value).unwrap(), &path);
+            let skipped = raw_at_path(&raw, &path);
+            assert_eq!(
+                format!("{parsed:?}"),
+                format!("{skipped:?}"),
+                "{value} at {path:?}"
+            );
+        }
+    }
+}
