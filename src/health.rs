@@ -266,7 +266,7 @@ impl TargetHealth {
         }
         let rounds = u64::from(stable_rounds.max(1));
         if s.consecutive_successes >= STABLE_AFTER
-            && (round.wrapping_add(self.phase >> 32)) % rounds != 0
+            && !round.wrapping_add(self.phase >> 32).is_multiple_of(rounds)
         {
             return ProbeDecision::Stable;
         }
