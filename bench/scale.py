@@ -43,6 +43,8 @@ BULKS = [int(n) for n in os.environ.get("BULKS", "1 10 100 1000").split()]
 CLIENTS = [int(n) for n in os.environ.get("CLIENTS", "1 2 8 32 128 256").split()]
 DURATION = os.environ.get("DURATION", "5s")
 PROBE_INTERVAL = float(os.environ.get("PROBE_INTERVAL", "10"))
+# health.stable_probe_interval in seconds; unset: the gateway's default.
+STABLE_PROBE_INTERVAL = os.environ.get("STABLE_PROBE_INTERVAL")
 # Serving threads of both proxies: nginx's worker_processes and jmxgate's
 # server.workers, one per CPU for both (as each defaults to on a machine
 # of its own: Debian's nginx.conf says `auto`).
@@ -229,6 +231,7 @@ format = "text"
 filter = "warn,jmxgate=info,jmxgate::audit=warn"
 [health]
 probe_interval = "{0 if bulk_targets else PROBE_INTERVAL:g}s"
+{f'stable_probe_interval = "{float(STABLE_PROBE_INTERVAL):g}s"' if STABLE_PROBE_INTERVAL and not bulk_targets else ""}
 [auth.basic]
 users_file = "users.toml"
 [audit]

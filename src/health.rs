@@ -18,10 +18,18 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HealthConfig {
-    /// How often every target is asked for its `version`; `0s` turns the
-    /// probes, and with them the circuit breaker, off.
+    /// How often a round of probes runs, each asking the targets that
+    /// need it for their `version`; `0s` turns the probes, and with them
+    /// the circuit breaker, off.
     #[serde(default = "default_probe_interval", with = "humantime_serde")]
     pub probe_interval: Duration,
+    /// How far apart, at most, the probes of a stable target are (one
+    /// that answered its last [`STABLE_AFTER`] probes or exchanges): a
+    /// whole number of probe intervals, from 1 (every round) to
+    /// [`MAX_STABLE_ROUNDS`]. Unset: [`DEFAULT_STABLE_PROBE_INTERVAL`]
+    /// within those bounds, so a large fleet's probes cost little.
+    #[serde(default, with = "humantime_serde")]
+    pub stable_probe_interval: Option<Duration>,
     /// Failed exchanges in a row that open a target's breaker.
     #[serde(default = "default_failures_to_open")]
     pub failures_to_open: u32,
@@ -34,6 +42,7 @@ impl Default for HealthConfig {
     fn default() -> Self {
         HealthConfig {
             probe_interval: default_probe_interval(),
+            stable_probe_interval: None,
             failures_to_open: default_failures_to_open(),
             max_probes_in_flight: default_max_probes_in_flight(),
         }
@@ -52,16 +61,93 @@ fn default_max_probes_in_flight() -> usize {
     64
 }
 
-/// How a round of probes is spread over `interval` for `targets`
-/// targets: every `tick`, the next `per_tick` targets. Ticks are at
-/// least 10 ms apart, so a large fleet is probed in small batches rather
-/// than one timer per target.
-pub fn probe_pacing(targets: usize, interval: Duration) -> (Duration, usize) {
+/// Probes or exchanges answered in a row that make a target stable.
+pub const STABLE_AFTER: u32 = 3;
+/// `stable_probe_interval` when unset (within the bounds below).
+pub const DEFAULT_STABLE_PROBE_INTERVAL: Duration = Duration::from_secs(120);
+/// The most probe intervals a stable target goes without a probe: how
+/// late a quiet target's failure may be noticed is bounded by this.
+pub const MAX_STABLE_ROUNDS: u32 = 10;
+
+impl HealthConfig {
+    /// What is wrong with `[health]`, for the configuration's check.
+    pub fn problems(&self) -> Vec<String> {
+        let (Some(stable), false) = (self.stable_probe_interval, self.probe_interval.is_zero())
+        else {
+            return Vec::new();
+        };
+        let most = self.probe_interval * MAX_STABLE_ROUNDS;
+        if stable < self.probe_interval || stable > most {
+            return vec![format!(
+                "health.stable_probe_interval: {} is not between probe_interval ({}) and {MAX_STABLE_ROUNDS} times it ({}): a stable target is probed at least every probe_interval and at most that far apart",
+                humantime::format_duration(stable),
+                humantime::format_duration(self.probe_interval),
+                humantime::format_duration(most),
+            )];
+        }
+        Vec::new()
+    }
+
+    /// Rounds (probe intervals) between probes of a stable target: the
+    /// whole intervals within `stable_probe_interval`, so never further
+    /// apart than it says.
+    pub fn stable_rounds(&self) -> u32 {
+        if self.probe_interval.is_zero() {
+            return 1;
+        }
+        let stable = self
+            .stable_probe_interval
+            .unwrap_or(DEFAULT_STABLE_PROBE_INTERVAL);
+        let rounds = stable.as_nanos() / self.probe_interval.as_nanos();
+        u32::try_from(rounds)
+            .unwrap_or(u32::MAX)
+            .clamp(1, MAX_STABLE_ROUNDS)
+    }
+}
+
+/// The ticks a round of probes is spread over: `(tick, ticks)`, ticks at
+/// least 10 ms apart (100 a second, whatever the fleet), so a large fleet
+/// is probed in small batches rather than one timer per target. Each
+/// target has a tick of its own ([`TargetHealth::probe_tick`]), so its
+/// probes are one interval apart and rounds have no bursts.
+pub fn probe_ticks(interval: Duration) -> (Duration, u64) {
     const MIN_TICK: Duration = Duration::from_millis(10);
-    let most_ticks = (interval.as_millis() / MIN_TICK.as_millis()).max(1) as usize;
-    let ticks = targets.clamp(1, most_ticks);
-    let per_tick = targets.div_ceil(ticks).max(1);
-    (interval / ticks as u32, per_tick)
+    let ticks = (interval.as_nanos() / MIN_TICK.as_nanos()).clamp(1, u32::MAX as u128) as u32;
+    (interval / ticks, u64::from(ticks))
+}
+
+/// A name's fixed place in the probe schedule: FNV-1a, then mixed
+/// (splitmix64's finaliser) so neighbouring names (`t-1`, `t-2`) land far
+/// apart. Not randomised per process: a restart keeps each target's phase.
+fn phase_of(name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// What a probe round does with one target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeDecision {
+    Send,
+    /// Real exchanges answered within the interval (passive health).
+    Answered,
+    /// Stable, and this is not one of its rounds.
+    Stable,
+}
+
+impl ProbeDecision {
+    /// `jmxgate_health_probes_total`'s `result`.
+    pub fn label(self) -> &'static str {
+        match self {
+            ProbeDecision::Send => "sent",
+            ProbeDecision::Answered => "skipped",
+            ProbeDecision::Stable => "stable_skipped",
+        }
+    }
 }
 
 /// One target's health as last seen.
@@ -81,6 +167,8 @@ pub struct HealthState {
     /// When a real exchange (not a probe) last succeeded: while that is
     /// within the probe interval, the target needs no probe.
     pub answered_at: Option<std::time::Instant>,
+    /// Probes and exchanges answered in a row (see [`STABLE_AFTER`]).
+    pub consecutive_successes: u32,
 }
 
 #[derive(Debug)]
@@ -92,6 +180,11 @@ pub struct TargetHealth {
     /// Set when the target leaves the fleet; exchanges and probes still
     /// under way then must not bring its gauges back.
     retired: AtomicBool,
+    /// From the name: its tick within a round and its stable rounds.
+    phase: u64,
+    /// Its `jmxgate_agent_up` series, as looked up last, and the metrics'
+    /// generation then (`Metrics::probed`): a probe costs no label lookup.
+    pub(crate) up_gauge: Mutex<Option<(u64, prometheus_client::metrics::gauge::Gauge)>>,
 }
 
 impl TargetHealth {
@@ -106,6 +199,8 @@ impl TargetHealth {
             state: Mutex::default(),
             failures_to_open,
             retired: AtomicBool::new(false),
+            phase: phase_of(name),
+            up_gauge: Mutex::default(),
         }
     }
 
@@ -145,16 +240,37 @@ impl TargetHealth {
         self.record(outcome);
     }
 
-    /// Whether the next probe round should ask this target: not while
-    /// real exchanges answered within `interval` (passive health), unless
-    /// its breaker is open, it was last seen down, or no probe has yet
-    /// learnt its agent's version.
-    pub fn needs_probe(&self, interval: Duration) -> bool {
+    /// Which of `ticks` ticks of every round probes this target.
+    pub fn probe_tick(&self, ticks: u64) -> u64 {
+        self.phase % ticks.max(1)
+    }
+
+    /// Whether probe round `round` asks this target. Down, never seen,
+    /// breaker open or agent version unknown: always. Otherwise not while
+    /// real exchanges answered within `interval` (passive health), and,
+    /// once stable (answered [`STABLE_AFTER`] times in a row), only every
+    /// `stable_rounds`-th round, which one set by its name so stable
+    /// targets spread evenly over the rounds.
+    pub fn probe_decision(
+        &self,
+        interval: Duration,
+        round: u64,
+        stable_rounds: u32,
+    ) -> ProbeDecision {
         let s = self.state.lock().expect("health lock");
-        s.open_since.is_some()
-            || s.up != Some(true)
-            || s.agent_version.is_none()
-            || s.answered_at.is_none_or(|t| t.elapsed() >= interval)
+        if s.open_since.is_some() || s.up != Some(true) || s.agent_version.is_none() {
+            return ProbeDecision::Send;
+        }
+        if s.answered_at.is_some_and(|t| t.elapsed() < interval) {
+            return ProbeDecision::Answered;
+        }
+        let rounds = u64::from(stable_rounds.max(1));
+        if s.consecutive_successes >= STABLE_AFTER
+            && !round.wrapping_add(self.phase >> 32).is_multiple_of(rounds)
+        {
+            return ProbeDecision::Stable;
+        }
+        ProbeDecision::Send
     }
 
     fn record(&self, outcome: Result<Duration, String>) {
@@ -176,12 +292,14 @@ impl TargetHealth {
                 s.up = Some(true);
                 s.latency = Some(latency);
                 s.consecutive_failures = 0;
+                s.consecutive_successes = s.consecutive_successes.saturating_add(1);
                 s.last_error = None;
                 // An exchange only runs while closed; nothing to close here.
             }
             Err(error) => {
                 s.up = Some(false);
                 s.consecutive_failures += 1;
+                s.consecutive_successes = 0;
                 s.last_error = Some(error);
                 if self.failures_to_open > 0
                     && s.consecutive_failures >= self.failures_to_open
@@ -327,19 +445,129 @@ impl Default for HealthBook {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn probes_are_spread_over_the_interval_in_batches() {
-        let thirty = Duration::from_secs(30);
-        // Few targets: one per tick, evenly apart.
-        assert_eq!(probe_pacing(3, thirty), (Duration::from_secs(10), 1));
-        // Many: ticks no closer than 10 ms, batches cover every target.
-        let (tick, per_tick) = probe_pacing(100_000, thirty);
-        assert_eq!(tick, Duration::from_millis(10));
-        assert!(per_tick * 3000 >= 100_000 && per_tick == 34, "{per_tick}");
-        assert_eq!(probe_pacing(0, thirty).1, 1);
+    use super::*;
+
+    fn probed_ok(h: &TargetHealth) {
+        h.record_probe(Ok((
+            Duration::from_millis(2),
+            Some("1.7.1".into()),
+            Some("7.2".into()),
+        )));
     }
 
-    use super::*;
+    #[test]
+    fn rounds_are_ticks_at_least_10ms_apart_and_targets_spread_evenly_over_them() {
+        assert_eq!(
+            probe_ticks(Duration::from_secs(10)),
+            (Duration::from_millis(10), 1000)
+        );
+        assert_eq!(
+            probe_ticks(Duration::from_millis(25)),
+            (Duration::from_micros(12_500), 2)
+        );
+        assert_eq!(probe_ticks(Duration::from_millis(1)).1, 1);
+        // 100,000 targets over 1000 ticks: about 100 each, no burst.
+        let mut per_tick = vec![0u32; 1000];
+        for i in 0..100_000 {
+            per_tick[TargetHealth::new(&format!("t-{i}"), 3).probe_tick(1000) as usize] += 1;
+        }
+        let (least, most) = (per_tick.iter().min(), per_tick.iter().max());
+        assert!(
+            *least.unwrap() >= 60 && *most.unwrap() <= 140,
+            "{least:?}..{most:?}"
+        );
+        // A name's tick is fixed: its probes are one interval apart.
+        let t = TargetHealth::new("t-7", 3);
+        assert_eq!(
+            t.probe_tick(1000),
+            TargetHealth::new("t-7", 3).probe_tick(1000)
+        );
+    }
+
+    #[test]
+    fn stable_probe_interval_is_whole_rounds_within_bounds() {
+        let with = |probe: u64, stable: Option<u64>| HealthConfig {
+            probe_interval: Duration::from_secs(probe),
+            stable_probe_interval: stable.map(Duration::from_secs),
+            ..HealthConfig::default()
+        };
+        // Default: two minutes, in whole intervals, 1 to 10 of them.
+        assert_eq!(with(10, None).stable_rounds(), 10);
+        assert_eq!(with(30, None).stable_rounds(), 4);
+        assert_eq!(with(60, None).stable_rounds(), 2);
+        assert_eq!(with(300, None).stable_rounds(), 1);
+        // Rounded down, so never further apart than configured.
+        assert_eq!(with(10, Some(45)).stable_rounds(), 4);
+        assert_eq!(with(10, Some(10)).stable_rounds(), 1);
+        assert!(with(10, Some(100)).problems().is_empty());
+        assert!(with(10, None).problems().is_empty());
+        for bad in [5, 101] {
+            let problems = with(10, Some(bad)).problems();
+            assert_eq!(problems.len(), 1, "{problems:?}");
+            assert!(
+                problems[0].starts_with("health.stable_probe_interval: ")
+                    && problems[0]
+                        .contains("between probe_interval (10s) and 10 times it (1m 40s)"),
+                "{problems:?}"
+            );
+        }
+        // Probes off: nothing to check.
+        assert!(with(0, Some(5)).problems().is_empty());
+        assert_eq!(with(0, None).stable_rounds(), 1);
+    }
+
+    #[test]
+    fn stable_targets_are_probed_every_nth_round_others_every_round() {
+        let minute = Duration::from_secs(60);
+        let h = TargetHealth::new("s", 3);
+        // New, then answering fewer than STABLE_AFTER in a row: every round.
+        for round in 0..STABLE_AFTER as u64 {
+            assert_eq!(h.probe_decision(minute, round, 4), ProbeDecision::Send);
+            probed_ok(&h);
+        }
+        // Stable: one round in 4, and a whole number of rounds apart.
+        let due: Vec<u64> = (0..12)
+            .filter(|&r| h.probe_decision(minute, r, 4) == ProbeDecision::Send)
+            .collect();
+        assert_eq!(due.len(), 3, "{due:?}");
+        assert!(due.windows(2).all(|w| w[1] - w[0] == 4), "{due:?}");
+        assert_eq!(
+            h.probe_decision(minute, due[0] + 1, 4),
+            ProbeDecision::Stable
+        );
+        // With 1 round (stable_probe_interval = probe_interval): every one.
+        assert!((0..5).all(|r| h.probe_decision(minute, r, 1) == ProbeDecision::Send));
+        // Stable targets spread over the rounds by name: each round
+        // has about a quarter of them.
+        let mut per_round = [0u32; 4];
+        for i in 0..4000 {
+            let t = TargetHealth::new(&format!("t-{i}"), 3);
+            for _ in 0..STABLE_AFTER {
+                probed_ok(&t);
+            }
+            for (round, n) in per_round.iter_mut().enumerate() {
+                *n += u32::from(t.probe_decision(minute, round as u64, 4) == ProbeDecision::Send);
+            }
+        }
+        assert!(
+            per_round.iter().all(|&n| (850..=1150).contains(&n)),
+            "{per_round:?}"
+        );
+        // A failure: no longer stable, probed every round until it has
+        // answered STABLE_AFTER times in a row again.
+        h.record_probe(Err("refused".into()));
+        assert!((0..8).all(|r| h.probe_decision(minute, r, 4) == ProbeDecision::Send));
+        probed_ok(&h);
+        assert_eq!(h.probe_decision(minute, due[0] + 1, 4), ProbeDecision::Send);
+        // So is a target whose breaker is open.
+        let open = TargetHealth::new("o", 1);
+        for _ in 0..STABLE_AFTER {
+            probed_ok(&open);
+        }
+        open.record_exchange(Err("refused".into()));
+        assert!(open.refusal().is_some());
+        assert!((0..8).all(|r| open.probe_decision(minute, r, 4) == ProbeDecision::Send));
+    }
 
     #[test]
     fn a_target_going_down_is_news_once_until_it_is_back() {
@@ -438,29 +666,27 @@ mod tests {
     #[test]
     fn targets_answering_real_traffic_need_no_probe() {
         let minute = Duration::from_secs(60);
+        let decide = |h: &TargetHealth, interval| h.probe_decision(interval, 0, 1);
         let book = HealthBook::new(3);
         // Answers but never probed: the first probe learns its version.
         let u = book.for_target("u");
         u.record_exchange(Ok(Duration::from_millis(2)));
-        assert!(u.needs_probe(minute));
+        assert_eq!(decide(&u, minute), ProbeDecision::Send);
         // Probed, no traffic: the next round asks again.
         let t = book.for_target("a");
-        t.record_probe(Ok((
-            Duration::from_millis(2),
-            Some("1.7.1".into()),
-            Some("7.2".into()),
-        )));
-        assert!(t.needs_probe(minute));
+        probed_ok(&t);
+        assert_eq!(decide(&t, minute), ProbeDecision::Send);
         // Real answers within the interval: no probe; beyond it: one.
         t.record_exchange(Ok(Duration::from_millis(2)));
-        assert!(!t.needs_probe(minute));
-        assert!(t.needs_probe(Duration::ZERO));
+        assert_eq!(decide(&t, minute), ProbeDecision::Answered);
+        assert_eq!(decide(&t, Duration::ZERO), ProbeDecision::Send);
         // It stops answering: down, probed again at once.
         t.record_exchange(Err("refused".into()));
-        assert!(t.needs_probe(minute));
+        assert_eq!(decide(&t, minute), ProbeDecision::Send);
         for _ in 0..3 {
             t.record_exchange(Err("refused".into()));
         }
-        assert!(t.refusal().is_some() && t.needs_probe(minute));
+        assert!(t.refusal().is_some());
+        assert_eq!(decide(&t, minute), ProbeDecision::Send);
     }
 }

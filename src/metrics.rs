@@ -2,6 +2,8 @@
 //! One registry per gateway; counters are shared handles, so a reload
 //! keeps counting into the same series.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -129,8 +131,13 @@ pub struct Metrics {
     pub audit_sinks: crate::audit::ship::metrics::SinkMetrics,
     pub reloads: Family<StatusLabel, Counter>,
     /// Health probes sent, and those skipped because real exchanges had
-    /// answered within the interval (`result`: `sent`, `skipped`).
+    /// answered within the interval or the target is stable and not due
+    /// (`result`: `sent`, `skipped`, `stable_skipped`).
     pub health_probes: Family<ResultLabel, Counter>,
+    /// `health_probes`' series, by `ProbeDecision`.
+    probe_results: [Counter; 3],
+    /// Bumped whenever targets' series are dropped (see `probed`).
+    forgotten: AtomicU64,
     pub mcp_tool_calls: Family<ToolLabels, Counter>,
     /// Targets scraped through the Prometheus endpoint.
     pub prometheus_scrapes: Family<ScrapeLabels, Counter>,
@@ -171,6 +178,8 @@ impl Metrics {
             audit_sinks: Default::default(),
             reloads: Family::default(),
             health_probes: Family::default(),
+            probe_results: Default::default(),
+            forgotten: AtomicU64::new(0),
             mcp_tool_calls: Family::default(),
             prometheus_scrapes: Family::default(),
             client_connections: Family::default(),
@@ -295,10 +304,26 @@ impl Metrics {
         );
         registry.register(
             "health_probes",
-            "Health probes sent, and skipped because real exchanges answered within the interval",
+            "Health probes sent, skipped because real exchanges answered within the interval, and stable_skipped: a stable target not due this round",
             m.health_probes.clone(),
         );
-        Metrics { registry, ..m }
+        let probe_results = [
+            crate::health::ProbeDecision::Send,
+            crate::health::ProbeDecision::Answered,
+            crate::health::ProbeDecision::Stable,
+        ]
+        .map(|d| {
+            m.health_probes
+                .get_or_create(&ResultLabel {
+                    result: d.label().into(),
+                })
+                .clone()
+        });
+        Metrics {
+            registry,
+            probe_results,
+            ..m
+        }
     }
 
     /// Records whether a discovery source's API answers.
@@ -359,21 +384,38 @@ impl Metrics {
     }
 
     /// Sets `agent_up` from a health probe.
-    /// Counts a probe sent (`true`) or skipped (`false`).
-    pub fn probe_decided(&self, sent: bool) {
-        self.health_probes
-            .get_or_create(&ResultLabel {
-                result: if sent { "sent" } else { "skipped" }.into(),
-            })
-            .inc();
+    /// Counts what a probe round did with one target.
+    pub fn probe_decided(&self, decision: crate::health::ProbeDecision) {
+        use crate::health::ProbeDecision::*;
+        // Looked up once: a large fleet decides thousands a second.
+        let [sent, answered, stable] = &self.probe_results;
+        match decision {
+            Send => sent,
+            Answered => answered,
+            Stable => stable,
+        }
+        .inc();
     }
 
     pub fn probed(&self, target: &TargetHealth, up: bool) {
-        self.agent_up
-            .get_or_create(&TargetLabel {
-                target: target.name().to_string(),
-            })
-            .set(i64::from(up));
+        // The target's series, looked up again only after some target's
+        // series were dropped (one may have been its own).
+        let generation = self.forgotten.load(Ordering::SeqCst);
+        let mut cached = target.up_gauge.lock().expect("gauge lock");
+        let gauge = match &*cached {
+            Some((seen, gauge)) if *seen == generation => gauge,
+            _ => {
+                let gauge = self
+                    .agent_up
+                    .get_or_create(&TargetLabel {
+                        target: target.name().to_string(),
+                    })
+                    .clone();
+                &cached.insert((generation, gauge)).1
+            }
+        };
+        gauge.set(i64::from(up));
+        drop(cached);
         self.unless_retired(target);
     }
 
@@ -404,6 +446,9 @@ impl Metrics {
                 outcome: outcome.into(),
             });
         }
+        // After the removal: a probe that looked its series up before
+        // it sets a dropped gauge once, and the next looks again.
+        self.forgotten.fetch_add(1, Ordering::SeqCst);
     }
 
     pub fn cache_lookup(&self, cache: &str, hit: bool) {

@@ -231,3 +231,75 @@ async fn targets_answering_real_traffic_are_not_probed_and_quiet_ones_are() {
         assert_eq!(t["health"]["state"], "up", "{t}");
     }
 }
+
+/// One target's health state as `GET /jolokia/targets` shows it.
+async fn state_of(gw: &Gateway, name: &str) -> String {
+    let (_, r) = gw.get("/jolokia/targets").await;
+    r["value"]
+        .as_array()
+        .and_then(|ts| ts.iter().find(|t| t["name"] == name))
+        .map_or(String::new(), |t| {
+            t["health"]["state"].as_str().unwrap_or("").to_string()
+        })
+}
+
+#[tokio::test]
+async fn a_stable_target_is_probed_less_often_and_still_found_down_when_it_stops() {
+    // Stable after 3 answers in a row, then probed every 4th round: at
+    // most 1.2 s apart, so found down within that (plus the probe's own
+    // timeout) once it stops; the deadline below is generous.
+    let agent = common::Agent::start("steady");
+    let config = format!(
+        "[health]\nprobe_interval = \"300ms\"\nstable_probe_interval = \"1200ms\"\n\
+         [[targets]]\nname = \"steady\"\nurl = \"{}\"\nrequest_timeout = \"2s\"\n",
+        agent.url()
+    );
+    let gw = Gateway::start(&config).await;
+    eventually(
+        "steady stable: rounds skip it",
+        Duration::from_secs(60),
+        || async {
+            let skipped = probes(&gw, "stable_skipped");
+            (skipped >= 3)
+                .then_some(())
+                .ok_or(format!("stable_skipped {skipped}"))
+        },
+    )
+    .await;
+    assert_eq!(state_of(&gw, "steady").await, "up");
+    assert!(probes(&gw, "sent") >= 3, "its first answers were probed");
+    drop(agent);
+    eventually(
+        "steady found down without traffic",
+        Duration::from_secs(30),
+        || async {
+            let state = state_of(&gw, "steady").await;
+            (state == "down").then_some(()).ok_or(state)
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_down_target_is_probed_every_round() {
+    let dead = common::dead_port();
+    let config = format!(
+        "[health]\nprobe_interval = \"200ms\"\nstable_probe_interval = \"2s\"\n\
+         [[targets]]\nname = \"gone\"\nurl = \"http://127.0.0.1:{dead}/jolokia\"\n"
+    );
+    let gw = Gateway::start(&config).await;
+    let sent = probes(&gw, "sent");
+    eventually(
+        "gone probed round after round",
+        Duration::from_secs(30),
+        || async {
+            let now = probes(&gw, "sent");
+            (now >= sent + 8).then_some(()).ok_or(format!("sent {now}"))
+        },
+    )
+    .await;
+    // Never skipped: neither as stable nor for traffic.
+    assert_eq!(probes(&gw, "stable_skipped"), 0);
+    assert_eq!(probes(&gw, "skipped"), 0);
+    assert_eq!(state_of(&gw, "gone").await, "down");
+}

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -287,6 +287,9 @@ impl AgentClientBuilder {
                 exchanges: self.exchanges,
                 flights: Mutex::new(HashMap::new()),
                 next_flight: AtomicU64::new(0),
+                connect_timeout: self.connect_timeout,
+                kept_alive_at: AtomicU64::new(0),
+                kept_alive_slot: AtomicUsize::new(0),
             }),
         })
     }
@@ -333,9 +336,8 @@ struct PerWorker {
 }
 
 impl PerWorker {
-    /// The calling worker's pool.
-    fn pool(&self) -> &Pool {
-        let slot = crate::worker::current_slot();
+    /// Worker `slot`'s pool.
+    fn pool_of(&self, slot: usize) -> &Pool {
         self.pools[slot].get_or_init(|| {
             // No redirects and no proxies: this client follows nothing, so
             // it only ever reaches the configured target.
@@ -454,6 +456,36 @@ struct Inner {
     http: Arc<PerWorker>,
     request_timeout: Duration,
     credentials: Option<(String, Secret)>,
+    /// For a probe's own connection (the pool's connector has its copy).
+    connect_timeout: Duration,
+    /// When a kept-alive exchange last ended (ms on [`clock_ms`], 0:
+    /// never) and which worker's pool holds that connection: a probe
+    /// within [`LIVE_CONNECTION`] goes through it instead of a new one.
+    kept_alive_at: AtomicU64,
+    kept_alive_slot: AtomicUsize,
+}
+
+/// How long after its last exchange a pooled connection is taken to be
+/// still open: the pool keeps an idle one 30 s (`pool_idle_timeout`),
+/// agents' servers about as long (Jetty's and the JDK's default); the
+/// margin keeps a probe from racing either.
+const LIVE_CONNECTION: Duration = Duration::from_secs(20);
+
+/// Milliseconds since the first call, from 1.
+fn clock_ms() -> u64 {
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
+        + 1
+}
+
+/// A probe's body, serialised once.
+fn version_body() -> Bytes {
+    static BODY: OnceLock<Bytes> = OnceLock::new();
+    BODY.get_or_init(|| Bytes::from(crate::protocol::serialize_bulk(&[Request::version()])))
+        .clone()
 }
 
 impl std::fmt::Debug for Inner {
@@ -527,13 +559,27 @@ impl AgentClient {
         Ok(answers)
     }
 
-    /// The `version` a health probe sends, on a connection of its own that
-    /// closes after the answer: probing a fleet of 100,000 agents every
-    /// interval must not keep 100,000 idle connections open.
+    /// The `version` a health probe sends: through the pooled
+    /// connection a recent exchange left open, else on a connection of its
+    /// own, closed after the answer, so probing a fleet of 100,000 agents
+    /// keeps no idle connection per agent. Plain HTTP takes a lean path
+    /// for that ([`probe_once`](Self::probe_once)); HTTPS the pool's
+    /// client, asking the agent to close.
     pub async fn probe_version(&self) -> Result<Vec<Response>, ClientError> {
-        let body = crate::protocol::serialize_bulk(&[Request::version()]);
-        let credentials = self.inner.credentials.clone();
-        let answers = self.post(body, credentials.as_ref(), true).await?;
+        let inner = &self.inner;
+        let credentials = inner.credentials.as_ref();
+        let at = inner.kept_alive_at.load(Ordering::Relaxed);
+        let live = at != 0 && clock_ms() - at < LIVE_CONNECTION.as_millis() as u64;
+        let answers = if live {
+            let slot = inner.kept_alive_slot.load(Ordering::Relaxed);
+            self.post_via(Some(slot), version_body(), credentials, false)
+                .await?
+        } else if inner.uri.scheme() == Some(&http::uri::Scheme::HTTP) {
+            self.probe_once(version_body()).await?
+        } else {
+            self.post_via(None, version_body(), credentials, true)
+                .await?
+        };
         if answers.len() != 1 {
             return Err(ClientError::BadAnswer(format!(
                 "{} answers for 1 request",
@@ -541,6 +587,84 @@ impl AgentClient {
             )));
         }
         Ok(answers)
+    }
+
+    /// One probe exchange on a plain-HTTP connection of its own, driven
+    /// right here (no pool, no connection task): connect, send, read the
+    /// answer within the same bounds as any exchange, then drop the socket
+    /// with a reset (SO_LINGER 0) instead of a FIN handshake, so neither
+    /// side keeps it in TIME_WAIT (health checkers such as HAProxy's close
+    /// the same way). The request is kept-alive, so the agent, done with
+    /// it, doesn't close first.
+    async fn probe_once(&self, body: Bytes) -> Result<Vec<Response>, ClientError> {
+        let inner = &self.inner;
+        let url = &inner.url;
+        let port = url
+            .port_or_known_default()
+            .ok_or_else(|| ClientError::Setup(format!("{url}: no port")))?;
+        let path = inner.uri.path_and_query().map_or("/", |p| p.as_str());
+        let host = match url.port() {
+            Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
+            None => url.host_str().unwrap_or_default().to_string(),
+        };
+        let mut req = http::Request::post(path)
+            .header(http::header::HOST, host)
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .header(ACCEPT, HeaderValue::from_static("application/json"))
+            .body(Full::new(body))
+            .map_err(|e| ClientError::Transport(e.to_string()))?;
+        if let Some((user, password)) = &inner.credentials {
+            req.headers_mut()
+                .insert(AUTHORIZATION, basic_auth(user, password));
+        }
+        let exchange = async {
+            let _slot = inner.slots.acquire().await;
+            let _exchange = match &inner.exchanges {
+                Some(bound) => Some(
+                    bound
+                        .acquire()
+                        .await
+                        .map_err(|e| ClientError::Transport(e.to_string()))?,
+                ),
+                None => None,
+            };
+            let connect = async {
+                match url.host() {
+                    Some(url::Host::Ipv4(ip)) => tokio::net::TcpStream::connect((ip, port)).await,
+                    Some(url::Host::Ipv6(ip)) => tokio::net::TcpStream::connect((ip, port)).await,
+                    Some(url::Host::Domain(name)) => {
+                        tokio::net::TcpStream::connect((name, port)).await
+                    }
+                    None => Err(std::io::Error::other("no host")),
+                }
+            };
+            let stream = tokio::time::timeout(inner.connect_timeout, connect)
+                .await
+                .map_err(|_| ClientError::Connect("timed out (connect_timeout)".into()))?
+                .map_err(|e| ClientError::Connect(e.to_string()))?;
+            // Best effort: without it the close is an ordinary FIN.
+            let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+            let (mut sender, conn) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                    .await
+                    .map_err(classify_body)?;
+            let answer = async {
+                let resp = sender.send_request(req).await.map_err(classify_body)?;
+                read_answer(resp, inner, None).await
+            };
+            let mut answer = std::pin::pin!(answer);
+            let mut conn = std::pin::pin!(conn);
+            // The connection is driven until the answer is read; ended
+            // first (closed, failed), the answer says what it got.
+            tokio::select! {
+                biased;
+                answers = &mut answer => answers,
+                _ = &mut conn => answer.await,
+            }
+        };
+        tokio::time::timeout(inner.request_timeout, exchange)
+            .await
+            .map_err(|_| ClientError::Timeout(inner.request_timeout))?
     }
 
     /// Joins an identical exchange already in flight, or starts one that
@@ -596,12 +720,26 @@ impl AgentClient {
         credentials: Option<&(String, Secret)>,
         close: bool,
     ) -> Result<Vec<Response>, ClientError> {
+        self.post_via(None, Bytes::from(body), credentials, close)
+            .await
+    }
+
+    /// [`post`](Self::post) through worker `pool`'s connection pool (the
+    /// calling worker's with `None`). Only such an exchange, kept alive,
+    /// counts as leaving a live connection for probes to use.
+    async fn post_via(
+        &self,
+        pool: Option<usize>,
+        body: Bytes,
+        credentials: Option<&(String, Secret)>,
+        close: bool,
+    ) -> Result<Vec<Response>, ClientError> {
         let inner = &self.inner;
         let mut req = http::Request::post(inner.uri.clone())
             // Jetty drops a form-encoded body silently: always JSON.
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(ACCEPT, HeaderValue::from_static("application/json"))
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(body))
             .map_err(|e| ClientError::Transport(e.to_string()))?;
         if let Some((user, password)) = credentials {
             req.headers_mut()
@@ -625,47 +763,68 @@ impl AgentClient {
                 ),
                 None => None,
             };
-            let resp = inner.http.pool().request(req).await.map_err(classify)?;
-            let head_at = std::time::Instant::now();
+            let slot = pool.unwrap_or_else(crate::worker::current_slot);
+            let resp = inner
+                .http
+                .pool_of(slot)
+                .request(req)
+                .await
+                .map_err(classify)?;
             let quick_ack = resp.extensions().get::<QuickAck>().cloned();
-            let status = resp.status().as_u16();
-            let plain_text = content_type_is(resp.headers(), "text/plain");
-            let length = resp
-                .headers()
-                .get(CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-            let incoming = resp.into_body();
-            if status != 200 {
-                let detail = if status == 400 {
-                    // A refusal's text is bounded like any answer: a
-                    // hostile agent's endless 400 must not be held whole.
-                    let (text, held) = read_bounded(incoming, length, inner).await?;
-                    drop(held);
-                    if let Some(refused) = plain_text.then(|| refusal(&text)).flatten() {
-                        return Err(refused);
-                    }
-                    first_text_line(&text)
-                } else {
-                    String::new()
-                };
-                return Err(ClientError::Http {
-                    status,
-                    hint: http_hint(status),
-                    detail,
-                });
+            let answers = read_answer(resp, inner, quick_ack).await;
+            if !close && pool.is_none() && answers.is_ok() {
+                inner.kept_alive_slot.store(slot, Ordering::Relaxed);
+                inner.kept_alive_at.store(clock_ms(), Ordering::Relaxed);
             }
-            let (body, held) = read_bounded(incoming, length, inner).await?;
-            if let Some(quick_ack) = quick_ack {
-                quick_ack.note_answer(head_at.elapsed(), body.len());
-            }
-            let answers = crate::protocol::parse_bulk_answer(&body).map_err(ClientError::BadAnswer);
-            drop(held);
             answers
         };
         tokio::time::timeout(inner.request_timeout, exchange)
             .await
             .map_err(|_| ClientError::Timeout(inner.request_timeout))?
     }
+}
+
+/// An agent's answer, from its head: the status checked, the body read
+/// within bounds ([`read_bounded`]) and parsed.
+async fn read_answer(
+    resp: http::Response<hyper::body::Incoming>,
+    inner: &Inner,
+    quick_ack: Option<QuickAck>,
+) -> Result<Vec<Response>, ClientError> {
+    let head_at = std::time::Instant::now();
+    let status = resp.status().as_u16();
+    let plain_text = content_type_is(resp.headers(), "text/plain");
+    let length = resp
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let incoming = resp.into_body();
+    if status != 200 {
+        let detail = if status == 400 {
+            // A refusal's text is bounded like any answer: a
+            // hostile agent's endless 400 must not be held whole.
+            let (text, held) = read_bounded(incoming, length, inner).await?;
+            drop(held);
+            if let Some(refused) = plain_text.then(|| refusal(&text)).flatten() {
+                return Err(refused);
+            }
+            first_text_line(&text)
+        } else {
+            String::new()
+        };
+        return Err(ClientError::Http {
+            status,
+            hint: http_hint(status),
+            detail,
+        });
+    }
+    let (body, held) = read_bounded(incoming, length, inner).await?;
+    if let Some(quick_ack) = quick_ack {
+        quick_ack.note_answer(head_at.elapsed(), body.len());
+    }
+    let answers = crate::protocol::parse_bulk_answer(&body).map_err(ClientError::BadAnswer);
+    drop(held);
+    answers
 }
 
 /// An agent's answer body, whatever its status: refused beyond the

@@ -427,6 +427,7 @@ impl Config {
             }
         }
         problems.extend(self.mcp.problems());
+        problems.extend(self.health.problems());
         problems.extend(self.prometheus.problems());
         if self.server.listen.is_none() && self.server.tls.is_none() {
             problems.push(

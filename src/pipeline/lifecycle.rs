@@ -5,7 +5,6 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::Duration;
 
 use arc_swap::ArcSwap;
 
@@ -54,6 +53,7 @@ impl Gateway {
             bounds,
             health,
             probe_interval: config.health.probe_interval,
+            stable_rounds: config.health.stable_rounds(),
             max_probes_in_flight: config.health.max_probes_in_flight.max(1),
             max_agent_exchanges: config.server.max_agent_exchanges.max(1),
             sources: std::sync::Mutex::new(super::Sources {
@@ -294,62 +294,78 @@ impl Gateway {
         self.bounds.budget.as_ref().map_or(0, |b| b.available())
     }
 
-    /// Probes every target once per `health.probe_interval` while the
-    /// gateway lives (not at all with `0s`), except targets whose real
-    /// exchanges answered within the interval: the first round right away,
-    /// later rounds spread evenly over the interval (`health::probe_pacing`),
-    /// never more than `health.max_probes_in_flight` at once. A round
-    /// slowed by that bound starts the next one late rather than early.
-    /// Needs a Tokio runtime.
+    /// Probes the fleet while the gateway lives (not at all with
+    /// `health.probe_interval` `0s`): the first round right away, as fast
+    /// as `health.max_probes_in_flight` allows; later rounds one interval
+    /// apart, each target at a fixed tick of the round set by its name
+    /// (`health::probe_ticks`), so its probes are one interval apart and
+    /// no tick has a burst. Which targets a round asks is
+    /// `TargetHealth::probe_decision` (passive health, stable targets
+    /// every `health.stable_probe_interval`). A round slowed by the bound
+    /// on probes in flight starts the next one late rather than early.
+    /// Each round reads the fleet anew. Needs a Tokio runtime.
     pub fn spawn_health_probes(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
+        use crate::health::ProbeDecision;
         if self.probe_interval.is_zero() {
             return None;
         }
         let gateway = Arc::downgrade(self);
         let interval = self.probe_interval;
-        let in_flight = Arc::new(tokio::sync::Semaphore::new(self.max_probes_in_flight));
+        let stable_rounds = self.stable_rounds;
+        let (tick, ticks) = crate::health::probe_ticks(interval);
+        let max_in_flight = self.max_probes_in_flight;
         Some(tokio::spawn(async move {
-            let mut first = true;
-            loop {
+            // Probes in flight, driven by this task rather than a task each.
+            let mut probes = futures::stream::FuturesUnordered::new();
+            let mut sent = Vec::new();
+            for round_no in 0u64.. {
+                let first = round_no == 0;
                 let round = tokio::time::Instant::now();
                 let Some(fleet) = gateway.upgrade().map(|g| g.fleet()) else {
                     return;
                 };
-                let targets: Vec<_> = fleet.iter().cloned().collect();
+                let mut targets: Vec<_> = fleet
+                    .iter()
+                    .map(|t| {
+                        (
+                            if first { 0 } else { t.health.probe_tick(ticks) },
+                            t.clone(),
+                        )
+                    })
+                    .collect();
                 drop(fleet);
-                let (tick, per_tick) = if first {
-                    (Duration::ZERO, targets.len().max(1))
-                } else {
-                    crate::health::probe_pacing(targets.len(), interval)
-                };
-                for (n, batch) in targets.chunks(per_tick).enumerate() {
-                    tokio::time::sleep_until(round + tick * n as u32).await;
-                    for target in batch {
-                        // Passive health: real traffic that answered
-                        // within the interval says as much as a probe.
-                        let sent = first || target.health.needs_probe(interval);
-                        match gateway.upgrade() {
-                            Some(live) => live.metrics.probe_decided(sent),
-                            None => return,
-                        }
-                        if !sent {
-                            continue;
-                        }
-                        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+                targets.sort_unstable_by_key(|(at, _)| *at);
+                for batch in targets.chunk_by(|a, b| a.0 == b.0) {
+                    drive_until(&mut probes, round + tick * batch[0].0 as u32).await;
+                    {
+                        let Some(live) = gateway.upgrade() else {
                             return;
                         };
+                        for (_, target) in batch {
+                            let decision = if first {
+                                ProbeDecision::Send
+                            } else {
+                                target
+                                    .health
+                                    .probe_decision(interval, round_no, stable_rounds)
+                            };
+                            live.metrics.probe_decided(decision);
+                            if decision == ProbeDecision::Send {
+                                sent.push(target.clone());
+                            }
+                        }
+                    }
+                    for target in sent.drain(..) {
+                        while probes.len() >= max_in_flight {
+                            futures::StreamExt::next(&mut probes).await;
+                        }
                         let Some(gateway) = gateway.upgrade() else {
                             return;
                         };
-                        let target = target.clone();
-                        tokio::spawn(async move {
-                            target.probe(&gateway.metrics).await;
-                            drop(permit);
-                        });
+                        probes.push(async move { target.probe(&gateway.metrics).await });
                     }
                 }
-                first = false;
-                tokio::time::sleep_until(round + interval).await;
+                drive_until(&mut probes, round + interval).await;
             }
         }))
     }
@@ -485,6 +501,20 @@ fn apply_change(
             set.swap_remove(&t.name);
         } else {
             set.insert(t.name.clone(), t.clone());
+        }
+    }
+}
+
+/// Drives the probes in flight until `deadline`.
+async fn drive_until<F: std::future::Future<Output = ()>>(
+    probes: &mut futures::stream::FuturesUnordered<F>,
+    deadline: tokio::time::Instant,
+) {
+    let mut sleep = std::pin::pin!(tokio::time::sleep_until(deadline));
+    loop {
+        tokio::select! {
+            _ = &mut sleep => return,
+            Some(()) = futures::StreamExt::next(probes), if !probes.is_empty() => {}
         }
     }
 }

@@ -113,6 +113,8 @@ pub struct Gateway {
     /// target by target when discovery's sets change.
     sources: std::sync::Mutex<Sources>,
     probe_interval: std::time::Duration,
+    /// Rounds between probes of a stable target (`health::HealthConfig::stable_rounds`).
+    stable_rounds: u32,
     max_probes_in_flight: usize,
     /// `server.max_agent_exchanges`: also the most exchanges one request
     /// has under way at once.
