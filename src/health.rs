@@ -63,8 +63,12 @@ fn default_max_probes_in_flight() -> usize {
 
 /// Probes or exchanges answered in a row that make a target stable.
 pub const STABLE_AFTER: u32 = 3;
-/// `stable_probe_interval` when unset (within the bounds below).
-pub const DEFAULT_STABLE_PROBE_INTERVAL: Duration = Duration::from_secs(120);
+/// Probes a second that stable targets may cost when
+/// `stable_probe_interval` is unset: a fleet within it (10,000 targets
+/// every 10 s, 30,000 every 30 s) has every target probed every round;
+/// a larger one has its stable targets probed as much less often as
+/// that needs, within [`MAX_STABLE_ROUNDS`].
+pub const STABLE_PROBES_PER_SECOND: u64 = 1_000;
 /// The most probe intervals a stable target goes without a probe: how
 /// late a quiet target's failure may be noticed is bounded by this.
 pub const MAX_STABLE_ROUNDS: u32 = 10;
@@ -88,17 +92,21 @@ impl HealthConfig {
         Vec::new()
     }
 
-    /// Rounds (probe intervals) between probes of a stable target: the
-    /// whole intervals within `stable_probe_interval`, so never further
-    /// apart than it says.
-    pub fn stable_rounds(&self) -> u32 {
+    /// Rounds (probe intervals) between probes of a stable target in a
+    /// fleet of `targets`: the whole intervals within
+    /// `stable_probe_interval`, so never further apart than it says;
+    /// unset, as few as keep them within [`STABLE_PROBES_PER_SECOND`].
+    pub fn stable_rounds(&self, targets: usize) -> u32 {
         if self.probe_interval.is_zero() {
             return 1;
         }
-        let stable = self
-            .stable_probe_interval
-            .unwrap_or(DEFAULT_STABLE_PROBE_INTERVAL);
-        let rounds = stable.as_nanos() / self.probe_interval.as_nanos();
+        let rounds = match self.stable_probe_interval {
+            Some(stable) => stable.as_nanos() / self.probe_interval.as_nanos(),
+            None => {
+                let per_round = STABLE_PROBES_PER_SECOND as f64 * self.probe_interval.as_secs_f64();
+                (targets as f64 / per_round.max(1.0)).ceil() as u128
+            }
+        };
         u32::try_from(rounds)
             .unwrap_or(u32::MAX)
             .clamp(1, MAX_STABLE_ROUNDS)
@@ -491,14 +499,20 @@ mod tests {
             stable_probe_interval: stable.map(Duration::from_secs),
             ..HealthConfig::default()
         };
-        // Default: two minutes, in whole intervals, 1 to 10 of them.
-        assert_eq!(with(10, None).stable_rounds(), 10);
-        assert_eq!(with(30, None).stable_rounds(), 4);
-        assert_eq!(with(60, None).stable_rounds(), 2);
-        assert_eq!(with(300, None).stable_rounds(), 1);
-        // Rounded down, so never further apart than configured.
-        assert_eq!(with(10, Some(45)).stable_rounds(), 4);
-        assert_eq!(with(10, Some(10)).stable_rounds(), 1);
+        // Default: every round up to 1,000 stable probes a second, then
+        // as many rounds apart as keep them there, 10 at most.
+        assert_eq!(with(10, None).stable_rounds(10), 1);
+        assert_eq!(with(10, None).stable_rounds(10_000), 1);
+        assert_eq!(with(10, None).stable_rounds(10_001), 2);
+        assert_eq!(with(10, None).stable_rounds(50_000), 5);
+        assert_eq!(with(10, None).stable_rounds(100_000), 10);
+        assert_eq!(with(10, None).stable_rounds(1_000_000), 10);
+        assert_eq!(with(30, None).stable_rounds(30_000), 1);
+        assert_eq!(with(30, None).stable_rounds(100_000), 4);
+        // Configured: rounded down, so never further apart than that,
+        // whatever the fleet.
+        assert_eq!(with(10, Some(45)).stable_rounds(10), 4);
+        assert_eq!(with(10, Some(10)).stable_rounds(100_000), 1);
         assert!(with(10, Some(100)).problems().is_empty());
         assert!(with(10, None).problems().is_empty());
         for bad in [5, 101] {
@@ -513,7 +527,7 @@ mod tests {
         }
         // Probes off: nothing to check.
         assert!(with(0, Some(5)).problems().is_empty());
-        assert_eq!(with(0, None).stable_rounds(), 1);
+        assert_eq!(with(0, None).stable_rounds(100_000), 1);
     }
 
     #[test]

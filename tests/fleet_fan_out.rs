@@ -469,9 +469,8 @@ async fn a_reload_mid_fan_out_keeps_that_requests_grant() {
         search,
     ]);
     let url = gw.url("/jolokia");
-    let in_flight = tokio::spawn(async move {
-        common::post_json(&common::http_client(), &url, &body).await
-    });
+    let in_flight =
+        tokio::spawn(async move { common::post_json(&common::http_client(), &url, &body).await });
     // Both agents are sleeping: the request was authorized and sent.
     common::eventually(
         "both targets running the fan-out's exec",
@@ -495,15 +494,29 @@ async fn a_reload_mid_fan_out_keeps_that_requests_grant() {
 
     let (status, r) = in_flight.await.unwrap();
     assert_eq!(status, 200, "{r}");
-    assert_eq!(r[0]["value"], json!({"grant-a": 4000, "grant-b": 4000}), "{r}");
+    assert_eq!(
+        r[0]["value"],
+        json!({"grant-a": 4000, "grant-b": 4000}),
+        "{r}"
+    );
     let counter = json!("jmxgate.test:type=Counter");
     for target in ["grant-a", "grant-b"] {
-        let found = r[1]["value"][target].as_array().unwrap_or_else(|| panic!("{r}"));
-        assert!(found.contains(&counter), "old grant: Counter visible on {target}: {r}");
+        let found = r[1]["value"][target]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"));
+        assert!(
+            found.contains(&counter),
+            "old grant: Counter visible on {target}: {r}"
+        );
     }
     let (_, after) = gw.post("/jolokia", &search).await;
     for target in ["grant-a", "grant-b"] {
-        let found = after["value"][target].as_array().unwrap_or_else(|| panic!("{after}"));
-        assert!(!found.is_empty() && !found.contains(&counter), "new grant: {after}");
+        let found = after["value"][target]
+            .as_array()
+            .unwrap_or_else(|| panic!("{after}"));
+        assert!(
+            !found.is_empty() && !found.contains(&counter),
+            "new grant: {after}"
+        );
     }
 }

@@ -53,7 +53,7 @@ impl Gateway {
             bounds,
             health,
             probe_interval: config.health.probe_interval,
-            stable_rounds: config.health.stable_rounds(),
+            health_config: config.health.clone(),
             max_probes_in_flight: config.health.max_probes_in_flight.max(1),
             max_agent_exchanges: config.server.max_agent_exchanges.max(1),
             sources: std::sync::Mutex::new(super::Sources {
@@ -311,7 +311,7 @@ impl Gateway {
         }
         let gateway = Arc::downgrade(self);
         let interval = self.probe_interval;
-        let stable_rounds = self.stable_rounds;
+        let health = self.health_config.clone();
         let (tick, ticks) = crate::health::probe_ticks(interval);
         let max_in_flight = self.max_probes_in_flight;
         Some(tokio::spawn(async move {
@@ -334,6 +334,7 @@ impl Gateway {
                     })
                     .collect();
                 drop(fleet);
+                let stable_rounds = health.stable_rounds(targets.len());
                 targets.sort_unstable_by_key(|(at, _)| *at);
                 for batch in targets.chunk_by(|a, b| a.0 == b.0) {
                     drive_until(&mut probes, round + tick * batch[0].0 as u32).await;

@@ -113,8 +113,9 @@ pub struct Gateway {
     /// target by target when discovery's sets change.
     sources: std::sync::Mutex<Sources>,
     probe_interval: std::time::Duration,
-    /// Rounds between probes of a stable target (`health::HealthConfig::stable_rounds`).
-    stable_rounds: u32,
+    /// `[health]`, for the rounds between probes of a stable target
+    /// (`health::HealthConfig::stable_rounds`, by the fleet's size).
+    health_config: crate::health::HealthConfig,
     max_probes_in_flight: usize,
     /// `server.max_agent_exchanges`: also the most exchanges one request
     /// has under way at once.
