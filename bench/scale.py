@@ -300,8 +300,9 @@ def fleet_row(n, static_port):
     wait_probed(gw, f"t-{n}")
     first_round = time.monotonic() - first_round_started
     # Idle: one whole later round, whose probes are spread over the
-    # interval, from when it starts.
-    time.sleep(max(0.0, PROBE_INTERVAL - first_round) + 0.5)
+    # interval, once the fleet is stable (3 answers in a row: the first
+    # round and two more), from when it starts.
+    time.sleep(max(0.0, 3 * PROBE_INTERVAL - first_round) + 0.5)
     t0 = cpu_ticks(p.pid)
     time.sleep(PROBE_INTERVAL)
     idle_cpu = (cpu_ticks(p.pid) - t0) / TICKS / PROBE_INTERVAL * 100
@@ -322,12 +323,17 @@ def fleet_row(n, static_port):
     values = answer.get("value") or {}
     failed = sum(1 for v in values.values() if isinstance(v, dict) and "error" in v)
     peak = status_kb(p.pid, "VmHWM")
-    # Again: the first fan-out also sets up each target's connection pool
-    # on this worker, which stays; the second shows what is in flight.
-    reset_peak(p.pid)
-    rss_before_warm = status_kb(p.pid, "VmRSS")
-    http("POST", gw + "/jolokia", body)
-    warm_peak = status_kb(p.pid, "VmHWM")
+    # Again: the first fan-out on a serving worker also sets up each
+    # target's connection pool there, which stays. Which worker serves a
+    # request is not ours to choose: the least of three more is what a
+    # fan-out holds in flight.
+    warm = []
+    for _ in range(3):
+        reset_peak(p.pid)
+        before = status_kb(p.pid, "VmRSS")
+        http("POST", gw + "/jolokia", body)
+        warm.append((status_kb(p.pid, "VmHWM") - before, before))
+    warm_peak, rss_before_warm = min(warm)[0] + min(warm)[1], min(warm)[1]
     reload_s = reload_fleet(p, gw, directory)
     stop(p)
     # The same read reduced to the five largest, folded as answers arrive,
@@ -344,10 +350,13 @@ def fleet_row(n, static_port):
     reduce_s, data = http("POST", gw + "/jolokia", reduced_body)
     reduced = json.loads(data)
     reduce_peak = status_kb(p.pid, "VmHWM")
-    reset_peak(p.pid)
-    rss_before_warm_reduce = status_kb(p.pid, "VmRSS")
-    http("POST", gw + "/jolokia", reduced_body)
-    warm_reduce_peak = status_kb(p.pid, "VmHWM")
+    warm = []
+    for _ in range(3):
+        reset_peak(p.pid)
+        before = status_kb(p.pid, "VmRSS")
+        http("POST", gw + "/jolokia", reduced_body)
+        warm.append((status_kb(p.pid, "VmHWM") - before, before))
+    warm_reduce_peak, rss_before_warm_reduce = min(warm)[0] + min(warm)[1], min(warm)[1]
     top = [e["value"] for e in reduced["value"]["result"]]
     assert top == sorted(top, reverse=True) and top[0] == n, reduced["value"]["result"]
     stop(p)
