@@ -327,13 +327,7 @@ def fleet_row(n, static_port):
     # target's connection pool there, which stays. Which worker serves a
     # request is not ours to choose: the least of three more is what a
     # fan-out holds in flight.
-    warm = []
-    for _ in range(3):
-        reset_peak(p.pid)
-        before = status_kb(p.pid, "VmRSS")
-        http("POST", gw + "/jolokia", body)
-        warm.append((status_kb(p.pid, "VmHWM") - before, before))
-    warm_peak, rss_before_warm = min(warm)[0] + min(warm)[1], min(warm)[1]
+    warm_peak, rss_before_warm = least_peak(p, gw, body)
     reload_s = reload_fleet(p, gw, directory)
     stop(p)
     # The same read reduced to the five largest, folded as answers arrive,
@@ -350,13 +344,7 @@ def fleet_row(n, static_port):
     reduce_s, data = http("POST", gw + "/jolokia", reduced_body)
     reduced = json.loads(data)
     reduce_peak = status_kb(p.pid, "VmHWM")
-    warm = []
-    for _ in range(3):
-        reset_peak(p.pid)
-        before = status_kb(p.pid, "VmRSS")
-        http("POST", gw + "/jolokia", reduced_body)
-        warm.append((status_kb(p.pid, "VmHWM") - before, before))
-    warm_reduce_peak, rss_before_warm_reduce = min(warm)[0] + min(warm)[1], min(warm)[1]
+    warm_reduce_peak, rss_before_warm_reduce = least_peak(p, gw, reduced_body)
     top = [e["value"] for e in reduced["value"]["result"]]
     assert top == sorted(top, reverse=True) and top[0] == n, reduced["value"]["result"]
     stop(p)
@@ -387,6 +375,19 @@ def fleet_row(n, static_port):
           f"+{row['reduce_warm_peak_extra_mb']:.0f} MB, {row['reduce_bytes_per_target']:.0f} B "
           f"per target); reload {reload_s:.2f} s", flush=True)
     return row
+
+
+def least_peak(p, gw, body, times=3):
+    """The request `times` more, each from a reset peak: (peak, RSS before)
+    of the one that added least."""
+    runs = []
+    for _ in range(times):
+        reset_peak(p.pid)
+        before = status_kb(p.pid, "VmRSS")
+        http("POST", gw + "/jolokia", body)
+        runs.append((status_kb(p.pid, "VmHWM") - before, before))
+    added, before = min(runs)
+    return before + added, before
 
 
 def reload_fleet(p, gw, directory):

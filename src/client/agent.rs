@@ -465,6 +465,33 @@ struct Inner {
     kept_alive_slot: AtomicUsize,
 }
 
+impl Inner {
+    /// What an exchange holds while under way: the target's own slot, then
+    /// one of the gateway's exchanges (taken after the target's slot, so a
+    /// busy target holds none of the gateway's).
+    async fn permits(
+        &self,
+    ) -> Result<
+        (
+            super::slots::Slot<'_>,
+            Option<tokio::sync::SemaphorePermit<'_>>,
+        ),
+        ClientError,
+    > {
+        let slot = self.slots.acquire().await;
+        let exchange = match &self.exchanges {
+            Some(bound) => Some(
+                bound
+                    .acquire()
+                    .await
+                    .map_err(|e| ClientError::Transport(e.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok((slot, exchange))
+    }
+}
+
 /// How long after its last exchange a pooled connection is taken to be
 /// still open: the pool keeps an idle one 30 s (`pool_idle_timeout`),
 /// agents' servers about as long (Jetty's and the JDK's default); the
@@ -618,16 +645,7 @@ impl AgentClient {
                 .insert(AUTHORIZATION, basic_auth(user, password));
         }
         let exchange = async {
-            let _slot = inner.slots.acquire().await;
-            let _exchange = match &inner.exchanges {
-                Some(bound) => Some(
-                    bound
-                        .acquire()
-                        .await
-                        .map_err(|e| ClientError::Transport(e.to_string()))?,
-                ),
-                None => None,
-            };
+            let _permits = inner.permits().await?;
             let connect = async {
                 match url.host() {
                     Some(url::Host::Ipv4(ip)) => tokio::net::TcpStream::connect((ip, port)).await,
@@ -751,18 +769,7 @@ impl AgentClient {
         }
         let exchange = async {
             // Waiting for a slot counts against the deadline too.
-            let _slot = inner.slots.acquire().await;
-            // Taken after the target's own slot, so a busy target holds
-            // none of the gateway's.
-            let _exchange = match &inner.exchanges {
-                Some(bound) => Some(
-                    bound
-                        .acquire()
-                        .await
-                        .map_err(|e| ClientError::Transport(e.to_string()))?,
-                ),
-                None => None,
-            };
+            let _permits = inner.permits().await?;
             let slot = pool.unwrap_or_else(crate::worker::current_slot);
             let resp = inner
                 .http

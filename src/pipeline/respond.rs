@@ -79,50 +79,23 @@ struct ChunkWriter {
 }
 
 impl ChunkWriter {
-    fn shared(&mut self, value: &Arc<RawValue>) {
+    /// Text written so far ends a chunk; `chunk` follows it as it is.
+    fn chunk(&mut self, chunk: Bytes) {
         if !self.text.is_empty() {
             self.done.push(Bytes::from(std::mem::take(&mut self.text)));
         }
-        self.done.push(Bytes::from_owner(SharedText(value.clone())));
+        self.done.push(chunk);
     }
 
-    fn response(&mut self, r: &Response) {
+    fn response<K: AsRef<str>>(&mut self, fields: impl Iterator<Item = (K, impl FieldValue)>) {
         self.text.push(b'{');
-        for (i, (key, value)) in r.fields().enumerate() {
+        for (i, (key, value)) in fields.enumerate() {
             if i > 0 {
                 self.text.push(b',');
             }
-            serde_json::to_writer(&mut self.text, key).expect("a key serialises");
+            serde_json::to_writer(&mut self.text, key.as_ref()).expect("a key serialises");
             self.text.push(b':');
-            match value {
-                Raw::Shared(v) if v.get().len() >= SHARE_FROM => self.shared(v),
-                other => self.text.extend_from_slice(other.get().as_bytes()),
-            }
-        }
-        self.text.push(b'}');
-    }
-
-    /// As [`response`](Self::response), moving large values into the body
-    /// instead of copying them.
-    fn owned_response(&mut self, r: Response) {
-        self.text.push(b'{');
-        for (i, (key, value)) in r.into_fields().enumerate() {
-            if i > 0 {
-                self.text.push(b',');
-            }
-            serde_json::to_writer(&mut self.text, &key).expect("a key serialises");
-            self.text.push(b':');
-            match value {
-                Raw::Shared(v) if v.get().len() >= SHARE_FROM => self.shared(&v),
-                Raw::Owned(v) if v.get().len() >= SHARE_FROM => {
-                    if !self.text.is_empty() {
-                        self.done.push(Bytes::from(std::mem::take(&mut self.text)));
-                    }
-                    let text: Box<str> = v.into();
-                    self.done.push(Bytes::from(text.into_boxed_bytes()));
-                }
-                other => self.text.extend_from_slice(other.get().as_bytes()),
-            }
+            value.write_to(self);
         }
         self.text.push(b'}');
     }
@@ -132,6 +105,35 @@ impl ChunkWriter {
             self.done.push(Bytes::from(self.text));
         }
         JsonBody { chunks: self.done }
+    }
+}
+
+/// A field's value as the body takes it: borrowed (copied, or pointed
+/// at when large and shared) or owned (moved in when large).
+trait FieldValue {
+    fn write_to(self, w: &mut ChunkWriter);
+}
+
+impl FieldValue for &Raw {
+    fn write_to(self, w: &mut ChunkWriter) {
+        match self {
+            Raw::Shared(v) if v.get().len() >= SHARE_FROM => {
+                w.chunk(Bytes::from_owner(SharedText(v.clone())))
+            }
+            other => w.text.extend_from_slice(other.get().as_bytes()),
+        }
+    }
+}
+
+impl FieldValue for Raw {
+    fn write_to(self, w: &mut ChunkWriter) {
+        match self {
+            Raw::Owned(v) if v.get().len() >= SHARE_FROM => {
+                let text: Box<str> = v.into();
+                w.chunk(Bytes::from(text.into_boxed_bytes()))
+            }
+            other => (&other).write_to(w),
+        }
     }
 }
 
@@ -147,42 +149,35 @@ impl AsRef<[u8]> for SharedText {
 /// The JSON text of the answer: an array for a bulk request, else the one
 /// response object.
 pub fn body(answers: &[Response], bulk: bool) -> JsonBody {
-    let mut w = ChunkWriter::default();
-    if bulk {
-        w.text.push(b'[');
-        for (i, r) in answers.iter().enumerate() {
-            if i > 0 {
-                w.text.push(b',');
-            }
-            w.response(r);
-        }
-        w.text.push(b']');
-    } else {
-        match answers.first() {
-            Some(r) => w.response(r),
-            None => w.text.extend_from_slice(b"{}"),
-        }
-    }
-    w.finish()
+    written(answers, bulk, |w, r| w.response(r.fields()))
 }
 
 /// [`body`] for answers no longer needed: their large values become
 /// chunks of the body as they are (a merged fan-out's answer is not
 /// copied again).
 pub fn body_of(answers: Vec<Response>, bulk: bool) -> JsonBody {
+    written(answers, bulk, |w, r| w.response(r.into_fields()))
+}
+
+fn written<R>(
+    answers: impl IntoIterator<Item = R>,
+    bulk: bool,
+    mut write: impl FnMut(&mut ChunkWriter, R),
+) -> JsonBody {
     let mut w = ChunkWriter::default();
+    let mut answers = answers.into_iter();
     if bulk {
         w.text.push(b'[');
-        for (i, r) in answers.into_iter().enumerate() {
+        for (i, r) in answers.enumerate() {
             if i > 0 {
                 w.text.push(b',');
             }
-            w.owned_response(r);
+            write(&mut w, r);
         }
         w.text.push(b']');
     } else {
-        match answers.into_iter().next() {
-            Some(r) => w.owned_response(r),
+        match answers.next() {
+            Some(r) => write(&mut w, r),
             None => w.text.extend_from_slice(b"{}"),
         }
     }
