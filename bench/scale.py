@@ -323,8 +323,8 @@ def fleet_row(n, static_port):
     values = answer.get("value") or {}
     failed = sum(1 for v in values.values() if isinstance(v, dict) and "error" in v)
     peak = status_kb(p.pid, "VmHWM")
-    # Again: the first fan-out on a serving worker also sets up each
-    # target's connection pool there, which stays. Which worker serves a
+    # Again: the first fan-out (on each serving worker) also makes what
+    # each target keeps once used, which stays. Which worker serves a
     # request is not ours to choose: the least of three more is what a
     # fan-out holds in flight.
     warm_peak, rss_before_warm = least_peak(p, gw, body)

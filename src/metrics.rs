@@ -187,126 +187,7 @@ impl Metrics {
             discovery_refused: Family::default(),
             registry: Registry::default(),
         };
-        registry.register(
-            "http_requests",
-            "HTTP requests answered, by HTTP status",
-            m.http_requests.clone(),
-        );
-        registry.register(
-            "mcp_tool_calls",
-            "MCP tool calls, by tool and result (ok, error, refused)",
-            m.mcp_tool_calls.clone(),
-        );
-        registry.register(
-            "prometheus_target_scrapes",
-            "Targets scraped through the Prometheus endpoint, by module and result (ok, error)",
-            m.prometheus_scrapes.clone(),
-        );
-        registry.register(
-            "items",
-            "Request items answered, by type, target, protocol status and policy decision",
-            m.items.clone(),
-        );
-        registry.register(
-            "item_duration_seconds",
-            "Time to answer an item, by type",
-            m.item_seconds.clone(),
-        );
-        registry.register(
-            "agent_exchanges",
-            "Bulk exchanges with agents, by target and outcome",
-            m.agent_exchanges.clone(),
-        );
-        registry.register(
-            "agent_exchange_duration_seconds",
-            "Duration of exchanges with agents, all targets together",
-            m.agent_seconds.clone(),
-        );
-        registry.register(
-            "agent_up",
-            "1 when the last exchange with the agent succeeded",
-            m.agent_up.clone(),
-        );
-        registry.register(
-            "auth_failures",
-            "Refused authentications, by attempted method",
-            m.auth_failures.clone(),
-        );
-        registry.register(
-            "cache_requests",
-            "Cache lookups, by cache and result",
-            m.cache.clone(),
-        );
-        registry.register(
-            "audit_records",
-            "Audit records written",
-            m.audit_records.clone(),
-        );
-        registry.register(
-            "audit_write_failures",
-            "Failed audit writes (each one refuses requests, or loses records with on_failure = open)",
-            m.audit_failures.clone(),
-        );
-        registry.register(
-            "audit_queue_depth",
-            "Requests waiting for their audit records to be flushed to disk",
-            m.audit_queue.clone(),
-        );
-        registry.register(
-            "audit_fsync_duration_seconds",
-            "Duration of audit fsyncs (one per group commit)",
-            m.audit_fsync_seconds.clone(),
-        );
-        registry.register(
-            "audit_last_checkpoint_timestamp_seconds",
-            "Unix time of the last signed audit checkpoint (0: none since the start; alert on time() minus it)",
-            m.audit_last_checkpoint.clone(),
-        );
-        registry.register(
-            "audit_sink_lag_records",
-            "Audit records written locally and not yet confirmed delivered, by sink",
-            m.audit_sinks.lag_records.clone(),
-        );
-        registry.register(
-            "audit_sink_lag_seconds",
-            "Age of the oldest audit record not yet delivered, by sink (0 when none)",
-            m.audit_sinks.lag_seconds.clone(),
-        );
-        registry.register(
-            "audit_sink_send_failures",
-            "Audit batches not delivered (connect, TLS, send or confirmation failed), by sink",
-            m.audit_sinks.send_failures.clone(),
-        );
-        registry.register(
-            "audit_sink_records_sent",
-            "Audit records confirmed delivered, by sink",
-            m.audit_sinks.records_sent.clone(),
-        );
-        registry.register(
-            "client_connections",
-            "Open client connections, by serving worker",
-            m.client_connections.clone(),
-        );
-        registry.register(
-            "discovery_up",
-            "1 while a discovery source's API answers, 0 while it fails and its last targets are kept, by source",
-            m.discovery_up.clone(),
-        );
-        registry.register(
-            "discovery_refused_pods",
-            "Pods a discovery source refused for what they say (a hostile annotation, an address that isn't one, an odd name), by source",
-            m.discovery_refused.clone(),
-        );
-        registry.register(
-            "config_reloads",
-            "Configuration reloads, by result",
-            m.reloads.clone(),
-        );
-        registry.register(
-            "health_probes",
-            "Health probes sent, skipped because real exchanges answered within the interval, and stable_skipped: a stable target not due this round",
-            m.health_probes.clone(),
-        );
+        m.register_in(&mut registry);
         let probe_results = [
             crate::health::ProbeDecision::Send,
             crate::health::ProbeDecision::Answered,
@@ -324,6 +205,130 @@ impl Metrics {
             probe_results,
             ..m
         }
+    }
+
+    /// Every series under its name and help text.
+    fn register_in(&self, registry: &mut Registry) {
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by HTTP status",
+            self.http_requests.clone(),
+        );
+        registry.register(
+            "mcp_tool_calls",
+            "MCP tool calls, by tool and result (ok, error, refused)",
+            self.mcp_tool_calls.clone(),
+        );
+        registry.register(
+            "prometheus_target_scrapes",
+            "Targets scraped through the Prometheus endpoint, by module and result (ok, error)",
+            self.prometheus_scrapes.clone(),
+        );
+        registry.register(
+            "items",
+            "Request items answered, by type, target, protocol status and policy decision",
+            self.items.clone(),
+        );
+        registry.register(
+            "item_duration_seconds",
+            "Time to answer an item, by type",
+            self.item_seconds.clone(),
+        );
+        registry.register(
+            "agent_exchanges",
+            "Bulk exchanges with agents, by target and outcome",
+            self.agent_exchanges.clone(),
+        );
+        registry.register(
+            "agent_exchange_duration_seconds",
+            "Duration of exchanges with agents, all targets together",
+            self.agent_seconds.clone(),
+        );
+        registry.register(
+            "agent_up",
+            "1 when the last exchange with the agent succeeded",
+            self.agent_up.clone(),
+        );
+        registry.register(
+            "auth_failures",
+            "Refused authentications, by attempted method",
+            self.auth_failures.clone(),
+        );
+        registry.register(
+            "cache_requests",
+            "Cache lookups, by cache and result",
+            self.cache.clone(),
+        );
+        registry.register(
+            "audit_records",
+            "Audit records written",
+            self.audit_records.clone(),
+        );
+        registry.register(
+        "audit_write_failures",
+        "Failed audit writes (each one refuses requests, or loses records with on_failure = open)",
+        self.audit_failures.clone(),
+    );
+        registry.register(
+            "audit_queue_depth",
+            "Requests waiting for their audit records to be flushed to disk",
+            self.audit_queue.clone(),
+        );
+        registry.register(
+            "audit_fsync_duration_seconds",
+            "Duration of audit fsyncs (one per group commit)",
+            self.audit_fsync_seconds.clone(),
+        );
+        registry.register(
+        "audit_last_checkpoint_timestamp_seconds",
+        "Unix time of the last signed audit checkpoint (0: none since the start; alert on time() minus it)",
+        self.audit_last_checkpoint.clone(),
+    );
+        registry.register(
+            "audit_sink_lag_records",
+            "Audit records written locally and not yet confirmed delivered, by sink",
+            self.audit_sinks.lag_records.clone(),
+        );
+        registry.register(
+            "audit_sink_lag_seconds",
+            "Age of the oldest audit record not yet delivered, by sink (0 when none)",
+            self.audit_sinks.lag_seconds.clone(),
+        );
+        registry.register(
+            "audit_sink_send_failures",
+            "Audit batches not delivered (connect, TLS, send or confirmation failed), by sink",
+            self.audit_sinks.send_failures.clone(),
+        );
+        registry.register(
+            "audit_sink_records_sent",
+            "Audit records confirmed delivered, by sink",
+            self.audit_sinks.records_sent.clone(),
+        );
+        registry.register(
+            "client_connections",
+            "Open client connections, by serving worker",
+            self.client_connections.clone(),
+        );
+        registry.register(
+        "discovery_up",
+        "1 while a discovery source's API answers, 0 while it fails and its last targets are kept, by source",
+        self.discovery_up.clone(),
+    );
+        registry.register(
+        "discovery_refused_pods",
+        "Pods a discovery source refused for what they say (a hostile annotation, an address that isn't one, an odd name), by source",
+        self.discovery_refused.clone(),
+    );
+        registry.register(
+            "config_reloads",
+            "Configuration reloads, by result",
+            self.reloads.clone(),
+        );
+        registry.register(
+        "health_probes",
+        "Health probes sent, skipped because real exchanges answered within the interval, and stable_skipped: a stable target not due this round",
+        self.health_probes.clone(),
+    );
     }
 
     /// Records whether a discovery source's API answers.
