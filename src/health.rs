@@ -26,8 +26,9 @@ pub struct HealthConfig {
     /// How far apart, at most, the probes of a stable target are (one
     /// that answered its last [`STABLE_AFTER`] probes or exchanges): a
     /// whole number of probe intervals, from 1 (every round) to
-    /// [`MAX_STABLE_ROUNDS`]. Unset: [`DEFAULT_STABLE_PROBE_INTERVAL`]
-    /// within those bounds, so a large fleet's probes cost little.
+    /// [`MAX_STABLE_ROUNDS`]. Unset: by the fleet's size, every round
+    /// while stable probes stay within [`STABLE_PROBES_PER_SECOND`], so a
+    /// large fleet's probes cost little and a small one's are not spaced.
     #[serde(default, with = "humantime_serde")]
     pub stable_probe_interval: Option<Duration>,
     /// Failed exchanges in a row that open a target's breaker.
