@@ -265,10 +265,10 @@ impl Metrics {
             self.audit_records.clone(),
         );
         registry.register(
-        "audit_write_failures",
-        "Failed audit writes (each one refuses requests, or loses records with on_failure = open)",
-        self.audit_failures.clone(),
-    );
+            "audit_write_failures",
+            "Failed audit writes (each one refuses requests, or loses records with on_failure = open)",
+            self.audit_failures.clone(),
+        );
         registry.register(
             "audit_queue_depth",
             "Requests waiting for their audit records to be flushed to disk",
@@ -280,10 +280,10 @@ impl Metrics {
             self.audit_fsync_seconds.clone(),
         );
         registry.register(
-        "audit_last_checkpoint_timestamp_seconds",
-        "Unix time of the last signed audit checkpoint (0: none since the start; alert on time() minus it)",
-        self.audit_last_checkpoint.clone(),
-    );
+            "audit_last_checkpoint_timestamp_seconds",
+            "Unix time of the last signed audit checkpoint (0: none since the start; alert on time() minus it)",
+            self.audit_last_checkpoint.clone(),
+        );
         registry.register(
             "audit_sink_lag_records",
             "Audit records written locally and not yet confirmed delivered, by sink",
@@ -310,25 +310,25 @@ impl Metrics {
             self.client_connections.clone(),
         );
         registry.register(
-        "discovery_up",
-        "1 while a discovery source's API answers, 0 while it fails and its last targets are kept, by source",
-        self.discovery_up.clone(),
-    );
+            "discovery_up",
+            "1 while a discovery source's API answers, 0 while it fails and its last targets are kept, by source",
+            self.discovery_up.clone(),
+        );
         registry.register(
-        "discovery_refused_pods",
-        "Pods a discovery source refused for what they say (a hostile annotation, an address that isn't one, an odd name), by source",
-        self.discovery_refused.clone(),
-    );
+            "discovery_refused_pods",
+            "Pods a discovery source refused for what they say (a hostile annotation, an address that isn't one, an odd name), by source",
+            self.discovery_refused.clone(),
+        );
         registry.register(
             "config_reloads",
             "Configuration reloads, by result",
             self.reloads.clone(),
         );
         registry.register(
-        "health_probes",
-        "Health probes sent, skipped because real exchanges answered within the interval, and stable_skipped: a stable target not due this round",
-        self.health_probes.clone(),
-    );
+            "health_probes",
+            "Health probes sent, skipped because real exchanges answered within the interval, and stable_skipped: a stable target not due this round",
+            self.health_probes.clone(),
+        );
     }
 
     /// Records whether a discovery source's API answers.
@@ -388,7 +388,6 @@ impl Metrics {
         self.unless_retired(target);
     }
 
-    /// Sets `agent_up` from a health probe.
     /// Counts what a probe round did with one target.
     pub fn probe_decided(&self, decision: crate::health::ProbeDecision) {
         use crate::health::ProbeDecision::*;
@@ -402,6 +401,7 @@ impl Metrics {
         .inc();
     }
 
+    /// Sets `agent_up` from a health probe.
     pub fn probed(&self, target: &TargetHealth, up: bool) {
         // The target's series, looked up again only after some target's
         // series were dropped (one may have been its own).

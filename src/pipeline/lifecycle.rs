@@ -52,7 +52,6 @@ impl Gateway {
             shed_recorded: std::sync::Mutex::new(None),
             bounds,
             health,
-            probe_interval: config.health.probe_interval,
             health_config: config.health.clone(),
             max_probes_in_flight: config.health.max_probes_in_flight.max(1),
             max_agent_exchanges: config.server.max_agent_exchanges.max(1),
@@ -306,11 +305,11 @@ impl Gateway {
     /// Each round reads the fleet anew. Needs a Tokio runtime.
     pub fn spawn_health_probes(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
         use crate::health::ProbeDecision;
-        if self.probe_interval.is_zero() {
+        if self.health_config.probe_interval.is_zero() {
             return None;
         }
         let gateway = Arc::downgrade(self);
-        let interval = self.probe_interval;
+        let interval = self.health_config.probe_interval;
         let health = self.health_config.clone();
         let (tick, ticks) = crate::health::probe_ticks(interval);
         let max_in_flight = self.max_probes_in_flight;

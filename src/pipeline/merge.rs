@@ -183,21 +183,6 @@ fn whole_failure(name: &str, failed: Response) -> Response {
     error
 }
 
-/// [`FanOutAnswers`] for answers all at hand, by target name.
-pub fn merge_fan_out(
-    per_target: Vec<(String, Response)>,
-    ignore_errors: bool,
-    now: u64,
-) -> Response {
-    let mut answers = FanOutAnswers::new(per_target.len(), ignore_errors);
-    let mut names = Vec::with_capacity(per_target.len());
-    for (position, (name, answer)) in per_target.into_iter().enumerate() {
-        names.push(name);
-        answers.add(position, answer);
-    }
-    answers.finish(|i| &names[i], Response::default, now)
-}
-
 /// Sets the echoed request: the client's own request (what it sent, minus
 /// credentials) replaces what the agent saw, or is removed when the client
 /// asked for `includeRequest=false`.
@@ -217,6 +202,21 @@ pub fn echo_request(
 mod tests {
     use super::*;
     use serde_json::{json, Value};
+
+    /// [`FanOutAnswers`] for answers all at hand, by target name.
+    fn merge_fan_out(
+        per_target: Vec<(String, Response)>,
+        ignore_errors: bool,
+        now: u64,
+    ) -> Response {
+        let mut answers = FanOutAnswers::new(per_target.len(), ignore_errors);
+        let mut names = Vec::with_capacity(per_target.len());
+        for (position, (name, answer)) in per_target.into_iter().enumerate() {
+            names.push(name);
+            answers.add(position, answer);
+        }
+        answers.finish(|i| &names[i], Response::default, now)
+    }
 
     fn answer(v: i64) -> Response {
         Response::value(&v, 0)

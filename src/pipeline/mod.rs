@@ -112,8 +112,7 @@ pub struct Gateway {
     /// What the fleet is made of; rebuilt whole on a reload, changed
     /// target by target when discovery's sets change.
     sources: std::sync::Mutex<Sources>,
-    probe_interval: std::time::Duration,
-    /// `[health]`, for the rounds between probes of a stable target
+    /// `[health]`: the probe interval and the rounds between probes of a stable target
     /// (`health::HealthConfig::stable_rounds`, by the fleet's size).
     health_config: crate::health::HealthConfig,
     max_probes_in_flight: usize,

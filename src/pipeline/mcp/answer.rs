@@ -41,7 +41,7 @@ fn failed(answer: &Value) -> bool {
     answer["status"].as_u64() != Some(200)
 }
 
-/// A fan-out's error entry (`merge::merge_fan_out`): only `error`,
+/// A fan-out's error entry (`merge::FanOutAnswers`): only `error`,
 /// `error_type` and `status`; as the tool shows it.
 fn fan_out_error(target: &str, v: &Value) -> Option<Value> {
     let o = v.as_object()?;
