@@ -182,7 +182,8 @@ pub struct HealthState {
 
 #[derive(Debug)]
 pub struct TargetHealth {
-    name: String,
+    /// Shared with its metric series' labels.
+    name: Arc<str>,
     state: Mutex<HealthState>,
     /// 0: the breaker never opens.
     failures_to_open: u32,
@@ -202,9 +203,14 @@ impl TargetHealth {
         &self.name
     }
 
+    /// The name as its metric series hold it.
+    pub fn shared_name(&self) -> &Arc<str> {
+        &self.name
+    }
+
     fn new(name: &str, failures_to_open: u32) -> TargetHealth {
         TargetHealth {
-            name: name.to_string(),
+            name: name.into(),
             state: Mutex::default(),
             failures_to_open,
             retired: AtomicBool::new(false),

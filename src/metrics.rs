@@ -3,6 +3,7 @@
 //! keeps counting into the same series.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -13,12 +14,15 @@ use prometheus_client::registry::Registry;
 
 use crate::health::TargetHealth;
 
+/// Label values a fleet has one of per target are the target's own
+/// shared name, the rest static: 100,000 targets' series would otherwise
+/// hold a few hundred thousand small strings.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ItemLabels {
-    pub r#type: String,
-    pub target: String,
-    pub status: String,
-    pub decision: String,
+    pub r#type: &'static str,
+    pub target: Arc<str>,
+    pub status: u16,
+    pub decision: &'static str,
 }
 
 /// An MCP tool call: the tool (`-` for a name no tool has) and how it
@@ -45,14 +49,14 @@ pub struct TypeLabel {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TargetLabel {
-    pub target: String,
+    pub target: Arc<str>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ExchangeLabels {
-    pub target: String,
+    pub target: Arc<str>,
     /// One of [`EXCHANGE_OUTCOMES`].
-    pub outcome: String,
+    pub outcome: &'static str,
 }
 
 /// Every value of `jmxgate_agent_exchanges_total`'s `outcome` label, so
@@ -370,16 +374,16 @@ impl Metrics {
     }
 
     /// Counts one exchange with an agent and sets its `agent_up`.
-    pub fn exchange(&self, target: &TargetHealth, outcome: &str, seconds: f64) {
+    pub fn exchange(&self, target: &TargetHealth, outcome: &'static str, seconds: f64) {
         debug_assert!(EXCHANGE_OUTCOMES.contains(&outcome), "{outcome}");
         self.agent_exchanges
             .get_or_create(&ExchangeLabels {
-                target: target.name().to_string(),
-                outcome: outcome.into(),
+                target: target.shared_name().clone(),
+                outcome,
             })
             .inc();
         let label = TargetLabel {
-            target: target.name().to_string(),
+            target: target.shared_name().clone(),
         };
         self.agent_seconds.observe(seconds);
         self.agent_up
@@ -413,7 +417,7 @@ impl Metrics {
                 let gauge = self
                     .agent_up
                     .get_or_create(&TargetLabel {
-                        target: target.name().to_string(),
+                        target: target.shared_name().clone(),
                     })
                     .clone();
                 &cached.insert((generation, gauge)).1
@@ -441,14 +445,14 @@ impl Metrics {
     /// target that is no longer there and DNS churn doesn't pile series up.
     /// `items_total` stays: its `status` label has no fixed set of values.
     pub fn forget_target(&self, target: &str) {
-        let label = TargetLabel {
-            target: target.into(),
-        };
-        self.agent_up.remove(&label);
+        let target: Arc<str> = target.into();
+        self.agent_up.remove(&TargetLabel {
+            target: target.clone(),
+        });
         for outcome in EXCHANGE_OUTCOMES {
             self.agent_exchanges.remove(&ExchangeLabels {
-                target: target.into(),
-                outcome: outcome.into(),
+                target: target.clone(),
+                outcome,
             });
         }
         // After the removal: a probe that looked its series up before

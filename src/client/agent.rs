@@ -432,6 +432,11 @@ impl Drop for LeavesMap<'_> {
         let mut flights = self.client.inner.flights.lock().expect("flights lock");
         if flights.get(&self.key).is_some_and(|(id, _)| *id == self.id) {
             flights.remove(&self.key);
+            if flights.is_empty() {
+                // An emptied map keeps its table: 100,000 targets used
+                // once would each keep one. The next flight allocates anew.
+                *flights = HashMap::new();
+            }
         }
     }
 }

@@ -169,10 +169,10 @@ impl super::Gateway {
             self.metrics
                 .items
                 .get_or_create(&crate::metrics::ItemLabels {
-                    r#type: kind.into(),
-                    target: super::metric_target(&state.fleet, target).into(),
-                    status: status.to_string(),
-                    decision: decision.into(),
+                    r#type: kind,
+                    target: super::metric_target(&state.fleet, target),
+                    status,
+                    decision,
                 })
                 .inc_by(n);
             // Every item of a request took the request's time.

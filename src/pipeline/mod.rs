@@ -184,10 +184,18 @@ impl Judged<'_> {
 /// An item's `target` label in the metrics: a configured target's name,
 /// `gateway`, or `-`. Never a client's text (the selector of a fan-out
 /// that failed), with which clients could grow the series without bound.
-fn metric_target<'a>(fleet: &crate::fleet::Fleet, target: Option<&'a str>) -> &'a str {
+/// A configured target's label is its health's shared name (no copy per
+/// series); the two others are shared too.
+fn metric_target(fleet: &crate::fleet::Fleet, target: Option<&str>) -> Arc<str> {
+    static GATEWAY: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| "gateway".into());
+    static NONE: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| "-".into());
     match target {
-        Some(name) if name == "gateway" || fleet.by_name(name).is_some() => name,
-        _ => "-",
+        Some("gateway") => GATEWAY.clone(),
+        Some(name) => match fleet.by_name(name) {
+            Some(known) => known.health.shared_name().clone(),
+            None => NONE.clone(),
+        },
+        None => NONE.clone(),
     }
 }
 
@@ -1598,10 +1606,13 @@ mod tests {
     fn item_metrics_name_configured_targets_only() {
         let gw = Gateway::new(&config(&["a"])).unwrap();
         let fleet = gw.fleet();
-        assert_eq!(metric_target(&fleet, Some("a")), "a");
-        assert_eq!(metric_target(&fleet, Some("gateway")), "gateway");
-        assert_eq!(metric_target(&fleet, Some("group:no-such-group")), "-");
-        assert_eq!(metric_target(&fleet, Some("b")), "-");
-        assert_eq!(metric_target(&fleet, None), "-");
+        assert_eq!(metric_target(&fleet, Some("a")).as_ref(), "a");
+        assert_eq!(metric_target(&fleet, Some("gateway")).as_ref(), "gateway");
+        assert_eq!(
+            metric_target(&fleet, Some("group:no-such-group")).as_ref(),
+            "-"
+        );
+        assert_eq!(metric_target(&fleet, Some("b")).as_ref(), "-");
+        assert_eq!(metric_target(&fleet, None).as_ref(), "-");
     }
 }
