@@ -135,15 +135,15 @@ def start_nginx(static_port, proxy_port):
     assert varying != one
     bulks += f"\n        location ~ ^/t(?<n>[0-9]+)/jolokia$ {{ return 200 '[{varying}]'; }}"
     static = f"""worker_processes 1;
-worker_rlimit_nofile 65536;
+worker_rlimit_nofile 262144;
 pid {work}/static.pid;
 error_log {work}/static-error.log warn;
-events {{ worker_connections 16384; }}
+events {{ worker_connections 250000; }}
 http {{
     access_log off;
     keepalive_requests 1000000;
     server {{
-        listen 127.0.0.1:{static_port} backlog=4096;
+        listen {static_port} backlog=4096;
         default_type application/json;
 {bulks}
         location / {{ return 200 '[{one}]'; }}
@@ -191,6 +191,13 @@ def stop_nginx():
                 pass
 
 
+def target_host(i):
+    """Each stand-in target at an address of its own on loopback (all of
+    127.0.0.0/8 is local): like a real fleet, each has its own
+    connections, which one shared address would pool together."""
+    return f"127.{1 + i // 65536}.{i // 256 % 256}.{i % 256}"
+
+
 def gateway_config(port, static_port, n, directory, bulk_targets=False):
     hash_ = subprocess.run(
         [BIN, "hash-password"], input=PASSWORD + "\n", capture_output=True, text=True, check=True
@@ -208,7 +215,7 @@ def gateway_config(port, static_port, n, directory, bulk_targets=False):
             [
                 {
                     "name": f"t-{i}",
-                    "url": f"http://127.0.0.1:{static_port}/t{i}/jolokia",
+                    "url": f"http://{target_host(i)}:{static_port}/t{i}/jolokia",
                     "labels": {"env": "bench", "shard": f"s{i % 16}"},
                 }
                 for i in range(1, n + 1)

@@ -29,11 +29,14 @@ pub struct Target {
 
 /// What every target's client shares with the whole gateway: the bytes
 /// of answers being received (`server.max_buffered_bytes`) and the
-/// exchanges in flight (`server.max_agent_exchanges`). Default: no bounds.
+/// exchanges in flight (`server.max_agent_exchanges`), and the agent
+/// connections kept open (`server.max_kept_agent_connections`). Default:
+/// no bounds.
 #[derive(Debug, Clone, Default)]
 pub struct GatewayBounds {
     pub budget: Option<Arc<BufferBudget>>,
     pub exchanges: Option<Arc<tokio::sync::Semaphore>>,
+    pub max_kept_connections: Option<usize>,
 }
 
 /// All targets, indexed by name and by endpoint.
@@ -457,6 +460,7 @@ fn build_target(
         .max_response_bytes(settings.max_response_bytes())
         .buffer_budget(bounds.budget.clone())
         .exchange_limit(bounds.exchanges.clone())
+        .max_kept_connections(bounds.max_kept_connections.unwrap_or(usize::MAX))
         .shared_connections(shared.clone())
         .build()
         .map_err(|e: ClientError| e.to_string())?;

@@ -16,6 +16,7 @@ pub mod health;
 pub mod inventory;
 pub mod memory;
 pub mod metrics;
+pub mod open_files;
 pub mod pipeline;
 pub mod policy;
 pub mod principal;

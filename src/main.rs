@@ -314,6 +314,7 @@ fn serve_command(source: ConfigSource, log_format: Option<LogFormat>) -> ExitCod
     // starts background tasks (the OpenID provider's key refresh) and logs
     // warnings, which need both to exist.
     init_logging(log_format, &config);
+    open_files_limit(&config);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -338,6 +339,21 @@ fn serve_command(source: ConfigSource, log_format: Option<LogFormat>) -> ExitCod
             eprintln!("jmxgate: {msg}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Raises the open-files limit and warns when it stays below what the
+/// configuration may hold open.
+fn open_files_limit(config: &Config) {
+    match jmxgate::open_files::raise_to_hard_limit() {
+        Ok(limit) => {
+            let needed = jmxgate::open_files::needed(&config.server, &config.health);
+            match jmxgate::open_files::shortfall(limit, needed) {
+                Some(warning) => tracing::warn!("{warning}"),
+                None => tracing::debug!(limit, needed, "open-files limit"),
+            }
+        }
+        Err(e) => tracing::warn!("cannot read or raise the open-files limit: {e}"),
     }
 }
 

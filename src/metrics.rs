@@ -147,6 +147,9 @@ pub struct Metrics {
     pub prometheus_scrapes: Family<ScrapeLabels, Counter>,
     /// Open client connections, by the serving worker that holds them.
     pub client_connections: Family<WorkerLabel, Gauge>,
+    /// Open agent connections (in use or kept for reuse), read when the
+    /// metrics are encoded.
+    agent_connections: Gauge,
     /// 1 while a discovery source's API answers, 0 while it fails (its
     /// last targets kept), by source (`kubernetes[0]`).
     pub discovery_up: Family<SourceLabel, Gauge>,
@@ -187,6 +190,7 @@ impl Metrics {
             mcp_tool_calls: Family::default(),
             prometheus_scrapes: Family::default(),
             client_connections: Family::default(),
+            agent_connections: Gauge::default(),
             discovery_up: Family::default(),
             discovery_refused: Family::default(),
             registry: Registry::default(),
@@ -309,6 +313,11 @@ impl Metrics {
             self.audit_sinks.records_sent.clone(),
         );
         registry.register(
+            "agent_connections",
+            "Open connections to agents, in use or kept for reuse (server.max_kept_agent_connections bounds those kept), health probes' own one-shot connections aside",
+            self.agent_connections.clone(),
+        );
+        registry.register(
             "client_connections",
             "Open client connections, by serving worker",
             self.client_connections.clone(),
@@ -355,6 +364,8 @@ impl Metrics {
 
     /// The Prometheus text exposition.
     pub fn encode(&self) -> String {
+        self.agent_connections
+            .set(crate::client::open_agent_connections() as i64);
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String");

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{shared_agents, Gateway};
+use common::{shared_agents, Agent, Gateway};
 use serde_json::{json, Value};
 
 /// `count` targets named `t-01`…, all served by the same real agent (a
@@ -130,5 +130,65 @@ async fn a_fan_out_waits_for_the_gateways_exchange_bound_and_completes() {
     assert!(
         took >= Duration::from_millis(6 * 200),
         "12 sleeps of 200 ms under a bound of 2 took only {took:?}"
+    );
+}
+
+/// A read fanned out to the 24 targets `t-*`, three times, every one
+/// answering.
+async fn read_everywhere_thrice(gw: &Gateway) {
+    let read = json!({"type": "read", "mbean": "java.lang:type=Runtime",
+                      "attribute": "Uptime", "target": {"url": "t-*"}});
+    for _ in 0..3 {
+        let (_, r) = gw.post("/jolokia", &read).await;
+        assert_eq!(r["status"], 200, "{r}");
+        assert_eq!(r["value"].as_object().map(|v| v.len()), Some(24), "{r}");
+        assert!(r.get("errors").is_none(), "{r}");
+    }
+}
+
+/// A fan-out to more agents than `server.max_kept_agent_connections`
+/// leaves no more connections open than the bound (plus the exchanges in
+/// flight when it was decided), and every target still answers; without
+/// the bound each agent keeps its own. 24 targets at their own loopback
+/// addresses are 24 agents to the gateway, however many JVMs answer.
+/// Agent connections are counted per process: nextest gives each test
+/// its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fan_out_to_many_agents_keeps_no_more_connections_than_the_bound() {
+    let agent = Agent::start_at("kept", "0.0.0.0");
+    let port = agent.port;
+    let targets: String = (0..24)
+        .map(|i| {
+            format!(
+                "[[targets]]\nname = \"t-{i:02}\"\nurl = \"http://127.0.0.{}:{port}/jolokia\"\n",
+                40 + i
+            )
+        })
+        .collect();
+    let bounded = Gateway::start(&format!(
+        "max_agent_exchanges = 2\nmax_kept_agent_connections = 4\n{targets}"
+    ))
+    .await;
+    read_everywhere_thrice(&bounded).await;
+    // Those past the bound were asked to close after their answer.
+    common::eventually(
+        "connections within the bound",
+        Duration::from_secs(20),
+        || async {
+            match jmxgate::client::open_agent_connections() {
+                open if open <= 4 + 2 => Ok(()),
+                open => Err(format!("{open} agent connections open")),
+            }
+        },
+    )
+    .await;
+    drop(bounded);
+
+    let unbounded = Gateway::start(&format!("max_agent_exchanges = 2\n{targets}")).await;
+    read_everywhere_thrice(&unbounded).await;
+    let open = jmxgate::client::open_agent_connections();
+    assert!(
+        open >= 24,
+        "each of 24 agents keeps a connection; {open} open"
     );
 }

@@ -544,3 +544,65 @@ async fn shutdown_finishes_in_flight_requests() {
         .await
         .is_err());
 }
+
+/// Started as a service manager starts it (a soft open-files limit of
+/// 600 under a higher hard one), `jmxgate serve` raises its soft limit to
+/// the hard one; a hard limit below what the configuration may hold open
+/// is a start-up warning that names the keys, and the gateway serves on.
+#[test]
+fn serve_raises_the_open_files_limit_and_warns_when_it_stays_too_low() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "[server]\nlisten = \"127.0.0.1:0\"\n";
+    let config = Path::new(&write(dir.path(), "gateway.toml", text)).to_path_buf();
+    let parsed = jmxgate::Config::parse(text).unwrap();
+    let needed = jmxgate::open_files::needed(&parsed.server, &parsed.health);
+    let mut ours = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only the struct given.
+    assert_eq!(
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut ours) },
+        0
+    );
+    #[allow(clippy::unnecessary_cast)] // rlim_t is u64 only on some targets
+    let hard = ours.rlim_max as u64;
+    let warning = "the open-files limit is";
+
+    let raised = common::GatewayProcess::start_with_open_files(&config, "info", 600, hard);
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", raised.child.id())).unwrap();
+    let open_files: Vec<&str> = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        open_files[3],
+        hard.to_string(),
+        "soft limit raised: {limits}"
+    );
+    let warned = raised.stop().iter().any(|l| l.contains(warning));
+    assert_eq!(warned, hard < needed, "hard limit {hard}, needed {needed}");
+
+    let low = common::GatewayProcess::start_with_open_files(&config, "info", 600, 600);
+    let line = low
+        .wait_for_line(warning, Duration::from_secs(60))
+        .expect("a warning about the low limit");
+    assert!(
+        line.contains("600") && line.contains(&needed.to_string()),
+        "{line}"
+    );
+    assert!(line.contains("server.max_kept_agent_connections"), "{line}");
+    let (status, _) = tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let http = common::http_client();
+        let r = http
+            .get(format!("http://{}/jolokia/version", low.addr))
+            .send()
+            .await
+            .unwrap();
+        (r.status(), r.text().await.unwrap())
+    });
+    assert_eq!(status, 200);
+    low.stop();
+}

@@ -128,6 +128,7 @@ pub struct AgentClientBuilder {
     budget: Option<Arc<BufferBudget>>,
     shared: Option<Arc<SharedConnections>>,
     exchanges: Option<Arc<tokio::sync::Semaphore>>,
+    max_kept_connections: usize,
 }
 
 /// The HTTP clients (connection pools with their TLS settings) of a whole
@@ -213,6 +214,14 @@ impl AgentClientBuilder {
         self
     }
 
+    /// Past this many agent connections open in the process, an exchange
+    /// that needs a new one asks the agent to close it after the answer
+    /// (`server.max_kept_agent_connections`). Default: no bound.
+    pub fn max_kept_connections(mut self, n: usize) -> Self {
+        self.max_kept_connections = n;
+        self
+    }
+
     /// Shares a gateway-wide budget for answers being received.
     pub fn buffer_budget(mut self, budget: Option<Arc<BufferBudget>>) -> Self {
         self.budget = budget;
@@ -290,6 +299,7 @@ impl AgentClientBuilder {
                 connect_timeout: self.connect_timeout,
                 kept_alive_at: AtomicU64::new(0),
                 kept_alive_slot: AtomicUsize::new(0),
+                max_kept_connections: self.max_kept_connections,
             }),
         })
     }
@@ -468,9 +478,26 @@ struct Inner {
     /// within [`LIVE_CONNECTION`] goes through it instead of a new one.
     kept_alive_at: AtomicU64,
     kept_alive_slot: AtomicUsize,
+    /// See [`AgentClientBuilder::max_kept_connections`].
+    max_kept_connections: usize,
 }
 
 impl Inner {
+    /// Whether an exchange through worker `slot`'s pool asks the agent to
+    /// close its connection after the answer: only past the bound on kept
+    /// connections, and then not where the pool likely keeps one for this
+    /// agent already (that one is reused and stays). So a fan-out to
+    /// 100,000 agents leaves at most the bound's worth of idle
+    /// connections behind, not one per agent.
+    fn closes_after(&self, slot: usize) -> bool {
+        if super::quick_ack::open_connections() < self.max_kept_connections {
+            return false;
+        }
+        let at = self.kept_alive_at.load(Ordering::Relaxed);
+        let live = at != 0 && clock_ms() - at < LIVE_CONNECTION.as_millis() as u64;
+        !(live && self.kept_alive_slot.load(Ordering::Relaxed) == slot)
+    }
+
     /// What an exchange holds while under way: the target's own slot, then
     /// one of the gateway's exchanges (taken after the target's slot, so a
     /// busy target holds none of the gateway's).
@@ -549,6 +576,7 @@ impl AgentClient {
             budget: None,
             shared: None,
             exchanges: None,
+            max_kept_connections: usize::MAX,
         }
     }
 
@@ -758,6 +786,8 @@ impl AgentClient {
         close: bool,
     ) -> Result<Vec<Response>, ClientError> {
         let inner = &self.inner;
+        let slot = pool.unwrap_or_else(crate::worker::current_slot);
+        let close = close || (pool.is_none() && inner.closes_after(slot));
         let mut req = http::Request::post(inner.uri.clone())
             // Jetty drops a form-encoded body silently: always JSON.
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
@@ -775,7 +805,6 @@ impl AgentClient {
         let exchange = async {
             // Waiting for a slot counts against the deadline too.
             let _permits = inner.permits().await?;
-            let slot = pool.unwrap_or_else(crate::worker::current_slot);
             let resp = inner
                 .http
                 .pool_of(slot)

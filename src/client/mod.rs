@@ -17,3 +17,4 @@ pub use jolokia::{
     MBeanInfo, MBeanTree, OperationInfo, Overloads, RemoteError, Reply, TlsVersion, VersionInfo,
 };
 pub use poller::{JobId, Poller};
+pub use quick_ack::open_connections as open_agent_connections;

@@ -24,7 +24,7 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -34,6 +34,34 @@ use hyper::rt::{Read, ReadBufCursor, Write};
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
+
+/// Agent connections open right now, in the whole process (a probe's own
+/// one-shot connection aside): each holds a file descriptor and buffers
+/// while its pool keeps it, so `server.max_kept_agent_connections` is
+/// checked against it. Process-wide like the descriptors it counts: the
+/// pools of a fleet replaced by a reload still hold theirs.
+static OPEN: AtomicUsize = AtomicUsize::new(0);
+
+/// See [`OPEN`].
+pub fn open_connections() -> usize {
+    OPEN.load(Ordering::Relaxed)
+}
+
+/// One connection in [`OPEN`], for as long as it lives.
+struct Counted;
+
+impl Counted {
+    fn new() -> Counted {
+        OPEN.fetch_add(1, Ordering::Relaxed);
+        Counted
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        OPEN.fetch_sub(1, Ordering::Relaxed);
+    }
+}
 
 /// A small answer whose body ends this long after its head was held
 /// back by a delayed acknowledgement (Linux delays up to 40 ms).
@@ -87,6 +115,7 @@ impl tower::Service<Uri> for QuickAckConnector {
                 .unwrap_or_else(PoisonError::into_inner)
                 .contains(&address);
             Ok(QuickAckStream {
+                _counted: Counted::new(),
                 io,
                 switch: QuickAck(Arc::new(Switch {
                     on: AtomicBool::new(on),
@@ -145,6 +174,7 @@ impl QuickAck {
 pub(super) struct QuickAckStream {
     io: TokioIo<TcpStream>,
     switch: QuickAck,
+    _counted: Counted,
 }
 
 impl QuickAckStream {

@@ -36,6 +36,7 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default cap on open client connections, all listeners together.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+pub const DEFAULT_MAX_KEPT_AGENT_CONNECTIONS: usize = 4096;
 pub const DEFAULT_MAX_BUFFERED_BYTES: u64 = 512 * 1024 * 1024;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -180,6 +181,13 @@ pub struct ServerConfig {
     /// deadline). Needs a restart.
     #[serde(default = "default_max_agent_exchanges")]
     pub max_agent_exchanges: usize,
+    /// Agent connections kept open for reuse, all targets together. Past
+    /// it, an exchange that needs a new connection asks the agent to
+    /// close it after the answer (one already kept for a target stays),
+    /// so a fan-out to 100,000 agents doesn't leave 100,000 idle
+    /// connections (and file descriptors) behind. Needs a restart.
+    #[serde(default = "default_max_kept_agent_connections")]
+    pub max_kept_agent_connections: usize,
     /// Most targets one item may reach through a selector, unless the
     /// caller's roles say otherwise (the largest of their limits applies).
     #[serde(default = "default_max_targets_per_item")]
@@ -237,6 +245,10 @@ fn default_max_connections() -> usize {
 
 fn default_max_agent_exchanges() -> usize {
     512
+}
+
+fn default_max_kept_agent_connections() -> usize {
+    DEFAULT_MAX_KEPT_AGENT_CONNECTIONS
 }
 
 fn default_max_buffered_bytes() -> u64 {

@@ -26,6 +26,7 @@ impl Gateway {
             exchanges: Some(Arc::new(tokio::sync::Semaphore::new(
                 config.server.max_agent_exchanges,
             ))),
+            max_kept_connections: Some(config.server.max_kept_agent_connections),
         };
         let health = Arc::new(crate::health::HealthBook::from_config(&config.health));
         let state = State::from_config(config, &metrics, &bounds, &health)?;

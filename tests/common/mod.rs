@@ -803,7 +803,41 @@ pub struct GatewayProcess {
 impl GatewayProcess {
     /// Starts `jmxgate serve --config CONFIG` with `RUST_LOG=rust_log`.
     pub fn start(config: &Path, rust_log: &str) -> GatewayProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_jmxgate"))
+        Self::start_command(
+            Command::new(env!("CARGO_BIN_EXE_jmxgate")),
+            config,
+            rust_log,
+        )
+    }
+
+    /// [`start`](Self::start) with the open-files limit at `soft` under
+    /// `hard`, as a service manager would start it.
+    pub fn start_with_open_files(
+        config: &Path,
+        rust_log: &str,
+        soft: u64,
+        hard: u64,
+    ) -> GatewayProcess {
+        use std::os::unix::process::CommandExt;
+        let mut command = Command::new(env!("CARGO_BIN_EXE_jmxgate"));
+        // SAFETY: setrlimit is async-signal-safe and touches only the child.
+        unsafe {
+            command.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: soft as libc::rlim_t,
+                    rlim_max: hard as libc::rlim_t,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        Self::start_command(command, config, rust_log)
+    }
+
+    fn start_command(mut command: Command, config: &Path, rust_log: &str) -> GatewayProcess {
+        let mut child = command
             .args(["serve", "--config"])
             .arg(config)
             .env("RUST_LOG", rust_log)
