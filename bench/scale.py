@@ -3,10 +3,11 @@
 same run (bench/scale.sh sets up the tools and calls this).
 
 Stand-ins: one static nginx plays every agent of a large fleet. Each target
-has its own path on it (`/t<i>/jolokia`) and gets the same canned Jolokia
-answer (with the target's number as `used`), so the gateway's own cost is
-what is measured; 100,000 real JVMs
-cannot run here. Real agents stay in bench/run.sh for the per-agent rows.
+has its own loopback address (`127.x.y.z`, nginx listening on all of
+them) and path (`/t<i>/jolokia`), so each has connections of its own as
+in a real fleet, and gets the same canned Jolokia answer (with the
+target's number as `used`), so the gateway's own cost is what is
+measured; 100,000 real JVMs cannot run here. Real agents stay in bench/run.sh for the per-agent rows.
 
 Curves:
   * targets 100 -> 100,000: start-up and reload (SIGHUP) time, idle RSS and idle CPU (health
@@ -524,7 +525,8 @@ def markdown(fleet, bulks, clients):
         f"on, next to nginx proxy_pass in the same run; both serve with {WORKERS} worker(s) "
         "(`server.workers`, `worker_processes`), and a proxy's CPU is all of its workers' together.\n",
         "**Stand-ins:** the agents of the target curve are not JVMs. One static nginx answers every "
-        "target's path (`/t<i>/jolokia`) with the same canned Jolokia answer (its `used` the target's number, so a reduction has values to rank), because 100,000 JVMs "
+        "target at its own loopback address and path (`http://127.x.y.z:<port>/t<i>/jolokia`, so each has "
+        "connections of its own) with the same canned Jolokia answer (its `used` the target's number, so a reduction has values to rank), because 100,000 JVMs "
         "cannot run on one machine; the gateway's own cost is what these rows show. Real agents are "
         "in `bench/results.md` (bench/run.sh).\n",
         "## Targets\n",

@@ -36,7 +36,7 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default cap on open client connections, all listeners together.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
-pub const DEFAULT_MAX_KEPT_AGENT_CONNECTIONS: usize = 4096;
+pub const DEFAULT_MAX_KEPT_AGENT_CONNECTIONS: usize = 1024;
 pub const DEFAULT_MAX_BUFFERED_BYTES: u64 = 512 * 1024 * 1024;
 
 #[derive(Debug, Clone, Deserialize)]
