@@ -493,9 +493,15 @@ impl Inner {
         if super::quick_ack::open_connections() < self.max_kept_connections {
             return false;
         }
+        self.live_connection() != Some(slot)
+    }
+
+    /// The worker whose pool likely holds a connection to the agent that
+    /// a kept-alive exchange ended on within [`LIVE_CONNECTION`].
+    fn live_connection(&self) -> Option<usize> {
         let at = self.kept_alive_at.load(Ordering::Relaxed);
-        let live = at != 0 && clock_ms() - at < LIVE_CONNECTION.as_millis() as u64;
-        !(live && self.kept_alive_slot.load(Ordering::Relaxed) == slot)
+        (at != 0 && clock_ms() - at < LIVE_CONNECTION.as_millis() as u64)
+            .then(|| self.kept_alive_slot.load(Ordering::Relaxed))
     }
 
     /// What an exchange holds while under way: the target's own slot, then
@@ -628,10 +634,7 @@ impl AgentClient {
     pub async fn probe_version(&self) -> Result<Vec<Response>, ClientError> {
         let inner = &self.inner;
         let credentials = inner.credentials.as_ref();
-        let at = inner.kept_alive_at.load(Ordering::Relaxed);
-        let live = at != 0 && clock_ms() - at < LIVE_CONNECTION.as_millis() as u64;
-        let answers = if live {
-            let slot = inner.kept_alive_slot.load(Ordering::Relaxed);
+        let answers = if let Some(slot) = inner.live_connection() {
             self.post_via(Some(slot), version_body(), credentials, false)
                 .await?
         } else if inner.uri.scheme() == Some(&http::uri::Scheme::HTTP) {
