@@ -40,31 +40,36 @@ pub fn shortfall(limit: u64, needed: u64) -> Option<String> {
     })
 }
 
-/// Raises the soft limit to the hard one; the limit now in force.
+/// The open-files limit now: `(soft, hard)`.
 #[cfg(unix)]
-pub fn raise_to_hard_limit() -> std::io::Result<u64> {
+pub fn limits() -> std::io::Result<(u64, u64)> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: getrlimit and setrlimit only read and write the struct given.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if limit.rlim_cur < limit.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: limit.rlim_max,
-                rlim_max: limit.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            limit = raised;
-        }
+    // SAFETY: getrlimit only writes the struct given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     #[allow(clippy::unnecessary_cast)] // rlim_t is u64 only on some targets
-    Ok(limit.rlim_cur as u64)
+    Ok((limit.rlim_cur as u64, limit.rlim_max as u64))
+}
+
+/// Raises the soft limit to the hard one; the limit now in force.
+#[cfg(unix)]
+pub fn raise_to_hard_limit() -> std::io::Result<u64> {
+    let (soft, hard) = limits()?;
+    if soft < hard {
+        let raised = libc::rlimit {
+            rlim_cur: hard as libc::rlim_t,
+            rlim_max: hard as libc::rlim_t,
+        };
+        // SAFETY: setrlimit only reads the struct given.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(hard)
 }
 
 #[cfg(test)]

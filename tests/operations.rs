@@ -556,17 +556,7 @@ fn serve_raises_the_open_files_limit_and_warns_when_it_stays_too_low() {
     let config = Path::new(&write(dir.path(), "gateway.toml", text)).to_path_buf();
     let parsed = jmxgate::Config::parse(text).unwrap();
     let needed = jmxgate::open_files::needed(&parsed.server, &parsed.health);
-    let mut ours = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes only the struct given.
-    assert_eq!(
-        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut ours) },
-        0
-    );
-    #[allow(clippy::unnecessary_cast)] // rlim_t is u64 only on some targets
-    let hard = ours.rlim_max as u64;
+    let (_, hard) = jmxgate::open_files::limits().unwrap();
     let warning = "the open-files limit is";
 
     let raised = common::GatewayProcess::start_with_open_files(&config, "info", 600, hard);
