@@ -28,6 +28,10 @@ pub struct AccessConfig {
     /// is believed; every hop it lists must then pass a policy's `<remote>`.
     #[serde(default)]
     pub trusted_proxies: Vec<String>,
+    /// `[access.store]`: where access requests and grants are kept,
+    /// shared by every replica.
+    #[serde(default)]
+    pub store: crate::store::StoreConfig,
 }
 
 /// `[[roles]]`: one role.
@@ -83,6 +87,7 @@ pub fn problems(roles: &[RoleConfig], access: &AccessConfig) -> Vec<String> {
             problems.push(format!("access.trusted_proxies[{i}]: {why}"));
         }
     }
+    problems.extend(access.store.problems());
     problems
 }
 

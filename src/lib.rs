@@ -24,6 +24,7 @@ pub mod protocol;
 pub mod reload;
 pub mod reload_trigger;
 pub mod secret;
+pub mod store;
 pub mod tls;
 pub mod version;
 pub mod worker;
