@@ -52,6 +52,42 @@ pub struct RoleConfig {
     /// role without its own counting as the server's.
     #[serde(default)]
     pub max_targets_per_item: Option<usize>,
+    /// Just-in-time access (`elevation.rs`): roles whose holders may ask
+    /// for this role for a while instead of holding it.
+    #[serde(default)]
+    pub requestable_by: Vec<String>,
+    /// Roles whose holders may review requests for this role, and the
+    /// items of `approval_required`.
+    #[serde(default)]
+    pub approvers: Vec<String>,
+    /// Distinct approvers a request needs.
+    #[serde(default = "one_approval")]
+    pub approvals: u32,
+    /// The longest a grant of this role may last.
+    #[serde(default = "default_max_duration", with = "humantime_serde")]
+    pub max_duration: std::time::Duration,
+    /// Whether a request must say why (`required`) or may (`optional`).
+    #[serde(default)]
+    pub reason: crate::elevation::ReasonRule,
+    /// Items this role runs only once approved:
+    /// `exec <MBean or pattern> <operation|*>`, `write <MBean or pattern> <attribute|*>`.
+    #[serde(default)]
+    pub approval_required: Vec<String>,
+    /// How long an approved item may wait for its one run.
+    #[serde(default = "default_approved_use_within", with = "humantime_serde")]
+    pub approved_use_within: std::time::Duration,
+}
+
+fn one_approval() -> u32 {
+    1
+}
+
+fn default_max_duration() -> std::time::Duration {
+    crate::elevation::DEFAULT_MAX_DURATION
+}
+
+fn default_approved_use_within() -> std::time::Duration {
+    crate::elevation::DEFAULT_APPROVED_USE_WITHIN
 }
 
 /// Every problem of `[[roles]]` and `[access]`, each named by its key.
@@ -88,6 +124,7 @@ pub fn problems(roles: &[RoleConfig], access: &AccessConfig) -> Vec<String> {
         }
     }
     problems.extend(access.store.problems());
+    problems.extend(crate::elevation::problems(roles));
     problems
 }
 

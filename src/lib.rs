@@ -10,6 +10,7 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod discovery;
+pub mod elevation;
 pub mod exporter;
 pub mod fleet;
 pub mod health;
