@@ -218,6 +218,9 @@ pub struct Role {
     /// Held on this namespace only: the role reaches only its targets
     /// labelled `namespace=<ns>` (a namespaced grant of the principal).
     pub namespace: Option<String>,
+    /// Held through a just-in-time grant for these targets only (the
+    /// request's selector, within the role's own reach).
+    pub granted_on: Option<TargetSelector>,
     pub policy: Arc<Policy>,
     pub policy_file: Option<PathBuf>,
     /// Most targets one item may reach through a selector, if set.
@@ -229,6 +232,7 @@ impl Role {
         self.namespace
             .as_ref()
             .is_none_or(|ns| target.labels.get("namespace") == Some(ns))
+            && self.granted_on.as_ref().is_none_or(|s| s.matches(target))
             && self.selectors.iter().any(|s| s.matches(target))
     }
 }
@@ -269,6 +273,7 @@ impl AccessControl {
                 name: r.name.clone(),
                 selectors,
                 namespace: None,
+                granted_on: None,
                 policy: Arc::new(policy),
                 policy_file: r.policy.clone(),
                 max_targets_per_item: r.max_targets_per_item,
@@ -340,6 +345,20 @@ impl AccessControl {
                 held
             }
         }
+    }
+
+    /// Role `name` as a just-in-time grant holds it: narrowed to the
+    /// targets `selector` names (all of the role's with `None`). `None`
+    /// for a role no longer configured or a selector that no longer
+    /// parses: a grant never reaches more than its role does now.
+    pub fn granted_role(&self, name: &str, selector: Option<&str>) -> Option<Arc<Role>> {
+        let role = self.roles.iter().find(|r| r.name == name)?;
+        let mut granted = Role::clone(role);
+        granted.granted_on = match selector {
+            Some(s) => Some(TargetSelector::parse(s).ok()?),
+            None => None,
+        };
+        Some(Arc::new(granted))
     }
 
     /// Whether a caller holding `roles` may reach `target` at all (an open
@@ -447,6 +466,38 @@ mod tests {
         assert!(!matches("tier=*"));
         // Without glob characters, a value is compared as written.
         assert!(!matches("namespace=shop-e."));
+    }
+
+    #[test]
+    fn a_just_in_time_grant_reaches_its_selector_within_the_role_only() {
+        let config = crate::config::Config::parse(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\
+             [[targets]]\nname = \"orders-1\"\nurl = \"http://127.0.0.1:1/j\"\n\
+             [[targets]]\nname = \"orders-2\"\nurl = \"http://127.0.0.1:1/j\"\n\
+             [[targets]]\nname = \"billing-1\"\nurl = \"http://127.0.0.1:1/j\"\n\
+             [[roles]]\nname = \"ops\"\ntargets = [\"orders-*\"]\n",
+        )
+        .unwrap();
+        let fleet = crate::fleet::Fleet::new(&config.targets, &config.target_defaults).unwrap();
+        let access = AccessControl::new(&config.roles, &config.access).unwrap();
+        let reached = |role: &Role| -> Vec<String> {
+            fleet
+                .iter()
+                .filter(|t| role.reaches(t))
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        let whole = access.granted_role("ops", None).unwrap();
+        assert_eq!(reached(&whole), ["orders-1", "orders-2"]);
+        let one = access.granted_role("ops", Some("orders-2")).unwrap();
+        assert_eq!(reached(&one), ["orders-2"]);
+        // A selector wider than the role reaches no more than the role.
+        let wide = access.granted_role("ops", Some("*")).unwrap();
+        assert_eq!(reached(&wide), ["orders-1", "orders-2"]);
+        // A role no longer configured, or a selector that doesn't parse:
+        // no grant at all.
+        assert!(access.granted_role("gone", None).is_none());
+        assert!(access.granted_role("ops", Some("env=")).is_none());
     }
 
     #[test]
