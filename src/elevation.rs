@@ -5,26 +5,10 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
-
-use crate::access::RoleConfig;
+use crate::access::config::RoleConfig;
+pub use crate::access::config::{ReasonRule, DEFAULT_APPROVED_USE_WITHIN, DEFAULT_MAX_DURATION};
 use crate::protocol::object_name::ObjectName;
 
-/// `reason` of a requestable role.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReasonRule {
-    /// A request may say why.
-    #[default]
-    Optional,
-    /// A request must say why.
-    Required,
-}
-
-/// Default `max_duration`.
-pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(3600);
-/// Default `approved_use_within`.
-pub const DEFAULT_APPROVED_USE_WITHIN: Duration = Duration::from_secs(15 * 60);
 /// The longest `max_duration` allowed: standing access by another name
 /// is what just-in-time access is meant to end.
 pub const MOST_MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -218,6 +202,7 @@ pub fn check_review(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
     fn roles(text: &str) -> Vec<RoleConfig> {
         #[derive(Deserialize)]

@@ -8,87 +8,14 @@ use std::sync::Arc;
 
 use http::HeaderMap;
 use ipnet::IpNet;
-use serde::Deserialize;
 
 use crate::fleet::Target;
 use crate::policy::Policy;
 use crate::principal::{AuthMethod, Principal};
 use crate::protocol::object_name::wildmatch;
 
-/// `[access]`: who callers without credentials are, and whose
-/// `X-Forwarded-For` counts.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AccessConfig {
-    /// Role of callers that present no credentials. Unset: with roles
-    /// configured, anonymous callers are refused.
-    #[serde(default)]
-    pub anonymous_role: Option<String>,
-    /// Proxies (addresses or CIDR subnets) whose `X-Forwarded-For` header
-    /// is believed; every hop it lists must then pass a policy's `<remote>`.
-    #[serde(default)]
-    pub trusted_proxies: Vec<String>,
-    /// `[access.store]`: where access requests and grants are kept,
-    /// shared by every replica.
-    #[serde(default)]
-    pub store: crate::store::StoreConfig,
-}
-
-/// `[[roles]]`: one role.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RoleConfig {
-    pub name: String,
-    /// Targets the role reaches: names, globs (`kafka-*`) or label
-    /// selectors (`env=prod,app=orders`).
-    pub targets: Vec<String>,
-    /// A `jolokia-access.xml`-style policy. Without one the role may do
-    /// everything on the targets it reaches.
-    #[serde(default)]
-    pub policy: Option<PathBuf>,
-    /// Most targets one request item may reach through a selector
-    /// (`"target":{"url":"kafka-*"}`); default `server.max_targets_per_item`.
-    /// A caller holding several roles gets the largest of their limits, a
-    /// role without its own counting as the server's.
-    #[serde(default)]
-    pub max_targets_per_item: Option<usize>,
-    /// Just-in-time access (`elevation.rs`): roles whose holders may ask
-    /// for this role for a while instead of holding it.
-    #[serde(default)]
-    pub requestable_by: Vec<String>,
-    /// Roles whose holders may review requests for this role, and the
-    /// items of `approval_required`.
-    #[serde(default)]
-    pub approvers: Vec<String>,
-    /// Distinct approvers a request needs.
-    #[serde(default = "one_approval")]
-    pub approvals: u32,
-    /// The longest a grant of this role may last.
-    #[serde(default = "default_max_duration", with = "humantime_serde")]
-    pub max_duration: std::time::Duration,
-    /// Whether a request must say why (`required`) or may (`optional`).
-    #[serde(default)]
-    pub reason: crate::elevation::ReasonRule,
-    /// Items this role runs only once approved:
-    /// `exec <MBean or pattern> <operation|*>`, `write <MBean or pattern> <attribute|*>`.
-    #[serde(default)]
-    pub approval_required: Vec<String>,
-    /// How long an approved item may wait for its one run.
-    #[serde(default = "default_approved_use_within", with = "humantime_serde")]
-    pub approved_use_within: std::time::Duration,
-}
-
-fn one_approval() -> u32 {
-    1
-}
-
-fn default_max_duration() -> std::time::Duration {
-    crate::elevation::DEFAULT_MAX_DURATION
-}
-
-fn default_approved_use_within() -> std::time::Duration {
-    crate::elevation::DEFAULT_APPROVED_USE_WITHIN
-}
+pub mod config;
+pub use config::{AccessConfig, ReasonRule, RoleConfig};
 
 /// Every problem of `[[roles]]` and `[access]`, each named by its key.
 pub fn problems(roles: &[RoleConfig], access: &AccessConfig) -> Vec<String> {
