@@ -24,6 +24,8 @@ pub enum Guarded {
 /// or `write <MBean or pattern> <attribute|*>`.
 #[derive(Debug, Clone)]
 pub struct ApprovalRule {
+    /// The entry as configured, for messages.
+    pub text: String,
     pub kind: Guarded,
     pub mbean: ObjectName,
     /// `None`: every operation or attribute (`*`).
@@ -60,6 +62,7 @@ impl ApprovalRule {
         };
         let mbean = ObjectName::parse(mbean).map_err(|e| format!("\"{entry}\": {e}"))?;
         Ok(ApprovalRule {
+            text: entry.split_whitespace().collect::<Vec<_>>().join(" "),
             kind,
             mbean,
             member: (member != "*").then(|| member.to_string()),
@@ -74,6 +77,51 @@ impl ApprovalRule {
         kind == self.kind
             && self.mbean.matches(mbean)
             && self.member.as_deref().is_none_or(|m| m == bare)
+    }
+}
+
+/// A role's four-eyes rules, compiled: its `approval_required` entries
+/// with the approvals they need and how long an approved item may wait.
+#[derive(Debug, Clone, Default)]
+pub struct ItemApproval {
+    pub rules: Vec<ApprovalRule>,
+    pub approvals: u32,
+    pub use_within: Duration,
+}
+
+impl ItemApproval {
+    /// The role's rules; an entry that doesn't parse is left out (the
+    /// configuration check refuses such a file before it is used).
+    pub fn of(config: &RoleConfig) -> ItemApproval {
+        ItemApproval {
+            rules: config
+                .approval_required
+                .iter()
+                .filter_map(|e| ApprovalRule::parse(e).ok())
+                .collect(),
+            approvals: config.approvals.max(1),
+            use_within: config.approved_use_within,
+        }
+    }
+
+    /// The rule that makes an item (`kind` on `mbean`, its `member`)
+    /// wait for approval under this role. For an MBean pattern, any rule
+    /// of that kind and member: which MBeans it matches is known only on
+    /// the agent, so it waits if it might touch a guarded one.
+    pub fn covering(
+        &self,
+        kind: Guarded,
+        mbean: &ObjectName,
+        member: &str,
+    ) -> Option<&ApprovalRule> {
+        let bare = member.split('(').next().unwrap_or(member);
+        self.rules.iter().find(|r| {
+            if mbean.is_pattern() {
+                r.kind == kind && r.member.as_deref().is_none_or(|m| m == bare)
+            } else {
+                r.covers(kind, mbean, member)
+            }
+        })
     }
 }
 
@@ -114,6 +162,14 @@ pub fn problems(roles: &[RoleConfig]) -> Vec<String> {
             problems.push(format!(
                 "{key}.approved_use_within: 0s would let no approved item run; use 1s or more"
             ));
+        }
+        if let Some(url) = &r.notify_url {
+            // Not echoed: such a URL often holds a token.
+            let ok = url::Url::parse(url.expose())
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+            if !ok {
+                problems.push(format!("{key}.notify_url: not an http:// or https:// URL"));
+            }
         }
         for (j, entry) in r.approval_required.iter().enumerate() {
             if let Err(why) = ApprovalRule::parse(entry) {

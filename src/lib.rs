@@ -17,6 +17,7 @@ pub mod health;
 pub mod inventory;
 pub mod memory;
 pub mod metrics;
+pub mod notify;
 pub mod open_files;
 pub mod pipeline;
 pub mod policy;

@@ -126,7 +126,9 @@ enum AuditCmd {
         /// allowed, denied or invalid.
         #[arg(long, value_parser = ["allowed", "denied", "invalid"])]
         decision: Option<String>,
-        /// item, auth_failure, target_list, log_opened, log_closed, checkpoint.
+        /// item, auth_failure, target_list, log_opened, log_closed, checkpoint,
+        /// or a step of an access request: access_requested, access_reviewed,
+        /// access_granted, access_denied, access_revoked, access_expired.
         #[arg(long)]
         event: Option<String>,
         /// mcp (AI assistants' tool calls) or jolokia (everything else).
@@ -138,6 +140,10 @@ enum AuditCmd {
         /// Up to this time.
         #[arg(long)]
         until: Option<String>,
+        /// One access request from ask to use: its access_* records and the
+        /// items that asked for approval or ran on it.
+        #[arg(long, value_name = "ID")]
+        access_request: Option<String>,
         #[arg(long, value_enum, default_value_t = QueryFormat::Table)]
         format: QueryFormat,
     },
@@ -208,6 +214,7 @@ fn main() -> ExitCode {
                     channel,
                     since,
                     until,
+                    access_request,
                     format,
                 },
         } => {
@@ -229,6 +236,7 @@ fn main() -> ExitCode {
                 channel,
                 since,
                 until,
+                access_request,
             };
             audit_query(&files, &filter, format)
         }
@@ -414,6 +422,7 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
     ));
     let _probes = gateway.spawn_health_probes();
     let _discovery = gateway.spawn_discovery();
+    let _access_store = gateway.spawn_access_store();
     // One shutdown signal for every listener; each drains its requests.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut sockets = pipeline::listen::Sockets {

@@ -157,6 +157,23 @@ pub struct Metrics {
     /// annotation, an address that isn't one, an odd name), by source;
     /// each Pod counted when its reason is new.
     pub discovery_refused: Family<SourceLabel, Counter>,
+    /// 1 while the access store answers (or none is needed), 0 while not.
+    pub access_store_up: Gauge,
+    /// Steps of access requests (`access_requested`, `access_granted`,
+    /// `access_used`, …), by event.
+    access_steps: Family<EventLabel, Counter>,
+    /// Webhook notices: `sent`, `failed` (after every retry), `dropped`.
+    notices: Family<OutcomeLabel, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventLabel {
+    pub event: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: &'static str,
 }
 
 impl Default for Metrics {
@@ -193,6 +210,9 @@ impl Metrics {
             agent_connections: Gauge::default(),
             discovery_up: Family::default(),
             discovery_refused: Family::default(),
+            access_store_up: Gauge::default(),
+            access_steps: Family::default(),
+            notices: Family::default(),
             registry: Registry::default(),
         };
         m.register_in(&mut registry);
@@ -333,6 +353,21 @@ impl Metrics {
             self.discovery_refused.clone(),
         );
         registry.register(
+            "access_store_up",
+            "1 while the access store (just-in-time access) answers, 0 while elevation fails closed",
+            self.access_store_up.clone(),
+        );
+        registry.register(
+            "access_steps",
+            "Steps of access requests (access_requested, access_granted, access_used, access_refused, ...), by event",
+            self.access_steps.clone(),
+        );
+        registry.register(
+            "notifications",
+            "Webhook notices, by outcome: sent, failed after every retry, dropped with the queue full",
+            self.notices.clone(),
+        );
+        registry.register(
             "config_reloads",
             "Configuration reloads, by result",
             self.reloads.clone(),
@@ -360,6 +395,11 @@ impl Metrics {
                 source: source.to_string(),
             })
             .inc_by(pods);
+    }
+
+    /// Counts one step of an access request.
+    pub fn access_step(&self, event: &'static str) {
+        self.access_steps.get_or_create(&EventLabel { event }).inc();
     }
 
     /// The Prometheus text exposition.
@@ -478,5 +518,11 @@ impl Metrics {
                 result: if hit { "hit" } else { "miss" }.into(),
             })
             .inc();
+    }
+}
+
+impl crate::notify::NoticeCounter for Metrics {
+    fn count(&self, outcome: &'static str) {
+        self.notices.get_or_create(&OutcomeLabel { outcome }).inc();
     }
 }

@@ -24,7 +24,7 @@ pub const DEFAULT_APPROVED_USE_WITHIN: Duration = Duration::from_secs(15 * 60);
 
 /// `[access]`: who callers without credentials are, and whose
 /// `X-Forwarded-For` counts.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AccessConfig {
     /// Role of callers that present no credentials. Unset: with roles
@@ -39,6 +39,36 @@ pub struct AccessConfig {
     /// shared by every replica.
     #[serde(default)]
     pub store: crate::store::StoreConfig,
+    /// How long a request may wait for its reviews before it expires.
+    #[serde(default = "default_pending_timeout", with = "humantime_serde")]
+    pub pending_timeout: Duration,
+    /// Most requests one caller may have pending at once (a flood of
+    /// requests is refused with 429 past it).
+    #[serde(default = "default_max_pending")]
+    pub max_pending_requests: u64,
+}
+
+impl Default for AccessConfig {
+    fn default() -> AccessConfig {
+        AccessConfig {
+            anonymous_role: None,
+            trusted_proxies: Vec::new(),
+            store: Default::default(),
+            pending_timeout: DEFAULT_PENDING_TIMEOUT,
+            max_pending_requests: default_max_pending(),
+        }
+    }
+}
+
+/// Default `pending_timeout`.
+pub const DEFAULT_PENDING_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+fn default_pending_timeout() -> Duration {
+    DEFAULT_PENDING_TIMEOUT
+}
+
+fn default_max_pending() -> u64 {
+    10
 }
 
 /// `[[roles]]`: one role.
@@ -83,6 +113,13 @@ pub struct RoleConfig {
     /// How long an approved item may wait for its one run.
     #[serde(default = "default_approved_use_within", with = "humantime_serde")]
     pub approved_use_within: std::time::Duration,
+    /// A webhook told of this role's access requests (asked, granted,
+    /// denied, revoked, expired). A secret: such URLs often hold a token.
+    #[serde(default)]
+    pub notify_url: Option<crate::secret::Secret>,
+    /// `json` (default) or `slack` (`{"text": …}`).
+    #[serde(default)]
+    pub notify_format: crate::notify::NotifyFormat,
 }
 
 fn one_approval() -> u32 {

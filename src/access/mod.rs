@@ -51,6 +51,14 @@ pub fn problems(roles: &[RoleConfig], access: &AccessConfig) -> Vec<String> {
         }
     }
     problems.extend(access.store.problems());
+    if access.pending_timeout.is_zero() {
+        problems.push("access.pending_timeout: 0s would expire every request at once".into());
+    }
+    if access.max_pending_requests == 0 {
+        problems.push(
+            "access.max_pending_requests: 0 would refuse every request; use 1 or more".into(),
+        );
+    }
     problems.extend(crate::elevation::problems(roles));
     problems
 }
@@ -148,6 +156,11 @@ pub struct Role {
     /// Held through a just-in-time grant for these targets only (the
     /// request's selector, within the role's own reach).
     pub granted_on: Option<TargetSelector>,
+    /// The access request whose grant this is (for the audit record).
+    pub granted_by: Option<Arc<str>>,
+    /// `approval_required`, its approvers and the window of an approved
+    /// item: what this role runs only after a second person's yes.
+    pub approval: Arc<crate::elevation::ItemApproval>,
     pub policy: Arc<Policy>,
     pub policy_file: Option<PathBuf>,
     /// Most targets one item may reach through a selector, if set.
@@ -172,6 +185,8 @@ pub struct AccessControl {
     roles: Vec<Arc<Role>>,
     anonymous_role: Option<Arc<Role>>,
     trusted_proxies: Vec<IpNet>,
+    /// The roles as configured: who may request, who may review.
+    configs: Vec<RoleConfig>,
 }
 
 impl AccessControl {
@@ -201,6 +216,8 @@ impl AccessControl {
                 selectors,
                 namespace: None,
                 granted_on: None,
+                granted_by: None,
+                approval: Arc::new(crate::elevation::ItemApproval::of(r)),
                 policy: Arc::new(policy),
                 policy_file: r.policy.clone(),
                 max_targets_per_item: r.max_targets_per_item,
@@ -223,6 +240,30 @@ impl AccessControl {
             roles,
             anonymous_role,
             trusted_proxies,
+            configs: role_configs.to_vec(),
+        })
+    }
+
+    /// The roles as configured, for the rules of just-in-time access.
+    pub fn role_configs(&self) -> &[RoleConfig] {
+        &self.configs
+    }
+
+    /// Whether any role is requestable or needs approval for some items:
+    /// then the gateway keeps an access store.
+    pub fn uses_elevation(&self) -> bool {
+        self.configs
+            .iter()
+            .any(|r| !r.requestable_by.is_empty() || !r.approval_required.is_empty())
+    }
+
+    /// Whether a caller holding `held` may ask for some role: only then
+    /// can it hold grants, and only then are they looked up.
+    pub fn may_request(&self, held: &[Arc<Role>]) -> bool {
+        self.configs.iter().any(|r| {
+            r.requestable_by
+                .iter()
+                .any(|by| held.iter().any(|h| h.name == *by))
         })
     }
 
@@ -233,6 +274,7 @@ impl AccessControl {
             roles: Vec::new(),
             anonymous_role: None,
             trusted_proxies: Vec::new(),
+            configs: Vec::new(),
         }
     }
 
@@ -278,9 +320,15 @@ impl AccessControl {
     /// targets `selector` names (all of the role's with `None`). `None`
     /// for a role no longer configured or a selector that no longer
     /// parses: a grant never reaches more than its role does now.
-    pub fn granted_role(&self, name: &str, selector: Option<&str>) -> Option<Arc<Role>> {
+    pub fn granted_role(
+        &self,
+        name: &str,
+        selector: Option<&str>,
+        request_id: &str,
+    ) -> Option<Arc<Role>> {
         let role = self.roles.iter().find(|r| r.name == name)?;
         let mut granted = Role::clone(role);
+        granted.granted_by = Some(request_id.into());
         granted.granted_on = match selector {
             Some(s) => Some(TargetSelector::parse(s).ok()?),
             None => None,
@@ -414,17 +462,17 @@ mod tests {
                 .map(|t| t.name.clone())
                 .collect()
         };
-        let whole = access.granted_role("ops", None).unwrap();
+        let whole = access.granted_role("ops", None, "r-1").unwrap();
         assert_eq!(reached(&whole), ["orders-1", "orders-2"]);
-        let one = access.granted_role("ops", Some("orders-2")).unwrap();
+        let one = access.granted_role("ops", Some("orders-2"), "r-1").unwrap();
         assert_eq!(reached(&one), ["orders-2"]);
         // A selector wider than the role reaches no more than the role.
-        let wide = access.granted_role("ops", Some("*")).unwrap();
+        let wide = access.granted_role("ops", Some("*"), "r-1").unwrap();
         assert_eq!(reached(&wide), ["orders-1", "orders-2"]);
         // A role no longer configured, or a selector that doesn't parse:
         // no grant at all.
-        assert!(access.granted_role("gone", None).is_none());
-        assert!(access.granted_role("ops", Some("env=")).is_none());
+        assert!(access.granted_role("gone", None, "r-1").is_none());
+        assert!(access.granted_role("ops", Some("env="), "r-1").is_none());
     }
 
     #[test]

@@ -17,6 +17,10 @@ pub struct Filter {
     pub channel: Option<String>,
     pub since: Option<SystemTime>,
     pub until: Option<SystemTime>,
+    /// One access request's steps: its `access_*` records, and the item
+    /// records whose rule names it (an item that asked for approval, or
+    /// ran on it).
+    pub access_request: Option<String>,
 }
 
 /// Parses `2026-11-22T10:00:00Z` (or without the `Z`, as UTC).
@@ -41,6 +45,13 @@ impl Filter {
                 .is_some_and(|c| c != e.channel.as_deref().unwrap_or("jolokia"))
         {
             return false;
+        }
+        if let Some(id) = &self.access_request {
+            let named = e.access_request.as_ref() == Some(id)
+                || e.rule.as_deref().is_some_and(|r| r.contains(id.as_str()));
+            if !named {
+                return false;
+            }
         }
         if self.since.is_some() || self.until.is_some() {
             let Ok(t) = parse_time(&e.time) else {
@@ -173,6 +184,19 @@ mod tests {
         };
         assert!(f.matches(&a) && !f.matches(&b));
         assert!(parse_time("yesterday").is_err());
+        let asked = Entry {
+            access_request: Some("ar-01".into()),
+            ..a.clone()
+        };
+        let ran = Entry {
+            rule: Some("role ops: <allow>; approved by access request ar-01, used now".into()),
+            ..b.clone()
+        };
+        let f = Filter {
+            access_request: Some("ar-01".into()),
+            ..Filter::default()
+        };
+        assert!(f.matches(&asked) && f.matches(&ran) && !f.matches(&a));
     }
 
     #[test]

@@ -80,6 +80,9 @@ pub struct Entry {
     /// Free text: why authentication failed, which file came before, …
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The access request a record is a step of (`access_*` events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_request: Option<String>,
     /// A checkpoint's signing key (see `checkpoint::key_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_id: Option<String>,
@@ -156,6 +159,8 @@ pub struct EntryRef<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_request: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub key_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_seq: Option<u64>,
@@ -206,6 +211,7 @@ impl<'a> From<&'a Entry> for EntryRef<'a> {
             error_type: e.error_type.as_deref(),
             latency_ms: e.latency_ms,
             note: e.note.as_deref(),
+            access_request: e.access_request.as_deref(),
             key_id: e.key_id.as_deref(),
             first_seq: e.first_seq,
             last_seq: e.last_seq,
@@ -373,6 +379,7 @@ mod tests {
             error_type: Some("java.lang.Exception".into()),
             latency_ms: Some(1.25),
             note: Some("n\u{e9}".into()),
+            access_request: Some("ar-00".into()),
             key_id: Some("0123456789abcdef".into()),
             first_seq: Some(1),
             last_seq: Some(6),

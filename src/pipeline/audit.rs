@@ -468,6 +468,76 @@ fn caller_entry(
     }
 }
 
+/// One step of an access request, for its audit record: what happened
+/// (`event`: `access_requested`, `access_reviewed`, `access_granted`,
+/// `access_denied`, `access_revoked`, `access_expired`, or `access_refused`
+/// for a step refused), to which request, and how it ended.
+#[derive(Debug)]
+pub struct AccessStep<'a> {
+    /// Who took the step; `None`: the gateway itself (expiry).
+    pub who: Option<&'a Who<'a>>,
+    pub event: &'static str,
+    /// The request's id, when the step concerns one.
+    pub request_id: Option<&'a str>,
+    /// The role asked for (and, for an item, the target).
+    pub role: Option<&'a str>,
+    pub target: Option<&'a str>,
+    pub decision: &'static str,
+    pub status: u16,
+    pub note: &'a str,
+}
+
+pub fn record_access(s: &AccessStep<'_>) {
+    tracing::info!(
+        target: "jmxgate::audit",
+        request_id = s.who.map_or("-", |w| w.request_id),
+        principal = s.who.map_or("-", |w| w.principal.name.as_str()),
+        event = s.event,
+        access_request = s.request_id.unwrap_or("-"),
+        role = s.role.unwrap_or("-"),
+        target_name = s.target.unwrap_or("-"),
+        decision = s.decision,
+        status = s.status,
+        note = s.note,
+        "access"
+    );
+}
+
+/// The audit file record of an [`AccessStep`]. Texts callers wrote
+/// (reasons, comments) are not in it: the store keeps them.
+pub fn access_entry(s: &AccessStep<'_>) -> Entry {
+    let base = match s.who {
+        Some(w) => Entry {
+            channel: w.channel.map(|c| c.as_str().into()),
+            tool: w.tool.map(str::to_string),
+            ..caller_entry(
+                s.event,
+                w.request_id,
+                w.principal,
+                w.roles,
+                w.client,
+                w.latency,
+            )
+        },
+        None => Entry {
+            time: now_rfc3339(),
+            event: s.event.into(),
+            ..Entry::default()
+        },
+    };
+    Entry {
+        target: s.target.map(|t| t.chars().take(256).collect()),
+        decision: Some(s.decision.into()),
+        status: Some(s.status),
+        note: Some(match s.role {
+            Some(role) => format!("role {role}: {}", s.note),
+            None => s.note.to_string(),
+        }),
+        access_request: s.request_id.map(str::to_string),
+        ..base
+    }
+}
+
 /// An MCP tool call refused before it became an item: an unknown (or not
 /// offered) tool, or arguments that could not be understood.
 #[derive(Debug)]

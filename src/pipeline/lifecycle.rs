@@ -38,6 +38,7 @@ impl Gateway {
             .as_ref()
             .map(|a| crate::audit::AuditLog::start(a, metrics.audit_writer()))
             .transpose()?;
+        let notifier = crate::notify::Notifier::start(metrics.clone());
         Ok(Gateway {
             state: ArcSwap::from_pointee(state),
             audit,
@@ -62,6 +63,8 @@ impl Gateway {
                 collided: Default::default(),
             }),
             limits: listen::ClientLimits::from_config(&config.server),
+            elevation: super::access_requests::Elevation::new(&config.access.store),
+            notifier,
         })
     }
 

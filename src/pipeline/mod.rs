@@ -18,6 +18,7 @@
 //!    durable) before the answer goes out.
 //! 9. [`respond`]: one HTTP answer, JSON (or text/plain, or JSONP).
 
+pub mod access_requests;
 pub mod audit;
 pub mod authenticate;
 pub mod authorize;
@@ -121,6 +122,10 @@ pub struct Gateway {
     max_agent_exchanges: usize,
     /// Header timeout and connection cap of every listener.
     limits: listen::ClientLimits,
+    /// Just-in-time access: the store, the grants seen lately.
+    elevation: access_requests::Elevation,
+    /// Webhooks (access-request notices), sent off the request path.
+    notifier: crate::notify::Notifier,
 }
 
 /// Who asks, the same for every item of a request.
@@ -213,6 +218,8 @@ enum Addressed {
     Explain,
     /// The Prometheus scrape endpoint (`[prometheus] path`).
     Prometheus,
+    /// `/jmxgate/access/requests…`: just-in-time access.
+    AccessRequests,
 }
 
 /// A request the pre-phase let in: how its URL addresses the fleet, the
@@ -333,6 +340,8 @@ struct JolokiaDoor<'a> {
 /// Who asked for the target list, for its audit record.
 struct TargetListing<'a> {
     principal: &'a authenticate::Principal,
+    /// Its roles, standing and granted.
+    held: &'a [Arc<crate::access::Role>],
     request_id: &'a str,
     client: Option<std::net::SocketAddr>,
     started: Instant,
@@ -421,11 +430,16 @@ impl Gateway {
             Ok(slot) => slot,
             Err(e) => return refused.answer(&access, &e, None, cors).await,
         };
+        // Standing roles, then those the caller's approved access requests
+        // grant now (looked up only for callers that may request any).
+        let standing = access.roles_of(&principal);
+        let mut held = standing.clone();
+        held.extend(self.granted_roles(&state, &principal, &standing).await);
         let Scope {
             held,
             virtual_target,
             cors,
-        } = match scope(&state, &principal, &addressed, origin.as_deref()) {
+        } = match scope(&state, held, &addressed, origin.as_deref()) {
             Ok(scope) => scope,
             Err((e, cors)) => {
                 let named = match &addressed {
@@ -456,6 +470,7 @@ impl Gateway {
             Addressed::TargetList => {
                 let listing = TargetListing {
                     principal: &principal,
+                    held: &held,
                     request_id,
                     client,
                     started,
@@ -475,6 +490,14 @@ impl Gateway {
                 return self
                     .prometheus_http(&state, &parts, scraper, &refused)
                     .await;
+            }
+            Addressed::AccessRequests => {
+                let caller = access_requests::AccessCaller {
+                    principal: &principal,
+                    standing: &standing,
+                    refused: &refused,
+                };
+                return self.access_http(&state, &parts, body, caller).await;
             }
             Addressed::Proxy | Addressed::Virtual(_) => {}
         }
@@ -780,7 +803,10 @@ impl Gateway {
         answer_locally: impl Fn(&Command) -> Response,
         gate: impl FnOnce(&Items) -> Result<T, E>,
     ) -> Result<(T, Vec<(Response, Vec<items::AuditRow>)>), E> {
-        let mut items = self.route_and_authorize(state, caller, addressing, parsed, answer_locally);
+        let mut judged = self.judge_all(state, caller, addressing, parsed);
+        self.settle_approvals(state, caller.principal, &mut judged)
+            .await;
+        let mut items = items_of(judged, answer_locally);
         let passed = gate(&items)?;
         let mut dispatched = dispatch::dispatch(
             items.take_jobs(),
@@ -795,47 +821,19 @@ impl Gateway {
         Ok((passed, items.merge(parsed)))
     }
 
-    /// Steps 4 and 5, route and authorize, for every item: each gets its
-    /// verdict and either an answer (an error, the gateway's own) or agent
-    /// jobs (one, or one per target of a selector in proxy mode).
-    fn route_and_authorize(
+    /// Steps 4 and 5, route and authorize, for every item.
+    fn judge_all<'a>(
         &self,
         state: &State,
         caller: &Caller<'_>,
         addressing: Addressing<'_>,
-        parsed: &parse::Parsed,
-        answer_locally: impl Fn(&Command) -> Response,
-    ) -> Items {
-        let mut items = Items::new(parsed.items.len());
-        for (index, item) in parsed.items.iter().enumerate() {
-            match self.judge(state, caller, addressing, item) {
-                Judged::Failed {
-                    target,
-                    error,
-                    rule,
-                    ..
-                } => items.fail(index, target, &error, rule),
-                Judged::Local { allowed, command } => items.answer(
-                    index,
-                    Some("gateway".into()),
-                    answer_locally(command),
-                    allowed.rule,
-                ),
-                Judged::Agent {
-                    target,
-                    request,
-                    credentials,
-                    allowed,
-                } => items.forward(index, target, request, credentials, allowed),
-                Judged::Group {
-                    selector,
-                    request,
-                    outcomes,
-                    reduce,
-                } => items.fan_out(index, Some(selector), request, outcomes, reduce),
-            }
-        }
-        items
+        parsed: &'a parse::Parsed,
+    ) -> Vec<Judged<'a>> {
+        parsed
+            .items
+            .iter()
+            .map(|item| self.judge(state, caller, addressing, item))
+            .collect()
     }
 
     /// Steps 4 and 5 for one item: where it goes for this caller (the
@@ -957,9 +955,9 @@ impl Gateway {
         cors: bool,
     ) -> HttpResponse<Body> {
         let access = &state.access;
-        let held = access.roles_of(listing.principal);
+        let held = listing.held;
         let page = crate::fleet::PageRequest::from_query(request.uri.query())
-            .and_then(|p| p.select(state.fleet.iter().filter(|t| access.reaches(&held, t))));
+            .and_then(|p| p.select(state.fleet.iter().filter(|t| access.reaches(held, t))));
         let (status, listed, next, refusal) = match (&request.method, page) {
             (&Method::GET, Ok((page, next))) => {
                 let listed: Vec<_> = page.iter().map(|t| t.view()).collect();
@@ -1179,6 +1177,11 @@ impl Gateway {
         if path == EXPLAIN_PATH {
             return Ok((Addressed::Explain, String::new()));
         }
+        if path == access_requests::wire::PATH
+            || path.starts_with(&format!("{}/", access_requests::wire::PATH))
+        {
+            return Ok((Addressed::AccessRequests, String::new()));
+        }
         if prometheus.enabled && path == prometheus.path {
             return Ok((Addressed::Prometheus, String::new()));
         }
@@ -1359,6 +1362,42 @@ fn explained(index: usize, kind: Option<&str>, judged: Judged<'_>) -> serde_json
 }
 
 /// A `reduce` on an item addressed to one target (or the gateway).
+/// The items after route and authorize (and four-eyes): each gets its
+/// verdict and either an answer (an error, the gateway's own) or agent
+/// jobs (one, or one per target of a selector in proxy mode).
+fn items_of(judged: Vec<Judged<'_>>, answer_locally: impl Fn(&Command) -> Response) -> Items {
+    let mut items = Items::new(judged.len());
+    for (index, j) in judged.into_iter().enumerate() {
+        match j {
+            Judged::Failed {
+                target,
+                error,
+                rule,
+                ..
+            } => items.fail(index, target, &error, rule),
+            Judged::Local { allowed, command } => items.answer(
+                index,
+                Some("gateway".into()),
+                answer_locally(command),
+                allowed.rule,
+            ),
+            Judged::Agent {
+                target,
+                request,
+                credentials,
+                allowed,
+            } => items.forward(index, target, request, credentials, allowed),
+            Judged::Group {
+                selector,
+                request,
+                outcomes,
+                reduce,
+            } => items.fan_out(index, Some(selector), request, outcomes, reduce),
+        }
+    }
+    items
+}
+
 fn reduce_needs_selector(name: &str) -> crate::protocol::ProtocolError {
     crate::protocol::ProtocolError::bad_request(format!(
         "\"reduce\" answers for a group of targets: address the item to a selector \
@@ -1541,12 +1580,11 @@ struct Scope {
 /// by item, whatever the name.
 fn scope(
     state: &State,
-    principal: &authenticate::Principal,
+    held: Vec<Arc<crate::access::Role>>,
     addressed: &Addressed,
     origin: Option<&str>,
 ) -> Result<Scope, (HttpError, bool)> {
     let access = &state.access;
-    let held = access.roles_of(principal);
     let without_role = held.is_empty() && !access.is_open();
     let virtual_target = match addressed {
         Addressed::Virtual(name) if !without_role => Some(

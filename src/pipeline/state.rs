@@ -28,6 +28,9 @@ pub struct State {
     pub max_bulk_items: usize,
     /// Targets one item may reach through a selector, unless roles say.
     pub max_targets_per_item: usize,
+    /// `access.pending_timeout` and `access.max_pending_requests`.
+    pub pending_timeout: std::time::Duration,
+    pub max_pending_requests: u64,
     /// Starts empty after a reload: targets or credentials may have changed.
     pub list_cache: Option<Arc<super::dispatch::list_cache::ListCache>>,
     /// `[mcp]`: where assistants connect, how big a tool result may be.
@@ -74,6 +77,8 @@ impl State {
             body_read_timeout: config.server.body_read_timeout,
             max_bulk_items: config.server.max_bulk_items,
             max_targets_per_item: config.server.max_targets_per_item,
+            pending_timeout: config.access.pending_timeout,
+            max_pending_requests: config.access.max_pending_requests,
             list_cache: super::dispatch::list_cache::ListCache::new(&config.list_cache)
                 .map(Arc::new),
             mcp: config.mcp.clone(),

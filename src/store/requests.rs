@@ -456,13 +456,18 @@ impl Store {
     }
 
     /// The role requests of `requester` approved and not yet ended, by
-    /// the store's clock (whether or not `expire_due` has run).
-    pub async fn active_grants(&self, requester: &str) -> Result<Vec<StoredRequest>, StoreError> {
+    /// the store's clock (whether or not `expire_due` has run), each with
+    /// the milliseconds it has left by that clock.
+    pub async fn active_grants(
+        &self,
+        requester: &str,
+    ) -> Result<Vec<(StoredRequest, i64)>, StoreError> {
         let db = self.db();
         let sql = with_now(
             db,
             &format!(
-                "SELECT {COLUMNS} FROM access_requests WHERE requester = $1 AND kind = 'role' \
+                "SELECT {COLUMNS}, expires_ms - NOW_MS AS remaining_ms FROM access_requests \
+                 WHERE requester = $1 AND kind = 'role' \
                  AND state = 'approved' AND expires_ms > NOW_MS ORDER BY id"
             ),
         );
@@ -472,8 +477,36 @@ impl Store {
             .fetch_all(pool)
             .await?
             .iter()
-            .map(request_of)
+            .map(|row| Ok((request_of(row)?, row.int("remaining_ms")?)))
             .collect::<Result<Vec<_>, sqlx::Error>>()?),
+        )
+    }
+
+    /// The newest item request of `requester` for exactly `item` that is
+    /// still open: pending, or approved, unused and not yet ended.
+    pub async fn open_item_request(
+        &self,
+        requester: &str,
+        item: &str,
+    ) -> Result<Option<StoredRequest>, StoreError> {
+        let db = self.db();
+        let sql = with_now(
+            db,
+            &format!(
+                "SELECT {COLUMNS} FROM access_requests WHERE requester = $1 AND item = $2 \
+                 AND kind = 'item' AND (state = 'pending' OR (state = 'approved' \
+                   AND used_ms IS NULL AND expires_ms > NOW_MS)) \
+                 ORDER BY created_ms DESC, id LIMIT 1"
+            ),
+        );
+        Ok(
+            on_db!(db, pool => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+            .bind(requester)
+            .bind(item)
+            .fetch_optional(pool)
+            .await?
+            .map(|row| request_of(&row))
+            .transpose()?),
         )
     }
 
@@ -563,6 +596,11 @@ mod tests {
         );
         let grants = store.active_grants("dev").await.unwrap();
         assert_eq!(grants.len(), 1);
+        let left = grants[0].1;
+        assert!(
+            left > 29 * 60 * 1000 && left <= 30 * 60 * 1000,
+            "the grant has its 30 minutes left by the store's clock: {left}"
+        );
         assert!(store.active_grants("lead-a").await.unwrap().is_empty());
         // Decided: no more reviews.
         assert_eq!(

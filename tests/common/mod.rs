@@ -586,6 +586,7 @@ impl Gateway {
         let gateway = Arc::new(jmxgate::Gateway::new(config).expect("gateway starts"));
         // As `jmxgate serve` does; the task ends with the gateway.
         let _probes = gateway.spawn_health_probes();
+        let _access_store = gateway.spawn_access_store();
         if let Some(tls) = &config.server.tls {
             let reloading =
                 Arc::new(jmxgate::tls::ReloadingTls::new(tls.clone()).expect("TLS config loads"));

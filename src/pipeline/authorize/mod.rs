@@ -9,6 +9,7 @@
 //! attributes are concerned and runs only the allowed part. list and search
 //! answers are filtered after the fact (see [`filter`]).
 
+pub mod approval;
 pub mod expand;
 pub mod filter;
 pub mod rbac;
@@ -183,6 +184,8 @@ impl Plan {
 pub struct Allowed {
     pub plan: Plan,
     pub grant: Grant,
+    /// The role whose approval this item waits for (four-eyes), if any.
+    pub approval: Option<Arc<Role>>,
     /// The rule that allowed it (for explain and audit); shared like the
     /// grant.
     pub rule: Arc<str>,
@@ -229,6 +232,7 @@ pub fn authorize(
                 Plan::Forward
             },
             grant: Grant::open(),
+            approval: None,
             rule: "no roles configured: the gateway is open".into(),
         });
     }
@@ -251,11 +255,12 @@ pub fn authorize(
     }
 
     // Request-level checks, as Jolokia's agent makes them before anything.
-    let (mut policies, mut names) = (Vec::new(), Vec::new());
+    let (mut policies, mut names, mut passing) = (Vec::new(), Vec::new(), Vec::new());
     let mut first_denial = None;
     for role in reaching {
         match request_checks(&role.policy, facts, request) {
             Ok(()) => {
+                passing.push(role);
                 policies.push(role.policy.clone());
                 names.push(role.name.clone());
             }
@@ -274,6 +279,7 @@ pub fn authorize(
     decide_command(&grant, request, facts.denied_reads_in_place).map(|(plan, rule)| Allowed {
         plan,
         grant,
+        approval: approval::waits_for(&passing, request),
         rule: rule.into(),
     })
 }
@@ -303,6 +309,17 @@ pub fn authorize_each(
             request,
             &Destination::Agent(t.clone()),
         )
+        .and_then(|allowed| match &allowed.approval {
+            // Approval is given per target's item: a fan-out asks none.
+            Some(role) => {
+                let why = approval::rule_text(role, request);
+                Err(Denied {
+                    error: approval::fan_out_refused(&why),
+                    rule: why,
+                })
+            }
+            None => Ok(allowed),
+        })
         .map_err(Arc::new)
     };
     // Which roles reach a target, as a bit set (one bit per role).
@@ -343,6 +360,7 @@ pub fn check_policy(
     decide_command(&grant, request, facts.denied_reads_in_place).map(|(plan, rule)| Allowed {
         plan,
         grant,
+        approval: None,
         rule: rule.into(),
     })
 }

@@ -1,0 +1,927 @@
+//! Just-in-time access at run time, a door of its own: the access-requests
+//! API (`/jmxgate/access/requests`), the grants folded into a caller's
+//! roles on every door, four-eyes items settled against the store before
+//! dispatch, and the task that opens the store and expires what is due.
+//! The rules are `elevation`'s and the shared state is `store`'s; this room
+//! connects them to the pipeline.
+
+pub mod wire;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapOption;
+use axum::body::Body;
+use http::{Method, Response as HttpResponse};
+use serde_json::json;
+
+use crate::access::{Role, RoleConfig};
+use crate::elevation::{self, Refusal};
+use crate::principal::{AuthMethod, Principal};
+use crate::protocol::ProtocolError;
+use crate::store::{
+    NewRequest, RequestKind, RequestState, Store, StoreConfig, StoreError, StoredRequest, Verdict,
+};
+
+use super::audit::{AccessStep, Who};
+use super::authorize::approval;
+use super::respond::{self, HttpError};
+use super::state::State;
+use super::{Gateway, Judged, Refused};
+
+use wire::Operation;
+
+/// How long a grant lookup may take before the store is taken as away
+/// (the caller then holds its standing roles only).
+const GRANT_LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a caller's grants are kept between lookups: a grant revoked or
+/// ended on another replica ends here within this.
+const GRANT_CACHE_TTL: Duration = Duration::from_secs(1);
+/// How often the store is checked and due requests are expired.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// A role held through an approved request, until a moment of this
+/// replica's monotonic clock (the store's remaining time, taken when read).
+#[derive(Debug, Clone)]
+struct ActiveGrant {
+    id: String,
+    role: String,
+    targets: Option<String>,
+    until: Instant,
+}
+
+/// What just-in-time access keeps at run time.
+pub struct Elevation {
+    /// `[access.store]` as at start (a change takes a restart).
+    config: StoreConfig,
+    /// Open once the task has opened it; until then, and while `trouble`
+    /// says why, elevation fails closed.
+    store: ArcSwapOption<Store>,
+    trouble: Mutex<Option<String>>,
+    /// Each requester's grants, for [`GRANT_CACHE_TTL`].
+    grants: moka::sync::Cache<String, Arc<Vec<ActiveGrant>>>,
+}
+
+impl Elevation {
+    pub fn new(config: &StoreConfig) -> Elevation {
+        Elevation {
+            config: config.clone(),
+            store: ArcSwapOption::empty(),
+            trouble: Mutex::new(Some("the access store has not been opened yet".into())),
+            grants: moka::sync::Cache::builder()
+                .time_to_live(GRANT_CACHE_TTL)
+                .max_capacity(100_000)
+                .build(),
+        }
+    }
+
+    /// The store, or the 503 that says why there is none.
+    fn store(&self) -> Result<Arc<Store>, HttpError> {
+        self.store.load_full().ok_or_else(|| {
+            let why = self
+                .trouble
+                .lock()
+                .expect("trouble lock")
+                .clone()
+                .unwrap_or_else(|| "the access store is not open".into());
+            unavailable(&why)
+        })
+    }
+
+    fn healthy(&self) -> bool {
+        self.trouble.lock().expect("trouble lock").is_none()
+    }
+
+    fn set_trouble(&self, why: Option<String>) {
+        *self.trouble.lock().expect("trouble lock") = why;
+    }
+
+    /// Why elevation is unavailable now, for `/readyz` detail.
+    pub fn status(&self) -> Option<String> {
+        self.trouble.lock().expect("trouble lock").clone()
+    }
+
+    /// Forgets a requester's grants here at once (a revoke, a review).
+    fn forget(&self, requester: &str) {
+        self.grants.invalidate(requester);
+    }
+}
+
+/// The 503 of elevation while the store is away. The store's own error
+/// (which might name a host) stays in the log.
+fn unavailable(why: &str) -> HttpError {
+    HttpError::new(
+        503,
+        "jmxgate.AccessStoreUnavailable",
+        format!("access requests are unavailable: {why}; everything not needing them works"),
+    )
+}
+
+fn store_error(e: StoreError, id: &str) -> HttpError {
+    match e {
+        StoreError::Unavailable(why) => {
+            tracing::warn!("access store: {why}");
+            unavailable("the access store did not answer")
+        }
+        StoreError::NotFound => wire::not_found(id),
+        StoreError::NotPending(state) => HttpError::new(
+            409,
+            "jmxgate.Conflict",
+            format!("access request {id} is {}, not pending", state.as_str()),
+        ),
+        StoreError::AlreadyReviewed => HttpError::new(
+            409,
+            "jmxgate.Conflict",
+            format!("you have already reviewed access request {id}"),
+        ),
+        StoreError::TooManyPending(most) => HttpError::new(
+            429,
+            "jmxgate.TooManyRequests",
+            format!("you have {most} pending access requests, as many as access.max_pending_requests allows: wait for their reviews or revoke one"),
+        ),
+    }
+}
+
+fn refusal(r: Refusal) -> HttpError {
+    let status = match r {
+        Refusal::Duration(_) | Refusal::ReasonRequired => 400,
+        Refusal::NotRequestable(_) | Refusal::OwnRequest | Refusal::NotApprover => 403,
+    };
+    let kind = if status == 400 {
+        "java.lang.IllegalArgumentException"
+    } else {
+        "jmxgate.Forbidden"
+    };
+    HttpError::new(status, kind, r.to_string())
+}
+
+/// The names of roles held, for the rules.
+fn names(held: &[Arc<Role>]) -> Vec<String> {
+    held.iter().map(|r| r.name.clone()).collect()
+}
+
+/// The role whose approvers review `request`: its own role's (for an item,
+/// the role whose `approval_required` it met).
+fn reviewed_under<'a>(
+    configs: &'a [RoleConfig],
+    request: &StoredRequest,
+) -> Option<&'a RoleConfig> {
+    configs.iter().find(|r| r.name == request.request.role)
+}
+
+/// The roles whose requests a holder of `standing` may review.
+fn reviewable(configs: &[RoleConfig], standing: &[String]) -> Vec<String> {
+    configs
+        .iter()
+        .filter(|r| r.approvers.iter().any(|a| standing.contains(a)))
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+/// Who asks the API, and what its records need.
+pub(super) struct AccessCaller<'a> {
+    pub principal: &'a Principal,
+    /// The caller's standing roles (never those a grant gives: a grant
+    /// neither asks for more nor reviews).
+    pub standing: &'a [Arc<Role>],
+    pub refused: &'a Refused<'a>,
+}
+
+impl Gateway {
+    /// The roles `principal` holds through grants now, narrowed to their
+    /// requests' targets. None for a caller that may request nothing (no
+    /// lookup at all), nor while the store is away (standing roles keep
+    /// working: elevation fails closed).
+    pub(super) async fn granted_roles(
+        &self,
+        state: &State,
+        principal: &Principal,
+        standing: &[Arc<Role>],
+    ) -> Vec<Arc<Role>> {
+        let access = &state.access;
+        if principal.method == AuthMethod::Anonymous || !access.may_request(standing) {
+            return Vec::new();
+        }
+        let elevation = &self.elevation;
+        let grants = match elevation.grants.get(&principal.name) {
+            Some(g) => g,
+            None => {
+                if !elevation.healthy() {
+                    return Vec::new();
+                }
+                let Some(store) = elevation.store.load_full() else {
+                    return Vec::new();
+                };
+                let looked_up = tokio::time::timeout(
+                    GRANT_LOOKUP_TIMEOUT,
+                    store.active_grants(&principal.name),
+                )
+                .await;
+                let found = match looked_up {
+                    Ok(Ok(found)) => found,
+                    Ok(Err(e)) => {
+                        tracing::warn!(principal = %principal.name, "access grants not read: {e}");
+                        elevation.set_trouble(Some("the access store did not answer".into()));
+                        return Vec::new();
+                    }
+                    Err(_) => {
+                        tracing::warn!(principal = %principal.name, "access grants not read within {GRANT_LOOKUP_TIMEOUT:?}");
+                        elevation
+                            .set_trouble(Some("the access store did not answer in time".into()));
+                        return Vec::new();
+                    }
+                };
+                let now = Instant::now();
+                let grants = Arc::new(
+                    found
+                        .into_iter()
+                        .map(|(r, left_ms)| ActiveGrant {
+                            id: r.request.id,
+                            role: r.request.role,
+                            targets: r.request.targets,
+                            until: now + Duration::from_millis(left_ms.max(0) as u64),
+                        })
+                        .collect::<Vec<_>>(),
+                );
+                elevation
+                    .grants
+                    .insert(principal.name.clone(), grants.clone());
+                grants
+            }
+        };
+        let now = Instant::now();
+        let standing_names = names(standing);
+        grants
+            .iter()
+            .filter(|g| g.until > now)
+            // Still the caller's to hold: the role is still requestable by
+            // a role it holds now.
+            .filter(|g| {
+                access.role_configs().iter().any(|r| {
+                    r.name == g.role && r.requestable_by.iter().any(|b| standing_names.contains(b))
+                })
+            })
+            .filter_map(|g| access.granted_role(&g.role, g.targets.as_deref(), &g.id))
+            .collect()
+    }
+
+    /// Four-eyes, before dispatch: each item that waits for approval either
+    /// runs on its approval (used once, now) or is answered with the
+    /// request that asks for it, made here the first time.
+    pub(super) async fn settle_approvals(
+        &self,
+        state: &State,
+        principal: &Principal,
+        judged: &mut [Judged<'_>],
+    ) {
+        for j in judged.iter_mut() {
+            let Judged::Agent {
+                target,
+                request,
+                allowed,
+                ..
+            } = j
+            else {
+                continue;
+            };
+            let Some(role) = allowed.approval.clone() else {
+                continue;
+            };
+            let why = approval::rule_text(&role, request);
+            let failed = |error: ProtocolError, rule: String| Judged::Failed {
+                target: Some(target.name.clone()),
+                error,
+                rule: Some(rule),
+                hidden: false,
+            };
+            let Some(key) = approval::item_key(&target.name, request) else {
+                continue;
+            };
+            let store = match self.elevation.store() {
+                Ok(s) => s,
+                Err(e) => {
+                    let error = ProtocolError::new(503, &e.error_type, e.message);
+                    *j = failed(error, format!("{why}; the access store is unavailable"));
+                    continue;
+                }
+            };
+            match self
+                .approval_for(state, &store, principal, &role, &target.name, &key)
+                .await
+            {
+                Ok(Settled::Run(id)) => {
+                    allowed.approval = None;
+                    allowed.rule = format!(
+                        "{}; approved by access request {id}, used now",
+                        allowed.rule
+                    )
+                    .into();
+                }
+                Ok(Settled::Waiting { id, pending }) => {
+                    let rule = if pending {
+                        format!("{why}; waits for access request {id}")
+                    } else {
+                        format!("{why}; access request {id} made for it")
+                    };
+                    *j = failed(approval::waiting(&id, &why, pending), rule);
+                }
+                Err(e) => {
+                    let error = ProtocolError::new(e.status, &e.error_type, e.message);
+                    *j = failed(
+                        error,
+                        format!("{why}; {}", "no access request could be made"),
+                    );
+                }
+            }
+        }
+    }
+
+    async fn approval_for(
+        &self,
+        state: &State,
+        store: &Store,
+        principal: &Principal,
+        role: &Role,
+        target: &str,
+        key: &str,
+    ) -> Result<Settled, HttpError> {
+        let me = principal.name.as_str();
+        let open = store
+            .open_item_request(me, key)
+            .await
+            .map_err(|e| store_error(e, "-"))?;
+        if let Some(found) = open {
+            let id = found.request.id.clone();
+            if found.state == RequestState::Pending {
+                return Ok(Settled::Waiting { id, pending: true });
+            }
+            // Approved and unused: this run uses it, once, whichever
+            // replica gets there first.
+            if store
+                .use_item(&id, me, key)
+                .await
+                .map_err(|e| store_error(e, &id))?
+                .is_some()
+            {
+                self.metrics.access_step("access_used");
+                return Ok(Settled::Run(id));
+            }
+        }
+        let new = NewRequest {
+            id: wire::new_id(),
+            kind: RequestKind::Item,
+            requester: me.to_string(),
+            role: role.name.clone(),
+            targets: Some(target.to_string()),
+            reason: None,
+            item: Some(key.to_string()),
+            duration_ms: role.approval.use_within.as_millis() as i64,
+            approvals_needed: i64::from(role.approval.approvals),
+        };
+        let made = store
+            .create_request(&new, state.max_pending_requests)
+            .await
+            .map_err(|e| store_error(e, &new.id))?;
+        self.metrics.access_step("access_requested");
+        tracing::info!(target: "jmxgate::audit", principal = me, access_request = %made.request.id, target_name = target, "access_requested: an item waits for approval");
+        self.notify_reviewers(state, "access_requested", &made);
+        Ok(Settled::Waiting {
+            id: made.request.id,
+            pending: false,
+        })
+    }
+
+    /// The access-requests API, after authentication.
+    pub(super) async fn access_http(
+        &self,
+        state: &State,
+        parts: &http::request::Parts,
+        body: Body,
+        caller: AccessCaller<'_>,
+    ) -> HttpResponse<Body> {
+        let headers = caller.refused.headers;
+        let answer = self.access_answer(state, parts, body, &caller).await;
+        match answer {
+            Ok((status, value)) => {
+                let mut resp = HttpResponse::new(Body::from(value.to_string()));
+                *resp.status_mut() =
+                    http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+                let h = resp.headers_mut();
+                h.insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("application/json; charset=utf-8"),
+                );
+                respond::no_store(h);
+                resp
+            }
+            Err((e, step)) => {
+                let recorded = self.audit_access_step(&caller, &step, &e).await;
+                respond::http_error(recorded.as_ref().unwrap_or(&e), headers, false)
+            }
+        }
+    }
+
+    async fn access_answer(
+        &self,
+        state: &State,
+        parts: &http::request::Parts,
+        body: Body,
+        caller: &AccessCaller<'_>,
+    ) -> Result<(u16, serde_json::Value), (HttpError, StepNames)> {
+        let bare = |e: HttpError| (e, StepNames::default());
+        let operation = wire::operation(&parts.method, parts.uri.path()).map_err(bare)?;
+        let principal = caller.principal;
+        if principal.method == AuthMethod::Anonymous {
+            return Err(bare(HttpError::new(
+                403,
+                "jmxgate.Forbidden",
+                "access requests are made and reviewed by name: sign in first",
+            )));
+        }
+        if parts.method == Method::POST && super::fetched_cross_site(caller.refused.headers) {
+            return Err(bare(HttpError::new(
+                403,
+                "jmxgate.CrossSiteRefused",
+                "access requests are not changed from another site",
+            )));
+        }
+        let configs = state.access.role_configs();
+        let standing = names(caller.standing);
+        let may_review = reviewable(configs, &standing);
+        let me = principal.name.as_str();
+        let visible =
+            |r: &StoredRequest| r.request.requester == me || may_review.contains(&r.request.role);
+        let view = |r: &StoredRequest| {
+            let reviewer = r.request.requester != me
+                && r.state == RequestState::Pending
+                && may_review.contains(&r.request.role)
+                && !r.reviews.iter().any(|v| v.reviewer == me);
+            wire::view(r, reviewer)
+        };
+        let store = self.elevation.store().map_err(bare)?;
+        match operation {
+            Operation::List => {
+                let q = wire::list_query(parts.uri.query()).map_err(bare)?;
+                // Pending requests past their time show as expired.
+                self.expire_due(state, &store).await;
+                let found = store
+                    .requests_for(me, &may_review, q.limit)
+                    .await
+                    .map_err(|e| bare(store_error(e, "-")))?;
+                let shown: Vec<_> = found
+                    .iter()
+                    .filter(|r| q.state.as_deref().is_none_or(|s| r.state.as_str() == s))
+                    .map(view)
+                    .collect();
+                Ok((200, json!({ "requests": shown })))
+            }
+            Operation::Show(id) => {
+                let found = store
+                    .request(&id)
+                    .await
+                    .map_err(|e| bare(store_error(e, &id)))?;
+                if !visible(&found) {
+                    return Err(bare(wire::not_found(&id)));
+                }
+                Ok((200, view(&found)))
+            }
+            Operation::Create => {
+                let bytes = self.read_body(state, body).await.map_err(bare)?;
+                let content_type = caller
+                    .refused
+                    .headers
+                    .get(http::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok());
+                let asked: wire::Create = wire::body(content_type, &bytes, None).map_err(bare)?;
+                let step = StepNames {
+                    role: Some(asked.role.clone()),
+                    ..StepNames::default()
+                };
+                let with = |e: HttpError| (e, step.clone());
+                let reason = wire::text("reason", asked.reason.as_deref()).map_err(with)?;
+                let config = elevation::check_request(
+                    configs,
+                    &asked.role,
+                    &standing,
+                    asked.duration,
+                    reason.as_deref(),
+                )
+                .map_err(|r| with(refusal(r)))?;
+                let targets = match asked.targets.as_deref().map(str::trim) {
+                    None | Some("") => None,
+                    Some(t) => Some(self.within_reach(state, &config.name, t).map_err(with)?),
+                };
+                let new = NewRequest {
+                    id: wire::new_id(),
+                    kind: RequestKind::Role,
+                    requester: me.to_string(),
+                    role: config.name.clone(),
+                    targets,
+                    reason,
+                    item: None,
+                    duration_ms: asked.duration.as_millis() as i64,
+                    approvals_needed: i64::from(config.approvals.max(1)),
+                };
+                let made = store
+                    .create_request(&new, state.max_pending_requests)
+                    .await
+                    .map_err(|e| with(store_error(e, &new.id)))?;
+                let note = format!(
+                    "asked for {} on {}",
+                    humantime::format_duration(asked.duration),
+                    made.request
+                        .targets
+                        .as_deref()
+                        .unwrap_or("all of the role's targets")
+                );
+                self.audit_access(caller, "access_requested", &made, "allowed", 201, &note)
+                    .await
+                    .map_err(bare)?;
+                self.notify_reviewers(state, "access_requested", &made);
+                Ok((201, view(&made)))
+            }
+            Operation::Review(id, verdict) => {
+                let found = store
+                    .request(&id)
+                    .await
+                    .map_err(|e| bare(store_error(e, &id)))?;
+                if !visible(&found) {
+                    return Err(bare(wire::not_found(&id)));
+                }
+                let step = StepNames::of(&found);
+                let with = |e: HttpError| (e, step.clone());
+                let config = reviewed_under(configs, &found).ok_or_else(|| {
+                    with(HttpError::new(
+                        409,
+                        "jmxgate.Conflict",
+                        format!(
+                            "access request {id} is for role \"{}\", which is no longer configured",
+                            found.request.role
+                        ),
+                    ))
+                })?;
+                elevation::check_review(config, me, &standing, &found.request.requester)
+                    .map_err(|r| with(refusal(r)))?;
+                let review: wire::Review = {
+                    let bytes = self.read_body(state, body).await.map_err(&with)?;
+                    let content_type = caller
+                        .refused
+                        .headers
+                        .get(http::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok());
+                    wire::body(content_type, &bytes, Some(wire::Review::default()))
+                        .map_err(&with)?
+                };
+                let comment = wire::text("comment", review.comment.as_deref()).map_err(&with)?;
+                // A request past its pending time is expired, not reviewed.
+                self.expire_due(state, &store).await;
+                let reviewed = store
+                    .review(&id, me, verdict, comment.as_deref())
+                    .await
+                    .map_err(|e| with(store_error(e, &id)))?;
+                self.elevation.forget(&reviewed.request.requester);
+                let (event, note) = match (verdict, reviewed.state) {
+                    (Verdict::Deny, _) => ("access_denied", "denied".to_string()),
+                    (Verdict::Approve, RequestState::Approved) => (
+                        "access_granted",
+                        format!(
+                            "approved ({} of {}); granted until {}",
+                            reviewed.request.approvals_needed,
+                            reviewed.request.approvals_needed,
+                            reviewed.expires_ms.map(wire::time).unwrap_or_default()
+                        ),
+                    ),
+                    (Verdict::Approve, _) => (
+                        "access_reviewed",
+                        format!(
+                            "approved ({} of {})",
+                            reviewed
+                                .reviews
+                                .iter()
+                                .filter(|v| v.verdict == Verdict::Approve)
+                                .count(),
+                            reviewed.request.approvals_needed
+                        ),
+                    ),
+                };
+                self.audit_access(caller, event, &reviewed, "allowed", 200, &note)
+                    .await
+                    .map_err(bare)?;
+                if event != "access_reviewed" {
+                    self.notify_reviewers(state, event, &reviewed);
+                }
+                Ok((200, view(&reviewed)))
+            }
+            Operation::Revoke(id) => {
+                let found = store
+                    .request(&id)
+                    .await
+                    .map_err(|e| bare(store_error(e, &id)))?;
+                if !visible(&found) {
+                    return Err(bare(wire::not_found(&id)));
+                }
+                let step = StepNames::of(&found);
+                let with = |e: HttpError| (e, step.clone());
+                if found.request.requester != me {
+                    let config = reviewed_under(configs, &found);
+                    let approver =
+                        config.is_some_and(|c| c.approvers.iter().any(|a| standing.contains(a)));
+                    if !approver {
+                        return Err(with(refusal(Refusal::NotApprover)));
+                    }
+                }
+                let revoked = store
+                    .revoke(&id, me)
+                    .await
+                    .map_err(|e| with(store_error(e, &id)))?;
+                self.elevation.forget(&revoked.request.requester);
+                self.audit_access(
+                    caller,
+                    "access_revoked",
+                    &revoked,
+                    "allowed",
+                    200,
+                    "revoked",
+                )
+                .await
+                .map_err(bare)?;
+                self.notify_reviewers(state, "access_revoked", &revoked);
+                Ok((200, view(&revoked)))
+            }
+        }
+    }
+
+    /// `targets` of a request for `role`, checked: a selector that parses,
+    /// reaches some of the role's targets now and none beyond them.
+    fn within_reach(&self, state: &State, role: &str, targets: &str) -> Result<String, HttpError> {
+        let Some(granted) = state.access.granted_role(role, Some(targets), "-") else {
+            return Err(HttpError::bad_request(format!(
+                "targets: \"{}\" is not a target name, glob or label selector",
+                targets.chars().take(100).collect::<String>()
+            )));
+        };
+        let whole = state
+            .access
+            .granted_role(role, None, "-")
+            .expect("the role exists");
+        let selector = crate::access::TargetSelector::parse(targets).expect("parsed above");
+        let (mut inside, mut outside) = (0usize, 0usize);
+        for t in state.fleet.iter().filter(|t| selector.matches(t)) {
+            if granted.reaches(t) && whole.reaches(t) {
+                inside += 1;
+            } else {
+                outside += 1;
+            }
+        }
+        if outside > 0 {
+            return Err(HttpError::new(
+                403,
+                "jmxgate.Forbidden",
+                format!("targets: \"{targets}\" names {outside} target(s) outside role \"{role}\"'s reach; ask for targets the role reaches"),
+            ));
+        }
+        if inside == 0 {
+            return Err(HttpError::bad_request(format!(
+                "targets: \"{targets}\" names none of role \"{role}\"'s targets"
+            )));
+        }
+        Ok(targets.to_string())
+    }
+
+    /// Expires what is due (each request once, whichever replica gets it),
+    /// with an audit record each.
+    async fn expire_due(&self, state: &State, store: &Store) {
+        let pending_for = state.pending_timeout.as_millis() as i64;
+        match store.expire_due(pending_for).await {
+            Ok(expired) => {
+                for r in &expired {
+                    self.elevation.forget(&r.request.requester);
+                    let step = AccessStep {
+                        who: None,
+                        event: "access_expired",
+                        request_id: Some(&r.request.id),
+                        role: Some(&r.request.role),
+                        target: r.request.targets.as_deref(),
+                        decision: "allowed",
+                        status: 200,
+                        note: if r.decided_ms.is_some() {
+                            "the grant ended"
+                        } else {
+                            "no review within access.pending_timeout"
+                        },
+                    };
+                    self.write_access_step(&step, "expiry").await.ok();
+                    self.notify_reviewers(state, "access_expired", r);
+                }
+            }
+            Err(e) => tracing::warn!("access store: expiring due requests: {e}"),
+        }
+    }
+
+    async fn audit_access(
+        &self,
+        caller: &AccessCaller<'_>,
+        event: &'static str,
+        request: &StoredRequest,
+        decision: &'static str,
+        status: u16,
+        note: &str,
+    ) -> Result<(), HttpError> {
+        let roles = names(caller.standing);
+        let refused = caller.refused;
+        let who = Who {
+            request_id: refused.request_id,
+            principal: refused.principal,
+            roles: &roles,
+            client: refused.client,
+            latency: refused.started.elapsed(),
+            channel: None,
+            tool: None,
+            mcp_client: None,
+        };
+        let step = AccessStep {
+            who: Some(&who),
+            event,
+            request_id: Some(&request.request.id),
+            role: Some(&request.request.role),
+            target: request.request.targets.as_deref(),
+            decision,
+            status,
+            note,
+        };
+        self.write_access_step(&step, refused.request_id).await
+    }
+
+    /// The record of a step refused; `Some` replaces the answer when the
+    /// audit log can't take it.
+    async fn audit_access_step(
+        &self,
+        caller: &AccessCaller<'_>,
+        step: &StepNames,
+        e: &HttpError,
+    ) -> Option<HttpError> {
+        let roles = names(caller.standing);
+        let refused = caller.refused;
+        let who = Who {
+            request_id: refused.request_id,
+            principal: refused.principal,
+            roles: &roles,
+            client: refused.client,
+            latency: refused.started.elapsed(),
+            channel: None,
+            tool: None,
+            mcp_client: None,
+        };
+        let decision = match e.status {
+            403 | 404 | 409 | 429 | 503 => "denied",
+            _ => "invalid",
+        };
+        let record = AccessStep {
+            who: Some(&who),
+            event: "access_refused",
+            request_id: step.id.as_deref(),
+            role: step.role.as_deref(),
+            target: step.target.as_deref(),
+            decision,
+            status: e.status,
+            note: &e.message,
+        };
+        self.write_access_step(&record, refused.request_id)
+            .await
+            .err()
+    }
+
+    /// Logs, counts and (with an audit directory) writes one step, made
+    /// durable: a grant is a change of who may do what.
+    pub(super) async fn write_access_step(
+        &self,
+        step: &AccessStep<'_>,
+        request_id: &str,
+    ) -> Result<(), HttpError> {
+        super::audit::record_access(step);
+        self.metrics.access_step(step.event);
+        if self.audit.is_none() {
+            return Ok(());
+        }
+        let entry = super::audit::access_entry(step);
+        self.write_audit(&crate::audit::Encoded::new(vec![entry]), true, request_id)
+            .await
+    }
+
+    /// Tells the reviewers of a request's role (`notify_url`), off the
+    /// request path.
+    fn notify_reviewers(&self, state: &State, event: &'static str, request: &StoredRequest) {
+        let Some(config) = reviewed_under(state.access.role_configs(), request) else {
+            return;
+        };
+        let Some(url) = &config.notify_url else {
+            return;
+        };
+        let notice = crate::notify::Notice::access(
+            url.clone(),
+            config.notify_format,
+            event,
+            &wire::view(request, false),
+        );
+        self.notifier.send(notice);
+    }
+
+    /// Opens the access store when a role needs it, then each second checks
+    /// it and expires what is due. Until the store opens, and while it is
+    /// away, elevation answers 503 and every other request is served.
+    pub fn spawn_access_store(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(SWEEP_EVERY);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut next_open = Instant::now();
+            let mut last_error: Option<String> = None;
+            loop {
+                ticks.tick().await;
+                // The task ends with the gateway.
+                let Some(gateway) = weak.upgrade() else {
+                    return;
+                };
+                let state = gateway.state.load_full();
+                let elevation = &gateway.elevation;
+                let Some(store) = elevation.store.load_full() else {
+                    if !state.access.uses_elevation() || Instant::now() < next_open {
+                        continue;
+                    }
+                    match Store::open(&elevation.config).await {
+                        Ok(store) => {
+                            tracing::info!("access store open: {}", elevation.config.describe());
+                            elevation.store.store(Some(Arc::new(store)));
+                            elevation.set_trouble(None);
+                            gateway.metrics.access_store_up.set(1);
+                            last_error = None;
+                        }
+                        Err(e) => {
+                            let text = e.to_string();
+                            if last_error.as_ref() != Some(&text) {
+                                tracing::error!(
+                                    "access store ({}) not opened, access requests answer 503 until it is: {text}",
+                                    elevation.config.describe()
+                                );
+                            }
+                            elevation.set_trouble(Some(format!(
+                                "the access store ({}) could not be opened",
+                                elevation.config.describe()
+                            )));
+                            last_error = Some(text);
+                            next_open = Instant::now() + Duration::from_secs(5);
+                        }
+                    }
+                    continue;
+                };
+                match tokio::time::timeout(GRANT_LOOKUP_TIMEOUT * 2, store.now_ms()).await {
+                    Ok(Ok(_)) => {
+                        if !elevation.healthy() {
+                            tracing::info!("access store answers again");
+                        }
+                        elevation.set_trouble(None);
+                        gateway.metrics.access_store_up.set(1);
+                        gateway.expire_due(&state, &store).await;
+                    }
+                    failed => {
+                        if elevation.healthy() {
+                            let why = match failed {
+                                Ok(Err(e)) => e.to_string(),
+                                _ => "no answer in time".into(),
+                            };
+                            tracing::error!("access store away, elevation fails closed: {why}");
+                        }
+                        elevation.set_trouble(Some("the access store did not answer".into()));
+                        gateway.metrics.access_store_up.set(0);
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// How a four-eyes item was settled.
+enum Settled {
+    /// Approved: run it now (the approval is used).
+    Run(String),
+    /// Not (yet) approved: request `id`, found pending or just made.
+    Waiting { id: String, pending: bool },
+}
+
+/// What the record of a refused step names.
+#[derive(Debug, Clone, Default)]
+pub(super) struct StepNames {
+    id: Option<String>,
+    role: Option<String>,
+    target: Option<String>,
+}
+
+impl StepNames {
+    fn of(r: &StoredRequest) -> StepNames {
+        StepNames {
+            id: Some(r.request.id.clone()),
+            role: Some(r.request.role.clone()),
+            target: r.request.targets.clone(),
+        }
+    }
+}

@@ -1,0 +1,644 @@
+//! Just-in-time access through the gateway, against real agents and the
+//! embedded SQLite store: elevation requests over the HTTP API, grants
+//! that hold on the Jolokia door and end at once, four-eyes on operations,
+//! and what abuse gets. Expected values are read from the agents.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{audit_records, eventually, targets_toml, users_file, Agent, Gateway};
+use serde_json::{json, Value};
+
+const REQUESTS: &str = "/jmxgate/access/requests";
+const LOGGING: &str = "java.util.logging:type=Logging";
+
+/// One caller's HTTP client calls.
+struct As<'a> {
+    gw: &'a Gateway,
+    user: &'a str,
+}
+
+impl As<'_> {
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .gw
+            .http
+            .request(method, self.gw.url(path))
+            .basic_auth(self.user, Some("pw"));
+        if let Some(b) = body {
+            req = req
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        self.send(reqwest::Method::GET, path, None).await
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.send(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    async fn jolokia(&self, item: &Value) -> Value {
+        let (status, v) = self.post("/jolokia", item).await;
+        assert_eq!(status, 200, "{v}");
+        v
+    }
+
+    async fn ask(&self, body: &Value) -> (u16, Value) {
+        self.post(REQUESTS, body).await
+    }
+
+    async fn review(&self, id: &str, verdict: &str, comment: &str) -> (u16, Value) {
+        self.post(
+            &format!("{REQUESTS}/{id}/{verdict}"),
+            &json!({ "comment": comment }),
+        )
+        .await
+    }
+}
+
+fn jmxgate_cli(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_jmxgate"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn gc_on(target: &str) -> Value {
+    json!({"type":"exec","mbean":"java.lang:type=Memory","operation":"gc","target":{"url":target}})
+}
+
+fn set_level(target: &str, level: &str) -> Value {
+    json!({"type":"exec","mbean":LOGGING,"operation":"setLoggerLevel",
+           "arguments":["global", level],"target":{"url":target}})
+}
+
+/// The level the agent's JVM has for the logger, read from the agent.
+async fn level_on(agent: &Agent) -> Value {
+    common::direct(
+        agent,
+        &json!({"type":"exec","mbean":LOGGING,"operation":"getLoggerLevel","arguments":["global"]}),
+    )
+    .await["value"]
+        .clone()
+}
+
+fn read_only(dir: &Path) -> String {
+    let path = dir.join("read-only.xml");
+    std::fs::write(
+        &path,
+        "<restrict><commands><command>read</command><command>list</command>\
+         <command>search</command><command>version</command></commands></restrict>",
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+const USERS: &[(&str, &str, &[&str])] = &[
+    ("dev", "pw", &["developers"]),
+    ("dev2", "pw", &["developers"]),
+    ("oncall", "pw", &["ops"]),
+    ("lead1", "pw", &["sre-leads"]),
+    ("lead2", "pw", &["sre-leads"]),
+    ("outsider", "pw", &["viewers"]),
+];
+
+/// Agents as `orders-1` and `billing-1`; developers read everything,
+/// `ops` on `orders-*` is theirs on request (a lead approves), and its
+/// holders run a logger change only with two leads' approval.
+fn config(dir: &Path, orders: &Agent, billing: &Agent, approvals: u32, extra: &str) -> String {
+    let users = users_file(dir, USERS);
+    format!(
+        r#"auth = ["basic"]
+{targets}
+[auth.basic]
+users_file = "{users}"
+
+[access]
+max_pending_requests = 3
+{extra}
+
+[access.store]
+sqlite_file = "{db}"
+
+[audit]
+dir = "{audit}"
+
+[[roles]]
+name = "developers"
+targets = ["*"]
+policy = "{read_only}"
+
+[[roles]]
+name = "viewers"
+targets = ["billing-*"]
+policy = "{read_only}"
+
+[[roles]]
+name = "sre-leads"
+targets = ["*"]
+policy = "{read_only}"
+
+[[roles]]
+name = "ops"
+targets = ["orders-*"]
+requestable_by = ["developers"]
+approvers = ["sre-leads"]
+max_duration = "1h"
+reason = "required"
+approvals = {approvals}
+approval_required = ["exec {LOGGING} setLoggerLevel"]
+"#,
+        targets = targets_toml(&[orders, billing])
+            .replace(&format!("\"{}\"", orders.name), "\"orders-1\"")
+            .replace(&format!("\"{}\"", billing.name), "\"billing-1\""),
+        users = users.display(),
+        db = dir.join("access.db").display(),
+        audit = dir.join("audit").display(),
+        read_only = read_only(dir),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_engineer_asks_for_operator_rights_on_orders_and_a_lead_approves() {
+    let (orders, billing) = (Agent::start("jit-orders"), Agent::start("jit-billing"));
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&config(dir.path(), &orders, &billing, 1, "")).await;
+    let dev = As {
+        gw: &gw,
+        user: "dev",
+    };
+    let lead = As {
+        gw: &gw,
+        user: "lead1",
+    };
+
+    // Standing rights: read only.
+    let before = dev.jolokia(&gc_on("orders-1")).await;
+    assert_eq!(before["status"], 403, "{before}");
+
+    let (status, asked) = dev
+        .ask(&json!({"role":"ops","duration":"30m","targets":"orders-*","reason":"INC-1234"}))
+        .await;
+    assert_eq!(status, 201, "{asked}");
+    assert_eq!(asked["state"], "pending");
+    assert_eq!(asked["requester"], "dev");
+    assert_eq!(asked["duration"], "30m");
+    let id = asked["id"].as_str().unwrap().to_string();
+
+    // Not by the requester; a lead sees it as theirs to review.
+    let (status, own) = dev.review(&id, "approve", "me").await;
+    assert_eq!(status, 403, "{own}");
+    assert!(
+        own["error"].as_str().unwrap().contains("your own request"),
+        "{own}"
+    );
+    let (_, listed) = lead.get(REQUESTS).await;
+    let mine = listed["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(mine["may_review"], true);
+    assert_eq!(mine["reason"], "INC-1234");
+
+    let (status, approved) = lead.review(&id, "approve", "go ahead").await;
+    assert_eq!(status, 200, "{approved}");
+    assert_eq!(approved["state"], "approved");
+    assert_eq!(approved["reviews"][0]["reviewer"], "lead1");
+    assert_eq!(approved["reviews"][0]["comment"], "go ahead");
+
+    // Held now on orders-1, not beyond the request's targets.
+    let ran = dev.jolokia(&gc_on("orders-1")).await;
+    assert_eq!(ran["status"], 200, "{ran}");
+    let elsewhere = dev.jolokia(&gc_on("billing-1")).await;
+    assert_eq!(elsewhere["status"], 403, "{elsewhere}");
+    // The other developer holds nothing of it.
+    let other = As {
+        gw: &gw,
+        user: "dev2",
+    };
+    assert_eq!(other.jolokia(&gc_on("orders-1")).await["status"], 403);
+
+    // Revoked: gone at once.
+    let (status, revoked) = lead
+        .post(&format!("{REQUESTS}/{id}/revoke"), &json!({}))
+        .await;
+    assert_eq!(status, 200, "{revoked}");
+    assert_eq!(revoked["state"], "revoked");
+    assert_eq!(revoked["ended_by"], "lead1");
+    let after = dev.jolokia(&gc_on("orders-1")).await;
+    assert_eq!(after["status"], 403, "{after}");
+    let (status, again) = lead.review(&id, "approve", "").await;
+    assert_eq!(status, 409, "{again}");
+
+    // Every step is in the audit log, under the request's id, and the
+    // chain verifies.
+    let records = audit_records(&dir.path().join("audit"));
+    let steps: Vec<&str> = records
+        .iter()
+        .filter(|r| r["access_request"] == id.as_str())
+        .map(|r| r["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "access_requested",
+            "access_refused",
+            "access_granted",
+            "access_revoked",
+            "access_refused"
+        ],
+        "{records:?}"
+    );
+    let text = records.iter().map(Value::to_string).collect::<String>();
+    assert!(!text.contains("pw"), "no password in the audit log");
+    let audit = dir.path().join("audit");
+    let verified = jmxgate_cli(&["audit", "verify", audit.to_str().unwrap()]);
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
+    // `audit query --access-request` follows it.
+    let followed = jmxgate_cli(&[
+        "audit", "query", audit.to_str().unwrap(), "--access-request", &id, "--format", "json",
+    ]);
+    let followed: Vec<Value> = String::from_utf8_lossy(&followed.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(followed.len(), steps.len(), "{followed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn four_eyes_runs_an_approved_operation_exactly_once_with_exactly_its_arguments() {
+    let (orders, billing) = (
+        Agent::start("jit-4e-orders"),
+        Agent::start("jit-4e-billing"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // Two leads approve each guarded item.
+    let gw = Gateway::start(&config(dir.path(), &orders, &billing, 2, "")).await;
+    let oncall = As {
+        gw: &gw,
+        user: "oncall",
+    };
+    let (lead1, lead2) = (
+        As {
+            gw: &gw,
+            user: "lead1",
+        },
+        As {
+            gw: &gw,
+            user: "lead2",
+        },
+    );
+    let original = level_on(&orders).await;
+
+    // Not guarded: runs at once.
+    assert_eq!(oncall.jolokia(&gc_on("orders-1")).await["status"], 200);
+
+    let refused = oncall.jolokia(&set_level("orders-1", "FINE")).await;
+    assert_eq!(refused["status"], 403, "{refused}");
+    assert_eq!(refused["error_type"], "jmxgate.ApprovalRequired");
+    let message = refused["error"].as_str().unwrap();
+    let id = message
+        .split_whitespace()
+        .find(|w| w.starts_with("ar-"))
+        .unwrap_or_else(|| panic!("{message}"))
+        .trim_end_matches([';', ',', '.'])
+        .to_string();
+    assert_eq!(
+        level_on(&orders).await,
+        original,
+        "nothing ran on the agent"
+    );
+    // Asked again before approval: the same request.
+    let waiting = oncall.jolokia(&set_level("orders-1", "FINE")).await;
+    assert!(
+        waiting["error"].as_str().unwrap().contains(&id),
+        "{waiting}"
+    );
+    let (_, shown) = oncall.get(&format!("{REQUESTS}/{id}")).await;
+    assert_eq!(shown["kind"], "item");
+    assert_eq!(shown["item"]["operation"], "setLoggerLevel");
+    assert_eq!(shown["item"]["arguments"], json!(["global", "FINE"]));
+    assert_eq!(shown["item"]["target"], "orders-1");
+
+    let (status, once) = lead1.review(&id, "approve", "").await;
+    assert_eq!(
+        (status, once["state"].clone()),
+        (200, json!("pending")),
+        "{once}"
+    );
+    assert_eq!(once["approvals"], 1);
+    let (status, twice) = lead1.review(&id, "approve", "again").await;
+    assert_eq!(status, 409, "the same approver counts once: {twice}");
+    let still = oncall.jolokia(&set_level("orders-1", "FINE")).await;
+    assert_eq!(
+        still["error_type"], "jmxgate.ApprovalRequired",
+        "one of two approvals: {still}"
+    );
+    let (status, both) = lead2.review(&id, "approve", "").await;
+    assert_eq!(
+        (status, both["state"].clone()),
+        (200, json!("approved")),
+        "{both}"
+    );
+
+    // Different arguments: another item, refused again.
+    let other = oncall.jolokia(&set_level("orders-1", "ALL")).await;
+    assert_eq!(other["error_type"], "jmxgate.ApprovalRequired", "{other}");
+    assert!(!other["error"].as_str().unwrap().contains(&id));
+    // Exactly the approved item: runs, once.
+    let ran = oncall.jolokia(&set_level("orders-1", "FINE")).await;
+    assert_eq!(ran["status"], 200, "{ran}");
+    assert_eq!(level_on(&orders).await, "FINE", "it ran on the agent");
+    let twice = oncall.jolokia(&set_level("orders-1", "FINEST")).await;
+    assert_eq!(twice["error_type"], "jmxgate.ApprovalRequired");
+    let replay = oncall.jolokia(&set_level("orders-1", "FINE")).await;
+    assert_eq!(replay["error_type"], "jmxgate.ApprovalRequired", "{replay}");
+    assert!(
+        !replay["error"].as_str().unwrap().contains(&id),
+        "a new request, not the used one"
+    );
+    let (_, used) = oncall.get(&format!("{REQUESTS}/{id}")).await;
+    assert!(used["used"].is_string(), "{used}");
+
+    // A fan-out asks nothing: approval is per target.
+    let fan = oncall.jolokia(&set_level("orders-*", "FINE")).await;
+    assert!(fan.to_string().contains("jmxgate.ApprovalRequired"), "{fan}");
+    assert!(fan.to_string().contains("send it to one target"), "{fan}");
+
+    // The item records tell the story: asked, then run on the approval.
+    let records = audit_records(&dir.path().join("audit"));
+    let filter = jmxgate::audit::query::Filter {
+        access_request: Some(id.clone()),
+        ..Default::default()
+    };
+    let entries: Vec<jmxgate::audit::Entry> = records
+        .iter()
+        .map(|r| serde_json::from_value(r.clone()).unwrap())
+        .filter(|e| filter.matches(e))
+        .collect();
+    let events: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|e| (e.event.as_str(), e.decision.as_deref().unwrap_or("-")))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("item", "denied"),
+            ("item", "denied"),
+            ("access_reviewed", "allowed"),
+            ("access_refused", "denied"),
+            ("item", "denied"),
+            ("access_granted", "allowed"),
+            ("item", "allowed")
+        ],
+        "{entries:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn abuse_gets_a_clear_error_and_nothing_it_was_not_approved_for() {
+    let (orders, billing) = (
+        Agent::start("jit-abuse-orders"),
+        Agent::start("jit-abuse-billing"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&config(
+        dir.path(),
+        &orders,
+        &billing,
+        1,
+        "pending_timeout = \"3s\"",
+    ))
+    .await;
+    let dev = As {
+        gw: &gw,
+        user: "dev",
+    };
+    let lead = As {
+        gw: &gw,
+        user: "lead1",
+    };
+    let outsider = As {
+        gw: &gw,
+        user: "outsider",
+    };
+
+    let cases: &[(&As, Value, u16, &str)] = &[
+        (
+            &outsider,
+            json!({"role":"ops","duration":"5m","reason":"x"}),
+            403,
+            "not one you may request",
+        ),
+        (
+            &dev,
+            json!({"role":"nope","duration":"5m","reason":"x"}),
+            403,
+            "not one you may request",
+        ),
+        (
+            &dev,
+            json!({"role":"ops","duration":"2h","reason":"x"}),
+            400,
+            "max_duration",
+        ),
+        (&dev, json!({"role":"ops","duration":"5m"}), 400, "reason"),
+        (
+            &dev,
+            json!({"role":"ops","duration":"5m","reason":"x","targets":"billing-*"}),
+            403,
+            "outside role",
+        ),
+        (
+            &dev,
+            json!({"role":"ops","duration":"5m","reason":"x","targets":"env="}),
+            400,
+            "targets",
+        ),
+        (
+            &dev,
+            json!({"role":"ops","duration":"soon","reason":"x"}),
+            400,
+            "duration",
+        ),
+        (
+            &dev,
+            json!({"role":"ops","duration":"5m","reason":"x","host":"10.0.0.1"}),
+            400,
+            "host",
+        ),
+    ];
+    for (who, body, status, says) in cases {
+        let (got, answer) = who.ask(body).await;
+        assert_eq!(got, *status, "{body}: {answer}");
+        assert!(
+            answer["error"].as_str().unwrap_or("").contains(says),
+            "{body}: {answer}"
+        );
+    }
+
+    // SQL in a reason is text.
+    let sql = "INC-1'); DROP TABLE access_requests; --";
+    let (status, asked) = dev
+        .ask(&json!({"role":"ops","duration":"5m","reason":sql}))
+        .await;
+    assert_eq!(status, 201, "{asked}");
+    let id = asked["id"].as_str().unwrap().to_string();
+    let (_, shown) = dev.get(&format!("{REQUESTS}/{id}")).await;
+    assert_eq!(shown["reason"], sql);
+
+    // Not a form post, not from another site, not anonymous.
+    let form = gw
+        .http
+        .post(gw.url(REQUESTS))
+        .basic_auth("dev", Some("pw"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("role=ops&duration=5m")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(form.status().as_u16(), 415);
+    let cross = gw
+        .http
+        .post(gw.url(&format!("{REQUESTS}/{id}/approve")))
+        .basic_auth("lead1", Some("pw"))
+        .header("sec-fetch-site", "cross-site")
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status().as_u16(), 403);
+    let anonymous = gw.http.get(gw.url(REQUESTS)).send().await.unwrap();
+    assert_eq!(anonymous.status().as_u16(), 401);
+
+    // Someone else's request is not there for them; ids not made here are
+    // not looked up.
+    let (status, _) = As {
+        gw: &gw,
+        user: "dev2",
+    }
+    .get(&format!("{REQUESTS}/{id}"))
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = outsider.review(&id, "approve", "").await;
+    assert_eq!(status, 404);
+    let (status, _) = dev.get(&format!("{REQUESTS}/1%20OR%201=1")).await;
+    assert_eq!(status, 404);
+
+    // A flood stops at access.max_pending_requests (3).
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        statuses.push(
+            dev.ask(&json!({"role":"ops","duration":"5m","reason":"flood"}))
+                .await
+                .0,
+        );
+    }
+    assert_eq!(statuses, [201, 201, 429, 429]);
+
+    // Not reviewed within access.pending_timeout: expired, and then not
+    // approvable.
+    eventually(
+        "the pending request expires",
+        Duration::from_secs(60),
+        || async {
+            let (_, r) = dev.get(&format!("{REQUESTS}/{id}")).await;
+            if r["state"] == "expired" {
+                Ok(())
+            } else {
+                Err(r.to_string())
+            }
+        },
+    )
+    .await;
+    let (status, late) = lead.review(&id, "approve", "").await;
+    assert_eq!(status, 409, "{late}");
+    assert!(
+        late["error"].as_str().unwrap().contains("expired"),
+        "{late}"
+    );
+
+    // Everything not needing elevation kept working all along.
+    let read = dev
+        .jolokia(&json!({"type":"read","mbean":"java.lang:type=Runtime","attribute":"Name","target":{"url":"orders-1"}}))
+        .await;
+    assert_eq!(read["status"], 200, "{read}");
+
+    // Each refusal is in the audit log as a refused step.
+    let refused = audit_records(&dir.path().join("audit"))
+        .into_iter()
+        .filter(|r| r["event"] == "access_refused")
+        .count();
+    assert!(refused >= cases.len() + 4, "{refused} refusals recorded");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_grant_ends_when_its_time_is_up() {
+    let (orders, billing) = (
+        Agent::start("jit-end-orders"),
+        Agent::start("jit-end-billing"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&config(dir.path(), &orders, &billing, 1, "")).await;
+    let dev = As {
+        gw: &gw,
+        user: "dev",
+    };
+    let lead = As {
+        gw: &gw,
+        user: "lead2",
+    };
+    let (_, asked) = dev
+        .ask(&json!({"role":"ops","duration":"4s","targets":"orders-1","reason":"quick look"}))
+        .await;
+    let id = asked["id"].as_str().unwrap().to_string();
+    let (status, _) = lead.review(&id, "approve", "").await;
+    assert_eq!(status, 200);
+    assert_eq!(dev.jolokia(&gc_on("orders-1")).await["status"], 200);
+    eventually("the grant ends", Duration::from_secs(60), || async {
+        let r = dev.jolokia(&gc_on("orders-1")).await;
+        if r["status"] == 403 {
+            Ok(())
+        } else {
+            Err(r.to_string())
+        }
+    })
+    .await;
+    eventually(
+        "the request reads expired",
+        Duration::from_secs(30),
+        || async {
+            let (_, r) = dev.get(&format!("{REQUESTS}/{id}")).await;
+            if r["state"] == "expired" {
+                Ok(())
+            } else {
+                Err(r.to_string())
+            }
+        },
+    )
+    .await;
+    let expired = audit_records(&dir.path().join("audit"))
+        .into_iter()
+        .any(|r| r["event"] == "access_expired" && r["access_request"] == id.as_str());
+    assert!(expired, "the expiry is in the audit log");
+}
