@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(libjolokia-core-java libjetty9-java libservlet-api-java chromium rsyslog rsyslog-gnutls prometheus etcd-server postgresql)
+packages=(libjolokia-core-java libjetty9-java libservlet-api-java chromium rsyslog rsyslog-gnutls prometheus etcd-server postgresql haproxy)
 command -v javac >/dev/null 2>&1 || packages+=(openjdk-17-jdk-headless)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)

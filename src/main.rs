@@ -81,6 +81,14 @@ enum Cmd {
         #[command(flatten)]
         conn: jmxgate::cli::ConnectOpts,
     },
+    /// Just-in-time access at a gateway: ask for a role for a while, list,
+    /// show, approve, deny or revoke requests (--url is the gateway; the
+    /// same credentials and TLS options as the client commands). See the
+    /// README's "Just-in-time access".
+    Access {
+        #[command(subcommand)]
+        command: jmxgate::cli::access::AccessCmd,
+    },
     #[command(flatten)]
     Client(jmxgate::cli::ClientCmd),
 }
@@ -251,6 +259,7 @@ fn main() -> ExitCode {
                 },
         } => policy_check(&policy, &request, &remote, &method, origin.as_deref()),
         Cmd::Mcp { conn } => on_one_thread(jmxgate::cli::mcp_bridge::run(conn)),
+        Cmd::Access { command } => on_one_thread(jmxgate::cli::access::run(command)),
         Cmd::Client(command) => on_one_thread(jmxgate::cli::run(command)),
         Cmd::Serve {
             config,

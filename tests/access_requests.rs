@@ -272,10 +272,20 @@ async fn an_engineer_asks_for_operator_rights_on_orders_and_a_lead_approves() {
     assert!(!text.contains("pw"), "no password in the audit log");
     let audit = dir.path().join("audit");
     let verified = jmxgate_cli(&["audit", "verify", audit.to_str().unwrap()]);
-    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
     // `audit query --access-request` follows it.
     let followed = jmxgate_cli(&[
-        "audit", "query", audit.to_str().unwrap(), "--access-request", &id, "--format", "json",
+        "audit",
+        "query",
+        audit.to_str().unwrap(),
+        "--access-request",
+        &id,
+        "--format",
+        "json",
     ]);
     let followed: Vec<Value> = String::from_utf8_lossy(&followed.stdout)
         .lines()
@@ -381,7 +391,10 @@ async fn four_eyes_runs_an_approved_operation_exactly_once_with_exactly_its_argu
 
     // A fan-out asks nothing: approval is per target.
     let fan = oncall.jolokia(&set_level("orders-*", "FINE")).await;
-    assert!(fan.to_string().contains("jmxgate.ApprovalRequired"), "{fan}");
+    assert!(
+        fan.to_string().contains("jmxgate.ApprovalRequired"),
+        "{fan}"
+    );
     assert!(fan.to_string().contains("send it to one target"), "{fan}");
 
     // The item records tell the story: asked, then run on the approval.
@@ -641,4 +654,96 @@ async fn a_grant_ends_when_its_time_is_up() {
         .into_iter()
         .any(|r| r["event"] == "access_expired" && r["access_request"] == id.as_str());
     assert!(expired, "the expiry is in the audit log");
+}
+
+/// `jmxgate access …` as a person types it, against the running gateway.
+fn access_cli(gw: &Gateway, user: &str, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_jmxgate"))
+        .arg("access")
+        .args(args)
+        .args(["--url", &gw.url("/jolokia"), "--user", user])
+        .env("JMXGATE_PASSWORD", "pw")
+        .env_remove("JMXGATE_URL")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_cli_asks_lists_approves_and_revokes() {
+    let (orders, billing) = (
+        Agent::start("jit-cli-orders"),
+        Agent::start("jit-cli-billing"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&config(dir.path(), &orders, &billing, 1, "")).await;
+    let (ok, out, err) = access_cli(
+        &gw,
+        "dev",
+        &[
+            "request",
+            "ops",
+            "--duration",
+            "30m",
+            "--on",
+            "orders-*",
+            "--reason",
+            "INC-1234",
+            "--json",
+        ],
+    );
+    assert!(ok, "{out}{err}");
+    let asked: Value = serde_json::from_str(&out).unwrap();
+    let id = asked["id"].as_str().unwrap();
+
+    let (ok, out, err) = access_cli(&gw, "lead1", &["list", "--state", "pending"]);
+    assert!(ok, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(id))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains("pending")
+            && line.contains("dev")
+            && line.contains("orders-*")
+            && line.ends_with("yes"),
+        "{line}"
+    );
+
+    let (ok, _, err) = access_cli(&gw, "dev", &["approve", id]);
+    assert!(!ok);
+    assert!(
+        err.contains("403") && err.contains("your own request"),
+        "{err}"
+    );
+    let (ok, out, err) = access_cli(&gw, "lead1", &["approve", id, "--comment", "ok"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("state      approved"), "{out}");
+    assert!(
+        out.contains("review     lead1 approve at") && out.contains(": ok"),
+        "{out}"
+    );
+    assert_eq!(
+        As {
+            gw: &gw,
+            user: "dev"
+        }
+        .jolokia(&gc_on("orders-1"))
+        .await["status"],
+        200
+    );
+
+    let (ok, _, err) = access_cli(&gw, "dev", &["revoke", id]);
+    assert!(ok, "{err}");
+    let (ok, out, _) = access_cli(&gw, "dev", &["show", id]);
+    assert!(
+        ok && out.contains("state      revoked") && out.contains("ended_by   dev"),
+        "{out}"
+    );
+    let (ok, _, err) = access_cli(&gw, "dev", &["show", "ar-0000"]);
+    assert!(!ok && err.contains("404"), "{err}");
 }

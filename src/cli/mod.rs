@@ -18,6 +18,7 @@ use clap::{Args, Subcommand};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub mod access;
 pub mod mcp_bridge;
 mod render;
 
