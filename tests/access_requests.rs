@@ -747,3 +747,36 @@ async fn the_cli_asks_lists_approves_and_revokes() {
     let (ok, _, err) = access_cli(&gw, "dev", &["show", "ar-0000"]);
     assert!(!ok && err.contains("404"), "{err}");
 }
+
+/// The official MCP Python SDK: the assistant asks and follows its
+/// requests, a person approves; four-eyes on an operation through /mcp.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_assistant_asks_over_mcp_and_a_person_approves() {
+    let dir_py = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/python");
+    let python = dir_py.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing; run scripts/install-deps.sh",
+        python.display()
+    );
+    let (orders, billing) = (
+        Agent::start("jit-mcp-orders"),
+        Agent::start("jit-mcp-billing"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&config(dir.path(), &orders, &billing, 2, "")).await;
+    let mut cmd = std::process::Command::new(python);
+    cmd.current_dir(dir_py)
+        .args(["-m", "unittest", "-v", "test_mcp_access"])
+        .env("JMXGATE_URL", gw.url(""))
+        .env("JMXGATE_PASSWORD", "pw")
+        .env("JMXGATE_AGENT_ORDERS_URL", orders.url());
+    let (out, err) = common::run_client(cmd, Duration::from_secs(240)).await;
+    println!("{out}{err}");
+    // The assistant's steps are audited as MCP tool calls.
+    let records = audit_records(&dir.path().join("audit"));
+    let asked = records.iter().any(|r| {
+        r["event"] == "access_requested" && r["channel"] == "mcp" && r["tool"] == "request_access"
+    });
+    assert!(asked, "the MCP request is in the audit log");
+}

@@ -454,6 +454,7 @@ impl Gateway {
                 let caller = mcp::McpCaller {
                     state: state.clone(),
                     principal,
+                    standing,
                     held,
                     client,
                     chain,
@@ -495,9 +496,15 @@ impl Gateway {
                 let caller = access_requests::AccessCaller {
                     principal: &principal,
                     standing: &standing,
-                    refused: &refused,
+                    request_id,
+                    client,
+                    started,
+                    channel: None,
+                    tool: None,
                 };
-                return self.access_http(&state, &parts, body, caller).await;
+                return self
+                    .access_http(&state, &parts, body, caller, &headers)
+                    .await;
             }
             Addressed::Proxy | Addressed::Virtual(_) => {}
         }

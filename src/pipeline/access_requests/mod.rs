@@ -27,7 +27,7 @@ use super::audit::{AccessStep, Who};
 use super::authorize::approval;
 use super::respond::{self, HttpError};
 use super::state::State;
-use super::{Gateway, Judged, Refused};
+use super::{Gateway, Judged};
 
 use wire::Operation;
 
@@ -142,6 +142,14 @@ fn store_error(e: StoreError, id: &str) -> HttpError {
     }
 }
 
+fn anonymous() -> HttpError {
+    HttpError::new(
+        403,
+        "jmxgate.Forbidden",
+        "access requests are made and reviewed by name: sign in first",
+    )
+}
+
 fn refusal(r: Refusal) -> HttpError {
     let status = match r {
         Refusal::Duration(_) | Refusal::ReasonRequired => 400,
@@ -184,7 +192,37 @@ pub(super) struct AccessCaller<'a> {
     /// The caller's standing roles (never those a grant gives: a grant
     /// neither asks for more nor reviews).
     pub standing: &'a [Arc<Role>],
-    pub refused: &'a Refused<'a>,
+    pub request_id: &'a str,
+    pub client: Option<std::net::SocketAddr>,
+    pub started: Instant,
+    /// `None`: the HTTP API; `Some(Mcp)` with the tool: an MCP tool call.
+    pub channel: Option<super::audit::Channel>,
+    pub tool: Option<&'a str>,
+}
+
+impl AccessCaller<'_> {
+    fn who<'w>(&'w self, roles: &'w [String]) -> Who<'w> {
+        Who {
+            request_id: self.request_id,
+            principal: self.principal,
+            roles,
+            client: self.client,
+            latency: self.started.elapsed(),
+            channel: self.channel,
+            tool: self.tool,
+            mcp_client: None,
+        }
+    }
+}
+
+/// One operation on access requests, its input read and checked.
+#[derive(Debug, Clone)]
+pub(super) enum Ask {
+    List(wire::ListQuery),
+    Show(String),
+    Create(wire::Create),
+    Review(String, Verdict, wire::Review),
+    Revoke(String),
 }
 
 impl Gateway {
@@ -391,16 +429,20 @@ impl Gateway {
         })
     }
 
-    /// The access-requests API, after authentication.
+    /// The access-requests API, after authentication: the operation and
+    /// its body read from HTTP, then [`Gateway::access_operation`].
     pub(super) async fn access_http(
         &self,
         state: &State,
         parts: &http::request::Parts,
         body: Body,
         caller: AccessCaller<'_>,
+        headers: &http::HeaderMap,
     ) -> HttpResponse<Body> {
-        let headers = caller.refused.headers;
-        let answer = self.access_answer(state, parts, body, &caller).await;
+        let answer = match self.access_ask(state, parts, body, &caller, headers).await {
+            Ok(ask) => self.access_operation(state, ask, &caller).await,
+            Err(e) => Err((e, StepNames::default())),
+        };
         match answer {
             Ok((status, value)) => {
                 let mut resp = HttpResponse::new(Body::from(value.to_string()));
@@ -415,35 +457,68 @@ impl Gateway {
                 resp
             }
             Err((e, step)) => {
-                let recorded = self.audit_access_step(&caller, &step, &e).await;
+                let recorded = self.audit_access_refused(&caller, &step, &e).await;
                 respond::http_error(recorded.as_ref().unwrap_or(&e), headers, false)
             }
         }
     }
 
-    async fn access_answer(
+    /// The operation an HTTP request asks for, with its body read.
+    async fn access_ask(
         &self,
         state: &State,
         parts: &http::request::Parts,
         body: Body,
         caller: &AccessCaller<'_>,
-    ) -> Result<(u16, serde_json::Value), (HttpError, StepNames)> {
-        let bare = |e: HttpError| (e, StepNames::default());
-        let operation = wire::operation(&parts.method, parts.uri.path()).map_err(bare)?;
-        let principal = caller.principal;
-        if principal.method == AuthMethod::Anonymous {
-            return Err(bare(HttpError::new(
-                403,
-                "jmxgate.Forbidden",
-                "access requests are made and reviewed by name: sign in first",
-            )));
+        headers: &http::HeaderMap,
+    ) -> Result<Ask, HttpError> {
+        let operation = wire::operation(&parts.method, parts.uri.path())?;
+        if caller.principal.method == AuthMethod::Anonymous {
+            return Err(anonymous());
         }
-        if parts.method == Method::POST && super::fetched_cross_site(caller.refused.headers) {
-            return Err(bare(HttpError::new(
+        if parts.method == Method::POST && super::fetched_cross_site(headers) {
+            return Err(HttpError::new(
                 403,
                 "jmxgate.CrossSiteRefused",
                 "access requests are not changed from another site",
-            )));
+            ));
+        }
+        let content_type = headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        Ok(match operation {
+            Operation::List => Ask::List(wire::list_query(parts.uri.query())?),
+            Operation::Show(id) => Ask::Show(id),
+            Operation::Create => {
+                let bytes = self.read_body(state, body).await?;
+                Ask::Create(wire::body(content_type, &bytes, None)?)
+            }
+            Operation::Review(id, verdict) => {
+                let bytes = self.read_body(state, body).await?;
+                let review = wire::body(content_type, &bytes, Some(wire::Review::default()))?;
+                Ask::Review(id, verdict, review)
+            }
+            Operation::Revoke(id) => {
+                let bytes = self.read_body(state, body).await?;
+                let _: wire::Review =
+                    wire::body(content_type, &bytes, Some(wire::Review::default()))?;
+                Ask::Revoke(id)
+            }
+        })
+    }
+
+    /// One operation on access requests for `caller`, from any door: the
+    /// status and the answer, or the refusal and what its record names.
+    pub(super) async fn access_operation(
+        &self,
+        state: &State,
+        ask: Ask,
+        caller: &AccessCaller<'_>,
+    ) -> Result<(u16, serde_json::Value), (HttpError, StepNames)> {
+        let bare = |e: HttpError| (e, StepNames::default());
+        let principal = caller.principal;
+        if principal.method == AuthMethod::Anonymous {
+            return Err(bare(anonymous()));
         }
         let configs = state.access.role_configs();
         let standing = names(caller.standing);
@@ -459,9 +534,8 @@ impl Gateway {
             wire::view(r, reviewer)
         };
         let store = self.elevation.store().map_err(bare)?;
-        match operation {
-            Operation::List => {
-                let q = wire::list_query(parts.uri.query()).map_err(bare)?;
+        match ask {
+            Ask::List(q) => {
                 // Pending requests past their time show as expired.
                 self.expire_due(state, &store).await;
                 let found = store
@@ -475,7 +549,7 @@ impl Gateway {
                     .collect();
                 Ok((200, json!({ "requests": shown })))
             }
-            Operation::Show(id) => {
+            Ask::Show(id) => {
                 let found = store
                     .request(&id)
                     .await
@@ -485,14 +559,7 @@ impl Gateway {
                 }
                 Ok((200, view(&found)))
             }
-            Operation::Create => {
-                let bytes = self.read_body(state, body).await.map_err(bare)?;
-                let content_type = caller
-                    .refused
-                    .headers
-                    .get(http::header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok());
-                let asked: wire::Create = wire::body(content_type, &bytes, None).map_err(bare)?;
+            Ask::Create(asked) => {
                 let step = StepNames {
                     role: Some(asked.role.clone()),
                     ..StepNames::default()
@@ -540,7 +607,7 @@ impl Gateway {
                 self.notify_reviewers(state, "access_requested", &made);
                 Ok((201, view(&made)))
             }
-            Operation::Review(id, verdict) => {
+            Ask::Review(id, verdict, review) => {
                 let found = store
                     .request(&id)
                     .await
@@ -562,16 +629,6 @@ impl Gateway {
                 })?;
                 elevation::check_review(config, me, &standing, &found.request.requester)
                     .map_err(|r| with(refusal(r)))?;
-                let review: wire::Review = {
-                    let bytes = self.read_body(state, body).await.map_err(&with)?;
-                    let content_type = caller
-                        .refused
-                        .headers
-                        .get(http::header::CONTENT_TYPE)
-                        .and_then(|v| v.to_str().ok());
-                    wire::body(content_type, &bytes, Some(wire::Review::default()))
-                        .map_err(&with)?
-                };
                 let comment = wire::text("comment", review.comment.as_deref()).map_err(&with)?;
                 // A request past its pending time is expired, not reviewed.
                 self.expire_due(state, &store).await;
@@ -612,7 +669,7 @@ impl Gateway {
                 }
                 Ok((200, view(&reviewed)))
             }
-            Operation::Revoke(id) => {
+            Ask::Revoke(id) => {
                 let found = store
                     .request(&id)
                     .await
@@ -728,17 +785,7 @@ impl Gateway {
         note: &str,
     ) -> Result<(), HttpError> {
         let roles = names(caller.standing);
-        let refused = caller.refused;
-        let who = Who {
-            request_id: refused.request_id,
-            principal: refused.principal,
-            roles: &roles,
-            client: refused.client,
-            latency: refused.started.elapsed(),
-            channel: None,
-            tool: None,
-            mcp_client: None,
-        };
+        let who = caller.who(&roles);
         let step = AccessStep {
             who: Some(&who),
             event,
@@ -749,29 +796,19 @@ impl Gateway {
             status,
             note,
         };
-        self.write_access_step(&step, refused.request_id).await
+        self.write_access_step(&step, caller.request_id).await
     }
 
     /// The record of a step refused; `Some` replaces the answer when the
     /// audit log can't take it.
-    async fn audit_access_step(
+    pub(super) async fn audit_access_refused(
         &self,
         caller: &AccessCaller<'_>,
         step: &StepNames,
         e: &HttpError,
     ) -> Option<HttpError> {
         let roles = names(caller.standing);
-        let refused = caller.refused;
-        let who = Who {
-            request_id: refused.request_id,
-            principal: refused.principal,
-            roles: &roles,
-            client: refused.client,
-            latency: refused.started.elapsed(),
-            channel: None,
-            tool: None,
-            mcp_client: None,
-        };
+        let who = caller.who(&roles);
         let decision = match e.status {
             403 | 404 | 409 | 429 | 503 => "denied",
             _ => "invalid",
@@ -786,7 +823,7 @@ impl Gateway {
             status: e.status,
             note: &e.message,
         };
-        self.write_access_step(&record, refused.request_id)
+        self.write_access_step(&record, caller.request_id)
             .await
             .err()
     }

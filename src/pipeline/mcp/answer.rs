@@ -155,7 +155,10 @@ pub fn shape(a: Answered<'_>) -> Outcome {
             "result": value,
         })),
         // Answered without an item.
-        ToolName::ListTargets | ToolName::Explain => Outcome::Done(value),
+        ToolName::ListTargets
+        | ToolName::Explain
+        | ToolName::RequestAccess
+        | ToolName::AccessRequestStatus => Outcome::Done(value),
     }
 }
 

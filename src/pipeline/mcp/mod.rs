@@ -50,6 +50,7 @@ use rmcp::{RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
 
+use super::access_requests::{wire, AccessCaller, Ask};
 use super::authenticate::Principal;
 use super::state::State;
 use super::{audit, authorize, parse, respond, route, Caller, Gateway, HttpError};
@@ -64,6 +65,9 @@ use tools::{Call, ToolName};
 pub(super) struct McpCaller {
     pub state: Arc<State>,
     pub principal: Principal,
+    /// Its standing roles (what it may ask for and review), and those
+    /// with the roles its approved access requests grant now.
+    pub standing: Vec<Arc<Role>>,
     pub held: Vec<Arc<Role>>,
     pub client: Option<SocketAddr>,
     pub chain: Vec<String>,
@@ -144,7 +148,11 @@ impl McpCaller {
     }
 
     fn offered(&self) -> Vec<ToolName> {
-        tools::offered(|command| self.may(command))
+        tools::offered(
+            |command| self.may(command),
+            self.state.access.may_request(&self.standing),
+            self.held.iter().any(|r| !r.approval.rules.is_empty()),
+        )
     }
 
     /// The targets the caller may name: those its roles reach, and from a
@@ -423,6 +431,30 @@ impl Door {
             }
             Ok(Call::Explain { target, item }) => {
                 self.gateway.explain_tool(&caller, &target, &item).await
+            }
+            Ok(Call::RequestAccess {
+                role,
+                duration,
+                targets,
+                reason,
+            }) => {
+                let ask = Ask::Create(wire::Create {
+                    role,
+                    duration,
+                    targets,
+                    reason,
+                });
+                self.gateway.access_tool(&caller, tool, ask).await
+            }
+            Ok(Call::AccessStatus { id }) => {
+                let ask = match id {
+                    Some(id) => Ask::Show(id),
+                    None => Ask::List(wire::ListQuery {
+                        state: None,
+                        limit: 20,
+                    }),
+                };
+                self.gateway.access_tool(&caller, tool, ask).await
             }
             Ok(Call::Item {
                 tool,
@@ -1041,6 +1073,35 @@ impl Gateway {
     /// `list_targets`: the targets the caller's roles reach (optionally
     /// those a selector matches), as `GET /jolokia/targets` lists them,
     /// audited as a target list.
+    /// `request_access` and `access_request_status`: the access-requests
+    /// API's operation for the caller, audited as its steps are.
+    async fn access_tool(&self, caller: &McpCaller, tool: ToolName, ask: Ask) -> Outcome {
+        let on = AccessCaller {
+            principal: &caller.principal,
+            standing: &caller.standing,
+            request_id: &caller.request_id,
+            client: caller.client,
+            started: caller.started,
+            channel: Some(audit::Channel::Mcp),
+            tool: Some(tool.as_str()),
+        };
+        match self.access_operation(&caller.state, ask, &on).await {
+            Ok((_, mut value)) => {
+                if tool == ToolName::RequestAccess {
+                    value["next"] = json!(
+                        "A person with an approver role must approve this request; \
+                         check it with access_request_status."
+                    );
+                }
+                Outcome::Done(value)
+            }
+            Err((e, step)) => {
+                let recorded = self.audit_access_refused(&on, &step, &e).await;
+                Outcome::Failed(recorded.unwrap_or(e).message)
+            }
+        }
+    }
+
     async fn list_targets_tool(&self, caller: &McpCaller, selector: Option<&str>) -> Outcome {
         let started = Instant::now();
         let selector = match selector

@@ -24,10 +24,12 @@ pub enum ToolName {
     Explain,
     WriteAttribute,
     ExecuteOperation,
+    RequestAccess,
+    AccessRequestStatus,
 }
 
 impl ToolName {
-    pub const ALL: [ToolName; 8] = [
+    pub const ALL: [ToolName; 10] = [
         ToolName::ListTargets,
         ToolName::SearchMbeans,
         ToolName::DescribeMbean,
@@ -36,6 +38,8 @@ impl ToolName {
         ToolName::Explain,
         ToolName::WriteAttribute,
         ToolName::ExecuteOperation,
+        ToolName::RequestAccess,
+        ToolName::AccessRequestStatus,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -48,6 +52,19 @@ impl ToolName {
             ToolName::Explain => "explain",
             ToolName::WriteAttribute => "write_attribute",
             ToolName::ExecuteOperation => "execute_operation",
+            ToolName::RequestAccess => "request_access",
+            ToolName::AccessRequestStatus => "access_request_status",
+        }
+    }
+
+    /// Just-in-time access: `request_access` is offered to callers who may
+    /// request a role, `access_request_status` also to those whose items
+    /// may wait for approval.
+    fn offered_for(self, may_request: bool, may_wait: bool) -> bool {
+        match self {
+            ToolName::RequestAccess => may_request,
+            ToolName::AccessRequestStatus => may_request || may_wait,
+            _ => true,
         }
     }
 
@@ -108,6 +125,18 @@ impl ToolName {
                 "Run an MBean operation on one target with the given arguments; returns its \
                  result. Changes the running JVM; operations can be disruptive (gc, reset, stop)."
             }
+            ToolName::RequestAccess => {
+                "Ask for a role you don't hold, for a while (just-in-time access), e.g. to run an \
+                 operation a refusal said needs it. A person with an approver role must approve \
+                 the request before it takes effect: tell the user its id, and check it with \
+                 access_request_status. You can't approve requests."
+            }
+            ToolName::AccessRequestStatus => {
+                "The state of one access request (pending, approved, denied, expired, revoked), \
+                 or, without an id, your recent requests. An item refused with \
+                 jmxgate.ApprovalRequired names its request here too; once approved, send \
+                 exactly that item again, once."
+            }
         }
     }
 
@@ -126,6 +155,19 @@ impl ToolName {
             "description": "The MBean's ObjectName, e.g. `java.lang:type=Memory`."
         });
         let (properties, required): (Value, &[&str]) = match self {
+            ToolName::RequestAccess => (
+                json!({
+                    "role": {"type": "string", "description": "The role to ask for."},
+                    "duration": {"type": "string", "description": "How long, e.g. `30m` (at most the role's maximum)."},
+                    "targets": {"type": "string", "description": "Only some of the role's targets: a name, glob or label selector."},
+                    "reason": {"type": "string", "description": "Why, e.g. an incident or ticket; some roles require it."}
+                }),
+                &["role", "duration"],
+            ),
+            ToolName::AccessRequestStatus => (
+                json!({ "id": {"type": "string", "description": "The request's id (`ar-…`); without it, your recent requests."} }),
+                &[],
+            ),
             ToolName::ListTargets => (
                 json!({ "selector": {
                     "type": "string",
@@ -298,6 +340,15 @@ impl ToolName {
             })
         };
         match self {
+            ToolName::RequestAccess | ToolName::AccessRequestStatus => object_schema(
+                json!({
+                    "id": text,
+                    "state": text,
+                    "role": text,
+                    "requests": {"type": "array", "items": {"type": "object"}}
+                }),
+                &[],
+            ),
             ToolName::ListTargets => object_schema(
                 json!({
                     "count": {"type": "integer"},
@@ -346,11 +397,14 @@ impl ToolName {
             ToolName::Explain => "Explain what you may do",
             ToolName::WriteAttribute => "Write an attribute",
             ToolName::ExecuteOperation => "Execute an operation",
+            ToolName::RequestAccess => "Request access",
+            ToolName::AccessRequestStatus => "Access request status",
         };
         let a = ToolAnnotations::with_title(title).open_world(false);
         match self {
             ToolName::WriteAttribute => a.read_only(false).destructive(true).idempotent(true),
             ToolName::ExecuteOperation => a.read_only(false).destructive(true).idempotent(false),
+            ToolName::RequestAccess => a.read_only(false).destructive(false).idempotent(false),
             _ => a.read_only(true),
         }
     }
@@ -380,12 +434,15 @@ fn any_json(description: &str) -> Value {
     })
 }
 
-/// The tools a caller is offered: all read-only ones, and write or exec
-/// when `may` says the caller's roles could allow that command somewhere.
-pub fn offered(may: impl Fn(&str) -> bool) -> Vec<ToolName> {
+/// The tools a caller is offered: all read-only ones, write or exec when
+/// `may` says the caller's roles could allow that command somewhere, and
+/// the access-request tools when it `may_request` a role (the status
+/// also when some of its items `may_wait` for approval).
+pub fn offered(may: impl Fn(&str) -> bool, may_request: bool, may_wait: bool) -> Vec<ToolName> {
     ToolName::ALL
         .into_iter()
         .filter(|t| t.changes().is_none_or(&may))
+        .filter(|t| t.offered_for(may_request, may_wait))
         .collect()
 }
 
@@ -399,6 +456,17 @@ pub enum Call {
     Explain {
         target: String,
         item: Value,
+    },
+    /// `request_access`.
+    RequestAccess {
+        role: String,
+        duration: std::time::Duration,
+        targets: Option<String>,
+        reason: Option<String>,
+    },
+    /// `access_request_status`: one request, or the caller's recent ones.
+    AccessStatus {
+        id: Option<String>,
     },
     /// Everything else becomes one Jolokia item for `target`.
     Item {
@@ -418,6 +486,21 @@ pub enum Call {
 /// Bad arguments: said to the assistant as a tool error it can act on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BadArguments(pub String);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestAccessArgs {
+    role: String,
+    duration: String,
+    targets: Option<String>,
+    reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AccessStatusArgs {
+    id: Option<String>,
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -719,6 +802,29 @@ pub fn parse_call(
         })
     };
     match tool {
+        ToolName::RequestAccess => {
+            let a: RequestAccessArgs = args(tool, given)?;
+            nonempty(tool, "role", &a.role)?;
+            let duration = humantime::parse_duration(a.duration.trim()).map_err(|e| {
+                BadArguments(format!(
+                    "{}: duration \"{}\" is not a duration like 30m ({e})",
+                    tool.as_str(),
+                    a.duration.chars().take(40).collect::<String>()
+                ))
+            })?;
+            Ok(Call::RequestAccess {
+                role: a.role,
+                duration,
+                targets: a.targets.filter(|t| !t.trim().is_empty()),
+                reason: a.reason,
+            })
+        }
+        ToolName::AccessRequestStatus => {
+            let a: AccessStatusArgs = args(tool, given)?;
+            Ok(Call::AccessStatus {
+                id: a.id.filter(|i| !i.trim().is_empty()),
+            })
+        }
         ToolName::ListTargets => {
             let a: ListTargetsArgs = args(tool, given)?;
             Ok(Call::ListTargets {
@@ -1089,9 +1195,14 @@ mod tests {
     #[test]
     fn write_and_exec_are_offered_only_when_some_role_may() {
         let names = |v: Vec<ToolName>| v.into_iter().map(ToolName::as_str).collect::<Vec<_>>();
-        assert_eq!(offered(|_| true).len(), 8);
+        assert_eq!(offered(|_| true, false, false).len(), 8);
+        assert_eq!(offered(|_| true, true, false).len(), 10);
         assert_eq!(
-            names(offered(|c| c == "exec")),
+            names(offered(|_| true, false, true)).last().copied(),
+            Some("access_request_status")
+        );
+        assert_eq!(
+            names(offered(|c| c == "exec", false, false)),
             [
                 "list_targets",
                 "search_mbeans",
@@ -1102,7 +1213,7 @@ mod tests {
                 "execute_operation"
             ]
         );
-        assert!(offered(|_| false)
+        assert!(offered(|_| false, false, false)
             .iter()
             .all(|t| t.changes().is_none()
                 && t.tool().annotations.unwrap().read_only_hint == Some(true)));
