@@ -28,6 +28,7 @@ use common::{audit_records, eventually, gateway_toml, targets_toml, users_file, 
 use common::{GatewayProcess, Generation};
 use serde_json::{json, Value};
 
+static T0: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 const REQUESTS: &str = "/jmxgate/access/requests";
 const LOGGING: &str = "java.util.logging:type=Logging";
 /// How long background work (a replica's grant cache, HAProxy's health
@@ -294,6 +295,10 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     }
 
     // --- A request made on A is seen and approved on B; the grant holds on both.
+    eprintln!(
+        "T {:?} // --- A request made on A is seen and a",
+        T0.get_or_init(std::time::Instant::now).elapsed()
+    );
     for dev in [&dev_a, &dev_b] {
         let before = dev.jolokia(&gc_on("orders-1")).await;
         assert_eq!(before["status"], 403, "read-only before: {before}");
@@ -344,6 +349,10 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     assert_eq!(on_a["state"], "approved", "A shows B's approval: {on_a}");
 
     // --- Revoked on A: ended on A at once, and on B soon after.
+    eprintln!(
+        "T {:?} // --- Revoked on A: ended on A at once,",
+        T0.get_or_init(std::time::Instant::now).elapsed()
+    );
     let (status, revoked) = dev_a
         .post(&format!("{REQUESTS}/{id}/revoke"), &json!({}))
         .await;
@@ -367,6 +376,10 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     );
 
     // --- Four eyes: asked through HAProxy, first yes on A, A dies, second
+    eprintln!(
+        "T {:?} // --- Four eyes: asked through HAProxy,",
+        T0.get_or_init(std::time::Instant::now).elapsed()
+    );
     // yes on B, run once on B.
     let oncall_lb = at(&base_lb, "oncall");
     let oncall_b = at(&base_b, "oncall");
@@ -383,6 +396,10 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     assert_eq!(first["approvals"], 1, "{first}");
 
     // Replica A dies as a crashed process does.
+    eprintln!(
+        "T {:?} // Replica A dies as a crashed process d",
+        T0.get_or_init(std::time::Instant::now).elapsed()
+    );
     a.child.kill().unwrap();
     let killed = a.child.wait().unwrap();
     assert!(!killed.success());
@@ -393,6 +410,10 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     );
 
     // HAProxy sends everything to B now; the request is as A left it.
+    eprintln!(
+        "T {:?} // HAProxy sends everything to B now; th",
+        T0.get_or_init(std::time::Instant::now).elapsed()
+    );
     let (_, shown) = eventually("HAProxy answers from B", PATIENCE, || async {
         match at(&base_lb, "lead2")
             .get(&format!("{REQUESTS}/{item}"))
@@ -439,6 +460,10 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     assert_eq!(level_on(&orders).await, "INFO", "the replay ran nothing");
 
     // --- PostgreSQL dies: elevation fails closed, standing roles go on.
+    eprintln!(
+        "T {:?} // --- PostgreSQL dies: elevation fails ",
+        T0.get_or_init(std::time::Instant::now).elapsed()
+    );
     let (status, pending) = dev_b
         .ask(&json!({"role":"ops","duration":"10m","targets":"orders-1","reason":"INC-8"}))
         .await;
@@ -476,9 +501,17 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
         );
     }
     // The approval asked while the store was down granted nothing.
+    eprintln!(
+        "T {:?} // The approval asked while the store wa",
+        T0.get_or_init(std::time::Instant::now).elapsed()
+    );
     let still = dev_b.jolokia(&gc_on("orders-1")).await;
     assert_eq!(still["status"], 403, "no grant without the store: {still}");
     // A guarded item is refused, not run.
+    eprintln!(
+        "T {:?} // A guarded item is refused, not run.",
+        T0.get_or_init(std::time::Instant::now).elapsed()
+    );
     let guarded = oncall_b.jolokia(&set_level("orders-1", "FINE")).await;
     assert_eq!(guarded["status"], 503, "{guarded}");
     assert!(
@@ -491,6 +524,10 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
         "nothing ran without the store"
     );
     // Standing roles: reads as before, directly and through HAProxy.
+    eprintln!(
+        "T {:?} // Standing roles: reads as before, dire",
+        T0.get_or_init(std::time::Instant::now).elapsed()
+    );
     for dev in [&dev_b, &dev_lb] {
         let read = dev.jolokia(&runtime_name("orders-1")).await;
         assert_eq!(read["status"], 200, "{read}");
@@ -498,6 +535,10 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     }
 
     // B's audit tells the story of the steps it took.
+    eprintln!(
+        "T {:?} // B's audit tells the story of the step",
+        T0.get_or_init(std::time::Instant::now).elapsed()
+    );
     let records = audit_records(&dir_b.join("audit"));
     let steps = |of: &str| -> Vec<String> {
         records
@@ -524,6 +565,9 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     // No log line of B names the password; B stops cleanly with the
     // database gone.
     let log = b.stop();
+    for l in &log {
+        eprintln!("B| {l}");
+    }
     let leaked: Vec<&String> = log
         .iter()
         .filter(|l| l.contains(postgres::PASSWORD))

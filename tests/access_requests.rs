@@ -249,6 +249,37 @@ async fn an_engineer_asks_for_operator_rights_on_orders_and_a_lead_approves() {
     let (status, again) = lead.review(&id, "approve", "").await;
     assert_eq!(status, 409, "{again}");
 
+    // An approver needs the approver role at the time of review: lead1
+    // loses it in a reload, and their approval of a new request is refused.
+    let (_, second) = dev
+        .ask(&json!({"role":"ops","duration":"10m","reason":"INC-1235"}))
+        .await;
+    let second = second["id"].as_str().unwrap().to_string();
+    let demoted: Vec<(&str, &str, &[&str])> = USERS
+        .iter()
+        .map(|&(u, p, r)| {
+            if u == "lead1" {
+                (u, p, &["developers"][..])
+            } else {
+                (u, p, r)
+            }
+        })
+        .collect();
+    let text = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+        config(dir.path(), &orders, &billing, 1, "")
+    );
+    users_file(dir.path(), &demoted);
+    let reloaded = jmxgate::Config::parse(&text)
+        .and_then(|c| c.validate())
+        .unwrap();
+    gw.gateway.reload(&reloaded).unwrap();
+    let (status, lost) = lead.review(&second, "approve", "").await;
+    // Not theirs to see any more: the same answer as for a request that isn't there.
+    assert_eq!(status, 404, "{lost}");
+    let (_, still) = dev.get(&format!("{REQUESTS}/{second}")).await;
+    assert_eq!(still["state"], "pending", "{still}");
+
     // Every step is in the audit log, under the request's id, and the
     // chain verifies.
     let records = audit_records(&dir.path().join("audit"));
@@ -779,4 +810,113 @@ async fn an_assistant_asks_over_mcp_and_a_person_approves() {
         r["event"] == "access_requested" && r["channel"] == "mcp" && r["tool"] == "request_access"
     });
     assert!(asked, "the MCP request is in the audit log");
+}
+
+/// A webhook receiver that holds its first answer until told, then fails
+/// twice with 503 before taking notices.
+struct Hook {
+    url: String,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+    attempts: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    release: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+async fn hook() -> Hook {
+    use std::sync::atomic::Ordering;
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let released = std::sync::Arc::new(tokio::sync::Mutex::new(Some(released)));
+    let (b, a) = (bodies.clone(), attempts.clone());
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |body: String| {
+            let (b, a, released) = (b.clone(), a.clone(), released.clone());
+            async move {
+                let n = a.fetch_add(1, Ordering::SeqCst);
+                if let Some(wait) = released.lock().await.take() {
+                    let _ = wait.await;
+                }
+                if n < 2 {
+                    return axum::http::StatusCode::SERVICE_UNAVAILABLE;
+                }
+                b.lock().unwrap().push(serde_json::from_str(&body).unwrap());
+                axum::http::StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Hook {
+        url,
+        bodies,
+        attempts,
+        release: Some(release),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reviewers_are_told_by_webhook_retried_and_never_in_the_way() {
+    let (orders, billing) = (
+        Agent::start("jit-hook-orders"),
+        Agent::start("jit-hook-billing"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut hook = hook().await;
+    let config = config(dir.path(), &orders, &billing, 1, "").replace(
+        "approvals = 1\n",
+        &format!(
+            "approvals = 1\nnotify_url = \"{}\"\nnotify_format = \"slack\"\n",
+            hook.url
+        ),
+    );
+    let gw = Gateway::start(&config).await;
+    let dev = As {
+        gw: &gw,
+        user: "dev",
+    };
+    let (status, asked) = dev
+        .ask(&json!({"role":"ops","duration":"30m","targets":"orders-*","reason":"INC-9 <!channel>"}))
+        .await;
+    // Answered while the hook still holds its first attempt.
+    assert_eq!(status, 201, "{asked}");
+    let id = asked["id"].as_str().unwrap().to_string();
+    eventually("the hook is called", Duration::from_secs(30), || async {
+        let n = hook.attempts.load(std::sync::atomic::Ordering::SeqCst);
+        if n >= 1 {
+            Ok(())
+        } else {
+            Err(format!("{n} attempts"))
+        }
+    })
+    .await;
+    assert!(hook.bodies.lock().unwrap().is_empty());
+    let _ = hook.release.take().unwrap().send(());
+    let text = eventually(
+        "the notice arrives after two refusals",
+        Duration::from_secs(60),
+        || async {
+            match hook.bodies.lock().unwrap().first() {
+                Some(b) => Ok(b["text"].as_str().unwrap_or_default().to_string()),
+                None => Err(format!(
+                    "{} attempts",
+                    hook.attempts.load(std::sync::atomic::Ordering::SeqCst)
+                )),
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        text,
+        format!("dev asks for role ops on orders-* for 30m (access request {id}): \"INC-9 &lt;!channel&gt;\"")
+    );
+    assert_eq!(hook.attempts.load(std::sync::atomic::Ordering::SeqCst), 3);
+    let metrics = gw.gateway.metrics().encode();
+    assert!(
+        metrics.contains("jmxgate_notifications_total{outcome=\"sent\"} 1"),
+        "{metrics}"
+    );
+    // The URL is a secret: not in the log of a failed attempt, nor in errors.
+    assert!(!metrics.contains(&hook.url));
 }
