@@ -5,6 +5,7 @@
 //! The rules are `elevation`'s and the shared state is `store`'s; this room
 //! connects them to the pipeline.
 
+mod operations;
 pub mod wire;
 
 use std::sync::{Arc, Mutex};
@@ -13,10 +14,9 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use axum::body::Body;
 use http::{Method, Response as HttpResponse};
-use serde_json::json;
 
 use crate::access::{Role, RoleConfig};
-use crate::elevation::{self, Refusal};
+use crate::elevation::Refusal;
 use crate::principal::{AuthMethod, Principal};
 use crate::protocol::ProtocolError;
 use crate::store::{
@@ -514,197 +514,25 @@ impl Gateway {
         state: &State,
         ask: Ask,
         caller: &AccessCaller<'_>,
-    ) -> Result<(u16, serde_json::Value), (HttpError, StepNames)> {
-        let bare = |e: HttpError| (e, StepNames::default());
-        let principal = caller.principal;
-        if principal.method == AuthMethod::Anonymous {
+    ) -> Answer {
+        if caller.principal.method == AuthMethod::Anonymous {
             return Err(bare(anonymous()));
         }
-        let configs = state.access.role_configs();
         let standing = names(caller.standing);
-        let may_review = reviewable(configs, &standing);
-        let me = principal.name.as_str();
-        let visible =
-            |r: &StoredRequest| r.request.requester == me || may_review.contains(&r.request.role);
-        let view = |r: &StoredRequest| {
-            let reviewer = r.request.requester != me
-                && r.state == RequestState::Pending
-                && may_review.contains(&r.request.role)
-                && !r.reviews.iter().any(|v| v.reviewer == me);
-            wire::view(r, reviewer)
+        let asking = operations::Asking {
+            gateway: self,
+            state,
+            store: self.elevation.store().map_err(bare)?,
+            caller,
+            may_review: reviewable(state.access.role_configs(), &standing),
+            standing,
         };
-        let store = self.elevation.store().map_err(bare)?;
         match ask {
-            Ask::List(q) => {
-                // Pending requests past their time show as expired.
-                self.expire_due(state, &store).await;
-                let found = store
-                    .requests_for(me, &may_review, q.limit)
-                    .await
-                    .map_err(|e| bare(store_error(e, "-")))?;
-                let shown: Vec<_> = found
-                    .iter()
-                    .filter(|r| q.state.as_deref().is_none_or(|s| r.state.as_str() == s))
-                    .map(view)
-                    .collect();
-                Ok((200, json!({ "requests": shown })))
-            }
-            Ask::Show(id) => {
-                let found = store
-                    .request(&id)
-                    .await
-                    .map_err(|e| bare(store_error(e, &id)))?;
-                if !visible(&found) {
-                    return Err(bare(wire::not_found(&id)));
-                }
-                Ok((200, view(&found)))
-            }
-            Ask::Create(asked) => {
-                let step = StepNames {
-                    role: Some(asked.role.clone()),
-                    ..StepNames::default()
-                };
-                let with = |e: HttpError| (e, step.clone());
-                let reason = wire::text("reason", asked.reason.as_deref()).map_err(with)?;
-                let config = elevation::check_request(
-                    configs,
-                    &asked.role,
-                    &standing,
-                    asked.duration,
-                    reason.as_deref(),
-                )
-                .map_err(|r| with(refusal(r)))?;
-                let targets = match asked.targets.as_deref().map(str::trim) {
-                    None | Some("") => None,
-                    Some(t) => Some(self.within_reach(state, &config.name, t).map_err(with)?),
-                };
-                let new = NewRequest {
-                    id: wire::new_id(),
-                    kind: RequestKind::Role,
-                    requester: me.to_string(),
-                    role: config.name.clone(),
-                    targets,
-                    reason,
-                    item: None,
-                    duration_ms: asked.duration.as_millis() as i64,
-                    approvals_needed: i64::from(config.approvals.max(1)),
-                };
-                let made = store
-                    .create_request(&new, state.max_pending_requests)
-                    .await
-                    .map_err(|e| with(store_error(e, &new.id)))?;
-                let note = format!(
-                    "asked for {} on {}",
-                    humantime::format_duration(asked.duration),
-                    made.request
-                        .targets
-                        .as_deref()
-                        .unwrap_or("all of the role's targets")
-                );
-                self.audit_access(caller, "access_requested", &made, "allowed", 201, &note)
-                    .await
-                    .map_err(bare)?;
-                self.notify_reviewers(state, "access_requested", &made);
-                Ok((201, view(&made)))
-            }
-            Ask::Review(id, verdict, review) => {
-                let found = store
-                    .request(&id)
-                    .await
-                    .map_err(|e| bare(store_error(e, &id)))?;
-                if !visible(&found) {
-                    return Err(bare(wire::not_found(&id)));
-                }
-                let step = StepNames::of(&found);
-                let with = |e: HttpError| (e, step.clone());
-                let config = reviewed_under(configs, &found).ok_or_else(|| {
-                    with(HttpError::new(
-                        409,
-                        "jmxgate.Conflict",
-                        format!(
-                            "access request {id} is for role \"{}\", which is no longer configured",
-                            found.request.role
-                        ),
-                    ))
-                })?;
-                elevation::check_review(config, me, &standing, &found.request.requester)
-                    .map_err(|r| with(refusal(r)))?;
-                let comment = wire::text("comment", review.comment.as_deref()).map_err(&with)?;
-                // A request past its pending time is expired, not reviewed.
-                self.expire_due(state, &store).await;
-                let reviewed = store
-                    .review(&id, me, verdict, comment.as_deref())
-                    .await
-                    .map_err(|e| with(store_error(e, &id)))?;
-                self.elevation.forget(&reviewed.request.requester);
-                let (event, note) = match (verdict, reviewed.state) {
-                    (Verdict::Deny, _) => ("access_denied", "denied".to_string()),
-                    (Verdict::Approve, RequestState::Approved) => (
-                        "access_granted",
-                        format!(
-                            "approved ({} of {}); granted until {}",
-                            reviewed.request.approvals_needed,
-                            reviewed.request.approvals_needed,
-                            reviewed.expires_ms.map(wire::time).unwrap_or_default()
-                        ),
-                    ),
-                    (Verdict::Approve, _) => (
-                        "access_reviewed",
-                        format!(
-                            "approved ({} of {})",
-                            reviewed
-                                .reviews
-                                .iter()
-                                .filter(|v| v.verdict == Verdict::Approve)
-                                .count(),
-                            reviewed.request.approvals_needed
-                        ),
-                    ),
-                };
-                self.audit_access(caller, event, &reviewed, "allowed", 200, &note)
-                    .await
-                    .map_err(bare)?;
-                if event != "access_reviewed" {
-                    self.notify_reviewers(state, event, &reviewed);
-                }
-                Ok((200, view(&reviewed)))
-            }
-            Ask::Revoke(id) => {
-                let found = store
-                    .request(&id)
-                    .await
-                    .map_err(|e| bare(store_error(e, &id)))?;
-                if !visible(&found) {
-                    return Err(bare(wire::not_found(&id)));
-                }
-                let step = StepNames::of(&found);
-                let with = |e: HttpError| (e, step.clone());
-                if found.request.requester != me {
-                    let config = reviewed_under(configs, &found);
-                    let approver =
-                        config.is_some_and(|c| c.approvers.iter().any(|a| standing.contains(a)));
-                    if !approver {
-                        return Err(with(refusal(Refusal::NotApprover)));
-                    }
-                }
-                let revoked = store
-                    .revoke(&id, me)
-                    .await
-                    .map_err(|e| with(store_error(e, &id)))?;
-                self.elevation.forget(&revoked.request.requester);
-                self.audit_access(
-                    caller,
-                    "access_revoked",
-                    &revoked,
-                    "allowed",
-                    200,
-                    "revoked",
-                )
-                .await
-                .map_err(bare)?;
-                self.notify_reviewers(state, "access_revoked", &revoked);
-                Ok((200, view(&revoked)))
-            }
+            Ask::List(q) => asking.list(&q).await,
+            Ask::Show(id) => asking.show(&id).await,
+            Ask::Create(asked) => asking.create(asked).await,
+            Ask::Review(id, verdict, review) => asking.review(&id, verdict, &review).await,
+            Ask::Revoke(id) => asking.revoke(&id).await,
         }
     }
 
@@ -935,6 +763,15 @@ impl Gateway {
             }
         })
     }
+}
+
+/// An operation's answer (its HTTP status and JSON), or its refusal and
+/// what the refusal's record names.
+pub(super) type Answer = Result<(u16, serde_json::Value), (HttpError, StepNames)>;
+
+/// A refusal that names no request.
+fn bare(e: HttpError) -> (HttpError, StepNames) {
+    (e, StepNames::default())
 }
 
 /// How a four-eyes item was settled.

@@ -1,0 +1,231 @@
+//! The operations of the access-requests API, one method each, for one
+//! caller: what it may see and review is worked out once ([`Asking`]),
+//! the rules are `elevation`'s and every change is the store's.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::elevation::{self, Refusal};
+use crate::store::{NewRequest, RequestKind, RequestState, Store, StoredRequest, Verdict};
+
+use super::super::respond::HttpError;
+use super::super::state::State;
+use super::super::Gateway;
+use super::{bare, refusal, reviewed_under, store_error, wire, AccessCaller, Answer, StepNames};
+
+/// One caller's operation, with what it may see worked out.
+pub(super) struct Asking<'a> {
+    pub gateway: &'a Gateway,
+    pub state: &'a State,
+    pub store: Arc<Store>,
+    pub caller: &'a AccessCaller<'a>,
+    /// The caller's standing role names, and the roles whose requests
+    /// it may review now.
+    pub standing: Vec<String>,
+    pub may_review: Vec<String>,
+}
+
+impl Asking<'_> {
+    fn me(&self) -> &str {
+        &self.caller.principal.name
+    }
+
+    /// The caller's own requests and those it may review.
+    fn visible(&self, r: &StoredRequest) -> bool {
+        r.request.requester == self.me() || self.may_review.contains(&r.request.role)
+    }
+
+    /// A request as this caller reads it (whether it may review it now).
+    fn view(&self, r: &StoredRequest) -> serde_json::Value {
+        let me = self.me();
+        let reviewer = r.request.requester != me
+            && r.state == RequestState::Pending
+            && self.may_review.contains(&r.request.role)
+            && !r.reviews.iter().any(|v| v.reviewer == me);
+        wire::view(r, reviewer)
+    }
+
+    /// Request `id` if the caller may see it; else the same 404 as for one
+    /// that doesn't exist.
+    async fn visible_request(&self, id: &str) -> Result<StoredRequest, (HttpError, StepNames)> {
+        let found = self
+            .store
+            .request(id)
+            .await
+            .map_err(|e| bare(store_error(e, id)))?;
+        if !self.visible(&found) {
+            return Err(bare(wire::not_found(id)));
+        }
+        Ok(found)
+    }
+
+    pub async fn list(&self, q: &wire::ListQuery) -> Answer {
+        // Pending requests past their time show as expired.
+        self.gateway.expire_due(self.state, &self.store).await;
+        let found = self
+            .store
+            .requests_for(self.me(), &self.may_review, q.limit)
+            .await
+            .map_err(|e| bare(store_error(e, "-")))?;
+        let shown: Vec<_> = found
+            .iter()
+            .filter(|r| q.state.as_deref().is_none_or(|s| r.state.as_str() == s))
+            .map(|r| self.view(r))
+            .collect();
+        Ok((200, json!({ "requests": shown })))
+    }
+
+    pub async fn show(&self, id: &str) -> Answer {
+        let found = self.visible_request(id).await?;
+        Ok((200, self.view(&found)))
+    }
+
+    pub async fn create(&self, asked: wire::Create) -> Answer {
+        let step = StepNames {
+            role: Some(asked.role.clone()),
+            ..StepNames::default()
+        };
+        let with = |e: HttpError| (e, step.clone());
+        let reason = wire::text("reason", asked.reason.as_deref()).map_err(with)?;
+        let config = elevation::check_request(
+            self.state.access.role_configs(),
+            &asked.role,
+            &self.standing,
+            asked.duration,
+            reason.as_deref(),
+        )
+        .map_err(|r| with(refusal(r)))?;
+        let targets = match asked.targets.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(t) => Some(
+                self.gateway
+                    .within_reach(self.state, &config.name, t)
+                    .map_err(with)?,
+            ),
+        };
+        let new = NewRequest {
+            id: wire::new_id(),
+            kind: RequestKind::Role,
+            requester: self.me().to_string(),
+            role: config.name.clone(),
+            targets,
+            reason,
+            item: None,
+            duration_ms: asked.duration.as_millis() as i64,
+            approvals_needed: i64::from(config.approvals.max(1)),
+        };
+        let made = self
+            .store
+            .create_request(&new, self.state.max_pending_requests)
+            .await
+            .map_err(|e| with(store_error(e, &new.id)))?;
+        let note = format!(
+            "asked for {} on {}",
+            humantime::format_duration(asked.duration),
+            made.request
+                .targets
+                .as_deref()
+                .unwrap_or("all of the role's targets")
+        );
+        self.gateway
+            .audit_access(
+                self.caller,
+                "access_requested",
+                &made,
+                "allowed",
+                201,
+                &note,
+            )
+            .await
+            .map_err(bare)?;
+        self.gateway
+            .notify_reviewers(self.state, "access_requested", &made);
+        Ok((201, self.view(&made)))
+    }
+
+    pub async fn review(&self, id: &str, verdict: Verdict, review: &wire::Review) -> Answer {
+        let found = self.visible_request(id).await?;
+        let step = StepNames::of(&found);
+        let with = |e: HttpError| (e, step.clone());
+        let config = reviewed_under(self.state.access.role_configs(), &found).ok_or_else(|| {
+            with(HttpError::new(
+                409,
+                "jmxgate.Conflict",
+                format!(
+                    "access request {id} is for role \"{}\", which is no longer configured",
+                    found.request.role
+                ),
+            ))
+        })?;
+        elevation::check_review(config, self.me(), &self.standing, &found.request.requester)
+            .map_err(|r| with(refusal(r)))?;
+        let comment = wire::text("comment", review.comment.as_deref()).map_err(with)?;
+        // A request past its pending time is expired, not reviewed.
+        self.gateway.expire_due(self.state, &self.store).await;
+        let reviewed = self
+            .store
+            .review(id, self.me(), verdict, comment.as_deref())
+            .await
+            .map_err(|e| with(store_error(e, id)))?;
+        self.gateway.elevation.forget(&reviewed.request.requester);
+        let approvals = reviewed
+            .reviews
+            .iter()
+            .filter(|v| v.verdict == Verdict::Approve)
+            .count();
+        let needed = reviewed.request.approvals_needed;
+        let (event, note) = match (verdict, reviewed.state) {
+            (Verdict::Deny, _) => ("access_denied", "denied".to_string()),
+            (Verdict::Approve, RequestState::Approved) => (
+                "access_granted",
+                format!(
+                    "approved ({approvals} of {needed}); granted until {}",
+                    reviewed.expires_ms.map(wire::time).unwrap_or_default()
+                ),
+            ),
+            (Verdict::Approve, _) => (
+                "access_reviewed",
+                format!("approved ({approvals} of {needed})"),
+            ),
+        };
+        self.gateway
+            .audit_access(self.caller, event, &reviewed, "allowed", 200, &note)
+            .await
+            .map_err(bare)?;
+        if event != "access_reviewed" {
+            self.gateway.notify_reviewers(self.state, event, &reviewed);
+        }
+        Ok((200, self.view(&reviewed)))
+    }
+
+    /// By the requester, or by someone who may review the request now.
+    pub async fn revoke(&self, id: &str) -> Answer {
+        let found = self.visible_request(id).await?;
+        let step = StepNames::of(&found);
+        let with = |e: HttpError| (e, step.clone());
+        if found.request.requester != self.me() && !self.may_review.contains(&found.request.role) {
+            return Err(with(refusal(Refusal::NotApprover)));
+        }
+        let revoked = self
+            .store
+            .revoke(id, self.me())
+            .await
+            .map_err(|e| with(store_error(e, id)))?;
+        self.gateway.elevation.forget(&revoked.request.requester);
+        self.gateway
+            .audit_access(
+                self.caller,
+                "access_revoked",
+                &revoked,
+                "allowed",
+                200,
+                "revoked",
+            )
+            .await
+            .map_err(bare)?;
+        self.gateway
+            .notify_reviewers(self.state, "access_revoked", &revoked);
+        Ok((200, self.view(&revoked)))
+    }
+}
