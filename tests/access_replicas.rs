@@ -14,6 +14,8 @@
 //! the way they do in production (SIGKILL). Expected values are read from
 //! the agents themselves.
 
+#[path = "common/access.rs"]
+mod access;
 mod common;
 #[path = "common/haproxy.rs"]
 mod haproxy;
@@ -24,98 +26,17 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use access::{gc_on, level_on, set_level, As, LOGGING, REQUESTS};
 use common::{audit_records, eventually, gateway_toml, targets_toml, users_file, Agent};
 use common::{GatewayProcess, Generation};
 use serde_json::{json, Value};
 
-static T0: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-const REQUESTS: &str = "/jmxgate/access/requests";
-const LOGGING: &str = "java.util.logging:type=Logging";
 /// How long background work (a replica's grant cache, HAProxy's health
 /// checks, the store task) may take here; never asserted as a speed.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-/// One caller at one door (a replica or HAProxy).
-struct As<'a> {
-    http: &'a reqwest::Client,
-    base: &'a str,
-    user: &'a str,
-}
-
-impl As<'_> {
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> (u16, Value) {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.base))
-            .basic_auth(self.user, Some("pw"));
-        if let Some(b) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_string());
-        }
-        let r = req.send().await.unwrap();
-        let status = r.status().as_u16();
-        let text = r.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.send(reqwest::Method::GET, path, None).await
-    }
-
-    async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        self.send(reqwest::Method::POST, path, Some(body)).await
-    }
-
-    /// A Jolokia item through the gateway's Jolokia door.
-    async fn jolokia(&self, item: &Value) -> Value {
-        let (status, v) = self.post("/jolokia", item).await;
-        assert_eq!(status, 200, "{} as {}: {v}", self.base, self.user);
-        v
-    }
-
-    async fn ask(&self, body: &Value) -> (u16, Value) {
-        self.post(REQUESTS, body).await
-    }
-
-    async fn review(&self, id: &str, verdict: &str, comment: &str) -> (u16, Value) {
-        self.post(
-            &format!("{REQUESTS}/{id}/{verdict}"),
-            &json!({ "comment": comment }),
-        )
-        .await
-    }
-}
-
-fn gc_on(target: &str) -> Value {
-    json!({"type":"exec","mbean":"java.lang:type=Memory","operation":"gc","target":{"url":target}})
-}
-
-fn set_level(target: &str, level: &str) -> Value {
-    json!({"type":"exec","mbean":LOGGING,"operation":"setLoggerLevel",
-           "arguments":["global", level],"target":{"url":target}})
-}
-
 fn runtime_name(target: &str) -> Value {
     json!({"type":"read","mbean":"java.lang:type=Runtime","attribute":"Name","target":{"url":target}})
-}
-
-/// The level the agent's JVM has for the logger, read from the agent.
-async fn level_on(agent: &Agent) -> Value {
-    common::direct(
-        agent,
-        &json!({"type":"exec","mbean":LOGGING,"operation":"getLoggerLevel","arguments":["global"]}),
-    )
-    .await["value"]
-        .clone()
 }
 
 /// The access request an `ApprovalRequired` answer names.
@@ -128,6 +49,15 @@ fn request_named_by(answer: &Value) -> String {
         .unwrap_or_else(|| panic!("{message}"))
         .trim_end_matches([';', ',', '.', ')'])
         .to_string()
+}
+
+/// The events of the audit records of one access request, in order.
+fn events_of(records: &[Value], request: &str) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| r["access_request"] == request)
+        .map(|r| r["event"].as_str().unwrap_or("?").to_string())
+        .collect()
 }
 
 const USERS: &[(&str, &str, &[&str])] = &[
@@ -212,7 +142,7 @@ fn addr_of(gw: &GatewayProcess) -> SocketAddr {
 async fn store_open(http: &reqwest::Client, base: &str) {
     let dev = As {
         http,
-        base,
+        base: base.to_string(),
         user: "dev",
     };
     eventually(
@@ -267,9 +197,9 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     );
     // Both open (and migrate) the one database at about the same time.
     tokio::join!(store_open(&http, &base_a), store_open(&http, &base_b));
-    let at = |base, user| As {
+    let at = |base: &String, user| As {
         http: &http,
-        base,
+        base: base.clone(),
         user,
     };
     let (dev_a, dev_b, dev_lb) = (at(&base_a, "dev"), at(&base_b, "dev"), at(&base_lb, "dev"));
@@ -279,8 +209,8 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
         at(&base_b, "lead2"),
     );
 
-    // HAProxy answers, from both replicas (round robin), what the agent
-    // itself says.
+    // HAProxy answers, from both replicas in turn, what the agent itself
+    // says (lead2's reads here are counted in B's audit at the end).
     let expected_name = common::direct(
         &orders,
         &json!({"type":"read","mbean":"java.lang:type=Runtime","attribute":"Name"}),
@@ -289,16 +219,14 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
         .clone();
     assert!(expected_name.is_string(), "{expected_name}");
     for _ in 0..4 {
-        let read = dev_lb.jolokia(&runtime_name("orders-1")).await;
+        let read = at(&base_lb, "lead2")
+            .jolokia(&runtime_name("orders-1"))
+            .await;
         assert_eq!(read["status"], 200, "{read}");
         assert_eq!(read["value"], expected_name, "{read}");
     }
 
     // --- A request made on A is seen and approved on B; the grant holds on both.
-    eprintln!(
-        "T {:?} // --- A request made on A is seen and a",
-        T0.get_or_init(std::time::Instant::now).elapsed()
-    );
     for dev in [&dev_a, &dev_b] {
         let before = dev.jolokia(&gc_on("orders-1")).await;
         assert_eq!(before["status"], 403, "read-only before: {before}");
@@ -349,10 +277,6 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     assert_eq!(on_a["state"], "approved", "A shows B's approval: {on_a}");
 
     // --- Revoked on A: ended on A at once, and on B soon after.
-    eprintln!(
-        "T {:?} // --- Revoked on A: ended on A at once,",
-        T0.get_or_init(std::time::Instant::now).elapsed()
-    );
     let (status, revoked) = dev_a
         .post(&format!("{REQUESTS}/{id}/revoke"), &json!({}))
         .await;
@@ -376,10 +300,6 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     );
 
     // --- Four eyes: asked through HAProxy, first yes on A, A dies, second
-    eprintln!(
-        "T {:?} // --- Four eyes: asked through HAProxy,",
-        T0.get_or_init(std::time::Instant::now).elapsed()
-    );
     // yes on B, run once on B.
     let oncall_lb = at(&base_lb, "oncall");
     let oncall_b = at(&base_b, "oncall");
@@ -396,10 +316,6 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     assert_eq!(first["approvals"], 1, "{first}");
 
     // Replica A dies as a crashed process does.
-    eprintln!(
-        "T {:?} // Replica A dies as a crashed process d",
-        T0.get_or_init(std::time::Instant::now).elapsed()
-    );
     a.child.kill().unwrap();
     let killed = a.child.wait().unwrap();
     assert!(!killed.success());
@@ -408,12 +324,24 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
         leaked.is_none(),
         "A's log names the database password: {leaked:?}"
     );
+    // What A did is in its own audit (access steps are on disk before
+    // their answer), as A's.
+    let records_a = audit_records(&dir_a.join("audit"));
+    assert!(
+        records_a.iter().all(|r| r["replica"] == "gw-a"),
+        "{records_a:?}"
+    );
+    assert_eq!(
+        events_of(&records_a, &id),
+        ["access_requested", "access_revoked"],
+        "{records_a:?}"
+    );
+    assert!(
+        events_of(&records_a, &item).contains(&"access_reviewed".to_string()),
+        "{records_a:?}"
+    );
 
     // HAProxy sends everything to B now; the request is as A left it.
-    eprintln!(
-        "T {:?} // HAProxy sends everything to B now; th",
-        T0.get_or_init(std::time::Instant::now).elapsed()
-    );
     let (_, shown) = eventually("HAProxy answers from B", PATIENCE, || async {
         match at(&base_lb, "lead2")
             .get(&format!("{REQUESTS}/{item}"))
@@ -460,10 +388,6 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     assert_eq!(level_on(&orders).await, "INFO", "the replay ran nothing");
 
     // --- PostgreSQL dies: elevation fails closed, standing roles go on.
-    eprintln!(
-        "T {:?} // --- PostgreSQL dies: elevation fails ",
-        T0.get_or_init(std::time::Instant::now).elapsed()
-    );
     let (status, pending) = dev_b
         .ask(&json!({"role":"ops","duration":"10m","targets":"orders-1","reason":"INC-8"}))
         .await;
@@ -501,17 +425,9 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
         );
     }
     // The approval asked while the store was down granted nothing.
-    eprintln!(
-        "T {:?} // The approval asked while the store wa",
-        T0.get_or_init(std::time::Instant::now).elapsed()
-    );
     let still = dev_b.jolokia(&gc_on("orders-1")).await;
     assert_eq!(still["status"], 403, "no grant without the store: {still}");
     // A guarded item is refused, not run.
-    eprintln!(
-        "T {:?} // A guarded item is refused, not run.",
-        T0.get_or_init(std::time::Instant::now).elapsed()
-    );
     let guarded = oncall_b.jolokia(&set_level("orders-1", "FINE")).await;
     assert_eq!(guarded["status"], 503, "{guarded}");
     assert!(
@@ -524,50 +440,37 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
         "nothing ran without the store"
     );
     // Standing roles: reads as before, directly and through HAProxy.
-    eprintln!(
-        "T {:?} // Standing roles: reads as before, dire",
-        T0.get_or_init(std::time::Instant::now).elapsed()
-    );
     for dev in [&dev_b, &dev_lb] {
         let read = dev.jolokia(&runtime_name("orders-1")).await;
         assert_eq!(read["status"], 200, "{read}");
         assert_eq!(read["value"], expected_name, "{read}");
     }
 
-    // B's audit tells the story of the steps it took.
-    eprintln!(
-        "T {:?} // B's audit tells the story of the step",
-        T0.get_or_init(std::time::Instant::now).elapsed()
-    );
+    // B's audit tells the story of the steps it took, as B's.
     let records = audit_records(&dir_b.join("audit"));
-    let steps = |of: &str| -> Vec<String> {
-        records
-            .iter()
-            .filter(|r| r["access_request"] == of)
-            .map(|r| r["event"].as_str().unwrap_or("?").to_string())
-            .collect()
-    };
-    assert!(
-        steps(&id).contains(&"access_granted".to_string()),
-        "{:?}",
-        steps(&id)
-    );
-    assert!(
-        steps(&item).contains(&"access_granted".to_string()),
-        "{:?}",
-        steps(&item)
-    );
     assert!(
         records.iter().all(|r| r["replica"] == "gw-b"),
         "{records:?}"
     );
+    let granted = "access_granted".to_string();
+    assert!(events_of(&records, &id).contains(&granted), "{records:?}");
+    assert!(events_of(&records, &item).contains(&granted), "{records:?}");
+    // Both replicas answered some of lead2's reads through HAProxy.
+    let lead2_reads = records
+        .iter()
+        .filter(|r| r["event"] == "item" && r["principal"] == "lead2" && r["type"] == "read")
+        .count();
+    assert!(
+        (1..4).contains(&lead2_reads),
+        "B answered {lead2_reads} of the 4 reads HAProxy balanced"
+    );
+    for r in records.iter().chain(&records_a) {
+        assert!(!r.to_string().contains(postgres::PASSWORD), "{r}");
+    }
 
     // No log line of B names the password; B stops cleanly with the
     // database gone.
     let log = b.stop();
-    for l in &log {
-        eprintln!("B| {l}");
-    }
     let leaked: Vec<&String> = log
         .iter()
         .filter(|l| l.contains(postgres::PASSWORD))

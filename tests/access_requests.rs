@@ -3,73 +3,23 @@
 //! that hold on the Jolokia door and end at once, four-eyes on operations,
 //! and what abuse gets. Expected values are read from the agents.
 
+#[path = "common/access.rs"]
+mod access;
 mod common;
 
 use std::path::Path;
 use std::time::Duration;
 
+use access::{gc_on, level_on, set_level, As, LOGGING, REQUESTS};
 use common::{audit_records, eventually, targets_toml, users_file, Agent, Gateway};
 use serde_json::{json, Value};
 
-const REQUESTS: &str = "/jmxgate/access/requests";
-const LOGGING: &str = "java.util.logging:type=Logging";
-
-/// One caller's HTTP client calls.
-struct As<'a> {
-    gw: &'a Gateway,
-    user: &'a str,
-}
-
-impl As<'_> {
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> (u16, Value) {
-        let mut req = self
-            .gw
-            .http
-            .request(method, self.gw.url(path))
-            .basic_auth(self.user, Some("pw"));
-        if let Some(b) = body {
-            req = req
-                .header("content-type", "application/json")
-                .body(b.to_string());
-        }
-        let r = req.send().await.unwrap();
-        let status = r.status().as_u16();
-        let text = r.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        self.send(reqwest::Method::GET, path, None).await
-    }
-
-    async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        self.send(reqwest::Method::POST, path, Some(body)).await
-    }
-
-    async fn jolokia(&self, item: &Value) -> Value {
-        let (status, v) = self.post("/jolokia", item).await;
-        assert_eq!(status, 200, "{v}");
-        v
-    }
-
-    async fn ask(&self, body: &Value) -> (u16, Value) {
-        self.post(REQUESTS, body).await
-    }
-
-    async fn review(&self, id: &str, verdict: &str, comment: &str) -> (u16, Value) {
-        self.post(
-            &format!("{REQUESTS}/{id}/{verdict}"),
-            &json!({ "comment": comment }),
-        )
-        .await
+/// A caller of the in-process gateway.
+fn at<'a>(gw: &'a Gateway, user: &'a str) -> As<'a> {
+    As {
+        http: &gw.http,
+        base: gw.url(""),
+        user,
     }
 }
 
@@ -78,25 +28,6 @@ fn jmxgate_cli(args: &[&str]) -> std::process::Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-fn gc_on(target: &str) -> Value {
-    json!({"type":"exec","mbean":"java.lang:type=Memory","operation":"gc","target":{"url":target}})
-}
-
-fn set_level(target: &str, level: &str) -> Value {
-    json!({"type":"exec","mbean":LOGGING,"operation":"setLoggerLevel",
-           "arguments":["global", level],"target":{"url":target}})
-}
-
-/// The level the agent's JVM has for the logger, read from the agent.
-async fn level_on(agent: &Agent) -> Value {
-    common::direct(
-        agent,
-        &json!({"type":"exec","mbean":LOGGING,"operation":"getLoggerLevel","arguments":["global"]}),
-    )
-    .await["value"]
-        .clone()
 }
 
 fn read_only(dir: &Path) -> String {
@@ -180,14 +111,8 @@ async fn an_engineer_asks_for_operator_rights_on_orders_and_a_lead_approves() {
     let (orders, billing) = (Agent::start("jit-orders"), Agent::start("jit-billing"));
     let dir = tempfile::tempdir().unwrap();
     let gw = Gateway::start(&config(dir.path(), &orders, &billing, 1, "")).await;
-    let dev = As {
-        gw: &gw,
-        user: "dev",
-    };
-    let lead = As {
-        gw: &gw,
-        user: "lead1",
-    };
+    let dev = at(&gw, "dev");
+    let lead = at(&gw, "lead1");
 
     // Standing rights: read only.
     let before = dev.jolokia(&gc_on("orders-1")).await;
@@ -231,10 +156,7 @@ async fn an_engineer_asks_for_operator_rights_on_orders_and_a_lead_approves() {
     let elsewhere = dev.jolokia(&gc_on("billing-1")).await;
     assert_eq!(elsewhere["status"], 403, "{elsewhere}");
     // The other developer holds nothing of it.
-    let other = As {
-        gw: &gw,
-        user: "dev2",
-    };
+    let other = at(&gw, "dev2");
     assert_eq!(other.jolokia(&gc_on("orders-1")).await["status"], 403);
 
     // Revoked: gone at once.
@@ -334,20 +256,8 @@ async fn four_eyes_runs_an_approved_operation_exactly_once_with_exactly_its_argu
     let dir = tempfile::tempdir().unwrap();
     // Two leads approve each guarded item.
     let gw = Gateway::start(&config(dir.path(), &orders, &billing, 2, "")).await;
-    let oncall = As {
-        gw: &gw,
-        user: "oncall",
-    };
-    let (lead1, lead2) = (
-        As {
-            gw: &gw,
-            user: "lead1",
-        },
-        As {
-            gw: &gw,
-            user: "lead2",
-        },
-    );
+    let oncall = at(&gw, "oncall");
+    let (lead1, lead2) = (at(&gw, "lead1"), at(&gw, "lead2"));
     let original = level_on(&orders).await;
 
     // Not guarded: runs at once.
@@ -473,18 +383,9 @@ async fn abuse_gets_a_clear_error_and_nothing_it_was_not_approved_for() {
         "pending_timeout = \"3s\"",
     ))
     .await;
-    let dev = As {
-        gw: &gw,
-        user: "dev",
-    };
-    let lead = As {
-        gw: &gw,
-        user: "lead1",
-    };
-    let outsider = As {
-        gw: &gw,
-        user: "outsider",
-    };
+    let dev = at(&gw, "dev");
+    let lead = at(&gw, "lead1");
+    let outsider = at(&gw, "outsider");
 
     let cases: &[(&As, Value, u16, &str)] = &[
         (
@@ -577,12 +478,7 @@ async fn abuse_gets_a_clear_error_and_nothing_it_was_not_approved_for() {
 
     // Someone else's request is not there for them; ids not made here are
     // not looked up.
-    let (status, _) = As {
-        gw: &gw,
-        user: "dev2",
-    }
-    .get(&format!("{REQUESTS}/{id}"))
-    .await;
+    let (status, _) = at(&gw, "dev2").get(&format!("{REQUESTS}/{id}")).await;
     assert_eq!(status, 404);
     let (status, _) = outsider.review(&id, "approve", "").await;
     assert_eq!(status, 404);
@@ -602,19 +498,7 @@ async fn abuse_gets_a_clear_error_and_nothing_it_was_not_approved_for() {
 
     // Not reviewed within access.pending_timeout: expired, and then not
     // approvable.
-    eventually(
-        "the pending request expires",
-        Duration::from_secs(60),
-        || async {
-            let (_, r) = dev.get(&format!("{REQUESTS}/{id}")).await;
-            if r["state"] == "expired" {
-                Ok(())
-            } else {
-                Err(r.to_string())
-            }
-        },
-    )
-    .await;
+    dev.wait_for_state(&id, "expired").await;
     let (status, late) = lead.review(&id, "approve", "").await;
     assert_eq!(status, 409, "{late}");
     assert!(
@@ -644,14 +528,8 @@ async fn a_grant_ends_when_its_time_is_up() {
     );
     let dir = tempfile::tempdir().unwrap();
     let gw = Gateway::start(&config(dir.path(), &orders, &billing, 1, "")).await;
-    let dev = As {
-        gw: &gw,
-        user: "dev",
-    };
-    let lead = As {
-        gw: &gw,
-        user: "lead2",
-    };
+    let dev = at(&gw, "dev");
+    let lead = at(&gw, "lead2");
     let (_, asked) = dev
         .ask(&json!({"role":"ops","duration":"4s","targets":"orders-1","reason":"quick look"}))
         .await;
@@ -668,19 +546,7 @@ async fn a_grant_ends_when_its_time_is_up() {
         }
     })
     .await;
-    eventually(
-        "the request reads expired",
-        Duration::from_secs(30),
-        || async {
-            let (_, r) = dev.get(&format!("{REQUESTS}/{id}")).await;
-            if r["state"] == "expired" {
-                Ok(())
-            } else {
-                Err(r.to_string())
-            }
-        },
-    )
-    .await;
+    dev.wait_for_state(&id, "expired").await;
     let expired = audit_records(&dir.path().join("audit"))
         .into_iter()
         .any(|r| r["event"] == "access_expired" && r["access_request"] == id.as_str());
@@ -759,12 +625,7 @@ async fn the_cli_asks_lists_approves_and_revokes() {
         "{out}"
     );
     assert_eq!(
-        As {
-            gw: &gw,
-            user: "dev"
-        }
-        .jolokia(&gc_on("orders-1"))
-        .await["status"],
+        at(&gw, "dev").jolokia(&gc_on("orders-1")).await["status"],
         200
     );
 
@@ -872,10 +733,7 @@ async fn reviewers_are_told_by_webhook_retried_and_never_in_the_way() {
         ),
     );
     let gw = Gateway::start(&config).await;
-    let dev = As {
-        gw: &gw,
-        user: "dev",
-    };
+    let dev = at(&gw, "dev");
     let (status, asked) = dev
         .ask(&json!({"role":"ops","duration":"30m","targets":"orders-*","reason":"INC-9 <!channel>"}))
         .await;

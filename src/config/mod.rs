@@ -369,8 +369,10 @@ impl Config {
     pub fn log_filter(&self) -> &str {
         match (&self.log.filter, &self.audit) {
             (Some(filter), _) => filter,
-            (None, Some(_)) => "info,jmxgate::audit=warn",
-            (None, None) => "info",
+            // sqlx's own INFO lines (each migration, idle pings) say
+            // nothing an operator acts on; the store's failures are ours.
+            (None, Some(_)) => "info,sqlx=warn,jmxgate::audit=warn",
+            (None, None) => "info,sqlx=warn",
         }
     }
 
@@ -554,9 +556,9 @@ mod tests {
     #[test]
     fn audit_files_take_item_events_out_of_the_default_log() {
         let plain = Config::parse(MINIMAL).unwrap();
-        assert_eq!(plain.log_filter(), "info");
+        assert_eq!(plain.log_filter(), "info,sqlx=warn");
         let audited = Config::parse(&format!("{MINIMAL}\n[audit]\ndir = \"audit\"\n")).unwrap();
-        assert_eq!(audited.log_filter(), "info,jmxgate::audit=warn");
+        assert_eq!(audited.log_filter(), "info,sqlx=warn,jmxgate::audit=warn");
         let chosen = Config::parse(&format!(
             "[log]\nfilter = \"debug\"\n{MINIMAL}\n[audit]\ndir = \"audit\"\n"
         ))

@@ -152,7 +152,7 @@ pub struct Store {
 
 /// How long a statement may wait for the database before the store is
 /// taken as unavailable.
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Store {
     /// Opens (creating an SQLite file if missing) and migrates the store.

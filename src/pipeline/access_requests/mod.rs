@@ -75,8 +75,12 @@ impl Elevation {
         }
     }
 
-    /// The store, or the 503 that says why there is none.
+    /// The store, or the 503 that says why there is none or why it is
+    /// away (at once: the task that watches it says when it is back).
     fn store(&self) -> Result<Arc<Store>, HttpError> {
+        if let Some(why) = self.status() {
+            return Err(unavailable(&why));
+        }
         self.store.load_full().ok_or_else(|| {
             let why = self
                 .trouble
@@ -109,10 +113,12 @@ impl Elevation {
 
 /// The 503 of elevation while the store is away. The store's own error
 /// (which might name a host) stays in the log.
+const UNAVAILABLE: &str = "jmxgate.AccessStoreUnavailable";
+
 fn unavailable(why: &str) -> HttpError {
     HttpError::new(
         503,
-        "jmxgate.AccessStoreUnavailable",
+        UNAVAILABLE,
         format!("access requests are unavailable: {why}; everything not needing them works"),
     )
 }
@@ -527,12 +533,24 @@ impl Gateway {
             may_review: reviewable(state.access.role_configs(), &standing),
             standing,
         };
-        match ask {
+        let answer = match ask {
             Ask::List(q) => asking.list(&q).await,
             Ask::Show(id) => asking.show(&id).await,
             Ask::Create(asked) => asking.create(asked).await,
             Ask::Review(id, verdict, review) => asking.review(&id, verdict, &review).await,
             Ask::Revoke(id) => asking.revoke(&id).await,
+        };
+        self.note_store_trouble(answer.as_ref().err().map(|(e, _)| e));
+        answer
+    }
+
+    /// A store that failed a caller's operation is away for the next ones
+    /// too, until the watching task finds it back.
+    fn note_store_trouble(&self, e: Option<&HttpError>) {
+        if e.is_some_and(|e| e.error_type == UNAVAILABLE) {
+            self.elevation
+                .set_trouble(Some("the access store did not answer".into()));
+            self.metrics.access_store_up.set(0);
         }
     }
 
