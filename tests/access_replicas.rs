@@ -80,7 +80,7 @@ struct Shared {
 /// directory and replica id. Developers read everything and may ask for
 /// `ops` on `orders-*` (one lead approves); `oncall` holds a role whose
 /// logger changes need two leads' approval.
-fn replica_config(dir: &Path, shared: &Shared, replica: &str) -> PathBuf {
+fn replica_config(dir: &Path, shared: &Shared, replica: &str, admin: u16) -> PathBuf {
     gateway_toml(
         dir,
         &format!(
@@ -89,6 +89,9 @@ fn replica_config(dir: &Path, shared: &Shared, replica: &str) -> PathBuf {
 {targets}
 [auth.basic]
 users_file = "{users}"
+
+[admin]
+listen = "127.0.0.1:{admin}"
 
 [access.store]
 url = "{url}"
@@ -186,8 +189,12 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     let (dir_a, dir_b) = (dir.path().join("a"), dir.path().join("b"));
     std::fs::create_dir_all(&dir_a).unwrap();
     std::fs::create_dir_all(&dir_b).unwrap();
-    let mut a = GatewayProcess::start(&replica_config(&dir_a, &shared, "gw-a"), "info");
-    let b = GatewayProcess::start(&replica_config(&dir_b, &shared, "gw-b"), "info");
+    let admin_b = common::free_port();
+    let mut a = GatewayProcess::start(
+        &replica_config(&dir_a, &shared, "gw-a", common::free_port()),
+        "info",
+    );
+    let b = GatewayProcess::start(&replica_config(&dir_b, &shared, "gw-b", admin_b), "info");
     let lb = haproxy::Haproxy::start(&[addr_of(&a), addr_of(&b)]);
     let http = common::http_client();
     let (base_a, base_b, base_lb) = (
@@ -405,6 +412,19 @@ async fn two_replicas_behind_haproxy_share_requests_grants_and_four_eyes() {
     let said = down["error"]
         .as_str()
         .unwrap_or_else(|| panic!("a 503 says why in \"error\": {down}"));
+    // Still ready (everything else is served), and /readyz says what is not.
+    let ready = http
+        .get(format!("http://127.0.0.1:{admin_b}/readyz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status().as_u16(), 200);
+    let ready = ready.text().await.unwrap();
+    assert!(
+        ready.starts_with("ready; access requests unavailable"),
+        "{ready}"
+    );
+    assert!(!ready.contains(postgres::PASSWORD), "{ready}");
     assert!(!said.is_empty(), "{down}");
     let answers = vec![
         dev_b

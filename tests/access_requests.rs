@@ -262,6 +262,23 @@ async fn four_eyes_runs_an_approved_operation_exactly_once_with_exactly_its_argu
 
     // Not guarded: runs at once.
     assert_eq!(oncall.jolokia(&gc_on("orders-1")).await["status"], 200);
+    // Explain says which item waits for approval, and why.
+    let (_, explained) = oncall
+        .post(
+            "/jmxgate/explain",
+            &json!([gc_on("orders-1"), set_level("orders-1", "FINE")]),
+        )
+        .await;
+    assert!(
+        explained[0].get("approval_required").is_none(),
+        "{explained}"
+    );
+    assert_eq!(explained[1]["decision"], "allow", "{explained}");
+    assert_eq!(
+        explained[1]["approval_required"],
+        format!("role ops: approval_required \"exec {LOGGING} setLoggerLevel\""),
+        "{explained}"
+    );
 
     let refused = oncall.jolokia(&set_level("orders-1", "FINE")).await;
     assert_eq!(refused["status"], 403, "{refused}");

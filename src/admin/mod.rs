@@ -93,9 +93,22 @@ async fn readyz(State(admin): State<Arc<Admin>>) -> impl IntoResponse {
             );
         }
     }
+    // Elevation fails closed while its store is away; the gateway serves
+    // everything else, so it stays ready and says so.
+    let elevation = admin
+        .gateway
+        .access_store_trouble()
+        .map_or(String::new(), |why| {
+            format!("; access requests unavailable: {why}")
+        });
     if admin.ready_requires_target {
         match admin.target_probe().await {
-            Ok(name) => return (StatusCode::OK, format!("ready (target {name} answers)\n")),
+            Ok(name) => {
+                return (
+                    StatusCode::OK,
+                    format!("ready (target {name} answers){elevation}\n"),
+                )
+            }
             Err(why) => {
                 return (
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -104,7 +117,7 @@ async fn readyz(State(admin): State<Arc<Admin>>) -> impl IntoResponse {
             }
         }
     }
-    (StatusCode::OK, "ready\n".to_string())
+    (StatusCode::OK, format!("ready{elevation}\n"))
 }
 
 impl Admin {

@@ -1340,8 +1340,21 @@ fn explained(index: usize, kind: Option<&str>, judged: Judged<'_>) -> serde_json
         }
         Judged::Local { allowed, .. } => allow(&mut entry, "gateway", allowed),
         Judged::Agent {
-            target, allowed, ..
-        } => allow(&mut entry, &target.name, allowed),
+            target,
+            allowed,
+            request,
+            ..
+        } => {
+            // Allowed, but it runs only once a reviewer approves this item.
+            let waits = allowed
+                .approval
+                .as_ref()
+                .map(|role| authorize::approval::rule_text(role, request));
+            allow(&mut entry, &target.name, allowed);
+            if let Some(why) = waits {
+                entry["approval_required"] = why.into();
+            }
+        }
         Judged::Group {
             selector, outcomes, ..
         } => {

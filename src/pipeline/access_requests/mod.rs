@@ -232,6 +232,16 @@ pub(super) enum Ask {
 }
 
 impl Gateway {
+    /// Why just-in-time access is unavailable now (`None`: it works, or no
+    /// role uses it), for `/readyz`: the gateway stays ready, elevation
+    /// fails closed.
+    pub fn access_store_trouble(&self) -> Option<String> {
+        if !self.state.load().access.uses_elevation() {
+            return None;
+        }
+        self.elevation.status()
+    }
+
     /// The roles `principal` holds through grants now, narrowed to their
     /// requests' targets. None for a caller that may request nothing (no
     /// lookup at all), nor while the store is away (standing roles keep
