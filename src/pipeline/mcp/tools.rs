@@ -155,19 +155,7 @@ impl ToolName {
             "description": "The MBean's ObjectName, e.g. `java.lang:type=Memory`."
         });
         let (properties, required): (Value, &[&str]) = match self {
-            ToolName::RequestAccess => (
-                json!({
-                    "role": {"type": "string", "description": "The role to ask for."},
-                    "duration": {"type": "string", "description": "How long, e.g. `30m` (at most the role's maximum)."},
-                    "targets": {"type": "string", "description": "Only some of the role's targets: a name, glob or label selector."},
-                    "reason": {"type": "string", "description": "Why, e.g. an incident or ticket; some roles require it."}
-                }),
-                &["role", "duration"],
-            ),
-            ToolName::AccessRequestStatus => (
-                json!({ "id": {"type": "string", "description": "The request's id (`ar-…`); without it, your recent requests."} }),
-                &[],
-            ),
+            ToolName::RequestAccess | ToolName::AccessRequestStatus => access_properties(self),
             ToolName::ListTargets => (
                 json!({ "selector": {
                     "type": "string",
@@ -422,6 +410,26 @@ impl ToolName {
     }
 }
 
+/// The input properties of the access-request tools, and which are required.
+fn access_properties(tool: ToolName) -> (Value, &'static [&'static str]) {
+    match tool {
+        ToolName::RequestAccess => (
+            json!({
+                "role": {"type": "string", "description": "The role to ask for."},
+                "duration": {"type": "string", "description": "How long, e.g. `30m` (at most the role's maximum)."},
+                "targets": {"type": "string", "description": "Only some of the role's targets: a name, glob or label selector."},
+                "reason": {"type": "string", "description": "Why, e.g. an incident or ticket; some roles require it."}
+            }),
+            &["role", "duration"],
+        ),
+        ToolName::AccessRequestStatus => (
+            json!({ "id": {"type": "string", "description": "The request's id (`ar-…`); without it, your recent requests."} }),
+            &[],
+        ),
+        _ => unreachable!("only the access-request tools"),
+    }
+}
+
 /// Any JSON value, with each type named (clients skip properties without
 /// a type).
 fn any_json(description: &str) -> Value {
@@ -481,6 +489,36 @@ pub enum Call {
         /// cursor).
         page: Option<super::page::Page>,
     },
+}
+
+/// The arguments of the access-request tools.
+fn access_call(tool: ToolName, given: Value) -> Result<Call, BadArguments> {
+    match tool {
+        ToolName::RequestAccess => {
+            let a: RequestAccessArgs = args(tool, given)?;
+            nonempty(tool, "role", &a.role)?;
+            let duration = humantime::parse_duration(a.duration.trim()).map_err(|e| {
+                BadArguments(format!(
+                    "{}: duration \"{}\" is not a duration like 30m ({e})",
+                    tool.as_str(),
+                    a.duration.chars().take(40).collect::<String>()
+                ))
+            })?;
+            Ok(Call::RequestAccess {
+                role: a.role,
+                duration,
+                targets: a.targets.filter(|t| !t.trim().is_empty()),
+                reason: a.reason,
+            })
+        }
+        ToolName::AccessRequestStatus => {
+            let a: AccessStatusArgs = args(tool, given)?;
+            Ok(Call::AccessStatus {
+                id: a.id.filter(|i| !i.trim().is_empty()),
+            })
+        }
+        _ => unreachable!("only the access-request tools"),
+    }
 }
 
 /// Bad arguments: said to the assistant as a tool error it can act on.
@@ -802,29 +840,7 @@ pub fn parse_call(
         })
     };
     match tool {
-        ToolName::RequestAccess => {
-            let a: RequestAccessArgs = args(tool, given)?;
-            nonempty(tool, "role", &a.role)?;
-            let duration = humantime::parse_duration(a.duration.trim()).map_err(|e| {
-                BadArguments(format!(
-                    "{}: duration \"{}\" is not a duration like 30m ({e})",
-                    tool.as_str(),
-                    a.duration.chars().take(40).collect::<String>()
-                ))
-            })?;
-            Ok(Call::RequestAccess {
-                role: a.role,
-                duration,
-                targets: a.targets.filter(|t| !t.trim().is_empty()),
-                reason: a.reason,
-            })
-        }
-        ToolName::AccessRequestStatus => {
-            let a: AccessStatusArgs = args(tool, given)?;
-            Ok(Call::AccessStatus {
-                id: a.id.filter(|i| !i.trim().is_empty()),
-            })
-        }
+        ToolName::RequestAccess | ToolName::AccessRequestStatus => access_call(tool, given),
         ToolName::ListTargets => {
             let a: ListTargetsArgs = args(tool, given)?;
             Ok(Call::ListTargets {
