@@ -81,15 +81,9 @@ impl Elevation {
         if let Some(why) = self.status() {
             return Err(unavailable(&why));
         }
-        self.store.load_full().ok_or_else(|| {
-            let why = self
-                .trouble
-                .lock()
-                .expect("trouble lock")
-                .clone()
-                .unwrap_or_else(|| "the access store is not open".into());
-            unavailable(&why)
-        })
+        self.store
+            .load_full()
+            .ok_or_else(|| unavailable("the access store is not open"))
     }
 
     fn healthy(&self) -> bool {
@@ -260,10 +254,8 @@ impl Gateway {
         let grants = match elevation.grants.get(&principal.name) {
             Some(g) => g,
             None => {
-                if !elevation.healthy() {
-                    return Vec::new();
-                }
-                let Some(store) = elevation.store.load_full() else {
+                // Not open, or away: standing roles only.
+                let Ok(store) = elevation.store() else {
                     return Vec::new();
                 };
                 let looked_up = tokio::time::timeout(

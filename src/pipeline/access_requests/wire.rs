@@ -2,7 +2,7 @@
 //! operation a path and method are, the bodies callers send (each field
 //! bounded), and a stored request as the JSON callers read.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -239,12 +239,6 @@ pub fn list_query(query: Option<&str>) -> Result<ListQuery, HttpError> {
 pub fn time(ms: i64) -> String {
     let at = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_millis(at).to_string()
-}
-
-/// Now as the store's milliseconds would say it (for tests and views).
-pub fn system_ms(at: SystemTime) -> i64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// A request as callers read it. `may_review`: whether this caller may
