@@ -432,6 +432,7 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
     let _probes = gateway.spawn_health_probes();
     let _discovery = gateway.spawn_discovery();
     let _access_store = gateway.spawn_access_store();
+    let _otlp = gateway.spawn_otlp_exports();
     // One shutdown signal for every listener; each drains its requests.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut sockets = pipeline::listen::Sockets {

@@ -164,6 +164,26 @@ pub struct Metrics {
     access_steps: Family<EventLabel, Counter>,
     /// Webhook notices: `sent`, `failed` (after every retry), `dropped`.
     notices: Family<OutcomeLabel, Counter>,
+    /// OTLP points by export: `sent`, `failed` (the receiver refused or
+    /// never answered), `dropped` (the queue was full).
+    pub otlp_points: Family<ExportLabels, Counter>,
+    /// OTLP pushes by export: `ok`, `skipped` (the last was still running),
+    /// and targets that gave no points (`target_failed`).
+    pub otlp_pushes: Family<ExportLabels, Counter>,
+    /// Unix time of each export's last request the receiver took.
+    pub otlp_last_success: Family<ExportLabel, Gauge>,
+}
+
+/// An OTLP export and what happened (`sent`, `failed`, `dropped`, …).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ExportLabels {
+    pub export: String,
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ExportLabel {
+    pub export: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -213,6 +233,9 @@ impl Metrics {
             access_store_up: Gauge::default(),
             access_steps: Family::default(),
             notices: Family::default(),
+            otlp_points: Family::default(),
+            otlp_pushes: Family::default(),
+            otlp_last_success: Family::default(),
             registry: Registry::default(),
         };
         m.register_in(&mut registry);
@@ -363,6 +386,21 @@ impl Metrics {
             self.access_steps.clone(),
         );
         registry.register(
+            "otlp_points",
+            "OTLP points by export and outcome: sent, failed (refused or never answered after retries), dropped (queue full)",
+            self.otlp_points.clone(),
+        );
+        registry.register(
+            "otlp_pushes",
+            "OTLP pushes by export and outcome: ok, skipped (the previous push was still running), target_failed (a target that gave no points)",
+            self.otlp_pushes.clone(),
+        );
+        registry.register(
+            "otlp_last_success_timestamp_seconds",
+            "Unix time of each export's last request the receiver accepted",
+            self.otlp_last_success.clone(),
+        );
+        registry.register(
             "notifications",
             "Webhook notices, by outcome: sent, failed after every retry, dropped with the queue full",
             self.notices.clone(),
@@ -395,6 +433,21 @@ impl Metrics {
                 source: source.to_string(),
             })
             .inc_by(pods);
+    }
+
+    /// Counts `n` OTLP points or pushes of `export` as `outcome`.
+    pub fn otlp(&self, points: bool, export: &str, outcome: &'static str, n: u64) {
+        let family = if points {
+            &self.otlp_points
+        } else {
+            &self.otlp_pushes
+        };
+        family
+            .get_or_create(&ExportLabels {
+                export: export.to_string(),
+                outcome,
+            })
+            .inc_by(n);
     }
 
     /// Counts one step of an access request.

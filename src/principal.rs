@@ -17,6 +17,10 @@ pub enum AuthMethod {
     Mtls,
     /// A bearer token the Kubernetes API server accepts (TokenReview).
     Kubernetes,
+    /// The gateway's own configured identity (an OTLP export), no caller;
+    /// never a listener's method.
+    #[serde(skip_deserializing)]
+    Configured,
 }
 
 impl AuthMethod {
@@ -27,6 +31,7 @@ impl AuthMethod {
             AuthMethod::Bearer => "bearer",
             AuthMethod::Mtls => "mtls",
             AuthMethod::Kubernetes => "kubernetes",
+            AuthMethod::Configured => "configured",
         }
     }
 }

@@ -86,6 +86,9 @@ pub struct Config {
     /// The Prometheus scrape endpoint and its rules files.
     #[serde(default)]
     pub prometheus: crate::pipeline::prometheus::config::PrometheusConfig,
+    /// Pushes of the fleet's metrics over OTLP (`[[otlp.exports]]`).
+    #[serde(default)]
+    pub otlp: crate::pipeline::otlp::config::OtlpConfig,
 }
 
 /// `[log]`: the log on stderr.
@@ -443,6 +446,17 @@ impl Config {
         problems.extend(self.mcp.problems());
         problems.extend(self.health.problems());
         problems.extend(self.prometheus.problems());
+        let mut modules: Vec<String> = self
+            .prometheus
+            .modules
+            .iter()
+            .map(|m| m.name.clone())
+            .collect();
+        if modules.is_empty() {
+            modules.push(crate::pipeline::prometheus::config::DEFAULT_MODULE.to_string());
+        }
+        let role_names: Vec<String> = self.roles.iter().map(|r| r.name.clone()).collect();
+        problems.extend(self.otlp.problems(&modules, &role_names));
         if self.server.listen.is_none() && self.server.tls.is_none() {
             problems.push(
                 "server: no listener; set server.listen (HTTP) or [server.tls] (HTTPS)".into(),

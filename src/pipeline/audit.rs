@@ -88,6 +88,8 @@ pub enum Channel {
     Mcp,
     /// A Prometheus scrape (`[prometheus]`).
     Prometheus,
+    /// An OTLP push (`[[otlp.exports]]`).
+    Otlp,
 }
 
 impl Channel {
@@ -95,6 +97,7 @@ impl Channel {
         match self {
             Channel::Mcp => "mcp",
             Channel::Prometheus => "prometheus",
+            Channel::Otlp => "otlp",
         }
     }
 }

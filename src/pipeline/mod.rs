@@ -29,6 +29,7 @@ mod lifecycle;
 pub mod listen;
 pub mod mcp;
 pub mod merge;
+pub mod otlp;
 pub mod parse;
 pub mod prometheus;
 pub mod respond;

@@ -587,6 +587,7 @@ impl Gateway {
         // As `jmxgate serve` does; the task ends with the gateway.
         let _probes = gateway.spawn_health_probes();
         let _access_store = gateway.spawn_access_store();
+        let _otlp = gateway.spawn_otlp_exports();
         if let Some(tls) = &config.server.tls {
             let reloading =
                 Arc::new(jmxgate::tls::ReloadingTls::new(tls.clone()).expect("TLS config loads"));

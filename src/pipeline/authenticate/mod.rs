@@ -167,6 +167,8 @@ impl Authenticator {
                 AuthMethod::Bearer => self.bearer.is_some(),
                 AuthMethod::Mtls => self.mtls.is_some(),
                 AuthMethod::Kubernetes => self.kubernetes.is_some(),
+                // The gateway's own identity: no caller presents it.
+                AuthMethod::Configured => false,
             };
             if !ok {
                 return Err(format!(
@@ -386,7 +388,7 @@ impl Authenticator {
         methods
             .iter()
             .filter_map(|m| match m {
-                AuthMethod::Anonymous => None,
+                AuthMethod::Anonymous | AuthMethod::Configured => None,
                 AuthMethod::Basic => Some(serde_json::json!({
                     "method": "basic",
                     "realm": self.basic.as_ref().map_or("jmxgate", |b| b.realm()),

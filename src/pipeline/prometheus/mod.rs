@@ -48,11 +48,11 @@ pub(super) struct Scraper<'a> {
 }
 
 /// How one target's scrape went.
-struct TargetScrape {
-    name: String,
-    samples: Vec<crate::exporter::rules::Sample>,
+pub(super) struct TargetScrape {
+    pub(super) name: String,
+    pub(super) samples: Vec<crate::exporter::rules::Sample>,
     /// `None` when it went well; else the item status and why.
-    error: Option<(u16, String)>,
+    pub(super) error: Option<(u16, String)>,
     denied: usize,
     failed: usize,
     unsupported: usize,
@@ -66,7 +66,7 @@ struct TargetScrape {
 }
 
 impl TargetScrape {
-    fn failed(name: &str, status: u16, why: String, started: Instant) -> TargetScrape {
+    pub(super) fn failed(name: &str, status: u16, why: String, started: Instant) -> TargetScrape {
         TargetScrape {
             name: name.to_string(),
             samples: Vec::new(),
@@ -200,7 +200,7 @@ impl Gateway {
     /// The targets a scrape's `target` names that the caller may list, and
     /// a failed scrape for each one it reaches but may not list. A name
     /// the caller doesn't reach is an HTTP 404, as anywhere else.
-    fn scrape_targets(
+    pub(super) fn scrape_targets(
         &self,
         state: &State,
         caller: &Caller<'_>,
@@ -261,7 +261,7 @@ impl Gateway {
     /// One target: its `list` (with open types, names in registration
     /// order), the plan for it, the reads, the samples. Plans and samples
     /// are made in the door's CPU pool, within `limits`.
-    async fn scrape_one(
+    pub(super) async fn scrape_one(
         &self,
         state: &State,
         caller: &Caller<'_>,
@@ -420,7 +420,7 @@ impl Gateway {
 
     /// The scrape's own items through route, authorize, dispatch and
     /// merge, for the caller; audited per scrape, not per item.
-    async fn scrape_items(
+    pub(super) async fn scrape_items(
         &self,
         state: &State,
         caller: &Caller<'_>,
