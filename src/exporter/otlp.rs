@@ -238,18 +238,27 @@ mod tests {
             panic!("a sum")
         };
         assert!(sum.is_monotonic);
-        assert_eq!(sum.aggregation_temporality, AggregationTemporality::Cumulative as i32);
+        assert_eq!(
+            sum.aggregation_temporality,
+            AggregationTemporality::Cumulative as i32
+        );
         assert_eq!(sum.data_points.len(), 2);
         assert_eq!(sum.data_points[1].start_time_unix_nano, 1_000);
         assert_eq!(sum.data_points[1].attributes[0].key, "node");
         assert_eq!(scope.metrics[0].description, "help of requests");
-        assert!(matches!(scope.metrics[2].data, Some(metric::Data::Gauge(_))));
+        assert!(matches!(
+            scope.metrics[2].data,
+            Some(metric::Data::Gauge(_))
+        ));
         let Some(metric::Data::Gauge(g)) = &scope.metrics[1].data else {
             panic!("a gauge")
         };
         assert_eq!(g.data_points[0].start_time_unix_nano, 0);
         assert_eq!(g.data_points[0].time_unix_nano, 5_000);
-        assert!(scope.metrics.iter().all(|m| m.unit.is_empty()), "no unit: no suffix");
+        assert!(
+            scope.metrics.iter().all(|m| m.unit.is_empty()),
+            "no unit: no suffix"
+        );
     }
 
     #[test]

@@ -111,7 +111,9 @@ fn default_max_queued() -> usize {
 
 impl ExportConfig {
     pub fn name(&self, index: usize) -> String {
-        self.name.clone().unwrap_or_else(|| format!("otlp[{index}]"))
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("otlp[{index}]"))
     }
 
     /// Where requests go.
@@ -227,7 +229,15 @@ mod tests {
                headers = { "X-Key" = { env = "JMXGATE_TEST_NOT_SET_EVER" } }"#,
         );
         let problems = bad.problems(&["default".into()], &["metrics".into()]);
-        for key in ["endpoint", "protocol", "targets", "module", "interval", "role", "headers.X-Key"] {
+        for key in [
+            "endpoint",
+            "protocol",
+            "targets",
+            "module",
+            "interval",
+            "role",
+            "headers.X-Key",
+        ] {
             assert!(
                 problems.iter().any(|p| p.contains(&format!("].{key}"))),
                 "{key}: {problems:?}"

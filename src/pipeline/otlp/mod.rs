@@ -102,7 +102,14 @@ impl Gateway {
     /// Starts every configured export (none: nothing runs). Each runs while
     /// the gateway lives.
     pub fn spawn_otlp_exports(self: &Arc<Self>) -> Vec<tokio::task::JoinHandle<()>> {
-        let exports = self.sources.lock().expect("sources lock").config.otlp.exports.clone();
+        let exports = self
+            .sources
+            .lock()
+            .expect("sources lock")
+            .config
+            .otlp
+            .exports
+            .clone();
         let mut tasks = Vec::new();
         for (i, config) in exports.into_iter().enumerate() {
             let http = match export_client(&config) {
@@ -227,8 +234,7 @@ impl Gateway {
             if scraped.error.is_some() || scraped.samples.is_empty() {
                 continue;
             }
-            let start = self
-                .export_start(export, &target.name, *jvm_start, &scraped.samples, now);
+            let start = self.export_start(export, &target.name, *jvm_start, &scraped.samples, now);
             let resource = resource_attributes(target, config, &module.name, &version);
             points += scraped.samples.len() as u64;
             resources.push(otlp::resource_metrics(
@@ -285,7 +291,12 @@ impl Gateway {
     /// The JVM's start time (`java.lang:type=Runtime` `StartTime`, ms), read
     /// as the export's principal; `None` when its policy doesn't allow it
     /// or the agent can't say.
-    async fn jvm_start(&self, state: &super::state::State, caller: &Caller<'_>, target: &str) -> Option<u64> {
+    async fn jvm_start(
+        &self,
+        state: &super::state::State,
+        caller: &Caller<'_>,
+        target: &str,
+    ) -> Option<u64> {
         let item = json!({"type": "read", "mbean": "java.lang:type=Runtime",
                           "attribute": "StartTime", "target": {"url": target}});
         let answers = self.scrape_items(state, caller, &[item]).await.ok()?;
@@ -437,11 +448,7 @@ fn export_client(config: &ExportConfig) -> Result<reqwest::Client, String> {
 /// Sends an export's queued requests in order, each retried on 429, 5xx
 /// and connection failures with doubling waits (a `Retry-After` in
 /// seconds is honoured, both at most the interval).
-async fn send_loop(
-    gateway: std::sync::Weak<Gateway>,
-    export: Arc<Export>,
-    http: reqwest::Client,
-) {
+async fn send_loop(gateway: std::sync::Weak<Gateway>, export: Arc<Export>, http: reqwest::Client) {
     let url = export.config.url();
     loop {
         let next = export.queue.lock().expect("queue lock").pop_front();
@@ -539,10 +546,22 @@ mod tests {
     fn a_counters_start_is_the_jvms_or_resets_when_it_goes_down() {
         let mut s = Start::default();
         assert_eq!(s.update(Some(7), &[counter(1.0)], 100), 7_000_000);
-        assert_eq!(s.update(Some(9), &[counter(0.0)], 200), 9_000_000, "a new JVM start");
+        assert_eq!(
+            s.update(Some(9), &[counter(0.0)], 200),
+            9_000_000,
+            "a new JVM start"
+        );
         let mut s = Start::default();
         assert_eq!(s.update(None, &[counter(5.0)], 100), 100);
-        assert_eq!(s.update(None, &[counter(6.0)], 200), 100, "kept while it grows");
-        assert_eq!(s.update(None, &[counter(1.0)], 300), 300, "went down: restarted");
+        assert_eq!(
+            s.update(None, &[counter(6.0)], 200),
+            100,
+            "kept while it grows"
+        );
+        assert_eq!(
+            s.update(None, &[counter(1.0)], 300),
+            300,
+            "went down: restarted"
+        );
     }
 }
