@@ -282,3 +282,123 @@ service_name_label = "role"
         "{metrics}"
     );
 }
+
+/// A receiver of our own for what VictoriaMetrics won't do: it answers
+/// each request with the next status of `script` (then 200), and keeps
+/// the bodies it took.
+async fn scripted_receiver(
+    script: Vec<u16>,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<u16>>>) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let script = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::from(
+        script,
+    )));
+    let s = seen.clone();
+    let app = axum::Router::new().route(
+        "/v1/metrics",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let (s, script) = (s.clone(), script.clone());
+                async move {
+                    let status = script.lock().unwrap().pop_front().unwrap_or(200);
+                    assert_eq!(headers["content-encoding"], "gzip");
+                    assert_eq!(headers["content-type"], "application/x-protobuf");
+                    assert!(!body.is_empty());
+                    s.lock().unwrap().push(status);
+                    let mut r = axum::response::Response::new(axum::body::Body::empty());
+                    *r.status_mut() = axum::http::StatusCode::from_u16(status).unwrap();
+                    if status == 429 {
+                        r.headers_mut()
+                            .insert("retry-after", axum::http::HeaderValue::from_static("1"));
+                    }
+                    r
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusing_receiver_is_retried_or_given_up_on_and_the_gateway_keeps_serving() {
+    let agent = Agent::start("otlp-hostile");
+    // 429 and 503 are retried; a 400 is not (the request is dropped and
+    // counted as failed), and the next push goes out as usual.
+    let (busy, busy_seen) = scripted_receiver(vec![429, 503]).await;
+    let (picky, picky_seen) = scripted_receiver(vec![400]).await;
+    let config = format!(
+        r#"{targets}
+[[prometheus.modules]]
+name = "threads"
+rules_file = "{rules}"
+
+[[otlp.exports]]
+name = "busy"
+endpoint = "{busy}"
+interval = "60s"
+targets = "otlp-*"
+module = "threads"
+
+[[otlp.exports]]
+name = "picky"
+endpoint = "{picky}"
+interval = "2s"
+targets = "otlp-*"
+module = "threads"
+"#,
+        targets = targets_toml(&[&agent]),
+        rules = rules().display(),
+    );
+    let gw = Gateway::start(&config).await;
+    let metric = |name: &str| {
+        let text = gw.gateway.metrics().encode();
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    eventually(
+        "the busy receiver takes it on the third try",
+        Duration::from_secs(60),
+        || async {
+            let seen = busy_seen.lock().unwrap().clone();
+            if seen == [429, 503, 200] {
+                Ok(())
+            } else {
+                Err(format!("{seen:?}"))
+            }
+        },
+    )
+    .await;
+    assert!(metric("jmxgate_otlp_points_total{export=\"busy\",outcome=\"sent\"}") > 0.0);
+    assert_eq!(
+        metric("jmxgate_otlp_points_total{export=\"busy\",outcome=\"failed\"}"),
+        0.0
+    );
+    eventually(
+        "the picky receiver refuses one and takes the next",
+        Duration::from_secs(60),
+        || async {
+            let seen = picky_seen.lock().unwrap().clone();
+            if seen.len() >= 2 && seen[0] == 400 && seen[1] == 200 {
+                Ok(())
+            } else {
+                Err(format!("{seen:?}"))
+            }
+        },
+    )
+    .await;
+    assert!(metric("jmxgate_otlp_points_total{export=\"picky\",outcome=\"failed\"}") > 0.0);
+    // Requests are served all along.
+    let (status, v) = gw
+        .post(
+            "/jolokia",
+            &serde_json::json!({"type":"version","target":{"url":"otlp-hostile"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+}
