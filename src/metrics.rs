@@ -164,8 +164,10 @@ pub struct Metrics {
     access_steps: Family<EventLabel, Counter>,
     /// Webhook notices: `sent`, `failed` (after every retry), `dropped`.
     notices: Family<OutcomeLabel, Counter>,
-    /// OTLP points by export: `sent`, `failed` (the receiver refused or
-    /// never answered), `dropped` (the queue was full).
+    /// OTLP points by export: `sent`, `failed` (never delivered after every
+    /// retry), `rejected` (points the receiver refused, found by halving
+    /// the request, or dropped by its own count), `dropped` (the queue was
+    /// full, or the export stopped).
     pub otlp_points: Family<ExportLabels, Counter>,
     /// OTLP pushes by export: `ok`, `skipped` (the last was still running),
     /// and targets that gave no points (`target_failed`).
@@ -387,7 +389,7 @@ impl Metrics {
         );
         registry.register(
             "otlp_points",
-            "OTLP points by export and outcome: sent, failed (refused or never answered after retries), dropped (queue full)",
+            "OTLP points by export and outcome: sent, failed (not delivered after every retry), rejected (refused by the receiver, point by point), dropped (queue full or export stopped)",
             self.otlp_points.clone(),
         );
         registry.register(

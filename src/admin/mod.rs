@@ -95,18 +95,23 @@ async fn readyz(State(admin): State<Arc<Admin>>) -> impl IntoResponse {
     }
     // Elevation fails closed while its store is away; the gateway serves
     // everything else, so it stays ready and says so.
-    let elevation = admin
+    let mut detail = admin
         .gateway
         .access_store_trouble()
         .map_or(String::new(), |why| {
             format!("; access requests unavailable: {why}")
         });
+    // So do OTLP exports that can't push: the door serves on without them.
+    for why in admin.gateway.otlp_trouble() {
+        detail.push_str("; ");
+        detail.push_str(&why);
+    }
     if admin.ready_requires_target {
         match admin.target_probe().await {
             Ok(name) => {
                 return (
                     StatusCode::OK,
-                    format!("ready (target {name} answers){elevation}\n"),
+                    format!("ready (target {name} answers){detail}\n"),
                 )
             }
             Err(why) => {
@@ -117,7 +122,7 @@ async fn readyz(State(admin): State<Arc<Admin>>) -> impl IntoResponse {
             }
         }
     }
-    (StatusCode::OK, format!("ready{elevation}\n"))
+    (StatusCode::OK, format!("ready{detail}\n"))
 }
 
 impl Admin {

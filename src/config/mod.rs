@@ -446,15 +446,7 @@ impl Config {
         problems.extend(self.mcp.problems());
         problems.extend(self.health.problems());
         problems.extend(self.prometheus.problems());
-        let mut modules: Vec<String> = self
-            .prometheus
-            .modules
-            .iter()
-            .map(|m| m.name.clone())
-            .collect();
-        if modules.is_empty() {
-            modules.push(crate::pipeline::prometheus::config::DEFAULT_MODULE.to_string());
-        }
+        let modules = self.prometheus.open_telemetry_blocks();
         let role_names: Vec<String> = self.roles.iter().map(|r| r.name.clone()).collect();
         problems.extend(self.otlp.problems(&modules, &role_names));
         if self.server.listen.is_none() && self.server.tls.is_none() {

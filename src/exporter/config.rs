@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::java_regex::{JavaRegex, Replacement};
 use super::java_text::{double_to_string, parse_double};
+use super::open_telemetry::OpenTelemetryBlock;
 use super::rules::{BeanValue, Customizer, ExtraMetric, MetricType, Module, Rule};
 use crate::protocol::ObjectName;
 
@@ -25,7 +26,7 @@ const CONNECTION_KEYS: &[(&str, &str)] = &[
 ];
 
 /// Keys of the Java agent's own HTTP server, ignored here.
-const AGENT_KEYS: &[&str] = &["httpServer", "openTelemetry", "startDelaySeconds"];
+const AGENT_KEYS: &[&str] = &["httpServer", "startDelaySeconds"];
 
 /// Every key jmx_exporter 1.x reads that shapes metrics.
 const METRIC_KEYS: &[&str] = &[
@@ -42,6 +43,8 @@ const METRIC_KEYS: &[&str] = &[
     "autoExcludeObjectNameAttributes",
     "metricCustomizers",
     "rules",
+    // Read for the gateway's OTLP exports of the module.
+    "openTelemetry",
 ];
 
 /// What `excludeJvmMetrics: true` leaves out, as jmx_exporter lists it.
@@ -104,6 +107,10 @@ impl Module {
             include_attributes: attribute_map(&root, "includeObjectNameAttributes")?,
             customizers: customizers(&root)?,
             rules: rules(&root)?,
+            open_telemetry: match root.get("openTelemetry") {
+                Some(block) => OpenTelemetryBlock::from_value(block)?,
+                None => None,
+            },
             ignored: root
                 .keys()
                 .filter(|k| !METRIC_KEYS.contains(&k.as_str()))
@@ -118,6 +125,16 @@ impl Module {
                 })
                 .collect(),
         };
+        if module
+            .open_telemetry
+            .as_ref()
+            .is_some_and(|b| b.service_instance_id.is_some())
+        {
+            module.ignored.push(
+                "openTelemetry.serviceInstanceId (each target is its own instance: its name)"
+                    .into(),
+            );
+        }
         if flag(&root, "excludeJvmMetrics")? {
             for d in JVM_DOMAINS {
                 module

@@ -12,6 +12,7 @@ pub mod exposition;
 pub mod java_regex;
 pub mod java_text;
 pub mod limits;
+pub mod open_telemetry;
 pub mod otlp;
 pub mod rules;
 pub mod scrape;

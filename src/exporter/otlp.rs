@@ -11,7 +11,9 @@
 //! - HELP: the description; labels: the data point's attributes.
 //!
 //! Requests are cut below a size in bytes, whole resources at a time where
-//! they fit (a resource larger than the limit is split by metric).
+//! they fit (a resource larger than the limit is split by metric); a
+//! request a receiver refuses can be halved until the one point it
+//! refuses is found.
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
@@ -114,16 +116,20 @@ pub fn resource_metrics(t: &TargetPoints<'_>, version: &str) -> ResourceMetrics 
 /// is split into parts of its metrics, each under the same resource. A
 /// single metric over the limit goes alone (it can't be cut further
 /// without changing what it says).
-pub fn batches(resources: Vec<ResourceMetrics>, max_bytes: usize) -> Vec<Vec<u8>> {
+pub fn batches(
+    resources: Vec<ResourceMetrics>,
+    max_bytes: usize,
+) -> Vec<ExportMetricsServiceRequest> {
     let mut out = Vec::new();
     let mut current: Vec<ResourceMetrics> = Vec::new();
     let mut size = 0usize;
-    let flush = |current: &mut Vec<ResourceMetrics>, size: &mut usize, out: &mut Vec<Vec<u8>>| {
+    let flush = |current: &mut Vec<ResourceMetrics>,
+                 size: &mut usize,
+                 out: &mut Vec<ExportMetricsServiceRequest>| {
         if !current.is_empty() {
-            let request = ExportMetricsServiceRequest {
+            out.push(ExportMetricsServiceRequest {
                 resource_metrics: std::mem::take(current),
-            };
-            out.push(request.encode_to_vec());
+            });
             *size = 0;
         }
     };
@@ -132,12 +138,9 @@ pub fn batches(resources: Vec<ResourceMetrics>, max_bytes: usize) -> Vec<Vec<u8>
         if len > max_bytes {
             flush(&mut current, &mut size, &mut out);
             for part in split(rm, max_bytes) {
-                out.push(
-                    ExportMetricsServiceRequest {
-                        resource_metrics: vec![part],
-                    }
-                    .encode_to_vec(),
-                );
+                out.push(ExportMetricsServiceRequest {
+                    resource_metrics: vec![part],
+                });
             }
             continue;
         }
@@ -185,6 +188,72 @@ fn split(rm: ResourceMetrics, max_bytes: usize) -> Vec<ResourceMetrics> {
     parts
 }
 
+/// The data points a request carries.
+pub fn points(request: &ExportMetricsServiceRequest) -> u64 {
+    let in_metric = |m: &Metric| match &m.data {
+        Some(metric::Data::Sum(s)) => s.data_points.len(),
+        Some(metric::Data::Gauge(g)) => g.data_points.len(),
+        _ => 0,
+    };
+    request
+        .resource_metrics
+        .iter()
+        .flat_map(|rm| &rm.scope_metrics)
+        .flat_map(|sm| &sm.metrics)
+        .map(|m| in_metric(m) as u64)
+        .sum()
+}
+
+/// A request in two, each part keeping the resource, scope and metric its
+/// points belong to: by resources, else by metrics, else by data points.
+/// `None`: one point, which can't be cut.
+pub fn halves(
+    request: ExportMetricsServiceRequest,
+) -> Option<(ExportMetricsServiceRequest, ExportMetricsServiceRequest)> {
+    let wrap = |resource_metrics| ExportMetricsServiceRequest { resource_metrics };
+    let mut resources = request.resource_metrics;
+    if resources.len() > 1 {
+        let second = resources.split_off(resources.len() / 2);
+        return Some((wrap(resources), wrap(second)));
+    }
+    let mut rm = resources.pop()?;
+    let mut scope = rm.scope_metrics.pop()?;
+    let rebuild = |rm: &ResourceMetrics, scope: &ScopeMetrics, metrics: Vec<Metric>| {
+        let mut rm = rm.clone();
+        rm.scope_metrics = vec![ScopeMetrics {
+            metrics,
+            ..scope.clone()
+        }];
+        wrap(vec![rm])
+    };
+    // Earlier scopes (none today) stay with the first half.
+    if scope.metrics.len() > 1 {
+        let second = scope.metrics.split_off(scope.metrics.len() / 2);
+        let first = std::mem::take(&mut scope.metrics);
+        let a = rebuild(&rm, &scope, first);
+        rm.scope_metrics.clear();
+        return Some((a, rebuild(&rm, &scope, second)));
+    }
+    let mut metric = scope.metrics.pop()?;
+    let second_points = match &mut metric.data {
+        Some(metric::Data::Sum(s)) if s.data_points.len() > 1 => metric::Data::Sum(Sum {
+            data_points: s.data_points.split_off(s.data_points.len() / 2),
+            ..s.clone()
+        }),
+        Some(metric::Data::Gauge(g)) if g.data_points.len() > 1 => metric::Data::Gauge(Gauge {
+            data_points: g.data_points.split_off(g.data_points.len() / 2),
+        }),
+        _ => return None,
+    };
+    let second = Metric {
+        data: Some(second_points),
+        ..metric.clone()
+    };
+    let a = rebuild(&rm, &scope, vec![metric]);
+    rm.scope_metrics.clear();
+    Some((a, rebuild(&rm, &scope, vec![second])))
+}
+
 /// Gzip, as the OTLP exporters send.
 pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     use std::io::Write as _;
@@ -211,7 +280,7 @@ mod tests {
         }
     }
 
-    fn points(samples: &[Sample]) -> TargetPoints<'_> {
+    fn target_points(samples: &[Sample]) -> TargetPoints<'_> {
         TargetPoints {
             resource: vec![("service.instance.id".into(), "orders-1".into())],
             samples,
@@ -228,7 +297,7 @@ mod tests {
             sample("heap_used", MetricType::Gauge, &[], 12.5),
             sample("odd", MetricType::Unknown, &[], 1.0),
         ];
-        let rm = resource_metrics(&points(&samples), "1.2.3");
+        let rm = resource_metrics(&target_points(&samples), "1.2.3");
         let scope = &rm.scope_metrics[0];
         assert_eq!(scope.scope.as_ref().unwrap().name, "jmxgate");
         assert_eq!(scope.scope.as_ref().unwrap().version, "1.2.3");
@@ -267,13 +336,14 @@ mod tests {
             .map(|i| sample(&format!("m{i}"), MetricType::Gauge, &[("k", "v")], i as f64))
             .collect();
         let resources: Vec<ResourceMetrics> = (0..5)
-            .map(|_| resource_metrics(&points(&many), "v"))
+            .map(|_| resource_metrics(&target_points(&many), "v"))
             .collect();
         let limit = 8 * 1024;
         let out = batches(resources, limit);
         assert!(out.len() > 5, "{} requests", out.len());
         let mut total = 0;
-        for bytes in &out {
+        for r in &out {
+            let bytes = r.encode_to_vec();
             assert!(bytes.len() <= limit + 64, "{}", bytes.len());
             let r = ExportMetricsServiceRequest::decode(bytes.as_slice()).unwrap();
             for rm in &r.resource_metrics {
@@ -282,8 +352,59 @@ mod tests {
             }
         }
         assert_eq!(total, 5 * 200);
-        let small = batches(vec![resource_metrics(&points(&many[..2]), "v")], limit);
+        let small = batches(
+            vec![resource_metrics(&target_points(&many[..2]), "v")],
+            limit,
+        );
         assert_eq!(small.len(), 1);
+    }
+
+    #[test]
+    fn halving_finds_any_one_point_and_keeps_what_each_point_belongs_to() {
+        let samples: Vec<Sample> = (0..7)
+            .flat_map(|i| {
+                [
+                    sample(&format!("c{i}"), MetricType::Counter, &[("n", "1")], 1.0),
+                    sample(&format!("c{i}"), MetricType::Counter, &[("n", "2")], 2.0),
+                ]
+            })
+            .collect();
+        let request = ExportMetricsServiceRequest {
+            resource_metrics: (0..3)
+                .map(|_| resource_metrics(&target_points(&samples), "v"))
+                .collect(),
+        };
+        assert_eq!(points(&request), 42);
+        // Halve down to single points: every one is reached, whole.
+        let mut pending = vec![request];
+        let mut singles = Vec::new();
+        while let Some(r) = pending.pop() {
+            let before = points(&r);
+            match halves(r.clone()) {
+                Some((a, b)) => {
+                    assert_eq!(points(&a) + points(&b), before);
+                    assert!(points(&a) > 0 && points(&b) > 0);
+                    pending.extend([a, b]);
+                }
+                None => singles.push(r),
+            }
+        }
+        assert_eq!(singles.len(), 42);
+        for one in &singles {
+            assert_eq!(points(one), 1);
+            let rm = &one.resource_metrics[0];
+            assert_eq!(
+                rm.resource.as_ref().unwrap().attributes[0].key,
+                "service.instance.id"
+            );
+            let scope = &rm.scope_metrics[0];
+            assert_eq!(scope.scope.as_ref().unwrap().name, SCOPE);
+            let Some(metric::Data::Sum(sum)) = &scope.metrics[0].data else {
+                panic!("still a sum")
+            };
+            assert!(sum.is_monotonic);
+            assert_eq!(sum.data_points[0].start_time_unix_nano, 1_000);
+        }
     }
 
     #[test]

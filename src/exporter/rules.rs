@@ -27,6 +27,8 @@ pub struct Module {
     pub include_attributes: HashMap<String, HashSet<String>>,
     pub customizers: Vec<Customizer>,
     pub rules: Vec<Rule>,
+    /// The file's `openTelemetry:` block, for OTLP exports of the module.
+    pub open_telemetry: Option<super::open_telemetry::OpenTelemetryBlock>,
     /// Keys read and not used, for the log.
     pub ignored: Vec<String>,
 }

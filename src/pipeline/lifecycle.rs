@@ -64,6 +64,7 @@ impl Gateway {
             }),
             limits: listen::ClientLimits::from_config(&config.server),
             elevation: super::access_requests::Elevation::new(&config.access.store),
+            otlp: Default::default(),
             notifier,
         })
     }
@@ -119,6 +120,7 @@ impl Gateway {
         if let Ok(collided) = &result {
             sources.config = config.clone();
             sources.collided = collided.clone();
+            self.otlp.reloaded();
         }
         self.count_reload(result.is_ok());
         result.map(drop)

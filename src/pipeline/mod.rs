@@ -125,6 +125,8 @@ pub struct Gateway {
     limits: listen::ClientLimits,
     /// Just-in-time access: the store, the grants seen lately.
     elevation: access_requests::Elevation,
+    /// The OTLP exports running now (`[[otlp.exports]]`).
+    otlp: otlp::Exports,
     /// Webhooks (access-request notices), sent off the request path.
     notifier: crate::notify::Notifier,
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::exporter::open_telemetry::OpenTelemetryBlock;
 use crate::secret::Secret;
 
 /// `[otlp]`.
@@ -19,7 +20,7 @@ pub struct OtlpConfig {
 
 /// A header's value: as written, or (for secrets) from the environment or
 /// a file's first line.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum HeaderValue {
     Text(String),
@@ -42,7 +43,9 @@ impl HeaderValue {
     }
 }
 
-/// One export.
+/// One export. `endpoint`, `protocol`, `interval`, `timeout` and headers
+/// left unset here come from the module's rules file (its
+/// `openTelemetry:` block, as jmx_exporter reads it), else the defaults.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExportConfig {
@@ -51,20 +54,25 @@ pub struct ExportConfig {
     pub name: Option<String>,
     /// The OTLP/HTTP base URL; `/v1/metrics` is appended, as the OTLP
     /// exporters do (a URL already ending in `/v1/metrics` is kept).
-    pub endpoint: String,
+    #[serde(default)]
+    pub endpoint: Option<String>,
     /// `http/protobuf` (the only one).
-    #[serde(default = "http_protobuf")]
-    pub protocol: String,
+    #[serde(default)]
+    pub protocol: Option<String>,
+    /// Sent with every request; a name also in the module's block is
+    /// this one.
     #[serde(default)]
     pub headers: BTreeMap<String, HeaderValue>,
     /// A PEM CA bundle for an `https://` endpoint (else the system's).
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
-    #[serde(default = "default_interval", with = "humantime_serde")]
-    pub interval: Duration,
-    /// A push's deadline for reading its targets and for each request.
-    #[serde(default = "default_timeout", with = "humantime_serde")]
-    pub timeout: Duration,
+    /// Default 60s.
+    #[serde(default, with = "humantime_serde")]
+    pub interval: Option<Duration>,
+    /// A push's deadline for reading its targets and for each request;
+    /// default 10s.
+    #[serde(default, with = "humantime_serde")]
+    pub timeout: Option<Duration>,
     /// Which targets: a name, glob or label selector.
     pub targets: String,
     /// The Prometheus door's module (rules file) that makes the samples.
@@ -79,7 +87,8 @@ pub struct ExportConfig {
     #[serde(default)]
     pub role: Option<String>,
     /// The target label whose value is `service.name`; without it (or on a
-    /// target without the label), the module's name.
+    /// target without the label), the block's `serviceName`, else the
+    /// module's name.
     #[serde(default)]
     pub service_name_label: Option<String>,
     /// Bytes of one request before gzip; larger pushes are cut.
@@ -90,15 +99,30 @@ pub struct ExportConfig {
     pub max_queued_requests: usize,
 }
 
-fn http_protobuf() -> String {
-    "http/protobuf".into()
+/// What one export does, its settings and its module's block merged: what
+/// runs, and what a reload compares to decide whether to restart it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportSettings {
+    pub name: String,
+    /// Where requests go (`…/v1/metrics`).
+    pub url: String,
+    pub headers: BTreeMap<String, HeaderValue>,
+    pub ca_file: Option<PathBuf>,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub targets: String,
+    pub module: String,
+    pub principal: String,
+    pub role: Option<String>,
+    pub service_name_label: Option<String>,
+    /// `service.name` where no label gives one.
+    pub service_name: String,
+    /// On every resource, before the target's own.
+    pub resource_attributes: Vec<(String, String)>,
+    pub max_request_bytes: usize,
+    pub max_queued_requests: usize,
 }
-fn default_interval() -> Duration {
-    Duration::from_secs(60)
-}
-fn default_timeout() -> Duration {
-    Duration::from_secs(10)
-}
+
 fn default_module() -> String {
     crate::pipeline::prometheus::config::DEFAULT_MODULE.to_string()
 }
@@ -109,6 +133,19 @@ fn default_max_queued() -> usize {
     64
 }
 
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where an OTLP/HTTP exporter sends metrics for a base `endpoint`.
+fn metrics_url(endpoint: &str) -> String {
+    let base = endpoint.trim_end_matches('/');
+    if base.ends_with("/v1/metrics") {
+        base.to_string()
+    } else {
+        format!("{base}/v1/metrics")
+    }
+}
+
 impl ExportConfig {
     pub fn name(&self, index: usize) -> String {
         self.name
@@ -116,21 +153,125 @@ impl ExportConfig {
             .unwrap_or_else(|| format!("otlp[{index}]"))
     }
 
-    /// Where requests go.
-    pub fn url(&self) -> String {
-        let base = self.endpoint.trim_end_matches('/');
-        if base.ends_with("/v1/metrics") {
-            base.to_string()
-        } else {
-            format!("{base}/v1/metrics")
+    /// This export merged with its module's `openTelemetry:` block (`None`:
+    /// the file has none); `Err` lists every problem, each named by key.
+    pub fn settings(
+        &self,
+        index: usize,
+        block: Option<&OpenTelemetryBlock>,
+    ) -> Result<ExportSettings, Vec<String>> {
+        let key = format!("otlp.exports[{index}]");
+        let from_block = format!("module \"{}\"'s openTelemetry block", self.module);
+        let mut problems = Vec::new();
+        let endpoint = self
+            .endpoint
+            .clone()
+            .map(|e| (e, key.clone() + ".endpoint"))
+            .or_else(|| {
+                let e = block?.endpoint.clone()?;
+                Some((e, format!("{from_block}: endpoint")))
+            });
+        match &endpoint {
+            Some((e, at)) => match url::Url::parse(e) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+                // Not echoed: it may carry a token.
+                _ => problems.push(format!("{at}: not an http:// or https:// URL")),
+            },
+            None => problems.push(format!("{key}.endpoint: not set, here or in {from_block}")),
         }
+        let protocol = self
+            .protocol
+            .clone()
+            .map(|p| (p, key.clone() + ".protocol"))
+            .or_else(|| Some((block?.protocol.clone()?, format!("{from_block}: protocol"))));
+        if let Some((p, at)) = &protocol {
+            if p != "http/protobuf" {
+                problems.push(format!(
+                    "{at}: \"{p}\" is not supported; jmxgate pushes \"http/protobuf\" \
+                     (OTLP/HTTP, port 4318 by convention): set {key}.protocol = \"http/protobuf\" \
+                     and an OTLP/HTTP endpoint"
+                ));
+            }
+        }
+        let seconds = |s: Option<u64>| s.map(Duration::from_secs);
+        let interval = self
+            .interval
+            .or_else(|| seconds(block?.interval))
+            .unwrap_or(DEFAULT_INTERVAL);
+        if interval < Duration::from_secs(1) {
+            problems.push(format!("{key}.interval: at least 1s"));
+        }
+        let timeout = self
+            .timeout
+            .or_else(|| seconds(block?.timeout_seconds))
+            .unwrap_or(DEFAULT_TIMEOUT);
+        if timeout.is_zero() {
+            problems.push(format!("{key}.timeout: at least 1ms"));
+        }
+        let mut headers: BTreeMap<String, HeaderValue> = block
+            .map(|b| {
+                b.headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), HeaderValue::Text(v.clone())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        headers.extend(self.headers.clone());
+        for (name, value) in &headers {
+            if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                problems.push(format!("{key}.headers: \"{name}\" is not a header name"));
+            }
+            if let Err(why) = value.resolve() {
+                problems.push(format!("{key}.headers.{name}: {why}"));
+            }
+        }
+        if crate::access::TargetSelector::parse(&self.targets).is_err() {
+            problems.push(format!("{key}.targets: not a name, glob or label selector"));
+        }
+        if self.max_request_bytes < 1024 {
+            problems.push(format!("{key}.max_request_bytes: at least 1024"));
+        }
+        if self.max_queued_requests == 0 {
+            problems.push(format!("{key}.max_queued_requests: at least 1"));
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let name = self.name(index);
+        Ok(ExportSettings {
+            url: metrics_url(&endpoint.expect("checked").0),
+            principal: self
+                .principal
+                .clone()
+                .unwrap_or_else(|| format!("otlp:{name}")),
+            name,
+            headers,
+            ca_file: self.ca_file.clone(),
+            interval,
+            timeout,
+            targets: self.targets.clone(),
+            module: self.module.clone(),
+            role: self.role.clone(),
+            service_name_label: self.service_name_label.clone(),
+            service_name: block
+                .and_then(|b| b.service_name.clone())
+                .unwrap_or_else(|| self.module.clone()),
+            resource_attributes: block.map(|b| b.resource_attributes()).unwrap_or_default(),
+            max_request_bytes: self.max_request_bytes,
+            max_queued_requests: self.max_queued_requests,
+        })
     }
 }
 
 impl OtlpConfig {
-    /// Every problem, named by its key. `modules`: the Prometheus door's;
-    /// `roles`: the configured role names.
-    pub fn problems(&self, modules: &[String], roles: &[String]) -> Vec<String> {
+    /// Every problem, named by its key. `modules`: the Prometheus door's,
+    /// each with its rules file's `openTelemetry:` block; `roles`: the
+    /// configured role names.
+    pub fn problems(
+        &self,
+        modules: &BTreeMap<String, Option<OpenTelemetryBlock>>,
+        roles: &[String],
+    ) -> Vec<String> {
         let mut problems = Vec::new();
         let mut names = std::collections::BTreeSet::new();
         for (i, e) in self.exports.iter().enumerate() {
@@ -138,39 +279,18 @@ impl OtlpConfig {
             if !names.insert(e.name(i)) {
                 problems.push(format!("{key}.name: \"{}\" is used twice", e.name(i)));
             }
-            match url::Url::parse(&e.endpoint) {
-                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
-                // Not echoed: it may carry a token.
-                _ => problems.push(format!("{key}.endpoint: not an http:// or https:// URL")),
-            }
-            if e.protocol != "http/protobuf" {
-                problems.push(format!(
-                    "{key}.protocol: \"{}\" is not supported; use \"http/protobuf\"",
-                    e.protocol
-                ));
-            }
-            for (name, value) in &e.headers {
-                if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
-                    problems.push(format!("{key}.headers: \"{name}\" is not a header name"));
+            let block = match modules.get(&e.module) {
+                Some(block) => block.as_ref(),
+                None => {
+                    problems.push(format!(
+                        "{key}.module: no [prometheus] module is named \"{}\"",
+                        e.module
+                    ));
+                    None
                 }
-                if let Err(why) = value.resolve() {
-                    problems.push(format!("{key}.headers.{name}: {why}"));
-                }
-            }
-            if e.interval < Duration::from_secs(1) {
-                problems.push(format!("{key}.interval: at least 1s"));
-            }
-            if e.timeout.is_zero() {
-                problems.push(format!("{key}.timeout: at least 1ms"));
-            }
-            if crate::access::TargetSelector::parse(&e.targets).is_err() {
-                problems.push(format!("{key}.targets: not a name, glob or label selector"));
-            }
-            if !modules.contains(&e.module) {
-                problems.push(format!(
-                    "{key}.module: no [prometheus] module is named \"{}\"",
-                    e.module
-                ));
+            };
+            if let Err(found) = e.settings(i, block) {
+                problems.extend(found);
             }
             match &e.role {
                 Some(r) if !roles.contains(r) => {
@@ -180,12 +300,6 @@ impl OtlpConfig {
                     "{key}.role: roles are configured, so say which one the export holds"
                 )),
                 _ => {}
-            }
-            if e.max_request_bytes < 1024 {
-                problems.push(format!("{key}.max_request_bytes: at least 1024"));
-            }
-            if e.max_queued_requests == 0 {
-                problems.push(format!("{key}.max_queued_requests: at least 1"));
             }
         }
         problems
@@ -204,6 +318,16 @@ mod tests {
         toml::from_str::<File>(text).unwrap().otlp
     }
 
+    fn modules(block: Option<&str>) -> BTreeMap<String, Option<OpenTelemetryBlock>> {
+        let block = block.map(|yaml| {
+            let root: serde_json::Value = serde_saphyr::from_str(yaml).unwrap();
+            OpenTelemetryBlock::from_value(&root["openTelemetry"])
+                .unwrap()
+                .unwrap()
+        });
+        BTreeMap::from([("default".to_string(), block)])
+    }
+
     #[test]
     fn an_export_needs_a_receiver_targets_a_module_and_a_role() {
         let ok = exports(
@@ -213,12 +337,12 @@ mod tests {
                role = "metrics"
                headers = { "Authorization" = { env = "PATH" } }"#,
         );
-        let e = &ok.exports[0];
-        assert_eq!(e.url(), "http://vm:8428/opentelemetry/v1/metrics");
+        let e = ok.exports[0].settings(0, None).unwrap();
+        assert_eq!(e.url, "http://vm:8428/opentelemetry/v1/metrics");
         assert_eq!(e.interval, Duration::from_secs(60));
-        assert!(ok
-            .problems(&["default".into()], &["metrics".into()])
-            .is_empty());
+        assert_eq!(e.principal, "otlp:otlp[0]");
+        assert_eq!(e.service_name, "default");
+        assert!(ok.problems(&modules(None), &["metrics".into()]).is_empty());
         let bad = exports(
             r#"[[otlp.exports]]
                endpoint = "grpc://x"
@@ -228,7 +352,7 @@ mod tests {
                interval = "100ms"
                headers = { "X-Key" = { env = "JMXGATE_TEST_NOT_SET_EVER" } }"#,
         );
-        let problems = bad.problems(&["default".into()], &["metrics".into()]);
+        let problems = bad.problems(&modules(None), &["metrics".into()]);
         for key in [
             "endpoint",
             "protocol",
@@ -243,5 +367,54 @@ mod tests {
                 "{key}: {problems:?}"
             );
         }
+        let none = exports("[[otlp.exports]]\ntargets = \"*\"");
+        let problems = none.problems(&modules(None), &[]);
+        assert!(
+            problems[0].contains("endpoint: not set, here or in module"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn what_an_export_leaves_unset_comes_from_the_rules_files_block() {
+        let block = "openTelemetry:\n  endpoint: http://collector:4318\n  interval: 15\n  \
+                     timeoutSeconds: 5\n  headers: {X-Team: jvm, X-Scope: a}\n  \
+                     serviceName: orders\n  resourceAttributes: {deployment.environment: prod}\n";
+        let plain = exports("[[otlp.exports]]\ntargets = \"*\"");
+        let s = plain.exports[0]
+            .settings(0, modules(Some(block))["default"].as_ref())
+            .unwrap();
+        assert_eq!(s.url, "http://collector:4318/v1/metrics");
+        assert_eq!(s.interval, Duration::from_secs(15));
+        assert_eq!(s.timeout, Duration::from_secs(5));
+        assert_eq!(s.service_name, "orders");
+        assert_eq!(s.headers.len(), 2);
+        assert_eq!(
+            s.resource_attributes,
+            [("deployment.environment".to_string(), "prod".to_string())]
+        );
+        // The export's own keys win, key by key.
+        let own = exports(
+            "[[otlp.exports]]\ntargets = \"*\"\nendpoint = \"http://vm:8428/opentelemetry\"\n\
+             interval = \"30s\"\nheaders = { X-Team = \"ops\" }",
+        );
+        let s = own.exports[0]
+            .settings(0, modules(Some(block))["default"].as_ref())
+            .unwrap();
+        assert_eq!(s.url, "http://vm:8428/opentelemetry/v1/metrics");
+        assert_eq!(s.interval, Duration::from_secs(30));
+        assert_eq!(s.timeout, Duration::from_secs(5));
+        assert_eq!(s.headers["X-Team"], HeaderValue::Text("ops".into()));
+        assert_eq!(s.headers["X-Scope"], HeaderValue::Text("a".into()));
+        // jmx_exporter's default protocol is gRPC: named, with what to do.
+        let grpc = modules(Some(
+            "openTelemetry:\n  endpoint: http://c:4317\n  protocol: grpc\n",
+        ));
+        let problems = plain.problems(&grpc, &[]);
+        assert!(
+            problems[0].contains("module \"default\"'s openTelemetry block: protocol")
+                && problems[0].contains("http/protobuf"),
+            "{problems:?}"
+        );
     }
 }

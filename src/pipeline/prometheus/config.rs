@@ -193,6 +193,31 @@ impl PrometheusConfig {
     }
 }
 
+impl PrometheusConfig {
+    /// Each module's name with its rules file's `openTelemetry:` block
+    /// (`None` also for a file that doesn't compile: `problems` names it).
+    pub fn open_telemetry_blocks(
+        &self,
+    ) -> std::collections::BTreeMap<
+        String,
+        Option<crate::exporter::open_telemetry::OpenTelemetryBlock>,
+    > {
+        let mut blocks: std::collections::BTreeMap<_, _> = self
+            .modules
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let block = compile(i, m).ok().and_then(|m| m.open_telemetry);
+                (m.name.clone(), block)
+            })
+            .collect();
+        if self.modules.is_empty() {
+            blocks.insert(DEFAULT_MODULE.to_string(), None);
+        }
+        blocks
+    }
+}
+
 /// One module's rules file, read and compiled; the error names the
 /// module, the file and what is wrong in it.
 fn compile(index: usize, m: &ModuleConfig) -> Result<Module, String> {

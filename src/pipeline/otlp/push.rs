@@ -1,0 +1,420 @@
+//! One push of an export: its targets read concurrently within its
+//! timeout as its own principal, their samples made into one Resource per
+//! target, cut into requests under the size limit and queued; one audit
+//! record per target.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use futures::StreamExt as _;
+use http::HeaderMap;
+use serde_json::json;
+
+use super::{Export, Pending};
+use crate::exporter::otlp::{self, TargetPoints};
+use crate::exporter::rules::{MetricType, Sample};
+use crate::pipeline::prometheus::TargetScrape;
+use crate::pipeline::{audit, authorize, Caller, Gateway, Refused};
+use crate::principal::{AuthMethod, Principal};
+
+/// When one target's counters started: the JVM's start time when the
+/// export may read it, else the first push that saw the target, reset
+/// when a counter goes down (the JVM restarted).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Start {
+    unix_nano: u64,
+    counters: HashMap<String, f64>,
+}
+
+pub(super) fn unix_nano(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// A series' identity within a target, for restart detection.
+fn series_key(s: &Sample) -> String {
+    let mut key = s.name.clone();
+    for (k, v) in &s.labels {
+        key.push('\u{1}');
+        key.push_str(k);
+        key.push('=');
+        key.push_str(v);
+    }
+    key
+}
+
+impl Start {
+    /// The start time for this push: `jvm_start_ms` when known (a new
+    /// value is a restart), else the one kept, reset when any counter
+    /// went down since the last push. Series that come and go between
+    /// pushes are compared only while they are there.
+    pub(super) fn update(
+        &mut self,
+        jvm_start_ms: Option<u64>,
+        samples: &[Sample],
+        now: u64,
+    ) -> u64 {
+        let counters: HashMap<String, f64> = samples
+            .iter()
+            .filter(|s| s.metric_type == MetricType::Counter)
+            .map(|s| (series_key(s), s.value))
+            .collect();
+        let went_down = counters
+            .iter()
+            .any(|(k, v)| self.counters.get(k).is_some_and(|before| v < before));
+        self.unix_nano = match jvm_start_ms {
+            Some(ms) => ms.saturating_mul(1_000_000),
+            None if self.unix_nano == 0 || went_down => now,
+            None => self.unix_nano,
+        };
+        self.counters = counters;
+        self.unix_nano
+    }
+}
+
+/// Starts a push every interval; one still running when the next is due
+/// makes that one skipped (counted), so pushes never pile up.
+pub(super) async fn tick_loop(gateway: Weak<Gateway>, export: Arc<Export>) {
+    let mut ticks = tokio::time::interval(export.settings.interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        ticks.tick().await;
+        let Some(gateway) = gateway.upgrade() else {
+            return;
+        };
+        let name = &export.settings.name;
+        if export.pushing.swap(true, Ordering::AcqRel) {
+            tracing::debug!(export = %name, "OTLP push skipped: the last one is still running");
+            gateway.metrics.otlp(false, name, "skipped", 1);
+            continue;
+        }
+        let export = export.clone();
+        tokio::spawn(async move {
+            gateway.push(&export).await;
+            export.pushing.store(false, Ordering::Release);
+        });
+    }
+}
+
+impl Gateway {
+    /// One push: the export's targets read concurrently within its
+    /// timeout, their points queued in requests under the size limit.
+    async fn push(&self, export: &Export) {
+        let state = self.state.load_full();
+        let settings = &export.settings;
+        let started = Instant::now();
+        let principal = Principal {
+            name: settings.principal.clone(),
+            method: AuthMethod::Configured,
+            roles: settings.role.iter().cloned().collect(),
+            certificate_sha256: None,
+            namespaced_roles: Vec::new(),
+        };
+        let held = state.access.roles_of(&principal);
+        let facts = authorize::RequestFacts {
+            method: "GET",
+            chain: &[],
+            origin: None,
+            scheme: "http",
+            denied_reads_in_place: false,
+        };
+        let caller = Caller {
+            access: &state.access,
+            principal: &principal,
+            roles: &held,
+            facts: &facts,
+        };
+        let Some(module) = state.prometheus.modules.get(&settings.module).cloned() else {
+            let why = format!("no module is named \"{}\"", settings.module);
+            tracing::error!(export = %settings.name, "OTLP push: {why}");
+            export.set_trouble(Some(why));
+            return;
+        };
+        let (targets, mut results) = match self.scrape_targets(&state, &caller, &settings.targets) {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(export = %settings.name, "OTLP push: targets: {}", e.message);
+                (Vec::new(), Vec::new())
+            }
+        };
+        let deadline = started + settings.timeout;
+        let limits = state.prometheus.config.limits(deadline);
+        let reads = futures::stream::iter(targets)
+            .map(|t| {
+                let (caller, module, limits, state) = (&caller, &module, &limits, &state);
+                async move {
+                    let budget = tokio::time::Instant::from_std(deadline);
+                    let read = async {
+                        let scraped = self.scrape_one(state, caller, &t, module, limits).await;
+                        let jvm_start = self.jvm_start(state, caller, &t.name).await;
+                        (scraped, jvm_start)
+                    };
+                    match tokio::time::timeout_at(budget, read).await {
+                        Ok((scraped, jvm_start)) => (t, scraped, jvm_start),
+                        Err(_) => {
+                            let failed = TargetScrape::failed(
+                                &t.name,
+                                504,
+                                "did not answer within the export's timeout".into(),
+                                started,
+                            );
+                            (t, failed, None)
+                        }
+                    }
+                }
+            })
+            .buffer_unordered(state.prometheus.config.max_concurrent_targets);
+        let read: Vec<_> = reads.collect().await;
+        let now = unix_nano(SystemTime::now());
+        let version = crate::version::GATEWAY_VERSION.to_string();
+        let mut resources = Vec::new();
+        for (target, scraped, jvm_start) in &read {
+            // A target that failed gives no points, not zeros.
+            if scraped.error.is_some() || scraped.samples.is_empty() {
+                continue;
+            }
+            let start = {
+                let mut starts = export.starts.lock().expect("starts lock");
+                starts.entry(target.name.clone()).or_default().update(
+                    *jvm_start,
+                    &scraped.samples,
+                    now,
+                )
+            };
+            resources.push(otlp::resource_metrics(
+                &TargetPoints {
+                    resource: resource_attributes(target, settings, &version),
+                    samples: &scraped.samples,
+                    start_unix_nano: start,
+                    time_unix_nano: now,
+                },
+                &version,
+            ));
+        }
+        {
+            // Targets gone from the fleet (or the export's reach) are forgotten.
+            let mut starts = export.starts.lock().expect("starts lock");
+            starts.retain(|name, _| read.iter().any(|(t, _, _)| &t.name == name));
+        }
+        let failed_targets = read.iter().filter(|(_, s, _)| s.error.is_some()).count()
+            + results.iter().filter(|s| s.error.is_some()).count();
+        if failed_targets > 0 {
+            self.metrics.otlp(
+                false,
+                &settings.name,
+                "target_failed",
+                failed_targets as u64,
+            );
+        }
+        results.extend(read.into_iter().map(|(_, s, _)| s));
+        self.audit_push(settings, &principal, &held, &results, started)
+            .await;
+        let max = settings.max_request_bytes;
+        let encoded = state
+            .prometheus
+            .cpu
+            .run(move || {
+                otlp::batches(resources, max)
+                    .into_iter()
+                    .map(|request| Pending {
+                        body: otlp::gzip(&prost::Message::encode_to_vec(&request)),
+                        points: otlp::points(&request),
+                        request,
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await;
+        let Some(requests) = encoded else { return };
+        let mut queue = export.queue.lock().expect("queue lock");
+        for pending in requests {
+            if queue.len() >= settings.max_queued_requests {
+                if let Some(lost) = queue.pop_front() {
+                    self.metrics
+                        .otlp(true, &settings.name, "dropped", lost.points);
+                }
+            }
+            queue.push_back(pending);
+        }
+        drop(queue);
+        export.queued.notify_one();
+        self.metrics.otlp(false, &settings.name, "ok", 1);
+    }
+
+    /// The JVM's start time (`java.lang:type=Runtime` `StartTime`, ms), read
+    /// as the export's principal; `None` when its policy doesn't allow it
+    /// or the agent can't say.
+    async fn jvm_start(
+        &self,
+        state: &crate::pipeline::state::State,
+        caller: &Caller<'_>,
+        target: &str,
+    ) -> Option<u64> {
+        let item = json!({"type": "read", "mbean": "java.lang:type=Runtime",
+                          "attribute": "StartTime", "target": {"url": target}});
+        let answers = self.scrape_items(state, caller, &[item]).await.ok()?;
+        let answer = answers.into_iter().next()?;
+        if answer.status() != Some(200) {
+            return None;
+        }
+        answer.get("value")?.get().parse::<u64>().ok()
+    }
+
+    /// One record per target of a push.
+    async fn audit_push(
+        &self,
+        settings: &super::ExportSettings,
+        principal: &Principal,
+        held: &[Arc<crate::access::Role>],
+        results: &[TargetScrape],
+        started: Instant,
+    ) {
+        let request_id = format!(
+            "{:x}-{}",
+            self.identity.boot_id,
+            self.request_seq.fetch_add(1, Ordering::Relaxed)
+        );
+        let headers = HeaderMap::new();
+        let refused = Refused {
+            gateway: self,
+            request_id: &request_id,
+            principal,
+            client: None,
+            started,
+            headers: &headers,
+        };
+        let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
+        let (export, module) = (&settings.name, &settings.module);
+        for r in results {
+            let (decision, status, note) = match &r.error {
+                None => (
+                    "allowed",
+                    200,
+                    format!(
+                        "export {export}, module {module}: {} points",
+                        r.samples.len()
+                    ),
+                ),
+                Some((status @ (403 | 404), why)) => (
+                    "denied",
+                    *status,
+                    format!("export {export}, module {module}: no points: {why}"),
+                ),
+                Some((status, why)) => (
+                    "allowed",
+                    *status,
+                    format!("export {export}, module {module}: no points: {why}"),
+                ),
+            };
+            let recorded = refused
+                .audit(
+                    Some(audit::Channel::Otlp),
+                    "push",
+                    decision,
+                    status,
+                    None,
+                    Some(&r.name),
+                    &roles,
+                    &note,
+                )
+                .await;
+            if let Err(e) = recorded {
+                tracing::warn!(export = %export, "OTLP push not audited: {}", e.message);
+            }
+        }
+    }
+}
+
+/// A target's resource: `service.instance.id`, `service.name`, the
+/// module's own attributes, the target's labels (the Kubernetes names for
+/// a discovered Pod), and what sent it.
+fn resource_attributes(
+    target: &crate::fleet::Target,
+    settings: &super::ExportSettings,
+    version: &str,
+) -> Vec<(String, String)> {
+    let service = settings
+        .service_name_label
+        .as_ref()
+        .and_then(|l| target.labels.get(l))
+        .cloned()
+        .unwrap_or_else(|| settings.service_name.clone());
+    let mut attributes = vec![
+        ("service.instance.id".to_string(), target.name.clone()),
+        ("service.name".to_string(), service),
+    ];
+    attributes.extend(settings.resource_attributes.iter().cloned());
+    let from_kubernetes = target
+        .labels
+        .get(crate::discovery::dns::DISCOVERED_BY_LABEL)
+        .is_some_and(|v| v == "kubernetes");
+    for (k, v) in target.labels.iter() {
+        let key = match k.as_str() {
+            "namespace" if from_kubernetes => "k8s.namespace.name".to_string(),
+            "pod" if from_kubernetes => "k8s.pod.name".to_string(),
+            _ => k.clone(),
+        };
+        attributes.push((key, v.clone()));
+    }
+    attributes.push(("telemetry.sdk.name".into(), "jmxgate".into()));
+    attributes.push(("telemetry.sdk.language".into(), "rust".into()));
+    attributes.push(("telemetry.sdk.version".into(), version.into()));
+    attributes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counter(name: &str, value: f64) -> Sample {
+        Sample {
+            name: name.into(),
+            match_name: String::new(),
+            metric_type: MetricType::Counter,
+            help: String::new(),
+            labels: vec![("node".into(), "1".into())],
+            value,
+        }
+    }
+
+    #[test]
+    fn a_counters_start_is_the_jvms_or_resets_when_it_goes_down() {
+        let mut s = Start::default();
+        assert_eq!(s.update(Some(7), &[counter("r", 1.0)], 100), 7_000_000);
+        assert_eq!(
+            s.update(Some(9), &[counter("r", 0.0)], 200),
+            9_000_000,
+            "a new JVM start"
+        );
+        let mut s = Start::default();
+        assert_eq!(s.update(None, &[counter("r", 5.0)], 100), 100);
+        assert_eq!(
+            s.update(None, &[counter("r", 6.0)], 200),
+            100,
+            "kept while it grows"
+        );
+        assert_eq!(
+            s.update(None, &[counter("r", 1.0)], 300),
+            300,
+            "went down: restarted"
+        );
+    }
+
+    #[test]
+    fn series_that_come_and_go_are_not_a_restart() {
+        let mut s = Start::default();
+        assert_eq!(s.update(None, &[counter("a", 5.0)], 100), 100);
+        // `a` gone, `b` new: label sets changed, nothing went down.
+        assert_eq!(s.update(None, &[counter("b", 1.0)], 200), 100);
+        // `a` back, but not in the last push: nothing to compare it with.
+        assert_eq!(
+            s.update(None, &[counter("a", 1.0), counter("b", 2.0)], 300),
+            100
+        );
+        assert_eq!(
+            s.update(None, &[counter("a", 0.0), counter("b", 3.0)], 400),
+            400
+        );
+    }
+}
