@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::otlp_receiver::{Answer, Receiver};
 use common::{audit_records, eventually, free_port, targets_toml, Agent, Gateway};
 use serde_json::Value;
 
@@ -283,56 +284,66 @@ service_name_label = "role"
     );
 }
 
-/// A receiver of our own for what VictoriaMetrics won't do: it answers
-/// each request with the next status of `script` (then 200), and keeps
-/// the bodies it took.
-async fn scripted_receiver(
-    script: Vec<u16>,
-) -> (String, std::sync::Arc<std::sync::Mutex<Vec<u16>>>) {
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let script = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::from(
-        script,
-    )));
-    let s = seen.clone();
-    let app = axum::Router::new().route(
-        "/v1/metrics",
-        axum::routing::post(
-            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-                let (s, script) = (s.clone(), script.clone());
-                async move {
-                    let status = script.lock().unwrap().pop_front().unwrap_or(200);
-                    assert_eq!(headers["content-encoding"], "gzip");
-                    assert_eq!(headers["content-type"], "application/x-protobuf");
-                    assert!(!body.is_empty());
-                    s.lock().unwrap().push(status);
-                    let mut r = axum::response::Response::new(axum::body::Body::empty());
-                    *r.status_mut() = axum::http::StatusCode::from_u16(status).unwrap();
-                    if status == 429 {
-                        r.headers_mut()
-                            .insert("retry-after", axum::http::HeaderValue::from_static("1"));
-                    }
-                    r
-                }
-            },
-        ),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, seen)
+fn hostile_rules() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/hostile.yml")
+}
+
+/// A gateway metric's value (0 when absent).
+fn metric(gw: &Gateway, series: &str) -> f64 {
+    let text = gw.gateway.metrics().encode();
+    text.lines()
+        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
+fn points_total(export: &str, outcome: &str) -> String {
+    format!("jmxgate_otlp_points_total{{export=\"{export}\",outcome=\"{outcome}\"}}")
+}
+
+/// The gateway answers a request of its own door meanwhile.
+async fn still_serving(gw: &Gateway, target: &str) {
+    let (status, v) = gw
+        .post(
+            "/jolokia",
+            &serde_json::json!({"type":"version","target":{"url":target}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["status"], 200, "{v}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_refusing_receiver_is_retried_or_given_up_on_and_the_gateway_keeps_serving() {
+async fn refused_points_are_found_and_dropped_alone_and_busy_receivers_retried() {
     let agent = Agent::start("otlp-hostile");
-    // 429 and 503 are retried; a 400 is not (the request is dropped and
-    // counted as failed), and the next push goes out as usual.
-    let (busy, busy_seen) = scripted_receiver(vec![429, 503]).await;
-    let (picky, picky_seen) = scripted_receiver(vec![400]).await;
+    // 429 (Retry-After) and 503 are retried until it takes the request.
+    let script = std::sync::Mutex::new(std::collections::VecDeque::from([429, 503]));
+    let busy =
+        Receiver::start(move |_| Answer::Status(script.lock().unwrap().pop_front().unwrap_or(200)))
+            .await;
+    // A NaN is a malformed point to this one: 400 for any request with one.
+    let picky = Receiver::start(|r| {
+        Answer::Status(if common::otlp_receiver::has_nan(r) {
+            400
+        } else {
+            200
+        })
+    })
+    .await;
+    // Too large, past two points.
+    let small = Receiver::start(|r| {
+        Answer::Status(if common::otlp_receiver::points_in(r) > 2 {
+            413
+        } else {
+            200
+        })
+    })
+    .await;
     let config = format!(
         r#"{targets}
 [[prometheus.modules]]
-name = "threads"
+name = "hostile"
 rules_file = "{rules}"
 
 [[otlp.exports]]
@@ -340,65 +351,159 @@ name = "busy"
 endpoint = "{busy}"
 interval = "60s"
 targets = "otlp-*"
-module = "threads"
+module = "hostile"
 
 [[otlp.exports]]
 name = "picky"
 endpoint = "{picky}"
 interval = "2s"
 targets = "otlp-*"
-module = "threads"
+module = "hostile"
+
+[[otlp.exports]]
+name = "small"
+endpoint = "{small}"
+interval = "60s"
+targets = "otlp-*"
+module = "hostile"
 "#,
         targets = targets_toml(&[&agent]),
-        rules = rules().display(),
+        rules = hostile_rules().display(),
+        busy = busy.url,
+        picky = picky.url,
+        small = small.url,
     );
     let gw = Gateway::start(&config).await;
-    let metric = |name: &str| {
-        let text = gw.gateway.metrics().encode();
-        text.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
+    let scraped = common::get_text(
+        &gw.http,
+        &gw.url("/prometheus?target=otlp-hostile&module=hostile"),
+    )
+    .await;
+    let want: BTreeSet<String> = exposition_series(&scraped)
+        .into_iter()
+        .map(|(name, _)| name.trim_end_matches("_total").to_string())
+        .collect();
+    for name in [
+        "jvm_threads_nan",
+        "jvm_threads_inf",
+        "jvm_threads_minus_inf",
+    ] {
+        assert!(want.contains(name), "{name} in {scraped}");
+    }
+    let names =
+        |r: &Receiver| -> BTreeSet<String> { r.points().into_iter().map(|p| p.metric).collect() };
+
     eventually(
         "the busy receiver takes it on the third try",
         Duration::from_secs(60),
         || async {
-            let seen = busy_seen.lock().unwrap().clone();
-            if seen == [429, 503, 200] {
-                Ok(())
-            } else {
-                Err(format!("{seen:?}"))
-            }
+            let seen = busy.answered();
+            (seen == [429, 503, 200])
+                .then_some(())
+                .ok_or(format!("{seen:?}"))
         },
     )
     .await;
-    assert!(metric("jmxgate_otlp_points_total{export=\"busy\",outcome=\"sent\"}") > 0.0);
-    assert_eq!(
-        metric("jmxgate_otlp_points_total{export=\"busy\",outcome=\"failed\"}"),
-        0.0
-    );
+    assert_eq!(names(&busy), want, "nothing lost to the retries");
+    assert_eq!(metric(&gw, &points_total("busy", "failed")), 0.0);
+
+    // Halved down to the one NaN point, which alone is dropped and counted;
+    // the infinities are points like any other.
     eventually(
-        "the picky receiver refuses one and takes the next",
+        "the picky receiver has every point but the NaN one",
         Duration::from_secs(60),
         || async {
-            let seen = picky_seen.lock().unwrap().clone();
-            if seen.len() >= 2 && seen[0] == 400 && seen[1] == 200 {
-                Ok(())
-            } else {
-                Err(format!("{seen:?}"))
-            }
+            let have = names(&picky);
+            let mut expected = want.clone();
+            expected.remove("jvm_threads_nan");
+            (have == expected)
+                .then_some(())
+                .ok_or(format!("have {have:?}, want {expected:?}"))
         },
     )
     .await;
-    assert!(metric("jmxgate_otlp_points_total{export=\"picky\",outcome=\"failed\"}") > 0.0);
-    // Requests are served all along.
-    let (status, v) = gw
-        .post(
-            "/jolokia",
-            &serde_json::json!({"type":"version","target":{"url":"otlp-hostile"}}),
+    let infinities: Vec<f64> = picky
+        .points()
+        .into_iter()
+        .filter(|p| p.metric.ends_with("inf"))
+        .map(|p| p.value)
+        .collect();
+    assert!(infinities.contains(&f64::INFINITY), "{infinities:?}");
+    assert!(infinities.contains(&f64::NEG_INFINITY), "{infinities:?}");
+    assert!(metric(&gw, &points_total("picky", "rejected")) >= 1.0);
+    assert_eq!(metric(&gw, &points_total("picky", "failed")), 0.0);
+    assert!(picky.answered().contains(&400));
+
+    // 413: halved until each part fits; every point arrives.
+    eventually(
+        "the small receiver has every point",
+        Duration::from_secs(60),
+        || async {
+            let have = names(&small);
+            (have == want).then_some(()).ok_or(format!("{have:?}"))
+        },
+    )
+    .await;
+    assert!(small.answered().contains(&413));
+    assert_eq!(metric(&gw, &points_total("small", "rejected")), 0.0);
+    // The picky one says why in /readyz detail, and the door serves.
+    still_serving(&gw, "otlp-hostile").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn receivers_that_are_down_stall_or_hang_up_cost_points_never_service() {
+    let agent = Agent::start("otlp-gone");
+    let stalling = Receiver::start(|_| Answer::Stall).await;
+    let hang_up = common::otlp_receiver::hanging_up().await;
+    let down = format!("http://127.0.0.1:{}", common::dead_port());
+    let export = |name: &str, url: &str| {
+        format!(
+            "[[otlp.exports]]\nname = \"{name}\"\nendpoint = \"{url}\"\ninterval = \"1s\"\n\
+             timeout = \"1s\"\ntargets = \"otlp-*\"\nmodule = \"threads\"\nmax_queued_requests = 2\n"
+        )
+    };
+    let config = format!(
+        "{targets}\n[[prometheus.modules]]\nname = \"threads\"\nrules_file = \"{rules}\"\n\n{a}\n{b}\n{c}",
+        targets = targets_toml(&[&agent]),
+        rules = rules().display(),
+        a = export("down", &down),
+        b = export("stalling", &stalling.url),
+        c = export("hangs-up", &hang_up),
+    );
+    let gw = Gateway::start(&config).await;
+    for name in ["down", "stalling", "hangs-up"] {
+        eventually(
+            &format!("{name}: points counted as failed"),
+            Duration::from_secs(90),
+            || async {
+                let failed = metric(&gw, &points_total(name, "failed"));
+                (failed > 0.0).then_some(()).ok_or(format!("{failed}"))
+            },
         )
         .await;
-    assert_eq!(status, 200, "{v}");
+    }
+    // Pushes keep coming every second while requests take several: the
+    // queue stays at its bound and the oldest go, counted.
+    eventually(
+        "the stalled export drops what can't wait",
+        Duration::from_secs(90),
+        || async {
+            let dropped = metric(&gw, &points_total("stalling", "dropped"));
+            (dropped > 0.0).then_some(()).ok_or(format!("{dropped}"))
+        },
+    )
+    .await;
+    assert_eq!(metric(&gw, &points_total("down", "sent")), 0.0);
+    // What /readyz adds to its detail (the real binary's is tested with
+    // reloads).
+    let trouble = gw.gateway.otlp_trouble().join("\n");
+    for name in ["down", "stalling", "hangs-up"] {
+        assert!(
+            trouble.contains(&format!(
+                "OTLP export {name}: the last request was not delivered"
+            )),
+            "{trouble}"
+        );
+    }
+    still_serving(&gw, "otlp-gone").await;
 }

@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub mod hostile;
+pub mod otlp_receiver;
 
 /// An HTTP client for tests (rustls needs its crypto provider chosen).
 pub fn http_client() -> reqwest::Client {

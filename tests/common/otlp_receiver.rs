@@ -1,0 +1,205 @@
+//! An OTLP/HTTP receiver of our own, for what a real one won't do on
+//! demand: it decodes every request (gzip, protobuf) and answers as the
+//! test's judge says (a status, or never), keeping what it took.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
+use opentelemetry_proto::tonic::metrics::v1::{metric, number_data_point};
+use prost::Message as _;
+
+/// How to answer one request.
+pub enum Answer {
+    Status(u16),
+    /// Never: the gateway's timeout ends it.
+    Stall,
+}
+
+/// One data point as the receiver took it, with what it belongs to.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub resource: BTreeMap<String, String>,
+    pub metric: String,
+    /// `Some(monotonic)` for a Sum, `None` for a Gauge.
+    pub monotonic: Option<bool>,
+    pub labels: BTreeMap<String, String>,
+    pub value: f64,
+    pub start_unix_nano: u64,
+    pub time_unix_nano: u64,
+}
+
+type Judge = dyn Fn(&ExportMetricsServiceRequest) -> Answer + Send + Sync;
+
+pub struct Receiver {
+    pub url: String,
+    /// Every request's answer, in order.
+    answered: Arc<Mutex<Vec<u16>>>,
+    /// The requests answered 200.
+    taken: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
+}
+
+fn text(kv: &[KeyValue]) -> BTreeMap<String, String> {
+    kv.iter()
+        .map(|kv| {
+            let v = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                Some(any_value::Value::StringValue(s)) => s.clone(),
+                other => format!("{other:?}"),
+            };
+            (kv.key.clone(), v)
+        })
+        .collect()
+}
+
+impl Receiver {
+    /// Answers 200 to everything.
+    pub async fn accepting() -> Receiver {
+        Receiver::start(|_| Answer::Status(200)).await
+    }
+
+    pub async fn start(
+        judge: impl Fn(&ExportMetricsServiceRequest) -> Answer + Send + Sync + 'static,
+    ) -> Receiver {
+        let judge: Arc<Judge> = Arc::new(judge);
+        let answered = Arc::new(Mutex::new(Vec::new()));
+        let taken = Arc::new(Mutex::new(Vec::new()));
+        let (a, t) = (answered.clone(), taken.clone());
+        let app = axum::Router::new().route(
+            "/v1/metrics",
+            axum::routing::post(
+                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                    let (judge, a, t) = (judge.clone(), a.clone(), t.clone());
+                    async move {
+                        assert_eq!(headers["content-type"], "application/x-protobuf");
+                        assert_eq!(headers["content-encoding"], "gzip");
+                        let mut raw = Vec::new();
+                        flate2::read::GzDecoder::new(body.as_ref())
+                            .read_to_end(&mut raw)
+                            .expect("gzip");
+                        let request =
+                            ExportMetricsServiceRequest::decode(raw.as_slice()).expect("OTLP");
+                        let status = match judge(&request) {
+                            Answer::Status(s) => s,
+                            Answer::Stall => {
+                                tokio::time::sleep(Duration::from_secs(3600)).await;
+                                504
+                            }
+                        };
+                        a.lock().unwrap().push(status);
+                        if status == 200 {
+                            t.lock().unwrap().push(request);
+                        }
+                        let mut r = axum::response::Response::new(axum::body::Body::from(
+                            if status == 200 {
+                                ""
+                            } else {
+                                "refused by the test's judge"
+                            },
+                        ));
+                        *r.status_mut() = axum::http::StatusCode::from_u16(status).unwrap();
+                        if status == 429 {
+                            r.headers_mut()
+                                .insert("retry-after", axum::http::HeaderValue::from_static("1"));
+                        }
+                        r
+                    }
+                },
+            ),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Receiver {
+            url,
+            answered,
+            taken,
+        }
+    }
+
+    pub fn answered(&self) -> Vec<u16> {
+        self.answered.lock().unwrap().clone()
+    }
+
+    /// Every point of the requests taken, oldest first.
+    pub fn points(&self) -> Vec<Point> {
+        let mut out = Vec::new();
+        for request in self.taken.lock().unwrap().iter() {
+            for rm in &request.resource_metrics {
+                let resource = text(
+                    rm.resource
+                        .as_ref()
+                        .map(|r| r.attributes.as_slice())
+                        .unwrap_or_default(),
+                );
+                for m in rm.scope_metrics.iter().flat_map(|s| &s.metrics) {
+                    let (monotonic, points) = match &m.data {
+                        Some(metric::Data::Sum(s)) => (Some(s.is_monotonic), &s.data_points),
+                        Some(metric::Data::Gauge(g)) => (None, &g.data_points),
+                        other => panic!("unexpected metric data {other:?}"),
+                    };
+                    for p in points {
+                        out.push(Point {
+                            resource: resource.clone(),
+                            metric: m.name.clone(),
+                            monotonic,
+                            labels: text(&p.attributes),
+                            value: match p.value {
+                                Some(number_data_point::Value::AsDouble(d)) => d,
+                                Some(number_data_point::Value::AsInt(i)) => i as f64,
+                                None => panic!("a point without a value"),
+                            },
+                            start_unix_nano: p.start_time_unix_nano,
+                            time_unix_nano: p.time_unix_nano,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The data points in a request.
+pub fn points_in(request: &ExportMetricsServiceRequest) -> usize {
+    request
+        .resource_metrics
+        .iter()
+        .flat_map(|rm| &rm.scope_metrics)
+        .flat_map(|s| &s.metrics)
+        .map(|m| match &m.data {
+            Some(metric::Data::Sum(s)) => s.data_points.len(),
+            Some(metric::Data::Gauge(g)) => g.data_points.len(),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Whether any point of a request has a NaN value.
+pub fn has_nan(request: &ExportMetricsServiceRequest) -> bool {
+    request
+        .resource_metrics
+        .iter()
+        .flat_map(|rm| &rm.scope_metrics)
+        .flat_map(|s| &s.metrics)
+        .flat_map(|m| match &m.data {
+            Some(metric::Data::Sum(s)) => s.data_points.clone(),
+            Some(metric::Data::Gauge(g)) => g.data_points.clone(),
+            _ => Vec::new(),
+        })
+        .any(|p| matches!(p.value, Some(number_data_point::Value::AsDouble(d)) if d.is_nan()))
+}
+
+/// A listener that takes every connection and closes it at once.
+pub async fn hanging_up() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            drop(socket);
+        }
+    });
+    url
+}
