@@ -507,3 +507,378 @@ async fn receivers_that_are_down_stall_or_hang_up_cost_points_never_service() {
     }
     still_serving(&gw, "otlp-gone").await;
 }
+
+/// `java.lang:type=Runtime` `StartTime` as the agent says it (ms).
+async fn jvm_start_ms(agent: &Agent) -> u64 {
+    common::direct(
+        agent,
+        &serde_json::json!({"type":"read","mbean":"java.lang:type=Runtime","attribute":"StartTime"}),
+    )
+    .await["value"]
+        .as_u64()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_counters_start_is_the_jvms_and_moves_when_the_jvm_restarts() {
+    // A 1.7.1 agent on a port of our choosing, so a new JVM can take it.
+    let port = free_port().to_string();
+    let first = Agent::start_with("otlp-restart", &["--port", &port]);
+    let receiver = Receiver::accepting().await;
+    let config = format!(
+        "{targets}\n[[prometheus.modules]]\nname = \"threads\"\nrules_file = \"{rules}\"\n\n\
+         [[otlp.exports]]\nname = \"r\"\nendpoint = \"{url}\"\ninterval = \"1s\"\n\
+         targets = \"otlp-*\"\nmodule = \"threads\"\n",
+        targets = targets_toml(&[&first]),
+        rules = rules().display(),
+        url = receiver.url,
+    );
+    let gw = Gateway::start(&config).await;
+    let starts = |since: usize| {
+        let points = receiver.points();
+        points[since.min(points.len())..]
+            .iter()
+            .filter(|p| p.metric == "jvm_threads_started")
+            .map(|p| {
+                assert_eq!(p.monotonic, Some(true), "{p:?}");
+                assert!(p.time_unix_nano >= p.start_unix_nano, "{p:?}");
+                p.start_unix_nano
+            })
+            .collect::<BTreeSet<u64>>()
+    };
+    let before = jvm_start_ms(&first).await * 1_000_000;
+    eventually(
+        "points starting at the JVM's start",
+        Duration::from_secs(60),
+        || async {
+            let s = starts(0);
+            (s == BTreeSet::from([before]))
+                .then_some(())
+                .ok_or(format!("{s:?} vs {before}"))
+        },
+    )
+    .await;
+    // Gauges carry no start time.
+    assert!(receiver
+        .points()
+        .iter()
+        .filter(|p| p.monotonic.is_none())
+        .all(|p| p.start_unix_nano == 0));
+
+    drop(first);
+    // Pushes go on while the target is away (no points for it, counted).
+    eventually(
+        "the failed target counted",
+        Duration::from_secs(60),
+        || async {
+            let n = metric(
+                &gw,
+                "jmxgate_otlp_pushes_total{export=\"r\",outcome=\"target_failed\"}",
+            );
+            (n > 0.0).then_some(()).ok_or(format!("{n}"))
+        },
+    )
+    .await;
+    let second = Agent::start_with("otlp-restart", &["--port", &port]);
+    let after = jvm_start_ms(&second).await * 1_000_000;
+    assert!(after > before);
+    let seen = receiver.points().len();
+    eventually(
+        "points starting at the new JVM's start",
+        Duration::from_secs(60),
+        || async {
+            let s = starts(seen);
+            (s.last() == Some(&after))
+                .then_some(())
+                .ok_or(format!("{s:?} vs {after}"))
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pushes_that_cannot_finish_in_time_are_skipped_never_piled_up() {
+    // Stand-ins: 1,000 targets that all lead to one agent that never
+    // answers in time (there are not 1,000 JVMs here), on a 1 s interval
+    // with a 3 s deadline.
+    let stand_in = common::hostile::HostileAgent::start();
+    let real = Agent::start("otlp-real");
+    let slow = stand_in.url(common::hostile::Behaviour::Slow);
+    let mut targets = targets_toml(&[&real]);
+    for i in 0..1000 {
+        targets.push_str(&format!(
+            "[[targets]]\nname = \"standin-{i}\"\nurl = \"{slow}\"\nlabels = {{ fleet = \"standin\" }}\n"
+        ));
+    }
+    let receiver = Receiver::accepting().await;
+    // Past the default bound of one selector's reach (which holds for
+    // exports as for any caller, and says so).
+    let narrow = format!(
+        "{targets}\n[[otlp.exports]]\nname = \"many\"\nendpoint = \"{url}\"\ninterval = \"1s\"\n\
+         targets = \"fleet=standin\"\n",
+        url = receiver.url,
+    );
+    let gw = Gateway::start(&narrow).await;
+    let trouble = eventually(
+        "the export says why it can't push",
+        Duration::from_secs(60),
+        || async {
+            let t = gw.gateway.otlp_trouble().join("\n");
+            t.contains("max_targets_per_item")
+                .then_some(t.clone())
+                .ok_or(t)
+        },
+    )
+    .await;
+    assert!(trouble.contains("OTLP export many: targets:"), "{trouble}");
+    drop(gw);
+    let config = format!(
+        "max_targets_per_item = 1000\n{targets}\n[[otlp.exports]]\nname = \"many\"\nendpoint = \"{url}\"\ninterval = \"1s\"\n\
+         timeout = \"3s\"\ntargets = \"fleet=standin\"\n",
+        url = receiver.url,
+    );
+    let gw = Gateway::start(&config).await;
+    eventually(
+        "pushes skipped while one runs",
+        Duration::from_secs(120),
+        || async {
+            let skipped = metric(
+                &gw,
+                "jmxgate_otlp_pushes_total{export=\"many\",outcome=\"skipped\"}",
+            );
+            let ok = metric(
+                &gw,
+                "jmxgate_otlp_pushes_total{export=\"many\",outcome=\"ok\"}",
+            );
+            let failed = metric(
+                &gw,
+                "jmxgate_otlp_pushes_total{export=\"many\",outcome=\"target_failed\"}",
+            );
+            if skipped >= 4.0 && ok >= 2.0 && failed >= 2000.0 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "skipped {skipped}, ok {ok}, target_failed {failed}"
+                ))
+            }
+        },
+    )
+    .await;
+    // One push at a time: never more finished than were started, each
+    // taking its deadline, while the ticks were skipped.
+    let ok = metric(
+        &gw,
+        "jmxgate_otlp_pushes_total{export=\"many\",outcome=\"ok\"}",
+    );
+    let skipped = metric(
+        &gw,
+        "jmxgate_otlp_pushes_total{export=\"many\",outcome=\"skipped\"}",
+    );
+    assert!(skipped >= ok, "skipped {skipped}, ok {ok}");
+    // Targets that failed are not pushed as zeros: nothing was sent.
+    assert!(receiver.answered().is_empty(), "{:?}", receiver.answered());
+    still_serving(&gw, "otlp-real").await;
+}
+
+/// A rules file with an `openTelemetry:` block pointing at `endpoint`,
+/// whose one rule labels its sample `pool`.
+fn blocked_rules(endpoint: &str, pool: &str) -> String {
+    format!(
+        "openTelemetry:\n  endpoint: {endpoint}\n  protocol: http/protobuf\n  interval: 1\n  \
+         serviceName: shop\n  resourceAttributes:\n    deployment.environment: test\n\
+         rules:\n  - pattern: 'java.lang<type=Threading><>ThreadCount'\n    \
+         name: jvm_threads_live\n    type: GAUGE\n    labels:\n      pool: {pool}\n"
+    )
+}
+
+fn reload(process: &common::GatewayProcess) {
+    let status = Command::new("kill")
+        .args(["-HUP", &process.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// How many requests a receiver has answered, once that stops changing
+/// for two seconds (what was under way when an export stopped is let in).
+async fn settled(r: &Receiver) -> usize {
+    let mut last = r.answered().len();
+    loop {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let now = r.answered().len();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_running_binary_starts_changes_and_stops_exports_on_reload() {
+    let agent = Agent::start("otlp-reload");
+    let (r1, r2, r3, r4) = (
+        Receiver::accepting().await,
+        Receiver::accepting().await,
+        Receiver::accepting().await,
+        Receiver::accepting().await,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let blocked = dir.path().join("blocked.yml");
+    std::fs::write(&blocked, blocked_rules(&r4.url, "a")).unwrap();
+    std::fs::write(dir.path().join("token"), "Bearer not-in-any-log-42\n").unwrap();
+    let admin = free_port();
+    let head = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n\n[admin]\nlisten = \"127.0.0.1:{admin}\"\n\n{targets}\n\
+         [[prometheus.modules]]\nname = \"threads\"\nrules_file = \"{rules}\"\n\n\
+         [[prometheus.modules]]\nname = \"blocked\"\nrules_file = \"blocked.yml\"\n\n",
+        targets = targets_toml(&[&agent]),
+        rules = rules().display(),
+    );
+    let export = |name: &str, url: &str| {
+        format!(
+            "[[otlp.exports]]\nname = \"{name}\"\nendpoint = \"{url}\"\ninterval = \"1s\"\n\
+             targets = \"otlp-*\"\nmodule = \"threads\"\n\
+             headers = {{ Authorization = {{ file = \"token\" }} }}\n\n"
+        )
+    };
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "{head}{}{}",
+            export("moves", &r1.url),
+            export("goes", &r2.url)
+        ),
+    )
+    .unwrap();
+    let gw = common::GatewayProcess::start(&config, "info");
+    let http = common::http_client();
+    let has = |r: &Receiver| !r.answered().is_empty();
+    eventually("both exports push", Duration::from_secs(60), || async {
+        (has(&r1) && has(&r2))
+            .then_some(())
+            .ok_or("not yet".to_string())
+    })
+    .await;
+
+    // Changed, removed, added (its endpoint, interval and resource from
+    // its module's openTelemetry block).
+    std::fs::write(
+        &config,
+        format!(
+            "{head}{}[[otlp.exports]]\nname = \"comes\"\ntargets = \"otlp-*\"\nmodule = \"blocked\"\n",
+            export("moves", &r3.url)
+        ),
+    )
+    .unwrap();
+    reload(&gw);
+    eventually(
+        "the changed and the added export push",
+        Duration::from_secs(60),
+        || async {
+            (has(&r3) && has(&r4))
+                .then_some(())
+                .ok_or("not yet".to_string())
+        },
+    )
+    .await;
+    let (from_r1, from_r2) = (settled(&r1).await, settled(&r2).await);
+    let pool_of = |r: &Receiver| -> BTreeSet<String> {
+        r.points()
+            .into_iter()
+            .filter_map(|p| p.labels.get("pool").cloned())
+            .collect()
+    };
+    let p = r4.points().into_iter().next().unwrap();
+    assert_eq!(p.resource["service.name"], "shop", "{p:?}");
+    assert_eq!(p.resource["service.instance.id"], "otlp-reload");
+    assert_eq!(p.resource["deployment.environment"], "test");
+    assert_eq!(pool_of(&r4), BTreeSet::from(["a".to_string()]));
+
+    // The rules change their labels; the block is the same, so the export
+    // runs on and its next pushes carry the new label set.
+    std::fs::write(&blocked, blocked_rules(&r4.url, "b")).unwrap();
+    reload(&gw);
+    eventually(
+        "the new label set arrives",
+        Duration::from_secs(60),
+        || async {
+            let pools = pool_of(&r4);
+            pools
+                .contains("b")
+                .then_some(())
+                .ok_or(format!("{pools:?}"))
+        },
+    )
+    .await;
+
+    // A broken export is refused whole; the running ones go on.
+    std::fs::write(
+        &config,
+        format!(
+            "{head}{}[[otlp.exports]]\nname = \"comes\"\ntargets = \"otlp-*\"\nmodule = \"threads\"\n",
+            export("moves", &r3.url)
+        ),
+    )
+    .unwrap();
+    reload(&gw);
+    gw.wait_for_line(
+        "endpoint: not set, here or in module",
+        Duration::from_secs(30),
+    )
+    .expect("the refused reload says why");
+    let before = r4.answered().len();
+    eventually(
+        "the running export goes on",
+        Duration::from_secs(60),
+        || async {
+            (r4.answered().len() > before)
+                .then_some(())
+                .ok_or("no more pushes".to_string())
+        },
+    )
+    .await;
+
+    // An export whose receiver is gone: /readyz stays ready and says so.
+    let gone = format!("http://127.0.0.1:{}", common::dead_port());
+    std::fs::write(&config, format!("{head}{}", export("moves", &gone))).unwrap();
+    reload(&gw);
+    let ready = eventually(
+        "/readyz names the export",
+        Duration::from_secs(60),
+        || async {
+            let r = http
+                .get(format!("http://127.0.0.1:{admin}/readyz"))
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = r.status();
+            let text = r.text().await.unwrap_or_default();
+            (status == 200
+                && text.contains("OTLP export moves: the last request was not delivered"))
+            .then_some(text.clone())
+            .ok_or(format!("{status} {text}"))
+        },
+    )
+    .await;
+    assert!(ready.starts_with("ready"), "{ready}");
+    let metrics = common::get_text(&http, &format!("http://127.0.0.1:{admin}/metrics")).await;
+    assert!(
+        metrics.contains("jmxgate_otlp_points_total{export=\"moves\",outcome=\"failed\"}"),
+        "{metrics}"
+    );
+    assert_eq!(
+        settled(&r1).await,
+        from_r1,
+        "the changed export's old receiver"
+    );
+    assert_eq!(settled(&r2).await, from_r2, "the removed export's receiver");
+    let log = gw.stop().join("\n");
+    assert!(log.contains("OTLP export changed: restarted"), "{log}");
+    assert!(log.contains("OTLP export stopped"), "{log}");
+    assert!(
+        !log.contains("not-in-any-log-42"),
+        "a header's secret in the log"
+    );
+    assert!(!metrics.contains("not-in-any-log-42"));
+}

@@ -157,7 +157,12 @@ impl ConfigSource {
 /// Keys holding file or directory paths, resolved against the folder of the
 /// file that sets them.
 fn is_path_key(key: &str) -> bool {
-    key.ends_with("_file") || key == "dir" || key == "policy" || key == "kubeconfig"
+    // `file`: a secret read from a file (`{ file = "…" }`, OTLP headers).
+    key.ends_with("_file")
+        || key == "file"
+        || key == "dir"
+        || key == "policy"
+        || key == "kubeconfig"
 }
 
 fn resolve_paths(table: &mut toml::Table, base: &Path) {

@@ -121,6 +121,9 @@ pub struct ExportSettings {
     pub resource_attributes: Vec<(String, String)>,
     pub max_request_bytes: usize,
     pub max_queued_requests: usize,
+    /// A hash of the headers' values as read now, so that a secret
+    /// changed in its file or environment restarts the export on reload.
+    pub headers_read: u64,
 }
 
 fn default_module() -> String {
@@ -217,12 +220,14 @@ impl ExportConfig {
             })
             .unwrap_or_default();
         headers.extend(self.headers.clone());
+        let mut read = std::collections::hash_map::DefaultHasher::new();
         for (name, value) in &headers {
             if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
                 problems.push(format!("{key}.headers: \"{name}\" is not a header name"));
             }
-            if let Err(why) = value.resolve() {
-                problems.push(format!("{key}.headers.{name}: {why}"));
+            match value.resolve() {
+                Ok(v) => std::hash::Hash::hash(v.expose(), &mut read),
+                Err(why) => problems.push(format!("{key}.headers.{name}: {why}")),
             }
         }
         if crate::access::TargetSelector::parse(&self.targets).is_err() {
@@ -259,6 +264,7 @@ impl ExportConfig {
             resource_attributes: block.map(|b| b.resource_attributes()).unwrap_or_default(),
             max_request_bytes: self.max_request_bytes,
             max_queued_requests: self.max_queued_requests,
+            headers_read: std::hash::Hasher::finish(&read),
         })
     }
 }

@@ -136,7 +136,8 @@ impl Gateway {
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(export = %settings.name, "OTLP push: targets: {}", e.message);
-                (Vec::new(), Vec::new())
+                export.set_trouble(Some(format!("targets: {}", e.message)));
+                return;
             }
         };
         let deadline = started + settings.timeout;
