@@ -134,6 +134,35 @@ impl Drop for Victoria {
     }
 }
 
+/// An exposition's `k="v",…` with its escapes undone.
+fn parse_labels(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
+        if key.is_empty() {
+            return out;
+        }
+        assert_eq!(chars.next(), Some('"'), "{text}");
+        let mut value = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some('n') => value.push('\n'),
+                    Some(other) => value.push(other),
+                    None => {}
+                },
+                '"' => break,
+                c => value.push(c),
+            }
+        }
+        out.push((key.trim_start_matches(',').to_string(), value));
+        if chars.peek() == Some(&',') {
+            chars.next();
+        }
+    }
+}
+
 /// `/prometheus` samples as (name, labels without the target label).
 fn exposition_series(text: &str) -> BTreeSet<(String, BTreeMap<String, String>)> {
     text.lines()
@@ -144,14 +173,18 @@ fn exposition_series(text: &str) -> BTreeSet<(String, BTreeMap<String, String>)>
                 Some((n, rest)) => (n, rest.trim_end_matches('}')),
                 None => (series, ""),
             };
-            let labels: BTreeMap<String, String> = labels
-                .split("\",")
-                .filter(|p| !p.is_empty())
-                .filter_map(|p| {
-                    let (k, v) = p.split_once("=\"")?;
-                    Some((k.to_string(), v.trim_end_matches('"').to_string()))
-                })
+            let labels: BTreeMap<String, String> = parse_labels(labels)
+                .into_iter()
                 .filter(|(k, _)| k != "target")
+                // OpenTelemetry's Prometheus compatibility: a label that
+                // starts with `_` comes back as `key_…`.
+                .map(|(k, v)| {
+                    if k.starts_with('_') {
+                        (format!("key{k}"), v)
+                    } else {
+                        (k, v)
+                    }
+                })
                 .collect();
             Some((name.to_string(), labels))
         })
@@ -881,4 +914,161 @@ async fn the_running_binary_starts_changes_and_stops_exports_on_reload() {
         "a header's secret in the log"
     );
     assert!(!metrics.contains("not-in-any-log-42"));
+}
+
+/// `/prometheus` samples of one target and module: (name, labels without
+/// the target label) → value.
+fn exposition_values(text: &str) -> BTreeMap<(String, BTreeMap<String, String>), String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let key = exposition_series(series_line(series).as_str())
+                .into_iter()
+                .next()?;
+            Some((key, value.to_string()))
+        })
+        .collect()
+}
+
+/// A series with a dummy value, for `exposition_series`.
+fn series_line(series: &str) -> String {
+    format!("{series} 0")
+}
+
+impl Victoria {
+    /// Every series of a target under one `service.name`, with its last
+    /// value.
+    async fn last_values(
+        &self,
+        instance: &str,
+        service: &str,
+    ) -> Vec<(BTreeMap<String, String>, f64)> {
+        let http = common::http_client();
+        let _ = http.get(self.url("/internal/force_flush")).send().await;
+        let text = http
+            .get(self.query(
+                "/api/v1/export",
+                &format!("{{service_instance_id=\"{instance}\",service_name=\"{service}\"}}"),
+            ))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| {
+                let labels: BTreeMap<String, String> =
+                    serde_json::from_value(v["metric"].clone()).ok()?;
+                let last = v["values"].as_array()?.last()?.as_f64()?;
+                Some((labels, last))
+            })
+            .collect()
+    }
+}
+
+/// The rules files the Prometheus door's tests hold against jmx_exporter's
+/// own agent (its default export, and the Kafka, Tomcat and Cassandra
+/// rules over product-like MBeans), pushed to VictoriaMetrics: the series
+/// that come back are the ones `/prometheus` gives, and values that held
+/// still across the push are equal.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_prometheus_doors_rules_files_push_the_series_it_scrapes() {
+    let vm = Victoria::start().await;
+    let agent = Agent::start_in_jvm(
+        common::Generation::under_test(),
+        "otlp-products",
+        &[],
+        &["--exporter-mbeans", "true"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.yml");
+    std::fs::write(&empty, "{}\n").unwrap();
+    let exporter = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/exporter");
+    let modules: Vec<(&str, PathBuf)> = vec![
+        ("default", empty),
+        ("kafka", exporter.join("kafka.yml")),
+        ("tomcat", exporter.join("tomcat.yml")),
+        ("cassandra", exporter.join("cassandra.yml")),
+    ];
+    let mut config = targets_toml(&[&agent]);
+    for (name, rules) in &modules {
+        config.push_str(&format!(
+            "[[prometheus.modules]]\nname = \"{name}\"\nrules_file = \"{}\"\n\n\
+             [[otlp.exports]]\nname = \"{name}\"\nendpoint = \"{}\"\ninterval = \"2s\"\n\
+             targets = \"otlp-products\"\nmodule = \"{name}\"\n\n",
+            rules.display(),
+            vm.url("/opentelemetry"),
+        ));
+    }
+    let gw = Gateway::start(&config).await;
+    for (module, _) in &modules {
+        let scrape = || async {
+            let text = common::get_text(
+                &gw.http,
+                &gw.url(&format!("/prometheus?target=otlp-products&module={module}")),
+            )
+            .await;
+            exposition_values(&text)
+                .into_iter()
+                .filter(|((n, _), _)| !n.starts_with("jmx_") && !n.starts_with("jmxgate_scrape_"))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let first = scrape().await;
+        assert!(first.len() > 3, "{module}: {first:?}");
+        let label_keys: BTreeSet<String> =
+            first.keys().flat_map(|(_, l)| l.keys().cloned()).collect();
+        let pushed = eventually(
+            &format!("{module}: VictoriaMetrics has the series /prometheus gives"),
+            Duration::from_secs(120),
+            || async {
+                let got = vm.last_values("otlp-products", module).await;
+                let have: BTreeMap<(String, BTreeMap<String, String>), f64> = got
+                    .into_iter()
+                    .map(|(labels, v)| {
+                        let name = labels["__name__"].clone();
+                        let kept = labels
+                            .into_iter()
+                            .filter(|(k, _)| label_keys.contains(k))
+                            .collect();
+                        ((name, kept), v)
+                    })
+                    .collect();
+                let want: BTreeSet<_> = first.keys().cloned().collect();
+                let got: BTreeSet<_> = have.keys().cloned().collect();
+                if want == got {
+                    Ok(have)
+                } else {
+                    Err(format!(
+                        "only /prometheus: {:?}\nonly VictoriaMetrics: {:?}",
+                        want.difference(&got).collect::<Vec<_>>(),
+                        got.difference(&want).collect::<Vec<_>>()
+                    ))
+                }
+            },
+        )
+        .await;
+        // Values that held still from before the push to after it.
+        let second = scrape().await;
+        let mut compared = 0;
+        for (key, value) in &first {
+            if second.get(key) != Some(value) {
+                continue;
+            }
+            let Ok(want) = value.parse::<f64>() else {
+                continue;
+            };
+            let got = pushed[key];
+            // VictoriaMetrics keeps about 12 significant digits.
+            let close = (got - want).abs() <= 1e-11 * want.abs().max(1.0);
+            assert!(
+                got == want || close || (got.is_nan() && want.is_nan()),
+                "{module} {key:?}: pushed {got}, scraped {want}"
+            );
+            compared += 1;
+        }
+        assert!(compared > 3, "{module}: only {compared} steady values");
+    }
 }

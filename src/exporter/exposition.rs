@@ -101,25 +101,16 @@ impl Exposition {
         extra: &[(String, String)],
         reserved: &[&str],
     ) -> usize {
-        let mut by_name: BTreeMap<String, Vec<Sample>> = BTreeMap::new();
         let mut left_out = 0;
-        for s in samples {
-            if reserved.contains(&s.name.as_str()) {
-                left_out += 1;
-                continue;
-            }
-            by_name.entry(s.name.clone()).or_default().push(s);
-        }
-        for (name, group) in by_name {
-            let unique = {
-                let mut seen = HashSet::new();
-                group.iter().all(|s| {
-                    let mut labels: Vec<&(String, String)> = s.labels.iter().collect();
-                    labels.sort_by(|a, b| a.0.cmp(&b.0));
-                    seen.insert(labels)
-                })
-            };
-            let metric_type = common_type(group.iter().map(|s| s.metric_type));
+        let kept: Vec<Sample> = samples
+            .into_iter()
+            .filter(|s| {
+                let reserved = reserved.contains(&s.name.as_str());
+                left_out += usize::from(reserved);
+                !reserved
+            })
+            .collect();
+        for (name, (metric_type, group)) in families_of(kept) {
             let help = group[0].help.clone();
             let family = self.families.entry(name).or_insert_with(|| Family {
                 metric_type: Some(metric_type),
@@ -131,9 +122,6 @@ impl Exposition {
             }
             for s in group {
                 let mut labels = s.labels;
-                if !unique {
-                    labels.push(("_objectname".into(), object_name_of(&s.match_name).into()));
-                }
                 for (k, v) in extra {
                     exported(&mut labels, k);
                     labels.push((k.clone(), v.clone()));
@@ -203,6 +191,38 @@ fn exported(labels: &mut [(String, String)], name: &str) {
         renamed.insert_str(0, "exported_");
     }
     labels[at].0 = renamed;
+}
+
+/// One target's samples as jmx_exporter's collector makes its families:
+/// by name, each family typed as all its samples agree (else untyped),
+/// and an `_objectname` label on every sample of a family where two would
+/// otherwise be the same. What `/prometheus` writes and OTLP pushes.
+pub fn families_of(samples: Vec<Sample>) -> BTreeMap<String, (MetricType, Vec<Sample>)> {
+    let mut by_name: BTreeMap<String, Vec<Sample>> = BTreeMap::new();
+    for s in samples {
+        by_name.entry(s.name.clone()).or_default().push(s);
+    }
+    by_name
+        .into_iter()
+        .map(|(name, mut group)| {
+            let unique = {
+                let mut seen = HashSet::new();
+                group.iter().all(|s| {
+                    let mut labels: Vec<&(String, String)> = s.labels.iter().collect();
+                    labels.sort_by(|a, b| a.0.cmp(&b.0));
+                    seen.insert(labels)
+                })
+            };
+            let metric_type = common_type(group.iter().map(|s| s.metric_type));
+            if !unique {
+                for s in &mut group {
+                    let object_name = object_name_of(&s.match_name).to_string();
+                    s.labels.push(("_objectname".into(), object_name));
+                }
+            }
+            (name, (metric_type, group))
+        })
+        .collect()
 }
 
 fn common_type(mut types: impl Iterator<Item = MetricType>) -> MetricType {

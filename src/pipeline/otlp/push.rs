@@ -13,6 +13,7 @@ use http::HeaderMap;
 use serde_json::json;
 
 use super::{Export, Pending};
+use crate::exporter::exposition;
 use crate::exporter::otlp::{self, TargetPoints};
 use crate::exporter::rules::{MetricType, Sample};
 use crate::pipeline::prometheus::TargetScrape;
@@ -176,18 +177,24 @@ impl Gateway {
             if scraped.error.is_some() || scraped.samples.is_empty() {
                 continue;
             }
+            // The families `/prometheus` writes: the same types and names.
+            let samples: Vec<Sample> = exposition::families_of(scraped.samples.clone())
+                .into_values()
+                .flat_map(|(metric_type, group)| {
+                    group.into_iter().map(move |s| Sample { metric_type, ..s })
+                })
+                .collect();
             let start = {
                 let mut starts = export.starts.lock().expect("starts lock");
-                starts.entry(target.name.clone()).or_default().update(
-                    *jvm_start,
-                    &scraped.samples,
-                    now,
-                )
+                starts
+                    .entry(target.name.clone())
+                    .or_default()
+                    .update(*jvm_start, &samples, now)
             };
             resources.push(otlp::resource_metrics(
                 &TargetPoints {
                     resource: resource_attributes(target, settings, &version),
-                    samples: &scraped.samples,
+                    samples: &samples,
                     start_unix_nano: start,
                     time_unix_nano: now,
                 },
