@@ -1072,3 +1072,61 @@ async fn the_prometheus_doors_rules_files_push_the_series_it_scrapes() {
         assert!(compared > 3, "{module}: only {compared} steady values");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_receiver_behind_mutual_tls_takes_only_the_export_with_the_certificate() {
+    let pki = common::TestPki::new("otlp");
+    let (cert, key) = pki.server_cert("receiver");
+    let receiver = Receiver::accepting_tls(&format!(
+        "cert_file = \"{}\"\nkey_file = \"{}\"\nclient_ca_file = \"{}\"\nclient_auth = \"required\"\n",
+        cert.display(),
+        key.display(),
+        pki.ca_file().display()
+    ))
+    .await;
+    let (client_cert, client_key) = pki.client_cert("jmxgate-otlp", false);
+    let agent = Agent::start("otlp-tls");
+    let export = |name: &str, identity: &str| {
+        format!(
+            "[[otlp.exports]]\nname = \"{name}\"\nendpoint = \"{url}\"\ninterval = \"1s\"\n\
+             targets = \"otlp-*\"\nmodule = \"threads\"\nca_file = \"{ca}\"\n{identity}\n",
+            url = receiver.url,
+            ca = pki.ca_file().display(),
+        )
+    };
+    let config = format!(
+        "{targets}\n[[prometheus.modules]]\nname = \"threads\"\nrules_file = \"{rules}\"\n\n{a}\n{b}",
+        targets = targets_toml(&[&agent]),
+        rules = rules().display(),
+        a = export(
+            "with-cert",
+            &format!(
+                "client_cert_file = \"{}\"\nclient_key_file = \"{}\"",
+                client_cert.display(),
+                client_key.display()
+            )
+        ),
+        b = export("without", ""),
+    );
+    let gw = Gateway::start(&config).await;
+    eventually(
+        "points over mutual TLS",
+        Duration::from_secs(60),
+        || async {
+            let n = receiver.points().len();
+            (n > 0).then_some(()).ok_or(format!("{n}"))
+        },
+    )
+    .await;
+    eventually(
+        "the export without a certificate fails",
+        Duration::from_secs(60),
+        || async {
+            let failed = metric(&gw, &points_total("without", "failed"));
+            (failed > 0.0).then_some(()).ok_or(format!("{failed}"))
+        },
+    )
+    .await;
+    assert!(metric(&gw, &points_total("with-cert", "sent")) > 0.0);
+    assert_eq!(metric(&gw, &points_total("without", "sent")), 0.0);
+}

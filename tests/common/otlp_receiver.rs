@@ -63,6 +63,19 @@ impl Receiver {
     pub async fn start(
         judge: impl Fn(&ExportMetricsServiceRequest) -> Answer + Send + Sync + 'static,
     ) -> Receiver {
+        Receiver::serve(None, judge).await
+    }
+
+    /// Answers 200 over HTTPS with `tls` (the `[server.tls]` keys other
+    /// than `listen`: certificates made by the test).
+    pub async fn accepting_tls(tls: &str) -> Receiver {
+        Receiver::serve(Some(tls), |_| Answer::Status(200)).await
+    }
+
+    async fn serve(
+        tls: Option<&str>,
+        judge: impl Fn(&ExportMetricsServiceRequest) -> Answer + Send + Sync + 'static,
+    ) -> Receiver {
         let judge: Arc<Judge> = Arc::new(judge);
         let answered = Arc::new(Mutex::new(Vec::new()));
         let taken = Arc::new(Mutex::new(Vec::new()));
@@ -109,9 +122,23 @@ impl Receiver {
                 },
             ),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let url = match tls {
+            Some(tls) => {
+                let config: jmxgate::tls::TlsConfig =
+                    toml::from_str(&format!("listen = \"127.0.0.1:0\"\n{tls}")).unwrap();
+                let reloading = Arc::new(jmxgate::tls::ReloadingTls::new(config).unwrap());
+                let listener = jmxgate::tls::TlsListener::bind(reloading).await.unwrap();
+                let addr = axum::serve::Listener::local_addr(&listener).unwrap();
+                tokio::spawn(async move { axum::serve(listener, app).await });
+                format!("https://127.0.0.1:{}", addr.port())
+            }
+            None => {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let url = format!("http://{}", listener.local_addr().unwrap());
+                tokio::spawn(async move { axum::serve(listener, app).await });
+                url
+            }
+        };
         Receiver {
             url,
             answered,

@@ -66,6 +66,12 @@ pub struct ExportConfig {
     /// A PEM CA bundle for an `https://` endpoint (else the system's).
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
+    /// A client certificate (PEM, with `client_key_file`) for a receiver
+    /// that asks for one.
+    #[serde(default)]
+    pub client_cert_file: Option<PathBuf>,
+    #[serde(default)]
+    pub client_key_file: Option<PathBuf>,
     /// Default 60s.
     #[serde(default, with = "humantime_serde")]
     pub interval: Option<Duration>,
@@ -108,6 +114,7 @@ pub struct ExportSettings {
     pub url: String,
     pub headers: BTreeMap<String, HeaderValue>,
     pub ca_file: Option<PathBuf>,
+    pub client_identity: Option<(PathBuf, PathBuf)>,
     pub interval: Duration,
     pub timeout: Duration,
     pub targets: String,
@@ -233,6 +240,16 @@ impl ExportConfig {
         if crate::access::TargetSelector::parse(&self.targets).is_err() {
             problems.push(format!("{key}.targets: not a name, glob or label selector"));
         }
+        let client_identity = match (&self.client_cert_file, &self.client_key_file) {
+            (Some(c), Some(k)) => Some((c.clone(), k.clone())),
+            (None, None) => None,
+            _ => {
+                problems.push(format!(
+                    "{key}.client_cert_file: set with client_key_file, or neither"
+                ));
+                None
+            }
+        };
         if self.max_request_bytes < 1024 {
             problems.push(format!("{key}.max_request_bytes: at least 1024"));
         }
@@ -252,6 +269,7 @@ impl ExportConfig {
             name,
             headers,
             ca_file: self.ca_file.clone(),
+            client_identity,
             interval,
             timeout,
             targets: self.targets.clone(),

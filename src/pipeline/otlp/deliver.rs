@@ -27,8 +27,12 @@ const REASON_BYTES: usize = 200;
 const MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
 pub(super) fn client(settings: &ExportSettings) -> Result<reqwest::Client, String> {
-    let tls = crate::client::tls_config(settings.ca_file.as_deref(), None, false)
-        .map_err(|e| e.to_string())?;
+    let tls = crate::client::tls_config(
+        settings.ca_file.as_deref(),
+        settings.client_identity.as_ref(),
+        false,
+    )
+    .map_err(|e| e.to_string())?;
     let mut headers = http::HeaderMap::new();
     for (name, value) in &settings.headers {
         let name = http::HeaderName::from_bytes(name.as_bytes()).map_err(|e| e.to_string())?;
