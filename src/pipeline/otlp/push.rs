@@ -133,7 +133,7 @@ impl Gateway {
             export.set_trouble(Some(why));
             return;
         };
-        let (targets, mut results) = match self.scrape_targets(&state, &caller, &settings.targets) {
+        let (targets, results) = match self.scrape_targets(&state, &caller, &settings.targets) {
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(export = %settings.name, "OTLP push: targets: {}", e.message);
@@ -169,43 +169,6 @@ impl Gateway {
             })
             .buffer_unordered(state.prometheus.config.max_concurrent_targets);
         let read: Vec<_> = reads.collect().await;
-        let now = unix_nano(SystemTime::now());
-        let version = crate::version::GATEWAY_VERSION.to_string();
-        let mut resources = Vec::new();
-        for (target, scraped, jvm_start) in &read {
-            // A target that failed gives no points, not zeros.
-            if scraped.error.is_some() || scraped.samples.is_empty() {
-                continue;
-            }
-            // The families `/prometheus` writes: the same types and names.
-            let samples: Vec<Sample> = exposition::families_of(scraped.samples.clone())
-                .into_values()
-                .flat_map(|(metric_type, group)| {
-                    group.into_iter().map(move |s| Sample { metric_type, ..s })
-                })
-                .collect();
-            let start = {
-                let mut starts = export.starts.lock().expect("starts lock");
-                starts
-                    .entry(target.name.clone())
-                    .or_default()
-                    .update(*jvm_start, &samples, now)
-            };
-            resources.push(otlp::resource_metrics(
-                &TargetPoints {
-                    resource: resource_attributes(target, settings, &version),
-                    samples: &samples,
-                    start_unix_nano: start,
-                    time_unix_nano: now,
-                },
-                &version,
-            ));
-        }
-        {
-            // Targets gone from the fleet (or the export's reach) are forgotten.
-            let mut starts = export.starts.lock().expect("starts lock");
-            starts.retain(|name, _| read.iter().any(|(t, _, _)| &t.name == name));
-        }
         let failed_targets = read.iter().filter(|(_, s, _)| s.error.is_some()).count()
             + results.iter().filter(|s| s.error.is_some()).count();
         if failed_targets > 0 {
@@ -216,25 +179,46 @@ impl Gateway {
                 failed_targets as u64,
             );
         }
-        results.extend(read.into_iter().map(|(_, s, _)| s));
-        self.audit_push(settings, &principal, &held, &results, started)
-            .await;
-        let max = settings.max_request_bytes;
+        self.audit_push(
+            settings,
+            &principal,
+            &held,
+            results.iter().chain(read.iter().map(|(_, s, _)| s)),
+            started,
+        )
+        .await;
+        // Targets gone from the fleet (or the export's reach) are
+        // forgotten; the rest go, with their samples, to the CPU pool.
+        // Pushes never overlap, so the starts are this push's meanwhile.
+        let mut starts = std::mem::take(&mut *export.starts.lock().expect("starts lock"));
+        starts.retain(|name, _| read.iter().any(|(t, _, _)| &t.name == name));
+        let read: Vec<_> = read
+            .into_iter()
+            // A target that failed gives no points, not zeros.
+            .filter(|(_, s, _)| s.error.is_none() && !s.samples.is_empty())
+            .map(|(t, s, jvm_start)| (t, s.samples, jvm_start))
+            .collect();
+        let settings_now = settings.clone();
         let encoded = state
             .prometheus
             .cpu
             .run(move || {
-                otlp::batches(resources, max)
+                let resources = resources(read, &mut starts, &settings_now);
+                let requests = otlp::batches(resources, settings_now.max_request_bytes)
                     .into_iter()
                     .map(|request| Pending {
                         body: otlp::gzip(&prost::Message::encode_to_vec(&request)),
                         points: otlp::points(&request),
                         request,
                     })
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>();
+                (requests, starts)
             })
             .await;
-        let Some(requests) = encoded else { return };
+        let Some((requests, starts)) = encoded else {
+            return;
+        };
+        *export.starts.lock().expect("starts lock") = starts;
         let mut queue = export.queue.lock().expect("queue lock");
         for pending in requests {
             if queue.len() >= settings.max_queued_requests {
@@ -275,7 +259,7 @@ impl Gateway {
         settings: &super::ExportSettings,
         principal: &Principal,
         held: &[Arc<crate::access::Role>],
-        results: &[TargetScrape],
+        results: impl Iterator<Item = &TargetScrape>,
         started: Instant,
     ) {
         let request_id = format!(
@@ -334,33 +318,70 @@ impl Gateway {
     }
 }
 
+/// Each target's samples as one Resource: the families `/prometheus`
+/// writes (the same names and types), counters with the target's start.
+fn resources(
+    read: Vec<(Arc<crate::fleet::Target>, Vec<Sample>, Option<u64>)>,
+    starts: &mut HashMap<String, Start>,
+    settings: &super::ExportSettings,
+) -> Vec<opentelemetry_proto::tonic::metrics::v1::ResourceMetrics> {
+    let now = unix_nano(SystemTime::now());
+    let version = crate::version::GATEWAY_VERSION;
+    read.into_iter()
+        .map(|(target, samples, jvm_start)| {
+            let samples: Vec<Sample> = exposition::families_of(samples)
+                .into_values()
+                .flat_map(|(metric_type, group)| {
+                    group.into_iter().map(move |s| Sample { metric_type, ..s })
+                })
+                .collect();
+            let start = starts
+                .entry(target.name.clone())
+                .or_default()
+                .update(jvm_start, &samples, now);
+            otlp::resource_metrics(
+                &TargetPoints {
+                    resource: resource_attributes(&target.name, &target.labels, settings, version),
+                    samples: &samples,
+                    start_unix_nano: start,
+                    time_unix_nano: now,
+                },
+                version,
+            )
+        })
+        .collect()
+}
+
 /// A target's resource: `service.instance.id`, `service.name`, the
 /// module's own attributes, the target's labels (the Kubernetes names for
 /// a discovered Pod), and what sent it.
 fn resource_attributes(
-    target: &crate::fleet::Target,
+    target: &str,
+    labels: &std::collections::BTreeMap<String, String>,
     settings: &super::ExportSettings,
     version: &str,
 ) -> Vec<(String, String)> {
     let service = settings
         .service_name_label
         .as_ref()
-        .and_then(|l| target.labels.get(l))
+        .and_then(|l| labels.get(l))
         .cloned()
         .unwrap_or_else(|| settings.service_name.clone());
     let mut attributes = vec![
-        ("service.instance.id".to_string(), target.name.clone()),
+        ("service.instance.id".to_string(), target.to_string()),
         ("service.name".to_string(), service),
     ];
     attributes.extend(settings.resource_attributes.iter().cloned());
-    let from_kubernetes = target
-        .labels
+    let from_kubernetes = labels
         .get(crate::discovery::dns::DISCOVERED_BY_LABEL)
         .is_some_and(|v| v == "kubernetes");
-    for (k, v) in target.labels.iter() {
+    for (k, v) in labels.iter() {
+        // OpenTelemetry's semantic conventions for what Kubernetes
+        // discovery labels a Pod with.
         let key = match k.as_str() {
             "namespace" if from_kubernetes => "k8s.namespace.name".to_string(),
             "pod" if from_kubernetes => "k8s.pod.name".to_string(),
+            "node" if from_kubernetes => "k8s.node.name".to_string(),
             _ => k.clone(),
         };
         attributes.push((key, v.clone()));
@@ -407,6 +428,59 @@ mod tests {
             300,
             "went down: restarted"
         );
+    }
+
+    #[test]
+    fn a_pods_resource_has_the_kubernetes_names_and_the_blocks_attributes() {
+        let export: super::super::config::ExportConfig = toml::from_str(
+            "targets = \"*\"\nendpoint = \"http://c:4318\"\nservice_name_label = \"app\"",
+        )
+        .unwrap();
+        let block = crate::exporter::open_telemetry::OpenTelemetryBlock {
+            service_namespace: Some("shop".into()),
+            ..Default::default()
+        };
+        let settings = export.settings(0, Some(&block)).unwrap();
+        let labels: std::collections::BTreeMap<String, String> = [
+            ("app", "orders"),
+            ("discovered_by", "kubernetes"),
+            ("namespace", "shop-prod"),
+            ("node", "node-a"),
+            ("pod", "orders-1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let attributes: std::collections::BTreeMap<String, String> =
+            resource_attributes("orders-1.shop-prod", &labels, &settings, "9.9.9")
+                .into_iter()
+                .collect();
+        for (k, v) in [
+            ("service.instance.id", "orders-1.shop-prod"),
+            ("service.name", "orders"),
+            ("service.namespace", "shop"),
+            ("k8s.namespace.name", "shop-prod"),
+            ("k8s.pod.name", "orders-1"),
+            ("k8s.node.name", "node-a"),
+            ("telemetry.sdk.name", "jmxgate"),
+            ("telemetry.sdk.version", "9.9.9"),
+        ] {
+            assert_eq!(
+                attributes.get(k).map(String::as_str),
+                Some(v),
+                "{k}: {attributes:?}"
+            );
+        }
+        assert!(!attributes.contains_key("namespace"));
+        // Not from Kubernetes: labels stay as they are.
+        let mut dns = labels.clone();
+        dns.insert("discovered_by".into(), "dns".into());
+        let plain: std::collections::BTreeMap<String, String> =
+            resource_attributes("x", &dns, &settings, "1")
+                .into_iter()
+                .collect();
+        assert_eq!(plain["namespace"], "shop-prod");
+        assert!(!plain.contains_key("k8s.namespace.name"));
     }
 
     #[test]
