@@ -764,7 +764,7 @@ def markdown(o, pr, beans, sizes):
         f"{PUSHES} rounds measured after one warm-up round; each door in a gateway of its own.",
         "",
         f"**Stand-ins:** the {TARGETS:,} agents are not JVMs. One nginx answers every target at its own "
-        "loopback address and path (`http://127.x.y.z:<port>/t<i>/jolokia`) with canned Jolokia JSON, "
+        "loopback address and path (`http://127.x.y.z:<port>/t<00001>/jolokia`) with canned Jolokia JSON, "
         "chosen by what the request body asks: the MBean list "
         f"({sizes['list']:,} bytes; revalidations answered 304 as an agent does when no MBean came or went), "
         f"one bulk read of {beans} MBeans ({sizes['read-00-0']:,} bytes), `StartTime`. Counters and busy gauges "
@@ -829,8 +829,8 @@ def markdown(o, pr, beans, sizes):
          f"{o['largest_raw'] / 2**20:.2f} MiB before)",
          f"{TARGETS:,} GETs, answered in {pr['p50_ms']:.0f} ms (p50), {pr['p99_ms']:.0f} ms (p99)", ""),
         ("time a round takes",
-         (f"{min(push_times):.1f}-{max(push_times):.1f} s from the tick to the last request received"
-          if push_times else "-"),
+         (f"{min(push_times):.1f}-{max(push_times):.1f} s from the tick to the last request received "
+          f"(the export's `timeout` for reading its targets: {OTLP_TIMEOUT:g} s)" if push_times else "-"),
          f"spread over {INTERVAL:g} s by the scraper (latest start {pr['late_max_s'] * 1000:.0f} ms late)", ""),
         ("**bytes on the wire per point / sample** (bodies)",
          f"{per_point:.2f} B (protobuf, gzip; {per_point_raw:.1f} B before gzip)",
@@ -849,6 +849,32 @@ def markdown(o, pr, beans, sizes):
         f"Answer format of the Prometheus door with Prometheus's `Accept`: {', '.join(pr['types'])}; "
         f"`Content-Encoding` of its answers to `Accept-Encoding: gzip`: {', '.join(pr['encodings'])}. "
         f"OTLP request headers: {o['header_bytes'] / max(o['points'], 1):.3f} B per point more.",
+    ]
+    ratio = o["cpu_us_per_sample"] / pr["cpu_us_per_sample"]
+    lines += [
+        "",
+        "**How to read this.** Both doors did the same work each round: every stand-in's "
+        f"{SAMPLES} values read and made into samples by the same rules file, the export once per push for "
+        "the whole fleet (a `list` revalidation, one bulk read and a `StartTime` read per target, then "
+        "protobuf, gzip and POSTs), the door once per scrape (the `list` revalidation and the bulk read, "
+        "then the text answer). *Gateway CPU per round* is the gateway process's user and system time "
+        "(`/proc/<pid>/stat`) over each round less its idle rate; divided by the samples delivered it is "
+        "*CPU per sample*, and the last column is the export's over the door's: below 1.00 the export "
+        "costs less per sample than the Prometheus door. Set the ratio against the rounds' least and "
+        "most: a ratio within the rounds' spread is a tie. "
+        f"Here it is {ratio:.2f}: "
+        + ("the aim, no more CPU per sample than the Prometheus door, is met"
+           if ratio <= 1.0 else "the export costs more per sample than the Prometheus door")
+        + (" (by less than the spread of the rounds)." if abs(ratio - 1) * pr["cpu_ms_per_round"]
+           < (max(pr["cpu_ms_rounds"]) - min(pr["cpu_ms_rounds"])) + (max(o["cpu_ms_rounds"]) - min(o["cpu_ms_rounds"]))
+           else ".")
+        + " *Peak RSS* is the process's high-water mark over its whole life, the warm-up round included. "
+        "For either door most of it is what is kept per target between rounds (its `list` answer, the plan "
+        "made from it and the rule mappings remembered, bounded by `prometheus.plan_cache_bytes`); the "
+        "export adds what one push holds at once, every target's samples and their protobuf encoding. "
+        "*Bytes on the wire* count bodies only: the export's gzipped protobuf per point, the door's "
+        "answer per sample as it was sent (and what gzip would make of it). A Prometheus server's own "
+        f"CPU for {TARGETS:,} scrapes a round and a receiver's for the pushes are not in these numbers.",
     ]
     extra = []
     if o["targets_failed"] or o["points_failed"] or o["skipped"]:
