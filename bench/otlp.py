@@ -923,9 +923,9 @@ def main():
         f.write(text)
     print()
     print(text)
-    shutil.rmtree(work, ignore_errors=True)
     if "failed" in o or "failed" in pr:
-        sys.exit(1)
+        sys.exit(f"the gateways' logs and audit files are kept in {work}")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
