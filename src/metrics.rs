@@ -388,21 +388,6 @@ impl Metrics {
             self.access_steps.clone(),
         );
         registry.register(
-            "otlp_points",
-            "OTLP points by export and outcome: sent, failed (not delivered after every retry), rejected (refused by the receiver, point by point), dropped (queue full or export stopped)",
-            self.otlp_points.clone(),
-        );
-        registry.register(
-            "otlp_pushes",
-            "OTLP pushes by export and outcome: ok, skipped (the previous push was still running), target_failed (a target that gave no points)",
-            self.otlp_pushes.clone(),
-        );
-        registry.register(
-            "otlp_last_success_timestamp_seconds",
-            "Unix time of each export's last request the receiver accepted",
-            self.otlp_last_success.clone(),
-        );
-        registry.register(
             "notifications",
             "Webhook notices, by outcome: sent, failed after every retry, dropped with the queue full",
             self.notices.clone(),
@@ -416,6 +401,26 @@ impl Metrics {
             "health_probes",
             "Health probes sent, skipped because real exchanges answered within the interval, and stable_skipped: a stable target not due this round",
             self.health_probes.clone(),
+        );
+        self.register_otlp_in(registry);
+    }
+
+    /// The OTLP exports' series.
+    fn register_otlp_in(&self, registry: &mut Registry) {
+        registry.register(
+            "otlp_points",
+            "OTLP points by export and outcome: sent, failed (not delivered after every retry), rejected (refused by the receiver, point by point), dropped (queue full or export stopped)",
+            self.otlp_points.clone(),
+        );
+        registry.register(
+            "otlp_pushes",
+            "OTLP pushes by export and outcome: ok, skipped (the previous push was still running), target_failed (a target that gave no points)",
+            self.otlp_pushes.clone(),
+        );
+        registry.register(
+            "otlp_last_success_timestamp_seconds",
+            "Unix time of each export's last request the receiver accepted",
+            self.otlp_last_success.clone(),
         );
     }
 

@@ -335,6 +335,19 @@ fn points_total(export: &str, outcome: &str) -> String {
     format!("jmxgate_otlp_points_total{{export=\"{export}\",outcome=\"{outcome}\"}}")
 }
 
+/// Waits until a gateway metric counts something.
+async fn until_counted(gw: &Gateway, series: &str) {
+    eventually(
+        &format!("{series} counted"),
+        Duration::from_secs(90),
+        || async {
+            let n = metric(gw, series);
+            (n > 0.0).then_some(()).ok_or(format!("{n}"))
+        },
+    )
+    .await;
+}
+
 /// The gateway answers a request of its own door meanwhile.
 async fn still_serving(gw: &Gateway, target: &str) {
     let (status, v) = gw
@@ -505,27 +518,11 @@ async fn receivers_that_are_down_stall_or_hang_up_cost_points_never_service() {
     );
     let gw = Gateway::start(&config).await;
     for name in ["down", "stalling", "hangs-up"] {
-        eventually(
-            &format!("{name}: points counted as failed"),
-            Duration::from_secs(90),
-            || async {
-                let failed = metric(&gw, &points_total(name, "failed"));
-                (failed > 0.0).then_some(()).ok_or(format!("{failed}"))
-            },
-        )
-        .await;
+        until_counted(&gw, &points_total(name, "failed")).await;
     }
     // Pushes keep coming every second while requests take several: the
     // queue stays at its bound and the oldest go, counted.
-    eventually(
-        "the stalled export drops what can't wait",
-        Duration::from_secs(90),
-        || async {
-            let dropped = metric(&gw, &points_total("stalling", "dropped"));
-            (dropped > 0.0).then_some(()).ok_or(format!("{dropped}"))
-        },
-    )
-    .await;
+    until_counted(&gw, &points_total("stalling", "dropped")).await;
     assert_eq!(metric(&gw, &points_total("down", "sent")), 0.0);
     // What /readyz adds to its detail (the real binary's is tested with
     // reloads).
@@ -600,16 +597,9 @@ async fn a_counters_start_is_the_jvms_and_moves_when_the_jvm_restarts() {
 
     drop(first);
     // Pushes go on while the target is away (no points for it, counted).
-    eventually(
-        "the failed target counted",
-        Duration::from_secs(60),
-        || async {
-            let n = metric(
-                &gw,
-                "jmxgate_otlp_pushes_total{export=\"r\",outcome=\"target_failed\"}",
-            );
-            (n > 0.0).then_some(()).ok_or(format!("{n}"))
-        },
+    until_counted(
+        &gw,
+        "jmxgate_otlp_pushes_total{export=\"r\",outcome=\"target_failed\"}",
     )
     .await;
     let second = Agent::start_with("otlp-restart", &["--port", &port]);
@@ -1118,15 +1108,7 @@ async fn a_receiver_behind_mutual_tls_takes_only_the_export_with_the_certificate
         },
     )
     .await;
-    eventually(
-        "the export without a certificate fails",
-        Duration::from_secs(60),
-        || async {
-            let failed = metric(&gw, &points_total("without", "failed"));
-            (failed > 0.0).then_some(()).ok_or(format!("{failed}"))
-        },
-    )
-    .await;
+    until_counted(&gw, &points_total("without", "failed")).await;
     assert!(metric(&gw, &points_total("with-cert", "sent")) > 0.0);
     assert_eq!(metric(&gw, &points_total("without", "sent")), 0.0);
 }

@@ -16,8 +16,9 @@ pub struct OpenTelemetryBlock {
     /// Seconds between pushes.
     pub interval: Option<u64>,
     pub timeout_seconds: Option<u64>,
+    /// Values kept as secrets: they may carry tokens.
     #[serde(default)]
-    pub headers: BTreeMap<String, String>,
+    pub headers: BTreeMap<String, crate::secret::Secret>,
     #[serde(default)]
     pub resource_attributes: BTreeMap<String, String>,
     /// One JVM's id in jmx_exporter; each target is its own instance here
@@ -100,7 +101,8 @@ mod tests {
         .unwrap();
         assert_eq!(b.endpoint.as_deref(), Some("http://localhost:4318"));
         assert_eq!(b.interval, Some(15));
-        assert_eq!(b.headers["Authorization"], "Bearer t");
+        assert_eq!(b.headers["Authorization"].expose(), "Bearer t");
+        assert!(!format!("{b:?}").contains("Bearer t"));
         assert_eq!(b.service_name.as_deref(), Some("orders"));
         assert_eq!(
             b.resource_attributes(),

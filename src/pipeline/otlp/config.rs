@@ -19,13 +19,23 @@ pub struct OtlpConfig {
 }
 
 /// A header's value: as written, or (for secrets) from the environment or
-/// a file's first line.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// a file's first line. Its `Debug` never shows a written value.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum HeaderValue {
     Text(String),
     Env { env: String },
     File { file: PathBuf },
+}
+
+impl std::fmt::Debug for HeaderValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeaderValue::Text(_) => f.write_str("Text(<redacted>)"),
+            HeaderValue::Env { env } => f.debug_struct("Env").field("env", env).finish(),
+            HeaderValue::File { file } => f.debug_struct("File").field("file", file).finish(),
+        }
+    }
 }
 
 impl HeaderValue {
@@ -222,7 +232,7 @@ impl ExportConfig {
             .map(|b| {
                 b.headers
                     .iter()
-                    .map(|(k, v)| (k.clone(), HeaderValue::Text(v.clone())))
+                    .map(|(k, v)| (k.clone(), HeaderValue::Text(v.expose().to_string())))
                     .collect()
             })
             .unwrap_or_default();
@@ -430,6 +440,10 @@ mod tests {
         assert_eq!(s.timeout, Duration::from_secs(5));
         assert_eq!(s.headers["X-Team"], HeaderValue::Text("ops".into()));
         assert_eq!(s.headers["X-Scope"], HeaderValue::Text("a".into()));
+        assert!(
+            !format!("{s:?}").contains("ops"),
+            "a header's value in Debug"
+        );
         // jmx_exporter's default protocol is gRPC: named, with what to do.
         let grpc = modules(Some(
             "openTelemetry:\n  endpoint: http://c:4317\n  protocol: grpc\n",
