@@ -183,28 +183,28 @@ impl Target {
 /// One entry of `GET /jolokia/targets`.
 #[derive(Debug, serde::Serialize)]
 pub struct TargetView<'a> {
-    name: &'a str,
-    labels: &'a crate::agent_settings::Labels,
+    pub(crate) name: &'a str,
+    pub(crate) labels: &'a crate::agent_settings::Labels,
     /// `configuration`, `inventory`, `discovery.dns`, `discovery.kubernetes[0]`.
-    origin: &'a crate::agent_settings::Origin,
-    health: HealthView,
-    agent: AgentView,
+    pub(crate) origin: &'a crate::agent_settings::Origin,
+    pub(crate) health: HealthView,
+    pub(crate) agent: AgentView,
 }
 
 #[derive(Debug, serde::Serialize)]
-struct HealthView {
-    state: &'static str,
-    breaker: &'static str,
-    consecutive_failures: u32,
-    latency_ms: Option<f64>,
-    last_check: Option<String>,
-    last_error: Option<String>,
+pub(crate) struct HealthView {
+    pub(crate) state: &'static str,
+    pub(crate) breaker: &'static str,
+    pub(crate) consecutive_failures: u32,
+    pub(crate) latency_ms: Option<f64>,
+    pub(crate) last_check: Option<String>,
+    pub(crate) last_error: Option<String>,
 }
 
 #[derive(Debug, serde::Serialize)]
-struct AgentView {
-    version: Option<String>,
-    protocol: Option<String>,
+pub(crate) struct AgentView {
+    pub(crate) version: Option<String>,
+    pub(crate) protocol: Option<String>,
 }
 
 /// A page of `GET /jolokia/targets`: `?limit=N` targets after the one

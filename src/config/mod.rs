@@ -83,6 +83,9 @@ pub struct Config {
     /// The MCP endpoint for AI assistants.
     #[serde(default)]
     pub mcp: crate::pipeline::mcp::config::McpConfig,
+    /// The fleet console (`[console]`).
+    #[serde(default)]
+    pub console: crate::pipeline::console::config::ConsoleConfig,
     /// The Prometheus scrape endpoint and its rules files.
     #[serde(default)]
     pub prometheus: crate::pipeline::prometheus::config::PrometheusConfig,
@@ -444,6 +447,7 @@ impl Config {
             }
         }
         problems.extend(self.mcp.problems());
+        problems.extend(self.console.problems());
         problems.extend(self.health.problems());
         problems.extend(self.prometheus.problems());
         let modules = self.prometheus.open_telemetry_blocks();

@@ -90,6 +90,8 @@ pub enum Channel {
     Prometheus,
     /// An OTLP push (`[[otlp.exports]]`).
     Otlp,
+    /// A console page (`[console]`).
+    Console,
 }
 
 impl Channel {
@@ -98,6 +100,7 @@ impl Channel {
             Channel::Mcp => "mcp",
             Channel::Prometheus => "prometheus",
             Channel::Otlp => "otlp",
+            Channel::Console => "console",
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod access_requests;
 pub mod audit;
 pub mod authenticate;
 pub mod authorize;
+pub mod console;
 pub mod dispatch;
 pub mod hosts;
 pub mod items;
@@ -223,6 +224,8 @@ enum Addressed {
     Prometheus,
     /// `/jmxgate/access/requests…`: just-in-time access.
     AccessRequests,
+    /// A page of the console (`[console] path`).
+    Console,
 }
 
 /// A request the pre-phase let in: how its URL addresses the fleet, the
@@ -482,6 +485,16 @@ impl Gateway {
                 return self
                     .target_list(&state, listing, &parts, &headers, cors)
                     .await;
+            }
+            Addressed::Console => {
+                let viewer = console::Viewer {
+                    principal: &principal,
+                    held: &held,
+                    request_id,
+                    client,
+                    started,
+                };
+                return self.console_http(&state, &parts, viewer).await;
             }
             Addressed::Explain => {}
             Addressed::Prometheus => {
@@ -1086,7 +1099,12 @@ impl Gateway {
             return Err(Box::new(respond::http_error(&e, headers, false)));
         }
         let (addressed, rest) = self
-            .addressing(&state.mcp, &state.prometheus.config, parts.uri.path())
+            .addressing(
+                &state.mcp,
+                &state.prometheus.config,
+                &state.console,
+                parts.uri.path(),
+            )
             .map_err(|e| Box::new(respond::http_error(&e, headers, true)))?;
         if let Some(log) = &self.audit {
             if let Err(reason) = log.health().check() {
@@ -1179,6 +1197,7 @@ impl Gateway {
         &self,
         mcp: &mcp::McpConfig,
         prometheus: &prometheus::PrometheusConfig,
+        console: &console::config::ConsoleConfig,
         path: &str,
     ) -> Result<(Addressed, String), HttpError> {
         if mcp.enabled && path == mcp.path {
@@ -1194,6 +1213,9 @@ impl Gateway {
         }
         if prometheus.enabled && path == prometheus.path {
             return Ok((Addressed::Prometheus, String::new()));
+        }
+        if console.serves(path) {
+            return Ok((Addressed::Console, String::new()));
         }
         let not_found = || {
             HttpError::new(

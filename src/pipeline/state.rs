@@ -39,6 +39,8 @@ pub struct State {
     pub mcp_batch: super::mcp::jsonrpc::BatchBounds,
     /// `[prometheus]`: the scrape endpoint, its modules and plans.
     pub prometheus: Arc<super::prometheus::exporter::Exporter>,
+    /// `[console]`: where the pages are.
+    pub console: super::console::config::ConsoleConfig,
 }
 
 impl State {
@@ -82,6 +84,7 @@ impl State {
             list_cache: super::dispatch::list_cache::ListCache::new(&config.list_cache)
                 .map(Arc::new),
             mcp: config.mcp.clone(),
+            console: config.console.clone(),
             mcp_batch: super::mcp::jsonrpc::BatchBounds {
                 max_items: config.server.max_bulk_items,
                 max_bytes: usize::try_from(config.target_defaults.max_response_bytes())

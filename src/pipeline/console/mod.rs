@@ -1,0 +1,111 @@
+//! The console door: HTML pages for people at `[console] path` on the
+//! Jolokia listeners. A page request has been authenticated and scoped by
+//! the shared phases like any other (the caller's standing and granted
+//! roles), shows only what those roles reach, and is audited like a
+//! target list (`"channel":"console"`).
+//!
+//! - `config`: the section;
+//! - `page`: layout, security headers, the style sheet;
+//! - `overview`: the fleet, grouped, filtered and paged.
+//!
+//! Pages are made with maud (checked at compile time, every value
+//! escaped); no script runs in them.
+
+pub mod config;
+mod overview;
+mod page;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use http::{Method, Response};
+
+use super::{audit, Gateway};
+use crate::principal::Principal;
+
+/// Who asks for a page, as the shared phases found them.
+pub(super) struct Viewer<'a> {
+    pub principal: &'a Principal,
+    pub held: &'a [Arc<crate::access::Role>],
+    pub request_id: &'a str,
+    pub client: Option<std::net::SocketAddr>,
+    pub started: Instant,
+}
+
+impl Gateway {
+    /// Answers a console request.
+    pub(super) async fn console_http(
+        &self,
+        state: &super::state::State,
+        parts: &http::request::Parts,
+        viewer: Viewer<'_>,
+    ) -> Response<Body> {
+        let base = state.console.path.as_str();
+        let who = viewer.principal.name.as_str();
+        if !matches!(parts.method, Method::GET | Method::HEAD) {
+            return page::error(405, "The console's pages are read with GET.", base, who);
+        }
+        let rest = &parts.uri.path()[base.len()..];
+        match rest {
+            "/assets/console.css" => {
+                page::respond(200, "text/css; charset=utf-8", page::STYLE_SHEET.into())
+            }
+            "" | "/" => self.overview(state, parts, viewer).await,
+            _ => page::error(404, "No such page.", base, who),
+        }
+    }
+
+    async fn overview(
+        &self,
+        state: &super::state::State,
+        parts: &http::request::Parts,
+        viewer: Viewer<'_>,
+    ) -> Response<Body> {
+        let base = state.console.path.as_str();
+        let who = viewer.principal.name.as_str();
+        let access = &state.access;
+        let visible = state
+            .fleet
+            .iter()
+            .filter(|t| access.reaches(viewer.held, t));
+        let selected = overview::Query::parse(parts.uri.query())
+            .and_then(|q| overview::select(visible, &q).map(|o| (q, o)));
+        let (status, listed) = match &selected {
+            Ok((_, o)) => (200, o.rows.len()),
+            Err(_) => (400, 0),
+        };
+        let record = audit::TargetListRecord {
+            request_id: viewer.request_id,
+            principal: viewer.principal,
+            roles: viewer.held.iter().map(|r| r.name.clone()).collect(),
+            client: viewer.client,
+            status,
+            listed,
+            latency: viewer.started.elapsed(),
+            channel: Some(audit::Channel::Console),
+            tool: None,
+            mcp_client: None,
+        };
+        audit::record_target_list(&record);
+        let entries = vec![audit::target_list_entry(&record)];
+        if let Err(e) = self
+            .write_audit(
+                &crate::audit::Encoded::new(entries),
+                false,
+                viewer.request_id,
+            )
+            .await
+        {
+            return page::error(e.status, &e.message, base, who);
+        }
+        match selected {
+            Ok((q, o)) => page::respond(
+                200,
+                "text/html; charset=utf-8",
+                overview::render(&o, &q, base, who).into_string(),
+            ),
+            Err(why) => page::error(400, &why, base, who),
+        }
+    }
+}

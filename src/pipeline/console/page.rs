@@ -1,0 +1,71 @@
+//! What every console page shares: the layout, the headers that keep a
+//! page from being framed, sniffed, cached or made to run anything but its
+//! own assets, and those assets, compiled into the binary.
+
+use axum::body::Body;
+use http::{header, HeaderValue, Response};
+use maud::{html, Markup, DOCTYPE};
+
+/// Nothing but the console's own style sheet loads; no script runs; no
+/// site may frame it; forms post only to it.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
+     form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+pub const STYLE_SHEET: &str = include_str!("console.css");
+
+/// A page with the console's header: where it is and who is looking.
+pub fn layout(title: &str, base: &str, principal: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · jmxgate" }
+                link rel="stylesheet" href={ (base) "/assets/console.css" };
+            }
+            body {
+                header {
+                    strong { a href={ (base) "/" } { "jmxgate" } }
+                    span { (title) }
+                    span.who { (principal) }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+/// An error page, its message escaped like everything else.
+pub fn error(status: u16, message: &str, base: &str, principal: &str) -> Response<Body> {
+    let body = layout(
+        "Error",
+        base,
+        principal,
+        html! { p.error { (message) } p { a href={ (base) "/" } { "The fleet" } } },
+    );
+    respond(status, "text/html; charset=utf-8", body.into_string())
+}
+
+/// An answer with the console's headers.
+pub fn respond(status: u16, content_type: &'static str, body: String) -> Response<Body> {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    r
+}

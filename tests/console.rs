@@ -1,0 +1,180 @@
+//! The fleet console, over HTTP against a real agent and stand-in
+//! targets: it asks a browser for Basic credentials, shows each caller
+//! only the targets their roles reach, counts them up and down per group,
+//! pages, escapes what targets carry, forbids framing and scripts, and is
+//! audited. (The browser-driven tests come with the console's other
+//! pages.)
+
+mod common;
+
+use std::time::Duration;
+
+use common::{audit_records, basic_auth_config, eventually, users_file, Agent, Gateway};
+
+const HOSTILE: &str = "<script>alert(1)</script>";
+
+/// 120 stand-in targets that answer nothing (down once probed), in two
+/// namespaces, and one real agent in `shop`.
+fn config(dir: &std::path::Path, agent: &Agent) -> String {
+    let users = users_file(
+        dir,
+        &[
+            ("ops", "ops-pw", &["all"]),
+            ("shop-team", "shop-pw", &["shop"]),
+        ],
+    );
+    let mut targets = format!(
+        "[[targets]]\nname = \"real-1\"\nurl = \"{}\"\nlabels = {{ namespace = \"shop\", note = \"{HOSTILE}\" }}\n",
+        agent.url()
+    );
+    let dead = common::dead_port();
+    for i in 0..120 {
+        let ns = if i % 2 == 0 { "shop" } else { "billing" };
+        targets.push_str(&format!(
+            "[[targets]]\nname = \"standin-{i:03}\"\nurl = \"http://127.0.0.1:{dead}/jolokia\"\n\
+             labels = {{ namespace = \"{ns}\" }}\n"
+        ));
+    }
+    basic_auth_config(
+        &users,
+        &format!(
+            "{targets}\n[health]\nprobe_interval = \"1s\"\n\n[[roles]]\nname = \"all\"\ntargets = [\"*\"]\n\n\
+             [[roles]]\nname = \"shop\"\ntargets = [\"namespace=shop\"]\n\n[audit]\ndir = \"{}\"\n",
+            dir.join("audit").display()
+        ),
+    )
+}
+
+async fn page(gw: &Gateway, user: &str, password: &str, path: &str) -> reqwest::Response {
+    gw.http
+        .get(gw.url(path))
+        .basic_auth(user, Some(password))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_overview_shows_each_caller_what_their_roles_reach() {
+    let agent = Agent::start("console-a");
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&config(dir.path(), &agent)).await;
+
+    // A browser is asked for Basic credentials.
+    let r = gw.http.get(gw.url("/console/")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(
+        r.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Basic"),
+        "{:?}",
+        r.headers()
+    );
+
+    // Probed: the real agent up, the stand-ins down.
+    let text = eventually("every target probed", Duration::from_secs(90), || async {
+        let r = page(&gw, "ops", "ops-pw", "/console/?group=namespace&limit=1000").await;
+        let text = r.text().await.unwrap();
+        text.contains("1 up</span> · <span class=\"down\">120 down")
+            .then_some(text.clone())
+            .ok_or(text)
+    })
+    .await;
+    // Counted per group.
+    for (group, up, down) in [("shop", 1, 60), ("billing", 0, 60)] {
+        let row = format!("{group}</a></td><td>{up}</td><td>{down}</td>");
+        assert!(text.contains(&row), "{row} in {text}");
+    }
+    // What a target carries is text, never markup.
+    assert!(!text.contains(HOSTILE), "{text}");
+    assert!(
+        text.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{text}"
+    );
+
+    // The shop team sees shop targets only, and the counts are theirs.
+    let r = page(
+        &gw,
+        "shop-team",
+        "shop-pw",
+        "/console/?group=namespace&limit=1000",
+    )
+    .await;
+    let headers = r.headers().clone();
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("standin-000") && !text.contains("standin-001"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("billing"),
+        "another team's group shown: {text}"
+    );
+    assert!(
+        text.contains("1 up</span> · <span class=\"down\">60 down"),
+        "{text}"
+    );
+    // No framing, no scripts, nothing cached.
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("frame-ancestors 'none'") && csp.contains("default-src 'none'"));
+    assert_eq!(headers["x-frame-options"], "DENY");
+    assert_eq!(headers["cache-control"], "no-store");
+    assert!(!text.contains("<script"), "{text}");
+
+    // Pages of 50: the next link leads on, and the pages cover all.
+    let mut path = "/console/?limit=50".to_string();
+    let mut seen = 0;
+    for _ in 0..10 {
+        let text = page(&gw, "ops", "ops-pw", &path)
+            .await
+            .text()
+            .await
+            .unwrap();
+        seen += text.matches("<td class=\"name\">").count();
+        let Some(at) = text.find("class=\"next\" href=\"") else {
+            break;
+        };
+        let href = &text[at + "class=\"next\" href=\"".len()..];
+        path = href[..href.find('"').unwrap()].replace("&amp;", "&");
+    }
+    assert_eq!(seen, 121);
+
+    // A filter that names no target, a bad selector: said, not guessed.
+    let r = page(&gw, "ops", "ops-pw", "/console/?selector=namespace%3D").await;
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("selector"));
+    let r = page(&gw, "shop-team", "shop-pw", "/console/?after=standin-001").await;
+    assert_eq!(r.status(), 400, "another team's target as a page start");
+
+    // Reading only; audited as the caller's.
+    let r = gw
+        .http
+        .post(gw.url("/console/"))
+        .basic_auth("ops", Some("ops-pw"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 405);
+    let records = audit_records(&dir.path().join("audit"));
+    assert!(
+        records
+            .iter()
+            .any(|r| r["channel"] == "console" && r["principal"] == "shop-team"),
+        "{records:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_can_be_moved_or_turned_off() {
+    let agent = Agent::start("console-b");
+    let dir = tempfile::tempdir().unwrap();
+    let base = config(dir.path(), &agent);
+    let gw = Gateway::start(&format!("{base}\n[console]\npath = \"/fleet\"\n")).await;
+    assert_eq!(page(&gw, "ops", "ops-pw", "/fleet/").await.status(), 200);
+    let css = page(&gw, "ops", "ops-pw", "/fleet/assets/console.css").await;
+    assert_eq!(css.headers()["content-type"], "text/css; charset=utf-8");
+    drop(gw);
+    let gw = Gateway::start(&format!("{base}\n[console]\nenabled = false\n")).await;
+    assert_eq!(page(&gw, "ops", "ops-pw", "/console/").await.status(), 404);
+}
