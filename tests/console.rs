@@ -39,7 +39,11 @@ fn config(dir: &std::path::Path, agent: &Agent) -> String {
         &users,
         &format!(
             "{targets}\n[health]\nprobe_interval = \"1s\"\n\n[[roles]]\nname = \"all\"\ntargets = [\"*\"]\n\n\
-             [[roles]]\nname = \"shop\"\ntargets = [\"namespace=shop\"]\n\n[audit]\ndir = \"{}\"\n",
+             [[roles]]\nname = \"shop\"\ntargets = [\"namespace=shop\"]\npolicy = \"{}\"\n\n\
+             [audit]\ndir = \"{}\"\n",
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("policies/read-only.xml")
+                .display(),
             dir.join("audit").display()
         ),
     )
@@ -177,4 +181,74 @@ async fn the_console_can_be_moved_or_turned_off() {
     drop(gw);
     let gw = Gateway::start(&format!("{base}\n[console]\nenabled = false\n")).await;
     assert_eq!(page(&gw, "ops", "ops-pw", "/console/").await.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_targets_page_reads_as_the_viewer_and_shows_what_they_may_run() {
+    let agent = Agent::start("console-c");
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&config(dir.path(), &agent)).await;
+    let memory = "/console/targets/real-1?mbean=java.lang%3Atype%3DMemory";
+
+    // The tree, as listed for the viewer, links to each MBean.
+    let text = page(&gw, "shop-team", "shop-pw", "/console/targets/real-1")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(text.contains("<summary>java.lang</summary>"), "{text}");
+    assert!(text.contains("mbean=java.lang%3Atype%3DMemory"), "{text}");
+    // The read-only policy's <filter> hides the flight recorder.
+    assert!(!text.contains("jdk.management.jfr"), "{text}");
+
+    // One MBean: values as the agent has them; its operation not for a
+    // read-only role, and for a role without a policy.
+    let direct = common::direct(
+        &agent,
+        &serde_json::json!({"type":"read","mbean":"java.lang:type=Memory","attribute":"Verbose"}),
+    )
+    .await["value"]
+        .clone();
+    let r = page(&gw, "shop-team", "shop-pw", memory).await;
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    let verbose = format!("<td>Verbose</td><td class=\"value\">{direct}</td>");
+    assert!(text.contains(&verbose), "{verbose} in {text}");
+    assert!(text.contains("<code>gc</code>"), "{text}");
+    assert!(
+        text.contains("not allowed to you") && !text.contains("you may run it"),
+        "{text}"
+    );
+    let text = page(&gw, "ops", "ops-pw", memory)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(text.contains("you may run it"), "{text}");
+
+    // A target the viewer's roles don't reach is no target at all.
+    let hidden = page(&gw, "shop-team", "shop-pw", "/console/targets/standin-001").await;
+    assert_eq!(hidden.status(), 404);
+    let hidden = hidden.text().await.unwrap();
+    let missing = page(&gw, "shop-team", "shop-pw", "/console/targets/no-such")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        hidden.replace("standin-001", "NAME"),
+        missing.replace("no-such", "NAME")
+    );
+
+    // Each read is audited as the viewer's, on the console's channel.
+    let records = audit_records(&dir.path().join("audit"));
+    for kind in ["list", "read"] {
+        assert!(
+            records.iter().any(|r| r["channel"] == "console"
+                && r["principal"] == "shop-team"
+                && r["type"] == kind
+                && r["target"] == "real-1"),
+            "{kind}: {records:?}"
+        );
+    }
 }

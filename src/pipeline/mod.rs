@@ -492,6 +492,8 @@ impl Gateway {
                     held: &held,
                     request_id,
                     client,
+                    chain: &chain,
+                    scheme: if conn.tls { "https" } else { "http" },
                     started,
                 };
                 return self.console_http(&state, &parts, viewer).await;

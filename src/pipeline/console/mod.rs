@@ -6,7 +6,8 @@
 //!
 //! - `config`: the section;
 //! - `page`: layout, security headers, the style sheet;
-//! - `overview`: the fleet, grouped, filtered and paged.
+//! - `overview`: the fleet, grouped, filtered and paged;
+//! - `target`: one target's MBeans, read as the viewer.
 //!
 //! Pages are made with maud (checked at compile time, every value
 //! escaped); no script runs in them.
@@ -14,6 +15,7 @@
 pub mod config;
 mod overview;
 mod page;
+mod target;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -30,6 +32,9 @@ pub(super) struct Viewer<'a> {
     pub held: &'a [Arc<crate::access::Role>],
     pub request_id: &'a str,
     pub client: Option<std::net::SocketAddr>,
+    /// The client chain for policies' `<remote>`.
+    pub chain: &'a [String],
+    pub scheme: &'a str,
     pub started: Instant,
 }
 
@@ -52,8 +57,76 @@ impl Gateway {
                 page::respond(200, "text/css; charset=utf-8", page::STYLE_SHEET.into())
             }
             "" | "/" => self.overview(state, parts, viewer).await,
-            _ => page::error(404, "No such page.", base, who),
+            _ => match rest.strip_prefix("/targets/") {
+                Some(name) => {
+                    let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
+                    self.target_page(state, parts, &viewer, &name).await
+                }
+                None => page::error(404, "No such page.", base, who),
+            },
         }
+    }
+
+    /// One target's page; a target the viewer's roles don't reach is
+    /// "no such target", the same as one that doesn't exist.
+    async fn target_page(
+        &self,
+        state: &super::state::State,
+        parts: &http::request::Parts,
+        viewer: &Viewer<'_>,
+        name: &str,
+    ) -> Response<Body> {
+        let base = state.console.path.as_str();
+        let who = viewer.principal.name.as_str();
+        let visible = state
+            .fleet
+            .by_name(name)
+            .is_some_and(|t| state.access.reaches(viewer.held, t));
+        if !visible {
+            return page::error(
+                404,
+                &format!("No target \"{name}\" in your fleet."),
+                base,
+                who,
+            );
+        }
+        let mbean: Option<String> =
+            url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+                .find(|(k, _)| k == "mbean")
+                .map(|(_, v)| v.into_owned());
+        let list = match self
+            .console_item(state, viewer, &target::list_item(name))
+            .await
+        {
+            Ok(v) => v,
+            Err(e) => return page::error(e.status, &e.message, base, who),
+        };
+        let read = match &mbean {
+            Some(m) => match self
+                .console_item(state, viewer, &target::read_item(name, m))
+                .await
+            {
+                Ok(v) => Some(v),
+                Err(e) => return page::error(e.status, &e.message, base, who),
+            },
+            None => None,
+        };
+        let may_run = |operation: &str| match &mbean {
+            Some(m) => self.console_may_run(state, viewer, name, m, operation),
+            None => false,
+        };
+        let body = target::render(
+            base,
+            name,
+            &list,
+            mbean.as_deref().zip(read.as_ref()),
+            &may_run,
+        );
+        page::respond(
+            200,
+            "text/html; charset=utf-8",
+            page::layout(name, base, who, body).into_string(),
+        )
     }
 
     async fn overview(

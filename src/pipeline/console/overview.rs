@@ -204,7 +204,7 @@ pub fn render(o: &Overview<'_>, q: &Query, base: &str, principal: &str) -> Marku
                 @for t in &o.rows {
                     @let v = t.view();
                     tr class=(v.health.state) {
-                        td.name { (v.name) }
+                        td.name { a href={ (base) "/targets/" (super::target::encode(v.name)) } { (v.name) } }
                         td { (v.health.state) }
                         td { (v.health.breaker) }
                         td { (v.agent.version.as_deref().unwrap_or("")) " "

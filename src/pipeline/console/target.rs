@@ -1,0 +1,262 @@
+//! One target's page: its MBeans as the caller's policy lets them be
+//! listed, and one MBean's attributes and operations. Every read goes
+//! through the shared phases as the viewer (parse, route, authorize,
+//! dispatch, merge) and is audited like any item (`"channel":"console"`).
+
+use maud::{html, Markup};
+use serde_json::{json, Value};
+
+use super::Viewer;
+use crate::pipeline::{parse, route, Caller, Gateway, HttpError};
+
+/// MBeans shown on a target's page; past it, the rest are counted.
+const MAX_MBEANS: usize = 2000;
+/// Characters of one attribute's value shown.
+const MAX_VALUE_CHARS: usize = 2000;
+
+impl Gateway {
+    /// One item run as the viewer, audited; its answer as JSON.
+    pub(super) async fn console_item(
+        &self,
+        state: &crate::pipeline::state::State,
+        viewer: &Viewer<'_>,
+        item: &Value,
+    ) -> Result<Value, HttpError> {
+        let started = std::time::Instant::now();
+        let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
+        let parsed = parse::parse_post(&body, None, 1)?;
+        let facts = crate::pipeline::authorize::RequestFacts {
+            method: "GET",
+            chain: viewer.chain,
+            origin: None,
+            scheme: viewer.scheme,
+            denied_reads_in_place: true,
+        };
+        let caller = Caller {
+            access: &state.access,
+            principal: viewer.principal,
+            roles: viewer.held,
+            facts: &facts,
+        };
+        let addressing = route::Addressing::Proxy {
+            default_target: None,
+        };
+        let no_headers = http::HeaderMap::new();
+        let local = |command: &crate::protocol::Command| {
+            self.answer_locally(state, viewer.held, command, &no_headers, false)
+        };
+        let ((), merged) = self
+            .run_items(state, &caller, addressing, &parsed, local, |_| {
+                Ok::<_, HttpError>(())
+            })
+            .await?;
+        let roles: Vec<String> = viewer.held.iter().map(|r| r.name.clone()).collect();
+        let who = crate::pipeline::audit::Who {
+            request_id: viewer.request_id,
+            principal: viewer.principal,
+            roles: &roles,
+            client: viewer.client,
+            latency: started.elapsed(),
+            channel: Some(crate::pipeline::audit::Channel::Console),
+            tool: None,
+            mcp_client: None,
+        };
+        self.audit_items(state, &who, &parsed, &merged).await?;
+        let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
+        let body = crate::pipeline::respond::body(&answers, false).to_vec();
+        // One answer, not in a list. An agent's value may nest deeper than
+        // a JSON tree is built here: an error page, never a panic.
+        serde_json::from_slice(&body).map_err(|e| {
+            HttpError::new(
+                502,
+                "jmxgate.AnswerTooDeep",
+                format!("the answer nests too deep: {e}"),
+            )
+        })
+    }
+}
+
+impl Gateway {
+    /// Whether the viewer's roles would let it run `operation` on the
+    /// MBean: the route and authorize phases' own answer, nothing sent.
+    pub(super) fn console_may_run(
+        &self,
+        state: &crate::pipeline::state::State,
+        viewer: &Viewer<'_>,
+        target: &str,
+        mbean: &str,
+        operation: &str,
+    ) -> bool {
+        let item = json!([{"type": "exec", "mbean": mbean, "operation": operation,
+                           "arguments": [], "target": {"url": target}}]);
+        let Ok(parsed) = parse::parse_post(item.to_string().as_bytes(), None, 1) else {
+            return false;
+        };
+        let facts = crate::pipeline::authorize::RequestFacts {
+            method: "POST",
+            chain: viewer.chain,
+            origin: None,
+            scheme: viewer.scheme,
+            denied_reads_in_place: true,
+        };
+        let caller = Caller {
+            access: &state.access,
+            principal: viewer.principal,
+            roles: viewer.held,
+            facts: &facts,
+        };
+        let addressing = route::Addressing::Proxy {
+            default_target: None,
+        };
+        matches!(
+            self.judge(state, &caller, addressing, &parsed.items[0]),
+            crate::pipeline::Judged::Agent { .. }
+        )
+    }
+}
+
+/// The page's body: the MBean tree, and the chosen MBean's detail;
+/// `may_run` says which of its operations the viewer may run.
+pub(super) fn render(
+    base: &str,
+    target: &str,
+    list: &Value,
+    mbean: Option<(&str, &Value)>,
+    may_run: &dyn Fn(&str) -> bool,
+) -> Markup {
+    let href = |name: &str| {
+        let q: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("mbean", name)
+            .finish();
+        format!("{base}/targets/{}?{q}", encode(target))
+    };
+    let mut shown = 0usize;
+    let mut left_out = 0usize;
+    html! {
+        p { a href={ (base) "/" } { "The fleet" } " › " strong { (target) } }
+        @if list["status"] != 200 {
+            p.error { "The MBeans could not be listed: " (list["error"].as_str().unwrap_or("no answer")) }
+        }
+        div.tree {
+            @if let Some(domains) = list["value"].as_object() {
+                @for (domain, beans) in domains {
+                    details open[domains.len() < 8] {
+                        summary { (domain) }
+                        ul {
+                            @if let Some(beans) = beans.as_object() {
+                                @for key in beans.keys() {
+                                    @if shown < MAX_MBEANS {
+                                        @let name = format!("{domain}:{key}");
+                                        li { a href=(href(&name)) { (key) } }
+                                        ({ shown += 1; "" })
+                                    } @else {
+                                        ({ left_out += 1; "" })
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            @if left_out > 0 {
+                p { (left_out) " more MBeans not shown" }
+            }
+        }
+        @if let Some((name, read)) = mbean {
+            (detail(name, read, list, may_run))
+        }
+    }
+}
+
+/// One MBean: its attributes' values as read, and the operations the
+/// list shows the caller.
+fn detail(name: &str, read: &Value, list: &Value, may_run: &dyn Fn(&str) -> bool) -> Markup {
+    let (domain, key) = name.split_once(':').unwrap_or((name, ""));
+    let info = &list["value"][domain][key];
+    html! {
+        section.mbean {
+            h2 { (name) }
+            @if read["status"] != 200 {
+                p.error { (read["error"].as_str().unwrap_or("not read")) }
+            }
+            table.attributes {
+                thead { tr { th { "attribute" } th { "value" } th { "type" } } }
+                tbody {
+                    @if let Some(attributes) = info["attr"].as_object() {
+                        @for (attribute, meta) in attributes {
+                            tr {
+                                td { (attribute) }
+                                td.value { (shown_value(&read["value"][attribute])) }
+                                td { (meta["type"].as_str().unwrap_or("")) }
+                            }
+                        }
+                    }
+                }
+            }
+            @if let Some(operations) = info["op"].as_object() {
+                h3 { "Operations" }
+                ul.operations {
+                    @for (operation, meta) in operations {
+                        @let allowed = may_run(operation);
+                        li class=(if allowed { "may-run" } else { "denied" }) {
+                            code { (operation) } " " (signature(meta)) " "
+                            @if allowed { span.allowed { "you may run it" } }
+                            @else { span.not-allowed { "not allowed to you" } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn signature(meta: &Value) -> String {
+    let one = |m: &Value| {
+        let args: Vec<String> = m["args"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|x| x["type"].as_str().unwrap_or("?").to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        format!(
+            "({}) → {}",
+            args.join(", "),
+            m["ret"].as_str().unwrap_or("void")
+        )
+    };
+    match meta {
+        Value::Array(overloads) => overloads.iter().map(one).collect::<Vec<_>>().join("; "),
+        m => one(m),
+    }
+}
+
+fn shown_value(v: &Value) -> String {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    if text.chars().count() > MAX_VALUE_CHARS {
+        let cut: String = text.chars().take(MAX_VALUE_CHARS).collect();
+        format!("{cut}… (cut)")
+    } else {
+        text
+    }
+}
+
+/// A target name as one path segment.
+pub(super) fn encode(name: &str) -> String {
+    percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// The items the page needs: the target's list, and a read of the MBean.
+pub(super) fn list_item(target: &str) -> Value {
+    json!({"type": "list", "target": {"url": target}})
+}
+
+pub(super) fn read_item(target: &str, mbean: &str) -> Value {
+    json!({"type": "read", "mbean": mbean, "target": {"url": target},
+           "config": {"ignoreErrors": true}})
+}
