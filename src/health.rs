@@ -198,6 +198,8 @@ pub struct TargetHealth {
     /// Its `jmxgate_agent_up` series, as looked up last, and the metrics'
     /// generation then (`Metrics::probed`): a probe costs no label lookup.
     pub(crate) up_gauge: Mutex<Option<(u64, prometheus_client::metrics::gauge::Gauge)>>,
+    /// Where its changes are told (the console's events).
+    journal: Arc<crate::events::Journal>,
 }
 
 impl TargetHealth {
@@ -211,7 +213,11 @@ impl TargetHealth {
         &self.name
     }
 
-    fn new(name: &str, failures_to_open: u32) -> TargetHealth {
+    fn new(
+        name: &str,
+        failures_to_open: u32,
+        journal: Arc<crate::events::Journal>,
+    ) -> TargetHealth {
         TargetHealth {
             name: name.into(),
             state: Mutex::default(),
@@ -219,7 +225,13 @@ impl TargetHealth {
             retired: AtomicBool::new(false),
             phase: phase_of(name),
             up_gauge: Mutex::default(),
+            journal,
         }
+    }
+
+    fn tell(&self, kind: crate::events::Kind, detail: &str) {
+        self.journal
+            .record(kind, [crate::events::named(&self.name)], detail.to_string());
     }
 
     /// Whether the target has left the fleet (see [`HealthBook::retain`]).
@@ -295,13 +307,18 @@ impl TargetHealth {
         let mut s = self.state.lock().expect("health lock");
         s.last_check = Some(SystemTime::now());
         match changed(s.up, outcome.is_ok()) {
-            Some(Change::Down) => tracing::warn!(
-                target_name = %self.name,
-                error = outcome.as_ref().err().map_or("", String::as_str),
-                "target down: an exchange or health probe failed (logged again only when it is back and fails anew)"
-            ),
+            Some(Change::Down) => {
+                let error = outcome.as_ref().err().map_or("", String::as_str);
+                tracing::warn!(
+                    target_name = %self.name,
+                    error,
+                    "target down: an exchange or health probe failed (logged again only when it is back and fails anew)"
+                );
+                self.tell(crate::events::Kind::TargetDown, error);
+            }
             Some(Change::Up) => {
-                tracing::info!(target_name = %self.name, "target up again: it answered")
+                tracing::info!(target_name = %self.name, "target up again: it answered");
+                self.tell(crate::events::Kind::TargetUp, "it answered");
             }
             None => {}
         }
@@ -330,6 +347,10 @@ impl TargetHealth {
                         last_error = s.last_error.as_deref().unwrap_or(""),
                         "circuit opened: items for this target are refused until a health probe succeeds"
                     );
+                    self.tell(
+                        crate::events::Kind::BreakerOpened,
+                        &format!("{} failures in a row", s.consecutive_failures),
+                    );
                 }
             }
         }
@@ -347,6 +368,10 @@ impl TargetHealth {
                 let mut s = self.state.lock().expect("health lock");
                 if s.open_since.take().is_some() {
                     tracing::info!(target_name = %self.name, "circuit closed: the target answered a health probe");
+                    self.tell(
+                        crate::events::Kind::BreakerClosed,
+                        "it answered a health probe",
+                    );
                 }
                 s.agent_version = version.or(s.agent_version.take());
                 s.protocol = protocol.or(s.protocol.take());
@@ -380,6 +405,7 @@ pub fn changed(up: Option<bool>, ok: bool) -> Option<Change> {
 pub struct HealthBook {
     entries: Mutex<HashMap<String, Arc<TargetHealth>>>,
     failures_to_open: u32,
+    journal: Arc<crate::events::Journal>,
 }
 
 impl HealthBook {
@@ -388,7 +414,13 @@ impl HealthBook {
         HealthBook {
             entries: Mutex::default(),
             failures_to_open,
+            journal: Arc::default(),
         }
+    }
+
+    /// The journal its targets' changes go to (and the fleet's others).
+    pub fn journal(&self) -> &Arc<crate::events::Journal> {
+        &self.journal
     }
 
     pub fn from_config(config: &HealthConfig) -> HealthBook {
@@ -406,7 +438,13 @@ impl HealthBook {
             .lock()
             .expect("health lock")
             .entry(name.to_string())
-            .or_insert_with(|| Arc::new(TargetHealth::new(name, self.failures_to_open)))
+            .or_insert_with(|| {
+                Arc::new(TargetHealth::new(
+                    name,
+                    self.failures_to_open,
+                    self.journal.clone(),
+                ))
+            })
             .clone()
     }
 
@@ -487,7 +525,8 @@ mod tests {
         // 100,000 targets over 1000 ticks: about 100 each, no burst.
         let mut per_tick = vec![0u32; 1000];
         for i in 0..100_000 {
-            per_tick[TargetHealth::new(&format!("t-{i}"), 3).probe_tick(1000) as usize] += 1;
+            per_tick[TargetHealth::new(&format!("t-{i}"), 3, Arc::default()).probe_tick(1000)
+                as usize] += 1;
         }
         let (least, most) = (per_tick.iter().min(), per_tick.iter().max());
         assert!(
@@ -495,10 +534,10 @@ mod tests {
             "{least:?}..{most:?}"
         );
         // A name's tick is fixed: its probes are one interval apart.
-        let t = TargetHealth::new("t-7", 3);
+        let t = TargetHealth::new("t-7", 3, Arc::default());
         assert_eq!(
             t.probe_tick(1000),
-            TargetHealth::new("t-7", 3).probe_tick(1000)
+            TargetHealth::new("t-7", 3, Arc::default()).probe_tick(1000)
         );
     }
 
@@ -542,7 +581,7 @@ mod tests {
     #[test]
     fn stable_targets_are_probed_every_nth_round_others_every_round() {
         let minute = Duration::from_secs(60);
-        let h = TargetHealth::new("s", 3);
+        let h = TargetHealth::new("s", 3, Arc::default());
         // New, then answering fewer than STABLE_AFTER in a row: every round.
         for round in 0..STABLE_AFTER as u64 {
             assert_eq!(h.probe_decision(minute, round, 4), ProbeDecision::Send);
@@ -564,7 +603,7 @@ mod tests {
         // has about a quarter of them.
         let mut per_round = [0u32; 4];
         for i in 0..4000 {
-            let t = TargetHealth::new(&format!("t-{i}"), 3);
+            let t = TargetHealth::new(&format!("t-{i}"), 3, Arc::default());
             for _ in 0..STABLE_AFTER {
                 probed_ok(&t);
             }
@@ -583,7 +622,7 @@ mod tests {
         probed_ok(&h);
         assert_eq!(h.probe_decision(minute, due[0] + 1, 4), ProbeDecision::Send);
         // So is a target whose breaker is open.
-        let open = TargetHealth::new("o", 1);
+        let open = TargetHealth::new("o", 1, Arc::default());
         for _ in 0..STABLE_AFTER {
             probed_ok(&open);
         }
@@ -613,7 +652,7 @@ mod tests {
 
     #[test]
     fn the_breaker_opens_after_failures_and_a_probe_closes_it() {
-        let h = TargetHealth::new("t", 3);
+        let h = TargetHealth::new("t", 3, Arc::default());
         h.record_exchange(Err("refused".into()));
         h.record_exchange(Err("refused".into()));
         assert!(h.refusal().is_none());
@@ -639,12 +678,12 @@ mod tests {
 
     #[test]
     fn a_success_resets_the_count_and_zero_never_opens() {
-        let h = TargetHealth::new("t", 2);
+        let h = TargetHealth::new("t", 2, Arc::default());
         h.record_exchange(Err("x".into()));
         h.record_exchange(Ok(Duration::from_millis(1)));
         h.record_exchange(Err("x".into()));
         assert!(h.refusal().is_none());
-        let never = TargetHealth::new("t", 0);
+        let never = TargetHealth::new("t", 0, Arc::default());
         for _ in 0..10 {
             never.record_exchange(Err("x".into()));
         }

@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod discovery;
 pub mod elevation;
+pub mod events;
 pub mod exporter;
 pub mod fleet;
 pub mod health;

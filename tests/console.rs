@@ -252,3 +252,120 @@ async fn a_targets_page_reads_as_the_viewer_and_shows_what_they_may_run() {
         );
     }
 }
+
+fn discovered(name: &str, namespace: &str) -> jmxgate::config::TargetConfig {
+    toml::from_str(&format!(
+        "name = \"{name}\"\nurl = \"http://127.0.0.1:{}/jolokia\"\nlabels = {{ namespace = \"{namespace}\" }}\n",
+        common::dead_port()
+    ))
+    .unwrap()
+}
+
+async fn events(gw: &Gateway, user: &str, password: &str, query: &str) -> serde_json::Value {
+    let r = page(gw, user, password, &format!("/jmxgate/events{query}")).await;
+    assert_eq!(r.status(), 200);
+    r.json().await.unwrap()
+}
+
+/// Kinds and target names of a journal answer.
+fn told(v: &serde_json::Value) -> Vec<(String, Vec<String>)> {
+    v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let names = e["targets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap().to_string())
+                .collect();
+            (e["kind"].as_str().unwrap().to_string(), names)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn events_tell_each_caller_what_changed_among_the_targets_they_reach() {
+    let agent = Agent::start("console-d");
+    let dir = tempfile::tempdir().unwrap();
+    let text = config(dir.path(), &agent);
+    let gw = Gateway::start(&text).await;
+
+    // Targets going down are told within seconds (probes every second).
+    eventually("the stand-ins' downs", Duration::from_secs(90), || async {
+        let all = told(&events(&gw, "ops", "ops-pw", "?limit=1000").await);
+        let down = |n: &str| {
+            all.iter()
+                .any(|(k, t)| k == "target_down" && t == &[n.to_string()])
+        };
+        (down("standin-000") && down("standin-001"))
+            .then_some(())
+            .ok_or(format!("{all:?}"))
+    })
+    .await;
+    // The shop team hears of theirs only.
+    let shop = events(&gw, "shop-team", "shop-pw", "?limit=1000").await;
+    let text_of_shop = shop.to_string();
+    assert!(text_of_shop.contains("standin-000"), "{shop}");
+    assert!(!text_of_shop.contains("standin-001"), "{shop}");
+
+    // Discovery: what came and went, each team its own, also once gone.
+    gw.gateway
+        .set_discovered(vec![
+            discovered("found-shop", "shop"),
+            discovered("found-billing", "billing"),
+        ])
+        .unwrap();
+    gw.gateway.set_discovered(vec![]).unwrap();
+    let shop = told(&events(&gw, "shop-team", "shop-pw", "?limit=1000").await);
+    for kind in ["targets_discovered", "targets_removed"] {
+        assert!(
+            shop.contains(&(kind.to_string(), vec!["found-shop".to_string()])),
+            "{kind}: {shop:?}"
+        );
+    }
+    assert!(!format!("{shop:?}").contains("found-billing"), "{shop:?}");
+    let ops = told(&events(&gw, "ops", "ops-pw", "?limit=1000").await);
+    assert!(
+        ops.iter()
+            .any(|(k, t)| k == "targets_discovered" && t.len() == 2),
+        "{ops:?}"
+    );
+
+    // A reload is told to whoever reaches some target.
+    let config = jmxgate::Config::parse(&format!("[server]\nlisten = \"127.0.0.1:0\"\n{text}"))
+        .and_then(|c| c.validate())
+        .unwrap();
+    gw.gateway.reload(&config).unwrap();
+    let shop = told(&events(&gw, "shop-team", "shop-pw", "?limit=1000").await);
+    assert_eq!(shop.last().unwrap().0, "config_reloaded", "{shop:?}");
+
+    // Paged by seq.
+    let first = events(&gw, "ops", "ops-pw", "?limit=5").await;
+    assert_eq!(first["events"].as_array().unwrap().len(), 5);
+    let next = first["next"].as_u64().unwrap();
+    let second = events(&gw, "ops", "ops-pw", &format!("?after={next}&limit=5")).await;
+    assert!(second["events"][0]["seq"].as_u64().unwrap() > next);
+    let bad = page(&gw, "ops", "ops-pw", "/jmxgate/events?after=soon").await;
+    assert_eq!(bad.status(), 400);
+
+    // The console's page of the same, and the reads audited.
+    let html = page(&gw, "shop-team", "shop-pw", "/console/events?limit=1000")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("config reloaded") && html.contains("found-shop"),
+        "{html}"
+    );
+    assert!(!html.contains("found-billing"), "{html}");
+    let records = audit_records(&dir.path().join("audit"));
+    assert!(
+        records
+            .iter()
+            .any(|r| r["event"] == "events" && r["principal"] == "shop-team"),
+        "{records:?}"
+    );
+}

@@ -2,6 +2,7 @@
 //! policy applies there. Built from the config as one immutable value, so
 //! a reload swaps it atomically and a request sees one consistent set.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -114,12 +115,17 @@ impl TargetSelector {
     }
 
     pub fn matches(&self, target: &Target) -> bool {
+        self.matches_named(&target.name, &target.labels)
+    }
+
+    /// [`matches`](Self::matches) for a target known by its name and
+    /// labels only (one gone from the fleet, say).
+    pub fn matches_named(&self, name: &str, labels: &BTreeMap<String, String>) -> bool {
         match self {
-            TargetSelector::Name(n) => *n == target.name,
-            TargetSelector::Glob(g) => wildmatch(&target.name, g),
+            TargetSelector::Name(n) => n == name,
+            TargetSelector::Glob(g) => wildmatch(name, g),
             TargetSelector::Labels(l) => l.iter().all(|(k, v)| {
-                target
-                    .labels
+                labels
                     .get(k)
                     .is_some_and(|have| label_value_matches(have, v))
             }),
@@ -169,11 +175,19 @@ pub struct Role {
 
 impl Role {
     pub fn reaches(&self, target: &Target) -> bool {
+        self.reaches_named(&target.name, &target.labels)
+    }
+
+    /// [`reaches`](Self::reaches) by name and labels.
+    pub fn reaches_named(&self, name: &str, labels: &BTreeMap<String, String>) -> bool {
         self.namespace
             .as_ref()
-            .is_none_or(|ns| target.labels.get("namespace") == Some(ns))
-            && self.granted_on.as_ref().is_none_or(|s| s.matches(target))
-            && self.selectors.iter().any(|s| s.matches(target))
+            .is_none_or(|ns| labels.get("namespace") == Some(ns))
+            && self
+                .granted_on
+                .as_ref()
+                .is_none_or(|s| s.matches_named(name, labels))
+            && self.selectors.iter().any(|s| s.matches_named(name, labels))
     }
 }
 
@@ -340,6 +354,16 @@ impl AccessControl {
     /// gateway reaches every target).
     pub fn reaches(&self, roles: &[Arc<Role>], target: &Target) -> bool {
         self.open || roles.iter().any(|r| r.reaches(target))
+    }
+
+    /// [`reaches`](Self::reaches) by name and labels.
+    pub fn reaches_named(
+        &self,
+        roles: &[Arc<Role>],
+        name: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> bool {
+        self.open || roles.iter().any(|r| r.reaches_named(name, labels))
     }
 
     /// The client chain `<remote>` checks: the peer alone, or, when the

@@ -399,8 +399,10 @@ pub struct TargetListRecord<'a> {
     pub client: Option<SocketAddr>,
     /// 200, or 405 for a method other than GET.
     pub status: u16,
-    /// How many targets the answer listed.
+    /// How many targets (or, for `events`, events) the answer listed.
     pub listed: usize,
+    /// `target_list`, or `events` (the fleet's journal).
+    pub what: &'static str,
     pub latency: Duration,
     pub channel: Option<Channel>,
     pub tool: Option<&'a str>,
@@ -433,13 +435,17 @@ pub fn target_list_entry(r: &TargetListRecord<'_>) -> Entry {
             .into(),
         ),
         status: Some(r.status),
-        note: Some(format!("{} target(s) listed", r.listed)),
+        note: Some(if r.what == "events" {
+            format!("{} event(s) listed", r.listed)
+        } else {
+            format!("{} target(s) listed", r.listed)
+        }),
         channel: r.channel.map(|c| c.as_str().into()),
         tool: r.tool.map(str::to_string),
         mcp_client: r.mcp_client.map(|c| c.name.clone()),
         mcp_client_version: r.mcp_client.and_then(|c| c.version.clone()),
         ..caller_entry(
-            "target_list",
+            r.what,
             r.request_id,
             r.principal,
             &r.roles,

@@ -122,6 +122,21 @@ impl Gateway {
             sources.collided = collided.clone();
             self.otlp.reloaded();
         }
+        let journal = self.health.journal();
+        match &result {
+            Ok(_) => journal.record(
+                crate::events::Kind::ConfigReloaded,
+                [],
+                "the configuration was reloaded".into(),
+            ),
+            // What is wrong stays in the gateway's log: it names files.
+            Err(_) => journal.record(
+                crate::events::Kind::ConfigReloadFailed,
+                [],
+                "a new configuration was refused; the previous one is in force (see the gateway's log)"
+                    .into(),
+            ),
+        }
         self.count_reload(result.is_ok());
         result.map(drop)
     }
@@ -216,6 +231,14 @@ impl Gateway {
         let next = state
             .with_fleet(&sources.config, Arc::new(fleet))
             .expect("the default target stays");
+        let upserted: Vec<&str> = change.upserts.iter().map(|t| t.name.as_str()).collect();
+        self.tell_discovery(
+            source,
+            &state.fleet,
+            &next.fleet,
+            &upserted,
+            &change.removed,
+        );
         self.state.store(Arc::new(next));
         let left = change
             .removed
@@ -237,6 +260,42 @@ impl Gateway {
             sources.discovered.remove(source);
         }
         Ok(())
+    }
+
+    /// Targets a discovery source brought (new names) and took away, told
+    /// to the journal with their labels (the console shows each event to
+    /// callers who reach its targets, also once they are gone).
+    fn tell_discovery(
+        &self,
+        source: &str,
+        before: &crate::fleet::Fleet,
+        after: &crate::fleet::Fleet,
+        upserted: &[&str],
+        removed: &[String],
+    ) {
+        use crate::events::{Kind, Named};
+        let named = |t: &Arc<crate::fleet::Target>| Named {
+            name: t.name.clone(),
+            labels: Some(t.labels.clone()),
+        };
+        let came: Vec<Named> = upserted
+            .iter()
+            .filter(|n| before.by_name(n).is_none())
+            .filter_map(|n| after.by_name(n))
+            .map(named)
+            .collect();
+        let went: Vec<Named> = removed
+            .iter()
+            .filter_map(|n| before.by_name(n))
+            .map(named)
+            .collect();
+        let journal = self.health.journal();
+        if !came.is_empty() {
+            journal.record(Kind::TargetsDiscovered, came, format!("by {source}"));
+        }
+        if !went.is_empty() {
+            journal.record(Kind::TargetsRemoved, went, format!("by {source}"));
+        }
     }
 
     /// Builds the whole fleet from `config` and every source's set, and

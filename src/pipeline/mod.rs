@@ -226,6 +226,8 @@ enum Addressed {
     AccessRequests,
     /// A page of the console (`[console] path`).
     Console,
+    /// `/jmxgate/events`: the fleet's journal.
+    Events,
 }
 
 /// A request the pre-phase let in: how its URL addresses the fleet, the
@@ -495,8 +497,22 @@ impl Gateway {
                     chain: &chain,
                     scheme: if conn.tls { "https" } else { "http" },
                     started,
+                    channel: Some(audit::Channel::Console),
                 };
                 return self.console_http(&state, &parts, viewer).await;
+            }
+            Addressed::Events => {
+                let viewer = console::Viewer {
+                    principal: &principal,
+                    held: &held,
+                    request_id,
+                    client,
+                    chain: &chain,
+                    scheme: if conn.tls { "https" } else { "http" },
+                    started,
+                    channel: None,
+                };
+                return self.events_http(&state, &parts, viewer).await;
             }
             Addressed::Explain => {}
             Addressed::Prometheus => {
@@ -1001,6 +1017,7 @@ impl Gateway {
             ),
         };
         let record = audit::TargetListRecord {
+            what: "target_list",
             request_id: listing.request_id,
             principal: listing.principal,
             roles: held.iter().map(|r| r.name.clone()).collect(),
@@ -1218,6 +1235,9 @@ impl Gateway {
         }
         if console.serves(path) {
             return Ok((Addressed::Console, String::new()));
+        }
+        if path == console::EVENTS_PATH {
+            return Ok((Addressed::Events, String::new()));
         }
         let not_found = || {
             HttpError::new(

@@ -7,12 +7,14 @@
 //! - `config`: the section;
 //! - `page`: layout, security headers, the style sheet;
 //! - `overview`: the fleet, grouped, filtered and paged;
-//! - `target`: one target's MBeans, read as the viewer.
+//! - `target`: one target's MBeans, read as the viewer;
+//! - `events`: the fleet's journal, also as `GET /jmxgate/events`.
 //!
 //! Pages are made with maud (checked at compile time, every value
 //! escaped); no script runs in them.
 
 pub mod config;
+mod events;
 mod overview;
 mod page;
 mod target;
@@ -36,7 +38,12 @@ pub(super) struct Viewer<'a> {
     pub chain: &'a [String],
     pub scheme: &'a str,
     pub started: Instant,
+    /// `console` for pages; `None` for `/jmxgate/events`.
+    pub channel: Option<audit::Channel>,
 }
+
+/// Where the journal is read as JSON.
+pub const EVENTS_PATH: &str = "/jmxgate/events";
 
 impl Gateway {
     /// Answers a console request.
@@ -57,6 +64,15 @@ impl Gateway {
                 page::respond(200, "text/css; charset=utf-8", page::STYLE_SHEET.into())
             }
             "" | "/" => self.overview(state, parts, viewer).await,
+            "/events" => match self.events_for(state, parts, &viewer).await {
+                Ok((events, next)) => page::respond(
+                    200,
+                    "text/html; charset=utf-8",
+                    page::layout("Events", base, who, events::render(base, &events, next))
+                        .into_string(),
+                ),
+                Err((status, why)) => page::error(status, &why, base, who),
+            },
             _ => match rest.strip_prefix("/targets/") {
                 Some(name) => {
                     let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
@@ -65,6 +81,40 @@ impl Gateway {
                 None => page::error(404, "No such page.", base, who),
             },
         }
+    }
+
+    /// `GET /jmxgate/events`: the journal as JSON.
+    pub(super) async fn events_http(
+        &self,
+        state: &super::state::State,
+        parts: &http::request::Parts,
+        viewer: Viewer<'_>,
+    ) -> Response<Body> {
+        let (status, body) = if parts.method != Method::GET {
+            (405, serde_json::json!({"error": "GET the events"}))
+        } else {
+            match self.events_for(state, parts, &viewer).await {
+                Ok((events, next)) => {
+                    let mut v = serde_json::json!({"events": events});
+                    if let Some(after) = next {
+                        v["next"] = serde_json::json!(after);
+                    }
+                    (200, v)
+                }
+                Err((status, why)) => (status, serde_json::json!({"error": why})),
+            }
+        };
+        let mut r = Response::new(Body::from(body.to_string()));
+        *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+        r.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        r.headers_mut().insert(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("no-store"),
+        );
+        r
     }
 
     /// One target's page; a target the viewer's roles don't reach is
@@ -149,6 +199,7 @@ impl Gateway {
             Err(_) => (400, 0),
         };
         let record = audit::TargetListRecord {
+            what: "target_list",
             request_id: viewer.request_id,
             principal: viewer.principal,
             roles: viewer.held.iter().map(|r| r.name.clone()).collect(),
@@ -156,7 +207,7 @@ impl Gateway {
             status,
             listed,
             latency: viewer.started.elapsed(),
-            channel: Some(audit::Channel::Console),
+            channel: viewer.channel,
             tool: None,
             mcp_client: None,
         };

@@ -1123,6 +1123,7 @@ impl Gateway {
             })
             .collect();
         let record = audit::TargetListRecord {
+            what: "target_list",
             request_id: &caller.request_id,
             principal: &caller.principal,
             roles: caller.role_names(),
