@@ -353,6 +353,10 @@ struct TargetListing<'a> {
     request_id: &'a str,
     client: Option<std::net::SocketAddr>,
     started: Instant,
+    /// The client chain for policies' `<remote>`, and the listener's
+    /// scheme (the console's reads run as this caller).
+    chain: &'a [String],
+    scheme: &'static str,
 }
 
 impl Gateway {
@@ -476,43 +480,26 @@ impl Gateway {
                 parts.headers = headers;
                 return self.mcp_http(parts, body, caller).await;
             }
-            Addressed::TargetList => {
+            Addressed::TargetList | Addressed::Console | Addressed::Events => {
                 let listing = TargetListing {
                     principal: &principal,
                     held: &held,
                     request_id,
                     client,
                     started,
-                };
-                return self
-                    .target_list(&state, listing, &parts, &headers, cors)
-                    .await;
-            }
-            Addressed::Console => {
-                let viewer = console::Viewer {
-                    principal: &principal,
-                    held: &held,
-                    request_id,
-                    client,
                     chain: &chain,
                     scheme: if conn.tls { "https" } else { "http" },
-                    started,
-                    channel: Some(audit::Channel::Console),
                 };
-                return self.console_http(&state, &parts, viewer).await;
-            }
-            Addressed::Events => {
-                let viewer = console::Viewer {
-                    principal: &principal,
-                    held: &held,
-                    request_id,
-                    client,
-                    chain: &chain,
-                    scheme: if conn.tls { "https" } else { "http" },
-                    started,
-                    channel: None,
+                return match addressed {
+                    Addressed::TargetList => {
+                        self.target_list(&state, listing, &parts, &headers, cors)
+                            .await
+                    }
+                    _ => {
+                        let events_api = matches!(addressed, Addressed::Events);
+                        self.console_door(&state, &parts, listing, events_api).await
+                    }
                 };
-                return self.events_http(&state, &parts, viewer).await;
             }
             Addressed::Explain => {}
             Addressed::Prometheus => {

@@ -46,8 +46,33 @@ pub(super) struct Viewer<'a> {
 pub const EVENTS_PATH: &str = "/jmxgate/events";
 
 impl Gateway {
+    /// The door: a console page, or `/jmxgate/events` (`events_api`).
+    pub(super) async fn console_door(
+        &self,
+        state: &super::state::State,
+        parts: &http::request::Parts,
+        caller: super::TargetListing<'_>,
+        events_api: bool,
+    ) -> Response<Body> {
+        let viewer = Viewer {
+            principal: caller.principal,
+            held: caller.held,
+            request_id: caller.request_id,
+            client: caller.client,
+            chain: caller.chain,
+            scheme: caller.scheme,
+            started: caller.started,
+            channel: (!events_api).then_some(audit::Channel::Console),
+        };
+        if events_api {
+            self.events_http(state, parts, viewer).await
+        } else {
+            self.console_http(state, parts, viewer).await
+        }
+    }
+
     /// Answers a console request.
-    pub(super) async fn console_http(
+    async fn console_http(
         &self,
         state: &super::state::State,
         parts: &http::request::Parts,
@@ -84,7 +109,7 @@ impl Gateway {
     }
 
     /// `GET /jmxgate/events`: the journal as JSON.
-    pub(super) async fn events_http(
+    async fn events_http(
         &self,
         state: &super::state::State,
         parts: &http::request::Parts,
