@@ -243,6 +243,12 @@ impl TargetHealth {
         self.state.lock().expect("health lock").clone()
     }
 
+    /// Whether it answered last (`None`: not yet known), without copying
+    /// the rest: the console counts a whole fleet with it.
+    pub fn is_up(&self) -> Option<bool> {
+        self.state.lock().expect("health lock").up
+    }
+
     /// Why items must not be sent now, if the breaker is open.
     pub fn refusal(&self) -> Option<String> {
         let s = self.state.lock().expect("health lock");

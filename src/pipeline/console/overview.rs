@@ -22,6 +22,8 @@ const MAX_FILTER: usize = 256;
 #[derive(Debug, Default)]
 pub struct Query {
     pub text: String,
+    /// `text` lowercased once, for matching every target.
+    text_lower: String,
     pub selector_text: String,
     pub selector: Option<TargetSelector>,
     pub group: String,
@@ -42,7 +44,10 @@ impl Query {
             }
             let value = value.trim().to_string();
             match key.as_ref() {
-                "q" => q.text = value,
+                "q" => {
+                    q.text_lower = value.to_lowercase();
+                    q.text = value;
+                }
                 "selector" if !value.is_empty() => {
                     q.selector = Some(
                         TargetSelector::parse(&value)
@@ -65,11 +70,11 @@ impl Query {
     }
 
     fn keeps(&self, t: &Target) -> bool {
-        let text = self.text.to_lowercase();
+        let text = &self.text_lower;
         self.selector.as_ref().is_none_or(|s| s.matches(t))
             && (text.is_empty()
-                || t.name.to_lowercase().contains(&text)
-                || t.labels.values().any(|v| v.to_lowercase().contains(&text)))
+                || t.name.to_lowercase().contains(text)
+                || t.labels.values().any(|v| v.to_lowercase().contains(text)))
     }
 }
 
@@ -104,7 +109,7 @@ pub fn select<'a>(
     let mut started = q.after.is_none();
     let mut found_after = q.after.is_none();
     for t in visible.filter(|t| q.keeps(t)) {
-        let up = t.health.snapshot().up;
+        let up = t.health.is_up();
         let count = |c: &mut Counts| match up {
             Some(true) => c.up += 1,
             Some(false) => c.down += 1,
