@@ -112,6 +112,18 @@ impl super::Gateway {
     /// Records are encoded and appended [`AUDIT_CHUNK`] at a time, so a
     /// fan-out to 100,000 targets never holds all its records' text. An
     /// error is the refusal to send (`on_failure = "closed"`).
+    /// Logs and writes a target list's (or the journal's) record before
+    /// its answer goes out; `Err` is the answer to give instead.
+    pub(super) async fn audit_listing(
+        &self,
+        record: &TargetListRecord<'_>,
+    ) -> Result<(), super::HttpError> {
+        record_target_list(record);
+        let entries = vec![target_list_entry(record)];
+        self.write_audit(&Encoded::new(entries), false, record.request_id)
+            .await
+    }
+
     pub(super) async fn audit_items(
         &self,
         state: &super::state::State,

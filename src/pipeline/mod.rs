@@ -1016,16 +1016,7 @@ impl Gateway {
             tool: None,
             mcp_client: None,
         };
-        audit::record_target_list(&record);
-        let entries = vec![audit::target_list_entry(&record)];
-        if let Err(e) = self
-            .write_audit(
-                &crate::audit::Encoded::new(entries),
-                false,
-                listing.request_id,
-            )
-            .await
-        {
+        if let Err(e) = self.audit_listing(&record).await {
             return respond::http_error(&e, headers, cors);
         }
         let (Some(listed), None) = (listed, refusal.as_ref()) else {

@@ -105,16 +105,7 @@ impl Gateway {
             tool: None,
             mcp_client: None,
         };
-        audit::record_target_list(&record);
-        let entries = vec![audit::target_list_entry(&record)];
-        if let Err(e) = self
-            .write_audit(
-                &crate::audit::Encoded::new(entries),
-                false,
-                viewer.request_id,
-            )
-            .await
-        {
+        if let Err(e) = self.audit_listing(&record).await {
             return Err((e.status, e.message));
         }
         selected.map_err(|why| (400, why))

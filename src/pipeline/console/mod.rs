@@ -42,6 +42,34 @@ pub(super) struct Viewer<'a> {
     pub channel: Option<audit::Channel>,
 }
 
+impl<'a> Viewer<'a> {
+    /// What authorize weighs besides the item: the viewer's chain and
+    /// scheme, no page origin (pages run no script), denied reads in place.
+    fn facts(&self, method: &'a str) -> super::authorize::RequestFacts<'a> {
+        super::authorize::RequestFacts {
+            method,
+            chain: self.chain,
+            origin: None,
+            scheme: self.scheme,
+            denied_reads_in_place: true,
+        }
+    }
+
+    /// The viewer as the item phases' caller.
+    fn caller<'b>(
+        &'b self,
+        state: &'b super::state::State,
+        facts: &'b super::authorize::RequestFacts<'b>,
+    ) -> super::Caller<'b> {
+        super::Caller {
+            access: &state.access,
+            principal: self.principal,
+            roles: self.held,
+            facts,
+        }
+    }
+}
+
 /// Where the journal is read as JSON.
 pub const EVENTS_PATH: &str = "/jmxgate/events";
 
@@ -236,16 +264,7 @@ impl Gateway {
             tool: None,
             mcp_client: None,
         };
-        audit::record_target_list(&record);
-        let entries = vec![audit::target_list_entry(&record)];
-        if let Err(e) = self
-            .write_audit(
-                &crate::audit::Encoded::new(entries),
-                false,
-                viewer.request_id,
-            )
-            .await
-        {
+        if let Err(e) = self.audit_listing(&record).await {
             return page::error(e.status, &e.message, base, who);
         }
         match selected {

@@ -7,7 +7,7 @@ use maud::{html, Markup};
 use serde_json::{json, Value};
 
 use super::Viewer;
-use crate::pipeline::{parse, route, Caller, Gateway, HttpError};
+use crate::pipeline::{parse, route, Gateway, HttpError};
 
 /// MBeans shown on a target's page; past it, the rest are counted.
 const MAX_MBEANS: usize = 2000;
@@ -25,19 +25,8 @@ impl Gateway {
         let started = std::time::Instant::now();
         let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
         let parsed = parse::parse_post(&body, None, 1)?;
-        let facts = crate::pipeline::authorize::RequestFacts {
-            method: "GET",
-            chain: viewer.chain,
-            origin: None,
-            scheme: viewer.scheme,
-            denied_reads_in_place: true,
-        };
-        let caller = Caller {
-            access: &state.access,
-            principal: viewer.principal,
-            roles: viewer.held,
-            facts: &facts,
-        };
+        let facts = viewer.facts("GET");
+        let caller = viewer.caller(state, &facts);
         let addressing = route::Addressing::Proxy {
             default_target: None,
         };
@@ -92,19 +81,8 @@ impl Gateway {
         let Ok(parsed) = parse::parse_post(item.to_string().as_bytes(), None, 1) else {
             return false;
         };
-        let facts = crate::pipeline::authorize::RequestFacts {
-            method: "POST",
-            chain: viewer.chain,
-            origin: None,
-            scheme: viewer.scheme,
-            denied_reads_in_place: true,
-        };
-        let caller = Caller {
-            access: &state.access,
-            principal: viewer.principal,
-            roles: viewer.held,
-            facts: &facts,
-        };
+        let facts = viewer.facts("POST");
+        let caller = viewer.caller(state, &facts);
         let addressing = route::Addressing::Proxy {
             default_target: None,
         };

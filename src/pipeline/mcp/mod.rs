@@ -1135,16 +1135,7 @@ impl Gateway {
             tool: Some(ToolName::ListTargets.as_str()),
             mcp_client: caller.mcp_client.as_ref(),
         };
-        audit::record_target_list(&record);
-        let entry = audit::target_list_entry(&record);
-        let written = self
-            .write_audit(
-                &crate::audit::Encoded::new(vec![entry]),
-                false,
-                &caller.request_id,
-            )
-            .await;
-        if let Err(e) = written {
+        if let Err(e) = self.audit_listing(&record).await {
             return Outcome::Failed(e.message);
         }
         Outcome::Done(json!({ "count": targets.len(), "targets": targets }))
