@@ -99,14 +99,12 @@ impl Victoria {
             .collect()
     }
 
-    /// The raw samples of one series name, oldest first.
-    async fn values(&self, name: &str, instance: &str) -> Vec<f64> {
+    /// `/api/v1/export` for a series selector: one JSON object per series.
+    async fn export(&self, selector: &str) -> Vec<Value> {
         let http = common::http_client();
+        let _ = http.get(self.url("/internal/force_flush")).send().await;
         let text = http
-            .get(self.query(
-                "/api/v1/export",
-                &format!("{name}{{service_instance_id=\"{instance}\"}}"),
-            ))
+            .get(self.query("/api/v1/export", selector))
             .send()
             .await
             .unwrap()
@@ -115,6 +113,14 @@ impl Victoria {
             .unwrap();
         text.lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .collect()
+    }
+
+    /// The raw samples of one series name, oldest first.
+    async fn values(&self, name: &str, instance: &str) -> Vec<f64> {
+        self.export(&format!("{name}{{service_instance_id=\"{instance}\"}}"))
+            .await
+            .into_iter()
             .flat_map(|v| {
                 v["values"]
                     .as_array()
@@ -934,28 +940,18 @@ impl Victoria {
         instance: &str,
         service: &str,
     ) -> Vec<(BTreeMap<String, String>, f64)> {
-        let http = common::http_client();
-        let _ = http.get(self.url("/internal/force_flush")).send().await;
-        let text = http
-            .get(self.query(
-                "/api/v1/export",
-                &format!("{{service_instance_id=\"{instance}\",service_name=\"{service}\"}}"),
-            ))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        text.lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter_map(|v| {
-                let labels: BTreeMap<String, String> =
-                    serde_json::from_value(v["metric"].clone()).ok()?;
-                let last = v["values"].as_array()?.last()?.as_f64()?;
-                Some((labels, last))
-            })
-            .collect()
+        self.export(&format!(
+            "{{service_instance_id=\"{instance}\",service_name=\"{service}\"}}"
+        ))
+        .await
+        .into_iter()
+        .filter_map(|v| {
+            let labels: BTreeMap<String, String> =
+                serde_json::from_value(v["metric"].clone()).ok()?;
+            let last = v["values"].as_array()?.last()?.as_f64()?;
+            Some((labels, last))
+        })
+        .collect()
     }
 }
 
