@@ -23,6 +23,24 @@ fn at<'a>(gw: &'a Gateway, user: &'a str) -> As<'a> {
     }
 }
 
+/// A gateway whose access store is open: `jmxgate serve` opens it in a
+/// task, so the first request could otherwise find it not yet open.
+async fn started(config: &str) -> Gateway {
+    let gw = Gateway::start(config).await;
+    eventually(
+        "the access store opens",
+        Duration::from_secs(60),
+        || async {
+            match gw.gateway.access_store_trouble() {
+                None => Ok(()),
+                Some(why) => Err(why),
+            }
+        },
+    )
+    .await;
+    gw
+}
+
 fn jmxgate_cli(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_jmxgate"))
         .args(args)
@@ -110,7 +128,7 @@ approval_required = ["exec {LOGGING} setLoggerLevel"]
 async fn an_engineer_asks_for_operator_rights_on_orders_and_a_lead_approves() {
     let (orders, billing) = (Agent::start("jit-orders"), Agent::start("jit-billing"));
     let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::start(&config(dir.path(), &orders, &billing, 1, "")).await;
+    let gw = started(&config(dir.path(), &orders, &billing, 1, "")).await;
     let dev = at(&gw, "dev");
     let lead = at(&gw, "lead1");
 
@@ -255,7 +273,7 @@ async fn four_eyes_runs_an_approved_operation_exactly_once_with_exactly_its_argu
     );
     let dir = tempfile::tempdir().unwrap();
     // Two leads approve each guarded item.
-    let gw = Gateway::start(&config(dir.path(), &orders, &billing, 2, "")).await;
+    let gw = started(&config(dir.path(), &orders, &billing, 2, "")).await;
     let oncall = at(&gw, "oncall");
     let (lead1, lead2) = (at(&gw, "lead1"), at(&gw, "lead2"));
     let original = level_on(&orders).await;
@@ -392,7 +410,7 @@ async fn abuse_gets_a_clear_error_and_nothing_it_was_not_approved_for() {
         Agent::start("jit-abuse-billing"),
     );
     let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::start(&config(
+    let gw = started(&config(
         dir.path(),
         &orders,
         &billing,
@@ -544,7 +562,7 @@ async fn a_grant_ends_when_its_time_is_up() {
         Agent::start("jit-end-billing"),
     );
     let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::start(&config(dir.path(), &orders, &billing, 1, "")).await;
+    let gw = started(&config(dir.path(), &orders, &billing, 1, "")).await;
     let dev = at(&gw, "dev");
     let lead = at(&gw, "lead2");
     let (_, asked) = dev
@@ -594,7 +612,7 @@ async fn the_cli_asks_lists_approves_and_revokes() {
         Agent::start("jit-cli-billing"),
     );
     let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::start(&config(dir.path(), &orders, &billing, 1, "")).await;
+    let gw = started(&config(dir.path(), &orders, &billing, 1, "")).await;
     let (ok, out, err) = access_cli(
         &gw,
         "dev",
@@ -673,7 +691,7 @@ async fn an_assistant_asks_over_mcp_and_a_person_approves() {
         Agent::start("jit-mcp-billing"),
     );
     let dir = tempfile::tempdir().unwrap();
-    let gw = Gateway::start(&config(dir.path(), &orders, &billing, 2, "")).await;
+    let gw = started(&config(dir.path(), &orders, &billing, 2, "")).await;
     let mut cmd = std::process::Command::new(python);
     cmd.current_dir(dir_py)
         .args(["-m", "unittest", "-v", "test_mcp_access"])
@@ -749,7 +767,7 @@ async fn reviewers_are_told_by_webhook_retried_and_never_in_the_way() {
             hook.url
         ),
     );
-    let gw = Gateway::start(&config).await;
+    let gw = started(&config).await;
     let dev = at(&gw, "dev");
     let (status, asked) = dev
         .ask(&json!({"role":"ops","duration":"30m","targets":"orders-*","reason":"INC-9 <!channel>"}))
