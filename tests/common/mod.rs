@@ -518,7 +518,25 @@ pub fn dead_port() -> u16 {
 }
 
 /// A port free now, for a server the test starts on it later.
+/// A port free now for a child process to listen on. Taken below the
+/// kernel's ephemeral range (32768 and up by default), where the suite's
+/// own outgoing connections would otherwise take it between this check
+/// and the child's bind (a JVM that then exits without a word).
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // Spread over the range by process, then walked in order, so
+    // parallel test processes rarely try the same ports.
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    let start = std::process::id() % SPAN;
+    for _ in 0..SPAN {
+        let step = NEXT.fetch_add(7, Ordering::Relaxed) % SPAN;
+        let port = (LOW + (start + step) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
