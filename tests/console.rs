@@ -369,3 +369,138 @@ async fn events_tell_each_caller_what_changed_among_the_targets_they_reach() {
         "{records:?}"
     );
 }
+
+/// An attribute of `java.lang:type=Runtime`, as the agent answers it.
+async fn runtime(agent: &Agent, attribute: &str) -> serde_json::Value {
+    common::direct(
+        agent,
+        &serde_json::json!({"type":"read","mbean":"java.lang:type=Runtime","attribute":attribute}),
+    )
+    .await["value"]
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fleet_answers_are_a_table_and_a_chart_of_what_the_agents_say() {
+    let (agent, second) = (Agent::start("console-e"), Agent::start("console-f"));
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}\n[[targets]]\nname = \"real-2\"\nurl = \"{}\"\nlabels = {{ namespace = \"shop\" }}\n",
+        config(dir.path(), &agent),
+        second.url()
+    );
+    let gw = Gateway::start(&text).await;
+    let mut expected = [
+        (
+            "real-1",
+            runtime(&agent, "StartTime").await.as_u64().unwrap(),
+        ),
+        (
+            "real-2",
+            runtime(&second, "StartTime").await.as_u64().unwrap(),
+        ),
+    ];
+    // Best first, ties by name.
+    expected.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+
+    // The empty form asks nothing.
+    let r = page(&gw, "shop-team", "shop-pw", "/console/answers").await;
+    assert_eq!(r.status(), 200);
+    let form = r.text().await.unwrap();
+    assert!(
+        form.contains("<form class=\"question\"") && !form.contains("<svg"),
+        "{form}"
+    );
+
+    // The shop team's top 2 start times: the agents' own, in order, drawn;
+    // the shop stand-ins (and no billing one) listed as giving no value.
+    let top = "/console/answers?mbean=java.lang%3Atype%3DRuntime&attribute=StartTime\
+               &selector=namespace%3Dshop&op=top&n=2";
+    let html = page(&gw, "shop-team", "shop-pw", top)
+        .await
+        .text()
+        .await
+        .unwrap();
+    let rows: Vec<String> = expected
+        .iter()
+        .map(|(name, v)| format!("<tr><td>{name}</td><td class=\"value\">{v}</td></tr>"))
+        .collect();
+    let first = html
+        .find(&rows[0])
+        .unwrap_or_else(|| panic!("{} in {html}", rows[0]));
+    let then = html
+        .find(&rows[1])
+        .unwrap_or_else(|| panic!("{} in {html}", rows[1]));
+    assert!(first < then, "{html}");
+    assert_eq!(html.matches("<rect").count(), 2, "{html}");
+    assert!(html.contains("60 targets gave no value"), "{html}");
+    assert!(
+        html.contains("standin-000") && !html.contains("standin-001"),
+        "{html}"
+    );
+
+    // Grouped: one Java vendor over both JVMs.
+    let vendor = runtime(&agent, "VmVendor").await;
+    let vendor = vendor.as_str().unwrap();
+    let html = page(
+        &gw,
+        "ops",
+        "ops-pw",
+        "/console/answers?mbean=java.lang%3Atype%3DRuntime&attribute=VmVendor&selector=real-*&op=group",
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    let row =
+        format!("<tr><td>{vendor}</td><td class=\"value\">2</td><td>real-1, real-2</td></tr>");
+    assert!(html.contains(&row), "{row} in {html}");
+
+    // A number: how many answered.
+    let html = page(
+        &gw,
+        "ops",
+        "ops-pw",
+        "/console/answers?mbean=java.lang%3Atype%3DRuntime&attribute=StartTime&selector=real-*&op=count",
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert!(
+        html.contains("<strong class=\"number\">2</strong> from 2 values"),
+        "{html}"
+    );
+
+    // Wrong questions are said; the agents' refusals are shown, not hidden.
+    let r = page(
+        &gw,
+        "ops",
+        "ops-pw",
+        "/console/answers?mbean=x%3Ay%3Dz&attribute=A&op=median",
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("op &quot;median&quot;"));
+    let html = page(
+        &gw,
+        "ops",
+        "ops-pw",
+        "/console/answers?mbean=java.lang%3Atype%3DRuntime&attribute=VmVendor&selector=real-*&op=sum",
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert!(html.contains("jmxgate.NotANumber"), "{html}");
+
+    // One audit record per target read, as the viewer's.
+    let records = audit_records(&dir.path().join("audit"));
+    assert!(
+        records.iter().any(|r| r["channel"] == "console"
+            && r["principal"] == "shop-team"
+            && r["type"] == "read"
+            && r["target"] == "real-2"),
+        "{records:?}"
+    );
+}

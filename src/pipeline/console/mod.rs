@@ -8,11 +8,13 @@
 //! - `page`: layout, security headers, the style sheet;
 //! - `overview`: the fleet, grouped, filtered and paged;
 //! - `target`: one target's MBeans, read as the viewer;
+//! - `answers`: a reduction over a selector, as a table and a chart;
 //! - `events`: the fleet's journal, also as `GET /jmxgate/events`.
 //!
 //! Pages are made with maud (checked at compile time, every value
 //! escaped); no script runs in them.
 
+mod answers;
 pub mod config;
 mod events;
 mod overview;
@@ -117,6 +119,7 @@ impl Gateway {
                 page::respond(200, "text/css; charset=utf-8", page::STYLE_SHEET.into())
             }
             "" | "/" => self.overview(state, parts, viewer).await,
+            "/answers" => self.answers_page(state, parts, &viewer).await,
             "/events" => match self.events_for(state, parts, &viewer).await {
                 Ok((events, next)) => page::respond(
                     200,
@@ -229,6 +232,35 @@ impl Gateway {
             200,
             "text/html; charset=utf-8",
             page::layout(name, base, who, body).into_string(),
+        )
+    }
+
+    /// The fleet-answers form, and its answer when one was asked.
+    async fn answers_page(
+        &self,
+        state: &super::state::State,
+        parts: &http::request::Parts,
+        viewer: &Viewer<'_>,
+    ) -> Response<Body> {
+        let base = state.console.path.as_str();
+        let who = viewer.principal.name.as_str();
+        let (question, asked) = match answers::Question::parse(parts.uri.query()) {
+            Ok(q) => q,
+            Err(why) => return page::error(400, &why, base, who),
+        };
+        let answer = if asked {
+            match self.console_item(state, viewer, &question.item()).await {
+                Ok(v) => Some(v),
+                Err(e) => return page::error(e.status, &e.message, base, who),
+            }
+        } else {
+            None
+        };
+        let body = answers::render(base, &question, answer.as_ref());
+        page::respond(
+            200,
+            "text/html; charset=utf-8",
+            page::layout("Fleet answers", base, who, body).into_string(),
         )
     }
 

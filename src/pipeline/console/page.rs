@@ -27,7 +27,12 @@ pub fn layout(title: &str, base: &str, principal: &str, body: Markup) -> Markup 
             body {
                 header {
                     strong { a href={ (base) "/" } { "jmxgate" } }
-                    span { (title) }
+                    nav {
+                        a href={ (base) "/" } { "Fleet" }
+                        a href={ (base) "/answers" } { "Answers" }
+                        a href={ (base) "/events" } { "Events" }
+                    }
+                    span.title { (title) }
                     span.who { (principal) }
                 }
                 main { (body) }
