@@ -813,3 +813,223 @@ async fn reviewers_are_told_by_webhook_retried_and_never_in_the_way() {
     // The URL is a secret: not in the log of a failed attempt, nor in errors.
     assert!(!metrics.contains(&hook.url));
 }
+
+/// A person at the console: their browser's cookie and the page's token.
+struct Browser {
+    http: reqwest::Client,
+    base: String,
+    user: &'static str,
+    cookie: String,
+    token: String,
+}
+
+impl Browser {
+    /// Opens the access page as `user`, as a browser would: the cookie it
+    /// sets and the token its forms carry.
+    async fn open(gw: &Gateway, user: &'static str) -> (Browser, String) {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let base = gw.url("");
+        let r = http
+            .get(format!("{base}/console/access"))
+            .basic_auth(user, Some("pw"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let set = r.headers()["set-cookie"].to_str().unwrap().to_string();
+        let cookie = set.split(';').next().unwrap().to_string();
+        let page = r.text().await.unwrap();
+        let token = cookie
+            .strip_prefix("jmxgate_console_csrf=")
+            .unwrap_or_else(|| panic!("{set}"))
+            .to_string();
+        // Every form on the page carries the cookie's token.
+        let forms = page.matches("<form").count();
+        let tokens = page
+            .matches(&format!("name=\"csrf\" value=\"{token}\""))
+            .count();
+        assert_eq!(forms, tokens, "{page}");
+        let browser = Browser {
+            http,
+            base,
+            user,
+            cookie,
+            token,
+        };
+        (browser, page)
+    }
+
+    async fn page(&self) -> String {
+        self.http
+            .get(format!("{}/console/access", self.base))
+            .basic_auth(self.user, Some("pw"))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// Posts a form from the console's own page (`site`: what the browser
+    /// says of where it comes from); the status and the answer's text.
+    async fn post(
+        &self,
+        form: &str,
+        fields: &[(&str, &str)],
+        site: &str,
+        token: &str,
+    ) -> (u16, String) {
+        let mut body = url::form_urlencoded::Serializer::new(String::new());
+        for (k, v) in fields {
+            body.append_pair(k, v);
+        }
+        body.append_pair("csrf", token);
+        let r = self
+            .http
+            .post(format!("{}/console/access{form}", self.base))
+            .basic_auth(self.user, Some("pw"))
+            .header("cookie", &self.cookie)
+            .header("sec-fetch-site", site)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body.finish())
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        if status == 303 {
+            assert_eq!(r.headers()["location"], "/console/access");
+        }
+        (status, r.text().await.unwrap())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_role_is_asked_approved_and_revoked_in_the_console() {
+    let (orders, billing) = (
+        Agent::start("jit-console-orders"),
+        Agent::start("jit-console-billing"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let gw = started(&config(dir.path(), &orders, &billing, 1, "")).await;
+    let dev_api = at(&gw, "dev");
+    assert_eq!(dev_api.jolokia(&gc_on("orders-1")).await["status"], 403);
+
+    // The developer asks in a form.
+    let (dev, page) = Browser::open(&gw, "dev").await;
+    assert!(page.contains("<option value=\"ops\">"), "{page}");
+    let asked = [
+        ("role", "ops"),
+        ("duration", "30m"),
+        ("targets", "orders-*"),
+        ("reason", "INC-77 <script>alert(1)</script>"),
+    ];
+    let (status, text) = dev.post("", &asked, "same-origin", &dev.token).await;
+    assert_eq!(status, 303, "{text}");
+    let (_, listed) = dev_api.get(REQUESTS).await;
+    let request = &listed["requests"][0];
+    assert_eq!(
+        (request["state"].as_str(), request["reason"].as_str()),
+        (Some("pending"), Some("INC-77 <script>alert(1)</script>")),
+        "{listed}"
+    );
+    let id = request["id"].as_str().unwrap().to_string();
+
+    // The lead sees it to review, the reason as text.
+    let (lead, page) = Browser::open(&gw, "lead1").await;
+    assert!(
+        page.contains(&format!("/console/access/{id}/approve")),
+        "{page}"
+    );
+    assert!(!page.contains("<script>alert"), "{page}");
+    // An outsider is offered nothing and sees no one else's request.
+    let (_, page) = Browser::open(&gw, "outsider").await;
+    assert!(
+        !page.contains(&id) && page.contains("None of your roles may ask"),
+        "{page}"
+    );
+
+    // Another site's post, and a post without the page's token, are refused
+    // and change nothing.
+    let review = [("comment", "ok <b>go</b>")];
+    let approve = format!("/{id}/approve");
+    let (status, text) = lead
+        .post(&approve, &review, "cross-site", &lead.token)
+        .await;
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("another site"), "{text}");
+    let (status, text) = lead
+        .post(
+            &approve,
+            &review,
+            "same-origin",
+            "ffffffffffffffffffffffffffffffff",
+        )
+        .await;
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("token"), "{text}");
+    let (_, still) = dev_api.get(&format!("{REQUESTS}/{id}")).await;
+    assert_eq!(still["state"], "pending", "{still}");
+    // The API's own rules: not one's own request.
+    let (status, text) = dev.post(&approve, &review, "same-origin", &dev.token).await;
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("your own request"), "{text}");
+
+    // Approved in the console: the developer runs the operation.
+    let (status, text) = lead
+        .post(&approve, &review, "same-origin", &lead.token)
+        .await;
+    assert_eq!(status, 303, "{text}");
+    let (_, approved) = dev_api.get(&format!("{REQUESTS}/{id}")).await;
+    assert_eq!(approved["state"], "approved", "{approved}");
+    assert_eq!(approved["reviews"][0]["comment"], "ok <b>go</b>");
+    let ran = dev_api.jolokia(&gc_on("orders-1")).await;
+    assert_eq!(ran["status"], 200, "{ran}");
+    let page = dev.page().await;
+    assert!(
+        page.contains(&format!("/console/access/{id}/revoke")),
+        "{page}"
+    );
+    assert!(page.contains("ok &lt;b&gt;go&lt;/b&gt;"), "{page}");
+
+    // Revoked from the console: gone at once.
+    let (status, text) = dev
+        .post(&format!("/{id}/revoke"), &[], "same-origin", &dev.token)
+        .await;
+    assert_eq!(status, 303, "{text}");
+    assert_eq!(dev_api.jolokia(&gc_on("orders-1")).await["status"], 403);
+
+    // Recorded as the API's steps, on the console's channel, refusals too.
+    let records = audit_records(&dir.path().join("audit"));
+    let steps: Vec<(&str, &str)> = records
+        .iter()
+        .filter(|r| {
+            r["channel"] == "console"
+                && r["event"]
+                    .as_str()
+                    .is_some_and(|e| e.starts_with("access_"))
+        })
+        .map(|r| {
+            (
+                r["event"].as_str().unwrap(),
+                r["principal"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("access_requested", "dev"),
+            ("access_refused", "lead1"),
+            ("access_refused", "lead1"),
+            ("access_refused", "dev"),
+            ("access_granted", "lead1"),
+            ("access_revoked", "dev"),
+        ],
+        "{records:?}"
+    );
+}

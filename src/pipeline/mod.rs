@@ -357,6 +357,9 @@ struct TargetListing<'a> {
     /// scheme (the console's reads run as this caller).
     chain: &'a [String],
     scheme: &'static str,
+    /// Its standing roles only (the console's access requests: a grant
+    /// neither asks for more nor reviews).
+    standing: &'a [Arc<crate::access::Role>],
 }
 
 impl Gateway {
@@ -489,6 +492,7 @@ impl Gateway {
                     started,
                     chain: &chain,
                     scheme: if conn.tls { "https" } else { "http" },
+                    standing: &standing,
                 };
                 return match addressed {
                     Addressed::TargetList => {
@@ -497,7 +501,8 @@ impl Gateway {
                     }
                     _ => {
                         let events_api = matches!(addressed, Addressed::Events);
-                        self.console_door(&state, &parts, listing, events_api).await
+                        self.console_door(&state, &parts, &headers, body, listing, events_api)
+                            .await
                     }
                 };
             }

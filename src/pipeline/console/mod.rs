@@ -9,14 +9,18 @@
 //! - `overview`: the fleet, grouped, filtered and paged;
 //! - `target`: one target's MBeans, read as the viewer;
 //! - `answers`: a reduction over a selector, as a table and a chart;
+//! - `access`: access requests asked, reviewed and revoked in forms;
+//! - `forms`: what keeps another site from posting a console form;
 //! - `events`: the fleet's journal, also as `GET /jmxgate/events`.
 //!
 //! Pages are made with maud (checked at compile time, every value
-//! escaped); no script runs in them.
+//! escaped); no script runs in them. The only posts are `access` forms.
 
+mod access;
 mod answers;
 pub mod config;
 mod events;
+mod forms;
 mod overview;
 mod page;
 mod target;
@@ -42,6 +46,8 @@ pub(super) struct Viewer<'a> {
     pub started: Instant,
     /// `console` for pages; `None` for `/jmxgate/events`.
     pub channel: Option<audit::Channel>,
+    /// Standing roles only, for access requests.
+    pub standing: &'a [Arc<crate::access::Role>],
 }
 
 impl<'a> Viewer<'a> {
@@ -81,6 +87,8 @@ impl Gateway {
         &self,
         state: &super::state::State,
         parts: &http::request::Parts,
+        headers: &http::HeaderMap,
+        body: Body,
         caller: super::TargetListing<'_>,
         events_api: bool,
     ) -> Response<Body> {
@@ -93,11 +101,12 @@ impl Gateway {
             scheme: caller.scheme,
             started: caller.started,
             channel: (!events_api).then_some(audit::Channel::Console),
+            standing: caller.standing,
         };
         if events_api {
             self.events_http(state, parts, viewer).await
         } else {
-            self.console_http(state, parts, viewer).await
+            self.console_http(state, parts, headers, body, viewer).await
         }
     }
 
@@ -106,15 +115,23 @@ impl Gateway {
         &self,
         state: &super::state::State,
         parts: &http::request::Parts,
+        headers: &http::HeaderMap,
+        body: Body,
         viewer: Viewer<'_>,
     ) -> Response<Body> {
         let base = state.console.path.as_str();
         let who = viewer.principal.name.as_str();
+        let rest = &parts.uri.path()[base.len()..];
+        let access_form = rest == "/access" || rest.starts_with("/access/");
+        if parts.method == Method::POST && access_form {
+            let form = &rest["/access".len()..];
+            return self.access_post(state, headers, body, &viewer, form).await;
+        }
         if !matches!(parts.method, Method::GET | Method::HEAD) {
             return page::error(405, "The console's pages are read with GET.", base, who);
         }
-        let rest = &parts.uri.path()[base.len()..];
         match rest {
+            "/access" => self.access_page(state, headers, &viewer).await,
             "/assets/console.css" => {
                 page::respond(200, "text/css; charset=utf-8", page::STYLE_SHEET.into())
             }

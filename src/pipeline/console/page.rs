@@ -31,6 +31,7 @@ pub fn layout(title: &str, base: &str, principal: &str, body: Markup) -> Markup 
                         a href={ (base) "/" } { "Fleet" }
                         a href={ (base) "/answers" } { "Answers" }
                         a href={ (base) "/events" } { "Events" }
+                        a href={ (base) "/access" } { "Access" }
                     }
                     span.title { (title) }
                     span.who { (principal) }
