@@ -504,3 +504,111 @@ async fn fleet_answers_are_a_table_and_a_chart_of_what_the_agents_say() {
         "{records:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_trail_shows_own_records_and_auditors_everyones_and_the_chain() {
+    let agent = Agent::start("console-g");
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}\n[console]\nauditors = [\"all\"]\n",
+        config(dir.path(), &agent)
+    );
+    let gw = Gateway::start(&text).await;
+    let audit = dir.path().join("audit");
+    assert_eq!(page(&gw, "ops", "ops-pw", "/console/").await.status(), 200);
+    let read = page(
+        &gw,
+        "shop-team",
+        "shop-pw",
+        "/console/targets/real-1?mbean=java.lang%3Atype%3DMemory",
+    )
+    .await;
+    assert_eq!(read.status(), 200);
+
+    // The shop team's own records, newest first; nobody else's.
+    let html = page(&gw, "shop-team", "shop-pw", "/console/audit")
+        .await
+        .text()
+        .await
+        .unwrap();
+    let records = audit_records(&audit);
+    let newest_own = records
+        .iter()
+        .rev()
+        // Not the page's own record, written after it searched.
+        .find(|r| r["principal"] == "shop-team" && r["event"] != "audit_trail")
+        .unwrap();
+    let row = format!(
+        "<td>{}</td><td>{}</td><td>shop-team</td>",
+        newest_own["seq"],
+        newest_own["time"].as_str().unwrap()
+    );
+    assert!(html.contains(&row), "{row} in {html}");
+    assert!(!html.contains("<td>ops</td>"), "{html}");
+    assert!(html.contains("Your own records"), "{html}");
+    for asked in ["?principal=ops", "?verify=1"] {
+        let r = page(
+            &gw,
+            "shop-team",
+            "shop-pw",
+            &format!("/console/audit{asked}"),
+        )
+        .await;
+        assert_eq!(r.status(), 403, "{asked}");
+    }
+    let r = page(
+        &gw,
+        "shop-team",
+        "shop-pw",
+        "/console/audit?since=yesterday",
+    )
+    .await;
+    assert_eq!(r.status(), 400);
+
+    // An auditor searches everyone's, by principal and target.
+    let html = page(
+        &gw,
+        "ops",
+        "ops-pw",
+        "/console/audit?principal=shop-team&target=real-1&limit=1000",
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    let expected = audit_records(&audit)
+        .iter()
+        .filter(|r| r["principal"] == "shop-team" && r["target"] == "real-1")
+        .count();
+    assert!(expected >= 2, "a list and a read");
+    assert_eq!(
+        html.matches("<td>shop-team</td>").count(),
+        expected,
+        "{html}"
+    );
+
+    // The chain verifies; edited, it does not, and the page says so.
+    let html = page(&gw, "ops", "ops-pw", "/console/audit?verify=1")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("The chain verifies"), "{html}");
+    let file = jmxgate::audit::chain::files_in(&audit).unwrap().remove(0);
+    let original = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, original.replacen("shop-team", "shop-teem", 1)).unwrap();
+    let html = page(&gw, "ops", "ops-pw", "/console/audit?verify=1")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("The chain does not verify"), "{html}");
+
+    // Reading the trail is itself recorded.
+    assert!(
+        audit_records(&audit)
+            .iter()
+            .any(|r| r["event"] == "audit_trail" && r["principal"] == "shop-team"),
+        "the audit page's own record"
+    );
+}

@@ -447,11 +447,11 @@ impl Config {
             }
         }
         problems.extend(self.mcp.problems());
-        problems.extend(self.console.problems());
+        let role_names: Vec<String> = self.roles.iter().map(|r| r.name.clone()).collect();
+        problems.extend(self.console.problems(&role_names));
         problems.extend(self.health.problems());
         problems.extend(self.prometheus.problems());
         let modules = self.prometheus.open_telemetry_blocks();
-        let role_names: Vec<String> = self.roles.iter().map(|r| r.name.clone()).collect();
         problems.extend(self.otlp.problems(&modules, &role_names));
         if self.server.listen.is_none() && self.server.tls.is_none() {
             problems.push(

@@ -413,7 +413,8 @@ pub struct TargetListRecord<'a> {
     pub status: u16,
     /// How many targets (or, for `events`, events) the answer listed.
     pub listed: usize,
-    /// `target_list`, or `events` (the fleet's journal).
+    /// `target_list`, `events` (the fleet's journal) or `audit_trail`
+    /// (the console's audit page).
     pub what: &'static str,
     pub latency: Duration,
     pub channel: Option<Channel>,
@@ -447,10 +448,10 @@ pub fn target_list_entry(r: &TargetListRecord<'_>) -> Entry {
             .into(),
         ),
         status: Some(r.status),
-        note: Some(if r.what == "events" {
-            format!("{} event(s) listed", r.listed)
-        } else {
-            format!("{} target(s) listed", r.listed)
+        note: Some(match r.what {
+            "events" => format!("{} event(s) listed", r.listed),
+            "audit_trail" => format!("{} audit record(s) listed", r.listed),
+            _ => format!("{} target(s) listed", r.listed),
         }),
         channel: r.channel.map(|c| c.as_str().into()),
         tool: r.tool.map(str::to_string),

@@ -11,7 +11,8 @@
 //! - `answers`: a reduction over a selector, as a table and a chart;
 //! - `access`: access requests asked, reviewed and revoked in forms;
 //! - `forms`: what keeps another site from posting a console form;
-//! - `events`: the fleet's journal, also as `GET /jmxgate/events`.
+//! - `events`: the fleet's journal, also as `GET /jmxgate/events`;
+//! - `trail`: the audit records, own or (auditors) everyone's.
 //!
 //! Pages are made with maud (checked at compile time, every value
 //! escaped); no script runs in them. The only posts are `access` forms.
@@ -24,6 +25,7 @@ mod forms;
 mod overview;
 mod page;
 mod target;
+mod trail;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -132,6 +134,7 @@ impl Gateway {
         }
         match rest {
             "/access" => self.access_page(state, headers, &viewer).await,
+            "/audit" => self.audit_page(state, parts, &viewer).await,
             "/assets/console.css" => {
                 page::respond(200, "text/css; charset=utf-8", page::STYLE_SHEET.into())
             }
@@ -278,6 +281,90 @@ impl Gateway {
             200,
             "text/html; charset=utf-8",
             page::layout("Fleet answers", base, who, body).into_string(),
+        )
+    }
+
+    /// The audit trail: the viewer's records, or an auditor's search
+    /// of everyone's, and the chain's state when asked.
+    async fn audit_page(
+        &self,
+        state: &super::state::State,
+        parts: &http::request::Parts,
+        viewer: &Viewer<'_>,
+    ) -> Response<Body> {
+        /// Searches and verifications at once, on the blocking pool.
+        static SEARCHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+        static VERIFYING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+        let base = state.console.path.as_str();
+        let who = viewer.principal.name.as_str();
+        let Some(log) = &self.audit else {
+            return page::error(
+                404,
+                "This gateway keeps no audit log ([audit] dir is not set).",
+                base,
+                who,
+            );
+        };
+        let auditor = viewer
+            .held
+            .iter()
+            .any(|r| state.console.auditors.contains(&r.name));
+        let query = match trail::TrailQuery::parse(parts.uri.query(), who, auditor) {
+            Ok(q) => Arc::new(q),
+            Err((status, why)) => return page::error(status, &why, base, who),
+        };
+        let dir = log.config.dir.clone();
+        let Ok(_searching) = SEARCHING.acquire().await else {
+            return page::error(503, "The audit trail is closed.", base, who);
+        };
+        let searched = {
+            let (dir, query) = (dir.clone(), query.clone());
+            tokio::task::spawn_blocking(move || trail::search(&dir, &query, trail::SCAN_BUDGET))
+                .await
+        };
+        let found = match searched {
+            Ok(Ok(found)) => found,
+            Ok(Err(e)) => {
+                tracing::warn!("console audit trail: {}: {e}", dir.display());
+                return page::error(500, "The audit files could not be read.", base, who);
+            }
+            Err(_) => return page::error(500, "The audit search failed.", base, who),
+        };
+        let verified = if query.verify {
+            Some(match VERIFYING.try_acquire() {
+                Err(_) => Err("A verification is running; try again shortly.".to_string()),
+                Ok(_verifying) => tokio::task::spawn_blocking(move || {
+                    crate::audit::chain::files_in(&dir)
+                        .and_then(|f| crate::audit::chain::verify(&f))
+                })
+                .await
+                .map_err(|_| "The verification failed.".to_string())
+                .and_then(|r| r.map_err(|e| format!("The audit files could not be read: {e}"))),
+            })
+        } else {
+            None
+        };
+        let record = audit::TargetListRecord {
+            what: "audit_trail",
+            request_id: viewer.request_id,
+            principal: viewer.principal,
+            roles: viewer.held.iter().map(|r| r.name.clone()).collect(),
+            client: viewer.client,
+            status: 200,
+            listed: found.rows.len(),
+            latency: viewer.started.elapsed(),
+            channel: viewer.channel,
+            tool: None,
+            mcp_client: None,
+        };
+        if let Err(e) = self.audit_listing(&record).await {
+            return page::error(e.status, &e.message, base, who);
+        }
+        let body = trail::render(base, &query, &found, auditor, verified.as_ref());
+        page::respond(
+            200,
+            "text/html; charset=utf-8",
+            page::layout("Audit trail", base, who, body).into_string(),
         )
     }
 

@@ -32,6 +32,7 @@ pub fn layout(title: &str, base: &str, principal: &str, body: Markup) -> Markup 
                         a href={ (base) "/answers" } { "Answers" }
                         a href={ (base) "/events" } { "Events" }
                         a href={ (base) "/access" } { "Access" }
+                        a href={ (base) "/audit" } { "Audit" }
                     }
                     span.title { (title) }
                     span.who { (principal) }

@@ -1,0 +1,461 @@
+//! The audit trail for people: this replica's audit records, newest
+//! first, searchable by time, target, principal and event. Everyone reads
+//! their own records; holders of a `[console] auditors` role read
+//! everyone's and may verify the hash chain.
+//!
+//! Files are read backwards from their end, so a page of recent records
+//! costs a little of the newest file. A search reads at most
+//! [`SCAN_BUDGET`] bytes and says how far back it got; older records are
+//! for `jmxgate audit query`. Reading and verifying run on the blocking
+//! pool, a few at a time.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use maud::{html, Markup};
+
+use crate::audit::chain::{self, Problem, Report};
+use crate::audit::query::{parse_time, Filter};
+use crate::audit::record::Entry;
+
+/// Bytes of audit files one search reads at most.
+pub const SCAN_BUDGET: u64 = 32 * 1024 * 1024;
+/// Bytes read from a file at a time.
+const CHUNK: u64 = 1024 * 1024;
+const DEFAULT_ROWS: usize = 100;
+const MAX_ROWS: usize = 1000;
+const MAX_FIELD: usize = 256;
+
+/// What the page asks (`?since=&until=&target=&principal=&event=&before=&limit=&verify=1`).
+#[derive(Debug, Default)]
+pub struct TrailQuery {
+    pub since: String,
+    pub until: String,
+    pub target: String,
+    pub principal: String,
+    pub event: String,
+    /// Records before this seq (the next page).
+    pub before: Option<u64>,
+    pub limit: usize,
+    pub verify: bool,
+    pub filter: Filter,
+}
+
+impl TrailQuery {
+    /// Reads the query; `me` is the viewer, whose records alone it sees
+    /// unless `auditor`. `Err`: the status and what is wrong.
+    pub fn parse(
+        query: Option<&str>,
+        me: &str,
+        auditor: bool,
+    ) -> Result<TrailQuery, (u16, String)> {
+        let bad = |why: String| (400, why);
+        let mut q = TrailQuery {
+            limit: DEFAULT_ROWS,
+            ..TrailQuery::default()
+        };
+        for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+            if value.len() > MAX_FIELD {
+                return Err(bad(format!("{key}: at most {MAX_FIELD} bytes")));
+            }
+            let value = value.trim().to_string();
+            match key.as_ref() {
+                "since" => q.since = value,
+                "until" => q.until = value,
+                "target" => q.target = value,
+                "principal" => q.principal = value,
+                "event" => q.event = value,
+                "before" if !value.is_empty() => {
+                    q.before = Some(
+                        value
+                            .parse()
+                            .map_err(|_| bad(format!("before={value}: a record's seq")))?,
+                    )
+                }
+                "limit" => {
+                    q.limit = match value.parse::<usize>() {
+                        Ok(n @ 1..=MAX_ROWS) => n,
+                        _ => return Err(bad(format!("limit: a number from 1 to {MAX_ROWS}"))),
+                    }
+                }
+                "verify" => q.verify = value == "1",
+                _ => {}
+            }
+        }
+        if !auditor {
+            if !q.principal.is_empty() && q.principal != me {
+                return Err((
+                    403,
+                    "You read your own audit records only; an auditor role reads everyone's."
+                        .into(),
+                ));
+            }
+            if q.verify {
+                return Err((403, "Verifying the chain is for auditor roles.".into()));
+            }
+            q.principal = me.to_string();
+        }
+        let time = |field: &str, text: &str| {
+            if text.is_empty() {
+                Ok(None)
+            } else {
+                parse_time(text)
+                    .map(Some)
+                    .map_err(|e| bad(format!("{field}: {e}")))
+            }
+        };
+        let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        q.filter = Filter {
+            since: time("since", &q.since)?,
+            until: time("until", &q.until)?,
+            target: nonempty(&q.target),
+            principal: nonempty(&q.principal),
+            event: nonempty(&q.event),
+            ..Filter::default()
+        };
+        Ok(q)
+    }
+}
+
+/// One search's answer.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Newest first.
+    pub rows: Vec<Entry>,
+    /// The seq a next page starts before.
+    pub next: Option<u64>,
+    /// Set when the budget ran out: the time of the oldest record read.
+    pub searched_back_to: Option<String>,
+}
+
+/// Searches the audit files in `dir`, newest first, for `q`, reading at
+/// most `budget` bytes.
+pub fn search(dir: &Path, q: &TrailQuery, mut budget: u64) -> std::io::Result<Found> {
+    let mut found = Found::default();
+    let mut oldest_read: Option<String> = None;
+    let files = chain::files_in(dir)?;
+    for file in files.iter().rev() {
+        if let (Some(before), Some(first)) = (q.before, chain::first_seq_in_name(file)) {
+            if first >= before {
+                continue;
+            }
+        }
+        let mut more = false;
+        let read = backwards(file, &mut budget, &mut |line| {
+            let Ok(entry) = serde_json::from_slice::<Entry>(line) else {
+                return true;
+            };
+            oldest_read = Some(entry.time.clone());
+            if q.before.is_some_and(|b| entry.seq >= b) || !q.filter.matches(&entry) {
+                return true;
+            }
+            if found.rows.len() == q.limit {
+                more = true;
+                return false;
+            }
+            found.rows.push(entry);
+            true
+        });
+        match read {
+            // A file gone since it was listed (shipped and deleted).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+            Ok(Ended::Stopped) => {
+                found.next = more.then(|| found.rows.last().map(|e| e.seq)).flatten();
+                return Ok(found);
+            }
+            Ok(Ended::OutOfBudget) => {
+                found.searched_back_to = oldest_read;
+                found.next = found.rows.last().map(|e| e.seq);
+                return Ok(found);
+            }
+            Ok(Ended::Whole) => {}
+        }
+    }
+    Ok(found)
+}
+
+/// How a backward read of a file ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    Whole,
+    /// `take` said enough.
+    Stopped,
+    OutOfBudget,
+}
+
+/// Gives `take` each line of `path`, last first, reading from the end;
+/// `take` returns whether to go on.
+fn backwards(
+    path: &PathBuf,
+    budget: &mut u64,
+    take: &mut dyn FnMut(&[u8]) -> bool,
+) -> std::io::Result<Ended> {
+    let mut file = std::fs::File::open(path)?;
+    let mut pos = file.metadata()?.len();
+    // The start of a line whose beginning is in the chunk before.
+    let mut carry: Vec<u8> = Vec::new();
+    while pos > 0 {
+        if *budget == 0 {
+            return Ok(Ended::OutOfBudget);
+        }
+        let n = CHUNK.min(pos).min(*budget);
+        pos -= n;
+        *budget -= n;
+        file.seek(SeekFrom::Start(pos))?;
+        let mut chunk = vec![0u8; n as usize];
+        file.read_exact(&mut chunk)?;
+        chunk.extend_from_slice(&carry);
+        let mut end = chunk.len();
+        for i in (0..chunk.len()).rev() {
+            if chunk[i] == b'\n' {
+                let line = &chunk[i + 1..end];
+                if !line.is_empty() && !take(line) {
+                    return Ok(Ended::Stopped);
+                }
+                end = i;
+            }
+        }
+        carry = chunk[..end].to_vec();
+    }
+    if !carry.is_empty() && !take(&carry) {
+        return Ok(Ended::Stopped);
+    }
+    Ok(Ended::Whole)
+}
+
+/// A query string for the page, with `before`.
+fn link(base: &str, q: &TrailQuery, before: u64, auditor: bool) -> String {
+    let mut s = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in [
+        ("since", &q.since),
+        ("until", &q.until),
+        ("target", &q.target),
+        ("event", &q.event),
+    ] {
+        if !v.is_empty() {
+            s.append_pair(k, v);
+        }
+    }
+    if auditor && !q.principal.is_empty() {
+        s.append_pair("principal", &q.principal);
+    }
+    if q.limit != DEFAULT_ROWS {
+        s.append_pair("limit", &q.limit.to_string());
+    }
+    s.append_pair("before", &before.to_string());
+    format!("{base}/audit?{}", s.finish())
+}
+
+/// The page: the search form, the records, and for auditors the chain.
+pub fn render(
+    base: &str,
+    q: &TrailQuery,
+    found: &Found,
+    auditor: bool,
+    verified: Option<&Result<Report, String>>,
+) -> Markup {
+    html! {
+        form.filters method="get" action={ (base) "/audit" } {
+            label { "Since " input type="text" name="since" value=(q.since) placeholder="2026-11-28T09:00:00Z" size="20"; }
+            label { "Until " input type="text" name="until" value=(q.until) size="20"; }
+            label { "Target " input type="text" name="target" value=(q.target); }
+            @if auditor {
+                label { "Principal " input type="text" name="principal" value=(q.principal); }
+            }
+            label { "Event " input type="text" name="event" value=(q.event) placeholder="request"; }
+            button type="submit" { "Search" }
+        }
+        @if auditor {
+            (chain_status(base, verified))
+        } @else {
+            p { "Your own records. An auditor role reads everyone's." }
+        }
+        @if found.rows.is_empty() {
+            p { "No records match." }
+        } @else {
+            table.audit {
+                thead { tr {
+                    th { "seq" } th { "time" } th { "principal" } th { "channel" } th { "event" }
+                    th { "target" } th { "what" } th { "decision" } th { "status" } th { "note" }
+                } }
+                tbody {
+                    @for e in &found.rows {
+                        tr class=(e.decision.as_deref().unwrap_or("")) {
+                            td { (e.seq) }
+                            td { (e.time) }
+                            td { (e.principal.as_deref().unwrap_or("")) }
+                            td { (e.channel.as_deref().unwrap_or("jolokia")) }
+                            td { (e.kind.as_deref().map(|k| format!("{} {k}", e.event)).unwrap_or_else(|| e.event.clone())) }
+                            td { (e.target.as_deref().unwrap_or("")) }
+                            td.what { (what(e)) }
+                            td { (e.decision.as_deref().unwrap_or("")) }
+                            td { (e.status.map(|s| s.to_string()).unwrap_or_default()) }
+                            td.note { (e.note.as_deref().or(e.access_request.as_deref()).unwrap_or("")) }
+                        }
+                    }
+                }
+            }
+        }
+        @if let Some(back) = &found.searched_back_to {
+            p.note { "Searched the newest " (SCAN_BUDGET / (1024 * 1024)) " MB, back to " (back)
+                ". Narrow the search by time, or use jmxgate audit query for older records." }
+        }
+        @if let Some(before) = found.next {
+            p { a.next href=(link(base, q, before, auditor)) { "Older records" } }
+        }
+    }
+}
+
+/// What a record was about: the MBean and its attribute or operation.
+fn what(e: &Entry) -> String {
+    let member = e.operation.clone().or_else(|| {
+        e.attribute.as_ref().map(|a| match a.as_str() {
+            Some(s) => s.to_string(),
+            None => a.to_string(),
+        })
+    });
+    match (&e.mbean, member) {
+        (Some(m), Some(x)) => format!("{m} {x}"),
+        (Some(m), None) => m.clone(),
+        (None, _) => String::new(),
+    }
+}
+
+fn chain_status(base: &str, verified: Option<&Result<Report, String>>) -> Markup {
+    let r = match verified {
+        None => {
+            return html! {
+                p { a href={ (base) "/audit?verify=1" } { "Verify the chain" }
+                    " (reads the whole log on this replica)" }
+            }
+        }
+        Some(Err(why)) => return html! { p.error { (why) } },
+        Some(Ok(r)) => r,
+    };
+    let broken: Vec<String> = r
+        .findings
+        .iter()
+        .filter(|f| f.problem != Problem::TornTail)
+        .take(20)
+        .map(|f| f.to_string())
+        .collect();
+    html! {
+        section.chain {
+            @if r.tampered() {
+                p.error { "The chain does not verify: " (r.findings.len()) " findings." }
+                ul { @for f in &broken { li { (f) } } }
+            } @else {
+                p.up { "The chain verifies: " (r.records) " records in " (r.files) " files"
+                    @if let (Some(a), Some(b)) = (r.first_seq, r.last_seq) { ", seq " (a) " to " (b) }
+                    @if r.findings.iter().any(|f| f.problem == Problem::TornTail) { " (the last write was cut short)" }
+                    "." }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn record(seq: u64, principal: &str, target: &str) -> String {
+        serde_json::json!({"seq": seq, "time": format!("2026-11-28T09:{:02}:00Z", seq % 60),
+            "event": "request", "principal": principal, "target": target, "prev": "x"})
+        .to_string()
+    }
+
+    /// Two audit files with 30 records, alternating principals.
+    fn log() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (first, range) in [(1, 1..=15u64), (16, 16..=30)] {
+            let mut f = std::fs::File::create(
+                dir.path()
+                    .join(format!("audit-{first:020}-20261128T090000Z.jsonl")),
+            )
+            .unwrap();
+            for seq in range {
+                let who = if seq % 2 == 0 { "ann" } else { "bob" };
+                writeln!(f, "{}", record(seq, who, &format!("t{}", seq % 3))).unwrap();
+            }
+        }
+        dir
+    }
+
+    fn q(query: &str, me: &str, auditor: bool) -> TrailQuery {
+        TrailQuery::parse(Some(query), me, auditor).unwrap()
+    }
+
+    #[test]
+    fn newest_first_own_records_paged_across_files() {
+        let dir = log();
+        let mine = q("limit=4", "ann", false);
+        let found = search(dir.path(), &mine, SCAN_BUDGET).unwrap();
+        let seqs: Vec<u64> = found.rows.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [30, 28, 26, 24]);
+        assert_eq!(found.next, Some(24));
+        // Page on, across the file boundary, to the end.
+        let mut all = seqs;
+        let mut before = found.next;
+        while let Some(b) = before {
+            let page = search(
+                dir.path(),
+                &q(&format!("limit=4&before={b}"), "ann", false),
+                SCAN_BUDGET,
+            )
+            .unwrap();
+            all.extend(page.rows.iter().map(|e| e.seq));
+            before = page.next;
+        }
+        assert_eq!(all, (1..=15).rev().map(|n| n * 2).collect::<Vec<_>>());
+        // An auditor filters by principal and target.
+        let found = search(
+            dir.path(),
+            &q("principal=bob&target=t0", "eve", true),
+            SCAN_BUDGET,
+        )
+        .unwrap();
+        let seqs: Vec<u64> = found.rows.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [27, 21, 15, 9, 3]);
+    }
+
+    #[test]
+    fn a_search_stops_at_its_budget_and_says_how_far_it_got() {
+        let dir = log();
+        let line = record(30, "ann", "t0").len() as u64 + 1;
+        let found = search(dir.path(), &q("", "ann", false), line * 5).unwrap();
+        assert!(found.searched_back_to.is_some());
+        assert!(found.rows.len() <= 3, "{:?}", found.rows);
+    }
+
+    #[test]
+    fn only_auditors_see_others_or_verify() {
+        assert_eq!(q("", "ann", false).filter.principal.as_deref(), Some("ann"));
+        for asked in ["principal=bob", "verify=1"] {
+            let (status, _) = TrailQuery::parse(Some(asked), "ann", false).unwrap_err();
+            assert_eq!(status, 403, "{asked}");
+        }
+        assert_eq!(q("", "eve", true).filter.principal, None);
+        let (status, why) = TrailQuery::parse(Some("since=yesterday"), "eve", true).unwrap_err();
+        assert_eq!(status, 400);
+        assert!(why.contains("since"), "{why}");
+    }
+
+    #[test]
+    fn lines_are_read_backwards_whole_across_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let long = "y".repeat(CHUNK as usize + 10);
+        std::fs::write(&path, format!("a\n{long}\nb\nlast-without-newline")).unwrap();
+        let mut seen = Vec::new();
+        let mut budget = u64::MAX;
+        let read = backwards(&path, &mut budget, &mut |l| {
+            seen.push(String::from_utf8_lossy(l).len());
+            true
+        })
+        .unwrap();
+        assert_eq!(read, Ended::Whole);
+        assert_eq!(seen, ["last-without-newline".len(), 1, long.len(), 1]);
+    }
+}
