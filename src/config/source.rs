@@ -163,12 +163,18 @@ fn is_path_key(key: &str) -> bool {
         || key == "dir"
         || key == "policy"
         || key == "kubeconfig"
+        // `[console] hawtio`: a directory (a URL is left as it is).
+        || key == "hawtio"
 }
 
 fn resolve_paths(table: &mut toml::Table, base: &Path) {
     for (key, value) in table.iter_mut() {
         match value {
-            toml::Value::String(s) if is_path_key(key) && Path::new(s.as_str()).is_relative() => {
+            toml::Value::String(s)
+                if is_path_key(key)
+                    && Path::new(s.as_str()).is_relative()
+                    && !s.contains("://") =>
+            {
                 *s = base.join(s.as_str()).display().to_string();
             }
             toml::Value::Table(t) => resolve_paths(t, base),

@@ -1216,6 +1216,9 @@ impl Gateway {
         if prometheus.enabled && path == prometheus.path {
             return Ok((Addressed::Prometheus, String::new()));
         }
+        if let Some((target, tail)) = console.hawtio_jolokia(path) {
+            return Ok((Addressed::Virtual(target), tail));
+        }
         if console.serves(path) {
             return Ok((Addressed::Console, String::new()));
         }

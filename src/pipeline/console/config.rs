@@ -3,6 +3,9 @@
 
 use serde::Deserialize;
 
+/// Where below the console's path Hawtio is served.
+pub const HAWTIO: &str = "/hawtio/";
+
 /// `[console]`: HTML pages for people, on the Jolokia listeners.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -13,6 +16,10 @@ pub struct ConsoleConfig {
     /// Roles whose holders read everyone's audit records on the audit
     /// page and verify the chain; everyone else reads their own.
     pub auditors: Vec<String>,
+    /// The directory of a Hawtio console's static build (its
+    /// `index.html`), served below `<path>/hawtio/<target>/` already
+    /// connected to that target.
+    pub hawtio: Option<String>,
 }
 
 impl Default for ConsoleConfig {
@@ -21,6 +28,7 @@ impl Default for ConsoleConfig {
             enabled: true,
             path: "/console".into(),
             auditors: Vec::new(),
+            hawtio: None,
         }
     }
 }
@@ -36,10 +44,40 @@ impl ConsoleConfig {
                 "console.path: \"{p}\" is not a path like \"/console\" (a leading /, no trailing /)"
             ));
         }
+        if let Some(hawtio) = &self.hawtio {
+            if hawtio.contains("://") {
+                problems.push(format!(
+                    "console.hawtio: \"{hawtio}\" is a URL; give the directory of Hawtio's static build (its index.html), which the gateway serves connected to each target (a Hawtio elsewhere is not supported yet)"
+                ));
+            } else if !std::path::Path::new(hawtio).join("index.html").is_file() {
+                problems.push(format!(
+                    "console.hawtio: {hawtio} holds no index.html; give the directory of Hawtio's static build"
+                ));
+            }
+        }
         for role in self.auditors.iter().filter(|r| !roles.contains(r)) {
             problems.push(format!("console.auditors: no role is named \"{role}\""));
         }
         problems
+    }
+
+    /// A Jolokia request of the Hawtio served for a target,
+    /// `<path>/hawtio/<target>/jolokia[/…]`: the target and the Jolokia
+    /// path after `jolokia`.
+    pub fn hawtio_jolokia(&self, path: &str) -> Option<(String, String)> {
+        if !self.enabled || self.hawtio.is_none() {
+            return None;
+        }
+        let rest = path
+            .strip_prefix(self.path.as_str())?
+            .strip_prefix(HAWTIO)?;
+        let (target, tail) = rest.split_once('/')?;
+        let after = tail.strip_prefix("jolokia")?;
+        if !(after.is_empty() || after.starts_with('/')) || target.is_empty() {
+            return None;
+        }
+        let target = percent_encoding::percent_decode_str(target).decode_utf8_lossy();
+        Some((target.into_owned(), after.to_string()))
     }
 
     /// Whether a request path is the console's: its path, or below it.
@@ -75,6 +113,37 @@ mod tests {
         assert_eq!(
             c.problems(&["security".into()]),
             ["console.auditors: no role is named \"nobody\""]
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let with_hawtio = |h: &str| ConsoleConfig {
+            hawtio: Some(h.into()),
+            ..ConsoleConfig::default()
+        };
+        let d = dir.path().display().to_string();
+        assert!(with_hawtio(&d).problems(&[])[0].contains("no index.html"));
+        assert!(with_hawtio("https://hawtio.example/").problems(&[])[0].contains("is a URL"));
+        std::fs::write(dir.path().join("index.html"), "<html>").unwrap();
+        let h = with_hawtio(&d);
+        assert!(h.problems(&[]).is_empty());
+        assert_eq!(
+            h.hawtio_jolokia("/console/hawtio/orders%2D1/jolokia"),
+            Some(("orders-1".into(), String::new()))
+        );
+        assert_eq!(
+            h.hawtio_jolokia("/console/hawtio/o/jolokia/read/a:b=c/X"),
+            Some(("o".into(), "/read/a:b=c/X".into()))
+        );
+        for not in [
+            "/console/hawtio/o/console.js",
+            "/console/hawtio/o/jolokiax",
+            "/console/hawtio//jolokia",
+            "/console/x",
+        ] {
+            assert_eq!(h.hawtio_jolokia(not), None, "{not}");
+        }
+        assert_eq!(
+            ConsoleConfig::default().hawtio_jolokia("/console/hawtio/o/jolokia"),
+            None
         );
         let off = ConsoleConfig {
             enabled: false,

@@ -12,7 +12,8 @@
 //! - `access`: access requests asked, reviewed and revoked in forms;
 //! - `forms`: what keeps another site from posting a console form;
 //! - `events`: the fleet's journal, also as `GET /jmxgate/events`;
-//! - `trail`: the audit records, own or (auditors) everyone's.
+//! - `trail`: the audit records, own or (auditors) everyone's;
+//! - `hawtio`: Hawtio's build served connected to one target.
 //!
 //! Pages are made with maud (checked at compile time, every value
 //! escaped); no script runs in them. The only posts are `access` forms.
@@ -22,6 +23,7 @@ mod answers;
 pub mod config;
 mod events;
 mod forms;
+mod hawtio;
 mod overview;
 mod page;
 mod target;
@@ -149,6 +151,10 @@ impl Gateway {
                 ),
                 Err((status, why)) => page::error(status, &why, base, who),
             },
+            _ if rest.starts_with(config::HAWTIO) => {
+                self.hawtio_http(state, &viewer, &rest[config::HAWTIO.len()..])
+                    .await
+            }
             _ => match rest.strip_prefix("/targets/") {
                 Some(name) => {
                     let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
@@ -241,18 +247,104 @@ impl Gateway {
             Some(m) => self.console_may_run(state, viewer, name, m, operation),
             None => false,
         };
+        let hawtio = state
+            .console
+            .hawtio
+            .is_some()
+            .then(|| format!("{base}{}{}/", config::HAWTIO, target::encode(name)));
         let body = target::render(
             base,
             name,
             &list,
             mbean.as_deref().zip(read.as_ref()),
             &may_run,
+            hawtio.as_deref(),
         );
         page::respond(
             200,
             "text/html; charset=utf-8",
             page::layout(name, base, who, body).into_string(),
         )
+    }
+
+    /// Hawtio for one target (`after`: the path after `/hawtio/`); a
+    /// target the viewer doesn't reach is no target, as on its page.
+    async fn hawtio_http(
+        &self,
+        state: &super::state::State,
+        viewer: &Viewer<'_>,
+        after: &str,
+    ) -> Response<Body> {
+        let base = state.console.path.as_str();
+        let who = viewer.principal.name.as_str();
+        let Some(dir) = state.console.hawtio.as_deref().map(std::path::Path::new) else {
+            return page::error(
+                404,
+                "Hawtio is not served here ([console] hawtio is not set).",
+                base,
+                who,
+            );
+        };
+        let (raw, rest) = after.find('/').map_or((after, ""), |i| after.split_at(i));
+        let name = percent_encoding::percent_decode_str(raw).decode_utf8_lossy();
+        let visible = state
+            .fleet
+            .by_name(&name)
+            .is_some_and(|t| state.access.reaches(viewer.held, t));
+        if !visible {
+            return page::error(
+                404,
+                &format!("No target \"{name}\" in your fleet."),
+                base,
+                who,
+            );
+        }
+        let page_base = format!("{base}{}{raw}/", config::HAWTIO);
+        let not_found = || hawtio::respond(404, "text/plain; charset=utf-8", Vec::new(), false);
+        match hawtio::asked(rest) {
+            hawtio::Asked::Slash => {
+                let mut r = hawtio::respond(308, "text/plain; charset=utf-8", Vec::new(), false);
+                if let Ok(to) = http::HeaderValue::from_str(&page_base) {
+                    r.headers_mut().insert(http::header::LOCATION, to);
+                }
+                r
+            }
+            hawtio::Asked::User => {
+                let user = serde_json::Value::from(who).to_string();
+                hawtio::respond(200, "application/json", user.into_bytes(), false)
+            }
+            hawtio::Asked::ProxyEnabled => {
+                hawtio::respond(200, "text/plain; charset=utf-8", b"false".to_vec(), false)
+            }
+            hawtio::Asked::PresetConnections => {
+                hawtio::respond(200, "application/json", b"[]".to_vec(), false)
+            }
+            hawtio::Asked::HawtConfig => {
+                let own = hawtio::read_file(dir, std::path::Path::new("hawtconfig.json")).await;
+                let body = own.unwrap_or_else(|| hawtio::hawtconfig().as_bytes().to_vec());
+                hawtio::respond(200, "application/json", body, false)
+            }
+            hawtio::Asked::File(path) => match hawtio::read_file(dir, &path).await {
+                Some(bytes) => hawtio::respond(200, hawtio::content_type(&path), bytes, true),
+                None => not_found(),
+            },
+            hawtio::Asked::Page => {
+                match hawtio::read_file(dir, std::path::Path::new("index.html")).await {
+                    Some(index) => {
+                        let index = String::from_utf8_lossy(&index);
+                        let page = hawtio::page_with_base(&index, &page_base);
+                        hawtio::respond(200, "text/html; charset=utf-8", page.into_bytes(), false)
+                    }
+                    None => page::error(
+                        500,
+                        "Hawtio's index.html is gone from [console] hawtio.",
+                        base,
+                        who,
+                    ),
+                }
+            }
+            hawtio::Asked::Missing => not_found(),
+        }
     }
 
     /// The fleet-answers form, and its answer when one was asked.

@@ -101,6 +101,7 @@ pub(super) fn render(
     list: &Value,
     mbean: Option<(&str, &Value)>,
     may_run: &dyn Fn(&str) -> bool,
+    hawtio: Option<&str>,
 ) -> Markup {
     let href = |name: &str| {
         let q: String = url::form_urlencoded::Serializer::new(String::new())
@@ -111,7 +112,12 @@ pub(super) fn render(
     let mut shown = 0usize;
     let mut left_out = 0usize;
     html! {
-        p { a href={ (base) "/" } { "The fleet" } " › " strong { (target) } }
+        p {
+            a href={ (base) "/" } { "The fleet" } " › " strong { (target) }
+            @if let Some(href) = hawtio {
+                " " a.hawtio href=(href) target="_blank" rel="noopener" { "Open in Hawtio" }
+            }
+        }
         @if list["status"] != 200 {
             p.error { "The MBeans could not be listed: " (list["error"].as_str().unwrap_or("no answer")) }
         }

@@ -1,0 +1,231 @@
+//! Hawtio, served by the gateway already connected to one target: with
+//! `[console] hawtio` (the directory of Hawtio's static build),
+//! `<console>/hawtio/<target>/` is Hawtio's page with its `<base href>`
+//! there, so the Jolokia URL Hawtio finds first, `jolokia` next to the
+//! page, is that target's virtual URL (`addressing` routes it to the
+//! Jolokia door like `/jolokia/targets/<target>`). Each tab has its target
+//! in its address; nothing is chosen by a cookie.
+//!
+//! The gateway also plays the few backend endpoints Hawtio asks of its
+//! server: `user` (the caller), `proxy/enabled` (`false`: Hawtio's proxy,
+//! which would connect where a page says, does not exist here),
+//! `preset-connections` (none) and `hawtconfig.json` (the directory's,
+//! else a plain one).
+
+use std::path::{Path, PathBuf};
+
+use axum::body::Body;
+use http::{header, HeaderValue, Response};
+
+/// What Hawtio's page may load and do: its own scripts and styles
+/// (PatternFly sets inline styles), data: images and fonts, workers
+/// (Monaco), requests to this origin only; never framed.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; \
+     connect-src 'self'; worker-src 'self' blob:; object-src 'none'; frame-ancestors 'none'; \
+     base-uri 'self'; form-action 'self'";
+
+/// `hawtconfig.json` when the directory has none.
+const HAWTCONFIG: &str = r#"{"branding":{"appName":"Hawtio through jmxgate","showAppName":true},"about":{"title":"Hawtio through jmxgate","productInfo":[]}}"#;
+
+/// What a request below `<console>/hawtio/<target>/` is.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Asked {
+    /// `<console>/hawtio/<target>` without its slash.
+    Slash,
+    User,
+    ProxyEnabled,
+    PresetConnections,
+    HawtConfig,
+    /// A file of the build, by its relative path.
+    File(PathBuf),
+    /// A path of Hawtio's own (a client-side route): the page.
+    Page,
+    /// An endpoint of Hawtio's Java backend that isn't here.
+    Missing,
+}
+
+/// Reads `rest`, the path after `<target>`.
+pub fn asked(rest: &str) -> Asked {
+    let Some(rest) = rest.strip_prefix('/') else {
+        return if rest.is_empty() {
+            Asked::Slash
+        } else {
+            Asked::Missing
+        };
+    };
+    match rest {
+        "user" => return Asked::User,
+        "proxy/enabled" => return Asked::ProxyEnabled,
+        "preset-connections" => return Asked::PresetConnections,
+        "hawtconfig.json" => return Asked::HawtConfig,
+        "" => return Asked::Page,
+        _ => {}
+    }
+    let segments: Vec<&str> = rest.split('/').collect();
+    let safe = segments.iter().all(|s| {
+        !s.is_empty() && *s != "." && *s != ".." && !s.contains(['\\', '\0']) && !s.starts_with('.')
+    });
+    let asset = Path::new(rest).extension().is_some();
+    if rest.starts_with("auth/") || rest.starts_with("proxy/") || rest == "refresh" {
+        Asked::Missing
+    } else if safe && asset {
+        Asked::File(segments.iter().collect())
+    } else if asset {
+        Asked::Missing
+    } else {
+        Asked::Page
+    }
+}
+
+/// The build's `index.html` with its `<base href>` at `base` (the page's
+/// directory, ending in `/`), as Hawtio's own server rewrites it.
+pub fn page_with_base(index: &str, base: &str) -> String {
+    let escaped = base.replace('&', "&amp;").replace('"', "&quot;");
+    if let Some(at) = index.find("<base href=\"") {
+        let value = at + "<base href=\"".len();
+        if let Some(len) = index[value..].find('"') {
+            return format!("{}{escaped}{}", &index[..value], &index[value + len..]);
+        }
+    }
+    match index.find("<head>") {
+        Some(at) => format!(
+            "{}<head><base href=\"{escaped}\" />{}",
+            &index[..at],
+            &index[at + "<head>".len()..]
+        ),
+        None => index.to_string(),
+    }
+}
+
+/// The Content-Type of a file by its extension.
+pub fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "json" | "map" => "application/json",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "ico" => "image/x-icon",
+        "woff" => "font/woff",
+        "woff2" => "font/woff2",
+        "ttf" => "font/ttf",
+        "eot" => "application/vnd.ms-fontobject",
+        "wasm" => "application/wasm",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Reads a file of the build, only from inside `dir` (no link leads out).
+pub async fn read_file(dir: &Path, relative: &Path) -> Option<Vec<u8>> {
+    let root = tokio::fs::canonicalize(dir).await.ok()?;
+    let file = tokio::fs::canonicalize(root.join(relative)).await.ok()?;
+    if !file.starts_with(&root) {
+        return None;
+    }
+    let meta = tokio::fs::metadata(&file).await.ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    tokio::fs::read(&file).await.ok()
+}
+
+pub fn hawtconfig() -> &'static str {
+    HAWTCONFIG
+}
+
+/// An answer of Hawtio's pages and files: its own policy, never framed;
+/// files of the build may be kept a while, the rest not at all.
+pub fn respond(status: u16, content_type: &str, body: Vec<u8>, cacheable: bool) -> Response<Body> {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+    let h = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(if cacheable {
+            "private, max-age=300"
+        } else {
+            "no-store"
+        }),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_hawtios_endpoints_files_or_its_page() {
+        assert_eq!(asked(""), Asked::Slash);
+        assert_eq!(asked("/"), Asked::Page);
+        assert_eq!(asked("/user"), Asked::User);
+        assert_eq!(asked("/proxy/enabled"), Asked::ProxyEnabled);
+        assert_eq!(asked("/preset-connections"), Asked::PresetConnections);
+        assert_eq!(asked("/hawtconfig.json"), Asked::HawtConfig);
+        assert_eq!(
+            asked("/assets/logo-1.svg"),
+            Asked::File(PathBuf::from("assets/logo-1.svg"))
+        );
+        assert_eq!(asked("/jmx/attributes"), Asked::Page);
+        for missing in [
+            "/../../etc/passwd.txt",
+            "/assets/../x.js",
+            "/.hidden.js",
+            "/auth/logout",
+            "/proxy/http/evil/80/x",
+            "/refresh",
+            "x",
+        ] {
+            assert_eq!(asked(missing), Asked::Missing, "{missing}");
+        }
+    }
+
+    #[test]
+    fn the_page_gets_its_base() {
+        let index = "<html><head><base href=\"/hawtio/\" /><title>t</title></head></html>";
+        assert_eq!(
+            page_with_base(index, "/console/hawtio/orders-1/"),
+            "<html><head><base href=\"/console/hawtio/orders-1/\" /><title>t</title></head></html>"
+        );
+        assert_eq!(
+            page_with_base("<html><head></head></html>", "/c/hawtio/a\"b/"),
+            "<html><head><base href=\"/c/hawtio/a&quot;b/\" /></head></html>"
+        );
+    }
+
+    #[tokio::test]
+    async fn files_are_read_from_inside_the_directory_only() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "no").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("console.js"), "ok").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.txt"),
+            dir.path().join("link.txt"),
+        )
+        .unwrap();
+        assert_eq!(
+            read_file(dir.path(), Path::new("console.js")).await,
+            Some(b"ok".to_vec())
+        );
+        assert_eq!(read_file(dir.path(), Path::new("link.txt")).await, None);
+        assert_eq!(read_file(dir.path(), Path::new("none.js")).await, None);
+    }
+}
