@@ -2,8 +2,9 @@
 //! targets: it asks a browser for Basic credentials, shows each caller
 //! only the targets their roles reach, counts them up and down per group,
 //! pages, escapes what targets carry, forbids framing and scripts, and is
-//! audited. (The browser-driven tests come with the console's other
-//! pages.)
+//! audited; an agent's markup (a hostile agent's `<script>` MBean name and
+//! `<img onerror>` value) stays text. Browser-driven tests are in
+//! `tests/console_browser.rs`.
 
 mod common;
 
@@ -611,4 +612,66 @@ async fn the_audit_trail_shows_own_records_and_auditors_everyones_and_the_chain(
             .any(|r| r["event"] == "audit_trail" && r["principal"] == "shop-team"),
         "the audit page's own record"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agents_markup_is_shown_as_text() {
+    use common::hostile::{Behaviour, HostileAgent, MARKUP_MBEAN, MARKUP_VALUE};
+    let hostile = HostileAgent::start();
+    let dir = tempfile::tempdir().unwrap();
+    let users = users_file(dir.path(), &[("ops", "ops-pw", &["all"])]);
+    let gw = Gateway::start(&basic_auth_config(
+        &users,
+        &format!(
+            "[[targets]]\nname = \"evil\"\nurl = \"{}\"\n\n[[roles]]\nname = \"all\"\ntargets = [\"*\"]\n",
+            hostile.url(Behaviour::Markup)
+        ),
+    ))
+    .await;
+    let tree = page(&gw, "ops", "ops-pw", "/console/targets/evil")
+        .await
+        .text()
+        .await
+        .unwrap();
+    let key = MARKUP_MBEAN.split_once(':').unwrap().1;
+    assert!(!tree.contains("<script>alert"), "{tree}");
+    let shown = key.replace('<', "&lt;").replace('>', "&gt;");
+    assert!(tree.contains(&shown), "{shown} in {tree}");
+
+    let query: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("mbean", MARKUP_MBEAN)
+        .finish();
+    let detail = page(
+        &gw,
+        "ops",
+        "ops-pw",
+        &format!("/console/targets/evil?{query}"),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert!(
+        !detail.contains("<script>alert") && !detail.contains("<img"),
+        "{detail}"
+    );
+    let value = MARKUP_VALUE.replace('<', "&lt;").replace('>', "&gt;");
+    assert!(
+        detail.contains(&format!("<td class=\"value\">{value}</td>")),
+        "{value} in {detail}"
+    );
+    // The fleet answer of the same value, grouped.
+    let answers: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("mbean", MARKUP_MBEAN)
+        .append_pair("attribute", "Value")
+        .append_pair("selector", "evil*")
+        .append_pair("op", "group")
+        .finish();
+    let grouped = page(&gw, "ops", "ops-pw", &format!("/console/answers?{answers}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!grouped.contains("<img"), "{grouped}");
+    assert!(grouped.contains(&value), "{value} in {grouped}");
 }

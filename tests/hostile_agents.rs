@@ -45,7 +45,8 @@ fn expected(b: Behaviour) -> (u16, &'static str) {
         Behaviour::DeepComposite
         | Behaviour::LongNames
         | Behaviour::OwnNames
-        | Behaviour::BrokenBean => {
+        | Behaviour::BrokenBean
+        | Behaviour::Markup => {
             unreachable!("{} is not in Behaviour::ALL", b.name())
         }
     }

@@ -53,7 +53,15 @@ pub enum Behaviour {
     /// the agent can't serialise (`broken`); each other attribute read
     /// alone answers. Counts the reads that named `broken`.
     BrokenBean,
+    /// Markup where a page would show it: an MBean named
+    /// `evil:type=<script>…</script>` whose attribute's value is an
+    /// `<img onerror>`, for pages that must keep them text.
+    Markup,
 }
+
+/// [`Behaviour::Markup`]'s MBean and its attribute's value.
+pub const MARKUP_MBEAN: &str = "evil:type=<script>alert(1)</script>";
+pub const MARKUP_VALUE: &str = "<img src=x onerror=alert(2)>";
 
 /// How many reads [`Behaviour::BrokenBean`] was sent that named `broken`.
 pub static BROKEN_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -95,6 +103,7 @@ impl Behaviour {
             Behaviour::LongNames => "long-names",
             Behaviour::OwnNames => "own-names",
             Behaviour::BrokenBean => "broken-bean",
+            Behaviour::Markup => "markup",
         }
     }
 
@@ -106,11 +115,12 @@ impl Behaviour {
     ];
 
     /// Every behaviour that answers well-formed MBeans.
-    const WELL_FORMED: [Behaviour; 4] = [
+    const WELL_FORMED: [Behaviour; 5] = [
         Behaviour::DeepComposite,
         Behaviour::LongNames,
         Behaviour::OwnNames,
         Behaviour::BrokenBean,
+        Behaviour::Markup,
     ];
 
     fn from_name(name: &str) -> Option<Behaviour> {
@@ -354,7 +364,8 @@ fn answer(b: Behaviour, items: &[Value], out: &mut TcpStream, stop: &AtomicBool)
         Behaviour::DeepComposite
         | Behaviour::LongNames
         | Behaviour::OwnNames
-        | Behaviour::BrokenBean => {
+        | Behaviour::BrokenBean
+        | Behaviour::Markup => {
             let beans = mbeans(b);
             let answers: Vec<Value> = items
                 .iter()
@@ -412,6 +423,10 @@ fn mbeans(b: Behaviour) -> Vec<Bean> {
                 ),
             ],
         )],
+        Behaviour::Markup => vec![(
+            MARKUP_MBEAN.into(),
+            vec![("Value", "java.lang.String", json!(MARKUP_VALUE))],
+        )],
         _ => vec![
             (
                 "evil:type=Labels,target=inner,exported_target=outer".into(),
@@ -420,6 +435,20 @@ fn mbeans(b: Behaviour) -> Vec<Bean> {
             ("jmx:type=scrape".into(), vec![("error", "int", json!(736))]),
         ],
     }
+}
+
+/// A Jolokia path's segments: `/` separates, `!` escapes the next char.
+fn path_segments(path: &str) -> Vec<String> {
+    let mut segments = vec![String::new()];
+    let mut chars = path.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '!' => segments.last_mut().unwrap().extend(chars.next()),
+            '/' => segments.push(String::new()),
+            c => segments.last_mut().unwrap().push(c),
+        }
+    }
+    segments
 }
 
 /// One item's answer from `beans`: `list` lists them, `read` reads their
@@ -442,7 +471,14 @@ fn mbean_answer(beans: &[Bean], item: &Value) -> Value {
                     .unwrap()
                     .insert(keys.to_string(), json!({"desc": "hostile", "attr": attr}));
             }
-            ok(Value::Object(domains))
+            // A `path` (`domain/keys`, `!` escaping) narrows the answer.
+            let mut value = Value::Object(domains);
+            if let Some(path) = item["path"].as_str() {
+                for segment in path_segments(path) {
+                    value = value.get(&segment).cloned().unwrap_or(Value::Null);
+                }
+            }
+            ok(value)
         }
         Some("read") => {
             let names_broken = match &item["attribute"] {
@@ -469,8 +505,9 @@ fn mbean_answer(beans: &[Bean], item: &Value) -> Value {
                     }
                 };
             }
+            // No attribute, or an empty list: all of them, as Jolokia reads.
             let asked: Vec<&str> = match &item["attribute"] {
-                Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                Value::Array(a) if !a.is_empty() => a.iter().filter_map(Value::as_str).collect(),
                 _ => attributes.iter().map(|(a, _, _)| *a).collect(),
             };
             let value: serde_json::Map<String, Value> = attributes
