@@ -1,6 +1,6 @@
 //! The fleet's journal of what changed: targets going down and up,
 //! breakers opening and closing, targets discovered and removed,
-//! configuration reloads. A bounded ring in memory (the oldest go first),
+//! configuration reloads, access requests and grants. A bounded ring in memory (the oldest go first),
 //! numbered so that a reader asks for what came after the last it saw.
 //! Who may see an event is the reader's door's call: an event names its
 //! targets (with their labels when they are gone from the fleet).
@@ -26,6 +26,13 @@ pub enum Kind {
     TargetsRemoved,
     ConfigReloaded,
     ConfigReloadFailed,
+    /// Access requests' steps; their targets are those the request's
+    /// role reaches within its targets.
+    AccessRequested,
+    AccessGranted,
+    AccessDenied,
+    AccessRevoked,
+    AccessExpired,
 }
 
 impl Kind {
@@ -39,7 +46,25 @@ impl Kind {
             Kind::TargetsRemoved => "targets_removed",
             Kind::ConfigReloaded => "config_reloaded",
             Kind::ConfigReloadFailed => "config_reload_failed",
+            Kind::AccessRequested => "access_requested",
+            Kind::AccessGranted => "access_granted",
+            Kind::AccessDenied => "access_denied",
+            Kind::AccessRevoked => "access_revoked",
+            Kind::AccessExpired => "access_expired",
         }
+    }
+
+    /// The kind of an access request's step, by its audit event's name.
+    pub fn of_access_step(event: &str) -> Option<Kind> {
+        [
+            Kind::AccessRequested,
+            Kind::AccessGranted,
+            Kind::AccessDenied,
+            Kind::AccessRevoked,
+            Kind::AccessExpired,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == event)
     }
 }
 

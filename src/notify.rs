@@ -54,6 +54,16 @@ impl Notice {
 
 /// One line a person reads in a chat.
 fn slack_text(event: &str, r: &Value) -> String {
+    let mut text = describe(event, r, escape);
+    if let Some(reason) = r.get("reason").and_then(Value::as_str) {
+        text.push_str(&format!(": \"{}\"", escape(reason)));
+    }
+    text
+}
+
+/// What an access request's step is, in words, each caller-made part
+/// passed through `shown` (no reason: the journal leaves it out).
+pub fn describe(event: &str, r: &Value, shown: fn(&str) -> String) -> String {
     let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
     let what = match event {
         "access_requested" => "asks for",
@@ -72,17 +82,14 @@ fn slack_text(event: &str, r: &Value) -> String {
                 .unwrap_or("all its targets")
         ),
     };
-    let mut text = format!(
-        "{} {what} role {} {on} for {} (access request {})",
-        escape(s("requester")),
-        escape(s("role")),
-        escape(s("duration")),
-        escape(s("id"))
-    );
-    if let Some(reason) = r.get("reason").and_then(Value::as_str) {
-        text.push_str(&format!(": \"{}\"", escape(reason)));
-    }
-    text
+    format!(
+        "{} {what} role {} {} for {} (access request {})",
+        shown(s("requester")),
+        shown(s("role")),
+        shown(&on),
+        shown(s("duration")),
+        shown(s("id"))
+    )
 }
 
 /// Slack's three control characters, so a reason can't ping or link.

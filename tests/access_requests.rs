@@ -1003,6 +1003,42 @@ async fn a_role_is_asked_approved_and_revoked_in_the_console() {
     assert_eq!(status, 303, "{text}");
     assert_eq!(dev_api.jolokia(&gc_on("orders-1")).await["status"], 403);
 
+    // The fleet's journal tells those who reach the role's targets.
+    let (_, journal) = dev_api.get("/jmxgate/events?limit=1000").await;
+    let steps: Vec<(&str, &str)> = journal["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"].as_str().is_some_and(|k| k.starts_with("access_")))
+        .map(|e| (e["kind"].as_str().unwrap(), e["detail"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (
+                "access_requested",
+                format!("dev asks for role ops on orders-* for 30m (access request {id})").as_str()
+            ),
+            (
+                "access_granted",
+                format!("dev was granted role ops on orders-* for 30m (access request {id})")
+                    .as_str()
+            ),
+            (
+                "access_revoked",
+                format!("dev lost (revoked) role ops on orders-* for 30m (access request {id})")
+                    .as_str()
+            ),
+        ],
+        "{journal}"
+    );
+    assert!(
+        journal.to_string().contains("\"targets\":[\"orders-1\"]"),
+        "{journal}"
+    );
+    let (_, theirs) = at(&gw, "outsider").get("/jmxgate/events?limit=1000").await;
+    assert!(!theirs.to_string().contains("access_"), "{theirs}");
+
     // Recorded as the API's steps, on the console's channel, refusals too.
     let records = audit_records(&dir.path().join("audit"));
     let steps: Vec<(&str, &str)> = records

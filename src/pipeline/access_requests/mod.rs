@@ -430,7 +430,7 @@ impl Gateway {
             .map_err(|e| store_error(e, &new.id))?;
         self.metrics.access_step("access_requested");
         tracing::info!(target: "jmxgate::audit", principal = me, access_request = %made.request.id, target_name = target, "access_requested: an item waits for approval");
-        self.notify_reviewers(state, "access_requested", &made);
+        self.announce_access_step(state, "access_requested", &made);
         Ok(Settled::Waiting {
             id: made.request.id,
             pending: false,
@@ -616,7 +616,7 @@ impl Gateway {
                         },
                     };
                     self.write_access_step(&step, "expiry").await.ok();
-                    self.notify_reviewers(state, "access_expired", r);
+                    self.announce_access_step(state, "access_expired", r);
                 }
             }
             Err(e) => tracing::warn!("access store: expiring due requests: {e}"),
@@ -693,9 +693,36 @@ impl Gateway {
             .await
     }
 
-    /// Tells the reviewers of a request's role (`notify_url`), off the
-    /// request path.
-    fn notify_reviewers(&self, state: &State, event: &'static str, request: &StoredRequest) {
+    /// Tells the journal of a request's step (as an event about the
+    /// targets its role reaches within its targets, so those who reach
+    /// them see it), and the reviewers of its role (`notify_url`), off
+    /// the request path.
+    fn announce_access_step(&self, state: &State, event: &'static str, request: &StoredRequest) {
+        if let Some(kind) = crate::events::Kind::of_access_step(event) {
+            let q = &request.request;
+            let granted = state
+                .access
+                .granted_role(&q.role, q.targets.as_deref(), &q.id);
+            let mut reached =
+                granted
+                    .iter()
+                    .flat_map(|role| {
+                        state.fleet.iter().filter(|t| role.reaches(t)).map(|t| {
+                            crate::events::Named {
+                                name: t.name.clone(),
+                                labels: Some(t.labels.clone()),
+                            }
+                        })
+                    })
+                    .peekable();
+            // An event without targets would be everyone's (like a reload);
+            // one whose targets are all gone is no one's.
+            if reached.peek().is_some() {
+                let detail =
+                    crate::notify::describe(event, &wire::view(request, false), str::to_string);
+                self.health.journal().record(kind, reached, detail);
+            }
+        }
         let Some(config) = reviewed_under(state.access.role_configs(), request) else {
             return;
         };

@@ -140,7 +140,7 @@ impl Asking<'_> {
             .await
             .map_err(bare)?;
         self.gateway
-            .notify_reviewers(self.state, "access_requested", &made);
+            .announce_access_step(self.state, "access_requested", &made);
         Ok((201, self.view(&made)))
     }
 
@@ -194,7 +194,8 @@ impl Asking<'_> {
             .await
             .map_err(bare)?;
         if event != "access_reviewed" {
-            self.gateway.notify_reviewers(self.state, event, &reviewed);
+            self.gateway
+                .announce_access_step(self.state, event, &reviewed);
         }
         Ok((200, self.view(&reviewed)))
     }
@@ -225,7 +226,7 @@ impl Asking<'_> {
             .await
             .map_err(bare)?;
         self.gateway
-            .notify_reviewers(self.state, "access_revoked", &revoked);
+            .announce_access_step(self.state, "access_revoked", &revoked);
         Ok((200, self.view(&revoked)))
     }
 }
