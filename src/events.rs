@@ -94,13 +94,32 @@ struct Ring {
     next_seq: u64,
 }
 
+/// Events waiting for a slow subscriber; past it, it misses the oldest.
+const BROADCAST: usize = 1024;
+
 /// The journal; one per gateway, shared by whoever records.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Journal {
     ring: Mutex<Ring>,
+    /// Each event as it is recorded, for whoever tells others of it.
+    recorded: tokio::sync::broadcast::Sender<Arc<Event>>,
+}
+
+impl Default for Journal {
+    fn default() -> Journal {
+        Journal {
+            ring: Mutex::default(),
+            recorded: tokio::sync::broadcast::channel(BROADCAST).0,
+        }
+    }
 }
 
 impl Journal {
+    /// The events recorded from now on.
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<Arc<Event>> {
+        self.recorded.subscribe()
+    }
+
     pub fn record(&self, kind: Kind, targets: impl IntoIterator<Item = Named>, detail: String) {
         let mut targets = targets.into_iter();
         let named: Vec<Named> = targets.by_ref().take(MAX_NAMED).collect();
@@ -118,7 +137,9 @@ impl Journal {
         if ring.events.len() >= CAPACITY {
             ring.events.pop_front();
         }
-        ring.events.push_back(event);
+        ring.events.push_back(event.clone());
+        // No subscriber: nobody to tell.
+        let _ = self.recorded.send(event);
     }
 
     /// Up to `limit` events after `after` (0: from the oldest kept) that

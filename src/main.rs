@@ -429,6 +429,8 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
         source,
         std::time::Duration::from_secs(2),
     ));
+    // Subscribed first: every event the probes record is told.
+    let _event_webhooks = gateway.spawn_event_webhooks();
     let _probes = gateway.spawn_health_probes();
     let _discovery = gateway.spawn_discovery();
     let _access_store = gateway.spawn_access_store();

@@ -41,6 +41,47 @@ pub struct Notice {
 }
 
 impl Notice {
+    /// An event of the fleet's journal (`kind`, its `seq` and time, the
+    /// targets the hook may hear of).
+    #[allow(clippy::too_many_arguments)]
+    pub fn event(
+        url: Secret,
+        format: NotifyFormat,
+        kind: &str,
+        seq: u64,
+        at: &str,
+        targets: &[&str],
+        more: usize,
+        detail: &str,
+    ) -> Notice {
+        let body = match format {
+            NotifyFormat::Json => json!({
+                "event": kind, "seq": seq, "at": at, "targets": targets,
+                "more": more, "detail": detail,
+            }),
+            NotifyFormat::Slack => {
+                let mut text = format!(
+                    "{}: {}",
+                    kind.replace('_', " "),
+                    escape(&targets.join(", "))
+                );
+                if more > 0 {
+                    text.push_str(&format!(" (and {more} more)"));
+                }
+                if !detail.is_empty() {
+                    text.push_str(&format!(" — {}", escape(detail)));
+                }
+                json!({ "text": text })
+            }
+        };
+        Notice { url, body }
+    }
+
+    /// What is posted.
+    pub fn body(&self) -> &Value {
+        &self.body
+    }
+
     /// A step of an access request (`event`) and the request as callers
     /// read it.
     pub fn access(url: Secret, format: NotifyFormat, event: &str, request: &Value) -> Notice {

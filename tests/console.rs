@@ -675,3 +675,88 @@ async fn an_agents_markup_is_shown_as_text() {
     assert!(!grouped.contains("<img"), "{grouped}");
     assert!(grouped.contains(&value), "{value} in {grouped}");
 }
+
+/// A webhook receiver: the JSON bodies posted to it, by path.
+async fn hook_receiver() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, serde_json::Value)>>>,
+) {
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = got.clone();
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri, body: axum::body::Bytes| {
+        let keep = keep.clone();
+        async move {
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            keep.lock().unwrap().push((uri.path().to_string(), v));
+            "ok"
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, got)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn webhooks_hear_the_kinds_and_targets_they_ask_for() {
+    let agent = Agent::start("console-h");
+    let dir = tempfile::tempdir().unwrap();
+    let (hooks, got) = hook_receiver().await;
+    let text = format!(
+        "{}\n[[events.webhooks]]\nurl = \"{hooks}/shop\"\nkinds = [\"target_down\"]\ntargets = \"namespace=shop\"\n\n\
+         [[events.webhooks]]\nurl = \"{hooks}/reloads\"\nkinds = [\"config_reloaded\"]\nformat = \"slack\"\n",
+        config(dir.path(), &agent)
+    );
+    let gw = Gateway::start(&text).await;
+
+    // The shop hook hears of shop stand-ins going down, and of nothing else.
+    eventually(
+        "the shop stand-ins' downs",
+        Duration::from_secs(90),
+        || async {
+            let seen: Vec<String> = got
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(path, _)| path == "/shop")
+                .flat_map(|(_, v)| v["targets"].as_array().cloned().unwrap_or_default())
+                .map(|t| t.as_str().unwrap_or("").to_string())
+                .collect();
+            (seen.len() == 60)
+                .then_some(())
+                .ok_or(format!("{} of 60: {seen:?}", seen.len()))
+        },
+    )
+    .await;
+    for (path, v) in got.lock().unwrap().iter() {
+        assert_eq!(path, "/shop", "{v}");
+        assert_eq!(v["event"], "target_down", "{v}");
+        let names = v["targets"].to_string();
+        assert!(
+            names.contains("standin-") && !names.contains("real-1"),
+            "{v}"
+        );
+        let n: usize = v["targets"][0].as_str().unwrap()["standin-".len()..]
+            .parse()
+            .unwrap();
+        assert_eq!(n % 2, 0, "only shop stand-ins (the even ones): {v}");
+    }
+
+    // A reload goes to the hook that asked for reloads, as Slack text.
+    let config = jmxgate::Config::parse(&format!("[server]\nlisten = \"127.0.0.1:0\"\n{text}"))
+        .and_then(|c| c.validate())
+        .unwrap();
+    gw.gateway.reload(&config).unwrap();
+    let said = eventually("the reload's notice", Duration::from_secs(60), || async {
+        got.lock()
+            .unwrap()
+            .iter()
+            .find(|(path, _)| path == "/reloads")
+            .map(|(_, v)| v["text"].as_str().unwrap_or("").to_string())
+            .ok_or("not yet".to_string())
+    })
+    .await;
+    assert!(said.starts_with("config reloaded"), "{said}");
+    let metrics = gw.gateway.metrics().encode();
+    assert!(!metrics.contains(&hooks), "the hook's URL is a secret");
+}

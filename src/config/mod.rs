@@ -86,6 +86,9 @@ pub struct Config {
     /// The fleet console (`[console]`).
     #[serde(default)]
     pub console: crate::pipeline::console::config::ConsoleConfig,
+    /// Webhooks told of the fleet's events (`[[events.webhooks]]`).
+    #[serde(default)]
+    pub events: crate::pipeline::event_hooks::EventsConfig,
     /// The Prometheus scrape endpoint and its rules files.
     #[serde(default)]
     pub prometheus: crate::pipeline::prometheus::config::PrometheusConfig,
@@ -449,6 +452,7 @@ impl Config {
         problems.extend(self.mcp.problems());
         let role_names: Vec<String> = self.roles.iter().map(|r| r.name.clone()).collect();
         problems.extend(self.console.problems(&role_names));
+        problems.extend(self.events.problems());
         problems.extend(self.health.problems());
         problems.extend(self.prometheus.problems());
         let modules = self.prometheus.open_telemetry_blocks();

@@ -24,6 +24,7 @@ pub mod authenticate;
 pub mod authorize;
 pub mod console;
 pub mod dispatch;
+pub mod event_hooks;
 pub mod hosts;
 pub mod items;
 mod lifecycle;

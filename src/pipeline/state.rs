@@ -41,6 +41,8 @@ pub struct State {
     pub prometheus: Arc<super::prometheus::exporter::Exporter>,
     /// `[console]`: where the pages are.
     pub console: super::console::config::ConsoleConfig,
+    /// `[events]`: who is told of the journal's events.
+    pub events: super::event_hooks::EventsConfig,
 }
 
 impl State {
@@ -85,6 +87,7 @@ impl State {
                 .map(Arc::new),
             mcp: config.mcp.clone(),
             console: config.console.clone(),
+            events: config.events.clone(),
             mcp_batch: super::mcp::jsonrpc::BatchBounds {
                 max_items: config.server.max_bulk_items,
                 max_bytes: usize::try_from(config.target_defaults.max_response_bytes())

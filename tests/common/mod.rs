@@ -604,6 +604,8 @@ impl Gateway {
     async fn serve(config: &jmxgate::Config) -> Gateway {
         let gateway = Arc::new(jmxgate::Gateway::new(config).expect("gateway starts"));
         // As `jmxgate serve` does; the task ends with the gateway.
+        // Subscribed first: every event the probes record is told.
+        let _event_webhooks = gateway.spawn_event_webhooks();
         let _probes = gateway.spawn_health_probes();
         let _access_store = gateway.spawn_access_store();
         let _otlp = gateway.spawn_otlp_exports();

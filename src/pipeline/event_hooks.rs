@@ -1,0 +1,278 @@
+//! `[[events.webhooks]]`: the fleet's journal told to webhooks, per event
+//! kind, with the same delivery as access-request notices (`notify`:
+//! queued, retried, never in a request's way, the URL a secret). A hook
+//! may be narrowed to targets (a selector): it hears only of events about
+//! them, and of those targets only; a reload, about no target, goes to
+//! hooks without one.
+//!
+//! The journal broadcasts what it records; one task per gateway reads it
+//! and, against the configuration of the moment (a reload changes the
+//! hooks at once), queues the notices.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::access::TargetSelector;
+use crate::events::{Event, Kind, Named};
+use crate::notify::{Notice, NotifyFormat};
+use crate::secret::Secret;
+
+use super::Gateway;
+
+/// `[events]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventsConfig {
+    pub webhooks: Vec<WebhookConfig>,
+}
+
+/// `[[events.webhooks]]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    /// Where notices are posted; a secret (such URLs hold tokens).
+    pub url: Secret,
+    /// The event kinds told (`target_down`, …); empty: all of them.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// Only events about these targets (a name, glob or label selector).
+    #[serde(default)]
+    pub targets: Option<String>,
+    #[serde(default)]
+    pub format: NotifyFormat,
+}
+
+/// Every kind a hook may name.
+const KINDS: [Kind; 13] = [
+    Kind::TargetDown,
+    Kind::TargetUp,
+    Kind::BreakerOpened,
+    Kind::BreakerClosed,
+    Kind::TargetsDiscovered,
+    Kind::TargetsRemoved,
+    Kind::ConfigReloaded,
+    Kind::ConfigReloadFailed,
+    Kind::AccessRequested,
+    Kind::AccessGranted,
+    Kind::AccessDenied,
+    Kind::AccessRevoked,
+    Kind::AccessExpired,
+];
+
+impl EventsConfig {
+    /// Every problem, named by its key.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for (i, hook) in self.webhooks.iter().enumerate() {
+            let key = format!("events.webhooks[{i}]");
+            // Not echoed: such a URL often holds a token.
+            let ok = url::Url::parse(hook.url.expose())
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+            if !ok {
+                problems.push(format!("{key}.url: not an http:// or https:// URL"));
+            }
+            for kind in &hook.kinds {
+                if !KINDS.iter().any(|k| k.as_str() == kind) {
+                    let known: Vec<&str> = KINDS.iter().map(|k| k.as_str()).collect();
+                    problems.push(format!(
+                        "{key}.kinds: no event kind \"{kind}\"; the kinds are {}",
+                        known.join(", ")
+                    ));
+                }
+            }
+            if let Some(t) = &hook.targets {
+                if let Err(e) = TargetSelector::parse(t) {
+                    problems.push(format!("{key}.targets: {e}"));
+                }
+            }
+        }
+        problems
+    }
+}
+
+/// A target's labels by name, for events that name a target of the
+/// fleet without them.
+pub type LabelsOf<'a> = &'a dyn Fn(&str) -> Option<Arc<BTreeMap<String, String>>>;
+
+/// The notice a hook gets of `event`, if any: its kind is one the hook
+/// names, and (for a hook with targets) the event is about some of them,
+/// which alone it names.
+pub fn notice_for(hook: &WebhookConfig, event: &Event, labels_of: LabelsOf<'_>) -> Option<Notice> {
+    let kind = event.kind.as_str();
+    if !hook.kinds.is_empty() && !hook.kinds.iter().any(|k| k == kind) {
+        return None;
+    }
+    let selector = match &hook.targets {
+        Some(s) => Some(TargetSelector::parse(s).ok()?),
+        None => None,
+    };
+    let matches = |n: &Named| {
+        let Some(selector) = &selector else {
+            return true;
+        };
+        let labels = n.labels.clone().or_else(|| labels_of(&n.name));
+        labels.is_some_and(|labels| selector.matches_named(&n.name, &labels))
+    };
+    let targets: Vec<&str> = event
+        .targets
+        .iter()
+        .filter(|n| matches(n))
+        .map(|n| n.name.as_str())
+        .collect();
+    if hook.targets.is_some() && targets.is_empty() {
+        return None;
+    }
+    // Past the named targets, the count is only known of the whole event.
+    let more = if hook.targets.is_none() {
+        event.more
+    } else {
+        0
+    };
+    let at = humantime::format_rfc3339_seconds(event.at).to_string();
+    Some(Notice::event(
+        hook.url.clone(),
+        hook.format,
+        kind,
+        event.seq,
+        &at,
+        &targets,
+        more,
+        &event.detail,
+    ))
+}
+
+impl Gateway {
+    /// Tells `[[events.webhooks]]` what the journal records, until the
+    /// gateway is dropped.
+    pub fn spawn_event_webhooks(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let weak = Arc::downgrade(self);
+        let mut recorded = self.health.journal().subscribe();
+        tokio::spawn(async move {
+            loop {
+                let event = match recorded.recv().await {
+                    Ok(event) => event,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                        tracing::warn!(
+                            "event webhooks: {missed} events went by untold (too many at once)"
+                        );
+                        continue;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                let Some(gateway) = weak.upgrade() else {
+                    return;
+                };
+                let state = gateway.state.load_full();
+                let labels_of = |name: &str| state.fleet.by_name(name).map(|t| t.labels.clone());
+                for hook in &state.events.webhooks {
+                    if let Some(notice) = notice_for(hook, &event, &labels_of) {
+                        gateway.notifier.send(notice);
+                    }
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nothing(_: &str) -> Option<Arc<BTreeMap<String, String>>> {
+        None
+    }
+
+    fn hook(toml_text: &str) -> WebhookConfig {
+        toml::from_str(&format!(
+            "url = \"https://hooks.example/T0KEN\"\n{toml_text}"
+        ))
+        .unwrap()
+    }
+
+    fn event(kind: Kind, targets: &[(&str, &str)]) -> Event {
+        Event {
+            seq: 7,
+            at: std::time::SystemTime::UNIX_EPOCH,
+            kind,
+            targets: targets
+                .iter()
+                .map(|(name, ns)| Named {
+                    name: name.to_string(),
+                    labels: Some(Arc::new(BTreeMap::from([(
+                        "namespace".to_string(),
+                        ns.to_string(),
+                    )]))),
+                })
+                .collect(),
+            more: 0,
+            detail: "probe: connection refused".into(),
+        }
+    }
+
+    #[test]
+    fn hooks_hear_their_kinds_about_their_targets_only() {
+        let shop = hook("kinds = [\"target_down\"]\ntargets = \"namespace=shop\"");
+        let down = event(Kind::TargetDown, &[("a", "shop"), ("b", "billing")]);
+        let body = notice_for(&shop, &down, &nothing).unwrap().body().clone();
+        assert_eq!(body["event"], "target_down");
+        assert_eq!(body["targets"], serde_json::json!(["a"]));
+        assert_eq!(body["seq"], 7);
+        assert!(notice_for(&shop, &event(Kind::TargetUp, &[("a", "shop")]), &nothing).is_none());
+        assert!(notice_for(
+            &shop,
+            &event(Kind::TargetDown, &[("b", "billing")]),
+            &nothing
+        )
+        .is_none());
+        // A target of the fleet named without its labels: looked up.
+        let bare = Event {
+            targets: vec![crate::events::named("c")],
+            ..event(Kind::TargetDown, &[])
+        };
+        let shop_labels = |_: &str| {
+            Some(Arc::new(BTreeMap::from([(
+                "namespace".to_string(),
+                "shop".to_string(),
+            )])))
+        };
+        assert!(notice_for(&shop, &bare, &shop_labels).is_some());
+        assert!(notice_for(&shop, &bare, &nothing).is_none());
+        // A reload is about no target: for hooks without targets.
+        assert!(notice_for(&shop, &event(Kind::ConfigReloaded, &[]), &nothing).is_none());
+        let all = hook("");
+        assert!(notice_for(&all, &event(Kind::ConfigReloaded, &[]), &nothing).is_some());
+        let slack = hook("format = \"slack\"");
+        let text = notice_for(
+            &slack,
+            &event(Kind::TargetDown, &[("<!here>", "x")]),
+            &nothing,
+        )
+        .unwrap()
+        .body()["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(text.starts_with("target down: &lt;!here&gt;"), "{text}");
+    }
+
+    #[test]
+    fn bad_hooks_are_named_and_their_urls_not_echoed() {
+        let config: EventsConfig = toml::from_str(
+            "[[webhooks]]\nurl = \"not a url SECRET\"\nkinds = [\"target_gone\"]\ntargets = \"env=\"\n",
+        )
+        .unwrap();
+        let problems = config.problems().join("\n");
+        assert!(problems.contains("events.webhooks[0].url"), "{problems}");
+        assert!(
+            problems.contains("no event kind \"target_gone\""),
+            "{problems}"
+        );
+        assert!(
+            problems.contains("events.webhooks[0].targets"),
+            "{problems}"
+        );
+        assert!(!problems.contains("SECRET"), "{problems}");
+    }
+}
