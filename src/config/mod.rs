@@ -88,7 +88,7 @@ pub struct Config {
     pub console: crate::pipeline::console::config::ConsoleConfig,
     /// Webhooks told of the fleet's events (`[[events.webhooks]]`).
     #[serde(default)]
-    pub events: crate::pipeline::event_hooks::EventsConfig,
+    pub events: crate::pipeline::event_hooks::config::EventsConfig,
     /// The Prometheus scrape endpoint and its rules files.
     #[serde(default)]
     pub prometheus: crate::pipeline::prometheus::config::PrometheusConfig,

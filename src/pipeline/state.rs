@@ -42,7 +42,7 @@ pub struct State {
     /// `[console]`: where the pages are.
     pub console: super::console::config::ConsoleConfig,
     /// `[events]`: who is told of the journal's events.
-    pub events: super::event_hooks::EventsConfig,
+    pub events: super::event_hooks::config::EventsConfig,
 }
 
 impl State {
