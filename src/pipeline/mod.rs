@@ -495,17 +495,14 @@ impl Gateway {
                     scheme: if conn.tls { "https" } else { "http" },
                     standing: &standing,
                 };
-                return match addressed {
-                    Addressed::TargetList => {
-                        self.target_list(&state, listing, &parts, &headers, cors)
-                            .await
-                    }
-                    _ => {
-                        let events_api = matches!(addressed, Addressed::Events);
-                        self.console_door(&state, &parts, &headers, body, listing, events_api)
-                            .await
-                    }
-                };
+                if matches!(addressed, Addressed::TargetList) {
+                    return self
+                        .target_list(&state, listing, &parts, &headers, cors)
+                        .await;
+                }
+                return self
+                    .console_door(&state, &parts, &headers, body, listing)
+                    .await;
             }
             Addressed::Explain => {}
             Addressed::Prometheus => {

@@ -86,7 +86,7 @@ impl<'a> Viewer<'a> {
 pub const EVENTS_PATH: &str = "/jmxgate/events";
 
 impl Gateway {
-    /// The door: a console page, or `/jmxgate/events` (`events_api`).
+    /// The door: a console page, or `/jmxgate/events`.
     pub(super) async fn console_door(
         &self,
         state: &super::state::State,
@@ -94,8 +94,8 @@ impl Gateway {
         headers: &http::HeaderMap,
         body: Body,
         caller: super::TargetListing<'_>,
-        events_api: bool,
     ) -> Response<Body> {
+        let events_api = parts.uri.path() == EVENTS_PATH;
         let viewer = Viewer {
             principal: caller.principal,
             held: caller.held,
