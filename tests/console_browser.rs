@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -16,44 +16,8 @@ use serde_json::json;
 
 const USER: &str = "console-ops";
 const PASSWORD: &str = "console:secret";
-const CHROMIUM: &str = "/usr/bin/chromium";
 
-fn hawtio_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/hawtio")
-}
-
-/// Whether Hawtio's packages and Chromium are here; outside CI a missing
-/// one skips the test with a message, in CI it fails it.
-fn available() -> bool {
-    let missing: Vec<String> = [
-        (
-            hawtio_dir().join("node_modules/@hawtio/react/package.json"),
-            "npm ci in tests/clients/hawtio",
-        ),
-        (
-            hawtio_dir().join("node_modules/playwright-core/package.json"),
-            "npm ci in tests/clients/hawtio",
-        ),
-        (PathBuf::from(CHROMIUM), "Debian package chromium"),
-    ]
-    .iter()
-    .filter(|(p, _)| !p.exists())
-    .map(|(p, what)| format!("{} ({what})", p.display()))
-    .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "missing: {}; run scripts/install-deps.sh",
-        missing.join(", ")
-    );
-    eprintln!(
-        "SKIPPED: missing {}; run scripts/install-deps.sh",
-        missing.join(", ")
-    );
-    false
-}
+use common::{hawtio_available as available, hawtio_dir, CHROMIUM};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn open_in_hawtio_lands_on_the_target_connected() {

@@ -991,3 +991,44 @@ pub async fn run_client(mut cmd: Command, limit: Duration) -> (String, String) {
         None => panic!("{shown} still ran after {limit:?}:\n--- stdout\n{out}\n--- stderr\n{err}"),
     }
 }
+
+/// Debian's Chromium, which the browser tests drive.
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// tests/clients/hawtio: Hawtio's console and playwright-core from npm.
+pub fn hawtio_dir() -> PathBuf {
+    repo().join("tests/clients/hawtio")
+}
+
+/// Whether Hawtio's packages and Debian's Chromium are here; outside CI
+/// a missing one skips the test with a message, in CI it fails it.
+pub fn hawtio_available() -> bool {
+    let missing: Vec<String> = [
+        (
+            hawtio_dir().join("node_modules/@hawtio/react/package.json"),
+            "npm ci in tests/clients/hawtio",
+        ),
+        (
+            hawtio_dir().join("node_modules/playwright-core/package.json"),
+            "npm ci in tests/clients/hawtio",
+        ),
+        (PathBuf::from(CHROMIUM), "Debian package chromium"),
+    ]
+    .iter()
+    .filter(|(p, _)| !p.exists())
+    .map(|(p, what)| format!("{} ({what})", p.display()))
+    .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "missing: {}; run scripts/install-deps.sh",
+        missing.join(", ")
+    );
+    eprintln!(
+        "SKIPPED: missing {}; run scripts/install-deps.sh",
+        missing.join(", ")
+    );
+    false
+}

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::Viewer;
 use crate::events::{Event, Named};
-use crate::pipeline::{audit, state::State, Gateway};
+use crate::pipeline::{state::State, Gateway};
 
 const DEFAULT_EVENTS: usize = 100;
 const MAX_EVENTS: usize = 1000;
@@ -92,19 +92,9 @@ impl Gateway {
                 .collect();
             (seen, next)
         });
-        let record = audit::TargetListRecord {
-            what: "events",
-            request_id: viewer.request_id,
-            principal: viewer.principal,
-            roles: held.iter().map(|r| r.name.clone()).collect(),
-            client: viewer.client,
-            status: if selected.is_ok() { 200 } else { 400 },
-            listed: selected.as_ref().map_or(0, |(e, _)| e.len()),
-            latency: viewer.started.elapsed(),
-            channel: viewer.channel,
-            tool: None,
-            mcp_client: None,
-        };
+        let status = if selected.is_ok() { 200 } else { 400 };
+        let listed = selected.as_ref().map_or(0, |(e, _)| e.len());
+        let record = viewer.listing_record("events", status, listed);
         if let Err(e) = self.audit_listing(&record).await {
             return Err((e.status, e.message));
         }

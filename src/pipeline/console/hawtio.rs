@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use axum::body::Body;
-use http::{header, HeaderValue, Response};
+use http::Response;
 
 /// What Hawtio's page may load and do: its own scripts and styles
 /// (PatternFly sets inline styles), data: images and fonts, workers
@@ -137,33 +137,21 @@ pub fn hawtconfig() -> &'static str {
     HAWTCONFIG
 }
 
-/// An answer of Hawtio's pages and files: its own policy, never framed;
-/// files of the build may be kept a while, the rest not at all.
+/// An answer of Hawtio's pages and files under its own policy; files of
+/// the build may be kept a while, the rest not at all.
 pub fn respond(status: u16, content_type: &str, body: Vec<u8>, cacheable: bool) -> Response<Body> {
-    let mut r = Response::new(Body::from(body));
-    *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
-    let h = r.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(content_type) {
-        h.insert(header::CONTENT_TYPE, v);
-    }
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static(if cacheable {
-            "private, max-age=300"
-        } else {
-            "no-store"
-        }),
-    );
-    r
+    let cache = if cacheable {
+        "private, max-age=300"
+    } else {
+        "no-store"
+    };
+    super::page::respond_with(
+        status,
+        content_type,
+        body.into(),
+        CONTENT_SECURITY_POLICY,
+        cache,
+    )
 }
 
 #[cfg(test)]

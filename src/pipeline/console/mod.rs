@@ -67,6 +67,29 @@ impl<'a> Viewer<'a> {
         }
     }
 
+    /// The record of a listing the viewer read: `what` (`target_list`,
+    /// `events`, `audit_trail`), its status and how many entries it held.
+    fn listing_record(
+        &self,
+        what: &'static str,
+        status: u16,
+        listed: usize,
+    ) -> audit::TargetListRecord<'a> {
+        audit::TargetListRecord {
+            what,
+            request_id: self.request_id,
+            principal: self.principal,
+            roles: self.held.iter().map(|r| r.name.clone()).collect(),
+            client: self.client,
+            status,
+            listed,
+            latency: self.started.elapsed(),
+            channel: self.channel,
+            tool: None,
+            mcp_client: None,
+        }
+    }
+
     /// The viewer as the item phases' caller.
     fn caller<'b>(
         &'b self,
@@ -436,19 +459,7 @@ impl Gateway {
         } else {
             None
         };
-        let record = audit::TargetListRecord {
-            what: "audit_trail",
-            request_id: viewer.request_id,
-            principal: viewer.principal,
-            roles: viewer.held.iter().map(|r| r.name.clone()).collect(),
-            client: viewer.client,
-            status: 200,
-            listed: found.rows.len(),
-            latency: viewer.started.elapsed(),
-            channel: viewer.channel,
-            tool: None,
-            mcp_client: None,
-        };
+        let record = viewer.listing_record("audit_trail", 200, found.rows.len());
         if let Err(e) = self.audit_listing(&record).await {
             return page::error(e.status, &e.message, base, who);
         }
@@ -479,19 +490,7 @@ impl Gateway {
             Ok((_, o)) => (200, o.rows.len()),
             Err(_) => (400, 0),
         };
-        let record = audit::TargetListRecord {
-            what: "target_list",
-            request_id: viewer.request_id,
-            principal: viewer.principal,
-            roles: viewer.held.iter().map(|r| r.name.clone()).collect(),
-            client: viewer.client,
-            status,
-            listed,
-            latency: viewer.started.elapsed(),
-            channel: viewer.channel,
-            tool: None,
-            mcp_client: None,
-        };
+        let record = viewer.listing_record("target_list", status, listed);
         if let Err(e) = self.audit_listing(&record).await {
             return page::error(e.status, &e.message, base, who);
         }

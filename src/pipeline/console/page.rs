@@ -56,20 +56,43 @@ pub fn error(status: u16, message: &str, base: &str, principal: &str) -> Respons
 
 /// An answer with the console's headers.
 pub fn respond(status: u16, content_type: &'static str, body: String) -> Response<Body> {
-    let mut r = Response::new(Body::from(body));
+    respond_with(
+        status,
+        content_type,
+        body.into(),
+        CONTENT_SECURITY_POLICY,
+        "no-store",
+    )
+}
+
+/// An answer of a console page or file under `policy`: never framed,
+/// sniffed or sent on as a referrer; cached as `cache_control` says.
+pub fn respond_with(
+    status: u16,
+    content_type: &str,
+    body: Body,
+    policy: &'static str,
+    cache_control: &'static str,
+) -> Response<Body> {
+    let mut r = Response::new(body);
     *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
     let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
     h.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        HeaderValue::from_static(policy),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(cache_control),
+    );
     h.insert(
         "cross-origin-opener-policy",
         HeaderValue::from_static("same-origin"),

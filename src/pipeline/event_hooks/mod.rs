@@ -114,7 +114,6 @@ mod tests {
     }
 
     use crate::events::Kind;
-    use config::EventsConfig;
 
     fn hook(toml_text: &str) -> WebhookConfig {
         toml::from_str(&format!(
