@@ -6,10 +6,15 @@
 //! phases (reach, policy, the selector limit, one audit record per
 //! target); this module only reads the form and draws the answer.
 
+use axum::body::Body;
+use http::Response;
 use maud::{html, Markup};
 use serde_json::{json, Value};
 
+use crate::pipeline::Gateway;
 use crate::protocol::reduce::{Reduced, TargetError, MAX_RANKED};
+
+use super::{page, Viewer};
 
 /// Longest text a field takes.
 const MAX_FIELD: usize = 512;
@@ -398,6 +403,37 @@ fn errors(reduced: &Reduced) -> Markup {
         @if reduced.errors.len() > MAX_ERRORS {
             p { (reduced.errors.len() - MAX_ERRORS) " more not shown" }
         }
+    }
+}
+
+impl Gateway {
+    /// The fleet-answers form, and its answer when one was asked.
+    pub(super) async fn answers_page(
+        &self,
+        state: &crate::pipeline::state::State,
+        parts: &http::request::Parts,
+        viewer: &Viewer<'_>,
+    ) -> Response<Body> {
+        let base = state.console.path.as_str();
+        let who = viewer.principal.name.as_str();
+        let (question, asked) = match Question::parse(parts.uri.query()) {
+            Ok(q) => q,
+            Err(why) => return page::error(400, &why, base, who),
+        };
+        let answer = if asked {
+            match self.console_item(state, viewer, &question.item()).await {
+                Ok(v) => Some(v),
+                Err(e) => return page::error(e.status, &e.message, base, who),
+            }
+        } else {
+            None
+        };
+        let body = render(base, &question, answer.as_ref());
+        page::respond(
+            200,
+            "text/html; charset=utf-8",
+            page::layout("Fleet answers", base, who, body).into_string(),
+        )
     }
 }
 

@@ -17,6 +17,10 @@ use std::path::{Path, PathBuf};
 use axum::body::Body;
 use http::Response;
 
+use crate::pipeline::Gateway;
+
+use super::{config, page, Viewer};
+
 /// What Hawtio's page may load and do: its own scripts and styles
 /// (PatternFly sets inline styles), data: images and fonts, workers
 /// (Monaco), requests to this origin only; never framed.
@@ -152,6 +156,84 @@ pub fn respond(status: u16, content_type: &str, body: Vec<u8>, cacheable: bool) 
         CONTENT_SECURITY_POLICY,
         cache,
     )
+}
+
+impl Gateway {
+    /// Hawtio for one target (`after`: the path after `/hawtio/`); a
+    /// target the viewer doesn't reach is no target, as on its page.
+    pub(super) async fn hawtio_http(
+        &self,
+        state: &crate::pipeline::state::State,
+        viewer: &Viewer<'_>,
+        after: &str,
+    ) -> Response<Body> {
+        let base = state.console.path.as_str();
+        let who = viewer.principal.name.as_str();
+        let Some(dir) = state.console.hawtio.as_deref().map(std::path::Path::new) else {
+            return page::error(
+                404,
+                "Hawtio is not served here ([console] hawtio is not set).",
+                base,
+                who,
+            );
+        };
+        let (raw, rest) = after.find('/').map_or((after, ""), |i| after.split_at(i));
+        let name = percent_encoding::percent_decode_str(raw).decode_utf8_lossy();
+        let visible = state
+            .fleet
+            .by_name(&name)
+            .is_some_and(|t| state.access.reaches(viewer.held, t));
+        if !visible {
+            return page::error(
+                404,
+                &format!("No target \"{name}\" in your fleet."),
+                base,
+                who,
+            );
+        }
+        let page_base = format!("{base}{}{raw}/", config::HAWTIO);
+        let not_found = || respond(404, "text/plain; charset=utf-8", Vec::new(), false);
+        match asked(rest) {
+            Asked::Slash => {
+                let mut r = respond(308, "text/plain; charset=utf-8", Vec::new(), false);
+                if let Ok(to) = http::HeaderValue::from_str(&page_base) {
+                    r.headers_mut().insert(http::header::LOCATION, to);
+                }
+                r
+            }
+            Asked::User => {
+                let user = serde_json::Value::from(who).to_string();
+                respond(200, "application/json", user.into_bytes(), false)
+            }
+            Asked::ProxyEnabled => {
+                respond(200, "text/plain; charset=utf-8", b"false".to_vec(), false)
+            }
+            Asked::PresetConnections => respond(200, "application/json", b"[]".to_vec(), false),
+            Asked::HawtConfig => {
+                let own = read_file(dir, std::path::Path::new("hawtconfig.json")).await;
+                let body = own.unwrap_or_else(|| hawtconfig().as_bytes().to_vec());
+                respond(200, "application/json", body, false)
+            }
+            Asked::File(path) => match read_file(dir, &path).await {
+                Some(bytes) => respond(200, content_type(&path), bytes, true),
+                None => not_found(),
+            },
+            Asked::Page => match read_file(dir, std::path::Path::new("index.html")).await {
+                Some(index) => {
+                    let index = String::from_utf8_lossy(&index);
+                    let page = page_with_base(&index, &page_base);
+                    respond(200, "text/html; charset=utf-8", page.into_bytes(), false)
+                }
+                None => page::error(
+                    500,
+                    "Hawtio's index.html is gone from [console] hawtio.",
+                    base,
+                    who,
+                ),
+            },
+            Asked::Missing => not_found(),
+        }
+    }
 }
 
 #[cfg(test)]
