@@ -3,11 +3,12 @@
 //! their own records; holders of a `[console] auditors` role read
 //! everyone's and may verify the hash chain.
 //!
-//! Files are read backwards from their end, so a page of recent records
-//! costs a little of the newest file. A search reads at most
-//! [`SCAN_BUDGET`] bytes and says how far back it got; older records are
-//! for `jmxgate audit query`. Reading and verifying run on the blocking
-//! pool, a few at a time.
+//! Files are read backwards, from their end or from where the records
+//! older than the page's `before` (or the search's `until`) end, found by
+//! bisection; so a page costs what it shows, however far back. A page
+//! reads at most [`SCAN_BUDGET`] bytes and says how far back it got; the
+//! next page goes on from there. Reading and verifying run on the
+//! blocking pool, a few at a time.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -138,7 +139,9 @@ pub struct Found {
 /// most `budget` bytes.
 pub fn search(dir: &Path, q: &TrailQuery, mut budget: u64) -> std::io::Result<Found> {
     let mut found = Found::default();
-    let mut oldest_read: Option<String> = None;
+    // The time and seq of the oldest record read, where a search that ran
+    // out of budget got to.
+    let mut oldest_read: Option<(String, u64)> = None;
     let files = chain::files_in(dir)?;
     for file in files.iter().rev() {
         if let (Some(before), Some(first)) = (q.before, chain::first_seq_in_name(file)) {
@@ -147,11 +150,18 @@ pub fn search(dir: &Path, q: &TrailQuery, mut budget: u64) -> std::io::Result<Fo
             }
         }
         let mut more = false;
-        let read = backwards(file, &mut budget, &mut |line| {
+        // Where records older than `before` and `until` end: no need to
+        // read the newer ones first.
+        let from = match end_before(file, q.before, q.filter.until) {
+            Ok(from) => from,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let read = backwards(file, from, &mut budget, &mut |line| {
             let Ok(entry) = serde_json::from_slice::<Entry>(line) else {
                 return true;
             };
-            oldest_read = Some(entry.time.clone());
+            oldest_read = Some((entry.time.clone(), entry.seq));
             if q.before.is_some_and(|b| entry.seq >= b) || !q.filter.matches(&entry) {
                 return true;
             }
@@ -171,8 +181,9 @@ pub fn search(dir: &Path, q: &TrailQuery, mut budget: u64) -> std::io::Result<Fo
                 return Ok(found);
             }
             Ok(Ended::OutOfBudget) => {
-                found.searched_back_to = oldest_read;
-                found.next = found.rows.last().map(|e| e.seq);
+                // The next page goes on from where this one got to.
+                found.next = oldest_read.as_ref().map(|(_, seq)| *seq);
+                found.searched_back_to = oldest_read.map(|(time, _)| time);
                 return Ok(found);
             }
             Ok(Ended::Whole) => {}
@@ -190,15 +201,79 @@ enum Ended {
     OutOfBudget,
 }
 
-/// Gives `take` each line of `path`, last first, reading from the end;
-/// `take` returns whether to go on.
+/// Bytes a probe of [`end_before`] reads to find one whole record.
+const PROBE: u64 = 256 * 1024;
+
+/// The offset in `path` where the records at or past `before` (a seq)
+/// or after `until` begin, found by bisection (a file holds its records
+/// in the order they were written); the file's end when neither is set.
+/// Reading backwards from it skips no record older than both.
+fn end_before(
+    path: &Path,
+    before: Option<u64>,
+    until: Option<std::time::SystemTime>,
+) -> std::io::Result<u64> {
+    let mut file = std::fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    if before.is_none() && until.is_none() {
+        return Ok(len);
+    }
+    let past = |e: &Entry| {
+        before.is_some_and(|b| e.seq >= b)
+            || until.is_some_and(|u| parse_time(&e.time).is_ok_and(|t| t > u))
+    };
+    let (mut lo, mut hi) = (0u64, len);
+    while hi - lo > PROBE {
+        let mid = lo + (hi - lo) / 2;
+        // The first whole record after `mid`.
+        file.seek(SeekFrom::Start(mid))?;
+        let mut buf = vec![0u8; PROBE.min(len - mid) as usize];
+        file.read_exact(&mut buf)?;
+        let entry = buf.iter().position(|b| *b == b'\n').and_then(|start| {
+            let line = &buf[start + 1..];
+            let end = line.iter().position(|b| *b == b'\n')?;
+            serde_json::from_slice::<Entry>(&line[..end]).ok()
+        });
+        match entry {
+            Some(e) if past(&e) => hi = mid,
+            Some(_) => lo = mid,
+            // A record longer than a probe: read from here on, as before.
+            None => return Ok(hi),
+        }
+    }
+    // The exact start of the first record past, within a probe of `lo`:
+    // reading backwards from there cuts no record in two.
+    let end = (hi + PROBE).min(len);
+    file.seek(SeekFrom::Start(lo))?;
+    let mut buf = vec![0u8; (end - lo) as usize];
+    file.read_exact(&mut buf)?;
+    let mut start = match lo {
+        0 => 0,
+        _ => match buf.iter().position(|b| *b == b'\n') {
+            Some(at) => at + 1,
+            None => return Ok(hi),
+        },
+    };
+    while let Some(at) = buf[start..].iter().position(|b| *b == b'\n') {
+        let line = &buf[start..start + at];
+        if serde_json::from_slice::<Entry>(line).is_ok_and(|e| past(&e)) {
+            return Ok(lo + start as u64);
+        }
+        start += at + 1;
+    }
+    Ok(if end == len { len } else { hi })
+}
+
+/// Gives `take` each line of `path` before offset `from`, last first,
+/// reading backwards; `take` returns whether to go on.
 fn backwards(
     path: &PathBuf,
+    from: u64,
     budget: &mut u64,
     take: &mut dyn FnMut(&[u8]) -> bool,
 ) -> std::io::Result<Ended> {
     let mut file = std::fs::File::open(path)?;
-    let mut pos = file.metadata()?.len();
+    let mut pos = from.min(file.metadata()?.len());
     // The start of a line whose beginning is in the chunk before.
     let mut carry: Vec<u8> = Vec::new();
     while pos > 0 {
@@ -304,8 +379,8 @@ pub fn render(
             }
         }
         @if let Some(back) = &found.searched_back_to {
-            p.note { "Searched the newest " (SCAN_BUDGET / (1024 * 1024)) " MB, back to " (back)
-                ". Narrow the search by time, or use jmxgate audit query for older records." }
+            p.note { "Searched " (SCAN_BUDGET / (1024 * 1024)) " MB of records, back to " (back)
+                "; older records are on the next pages." }
         }
         @if let Some(before) = found.next {
             p { a.next href=(link(base, q, before, auditor)) { "Older records" } }
@@ -506,6 +581,23 @@ mod tests {
         let found = search(dir.path(), &q("", "ann", false), line * 5).unwrap();
         assert!(found.searched_back_to.is_some());
         assert!(found.rows.len() <= 3, "{:?}", found.rows);
+        // Page on from where each page got to: every record, once.
+        let mut all: Vec<u64> = found.rows.iter().map(|e| e.seq).collect();
+        let mut before = found.next;
+        let mut pages = 1;
+        while let Some(b) = before {
+            let page = search(
+                dir.path(),
+                &q(&format!("before={b}"), "ann", false),
+                line * 5,
+            )
+            .unwrap();
+            all.extend(page.rows.iter().map(|e| e.seq));
+            before = page.next;
+            pages += 1;
+            assert!(pages < 100, "paging goes on: {all:?}");
+        }
+        assert_eq!(all, (1..=15).rev().map(|n| n * 2).collect::<Vec<_>>());
     }
 
     #[test]
@@ -522,6 +614,39 @@ mod tests {
     }
 
     #[test]
+    fn a_search_far_back_in_a_big_file_starts_where_its_records_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir
+            .path()
+            .join("audit-00000000000000000001-20261128T090000Z.jsonl");
+        let mut f = std::fs::File::create(&path).unwrap();
+        let records = 50_000u64;
+        for seq in 1..=records {
+            writeln!(f, "{}", record(seq, "ann", "t")).unwrap();
+        }
+        drop(f);
+        let size = std::fs::metadata(&path).unwrap().len();
+        let line = size / records;
+        // A budget of a few pages of records, far smaller than the file.
+        let budget = (2 * PROBE).max(line * 50);
+        assert!(budget < size / 4, "the file is larger than the budget");
+        let found = search(dir.path(), &q("limit=10&before=1000", "ann", false), budget).unwrap();
+        let seqs: Vec<u64> = found.rows.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (990..1000).rev().collect::<Vec<_>>());
+        assert_eq!(found.next, Some(990));
+        // Exactly where the records before a seq end.
+        let end = end_before(&path, Some(5), None).unwrap();
+        let mut seen = Vec::new();
+        let mut all = u64::MAX;
+        backwards(&path, end, &mut all, &mut |l| {
+            seen.push(serde_json::from_slice::<Entry>(l).unwrap().seq);
+            true
+        })
+        .unwrap();
+        assert_eq!(seen, [4, 3, 2, 1], "exactly the records before seq 5");
+    }
+
+    #[test]
     fn lines_are_read_backwards_whole_across_chunks() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
@@ -529,7 +654,7 @@ mod tests {
         std::fs::write(&path, format!("a\n{long}\nb\nlast-without-newline")).unwrap();
         let mut seen = Vec::new();
         let mut budget = u64::MAX;
-        let read = backwards(&path, &mut budget, &mut |l| {
+        let read = backwards(&path, u64::MAX, &mut budget, &mut |l| {
             seen.push(String::from_utf8_lossy(l).len());
             true
         })
