@@ -11,13 +11,12 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::{hawtio_available as available, hawtio_dir, CHROMIUM};
 use common::{targets_toml, users_file, Agent, Gateway};
 use serde_json::json;
 
 const USER: &str = "console-ops";
 const PASSWORD: &str = "console:secret";
-
-use common::{hawtio_available as available, hawtio_dir, CHROMIUM};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn open_in_hawtio_lands_on_the_target_connected() {

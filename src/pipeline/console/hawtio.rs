@@ -179,17 +179,8 @@ impl Gateway {
         };
         let (raw, rest) = after.find('/').map_or((after, ""), |i| after.split_at(i));
         let name = percent_encoding::percent_decode_str(raw).decode_utf8_lossy();
-        let visible = state
-            .fleet
-            .by_name(&name)
-            .is_some_and(|t| state.access.reaches(viewer.held, t));
-        if !visible {
-            return page::error(
-                404,
-                &format!("No target \"{name}\" in your fleet."),
-                base,
-                who,
-            );
+        if let Some(hidden) = viewer.unseen_target(state, &name) {
+            return hidden;
         }
         let page_base = format!("{base}{}{raw}/", config::HAWTIO);
         let not_found = || respond(404, "text/plain; charset=utf-8", Vec::new(), false);

@@ -90,6 +90,23 @@ impl<'a> Viewer<'a> {
         }
     }
 
+    /// The "no such target" page when the viewer's roles don't reach
+    /// `name`: the same answer as for a target that doesn't exist.
+    fn unseen_target(&self, state: &super::state::State, name: &str) -> Option<Response<Body>> {
+        let visible = state
+            .fleet
+            .by_name(name)
+            .is_some_and(|t| state.access.reaches(self.held, t));
+        (!visible).then(|| {
+            page::error(
+                404,
+                &format!("No target \"{name}\" in your fleet."),
+                &state.console.path,
+                &self.principal.name,
+            )
+        })
+    }
+
     /// The viewer as the item phases' caller.
     fn caller<'b>(
         &'b self,
@@ -233,17 +250,8 @@ impl Gateway {
     ) -> Response<Body> {
         let base = state.console.path.as_str();
         let who = viewer.principal.name.as_str();
-        let visible = state
-            .fleet
-            .by_name(name)
-            .is_some_and(|t| state.access.reaches(viewer.held, t));
-        if !visible {
-            return page::error(
-                404,
-                &format!("No target \"{name}\" in your fleet."),
-                base,
-                who,
-            );
+        if let Some(hidden) = viewer.unseen_target(state, name) {
+            return hidden;
         }
         let mbean: Option<String> =
             url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
