@@ -100,6 +100,8 @@ venv_from() {
 venv_from tests/clients/python
 # FastMCP, in a venv of its own (its pins differ from the one above).
 venv_from tests/clients/fastmcp
+# A real OTLP/gRPC receiver (grpcio with the OpenTelemetry protos).
+venv_from tests/clients/otlp-grpc
 
 # Jolokia 2.x JVM agents (no Debian package): taken from ../shared/jolokia
 # beside the repository, or JMXGATE_JOLOKIA2_DIR. Elsewhere download

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::otlp_receiver::{Answer, Receiver};
+use common::otlp_receiver::{Answer, GrpcReceiver, Receiver};
 use common::{audit_records, eventually, free_port, targets_toml, Agent, Gateway};
 use serde_json::Value;
 
@@ -1107,4 +1107,216 @@ async fn a_receiver_behind_mutual_tls_takes_only_the_export_with_the_certificate
     until_counted(&gw, &points_total("without", "failed")).await;
     assert!(metric(&gw, &points_total("with-cert", "sent")) > 0.0);
     assert_eq!(metric(&gw, &points_total("without", "sent")), 0.0);
+}
+
+/// A series' name as an OTLP point carries it (a counter without `_total`)
+/// and its labels, from `/prometheus`.
+fn otlp_series(scraped: &str) -> BTreeSet<(String, BTreeMap<String, String>)> {
+    exposition_series(scraped)
+        .into_iter()
+        .map(|(name, labels)| (name.trim_end_matches("_total").to_string(), labels))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_grpc_receiver_takes_the_series_prometheus_scrapes_retried_as_otlp_says() {
+    // UNAVAILABLE is retried; RESOURCE_EXHAUSTED with a RetryInfo too.
+    let receiver = GrpcReceiver::start(&["--script", "UNAVAILABLE,RESOURCE_EXHAUSTED:1"]).await;
+    let agent = Agent::start("otlp-grpc");
+    let dir = tempfile::tempdir().unwrap();
+    // The module's own block names the endpoint and no protocol: gRPC,
+    // as jmx_exporter pushes it.
+    let rules_file = dir.path().join("threads.yml");
+    std::fs::write(
+        &rules_file,
+        format!(
+            "openTelemetry:\n  endpoint: http://127.0.0.1:{}\n  interval: 1\n{}",
+            receiver.port,
+            std::fs::read_to_string(rules()).unwrap()
+        ),
+    )
+    .unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "tenant-7\n").unwrap();
+    let config = format!(
+        r#"{targets}
+[[prometheus.modules]]
+name = "threads"
+rules_file = "{rules}"
+
+[[otlp.exports]]
+name = "grpc"
+targets = "otlp-*"
+module = "threads"
+headers = {{ "X-Scope-OrgID" = {{ file = "{token}" }} }}
+"#,
+        targets = targets_toml(&[&agent]),
+        rules = rules_file.display(),
+        token = token.display(),
+    );
+    let gw = Gateway::start(&config).await;
+    let scraped = common::get_text(
+        &gw.http,
+        &gw.url("/prometheus?target=otlp-grpc&module=threads"),
+    )
+    .await;
+    let want = otlp_series(&scraped);
+    assert!(
+        want.iter().any(|(n, _)| n == "jvm_threads_started"),
+        "{scraped}"
+    );
+    let points = eventually(
+        "the gRPC receiver took the target's series",
+        Duration::from_secs(90),
+        || async {
+            let points = receiver.points();
+            let have: BTreeSet<_> = points
+                .iter()
+                .map(|p| (p.metric.clone(), p.labels.clone()))
+                .collect();
+            (have == want)
+                .then_some(points)
+                .ok_or(format!("want {want:?}\nhave {have:?}"))
+        },
+    )
+    .await;
+    let calls = receiver.calls();
+    let answered: Vec<&str> = calls.iter().map(|c| c.answered.as_str()).collect();
+    assert_eq!(
+        answered[..3],
+        ["UNAVAILABLE", "RESOURCE_EXHAUSTED", "OK"],
+        "retried until taken: {answered:?}"
+    );
+    let started = points
+        .iter()
+        .find(|p| p.metric == "jvm_threads_started")
+        .unwrap();
+    assert_eq!(
+        started.monotonic,
+        Some(true),
+        "a counter is a monotonic sum"
+    );
+    assert!(started.start_unix_nano > 0 && started.start_unix_nano < started.time_unix_nano);
+    assert_eq!(started.resource["service.instance.id"], "otlp-grpc");
+    assert_eq!(started.resource["telemetry.sdk.name"], "jmxgate");
+    // The header from its file. (The message is gzipped: grpcio takes a
+    // compressed one only with the call's `grpc-encoding: gzip`.)
+    let call = &calls[2];
+    assert_eq!(
+        call.metadata.get("x-scope-orgid").map(String::as_str),
+        Some("tenant-7"),
+        "{:?}",
+        call.metadata
+    );
+    assert_eq!(metric(&gw, &points_total("grpc", "failed")), 0.0);
+    assert_eq!(metric(&gw, &points_total("grpc", "rejected")), 0.0);
+    until_counted(&gw, &points_total("grpc", "sent")).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_grpc_a_bad_point_is_dropped_alone_and_a_size_limit_halves_requests() {
+    let pki = common::TestPki::new("otlp-grpc");
+    let (cert, key) = pki.server_cert("receiver");
+    let (cert, key) = (cert.display().to_string(), key.display().to_string());
+    // Over TLS (HTTP/2 by ALPN); INVALID_ARGUMENT for a request with a NaN.
+    let picky = GrpcReceiver::start(&["--nan-invalid", "--tls", &cert, &key]).await;
+    // grpcio's own message size limit: RESOURCE_EXHAUSTED past 2 KiB.
+    let small = GrpcReceiver::start(&["--max-receive-bytes", "2048"]).await;
+    let agent = Agent::start("otlp-grpc-hostile");
+    // jmx_exporter's default export: every attribute.
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all.yml");
+    std::fs::write(&all, "{}\n").unwrap();
+    let config = format!(
+        r#"{targets}
+[[prometheus.modules]]
+name = "hostile"
+rules_file = "{rules}"
+
+[[otlp.exports]]
+name = "picky"
+protocol = "grpc"
+endpoint = "https://localhost:{picky}"
+ca_file = "{ca}"
+interval = "2s"
+targets = "otlp-*"
+module = "hostile"
+
+[[prometheus.modules]]
+name = "all"
+rules_file = "{all}"
+
+[[otlp.exports]]
+name = "small"
+protocol = "grpc"
+endpoint = "http://127.0.0.1:{small}"
+interval = "60s"
+targets = "otlp-*"
+module = "all"
+"#,
+        all = all.display(),
+        targets = targets_toml(&[&agent]),
+        rules = hostile_rules().display(),
+        picky = picky.port,
+        small = small.port,
+        ca = pki.ca_file().display(),
+    );
+    let gw = Gateway::start(&config).await;
+    let hostile = otlp_series(
+        &common::get_text(
+            &gw.http,
+            &gw.url("/prometheus?target=otlp-grpc-hostile&module=hostile"),
+        )
+        .await,
+    );
+    let mut expected: BTreeSet<String> = hostile.into_iter().map(|(n, _)| n).collect();
+    assert!(expected.remove("jvm_threads_nan"));
+    eventually(
+        "the picky receiver has every point but the NaN one",
+        Duration::from_secs(90),
+        || async {
+            let have: BTreeSet<String> = picky.points().into_iter().map(|p| p.metric).collect();
+            (have == expected)
+                .then_some(())
+                .ok_or(format!("have {have:?}, want {expected:?}"))
+        },
+    )
+    .await;
+    assert!(picky
+        .calls()
+        .iter()
+        .any(|c| c.answered == "INVALID_ARGUMENT" && c.points == 1));
+    assert!(metric(&gw, &points_total("picky", "rejected")) >= 1.0);
+    assert_eq!(metric(&gw, &points_total("picky", "failed")), 0.0);
+
+    // The default module's many samples are more than 2 KiB: halved until
+    // each part fits, and every series arrives.
+    let scraped = common::get_text(
+        &gw.http,
+        &gw.url("/prometheus?target=otlp-grpc-hostile&module=all"),
+    )
+    .await;
+    assert!(scraped.len() > 8192, "{} bytes: {scraped}", scraped.len());
+    let names = |points: Vec<common::otlp_receiver::Point>| -> BTreeSet<String> {
+        points.into_iter().map(|p| p.metric).collect()
+    };
+    let want: BTreeSet<String> = otlp_series(&scraped).into_iter().map(|(n, _)| n).collect();
+    eventually(
+        "the small receiver has the default module's series",
+        Duration::from_secs(90),
+        || async {
+            let have = names(small.points());
+            // A series the JVM adds between the scrape and the push is
+            // no loss; one missing is.
+            want.is_subset(&have).then_some(()).ok_or(format!(
+                "missing {:?}",
+                want.difference(&have).collect::<Vec<_>>()
+            ))
+        },
+    )
+    .await;
+    assert!(small.calls().len() > 1, "cut into several requests");
+    assert_eq!(metric(&gw, &points_total("small", "rejected")), 0.0);
+    assert_eq!(metric(&gw, &points_total("small", "failed")), 0.0);
+    still_serving(&gw, "otlp-grpc-hostile").await;
 }

@@ -14,6 +14,7 @@ pub mod java_text;
 pub mod limits;
 pub mod open_telemetry;
 pub mod otlp;
+pub mod otlp_grpc;
 pub mod rules;
 pub mod scrape;
 pub mod values;

@@ -152,41 +152,46 @@ impl Receiver {
 
     /// Every point of the requests taken, oldest first.
     pub fn points(&self) -> Vec<Point> {
-        let mut out = Vec::new();
-        for request in self.taken.lock().unwrap().iter() {
-            for rm in &request.resource_metrics {
-                let resource = text(
-                    rm.resource
-                        .as_ref()
-                        .map(|r| r.attributes.as_slice())
-                        .unwrap_or_default(),
-                );
-                for m in rm.scope_metrics.iter().flat_map(|s| &s.metrics) {
-                    let (monotonic, points) = match &m.data {
-                        Some(metric::Data::Sum(s)) => (Some(s.is_monotonic), &s.data_points),
-                        Some(metric::Data::Gauge(g)) => (None, &g.data_points),
-                        other => panic!("unexpected metric data {other:?}"),
-                    };
-                    for p in points {
-                        out.push(Point {
-                            resource: resource.clone(),
-                            metric: m.name.clone(),
-                            monotonic,
-                            labels: text(&p.attributes),
-                            value: match p.value {
-                                Some(number_data_point::Value::AsDouble(d)) => d,
-                                Some(number_data_point::Value::AsInt(i)) => i as f64,
-                                None => panic!("a point without a value"),
-                            },
-                            start_unix_nano: p.start_time_unix_nano,
-                            time_unix_nano: p.time_unix_nano,
-                        });
-                    }
+        points_of(&self.taken.lock().unwrap())
+    }
+}
+
+/// Every point of these requests, in order.
+pub fn points_of(requests: &[ExportMetricsServiceRequest]) -> Vec<Point> {
+    let mut out = Vec::new();
+    for request in requests {
+        for rm in &request.resource_metrics {
+            let resource = text(
+                rm.resource
+                    .as_ref()
+                    .map(|r| r.attributes.as_slice())
+                    .unwrap_or_default(),
+            );
+            for m in rm.scope_metrics.iter().flat_map(|s| &s.metrics) {
+                let (monotonic, points) = match &m.data {
+                    Some(metric::Data::Sum(s)) => (Some(s.is_monotonic), &s.data_points),
+                    Some(metric::Data::Gauge(g)) => (None, &g.data_points),
+                    other => panic!("unexpected metric data {other:?}"),
+                };
+                for p in points {
+                    out.push(Point {
+                        resource: resource.clone(),
+                        metric: m.name.clone(),
+                        monotonic,
+                        labels: text(&p.attributes),
+                        value: match p.value {
+                            Some(number_data_point::Value::AsDouble(d)) => d,
+                            Some(number_data_point::Value::AsInt(i)) => i as f64,
+                            None => panic!("a point without a value"),
+                        },
+                        start_unix_nano: p.start_time_unix_nano,
+                        time_unix_nano: p.time_unix_nano,
+                    });
                 }
             }
         }
-        out
     }
+    out
 }
 
 /// The data points in a request.
@@ -229,4 +234,101 @@ pub async fn hanging_up() -> String {
         }
     });
     url
+}
+
+/// A real OTLP/gRPC receiver: grpcio with the official OpenTelemetry
+/// protos (`tests/clients/otlp-grpc/receiver.py`), stopped on drop.
+pub struct GrpcReceiver {
+    child: std::process::Child,
+    pub port: u16,
+    out: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// One call a [`GrpcReceiver`] answered.
+#[derive(Debug, Clone)]
+pub struct GrpcCall {
+    /// The status code's name it answered.
+    pub answered: String,
+    pub points: usize,
+    pub metadata: BTreeMap<String, String>,
+    /// The request as grpcio decoded it (answered `OK` only).
+    pub request: Option<ExportMetricsServiceRequest>,
+}
+
+impl GrpcReceiver {
+    /// Started with receiver.py's arguments (`--script …`, `--tls …`).
+    pub async fn start(args: &[&str]) -> GrpcReceiver {
+        use std::io::BufRead as _;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/otlp-grpc");
+        let python = dir.join(".venv/bin/python");
+        assert!(
+            python.exists(),
+            "{} is missing: run scripts/install-deps.sh",
+            python.display()
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("calls.jsonl");
+        let mut child = std::process::Command::new(python)
+            .arg(dir.join("receiver.py"))
+            .arg("--out")
+            .arg(&out)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let port = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            std::io::BufReader::new(stdout)
+                .read_line(&mut line)
+                .unwrap();
+            line.trim()
+                .strip_prefix("listening ")
+                .map(|p| p.parse::<u16>().unwrap())
+        })
+        .await
+        .unwrap()
+        .expect("receiver.py says where it listens");
+        GrpcReceiver {
+            child,
+            port,
+            out,
+            _dir: tmp,
+        }
+    }
+
+    /// Every call answered so far, oldest first.
+    pub fn calls(&self) -> Vec<GrpcCall> {
+        use base64::Engine as _;
+        let text = std::fs::read_to_string(&self.out).unwrap_or_default();
+        text.lines()
+            .filter(|l| l.ends_with('}'))
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                GrpcCall {
+                    answered: v["answered"].as_str().unwrap().to_string(),
+                    points: v["points"].as_u64().unwrap() as usize,
+                    metadata: serde_json::from_value(v["metadata"].clone()).unwrap(),
+                    request: v["request"].as_str().map(|b| {
+                        let bytes = base64::engine::general_purpose::STANDARD.decode(b).unwrap();
+                        ExportMetricsServiceRequest::decode(bytes.as_slice()).unwrap()
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    /// Every point of the requests it took.
+    pub fn points(&self) -> Vec<Point> {
+        let taken: Vec<_> = self.calls().into_iter().filter_map(|c| c.request).collect();
+        points_of(&taken)
+    }
+}
+
+impl Drop for GrpcReceiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -62,11 +62,14 @@ pub struct ExportConfig {
     /// Names it in metrics, logs and audit records; default `otlp[<i>]`.
     #[serde(default)]
     pub name: Option<String>,
-    /// The OTLP/HTTP base URL; `/v1/metrics` is appended, as the OTLP
-    /// exporters do (a URL already ending in `/v1/metrics` is kept).
+    /// The receiver's base URL. OTLP/HTTP: `/v1/metrics` is appended, as
+    /// the OTLP exporters do (a URL already ending in `/v1/metrics` is
+    /// kept); gRPC: the `Export` method's path.
     #[serde(default)]
     pub endpoint: Option<String>,
-    /// `http/protobuf` (the only one).
+    /// `http/protobuf` or `grpc`; unset, the module block's, else
+    /// `grpc` where the block gives the endpoint (jmx_exporter's default)
+    /// and `http/protobuf` where the export does (OTLP's).
     #[serde(default)]
     pub protocol: Option<String>,
     /// Sent with every request; a name also in the module's block is
@@ -120,7 +123,8 @@ pub struct ExportConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExportSettings {
     pub name: String,
-    /// Where requests go (`…/v1/metrics`).
+    pub protocol: Protocol,
+    /// Where requests go (`…/v1/metrics`, or the gRPC method's path).
     pub url: String,
     pub headers: BTreeMap<String, HeaderValue>,
     pub ca_file: Option<PathBuf>,
@@ -156,13 +160,41 @@ fn default_max_queued() -> usize {
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Where an OTLP/HTTP exporter sends metrics for a base `endpoint`.
-fn metrics_url(endpoint: &str) -> String {
-    let base = endpoint.trim_end_matches('/');
-    if base.ends_with("/v1/metrics") {
-        base.to_string()
-    } else {
-        format!("{base}/v1/metrics")
+/// How requests are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// OTLP/HTTP with protobuf bodies (port 4318 by convention).
+    HttpProtobuf,
+    /// OTLP/gRPC, a unary `MetricsService/Export` call over HTTP/2 (port
+    /// 4317 by convention).
+    Grpc,
+}
+
+impl Protocol {
+    fn parse(name: &str) -> Option<Protocol> {
+        match name {
+            "http/protobuf" => Some(Protocol::HttpProtobuf),
+            "grpc" => Some(Protocol::Grpc),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::HttpProtobuf => "http/protobuf",
+            Protocol::Grpc => "grpc",
+        }
+    }
+
+    /// Where an exporter of this protocol sends metrics for a base
+    /// `endpoint`.
+    fn metrics_url(self, endpoint: &str) -> String {
+        let base = endpoint.trim_end_matches('/');
+        match self {
+            Protocol::HttpProtobuf if base.ends_with("/v1/metrics") => base.to_string(),
+            Protocol::HttpProtobuf => format!("{base}/v1/metrics"),
+            Protocol::Grpc => format!("{base}{}", crate::exporter::otlp_grpc::EXPORT_PATH),
+        }
     }
 }
 
@@ -199,20 +231,23 @@ impl ExportConfig {
             },
             None => problems.push(format!("{key}.endpoint: not set, here or in {from_block}")),
         }
-        let protocol = self
+        let written = self
             .protocol
             .clone()
             .map(|p| (p, key.clone() + ".protocol"))
             .or_else(|| Some((block?.protocol.clone()?, format!("{from_block}: protocol"))));
-        if let Some((p, at)) = &protocol {
-            if p != "http/protobuf" {
+        let protocol = match &written {
+            Some((p, at)) => Protocol::parse(p).unwrap_or_else(|| {
                 problems.push(format!(
-                    "{at}: \"{p}\" is not supported; jmxgate pushes \"http/protobuf\" \
-                     (OTLP/HTTP, port 4318 by convention): set {key}.protocol = \"http/protobuf\" \
-                     and an OTLP/HTTP endpoint"
+                    "{at}: \"{p}\" is not supported; say \"http/protobuf\" (OTLP/HTTP, \
+                     port 4318 by convention) or \"grpc\" (port 4317)"
                 ));
-            }
-        }
+                Protocol::HttpProtobuf
+            }),
+            // jmx_exporter pushes gRPC unless its block says otherwise.
+            None if self.endpoint.is_none() && endpoint.is_some() => Protocol::Grpc,
+            None => Protocol::HttpProtobuf,
+        };
         let seconds = |s: Option<u64>| s.map(Duration::from_secs);
         let interval = self
             .interval
@@ -271,7 +306,8 @@ impl ExportConfig {
         }
         let name = self.name(index);
         Ok(ExportSettings {
-            url: metrics_url(&endpoint.expect("checked").0),
+            url: protocol.metrics_url(&endpoint.expect("checked").0),
+            protocol,
             principal: self
                 .principal
                 .clone()
@@ -380,7 +416,7 @@ mod tests {
         let bad = exports(
             r#"[[otlp.exports]]
                endpoint = "grpc://x"
-               protocol = "grpc"
+               protocol = "http/json"
                targets = "env="
                module = "none"
                interval = "100ms"
@@ -411,7 +447,8 @@ mod tests {
 
     #[test]
     fn what_an_export_leaves_unset_comes_from_the_rules_files_block() {
-        let block = "openTelemetry:\n  endpoint: http://collector:4318\n  interval: 15\n  \
+        let block = "openTelemetry:\n  endpoint: http://collector:4318\n  \
+                     protocol: http/protobuf\n  interval: 15\n  \
                      timeoutSeconds: 5\n  headers: {X-Team: jvm, X-Scope: a}\n  \
                      serviceName: orders\n  resourceAttributes: {deployment.environment: prod}\n";
         let plain = exports("[[otlp.exports]]\ntargets = \"*\"");
@@ -444,14 +481,30 @@ mod tests {
             !format!("{s:?}").contains("ops"),
             "a header's value in Debug"
         );
-        // jmx_exporter's default protocol is gRPC: named, with what to do.
-        let grpc = modules(Some(
-            "openTelemetry:\n  endpoint: http://c:4317\n  protocol: grpc\n",
+        assert_eq!(s.protocol, Protocol::HttpProtobuf, "the block says so");
+        // jmx_exporter's default protocol is gRPC, so a block's endpoint
+        // without a protocol is a gRPC one; the export's own is OTLP/HTTP.
+        let grpc = modules(Some("openTelemetry:\n  endpoint: http://c:4317/\n"));
+        let s = plain.exports[0]
+            .settings(0, grpc["default"].as_ref())
+            .unwrap();
+        assert_eq!(s.protocol, Protocol::Grpc);
+        assert_eq!(
+            s.url,
+            "http://c:4317/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+        );
+        let s = own.exports[0]
+            .settings(0, grpc["default"].as_ref())
+            .unwrap();
+        assert_eq!(s.protocol, Protocol::HttpProtobuf);
+        // Another protocol is named, with the ones there are.
+        let json = modules(Some(
+            "openTelemetry:\n  endpoint: http://c:4318\n  protocol: http/json\n",
         ));
-        let problems = plain.problems(&grpc, &[]);
+        let problems = plain.problems(&json, &[]);
         assert!(
             problems[0].contains("module \"default\"'s openTelemetry block: protocol")
-                && problems[0].contains("http/protobuf"),
+                && problems[0].contains("\"grpc\""),
             "{problems:?}"
         );
     }

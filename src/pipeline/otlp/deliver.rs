@@ -1,9 +1,11 @@
-//! An export's sender: queued requests go out in order. 429, 5xx and
-//! connection failures are retried with doubling waits (`Retry-After`
-//! honoured); a request the receiver refuses as bad (400) or too large
-//! (413) is halved and the halves sent, down to the single points it
-//! refuses, which are dropped and counted: one bad point never costs the
-//! rest of a push.
+//! An export's sender: queued requests go out in order, over OTLP/HTTP or
+//! OTLP/gRPC. 429, 5xx, gRPC's retryable codes and connection failures
+//! are retried with doubling waits (`Retry-After` and `RetryInfo`
+//! honoured); a request the receiver refuses as bad (400,
+//! `INVALID_ARGUMENT`) or too large (413, `RESOURCE_EXHAUSTED` without a
+//! retry delay) is halved and the halves sent, down to the single points
+//! it refuses, which are dropped and counted: one bad point never costs
+//! the rest of a push.
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
@@ -11,8 +13,9 @@ use std::time::{Duration, SystemTime};
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceResponse;
 use prost::Message as _;
 
+use super::config::Protocol;
 use super::{Export, ExportSettings, Pending};
-use crate::exporter::otlp;
+use crate::exporter::{otlp, otlp_grpc};
 use crate::pipeline::Gateway;
 
 /// Attempts per request, and the first wait between them (doubling, at
@@ -27,12 +30,15 @@ const REASON_BYTES: usize = 200;
 const MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
 pub(super) fn client(settings: &ExportSettings) -> Result<reqwest::Client, String> {
-    let tls = crate::client::tls_config(
+    let mut tls = crate::client::tls_config(
         settings.ca_file.as_deref(),
         settings.client_identity.as_ref(),
         false,
     )
     .map_err(|e| e.to_string())?;
+    if settings.protocol == Protocol::Grpc {
+        tls.alpn_protocols = vec![b"h2".to_vec()];
+    }
     let mut headers = http::HeaderMap::new();
     for (name, value) in &settings.headers {
         let name = http::HeaderName::from_bytes(name.as_bytes()).map_err(|e| e.to_string())?;
@@ -41,7 +47,11 @@ pub(super) fn client(settings: &ExportSettings) -> Result<reqwest::Client, Strin
         value.set_sensitive(true);
         headers.insert(name, value);
     }
-    reqwest::Client::builder()
+    let builder = match settings.protocol {
+        Protocol::HttpProtobuf => reqwest::Client::builder(),
+        Protocol::Grpc => reqwest::Client::builder().http2_prior_knowledge(),
+    };
+    builder
         .tls_backend_preconfigured(tls)
         .default_headers(headers)
         .timeout(settings.timeout)
@@ -56,8 +66,12 @@ enum Outcome {
     /// Taken; `rejected` points of it the receiver said it dropped
     /// (OTLP partial success).
     Taken { rejected: u64 },
-    /// Refused as it is (400, 413): halving may help.
-    Refused { status: u16, why: String },
+    /// Refused as it is (400, 413, their gRPC codes): halving may help.
+    Refused {
+        answer: String,
+        too_large: bool,
+        why: String,
+    },
     /// Not delivered after every retry.
     Failed(String),
 }
@@ -102,7 +116,11 @@ async fn send(gateway: &Weak<Gateway>, export: &Export, http: &reqwest::Client, 
                     .set((super::push::unix_nano(SystemTime::now()) / 1_000_000_000) as i64);
                 export.set_trouble(None);
             }
-            Outcome::Refused { status, why } => {
+            Outcome::Refused {
+                answer,
+                too_large,
+                why,
+            } => {
                 let points = part.points;
                 let halved = if made + 2 <= MAX_HALVED_REQUESTS {
                     let state = gateway.state.load_full();
@@ -125,15 +143,15 @@ async fn send(gateway: &Weak<Gateway>, export: &Export, http: &reqwest::Client, 
                         parts.push(a);
                     }
                     None => {
-                        let hint = if status == 413 {
+                        let hint = if too_large {
                             " (lower max_request_bytes)"
                         } else {
                             ""
                         };
-                        tracing::warn!(export = %name, points, "OTLP points dropped: the receiver answered {status}{hint}: {why}");
+                        tracing::warn!(export = %name, points, "OTLP points dropped: the receiver answered {answer}{hint}: {why}");
                         gateway.metrics.otlp(true, name, "rejected", points);
                         export.set_trouble(Some(format!(
-                            "the receiver refused {points} points ({status}): {why}"
+                            "the receiver refused {points} points ({answer}): {why}"
                         )));
                     }
                 }
@@ -157,79 +175,201 @@ fn encoded(
     }
 }
 
-/// One request, retried on 429, 5xx and connection failures with
-/// doubling waits (a `Retry-After` in seconds is honoured; both at most
-/// the interval).
+/// How one attempt at a request ended.
+enum Attempt {
+    Done(Outcome),
+    /// Worth another try, after the receiver's delay if it gave one.
+    Retry {
+        why: String,
+        after: Option<Duration>,
+    },
+}
+
+/// One request, retried on what the protocol calls passing trouble with
+/// doubling waits (the receiver's own delay honoured; both at most the
+/// interval).
 async fn post(http: &reqwest::Client, settings: &ExportSettings, body: &[u8]) -> Outcome {
     let mut wait = FIRST_BACKOFF;
     let mut last = String::new();
     for attempt in 1..=ATTEMPTS {
-        let sent = http
-            .post(&settings.url)
-            .header(http::header::CONTENT_TYPE, "application/x-protobuf")
-            .header(http::header::CONTENT_ENCODING, "gzip")
-            .body(body.to_vec())
-            .send()
-            .await;
-        let retry_after = match sent {
-            Ok(r) if r.status().is_success() => {
-                let rejected = ExportMetricsServiceResponse::decode(
-                    at_most(r, MAX_RESPONSE_BYTES).await.as_slice(),
-                )
-                .ok()
-                .and_then(|r| r.partial_success)
-                .map_or(0, |p| p.rejected_data_points.max(0) as u64);
-                return Outcome::Taken { rejected };
-            }
-            Ok(r) => {
-                let status = r.status();
-                let retry_after = r
-                    .headers()
-                    .get(http::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map(Duration::from_secs);
-                let why = reason(r).await;
-                if matches!(status.as_u16(), 400 | 413) {
-                    return Outcome::Refused {
-                        status: status.as_u16(),
-                        why,
-                    };
-                }
-                last = format!("the receiver answered {}: {why}", status.as_u16());
-                if !(status.as_u16() == 429 || status.is_server_error()) {
-                    return Outcome::Failed(last);
-                }
-                retry_after
-            }
-            // Without the URL: it may carry a token.
-            Err(e) => {
-                last = e.without_url().to_string();
-                None
+        let tried = match settings.protocol {
+            Protocol::HttpProtobuf => post_http(http, settings, body).await,
+            Protocol::Grpc => call_grpc(http, settings, body).await,
+        };
+        let after = match tried {
+            Attempt::Done(outcome) => return outcome,
+            Attempt::Retry { why, after } => {
+                last = why;
+                after
             }
         };
         if attempt < ATTEMPTS {
-            tokio::time::sleep(retry_after.unwrap_or(wait).min(settings.interval)).await;
+            tokio::time::sleep(after.unwrap_or(wait).min(settings.interval)).await;
             wait *= 2;
         }
     }
     Outcome::Failed(format!("{last} ({ATTEMPTS} attempts)"))
 }
 
+/// One OTLP/HTTP attempt.
+async fn post_http(http: &reqwest::Client, settings: &ExportSettings, body: &[u8]) -> Attempt {
+    let sent = http
+        .post(&settings.url)
+        .header(http::header::CONTENT_TYPE, "application/x-protobuf")
+        .header(http::header::CONTENT_ENCODING, "gzip")
+        .body(body.to_vec())
+        .send()
+        .await;
+    let r = match sent {
+        Ok(r) => r,
+        // Without the URL: it may carry a token.
+        Err(e) => {
+            return Attempt::Retry {
+                why: e.without_url().to_string(),
+                after: None,
+            }
+        }
+    };
+    let status = r.status();
+    if status.is_success() {
+        let rejected = rejected_of(&at_most(r, MAX_RESPONSE_BYTES).await);
+        return Attempt::Done(Outcome::Taken { rejected });
+    }
+    let after = r
+        .headers()
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let why = reason(r).await;
+    let code = status.as_u16();
+    if matches!(code, 400 | 413) {
+        return Attempt::Done(Outcome::Refused {
+            answer: code.to_string(),
+            too_large: code == 413,
+            why,
+        });
+    }
+    let why = format!("the receiver answered {code}: {why}");
+    if code == 429 || status.is_server_error() {
+        Attempt::Retry { why, after }
+    } else {
+        Attempt::Done(Outcome::Failed(why))
+    }
+}
+
+/// One OTLP/gRPC attempt: a unary `Export` call over HTTP/2, its status
+/// from the trailers (or the headers of a trailers-only answer).
+async fn call_grpc(http: &reqwest::Client, settings: &ExportSettings, body: &[u8]) -> Attempt {
+    use http_body_util::BodyExt as _;
+
+    let sent = http
+        .post(&settings.url)
+        .header(http::header::CONTENT_TYPE, "application/grpc")
+        .header(http::header::TE, "trailers")
+        .header("grpc-encoding", "gzip")
+        .header("grpc-accept-encoding", "gzip")
+        .header("grpc-timeout", format!("{}m", settings.timeout.as_millis()))
+        .body(otlp_grpc::frame(body))
+        .send()
+        .await;
+    let r = match sent {
+        Ok(r) => r,
+        Err(e) => {
+            return Attempt::Retry {
+                why: e.without_url().to_string(),
+                after: None,
+            }
+        }
+    };
+    let http_status = r.status().as_u16();
+    let (head, mut answer) = http::Response::<reqwest::Body>::from(r).into_parts();
+    let mut status = head.headers.clone();
+    let mut message = Vec::new();
+    if http_status == 200 && !status.contains_key("grpc-status") {
+        // The message, then the trailers; what a receiver sends past the
+        // bound is read and let go.
+        while let Some(frame) = answer.frame().await {
+            let Ok(frame) = frame else { break };
+            match frame.into_data() {
+                Ok(data) => {
+                    let room = MAX_RESPONSE_BYTES.saturating_sub(message.len());
+                    message.extend_from_slice(&data[..data.len().min(room)]);
+                }
+                Err(frame) => {
+                    if let Ok(trailers) = frame.into_trailers() {
+                        status.extend(trailers);
+                    }
+                }
+            }
+        }
+    }
+    let text = |name: &str| status.get(name).and_then(|v| v.to_str().ok());
+    let code = match (http_status, text("grpc-status")) {
+        (200, Some(code)) => code.trim().parse().unwrap_or(2),
+        (200, None) => 2,
+        (other, _) => otlp_grpc::code_of_http(other),
+    };
+    let name = otlp_grpc::code_name(code);
+    let why = match text("grpc-message").map(otlp_grpc::message) {
+        Some(m) if !m.trim().is_empty() => one_line(&m),
+        _ if http_status != 200 => format!("HTTP {http_status}"),
+        _ if code == 2 => "no grpc-status in the answer".into(),
+        _ => "no reason given".into(),
+    };
+    match otlp_grpc::verdict(code, text("grpc-status-details-bin")) {
+        otlp_grpc::Verdict::Taken => {
+            let gzip = text("grpc-encoding") == Some("gzip");
+            let rejected = otlp_grpc::first_message(&message, gzip, MAX_RESPONSE_BYTES)
+                .map_or(0, |m| rejected_of(&m));
+            Attempt::Done(Outcome::Taken { rejected })
+        }
+        otlp_grpc::Verdict::Retry(after) => Attempt::Retry {
+            why: format!("the receiver answered {name}: {why}"),
+            after,
+        },
+        otlp_grpc::Verdict::Refused { too_large } => Attempt::Done(Outcome::Refused {
+            answer: name.to_string(),
+            too_large,
+            why,
+        }),
+        otlp_grpc::Verdict::Failed => Attempt::Done(Outcome::Failed(format!(
+            "the receiver answered {name}: {why}"
+        ))),
+    }
+}
+
+/// Points a taken request's answer says were dropped (OTLP partial
+/// success).
+fn rejected_of(answer: &[u8]) -> u64 {
+    ExportMetricsServiceResponse::decode(answer)
+        .ok()
+        .and_then(|r| r.partial_success)
+        .map_or(0, |p| p.rejected_data_points.max(0) as u64)
+}
+
 /// The start of a refusal's body, as text on one line (an OTLP `Status`
 /// in protobuf shows its message's printable bytes).
 async fn reason(r: reqwest::Response) -> String {
     let bytes = at_most(r, REASON_BYTES).await;
-    let text: String = String::from_utf8_lossy(&bytes[..bytes.len().min(REASON_BYTES)])
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = one_line(&String::from_utf8_lossy(
+        &bytes[..bytes.len().min(REASON_BYTES)],
+    ));
     if text.is_empty() {
         "no reason given".into()
     } else {
         text
     }
+}
+
+/// A receiver's words on one line, at most `REASON_BYTES` characters.
+fn one_line(text: &str) -> String {
+    let text: String = text
+        .chars()
+        .take(REASON_BYTES)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The first `n` bytes of an answer's body (the receiver decides its
