@@ -211,6 +211,15 @@ async fn post(http: &reqwest::Client, settings: &ExportSettings, body: &[u8]) ->
     Outcome::Failed(format!("{last} ({ATTEMPTS} attempts)"))
 }
 
+/// A request that got no answer: worth another try. Said without the URL:
+/// it may carry a token.
+fn unsent(e: reqwest::Error) -> Attempt {
+    Attempt::Retry {
+        why: e.without_url().to_string(),
+        after: None,
+    }
+}
+
 /// One OTLP/HTTP attempt.
 async fn post_http(http: &reqwest::Client, settings: &ExportSettings, body: &[u8]) -> Attempt {
     let sent = http
@@ -222,13 +231,7 @@ async fn post_http(http: &reqwest::Client, settings: &ExportSettings, body: &[u8
         .await;
     let r = match sent {
         Ok(r) => r,
-        // Without the URL: it may carry a token.
-        Err(e) => {
-            return Attempt::Retry {
-                why: e.without_url().to_string(),
-                after: None,
-            }
-        }
+        Err(e) => return unsent(e),
     };
     let status = r.status();
     if status.is_success() {
@@ -275,12 +278,7 @@ async fn call_grpc(http: &reqwest::Client, settings: &ExportSettings, body: &[u8
         .await;
     let r = match sent {
         Ok(r) => r,
-        Err(e) => {
-            return Attempt::Retry {
-                why: e.without_url().to_string(),
-                after: None,
-            }
-        }
+        Err(e) => return unsent(e),
     };
     let http_status = r.status().as_u16();
     let (head, mut answer) = http::Response::<reqwest::Body>::from(r).into_parts();
