@@ -5,116 +5,18 @@
 //! expired ones and ones signed by an unpublished key refused.
 
 mod common;
+#[path = "common/oidc.rs"]
+mod oidc;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{eventually, shared_agents, targets_toml, Gateway, GatewayProcess, TestPki};
+use oidc::{available, token, Provider};
 use serde_json::json;
 
 const NAME: &str = "/jolokia/targets/alpha/read/jmxgate.test:type=Types/Name";
 /// Short-lived tokens, so that one can expire within the test.
-const TOKEN_TTL_SECS: u64 = 4;
-
-fn oidc_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/oidc")
-}
-
-/// Whether the provider's packages are here; outside CI a missing one
-/// skips the test, in CI it fails it.
-fn available() -> bool {
-    if oidc_dir().join("node_modules/oidc-provider").is_dir() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "tests/clients/oidc/node_modules is missing: run scripts/install-deps.sh"
-    );
-    eprintln!("SKIPPED: tests/clients/oidc/node_modules is missing (scripts/install-deps.sh)");
-    false
-}
-
-/// A running provider; dropping it closes its stdin, which stops it.
-struct Provider {
-    issuer: String,
-    child: Child,
-    stdin: Option<ChildStdin>,
-}
-
-impl Provider {
-    /// Starts on `port` (0: any) with the signing keys in `jwks` (made
-    /// there when the file is missing).
-    fn start(pki: &TestPki, jwks: &Path, port: u16) -> Provider {
-        Provider::start_with_ttl(pki, jwks, port, TOKEN_TTL_SECS)
-    }
-
-    /// The same, its tokens living `ttl` seconds.
-    fn start_with_ttl(pki: &TestPki, jwks: &Path, port: u16, ttl: u64) -> Provider {
-        let (cert, key) = pki.server_cert("oidc");
-        let mut child = Command::new("node")
-            .arg(oidc_dir().join("provider.mjs"))
-            .current_dir(oidc_dir())
-            .env("OIDC_PORT", port.to_string())
-            .env("OIDC_TLS_CERT", cert)
-            .env("OIDC_TLS_KEY", key)
-            .env("OIDC_JWKS", jwks)
-            .env("OIDC_TOKEN_TTL", ttl.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start node");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(issuer) = line.strip_prefix("READY ") {
-                    let _ = tx.send(issuer.trim().to_string());
-                }
-            }
-        });
-        let issuer = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the provider said READY");
-        Provider {
-            issuer,
-            stdin: child.stdin.take(),
-            child,
-        }
-    }
-
-    fn port(&self) -> u16 {
-        url::Url::parse(&self.issuer).unwrap().port().unwrap()
-    }
-}
-
-impl Drop for Provider {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
-}
-
-/// An access token from the provider for `resource` (client credentials).
-async fn token(http: &reqwest::Client, issuer: &str, resource: &str) -> String {
-    let resp = http
-        .post(format!("{issuer}/token"))
-        .basic_auth("jmxgate-test", Some("test-secret"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!(
-            "grant_type=client_credentials&resource={}&scope=jolokia",
-            resource.replace(':', "%3A")
-        ))
-        .send()
-        .await
-        .unwrap();
-    let status = resp.status();
-    let body: serde_json::Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
-    assert!(status.is_success(), "token request: {status} {body}");
-    body["access_token"].as_str().unwrap().to_string()
-}
+const TOKEN_TTL_SECS: u64 = oidc::TOKEN_TTL_SECS;
 
 fn kid_of(token: &str) -> String {
     jsonwebtoken::decode_header(token).unwrap().kid.unwrap()

@@ -452,6 +452,30 @@ impl Config {
         problems.extend(self.mcp.problems());
         let role_names: Vec<String> = self.roles.iter().map(|r| r.name.clone()).collect();
         problems.extend(self.console.problems(&role_names));
+        if let Some(oidc) = self.console.oidc.as_ref().filter(|_| self.console.enabled) {
+            match &self.auth.bearer {
+                None => problems.push(
+                    "console.oidc: needs [auth.bearer], which verifies the access tokens the sign-in gets".into(),
+                ),
+                Some(bearer) if oidc.issuer.is_none() && bearer.issuer.is_none() => problems.push(
+                    "console.oidc.issuer: not set, here or as auth.bearer.issuer".into(),
+                ),
+                Some(_) => {}
+            }
+            for (key, methods) in [
+                ("server.auth", &self.server.auth),
+                ("server.tls_auth", &self.server.tls_auth),
+            ] {
+                if methods
+                    .as_ref()
+                    .is_some_and(|m| !m.contains(&AuthMethod::Bearer))
+                {
+                    problems.push(format!(
+                        "console.oidc: {key} leaves out \"bearer\", so the sign-in's tokens would not be accepted there"
+                    ));
+                }
+            }
+        }
         problems.extend(self.events.problems());
         problems.extend(self.health.problems());
         problems.extend(self.prometheus.problems());

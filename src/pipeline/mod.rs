@@ -427,12 +427,32 @@ impl Gateway {
             Ok(admitted) => admitted,
             Err(refusal) => return *refusal,
         };
+        // The console's sign-in at an OpenID provider, and its session
+        // cookie taken as the bearer token it holds.
+        if let Some(answer) = self
+            .console_sign_in(&state, &parts, &headers, &conn, request_id)
+            .await
+        {
+            return answer;
+        }
+        let mut headers = headers;
+        let session =
+            console::login::session_credentials(&state.console, parts.uri.path(), &headers);
+        let had_session = session.is_some();
+        if let Some(bearer) = session {
+            headers.insert(http::header::AUTHORIZATION, bearer);
+        }
         let principal = match self
             .authenticate(&state, &headers, &conn, request_id, cors)
             .await
         {
             Ok(p) => p,
-            Err(refusal) => return refusal,
+            Err(refusal) => {
+                let again = self
+                    .console_sign_in_again(&state, &parts, &headers, conn.tls, had_session)
+                    .await;
+                return again.unwrap_or(refusal);
+            }
         };
         let refused = Refused {
             gateway: self,

@@ -41,6 +41,8 @@ pub struct State {
     pub prometheus: Arc<super::prometheus::exporter::Exporter>,
     /// `[console]`: where the pages are.
     pub console: super::console::config::ConsoleConfig,
+    /// `[console.oidc]`: signing in at the provider.
+    pub console_sign_in: Option<Arc<super::console::login::SignIn>>,
     /// `[events]`: who is told of the journal's events.
     pub events: super::event_hooks::config::EventsConfig,
 }
@@ -87,6 +89,11 @@ impl State {
                 .map(Arc::new),
             mcp: config.mcp.clone(),
             console: config.console.clone(),
+            console_sign_in: super::console::login::SignIn::new(
+                &config.console,
+                config.auth.bearer.as_ref(),
+            )?
+            .map(Arc::new),
             events: config.events.clone(),
             mcp_batch: super::mcp::jsonrpc::BatchBounds {
                 max_items: config.server.max_bulk_items,

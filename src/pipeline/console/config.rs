@@ -20,6 +20,93 @@ pub struct ConsoleConfig {
     /// `index.html`), served below `<path>/hawtio/<target>/` already
     /// connected to that target.
     pub hawtio: Option<String>,
+    /// `[console.oidc]`: sign in at an OpenID provider instead of the
+    /// browser's Basic dialog.
+    pub oidc: Option<OidcLogin>,
+}
+
+/// `[console.oidc]`: the authorization-code flow with PKCE. The access
+/// token it gets is verified by `[auth.bearer]` exactly as a bearer
+/// header is, and kept in the browser as the session cookie.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcLogin {
+    /// The console's client at the provider.
+    pub client_id: String,
+    /// For a confidential client: a file whose first line is its secret
+    /// (a public client has none; PKCE protects the code either way).
+    #[serde(default)]
+    pub client_secret_file: Option<std::path::PathBuf>,
+    /// Default: `[auth.bearer] issuer`.
+    #[serde(default)]
+    pub issuer: Option<String>,
+    /// Where the provider sends the browser back; below the console's
+    /// path. Default `<path>/oidc/callback`.
+    #[serde(default)]
+    pub redirect_path: Option<String>,
+    /// Scopes asked for; default `["openid"]`.
+    #[serde(default = "default_scopes")]
+    pub scopes: Vec<String>,
+    /// A resource indicator (RFC 8707) asked for, so the access token is
+    /// for the gateway (its audience), e.g. `urn:jmxgate`.
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// The gateway's URL as browsers reach it (`https://gw.example.com`),
+    /// when a proxy stands in front; else the request's own scheme and
+    /// `Host`.
+    #[serde(default)]
+    pub public_url: Option<String>,
+}
+
+fn default_scopes() -> Vec<String> {
+    vec!["openid".into()]
+}
+
+impl OidcLogin {
+    /// Its own problems (the issuer and `[auth.bearer]` are checked where
+    /// the whole configuration is seen).
+    fn problems(&self, base: &str) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.client_id.trim().is_empty() {
+            problems.push("console.oidc.client_id: empty".to_string());
+        }
+        let redirect = self.redirect_path(base);
+        if !redirect.starts_with(&format!("{base}/")) || redirect.contains(['?', '#']) {
+            problems.push(format!(
+                "console.oidc.redirect_path: \"{redirect}\" must be below the console's path {base}/ (the sign-in cookie is scoped to it)"
+            ));
+        }
+        if !self.scopes.iter().any(|s| s == "openid") {
+            problems.push("console.oidc.scopes: must include \"openid\"".to_string());
+        }
+        if let Some(url) = &self.public_url {
+            match url::Url::parse(url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https")
+                    && u.host().is_some()
+                    && u.path() == "/"
+                    && u.query().is_none() => {}
+                _ => problems.push(format!(
+                    "console.oidc.public_url: \"{url}\" is not a URL like https://gw.example.com (scheme and host, no path)"
+                )),
+            }
+        }
+        if let Some(file) = &self.client_secret_file {
+            if let Err(e) = std::fs::metadata(file) {
+                problems.push(format!(
+                    "console.oidc.client_secret_file: {}: {e}",
+                    file.display()
+                ));
+            }
+        }
+        problems
+    }
+
+    /// Where the provider sends the browser back, below `base`.
+    pub fn redirect_path(&self, base: &str) -> String {
+        self.redirect_path
+            .clone()
+            .unwrap_or_else(|| format!("{base}/oidc/callback"))
+    }
 }
 
 impl Default for ConsoleConfig {
@@ -29,6 +116,7 @@ impl Default for ConsoleConfig {
             path: "/console".into(),
             auditors: Vec::new(),
             hawtio: None,
+            oidc: None,
         }
     }
 }
@@ -57,6 +145,9 @@ impl ConsoleConfig {
         }
         for role in self.auditors.iter().filter(|r| !roles.contains(r)) {
             problems.push(format!("console.auditors: no role is named \"{role}\""));
+        }
+        if let Some(oidc) = &self.oidc {
+            problems.extend(oidc.problems(&self.path));
         }
         problems
     }

@@ -13,7 +13,9 @@
 //! - `forms`: what keeps another site from posting a console form;
 //! - `events`: the fleet's journal, also as `GET /jmxgate/events`;
 //! - `trail`: the audit records, own or (auditors) everyone's;
-//! - `hawtio`: Hawtio's build served connected to one target.
+//! - `hawtio`: Hawtio's build served connected to one target;
+//! - `login`: signing in at an OpenID provider (`[console.oidc]`), the
+//!   session cookie, signing out.
 //!
 //! Pages are made with maud (checked at compile time, every value
 //! escaped); no script runs in them. The only posts are `access` forms.
@@ -24,6 +26,7 @@ pub mod config;
 mod events;
 mod forms;
 mod hawtio;
+pub(super) mod login;
 mod overview;
 mod page;
 mod target;

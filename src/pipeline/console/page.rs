@@ -36,6 +36,11 @@ pub fn layout(title: &str, base: &str, principal: &str, body: Markup) -> Markup 
                     }
                     span.title { (title) }
                     span.who { (principal) }
+                    @if !principal.is_empty() {
+                        form.sign-out method="post" action={ (base) "/sign-out" } {
+                            button type="submit" { "Sign out" }
+                        }
+                    }
                 }
                 main { (body) }
             }

@@ -13,6 +13,13 @@
 //   OIDC_TOKEN_TTL      access token lifetime in seconds (default 300)
 //   OIDC_ROLES          comma-separated `roles` claim (default ops)
 //   OIDC_REALM_ROLES    comma-separated `realm_access.roles` (default jmx-admin)
+//   OIDC_CONSOLE_REDIRECT_URIS
+//                       comma-separated redirect URIs of a public client
+//                       jmxgate-console (authorization code with PKCE);
+//                       unset, there is no such client
+//   OIDC_USER_ROLES     `realm_access.roles` of the people who sign in
+//                       there: `alice=jmx-admin;bob=viewer,other` (any
+//                       password; consent is not asked)
 //
 // Prints exactly one line `READY <issuer>` on stdout once listening, and
 // exits when stdin reaches EOF. Everything else goes to stderr.
@@ -48,6 +55,14 @@ const tokenTTL = Number(env('OIDC_TOKEN_TTL', '300'));
 const list = (s) => s.split(',').map((r) => r.trim()).filter(Boolean);
 const roles = list(env('OIDC_ROLES', 'ops'));
 const realmRoles = list(env('OIDC_REALM_ROLES', 'jmx-admin'));
+const consoleRedirects = list(env('OIDC_CONSOLE_REDIRECT_URIS', ''));
+const userRoles = Object.fromEntries(
+    env('OIDC_USER_ROLES', '')
+        .split(';')
+        .map((entry) => entry.split('='))
+        .filter(([login]) => login && login.trim())
+        .map(([login, roles]) => [login.trim(), list(roles ?? '')]),
+);
 
 const AUDIENCES = new Set(['urn:jmxgate', 'urn:other']);
 const SCOPE = 'jolokia';
@@ -106,12 +121,40 @@ const provider = new Provider(issuer, {
             token_endpoint_auth_method: 'client_secret_basic',
             scope: SCOPE,
         },
+        // The console's sign-in: a public client, so PKCE is required.
+        ...(consoleRedirects.length === 0 ? [] : [{
+            client_id: 'jmxgate-console',
+            grant_types: ['authorization_code'],
+            response_types: ['code'],
+            redirect_uris: consoleRedirects,
+            token_endpoint_auth_method: 'none',
+            scope: `openid ${SCOPE}`,
+        }]),
     ],
+    // People sign in as any login with any password (the provider's
+    // development login form); the grant is made at once, without asking.
+    loadExistingGrant: async (ctx) => {
+        const grantId = ctx.oidc.result?.consent?.grantId
+            || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
+        if (grantId) {
+            return ctx.oidc.provider.Grant.find(grantId);
+        }
+        const grant = new ctx.oidc.provider.Grant({
+            clientId: ctx.oidc.client.clientId,
+            accountId: ctx.oidc.session.accountId,
+        });
+        grant.addOIDCScope(`openid ${SCOPE}`);
+        for (const resource of AUDIENCES) {
+            grant.addResourceScope(resource, SCOPE);
+        }
+        await grant.save();
+        return grant;
+    },
     jwks,
     cookies: { keys: [randomBytes(32).toString('base64url')] },
     scopes: ['openid', SCOPE],
     features: {
-        devInteractions: { enabled: false },
+        devInteractions: { enabled: consoleRedirects.length > 0 },
         clientCredentials: { enabled: true },
         introspection: { enabled: false },
         revocation: { enabled: false },
@@ -135,12 +178,15 @@ const provider = new Provider(issuer, {
             },
         },
     },
-    clientAuthMethods: ['client_secret_basic', 'client_secret_post'],
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
     ttl: {
         ClientCredentials: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? tokenTTL,
         AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? tokenTTL,
     },
     extraTokenClaims: async (_ctx, token) => {
+        if (token.kind === 'AccessToken') {
+            return { realm_access: { roles: userRoles[token.accountId] ?? [] } };
+        }
         if (token.kind !== 'ClientCredentials') return undefined;
         return { roles, realm_access: { roles: realmRoles } };
     },
