@@ -437,3 +437,30 @@ async fn an_expired_session_signs_in_again() {
     let again = sign_in(&w, "/console/events", "alice").await;
     assert_eq!(page_as(&w, &again, "/console/events").await.0, 200);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_browser_signs_in_at_the_provider_and_out() {
+    if !available() || !common::hawtio_available() {
+        return;
+    }
+    let w = world(300).await;
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let [_, beta, _] = shared_agents();
+    let mut cmd = std::process::Command::new("node");
+    cmd.current_dir(common::hawtio_dir())
+        .args(["--test-reporter=spec", "console-sign-in.test.mjs"])
+        .env("JMXGATE_URL", w.gw.url(""))
+        .env("JMXGATE_ISSUER", &w.provider.issuer)
+        .env("JMXGATE_LOGIN", "bob")
+        .env("JMXGATE_SEEN", "alpha")
+        .env("JMXGATE_UNSEEN", &beta.name)
+        .env("JMXGATE_SCREENSHOT_DIR", &shots)
+        .env("CHROMIUM", common::CHROMIUM);
+    let (out, err) = common::run_client(cmd, Duration::from_secs(600)).await;
+    println!("{out}\n{err}\nscreenshots in {}", shots.display());
+    let signed_in = audit_records(&w.audit)
+        .into_iter()
+        .any(|r| r["event"] == "console_sign_in" && r["principal"] == "bob");
+    assert!(signed_in, "bob's sign-in is audited");
+}

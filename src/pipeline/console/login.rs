@@ -406,10 +406,11 @@ fn outside_page(status: u16, title: &str, base: &str, body: maud::Markup) -> Res
 }
 
 impl Gateway {
-    /// The sign-in's own requests, answered before authentication: the
-    /// provider's callback, the signed-out page, and a console page asked
-    /// for with no credentials at all (sent to the provider). `None`:
-    /// the request goes on to authentication.
+    /// The requests answered before authentication: the style sheet, the
+    /// signed-out page, signing out, and with `[console.oidc]` the
+    /// provider's callback and a console page asked for with no
+    /// credentials at all (sent to the provider). `None`: the request goes
+    /// on to authentication.
     pub(in crate::pipeline) async fn console_sign_in(
         &self,
         state: &crate::pipeline::state::State,
@@ -424,6 +425,15 @@ impl Gateway {
             return None;
         }
         let rest = &path[base.len()..];
+        // The style sheet says nothing about anyone: pages shown before
+        // signing in (signed out, a failed sign-in) use it too.
+        if rest == page::STYLE_SHEET_PATH {
+            return Some(page::respond(
+                200,
+                "text/css; charset=utf-8",
+                page::STYLE_SHEET.into(),
+            ));
+        }
         if rest == SIGNED_OUT {
             return Some(outside_page(
                 200,

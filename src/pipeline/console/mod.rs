@@ -180,9 +180,6 @@ impl Gateway {
         match rest {
             "/access" => self.access_page(state, headers, &viewer).await,
             "/audit" => self.audit_page(state, parts, &viewer).await,
-            "/assets/console.css" => {
-                page::respond(200, "text/css; charset=utf-8", page::STYLE_SHEET.into())
-            }
             "" | "/" => self.overview(state, parts, viewer).await,
             "/answers" => self.answers_page(state, parts, &viewer).await,
             "/events" => match self.events_for(state, parts, &viewer).await {

@@ -12,6 +12,8 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self';
      form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 pub const STYLE_SHEET: &str = include_str!("console.css");
+/// Where the style sheet is, below the console's path.
+pub const STYLE_SHEET_PATH: &str = "/assets/console.css";
 
 /// A page with the console's header: where it is and who is looking.
 pub fn layout(title: &str, base: &str, principal: &str, body: Markup) -> Markup {
@@ -22,7 +24,7 @@ pub fn layout(title: &str, base: &str, principal: &str, body: Markup) -> Markup 
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · jmxgate" }
-                link rel="stylesheet" href={ (base) "/assets/console.css" };
+                link rel="stylesheet" href={ (base) (STYLE_SHEET_PATH) };
             }
             body {
                 header {
