@@ -760,3 +760,95 @@ async fn webhooks_hear_the_kinds_and_targets_they_ask_for() {
     let metrics = gw.gateway.metrics().encode();
     assert!(!metrics.contains(&hooks), "the hook's URL is a secret");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hawtio_elsewhere_opens_each_targets_connection_from_the_viewers_own_list() {
+    let agent = Agent::start("console-elsewhere");
+    let dir = tempfile::tempdir().unwrap();
+    let base = config(dir.path(), &agent);
+    let gw = Gateway::start(&format!(
+        "{base}\n[console]\nhawtio = \"https://hawtio.example/hawtio/\"\n"
+    ))
+    .await;
+    // "Open in Hawtio" opens that Hawtio at the target's connection, and
+    // says where the connections come from.
+    let text = page(&gw, "shop-team", "shop-pw", "/console/targets/real-1")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("href=\"https://hawtio.example/hawtio/?con=real-1\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("href=\"/console/hawtio-connections.json\""),
+        "{text}"
+    );
+    // Nothing is served as Hawtio here.
+    let served = page(&gw, "shop-team", "shop-pw", "/console/hawtio/real-1/").await;
+    assert_eq!(served.status(), 404);
+
+    // The viewer's targets, and only those, as Hawtio connections to their
+    // virtual URLs on this gateway; a download.
+    let r = page(
+        &gw,
+        "shop-team",
+        "shop-pw",
+        "/console/hawtio-connections.json",
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    assert!(r.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .starts_with("attachment"));
+    let listed: Vec<serde_json::Value> = r.json().await.unwrap();
+    assert_eq!(listed.len(), 61, "real-1 and the 60 shop stand-ins");
+    let real = listed.iter().find(|c| c["name"] == "real-1").unwrap();
+    assert_eq!(
+        real,
+        &serde_json::json!({"name": "real-1", "scheme": "http", "host": "127.0.0.1",
+                            "port": gw.addr.port(), "path": "/jolokia/targets/real-1"})
+    );
+    assert!(listed.iter().all(|c| {
+        let name = c["name"].as_str().unwrap();
+        let n = name
+            .strip_prefix("standin-")
+            .map(|n| n.parse::<usize>().unwrap());
+        name == "real-1" || n.is_some_and(|n| n % 2 == 0)
+    }));
+    // Through that connection's path the viewer reaches the target as here.
+    let version = gw
+        .http
+        .get(gw.url("/jolokia/targets/real-1/version"))
+        .basic_auth("shop-team", Some("shop-pw"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(version.status(), 200);
+    // Narrowed by a selector; a bad one is named.
+    let narrowed: Vec<serde_json::Value> = page(
+        &gw,
+        "ops",
+        "ops-pw",
+        "/console/hawtio-connections.json?selector=namespace%3Dbilling",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(narrowed.len(), 60);
+    let bad = page(
+        &gw,
+        "ops",
+        "ops-pw",
+        "/console/hawtio-connections.json?selector=%3D%3D",
+    )
+    .await;
+    assert_eq!(bad.status(), 400);
+    let records = audit_records(&dir.path().join("audit"));
+    assert!(records
+        .iter()
+        .any(|r| r["event"] == "hawtio_connections" && r["principal"] == "shop-team"));
+}

@@ -18,11 +18,16 @@ pub struct ConsoleConfig {
     pub auditors: Vec<String>,
     /// The directory of a Hawtio console's static build (its
     /// `index.html`), served below `<path>/hawtio/<target>/` already
-    /// connected to that target.
+    /// connected to that target; or the URL of a Hawtio elsewhere, which
+    /// "Open in Hawtio" opens at the target's connection.
     pub hawtio: Option<String>,
     /// `[console.oidc]`: sign in at an OpenID provider instead of the
     /// browser's Basic dialog.
     pub oidc: Option<OidcLogin>,
+    /// The gateway's URL as browsers reach it (`https://gw.example.com`),
+    /// when a proxy stands in front; else the request's own scheme and
+    /// `Host`. The sign-in's redirect and Hawtio connections use it.
+    pub public_url: Option<String>,
 }
 
 /// `[console.oidc]`: the authorization-code flow with PKCE. The access
@@ -51,11 +56,6 @@ pub struct OidcLogin {
     /// for the gateway (its audience), e.g. `urn:jmxgate`.
     #[serde(default)]
     pub resource: Option<String>,
-    /// The gateway's URL as browsers reach it (`https://gw.example.com`),
-    /// when a proxy stands in front; else the request's own scheme and
-    /// `Host`.
-    #[serde(default)]
-    pub public_url: Option<String>,
 }
 
 fn default_scopes() -> Vec<String> {
@@ -78,17 +78,6 @@ impl OidcLogin {
         }
         if !self.scopes.iter().any(|s| s == "openid") {
             problems.push("console.oidc.scopes: must include \"openid\"".to_string());
-        }
-        if let Some(url) = &self.public_url {
-            match url::Url::parse(url) {
-                Ok(u) if matches!(u.scheme(), "http" | "https")
-                    && u.host().is_some()
-                    && u.path() == "/"
-                    && u.query().is_none() => {}
-                _ => problems.push(format!(
-                    "console.oidc.public_url: \"{url}\" is not a URL like https://gw.example.com (scheme and host, no path)"
-                )),
-            }
         }
         if let Some(file) = &self.client_secret_file {
             if let Err(e) = std::fs::metadata(file) {
@@ -117,6 +106,7 @@ impl Default for ConsoleConfig {
             auditors: Vec::new(),
             hawtio: None,
             oidc: None,
+            public_url: None,
         }
     }
 }
@@ -132,12 +122,18 @@ impl ConsoleConfig {
                 "console.path: \"{p}\" is not a path like \"/console\" (a leading /, no trailing /)"
             ));
         }
-        if let Some(hawtio) = &self.hawtio {
-            if hawtio.contains("://") {
-                problems.push(format!(
-                    "console.hawtio: \"{hawtio}\" is a URL; give the directory of Hawtio's static build (its index.html), which the gateway serves connected to each target (a Hawtio elsewhere is not supported yet)"
-                ));
-            } else if !std::path::Path::new(hawtio).join("index.html").is_file() {
+        if let Some(url) = self.hawtio_elsewhere() {
+            match url::Url::parse(url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https")
+                    && u.host().is_some()
+                    && u.query().is_none()
+                    && u.fragment().is_none() => {}
+                _ => problems.push(format!(
+                    "console.hawtio: \"{url}\" is not the http(s) URL of a Hawtio console (like https://hawtio.example.com/hawtio), nor a directory"
+                )),
+            }
+        } else if let Some(hawtio) = &self.hawtio {
+            if !std::path::Path::new(hawtio).join("index.html").is_file() {
                 problems.push(format!(
                     "console.hawtio: {hawtio} holds no index.html; give the directory of Hawtio's static build"
                 ));
@@ -149,6 +145,17 @@ impl ConsoleConfig {
         if let Some(oidc) = &self.oidc {
             problems.extend(oidc.problems(&self.path));
         }
+        if let Some(url) = &self.public_url {
+            match url::Url::parse(url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https")
+                    && u.host().is_some()
+                    && u.path() == "/"
+                    && u.query().is_none() => {}
+                _ => problems.push(format!(
+                    "console.public_url: \"{url}\" is not a URL like https://gw.example.com (scheme and host, no path)"
+                )),
+            }
+        }
         problems
     }
 
@@ -156,7 +163,7 @@ impl ConsoleConfig {
     /// `<path>/hawtio/<target>/jolokia[/…]`: the target and the Jolokia
     /// path after `jolokia`.
     pub fn hawtio_jolokia(&self, path: &str) -> Option<(String, String)> {
-        if !self.enabled || self.hawtio.is_none() {
+        if !self.enabled || self.hawtio_served().is_none() {
             return None;
         }
         let rest = path
@@ -169,6 +176,16 @@ impl ConsoleConfig {
         }
         let target = percent_encoding::percent_decode_str(target).decode_utf8_lossy();
         Some((target.into_owned(), after.to_string()))
+    }
+
+    /// The directory of the Hawtio build served here.
+    pub fn hawtio_served(&self) -> Option<&str> {
+        self.hawtio.as_deref().filter(|h| !h.contains("://"))
+    }
+
+    /// The URL of a Hawtio elsewhere.
+    pub fn hawtio_elsewhere(&self) -> Option<&str> {
+        self.hawtio.as_deref().filter(|h| h.contains("://"))
     }
 
     /// Whether a request path is the console's: its path, or below it.
@@ -212,7 +229,18 @@ mod tests {
         };
         let d = dir.path().display().to_string();
         assert!(with_hawtio(&d).problems(&[])[0].contains("no index.html"));
-        assert!(with_hawtio("https://hawtio.example/").problems(&[])[0].contains("is a URL"));
+        assert!(with_hawtio("https://hawtio.example/hawtio")
+            .problems(&[])
+            .is_empty());
+        for bad in ["ftp://hawtio.example/", "https://h/?con=x", "http://"] {
+            assert!(
+                with_hawtio(bad).problems(&[])[0].contains("is not the http(s) URL"),
+                "{bad}"
+            );
+        }
+        assert!(with_hawtio("https://h/hawtio")
+            .hawtio_jolokia("/console/hawtio/o/jolokia")
+            .is_none());
         std::fs::write(dir.path().join("index.html"), "<html>").unwrap();
         let h = with_hawtio(&d);
         assert!(h.problems(&[]).is_empty());

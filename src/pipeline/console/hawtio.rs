@@ -11,6 +11,11 @@
 //! which would connect where a page says, does not exist here),
 //! `preset-connections` (none) and `hawtconfig.json` (the directory's,
 //! else a plain one).
+//!
+//! With a Hawtio elsewhere (`[console] hawtio` a URL), "Open in Hawtio"
+//! opens `<url>/?con=<target>`, the connection of that name, and
+//! `<console>/hawtio-connections.json` is the viewer's targets as Hawtio
+//! connections to their virtual URLs, for Hawtio's *Import connections*.
 
 use std::path::{Path, PathBuf};
 
@@ -158,7 +163,94 @@ pub fn respond(status: u16, content_type: &str, body: Vec<u8>, cacheable: bool) 
     )
 }
 
+/// Where the viewer's targets are offered as Hawtio connections.
+pub const CONNECTIONS: &str = "/hawtio-connections.json";
+/// Most connections one export holds; past it, a selector narrows.
+const MAX_CONNECTIONS: usize = 10_000;
+
+/// "Open in Hawtio" for a Hawtio elsewhere: its connection named after
+/// the target.
+pub fn elsewhere_link(url: &str, target: &str) -> String {
+    let q: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("con", target)
+        .finish();
+    format!("{}/?{q}", url.trim_end_matches('/'))
+}
+
+/// One target as a Hawtio connection to its virtual URL on `gateway`
+/// (`scheme`, host, port) (Hawtio's connection: name, scheme, host,
+/// port, path).
+fn connection(gateway: &url::Url, target: &str) -> serde_json::Value {
+    const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~');
+    let name = percent_encoding::utf8_percent_encode(target, SEGMENT);
+    let path = format!("/jolokia/targets/{name}");
+    serde_json::json!({
+        "name": target,
+        "scheme": gateway.scheme(),
+        "host": gateway.host_str().unwrap_or("localhost"),
+        "port": gateway.port_or_known_default().unwrap_or(80),
+        "path": path,
+    })
+}
+
 impl Gateway {
+    /// `GET <console>/hawtio-connections.json[?selector=…]`: the targets
+    /// the viewer reaches as Hawtio connections, as a download.
+    pub(super) async fn hawtio_connections(
+        &self,
+        state: &crate::pipeline::state::State,
+        parts: &http::request::Parts,
+        headers: &http::HeaderMap,
+        viewer: &Viewer<'_>,
+    ) -> Response<Body> {
+        let base = state.console.path.as_str();
+        let who = viewer.principal.name.as_str();
+        let selector = url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+            .find(|(k, _)| k == "selector")
+            .map(|(_, v)| {
+                crate::access::TargetSelector::parse(&v)
+                    .map_err(|e| format!("selector \"{v}\": {e}"))
+            })
+            .transpose();
+        let selector = match selector {
+            Ok(s) => s,
+            Err(why) => return page::error(400, &why, base, who),
+        };
+        let gateway = super::login::public_url(state, headers, viewer.scheme == "https");
+        let mut connections = Vec::new();
+        for t in state.fleet.iter() {
+            if !state.access.reaches(viewer.held, t)
+                || !selector.as_ref().is_none_or(|s| s.matches(t))
+            {
+                continue;
+            }
+            if connections.len() == MAX_CONNECTIONS {
+                return page::error(
+                    400,
+                    &format!("You reach more than {MAX_CONNECTIONS} targets: ask for fewer with ?selector=…"),
+                    base,
+                    who,
+                );
+            }
+            connections.push(connection(&gateway, &t.name));
+        }
+        let record = viewer.listing_record("hawtio_connections", 200, connections.len());
+        if let Err(e) = self.audit_listing(&record).await {
+            return page::error(e.status, &e.message, base, who);
+        }
+        let body = serde_json::Value::from(connections).to_string();
+        let mut r = page::respond(200, "application/json", body);
+        r.headers_mut().insert(
+            http::header::CONTENT_DISPOSITION,
+            http::HeaderValue::from_static("attachment; filename=\"jmxgate-connections.json\""),
+        );
+        r
+    }
+
     /// Hawtio for one target (`after`: the path after `/hawtio/`); a
     /// target the viewer doesn't reach is no target, as on its page.
     pub(super) async fn hawtio_http(
@@ -169,7 +261,7 @@ impl Gateway {
     ) -> Response<Body> {
         let base = state.console.path.as_str();
         let who = viewer.principal.name.as_str();
-        let Some(dir) = state.console.hawtio.as_deref().map(std::path::Path::new) else {
+        let Some(dir) = state.console.hawtio_served().map(std::path::Path::new) else {
             return page::error(
                 404,
                 "Hawtio is not served here ([console] hawtio is not set).",
@@ -230,6 +322,20 @@ impl Gateway {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hawtio_elsewhere_opens_the_targets_connection() {
+        assert_eq!(
+            elsewhere_link("https://h.example/hawtio/", "orders 1&x"),
+            "https://h.example/hawtio/?con=orders+1%26x"
+        );
+        let gw = url::Url::parse("https://gw.example").unwrap();
+        assert_eq!(
+            connection(&gw, "orders-1"),
+            serde_json::json!({"name": "orders-1", "scheme": "https", "host": "gw.example",
+                               "port": 443, "path": "/jolokia/targets/orders-1"})
+        );
+    }
 
     #[test]
     fn paths_are_hawtios_endpoints_files_or_its_page() {

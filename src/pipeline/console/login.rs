@@ -206,20 +206,11 @@ impl SignIn {
             .ok_or_else(|| "the provider's answer has no access_token".into())
     }
 
-    /// Where the provider sends the browser back, as browsers reach it.
-    fn redirect_uri(&self, headers: &HeaderMap, https: bool) -> String {
+    /// Where the provider sends the browser back, on the gateway as
+    /// browsers reach it.
+    fn redirect_uri(&self, public: &url::Url) -> String {
         let path = self.config.redirect_path(&self.base);
-        match &self.config.public_url {
-            Some(url) => format!("{}{path}", url.trim_end_matches('/')),
-            None => {
-                let host = headers
-                    .get(header::HOST)
-                    .and_then(|h| h.to_str().ok())
-                    .unwrap_or("localhost");
-                let scheme = if https { "https" } else { "http" };
-                format!("{scheme}://{host}{path}")
-            }
-        }
+        format!("{}{path}", public.as_str().trim_end_matches('/'))
     }
 
     /// The start of a sign-in: the provider's URL to send the browser to,
@@ -382,6 +373,29 @@ pub fn session_credentials(
     Some(value)
 }
 
+/// The gateway as browsers reach it: `[console] public_url`, else the
+/// request's scheme and `Host`.
+pub fn public_url(
+    state: &crate::pipeline::state::State,
+    headers: &HeaderMap,
+    https: bool,
+) -> url::Url {
+    let configured = state
+        .console
+        .public_url
+        .as_deref()
+        .and_then(|u| url::Url::parse(u).ok());
+    configured.unwrap_or_else(|| {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("localhost");
+        let scheme = if https { "https" } else { "http" };
+        url::Url::parse(&format!("{scheme}://{host}/"))
+            .unwrap_or_else(|_| url::Url::parse(&format!("{scheme}://localhost/")).expect("a URL"))
+    })
+}
+
 /// A `303 See Other` to `to`, with cookies to set.
 fn see_other(to: &str, cookies: &[String]) -> Response<Body> {
     let mut r = page::respond(303, "text/plain; charset=utf-8", String::new());
@@ -464,8 +478,9 @@ impl Gateway {
             && conn.peer_certificates.is_none()
             && cookie_value(headers, SESSION_COOKIE).is_none();
         if bare && wants_page(&state.console, parts) {
+            let public = public_url(state, headers, conn.tls);
             return Some(
-                self.send_to_provider(sign_in, parts, headers, conn.tls)
+                self.send_to_provider(sign_in, parts, &public, conn.tls)
                     .await,
             );
         }
@@ -487,14 +502,15 @@ impl Gateway {
         if !(had_session && wants_page(&state.console, parts)) {
             return None;
         }
-        Some(self.send_to_provider(sign_in, parts, headers, https).await)
+        let public = public_url(state, headers, https);
+        Some(self.send_to_provider(sign_in, parts, &public, https).await)
     }
 
     async fn send_to_provider(
         &self,
         sign_in: &SignIn,
         parts: &http::request::Parts,
-        headers: &HeaderMap,
+        public: &url::Url,
         https: bool,
     ) -> Response<Body> {
         let base = sign_in.base.as_str();
@@ -517,7 +533,7 @@ impl Gateway {
             .unwrap_or(base);
         let (url, cookie) = sign_in.start(
             &endpoints,
-            &sign_in.redirect_uri(headers, https),
+            &sign_in.redirect_uri(public),
             &safe_return(base, wanted),
             https,
         );
@@ -555,7 +571,7 @@ impl Gateway {
                 return failed(400, &why);
             }
         };
-        let redirect_uri = sign_in.redirect_uri(headers, conn.tls);
+        let redirect_uri = sign_in.redirect_uri(&public_url(state, headers, conn.tls));
         let token = match sign_in.endpoints().await {
             Ok(endpoints) => {
                 sign_in
@@ -709,7 +725,6 @@ mod tests {
                 redirect_path: None,
                 scopes: vec!["openid".into()],
                 resource: None,
-                public_url: None,
             }),
             hawtio: Some("/h".into()),
             ..ConsoleConfig::default()

@@ -182,6 +182,10 @@ impl Gateway {
             "/audit" => self.audit_page(state, parts, &viewer).await,
             "" | "/" => self.overview(state, parts, viewer).await,
             "/answers" => self.answers_page(state, parts, &viewer).await,
+            hawtio::CONNECTIONS => {
+                self.hawtio_connections(state, parts, headers, &viewer)
+                    .await
+            }
             "/events" => match self.events_for(state, parts, &viewer).await {
                 Ok((events, next)) => page::respond(
                     200,
@@ -278,18 +282,23 @@ impl Gateway {
             Some(m) => self.console_may_run(state, viewer, name, m, operation),
             None => false,
         };
-        let hawtio = state
-            .console
-            .hawtio
-            .is_some()
-            .then(|| format!("{base}{}{}/", config::HAWTIO, target::encode(name)));
+        let hawtio = match state.console.hawtio_elsewhere() {
+            Some(url) => Some(hawtio::elsewhere_link(url, name)),
+            None => state
+                .console
+                .hawtio_served()
+                .map(|_| format!("{base}{}{}/", config::HAWTIO, target::encode(name))),
+        };
         let body = target::render(
             base,
             name,
             &list,
             mbean.as_deref().zip(read.as_ref()),
             &may_run,
-            hawtio.as_deref(),
+            hawtio.as_deref().map(|href| target::Hawtio {
+                href,
+                elsewhere: state.console.hawtio_elsewhere().is_some(),
+            }),
         );
         page::respond(
             200,

@@ -93,6 +93,13 @@ impl Gateway {
     }
 }
 
+/// "Open in Hawtio": where it goes, and whether that Hawtio is elsewhere
+/// (its connections are imported from the console).
+pub(super) struct Hawtio<'a> {
+    pub href: &'a str,
+    pub elsewhere: bool,
+}
+
 /// The page's body: the MBean tree, and the chosen MBean's detail;
 /// `may_run` says which of its operations the viewer may run.
 pub(super) fn render(
@@ -101,7 +108,7 @@ pub(super) fn render(
     list: &Value,
     mbean: Option<(&str, &Value)>,
     may_run: &dyn Fn(&str) -> bool,
-    hawtio: Option<&str>,
+    hawtio: Option<Hawtio<'_>>,
 ) -> Markup {
     let href = |name: &str| {
         let q: String = url::form_urlencoded::Serializer::new(String::new())
@@ -114,8 +121,15 @@ pub(super) fn render(
     html! {
         p {
             a href={ (base) "/" } { "The fleet" } " › " strong { (target) }
-            @if let Some(href) = hawtio {
-                " " a.hawtio href=(href) target="_blank" rel="noopener" { "Open in Hawtio" }
+            @if let Some(h) = &hawtio {
+                " " a.hawtio href=(h.href) target="_blank" rel="noopener" { "Open in Hawtio" }
+            }
+        }
+        @if let Some(Hawtio { elsewhere: true, .. }) = &hawtio {
+            p.note {
+                "That Hawtio opens the connection named after this target. Import yours once "
+                "(its Connect page, Import connections): "
+                a href={ (base) (super::hawtio::CONNECTIONS) } { "your targets as Hawtio connections" } "."
             }
         }
         @if list["status"] != 200 {
