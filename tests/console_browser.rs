@@ -224,3 +224,47 @@ async fn people_use_the_console_in_a_browser() {
     assert_eq!(listed.len(), 1, "{requests}");
     assert_eq!(listed[0]["state"], "approved");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn open_in_a_hawtio_elsewhere_after_importing_the_viewers_connections() {
+    if !available() {
+        return;
+    }
+    let agent = tokio::task::spawn_blocking(|| Agent::start("console-elsewhere"))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let build = dir.path().join("hawtio-build");
+    let mut cmd = Command::new("node");
+    cmd.current_dir(hawtio_dir()).arg("build.mjs").arg(&build);
+    common::run_client(cmd, Duration::from_secs(300)).await;
+    let users = users_file(dir.path(), &[(USER, PASSWORD, &["ops"])]);
+    let hawtio_port = common::free_port();
+    let rest = format!(
+        "{targets}[[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n\n[console]\n\
+         hawtio = \"http://127.0.0.1:{hawtio_port}/hawtio\"\n",
+        targets = targets_toml(&[&agent]),
+    );
+    let gateway = Gateway::start(&common::basic_auth_config(&users, &rest)).await;
+    let name = common::direct(
+        &agent,
+        &json!({"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name"}),
+    )
+    .await;
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let mut cmd = Command::new("node");
+    cmd.current_dir(hawtio_dir())
+        .args(["--test-reporter=spec", "hawtio-elsewhere.test.mjs"])
+        .env("JMXGATE_URL", gateway.url(""))
+        .env("JMXGATE_HAWTIO_PORT", hawtio_port.to_string())
+        .env("HAWTIO_BUNDLE_DIR", &build)
+        .env("JMXGATE_TARGET", &agent.name)
+        .env("JMXGATE_USER", USER)
+        .env("JMXGATE_PASSWORD", PASSWORD)
+        .env("JMXGATE_EXPECTED_NAME", name["value"].as_str().unwrap())
+        .env("JMXGATE_SCREENSHOT_DIR", &shots)
+        .env("CHROMIUM", CHROMIUM);
+    let (out, err) = common::run_client(cmd, Duration::from_secs(600)).await;
+    println!("{out}\n{err}\nscreenshots in {}", shots.display());
+}

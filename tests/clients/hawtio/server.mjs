@@ -7,6 +7,8 @@
 //   /hawtio/proxy/enabled        "true": the Connect plugin is on
 //   /hawtio/preset-connections   one connection, named after the target,
 //                                to <gateway>/jolokia/targets/<target>
+//                                (none without a target: connections are
+//                                then added or imported by the person)
 //   /hawtio/proxy/http/H/P/PATH  Hawtio's proxy: forwards to http://H:P/PATH,
 //                                only to the gateway's host and port
 //
@@ -96,6 +98,7 @@ export async function startConsoleServer({ bundleDir, gateway, target, port = 0,
         res.writeHead(200, { 'Content-Type': 'text/plain' })
         return res.end('true')
       case 'preset-connections':
+        if (!target) return json(res, 200, [])
         return json(res, 200, [{
           name: target,
           scheme: gw.protocol.replace(':', ''),
