@@ -173,15 +173,27 @@ async fn people_use_the_console_in_a_browser() {
     };
     assert_eq!(gc_status().await, 403, "read-only before the approval");
 
-    // The browser asks for the agent to go away by making this file.
+    // The browser asks for the agent to go away by making this file; then
+    // three reads of it fail, which opens its breaker.
     let signal = dir.path().join("stop-the-agent");
     let stopper = {
         let signal = signal.clone();
+        let (http, url) = (gw.http.clone(), gw.url("/jolokia"));
+        let read = json!({"type":"read","mbean":"java.lang:type=Runtime","attribute":"Name",
+                          "target":{"url": going_name.clone()}});
         tokio::spawn(async move {
             while !signal.exists() {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             drop(going);
+            for _ in 0..3 {
+                let _ = http
+                    .post(&url)
+                    .basic_auth(LEAD, Some(TEAM_PASSWORD))
+                    .json(&read)
+                    .send()
+                    .await;
+            }
         })
     };
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");

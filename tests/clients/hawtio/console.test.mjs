@@ -3,7 +3,8 @@
 // read-only role's view of a target, an access request asked and approved
 // in two browsers (after which the requester may run the operation), a
 // form posted from another site refused, and a target's going down shown
-// on the events page within seconds.
+// on the events page within seconds and on the fleet page with its
+// breaker open.
 //
 // Run by tests/console_browser.rs:   node --test-reporter=spec console.test.mjs
 // Environment:
@@ -166,5 +167,11 @@ test('a target going down is on the events page within seconds', async () => {
   const down = page.locator('table.events tr.target_down').filter({ has: page.getByRole('link', { name: DOWN_TARGET, exact: true }) })
   await until(page, `${GATEWAY}/console/events`, `${DOWN_TARGET} down`, async () => (await down.count()) > 0)
   await page.screenshot({ path: join(SHOTS, 'console-events.png') })
+  // On the fleet page: down, and its breaker open once reads of it failed.
+  const row = lead.page.locator('table.targets tbody tr').filter({ has: lead.page.getByRole('link', { name: DOWN_TARGET, exact: true }) })
+  await until(lead.page, `${GATEWAY}/console/?group=namespace`, `${DOWN_TARGET} down with its breaker open`, async () =>
+    (await row.getAttribute('class')) === 'down' && (await row.locator('td').nth(2).innerText()) === 'open')
+  assert.match(await lead.page.locator('table.groups tbody tr').first().innerText(), /shop\s+1\s+1\s+0/)
+  await lead.page.screenshot({ path: join(SHOTS, 'console-fleet-down.png') })
   assert.deepEqual(violations, [], 'the pages ran within their Content-Security-Policy')
 })
