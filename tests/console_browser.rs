@@ -19,51 +19,74 @@ use common::{hawtio_available as available, hawtio_dir, CHROMIUM};
 use common::{targets_toml, users_file, Agent, Gateway};
 use serde_json::json;
 
+/// Hawtio's static build in `dir`, as an operator would unpack one.
+async fn hawtio_build(dir: &Path) -> std::path::PathBuf {
+    let build = dir.join("hawtio-build");
+    let mut cmd = Command::new("node");
+    cmd.current_dir(hawtio_dir()).arg("build.mjs").arg(&build);
+    common::run_client(cmd, Duration::from_secs(300)).await;
+    build
+}
+
+/// The agent's own `jmxgate.test:type=Types` `Name`.
+async fn agent_name(agent: &Agent) -> String {
+    let name = common::direct(
+        agent,
+        &json!({"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name"}),
+    )
+    .await;
+    name["value"].as_str().unwrap().to_string()
+}
+
 const USER: &str = "console-ops";
 const PASSWORD: &str = "console:secret";
+
+/// One agent behind a gateway whose `[console] hawtio` is what `hawtio`
+/// makes of Hawtio's build directory, and `script` run against them in
+/// Chromium with `env` besides the usual.
+async fn hawtio_case(
+    agent: &'static str,
+    hawtio: impl FnOnce(&Path) -> String,
+    script: &str,
+    env: &[(&str, String)],
+) {
+    let agent = tokio::task::spawn_blocking(move || Agent::start(agent))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let build = hawtio_build(dir.path()).await;
+    let users = users_file(dir.path(), &[(USER, PASSWORD, &["ops"])]);
+    let rest = format!(
+        "{targets}[[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n\n[console]\nhawtio = \"{hawtio}\"\n",
+        targets = targets_toml(&[&agent]),
+        hawtio = hawtio(&build),
+    );
+    let gateway = Gateway::start(&common::basic_auth_config(&users, &rest)).await;
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let mut cmd = Command::new("node");
+    cmd.current_dir(hawtio_dir())
+        .args(["--test-reporter=spec", script])
+        .env("JMXGATE_URL", gateway.url(""))
+        .env("HAWTIO_BUNDLE_DIR", &build)
+        .env("JMXGATE_TARGET", &agent.name)
+        .env("JMXGATE_USER", USER)
+        .env("JMXGATE_PASSWORD", PASSWORD)
+        .env("JMXGATE_EXPECTED_NAME", agent_name(&agent).await)
+        .env("JMXGATE_SCREENSHOT_DIR", &shots)
+        .env("CHROMIUM", CHROMIUM)
+        .envs(env.iter().map(|(k, v)| (k, v)));
+    let (out, err) = common::run_client(cmd, Duration::from_secs(600)).await;
+    println!("{out}\n{err}\nscreenshots in {}", shots.display());
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn open_in_hawtio_lands_on_the_target_connected() {
     if !available() {
         return;
     }
-    let agent = tokio::task::spawn_blocking(|| Agent::start("console-hawtio"))
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    // Hawtio's static build, as an operator would unpack one.
-    let build = dir.path().join("hawtio-build");
-    let mut cmd = Command::new("node");
-    cmd.current_dir(hawtio_dir()).arg("build.mjs").arg(&build);
-    common::run_client(cmd, Duration::from_secs(300)).await;
-    let users = users_file(dir.path(), &[(USER, PASSWORD, &["ops"])]);
-    let rest = format!(
-        "{targets}[[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n\n[console]\nhawtio = \"{build}\"\n",
-        targets = targets_toml(&[&agent]),
-        build = build.display(),
-    );
-    let gateway = Gateway::start(&common::basic_auth_config(&users, &rest)).await;
-    let name = common::direct(
-        &agent,
-        &json!({"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name"}),
-    )
-    .await;
-    let expected_name = name["value"].as_str().unwrap().to_string();
-
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
-    std::fs::create_dir_all(&shots).unwrap();
-    let mut cmd = Command::new("node");
-    cmd.current_dir(hawtio_dir())
-        .args(["--test-reporter=spec", "open-in-hawtio.test.mjs"])
-        .env("JMXGATE_URL", gateway.url(""))
-        .env("JMXGATE_TARGET", &agent.name)
-        .env("JMXGATE_USER", USER)
-        .env("JMXGATE_PASSWORD", PASSWORD)
-        .env("JMXGATE_EXPECTED_NAME", &expected_name)
-        .env("JMXGATE_SCREENSHOT_DIR", &shots)
-        .env("CHROMIUM", CHROMIUM);
-    let (out, err) = common::run_client(cmd, Duration::from_secs(600)).await;
-    println!("{out}\n{err}\nscreenshots in {}", shots.display());
+    let served = |build: &Path| build.display().to_string();
+    hawtio_case("console-hawtio", served, "open-in-hawtio.test.mjs", &[]).await;
 }
 
 const LEAD: &str = "lead";
@@ -242,41 +265,14 @@ async fn open_in_a_hawtio_elsewhere_after_importing_the_viewers_connections() {
     if !available() {
         return;
     }
-    let agent = tokio::task::spawn_blocking(|| Agent::start("console-elsewhere"))
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let build = dir.path().join("hawtio-build");
-    let mut cmd = Command::new("node");
-    cmd.current_dir(hawtio_dir()).arg("build.mjs").arg(&build);
-    common::run_client(cmd, Duration::from_secs(300)).await;
-    let users = users_file(dir.path(), &[(USER, PASSWORD, &["ops"])]);
-    let hawtio_port = common::free_port();
-    let rest = format!(
-        "{targets}[[roles]]\nname = \"ops\"\ntargets = [\"*\"]\n\n[console]\n\
-         hawtio = \"http://127.0.0.1:{hawtio_port}/hawtio\"\n",
-        targets = targets_toml(&[&agent]),
-    );
-    let gateway = Gateway::start(&common::basic_auth_config(&users, &rest)).await;
-    let name = common::direct(
-        &agent,
-        &json!({"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Name"}),
+    let port = common::free_port();
+    let elsewhere = |_: &Path| format!("http://127.0.0.1:{port}/hawtio");
+    let env = [("JMXGATE_HAWTIO_PORT", port.to_string())];
+    hawtio_case(
+        "console-elsewhere",
+        elsewhere,
+        "hawtio-elsewhere.test.mjs",
+        &env,
     )
     .await;
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
-    std::fs::create_dir_all(&shots).unwrap();
-    let mut cmd = Command::new("node");
-    cmd.current_dir(hawtio_dir())
-        .args(["--test-reporter=spec", "hawtio-elsewhere.test.mjs"])
-        .env("JMXGATE_URL", gateway.url(""))
-        .env("JMXGATE_HAWTIO_PORT", hawtio_port.to_string())
-        .env("HAWTIO_BUNDLE_DIR", &build)
-        .env("JMXGATE_TARGET", &agent.name)
-        .env("JMXGATE_USER", USER)
-        .env("JMXGATE_PASSWORD", PASSWORD)
-        .env("JMXGATE_EXPECTED_NAME", name["value"].as_str().unwrap())
-        .env("JMXGATE_SCREENSHOT_DIR", &shots)
-        .env("CHROMIUM", CHROMIUM);
-    let (out, err) = common::run_client(cmd, Duration::from_secs(600)).await;
-    println!("{out}\n{err}\nscreenshots in {}", shots.display());
 }

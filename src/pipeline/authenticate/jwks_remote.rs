@@ -41,6 +41,22 @@ enum Source {
     Discovery(url::Url),
 }
 
+/// An HTTPS client for the OpenID provider (verified against `ca_file`
+/// or the system roots): bounded in time, and following no redirect, so
+/// it talks only to the URLs the configuration or the provider's
+/// discovery names.
+pub fn provider_client(ca_file: Option<&std::path::Path>) -> Result<reqwest::Client, String> {
+    let tls = crate::client::tls_config(ca_file, None, false).map_err(|e| e.to_string())?;
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(15))
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .map_err(|e| format!("HTTP client: {e}"))
+}
+
 impl RemoteJwks {
     /// Checks the URLs and builds the HTTPS client; fetches nothing yet.
     pub fn new(config: &BearerConfig, slot: RemoteKeySlot) -> Result<RemoteJwks, String> {
@@ -57,17 +73,7 @@ impl RemoteJwks {
             }
             _ => return Err("no jwks_url, and no discovery with issuer".into()),
         };
-        let tls = crate::client::tls_config(config.ca_file.as_deref(), None, false)
-            .map_err(|e| e.to_string())?;
-        let http = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(15))
-            // The provider's keys come from where the config says, only.
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .build()
-            .map_err(|e| format!("HTTP client: {e}"))?;
+        let http = provider_client(config.ca_file.as_deref())?;
         let remote = RemoteJwks {
             slot,
             source,

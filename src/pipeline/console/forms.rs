@@ -53,16 +53,22 @@ pub fn token(headers: &HeaderMap, base: &str, https: bool) -> Token {
 
 /// The well-formed token of the request's cookie, if any.
 fn cookie_token(headers: &HeaderMap) -> Option<String> {
+    cookie_value(headers, COOKIE)
+        .filter(|v| v.len() == TOKEN_HEX && v.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(str::to_string)
+}
+
+/// A cookie's value in the request (non-empty).
+pub fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.trim())
-        .filter(|v| v.len() == TOKEN_HEX && v.bytes().all(|b| b.is_ascii_hexdigit()))
-        .map(str::to_string)
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim())
+        .filter(|v| !v.is_empty())
 }
 
 /// Whether a form post comes from a console page: `Err` says why not,

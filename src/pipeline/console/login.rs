@@ -23,6 +23,7 @@ use maud::html;
 use sha2::Digest as _;
 
 use super::config::{ConsoleConfig, OidcLogin};
+use super::forms::cookie_value;
 use super::page;
 use crate::pipeline::authenticate::bearer::BearerConfig;
 use crate::pipeline::{audit, Gateway};
@@ -91,16 +92,9 @@ impl SignIn {
             )),
             None => None,
         };
-        let tls = crate::client::tls_config(bearer.ca_file.as_deref(), None, false)
-            .map_err(|e| e.to_string())?;
-        let http = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(Duration::from_secs(15))
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .build()
-            .map_err(|e| format!("console.oidc: HTTP client: {e}"))?;
+        let http =
+            crate::pipeline::authenticate::jwks_remote::provider_client(bearer.ca_file.as_deref())
+                .map_err(|e| format!("console.oidc: {e}"))?;
         Ok(Some(SignIn {
             config: config.clone(),
             issuer,
@@ -267,19 +261,6 @@ fn cookie(name: &str, value: &str, base: &str, https: bool, max_age: Option<u32>
         .map(|s| format!("; Max-Age={s}"))
         .unwrap_or_default();
     format!("{name}={value}; Path={base}; HttpOnly; SameSite=Lax{secure}{age}")
-}
-
-/// A cookie's value in the request.
-fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.trim())
-        .filter(|v| !v.is_empty())
 }
 
 /// The page a sign-in returns to: a console page's path and query, else
