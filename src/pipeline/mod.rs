@@ -412,7 +412,7 @@ impl Gateway {
         let client = conn.remote;
         let started = Instant::now();
         let (mut parts, body) = req.into_parts();
-        let headers = std::mem::take(&mut parts.headers);
+        let mut headers = std::mem::take(&mut parts.headers);
         let access = state.access.clone();
         let chain = access.client_chain(client.map(|c| c.ip()), &headers);
         let origin = request_origin(&headers);
@@ -427,32 +427,12 @@ impl Gateway {
             Ok(admitted) => admitted,
             Err(refusal) => return *refusal,
         };
-        // The console's sign-in at an OpenID provider, and its session
-        // cookie taken as the bearer token it holds.
-        if let Some(answer) = self
-            .console_sign_in(&state, &parts, &headers, &conn, request_id)
-            .await
-        {
-            return answer;
-        }
-        let mut headers = headers;
-        let session =
-            console::login::session_credentials(&state.console, parts.uri.path(), &headers);
-        let had_session = session.is_some();
-        if let Some(bearer) = session {
-            headers.insert(http::header::AUTHORIZATION, bearer);
-        }
         let principal = match self
-            .authenticate(&state, &headers, &conn, request_id, cors)
+            .authenticate_caller(&state, &parts, &mut headers, &conn, request_id, cors)
             .await
         {
             Ok(p) => p,
-            Err(refusal) => {
-                let again = self
-                    .console_sign_in_again(&state, &parts, &headers, conn.tls, had_session)
-                    .await;
-                return again.unwrap_or(refusal);
-            }
+            Err(answer) => return answer,
         };
         let refused = Refused {
             gateway: self,

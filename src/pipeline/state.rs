@@ -42,7 +42,7 @@ pub struct State {
     /// `[console]`: where the pages are.
     pub console: super::console::config::ConsoleConfig,
     /// `[console.oidc]`: signing in at the provider.
-    pub console_sign_in: Option<Arc<super::console::login::SignIn>>,
+    pub console_sign_in: Option<Arc<super::console::sign_in::SignIn>>,
     /// `[events]`: who is told of the journal's events.
     pub events: super::event_hooks::config::EventsConfig,
 }
@@ -89,7 +89,7 @@ impl State {
                 .map(Arc::new),
             mcp: config.mcp.clone(),
             console: config.console.clone(),
-            console_sign_in: super::console::login::SignIn::new(
+            console_sign_in: super::console::sign_in::SignIn::new(
                 &config.console,
                 config.auth.bearer.as_ref(),
             )?

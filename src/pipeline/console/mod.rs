@@ -15,7 +15,8 @@
 //! - `trail`: the audit records, own or (auditors) everyone's;
 //! - `hawtio`: Hawtio's build served connected to one target;
 //! - `login`: signing in at an OpenID provider (`[console.oidc]`), the
-//!   session cookie, signing out.
+//!   session cookie, signing out; `sign_in`: its workings, pure of any
+//!   request's state.
 //!
 //! Pages are made with maud (checked at compile time, every value
 //! escaped); no script runs in them. The only posts are `access` forms.
@@ -29,6 +30,7 @@ mod hawtio;
 pub(super) mod login;
 mod overview;
 mod page;
+pub(super) mod sign_in;
 mod target;
 mod trail;
 
