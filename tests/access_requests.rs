@@ -27,17 +27,7 @@ fn at<'a>(gw: &'a Gateway, user: &'a str) -> As<'a> {
 /// task, so the first request could otherwise find it not yet open.
 async fn started(config: &str) -> Gateway {
     let gw = Gateway::start(config).await;
-    eventually(
-        "the access store opens",
-        Duration::from_secs(60),
-        || async {
-            match gw.gateway.access_store_trouble() {
-                None => Ok(()),
-                Some(why) => Err(why),
-            }
-        },
-    )
-    .await;
+    gw.access_store_opened().await;
     gw
 }
 

@@ -167,17 +167,7 @@ async fn people_use_the_console_in_a_browser() {
     std::fs::create_dir_all(&people).unwrap();
     std::fs::create_dir_all(&scale).unwrap();
     let gw = Gateway::start(&people_config(&people, &[&shop, &going])).await;
-    common::eventually(
-        "the access store opens",
-        Duration::from_secs(60),
-        || async {
-            match gw.gateway.access_store_trouble() {
-                None => Ok(()),
-                Some(why) => Err(why),
-            }
-        },
-    )
-    .await;
+    gw.access_store_opened().await;
     let big = Gateway::start(&scale_config(&scale)).await;
     let dev_gc = json!({"type":"exec","mbean":"java.lang:type=Memory","operation":"gc","target":{"url":shop.name}});
     let gc_status = || async {

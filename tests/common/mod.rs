@@ -583,6 +583,22 @@ impl Gateway {
         Gateway::serve(&config).await
     }
 
+    /// Waits until the access-request store has opened (its task opens
+    /// it after start; until then the access API answers 503).
+    pub async fn access_store_opened(&self) {
+        eventually(
+            "the access store opens",
+            Duration::from_secs(60),
+            || async {
+                match self.gateway.access_store_trouble() {
+                    None => Ok(()),
+                    Some(why) => Err(why),
+                }
+            },
+        )
+        .await;
+    }
+
     /// Starts a gateway from config text; `listen` is filled in.
     pub async fn start(config_body: &str) -> Gateway {
         let text = format!(
