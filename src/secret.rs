@@ -18,6 +18,14 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// A file's first line (a secret file as operators write one, with or
+    /// without its newline); `Err` names the file, never its content.
+    pub fn first_line_of(path: &std::path::Path) -> Result<Secret, String> {
+        std::fs::read_to_string(path)
+            .map(|t| Secret(t.lines().next().unwrap_or_default().to_string()))
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
 }
 
 impl fmt::Debug for Secret {

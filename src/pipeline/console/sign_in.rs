@@ -58,19 +58,12 @@ impl SignIn {
             .clone()
             .or_else(|| bearer.issuer.clone())
             .ok_or("console.oidc.issuer: not set, here or as auth.bearer.issuer")?;
-        let client_secret = match &config.client_secret_file {
-            Some(file) => Some(Secret::new(
-                std::fs::read_to_string(file)
-                    .map_err(|e| {
-                        format!("console.oidc.client_secret_file: {}: {e}", file.display())
-                    })?
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string(),
-            )),
-            None => None,
-        };
+        let client_secret = config
+            .client_secret_file
+            .as_deref()
+            .map(Secret::first_line_of)
+            .transpose()
+            .map_err(|e| format!("console.oidc.client_secret_file: {e}"))?;
         let http =
             crate::pipeline::authenticate::jwks_remote::provider_client(bearer.ca_file.as_deref())
                 .map_err(|e| format!("console.oidc: {e}"))?;

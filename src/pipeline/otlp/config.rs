@@ -46,9 +46,7 @@ impl HeaderValue {
             HeaderValue::Env { env } => std::env::var(env)
                 .map(Secret::new)
                 .map_err(|_| format!("environment variable {env} is not set")),
-            HeaderValue::File { file } => std::fs::read_to_string(file)
-                .map(|t| Secret::new(t.lines().next().unwrap_or_default().to_string()))
-                .map_err(|e| format!("{}: {e}", file.display())),
+            HeaderValue::File { file } => Secret::first_line_of(file),
         }
     }
 }
