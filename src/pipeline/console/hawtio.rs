@@ -198,8 +198,9 @@ fn connection(gateway: &url::Url, target: &str) -> serde_json::Value {
 }
 
 impl Gateway {
-    /// `GET <console>/hawtio-connections.json[?selector=…]`: the targets
-    /// the viewer reaches as Hawtio connections, as a download.
+    /// `GET <console>/hawtio-connections.json[?selector=…&q=…]`: the
+    /// targets the viewer reaches (filtered as on the fleet page) as Hawtio
+    /// connections, as a download.
     pub(super) async fn hawtio_connections(
         &self,
         state: &crate::pipeline::state::State,
@@ -209,23 +210,16 @@ impl Gateway {
     ) -> Response<Body> {
         let base = state.console.path.as_str();
         let who = viewer.principal.name.as_str();
-        let selector = url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
-            .find(|(k, _)| k == "selector")
-            .map(|(_, v)| {
-                crate::access::TargetSelector::parse(&v)
-                    .map_err(|e| format!("selector \"{v}\": {e}"))
-            })
-            .transpose();
-        let selector = match selector {
-            Ok(s) => s,
+        // The fleet page's filters (`selector`, `q`), read and bounded as
+        // there.
+        let filters = match super::overview::Query::parse(parts.uri.query()) {
+            Ok(q) => q,
             Err(why) => return page::error(400, &why, base, who),
         };
         let gateway = super::login::public_url(state, headers, viewer.scheme == "https");
         let mut connections = Vec::new();
         for t in state.fleet.iter() {
-            if !state.access.reaches(viewer.held, t)
-                || !selector.as_ref().is_none_or(|s| s.matches(t))
-            {
+            if !state.access.reaches(viewer.held, t) || !filters.keeps(t) {
                 continue;
             }
             if connections.len() == MAX_CONNECTIONS {

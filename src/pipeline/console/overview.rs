@@ -69,7 +69,8 @@ impl Query {
         Ok(q)
     }
 
-    fn keeps(&self, t: &Target) -> bool {
+    /// Whether a target passes the filters (text and selector).
+    pub fn keeps(&self, t: &Target) -> bool {
         let text = &self.text_lower;
         self.selector.as_ref().is_none_or(|s| s.matches(t))
             && (text.is_empty()
