@@ -282,7 +282,7 @@ async fn call_grpc(http: &reqwest::Client, settings: &ExportSettings, body: &[u8
     };
     let http_status = r.status().as_u16();
     let (head, mut answer) = http::Response::<reqwest::Body>::from(r).into_parts();
-    let mut status = head.headers.clone();
+    let mut status = head.headers;
     let mut message = Vec::new();
     if http_status == 200 && !status.contains_key("grpc-status") {
         // The message, then the trailers; what a receiver sends past the
