@@ -83,8 +83,10 @@ impl Provider {
                 }
             }
         });
+        // Node loads oidc-provider in seconds, but a full suite's JVMs can
+        // make that take over 30 s on a busy machine: a generous deadline.
         let issuer = rx
-            .recv_timeout(Duration::from_secs(30))
+            .recv_timeout(Duration::from_secs(180))
             .expect("the provider said READY");
         Provider {
             issuer,
