@@ -5,6 +5,9 @@ use serde::Deserialize;
 
 /// Where below the console's path Hawtio is served.
 pub const HAWTIO: &str = "/hawtio/";
+/// Where below the console's path the viewer's targets are offered as
+/// connections for a Hawtio elsewhere.
+pub const HAWTIO_CONNECTIONS: &str = "/hawtio-connections.json";
 
 /// `[console]`: HTML pages for people, on the Jolokia listeners.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

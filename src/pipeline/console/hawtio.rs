@@ -163,8 +163,6 @@ pub fn respond(status: u16, content_type: &str, body: Vec<u8>, cacheable: bool) 
     )
 }
 
-/// Where the viewer's targets are offered as Hawtio connections.
-pub const CONNECTIONS: &str = "/hawtio-connections.json";
 /// Most connections one export holds; past it, a selector narrows.
 const MAX_CONNECTIONS: usize = 10_000;
 

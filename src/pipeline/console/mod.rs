@@ -184,7 +184,7 @@ impl Gateway {
             "/audit" => self.audit_page(state, parts, &viewer).await,
             "" | "/" => self.overview(state, parts, viewer).await,
             "/answers" => self.answers_page(state, parts, &viewer).await,
-            hawtio::CONNECTIONS => {
+            config::HAWTIO_CONNECTIONS => {
                 self.hawtio_connections(state, parts, headers, &viewer)
                     .await
             }

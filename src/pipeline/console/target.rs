@@ -129,7 +129,7 @@ pub(super) fn render(
             p.note {
                 "That Hawtio opens the connection named after this target. Import yours once "
                 "(its Connect page, Import connections): "
-                a href={ (base) (super::hawtio::CONNECTIONS) } { "your targets as Hawtio connections" } "."
+                a href={ (base) (super::config::HAWTIO_CONNECTIONS) } { "your targets as Hawtio connections" } "."
             }
         }
         @if list["status"] != 200 {
