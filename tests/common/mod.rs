@@ -517,23 +517,41 @@ pub fn dead_port() -> u16 {
     port
 }
 
-/// A port free now, for a server the test starts on it later.
 /// A port free now for a child process to listen on. Taken below the
 /// kernel's ephemeral range (32768 and up by default), where the suite's
 /// own outgoing connections would otherwise take it between this check
 /// and the child's bind (a JVM that then exits without a word).
+///
+/// Claimed across the suite's test processes with a lock file held until
+/// this process ends: two processes once handed out the same port, and
+/// the second JVM to bind it failed its start.
 pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
-    // Spread over the range by process, then walked in order, so
-    // parallel test processes rarely try the same ports.
     static NEXT: AtomicU32 = AtomicU32::new(0);
+    static CLAIMS: std::sync::Mutex<Vec<std::fs::File>> = std::sync::Mutex::new(Vec::new());
     const LOW: u32 = 20_000;
     const SPAN: u32 = 12_000;
+    let claims_dir = std::env::temp_dir().join("jmxgate-test-ports");
+    std::fs::create_dir_all(&claims_dir).unwrap();
+    // Spread over the range by process, so parallel processes rarely
+    // contend for the same lock files.
     let start = std::process::id() % SPAN;
     for _ in 0..SPAN {
         let step = NEXT.fetch_add(7, Ordering::Relaxed) % SPAN;
         let port = (LOW + (start + step) % SPAN) as u16;
+        let Ok(claim) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(claims_dir.join(port.to_string()))
+        else {
+            continue;
+        };
+        if claim.try_lock().is_err() {
+            continue;
+        }
         if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            CLAIMS.lock().unwrap().push(claim);
             return port;
         }
     }
