@@ -7,6 +7,10 @@
 #
 #   JMXGATE_DEMO_LISTEN  gateway address        (default 127.0.0.1:8080)
 #   JMXGATE_DEMO_PORTS   the agents' three ports (default "18778 18779 18780")
+#   JMXGATE_DEMO_DIR     its files: config, policy, audit, logs (default target/demo)
+#   JMXGATE_DEMO_BIN     a jmxgate binary to run instead of building one
+#                        (tests/manual.rs runs the demo with the test build)
+#   JMXGATE_DEMO_NO_INSTALL=1  skip scripts/install-deps.sh (already run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,11 +19,15 @@ read -r -a ports <<<"${JMXGATE_DEMO_PORTS:-18778 18779 18780}"
 names=(orders-1 orders-2 billing-1)
 apps=(orders orders billing)
 
-scripts/install-deps.sh
-echo "==> building jmxgate (release)"
-cargo build --release --quiet
+[ -n "${JMXGATE_DEMO_NO_INSTALL:-}" ] || scripts/install-deps.sh
+jmxgate="${JMXGATE_DEMO_BIN:-}"
+if [ -z "$jmxgate" ]; then
+    echo "==> building jmxgate (release)"
+    cargo build --release --quiet
+    jmxgate=target/release/jmxgate
+fi
 
-work=target/demo
+work="${JMXGATE_DEMO_DIR:-target/demo}"
 mkdir -p "$work/classes"
 cp="$(tests/agent/classpath.sh)"
 echo "==> compiling the agent launcher"
@@ -104,7 +112,7 @@ for i in 0 1 2; do
     echo "==> agent ${names[$i]} (${generation[$i]}) ready on port ${ports[$i]}"
 done
 
-target/release/jmxgate check-config "$config"
+"$jmxgate" check-config "$config"
 base="http://$listen/jolokia"
 cat <<TEXT
 
@@ -129,28 +137,28 @@ jmxgate demo is starting on $base (config: $config). Paste these:
   curl -s -H 'Content-Type: application/json' $base -d '{"type":"read","mbean":"java.lang:type=Threading","attribute":"ThreadCount","target":{"url":"app=orders"}}'
   # one answer about the group: the two JVMs with the most heap in use
   curl -s -H 'Content-Type: application/json' $base -d '{"type":"read","mbean":"java.lang:type=Memory","attribute":"HeapMemoryUsage","path":"used","target":{"url":"*"},"reduce":{"op":"top","n":2}}'
-  JMXGATE_URL=$base target/release/jmxgate read --target '*' java.lang:type=Runtime Uptime --min
+  JMXGATE_URL=$base $jmxgate read --target '*' java.lang:type=Runtime Uptime --min
   # Prometheus metrics of every JVM of a group (jmx_exporter's default export)
   curl -s 'http://$listen/prometheus?target=app=orders' | head -20
   # the targets you may reach, with health, latency and agent version
   curl -s $base/targets
   # the command-line client
-  JMXGATE_URL=$base target/release/jmxgate read --target orders-2 java.lang:type=Memory HeapMemoryUsage
-  JMXGATE_URL=$base target/release/jmxgate list --target billing-1 jmxgate.test
+  JMXGATE_URL=$base $jmxgate read --target orders-2 java.lang:type=Memory HeapMemoryUsage
+  JMXGATE_URL=$base $jmxgate list --target billing-1 jmxgate.test
   # denied by the demo policy (status 403), and never run on the agent
   curl -s $base/targets/billing-1/exec/jmxgate.test:type=Operations/reset
   # what the gateway would decide, without running anything
   curl -s http://$listen/jmxgate/explain -d '{"type":"exec","mbean":"jmxgate.test:type=Operations","operation":"reset","target":{"url":"orders-2"}}'
   # an AI assistant's door (MCP): the tools, then one call; or run
-  # "target/release/jmxgate mcp --url $base" as a stdio MCP server
+  # "$jmxgate mcp --url $base" as a stdio MCP server
   curl -s http://$listen/mcp -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
     -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
   curl -s http://$listen/mcp -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
     -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_attributes","arguments":{"target":"app=orders","mbean":"java.lang:type=Threading","attributes":["ThreadCount"]}}}'
   # the audit trail, and its hash chain
-  target/release/jmxgate audit query $work/audit
-  target/release/jmxgate audit verify $work/audit
+  $jmxgate audit query $work/audit
+  $jmxgate audit verify $work/audit
 
 Ctrl-C stops the gateway and the agents.
 TEXT
-target/release/jmxgate serve --config "$config"
+"$jmxgate" serve --config "$config"
