@@ -18,7 +18,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(
     name = "jmxgate",
     version,
-    about = "A Jolokia gateway for a fleet of JVMs"
+    about = "A Jolokia gateway for a fleet of JVMs",
+    after_help = "The manual: docs/introduction.md in the source (mdbook build docs makes it a book)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -28,6 +29,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run the gateway.
+    #[command(
+        after_help = "Manual: docs/getting-started.md; reload, signals and limits: docs/operations.md"
+    )]
     Serve {
         /// TOML configuration files, merged by their `order` value (repeat
         /// the flag for several).
@@ -48,6 +52,9 @@ enum Cmd {
         log_format: Option<LogFormat>,
     },
     /// Check a configuration file and report every problem in it.
+    #[command(
+        after_help = "Manual: docs/configuration.md (every key, its default, whether it reloads)"
+    )]
     CheckConfig {
         /// TOML configuration files, merged by their `order` value.
         #[arg(required = true)]
@@ -58,17 +65,20 @@ enum Cmd {
     },
     /// Hash a password for the users file (argon2id; --bcrypt for bcrypt).
     /// Reads the password from the first line of standard input.
+    #[command(after_help = "Manual: docs/authentication.md (the users file)")]
     HashPassword {
         /// Make a bcrypt hash instead of argon2id.
         #[arg(long)]
         bcrypt: bool,
     },
     /// Check and search audit files.
+    #[command(after_help = AUDIT_HELP)]
     Audit {
         #[command(subcommand)]
         command: AuditCmd,
     },
     /// Work with restrictor policies (jolokia-access.xml format).
+    #[command(after_help = POLICY_HELP)]
     Policy {
         #[command(subcommand)]
         command: PolicyCmd,
@@ -77,14 +87,15 @@ enum Cmd {
     /// gateway's MCP endpoint (for assistants that start local servers).
     /// --url is the gateway (its base, Jolokia or MCP URL); credentials and
     /// TLS settings as for the client commands.
+    #[command(after_help = "Manual: docs/mcp.md")]
     Mcp {
         #[command(flatten)]
         conn: jmxgate::cli::ConnectOpts,
     },
     /// Just-in-time access at a gateway: ask for a role for a while, list,
     /// show, approve, deny or revoke requests (--url is the gateway; the
-    /// same credentials and TLS options as the client commands). See the
-    /// README's "Just-in-time access".
+    /// same credentials and TLS options as the client commands).
+    #[command(after_help = jmxgate::cli::access::ACCESS_HELP)]
     Access {
         #[command(subcommand)]
         command: jmxgate::cli::access::AccessCmd,
@@ -92,6 +103,9 @@ enum Cmd {
     #[command(flatten)]
     Client(jmxgate::cli::ClientCmd),
 }
+
+const AUDIT_HELP: &str = "Manual: docs/audit.md";
+const POLICY_HELP: &str = "Manual: docs/access-control.md";
 
 #[derive(Subcommand)]
 enum AuditCmd {
@@ -101,6 +115,7 @@ enum AuditCmd {
     /// --public-key, also every signed checkpoint. Exit status 0 intact (a
     /// truncated tail is a warning), 1 tampered, a bad signature, or (with
     /// --public-key) a replica without checkpoints, 2 unreadable.
+    #[command(after_help = AUDIT_HELP)]
     Verify {
         /// Audit files or directories (their audit-*.jsonl files); files of
         /// several replicas may be given together.
@@ -115,11 +130,13 @@ enum AuditCmd {
     /// Make an Ed25519 key for signing checkpoints (audit.signing_key_file):
     /// writes the private key to FILE (mode 0600) and the public key to
     /// FILE.pub, and prints the key id. Never overwrites.
+    #[command(after_help = AUDIT_HELP)]
     Keygen {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
     },
     /// Print the records that match every given filter.
+    #[command(after_help = AUDIT_HELP)]
     Query {
         /// Audit files or directories.
         #[arg(required = true)]
@@ -167,6 +184,7 @@ enum QueryFormat {
 enum PolicyCmd {
     /// Decide one request against a policy: prints `allow` or `deny` and the
     /// rule that decided. Exit status 0 allow, 1 deny, 2 bad policy or request.
+    #[command(after_help = POLICY_HELP)]
     Check {
         /// The policy file.
         #[arg(long)]

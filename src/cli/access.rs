@@ -10,12 +10,16 @@ use serde_json::{json, Value};
 
 use super::ConnectOpts;
 
+/// Where the manual explains just-in-time access.
+pub const ACCESS_HELP: &str = "Manual: docs/access-control.md#just-in-time-access-and-four-eyes";
+
 /// Where the API lives below the gateway's origin.
 const PATH: &str = "/jmxgate/access/requests";
 
 #[derive(Subcommand, Debug)]
 pub enum AccessCmd {
     /// Ask for a role for a while (a reviewer approves it).
+    #[command(after_help = ACCESS_HELP)]
     Request {
         /// The role, e.g. ops.
         role: String,
@@ -32,6 +36,7 @@ pub enum AccessCmd {
         conn: ConnectOpts,
     },
     /// Your requests, and those you may review.
+    #[command(after_help = ACCESS_HELP)]
     List {
         /// Only those in this state.
         #[arg(long, value_parser = ["pending", "approved", "denied", "expired", "revoked"])]
@@ -40,12 +45,14 @@ pub enum AccessCmd {
         conn: ConnectOpts,
     },
     /// One request, with its reviews.
+    #[command(after_help = ACCESS_HELP)]
     Show {
         id: String,
         #[command(flatten)]
         conn: ConnectOpts,
     },
     /// Approve a request (not your own; you need an approver role).
+    #[command(after_help = ACCESS_HELP)]
     Approve {
         id: String,
         #[arg(long)]
@@ -54,6 +61,7 @@ pub enum AccessCmd {
         conn: ConnectOpts,
     },
     /// Deny a request.
+    #[command(after_help = ACCESS_HELP)]
     Deny {
         id: String,
         #[arg(long)]
@@ -62,6 +70,7 @@ pub enum AccessCmd {
         conn: ConnectOpts,
     },
     /// End a pending request or a grant now (yours, or as an approver).
+    #[command(after_help = ACCESS_HELP)]
     Revoke {
         id: String,
         #[command(flatten)]

@@ -118,6 +118,7 @@ pub enum ClientCmd {
     /// Read attributes: all, one, or several. With a selector as --target
     /// and one of --top, --bottom, --sum, --min, --max, --avg, --count or
     /// --group, one answer about the group instead of a value per target.
+    #[command(after_help = CLIENT_HELP)]
     Read {
         mbean: String,
         attributes: Vec<String>,
@@ -131,6 +132,7 @@ pub enum ClientCmd {
     },
     /// Write an attribute (VALUE is JSON if it parses, else a string);
     /// prints the previous value.
+    #[command(after_help = CLIENT_HELP)]
     Write {
         mbean: String,
         attribute: String,
@@ -139,6 +141,7 @@ pub enum ClientCmd {
         conn: ConnectOpts,
     },
     /// Run an operation (`name` or `name(int,java.lang.String)`).
+    #[command(after_help = CLIENT_HELP)]
     Exec {
         mbean: String,
         operation: String,
@@ -147,12 +150,14 @@ pub enum ClientCmd {
         conn: ConnectOpts,
     },
     /// MBean names matching a pattern (`java.lang:type=*`).
+    #[command(after_help = CLIENT_HELP)]
     Search {
         pattern: String,
         #[command(flatten)]
         conn: ConnectOpts,
     },
     /// The MBean tree (below an inner path such as `java.lang/type=Memory`).
+    #[command(after_help = CLIENT_HELP)]
     List {
         path: Option<String>,
         /// Levels to return (maxDepth).
@@ -162,12 +167,14 @@ pub enum ClientCmd {
         conn: ConnectOpts,
     },
     /// The agent's (or gateway's) version and protocol.
+    #[command(after_help = CLIENT_HELP)]
     Version {
         #[command(flatten)]
         conn: ConnectOpts,
     },
     /// Read attributes every interval, one line per round (one bulk each);
     /// with --json, one JSON object per line.
+    #[command(after_help = CLIENT_HELP)]
     Watch {
         mbean: String,
         #[arg(required = true)]
@@ -181,6 +188,9 @@ pub enum ClientCmd {
         conn: ConnectOpts,
     },
 }
+
+/// Where the manual explains the client commands.
+const CLIENT_HELP: &str = "Manual: docs/jolokia.md#from-the-command-line-and-from-rust";
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
