@@ -128,7 +128,7 @@ pub struct ServerConfig {
     #[serde(default)]
     pub listen: Option<SocketAddr>,
     /// Authentication methods the HTTP listener accepts: `basic`,
-    /// `bearer`, `anonymous`. Default: the configured `[auth.*]` methods,
+    /// `bearer`, `kubernetes`, `anonymous`. Default: the configured `[auth.*]` methods,
     /// or `anonymous` when there are none.
     #[serde(default)]
     pub auth: Option<Vec<AuthMethod>>,
@@ -170,8 +170,8 @@ pub struct ServerConfig {
     #[serde(default = "default_body_read_timeout", with = "humantime_serde")]
     pub body_read_timeout: Duration,
     /// Open client connections, HTTP and HTTPS listeners together; at the
-    /// cap, new connections wait in the listen backlog until one closes.
-    /// Needs a restart.
+    /// cap a new connection takes an idle one's place, and waits in the
+    /// listen backlog when every one is busy. Needs a restart.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
     /// Serving threads, each with an event loop, its share of the client
@@ -202,7 +202,8 @@ pub struct ServerConfig {
     #[serde(default = "default_max_targets_per_item")]
     pub max_targets_per_item: usize,
     /// The URL clients use to reach the gateway, reported by `version` in
-    /// `details.url`. Defaults to `http://<listen>/jolokia`.
+    /// `details.url`. Defaults to the request's own scheme and `Host`:
+    /// `http://<Host>/jolokia`.
     #[serde(default)]
     pub public_url: Option<String>,
     /// `Host` header values the HTTP and HTTPS listeners answer (a name
@@ -493,7 +494,7 @@ impl Config {
         ] {
             if methods.as_ref().is_some_and(Vec::is_empty) {
                 problems.push(format!(
-                    "{key}: an empty list accepts no caller at all; list the methods (\"basic\", \"bearer\", \"anonymous\"{}), or leave it out for the default",
+                    "{key}: an empty list accepts no caller at all; list the methods (\"basic\", \"bearer\", \"kubernetes\", \"anonymous\"{}), or leave it out for the default",
                     if key == "server.tls_auth" { ", \"mtls\"" } else { "" }
                 ));
             }
