@@ -1,6 +1,6 @@
 //! Audit log cost: records per second with durability on (group commit
 //! under concurrency), and the gateway's own request rate with audit off
-//! and on. Run: `cargo bench --bench audit`; the README reports the
+//! and on. Run: `cargo bench --bench audit`; docs/benchmarks.md reports the
 //! numbers. Requests go to `version` without a target, which the gateway
 //! answers itself, so no agent's speed is measured.
 

@@ -1,4 +1,4 @@
-//! Policy evaluation cost per item, for a 200-rule policy (the README
+//! Policy evaluation cost per item, for a 200-rule policy (docs/benchmarks.md
 //! reports the numbers). Run: `cargo bench --bench policy`.
 
 use std::hint::black_box;

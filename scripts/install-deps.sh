@@ -7,7 +7,7 @@
 # etcd (under the shared kube-apiserver of tests/kubernetes_discovery.rs)
 # and kubectl (tests/kubernetes_manifests.rs applies docker/kubernetes/);
 # the real Jolokia and MCP clients of tests/clients/ (npm ci there, and a
-# Python venv with the PyPI clients).
+# Python venv with the PyPI clients); mdbook, for the manual in docs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -145,3 +145,12 @@ npm_ci "$hawtio"
 # changes. The tests start tests/clients/oidc/provider.mjs themselves.
 oidc=tests/clients/oidc
 npm_ci "$oidc"
+
+# mdbook, which builds the manual in docs/ as a book (scripts/test.sh builds
+# it and fails on a warning). Not packaged by Debian: from crates.io, at the
+# version the book was written for, without its preview server.
+mdbook_version=0.5.4
+if ! mdbook --version 2>/dev/null | grep -qx "mdbook v$mdbook_version"; then
+    echo "==> installing mdbook $mdbook_version"
+    cargo install mdbook --version "$mdbook_version" --locked --no-default-features --features search --quiet
+fi

@@ -310,7 +310,7 @@ async fn lists_with_every_8x_option_equal_the_agents_under_a_role() {
                     let (_, through) = gw.post("/jolokia/targets/two", &list).await;
                     let same = (&through["status"], &through["value"])
                         == (&mine["status"], &mine["value"]);
-                    // Known gaps (README, Compatibility): a list cut at the
+                    // Known gaps (docs/compatibility.md): a list cut at the
                     // domain level below a path (2.x counts maxDepth from
                     // the root), and 2.6.0's openTypes with maxDepth, which
                     // writes the cut part as a JSON string. Under a role the

@@ -271,7 +271,7 @@ async fn compare_with_jmx_exporter(module: &str, rules: &Path, documented: &[&st
 }
 
 /// Known differences where the agent can't tell what jmx_exporter sees
-/// (README, "Prometheus"): 1.x agents report no open types, so a nested
+/// (docs/prometheus.md): 1.x agents report no open types, so a nested
 /// MXBean map reads as composite data.
 fn documented_for_generation() -> &'static [&'static str] {
     if Generation::under_test().is_v2() {

@@ -627,7 +627,7 @@ fn compare(before: &Exposition, ours: &Exposition, after: &Exposition) -> Differ
 /// Whether two default HELPs (`<description> <domain>:<keys>,attribute=<name>`)
 /// differ only in which of the MBeans or attributes feeding one family
 /// came first: the family takes the first one's HELP, and neither side's
-/// order is defined (README, "Where it differs": jmx_exporter's is the
+/// order is defined (docs/prometheus.md, "Where it differs": jmx_exporter's is the
 /// MBean server's name set and MBeanInfo's, the gateway's the agent's
 /// list). Both must still be default HELPs of the same domain.
 fn same_default_help_but_for_order(theirs: &str, mine: &str) -> bool {
