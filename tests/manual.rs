@@ -957,3 +957,148 @@ impl Drop for StopGroup {
 }
 
 use std::os::unix::process::CommandExt;
+
+/// A section's path in the configuration, from its heading in the
+/// reference (the agent settings are checked where `[target_defaults]`
+/// takes them).
+fn section_path(heading: &str) -> Option<Vec<Step>> {
+    let keys = |t: &str| {
+        t.split('.')
+            .map(|k| Step::Key(k.into()))
+            .collect::<Vec<_>>()
+    };
+    if let Some(t) = heading
+        .strip_prefix("[[")
+        .and_then(|n| n.strip_suffix("]]"))
+    {
+        let mut path = keys(t);
+        path.push(Step::Item);
+        Some(path)
+    } else if let Some(t) = heading.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        Some(keys(t))
+    } else if heading == "Agent settings" {
+        Some(keys("target_defaults"))
+    } else {
+        None
+    }
+}
+
+/// `leaf` at `path` in a configuration that has a listener.
+fn whole(path: &[Step], leaf: Value) -> Value {
+    let mut root = wrap(path, leaf);
+    let server = root
+        .as_table_mut()
+        .unwrap()
+        .entry("server")
+        .or_insert_with(|| Value::Table(Table::new()))
+        .as_table_mut()
+        .unwrap();
+    if !server.contains_key("listen") && !server.contains_key("tls") {
+        server.insert("listen".into(), Value::String("127.0.0.1:1".into()));
+    }
+    // `[[audit.sinks]]` lives in `[audit]`, which needs its directory.
+    if let Some(Value::Table(audit)) = root.as_table_mut().unwrap().get_mut("audit") {
+        audit
+            .entry("dir")
+            .or_insert_with(|| Value::String("/tmp".into()));
+    }
+    root
+}
+
+fn parsed(path: &[Step], leaf: Table) -> Result<String, String> {
+    whole(path, Value::Table(leaf))
+        .try_into::<jmxgate::Config>()
+        .map(|config| format!("{config:?}"))
+        .map_err(|e| e.to_string())
+}
+
+/// The smallest table the parser takes at `path`: its required keys with
+/// some value of their type.
+fn minimal_table_at(path: &[Step]) -> Option<Table> {
+    let mut table = Table::new();
+    for _ in 0..10 {
+        let Err(message) = parsed(path, table.clone()) else {
+            return Some(table);
+        };
+        let missing = quoted_after(&message, "missing field ")?;
+        let candidates = [
+            Value::String("http://127.0.0.1:1/jolokia".into()),
+            Value::String("127.0.0.1:1".into()),
+            Value::String("a".into()),
+            Value::Integer(1),
+            Value::Boolean(true),
+            Value::Array(vec![Value::String("a".into())]),
+            Value::Table(Table::new()),
+        ];
+        table = candidates.into_iter().find_map(|candidate| {
+            let mut tried = table.clone();
+            tried.insert(missing.clone(), candidate);
+            match parsed(path, tried.clone()) {
+                Ok(_) => Some(tried),
+                Err(e) if e.contains("missing field") && !e.contains(&format!("`{missing}`")) => {
+                    Some(tried)
+                }
+                Err(_) => None,
+            }
+        })?;
+    }
+    None
+}
+
+/// Every default the reference gives as one value (`` `"10s"` ``,
+/// `` `1024` (…) ``) is what the parser makes of the key left out: the
+/// same configuration as with that value written. A key the parser leaves
+/// unset (`None`) for the code to fill later is taken at its word.
+#[test]
+fn the_configuration_references_defaults_are_the_parsers() {
+    let page = read_page(&repo().join("docs/configuration.md"));
+    let (mut checked, mut problems) = (0, Vec::new());
+    for (heading, text) in &page.sections {
+        let Some(path) = section_path(heading) else {
+            continue;
+        };
+        for row in text.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = row.split(" | ").map(str::trim).collect();
+            let key = cells[0]
+                .trim_start_matches("| `")
+                .split('`')
+                .next()
+                .unwrap();
+            // One value, perhaps with a gloss in parentheses.
+            let Some(literal) = cells
+                .get(1)
+                .and_then(|d| d.strip_prefix('`'))
+                .and_then(|d| d.split_once('`'))
+                .filter(|(_, after)| after.is_empty() || after.starts_with(" ("))
+                .map(|(literal, _)| literal)
+            else {
+                continue;
+            };
+            let Ok(mut value) = toml::from_str::<Table>(&format!("v = {literal}")) else {
+                continue; // a word, not a value (`text`): described, not checked
+            };
+            let Some(without) = minimal_table_at(&path) else {
+                problems.push(format!("{heading}: no configuration takes this section"));
+                break;
+            };
+            let mut with = without.clone();
+            with.insert(key.to_string(), value.remove("v").unwrap());
+            checked += 1;
+            match (parsed(&path, with), parsed(&path, without)) {
+                (Ok(a), Ok(b)) if a == b => {}
+                (Ok(a), Ok(b)) => {
+                    let same = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+                    if !(b[same..].starts_with("None") && a[same..].starts_with("Some(")) {
+                        problems.push(format!(
+                            "{heading} {key}: the reference says {literal}, the parser's default differs"
+                        ));
+                    }
+                }
+                (Err(e), _) => problems.push(format!("{heading} {key} = {literal}: refused: {e}")),
+                (_, Err(e)) => problems.push(format!("{heading}: {e}")),
+            }
+        }
+    }
+    assert!(checked > 80, "only {checked} defaults checked");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
