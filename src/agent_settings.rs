@@ -120,6 +120,20 @@ impl AgentSettings {
 
     /// Makes the relative file names in these settings relative to `base`
     /// (the directory of the file they were read from).
+    /// The files these settings name (a password, a CA bundle, a client
+    /// certificate and its key).
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        [
+            &self.password_file,
+            &self.ca_file,
+            &self.client_cert_file,
+            &self.client_key_file,
+        ]
+        .into_iter()
+        .flatten()
+        .map(PathBuf::as_path)
+    }
+
     pub fn make_paths_relative_to(&mut self, base: &Path) {
         for file in [
             &mut self.password_file,

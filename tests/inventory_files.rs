@@ -176,3 +176,52 @@ fn check_config_names_the_broken_inventory() {
         "{err}"
     );
 }
+
+/// A file an inventory's target names (its agent password) is watched like
+/// a file the configuration names: changing it reloads the fleet. It once
+/// wasn't, so a rotated password only counted after some other change.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_password_file_named_in_an_inventory_reloads_when_it_changes() {
+    let [alpha, ..] = common::shared_agents();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("inv/secrets")).unwrap();
+    let password = dir.path().join("inv/secrets/alpha.pw");
+    std::fs::write(&password, "first\n").unwrap();
+    std::fs::write(
+        dir.path().join("inv/fleet.yaml"),
+        format!(
+            "- name: alpha\n  url: {}\n  user: jolokia\n  password_file: secrets/alpha.pw\n",
+            alpha.url()
+        ),
+    )
+    .unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        "[server]\nlisten = \"127.0.0.1:0\"\n[health]\nprobe_interval = \"0s\"\n\
+         [[inventory]]\ntargets_file = \"inv/fleet.yaml\"\n",
+    )
+    .unwrap();
+    let gw = Gateway::start_from_file(&config).await;
+    tokio::spawn(jmxgate::reload::watch(
+        gw.gateway.clone(),
+        jmxgate::config::ConfigSource::file(&config),
+        Duration::from_millis(200),
+    ));
+    let (_, r) = gw.get(&format!("/jolokia/targets/alpha{READ}")).await;
+    assert_eq!(r["value"], "alpha", "{r}");
+    // Let the watcher take its first look at every file.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = gw.gateway.fleet();
+    std::fs::write(&password, "second, rotated\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Arc::ptr_eq(&before, &gw.gateway.fleet()) {
+        assert!(
+            Instant::now() < deadline,
+            "the fleet was not reloaded after the inventory's password file changed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, r) = gw.get(&format!("/jolokia/targets/alpha{READ}")).await;
+    assert_eq!(r["value"], "alpha", "{r}");
+}

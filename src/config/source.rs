@@ -92,6 +92,7 @@ impl ConfigSource {
         let mut out = Vec::new();
         if let Ok(merged) = self.merged(&[]) {
             walk(&merged, &mut out);
+            out.extend(inventories_files(&merged));
         }
         out
     }
@@ -152,6 +153,34 @@ impl ConfigSource {
         }
         Ok(merged)
     }
+}
+
+/// The files the targets of each `[[inventory]]` name (passwords,
+/// certificates), resolved against their inventory file: a change to one
+/// reloads as a change to a file the configuration names does. An
+/// inventory that doesn't load names none (its own file is watched).
+fn inventories_files(merged: &toml::Table) -> Vec<PathBuf> {
+    let Some(toml::Value::Array(inventories)) = merged.get("inventory") else {
+        return Vec::new();
+    };
+    inventories
+        .iter()
+        .filter_map(|entry| {
+            entry
+                .clone()
+                .try_into::<crate::inventory::InventoryConfig>()
+                .ok()
+        })
+        .filter_map(|inventory| crate::inventory::load(&inventory).ok())
+        .flatten()
+        .flat_map(|target| {
+            target
+                .agent
+                .files()
+                .map(Path::to_path_buf)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// Keys holding file or directory paths, resolved against the folder of the
@@ -277,6 +306,34 @@ mod layered_tests {
         assert_eq!(
             c.targets[0].agent.password_file.as_deref(),
             Some(site.parent().unwrap().join("pw.txt").as_path())
+        );
+    }
+
+    #[test]
+    fn the_files_an_inventorys_targets_name_are_watched_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("gateway.toml");
+        std::fs::create_dir_all(dir.path().join("inv")).unwrap();
+        std::fs::write(
+            &config,
+            "[server]\nlisten = \"127.0.0.1:1\"\n[[inventory]]\ntargets_file = \"inv/kafka.yaml\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("inv/kafka.yaml"),
+            "- name: kafka-1\n  url: https://10.0.0.21:8778/jolokia\n  user: jolokia\n  \
+             password_file: secrets/kafka.pw\n  ca_file: /etc/ca.pem\n",
+        )
+        .unwrap();
+        let named = ConfigSource::file(&config).named_files();
+        assert!(
+            named.contains(&dir.path().join("inv/secrets/kafka.pw")),
+            "{named:?}"
+        );
+        assert!(named.contains(&PathBuf::from("/etc/ca.pem")), "{named:?}");
+        assert!(
+            named.contains(&dir.path().join("inv/kafka.yaml")),
+            "{named:?}"
         );
     }
 
