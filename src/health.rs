@@ -80,6 +80,10 @@ pub const MAX_STABLE_ROUNDS: u32 = 30;
 impl HealthConfig {
     /// What is wrong with `[health]`, for the configuration's check.
     pub fn problems(&self) -> Vec<String> {
+        if self.max_probes_in_flight == 0 {
+            // Once taken as 1 without a word.
+            return vec!["health.max_probes_in_flight: must be greater than zero".into()];
+        }
         let (Some(stable), false) = (self.stable_probe_interval, self.probe_interval.is_zero())
         else {
             return Vec::new();

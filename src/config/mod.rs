@@ -479,6 +479,9 @@ impl Config {
         }
         problems.extend(self.events.problems());
         problems.extend(self.health.problems());
+        if let Some(basic) = &self.auth.basic {
+            problems.extend(basic.problems());
+        }
         problems.extend(self.prometheus.problems());
         let modules = self.prometheus.open_telemetry_blocks();
         problems.extend(self.otlp.problems(&modules, &role_names));
@@ -603,6 +606,27 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(chosen.log_filter(), "debug");
+    }
+
+    #[test]
+    fn zero_limits_that_were_taken_as_one_are_refused() {
+        let text = format!(
+            "{MINIMAL}\n[health]\nmax_probes_in_flight = 0\n\
+             [auth.basic]\nusers_file = \"users.toml\"\nmax_failures = 0\nmax_queued_checks = 0\n"
+        );
+        let problems = Config::parse(&text).unwrap().validate().unwrap_err();
+        for key in [
+            "health.max_probes_in_flight",
+            "auth.basic.max_failures",
+            "auth.basic.max_queued_checks",
+        ] {
+            assert!(
+                problems
+                    .iter()
+                    .any(|p| p.starts_with(&format!("{key}: must be greater than zero"))),
+                "{key}: {problems:?}"
+            );
+        }
     }
 
     #[test]

@@ -60,6 +60,22 @@ fn default_max_queued_checks() -> usize {
 }
 
 impl BasicConfig {
+    /// What is wrong with `[auth.basic]`, for the configuration's check:
+    /// a zero here was once taken as 1 without a word.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.max_failures == 0 {
+            problems.push("auth.basic.max_failures: must be greater than zero".into());
+        }
+        if self.max_queued_checks == 0 {
+            problems.push(
+                "auth.basic.max_queued_checks: must be greater than zero (no password could be checked)"
+                    .into(),
+            );
+        }
+        problems
+    }
+
     pub fn resolve_relative_paths(&mut self, base: &Path) {
         if self.users_file.is_relative() {
             self.users_file = base.join(&self.users_file);
