@@ -15,8 +15,14 @@ pub struct GatewayIdentity {
     pub boot_id: u64,
     pub id: String,
     public_url: Option<String>,
-    max_body_bytes: usize,
-    max_bulk_items: usize,
+}
+
+/// The request limits a `version` answer reports, as in force now (they
+/// change on reload; the identity doesn't).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+    pub max_bulk_items: usize,
 }
 
 impl GatewayIdentity {
@@ -33,8 +39,6 @@ impl GatewayIdentity {
             boot_id,
             id: format!("{host}-{}-jmxgate", std::process::id()),
             public_url: server.public_url.clone(),
-            max_body_bytes: server.max_body_bytes,
-            max_bulk_items: server.max_bulk_items,
         }
     }
 
@@ -73,6 +77,7 @@ impl GatewayIdentity {
         tls: bool,
         secured: bool,
         fleet: Option<usize>,
+        limits: Limits,
     ) -> Value {
         let scheme = if tls { "https" } else { "http" };
         let url = self.public_url.clone().or_else(|| {
@@ -104,8 +109,8 @@ impl GatewayIdentity {
             "id": self.shown_id(fleet),
             "details": details,
             "config": {
-                "maxBodyBytes": self.max_body_bytes.to_string(),
-                "maxBulkItems": self.max_bulk_items.to_string(),
+                "maxBodyBytes": limits.max_body_bytes.to_string(),
+                "maxBulkItems": limits.max_bulk_items.to_string(),
             },
             "info": info
         })

@@ -372,6 +372,32 @@ async fn version_without_target_is_the_gateways_own() {
     );
 }
 
+/// `version` reports the request limits in force: after a reload changes
+/// them, the new ones (they once stayed those of the start).
+#[tokio::test(flavor = "multi_thread")]
+async fn version_reports_the_limits_a_reload_set() {
+    let [a, b, c] = shared_agents();
+    let targets = targets_toml(&[a, b, c]);
+    let gw = Gateway::start(&format!("max_bulk_items = 7\n{targets}")).await;
+    let (_, r) = gw.get("/jolokia/version").await;
+    assert_eq!(r["value"]["config"]["maxBulkItems"], "7", "{r}");
+    let reloaded = jmxgate::Config::parse(&format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\nmax_bulk_items = 9\nmax_body_bytes = 100000\n{targets}"
+    ))
+    .and_then(|c| c.validate())
+    .unwrap();
+    gw.gateway.reload(&reloaded).unwrap();
+    let (_, r) = gw.get("/jolokia/version").await;
+    assert_eq!(r["value"]["config"]["maxBulkItems"], "9", "{r}");
+    assert_eq!(r["value"]["config"]["maxBodyBytes"], "100000", "{r}");
+    // And they are the limits enforced: a bulk of 9 passes, 10 does not.
+    let bulk = |n: usize| Value::Array(vec![json!({"type":"version"}); n]);
+    let (status, r) = gw.post("/jolokia", &bulk(9)).await;
+    assert_eq!((status, r.as_array().map(Vec::len)), (200, Some(9)), "{r}");
+    let (status, _) = gw.post("/jolokia", &bulk(10)).await;
+    assert_eq!(status, 400);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn echo_is_the_clients_request_without_credentials() {
     let gw = gateway().await;

@@ -505,8 +505,14 @@ impl Gateway {
     pub fn version_value(&self, host: Option<&str>) -> serde_json::Value {
         let state = self.state.load();
         let secured = authenticate::is_secured(&state.http_methods);
-        self.identity
-            .version_value(host, &self.prefix, false, secured, Some(state.fleet.len()))
+        self.identity.version_value(
+            host,
+            &self.prefix,
+            false,
+            secured,
+            Some(state.fleet.len()),
+            state.limits(),
+        )
     }
 }
 

@@ -1282,7 +1282,7 @@ impl Gateway {
                 .and_then(|h| h.to_str().ok());
             let secured = authenticate::is_secured(methods);
             self.identity
-                .version_value(host, &self.prefix, tls, secured, fleet)
+                .version_value(host, &self.prefix, tls, secured, fleet, state.limits())
         };
         Response::value(&value, unix_seconds())
     }

@@ -48,6 +48,14 @@ pub struct State {
 }
 
 impl State {
+    /// The request limits in force, as `version` reports them.
+    pub fn limits(&self) -> crate::version::Limits {
+        crate::version::Limits {
+            max_body_bytes: self.max_body_bytes,
+            max_bulk_items: self.max_bulk_items,
+        }
+    }
+
     /// Builds everything, or fails naming what is wrong; nothing is
     /// half-applied.
     pub fn from_config(
