@@ -29,7 +29,7 @@ impl Gateway {
             max_kept_connections: Some(config.server.max_kept_agent_connections),
         };
         let health = Arc::new(crate::health::HealthBook::from_config(&config.health));
-        let state = State::from_config(config, &metrics, &bounds, &health)?;
+        let state = State::from_config(config, &metrics, &bounds, &health, None)?;
         if state.access.is_open() {
             tracing::warn!("no roles configured: every caller may do everything on every target");
         }
@@ -328,6 +328,7 @@ impl Gateway {
             &self.metrics,
             &self.bounds,
             &self.health,
+            Some(&self.state.load()),
         )?);
         self.state.store(state.clone());
         // Targets that left the fleet (an inventory edit, DNS churn): their

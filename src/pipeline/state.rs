@@ -57,12 +57,14 @@ impl State {
     }
 
     /// Builds everything, or fails naming what is wrong; nothing is
-    /// half-applied.
+    /// half-applied. `previous` is the state a reload replaces: what it
+    /// counted against callers carries over.
     pub fn from_config(
         config: &Config,
         metrics: &Arc<crate::metrics::Metrics>,
         bounds: &crate::fleet::GatewayBounds,
         health: &crate::health::HealthBook,
+        previous: Option<&State>,
     ) -> Result<State, String> {
         let fleet = Arc::new(Fleet::with_budget(
             &config.targets,
@@ -72,7 +74,9 @@ impl State {
         )?);
         let default_target = default_target(config, &fleet)?;
         let access = Arc::new(AccessControl::new(&config.roles, &config.access)?);
-        let authenticator = Authenticator::from_config(&config.auth)?.with_metrics(metrics.clone());
+        let authenticator =
+            Authenticator::from_config_after(&config.auth, previous.map(|p| &*p.authenticator))?
+                .with_metrics(metrics.clone());
         let http_methods = config.server.http_methods(&config.auth);
         let tls_methods = config.server.tls_methods(&config.auth);
         authenticator.check_methods("server.auth", &http_methods)?;

@@ -161,6 +161,18 @@ impl std::fmt::Debug for Basic {
 
 impl Basic {
     pub fn from_config(config: &BasicConfig) -> Result<Basic, String> {
+        Basic::from_config_after(config, None)
+    }
+
+    /// Builds the store for a reload: the failures counted so far (for an
+    /// unchanged `failure_window`) and the places taken in the check queue
+    /// carry over from `previous`, so a reload, whatever file changed,
+    /// never lifts a throttle. Verified credentials do not: the users file
+    /// may have changed.
+    pub fn from_config_after(
+        config: &BasicConfig,
+        previous: Option<&Basic>,
+    ) -> Result<Basic, String> {
         let file = config.users_file.display();
         let text = std::fs::read_to_string(&config.users_file)
             .map_err(|e| format!("users_file {file}: {e}"))?;
@@ -192,14 +204,17 @@ impl Basic {
                 .max_capacity(10_000)
                 .time_to_live(config.cache_ttl)
                 .build(),
-            failures: Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(config.failure_window)
-                .build(),
+            failures: match previous {
+                Some(p) if p.window == config.failure_window => p.failures.clone(),
+                _ => Cache::builder()
+                    .max_capacity(100_000)
+                    .time_to_live(config.failure_window)
+                    .build(),
+            },
             max_failures: config.max_failures.max(1),
             window: config.failure_window,
             pepper,
-            queued: Arc::default(),
+            queued: previous.map(|p| p.queued.clone()).unwrap_or_default(),
             max_queued: config.max_queued_checks.max(1),
         })
     }
@@ -501,6 +516,56 @@ mod tests {
         // A wrong password is never shared or cached.
         assert_eq!(
             basic.verify(&creds("u", "wrong"), None),
+            Err(BasicFailure::Rejected)
+        );
+    }
+
+    #[test]
+    fn a_reload_keeps_the_throttle_and_forgets_verified_passwords() {
+        let u = hash_password("right").unwrap();
+        let (dir, before) = basic(
+            &format!("[[users]]\nname = \"u\"\npassword_hash = \"{u}\"\n"),
+            2,
+        );
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        for _ in 0..2 {
+            assert_eq!(
+                before.verify(&creds("u", "wrong"), Some(ip)),
+                Err(BasicFailure::Rejected)
+            );
+        }
+        let mut config = BasicConfig {
+            users_file: dir.path().join("users.toml"),
+            realm: "test".into(),
+            cache_ttl: Duration::from_secs(60),
+            max_failures: 2,
+            failure_window: Duration::from_secs(60),
+            max_queued_checks: 2,
+        };
+        let after = Basic::from_config_after(&config, Some(&before)).unwrap();
+        assert!(matches!(
+            after.verify(&creds("u", "right"), Some(ip)),
+            Err(BasicFailure::Throttled(_))
+        ));
+        // The queue's places are one count across the reload.
+        let _held = before.enter_queue().unwrap();
+        let _also = after.enter_queue().unwrap();
+        assert!(after.enter_queue().is_none());
+        // Another window is another count, starting empty.
+        config.failure_window = Duration::from_secs(30);
+        let other = Basic::from_config_after(&config, Some(&before)).unwrap();
+        assert!(other.verify(&creds("u", "right"), Some(ip)).is_ok());
+        // A verified password is checked again against the file read now.
+        let (_d, fresh) = basic(
+            &format!("[[users]]\nname = \"v\"\npassword_hash = \"{u}\"\n"),
+            2,
+        );
+        assert!(fresh.verify(&creds("v", "right"), None).is_ok());
+        std::fs::write(&config.users_file, "").unwrap();
+        config.failure_window = Duration::from_secs(60);
+        let emptied = Basic::from_config_after(&config, Some(&fresh)).unwrap();
+        assert_eq!(
+            emptied.verify(&creds("v", "right"), None),
             Err(BasicFailure::Rejected)
         );
     }

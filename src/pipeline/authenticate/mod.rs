@@ -113,6 +113,15 @@ impl Authenticator {
     /// Builds the stores; an OpenID provider's keys start being fetched in
     /// the background (bearer tokens are refused until they arrive).
     pub fn from_config(config: &AuthConfig) -> Result<Authenticator, String> {
+        Authenticator::from_config_after(config, None)
+    }
+
+    /// [`Authenticator::from_config`] for a reload: what `previous` has
+    /// counted against callers (Basic failures) carries over.
+    pub fn from_config_after(
+        config: &AuthConfig,
+        previous: Option<&Authenticator>,
+    ) -> Result<Authenticator, String> {
         let bearer = config
             .bearer
             .as_ref()
@@ -136,7 +145,10 @@ impl Authenticator {
             basic: config
                 .basic
                 .as_ref()
-                .map(|c| basic::Basic::from_config(c).map(Arc::new))
+                .map(|c| {
+                    let before = previous.and_then(|p| p.basic.as_deref());
+                    basic::Basic::from_config_after(c, before).map(Arc::new)
+                })
                 .transpose()
                 .map_err(|e| format!("auth.basic: {e}"))?,
             bearer,
