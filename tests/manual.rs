@@ -584,53 +584,19 @@ fn wrap(path: &[Step], leaf: Value) -> Value {
     value
 }
 
-/// What the parser says of `leaf` placed at `path` ("" when it takes it).
-fn error_at(path: &[Step], leaf: Value) -> String {
-    match wrap(path, leaf).try_into::<jmxgate::Config>() {
-        Ok(_) => String::new(),
-        Err(e) => e.to_string(),
-    }
-}
-
 /// The fields a struct at `path` takes, when the probe key finds one:
-/// the parser's own "unknown field, expected one of" list. Required
-/// fields are given values first, since a struct with a flattened part
-/// reports them before an unknown key.
+/// the parser's own "unknown field, expected one of" list, asked of the
+/// smallest table it takes there (a struct with a flattened part reports
+/// missing required fields before an unknown key).
 fn fields_at(path: &[Step]) -> Option<Vec<String>> {
-    let mut table = Table::from_iter([(PROBE.to_string(), Value::Integer(1))]);
-    let mut message = error_at(path, Value::Table(table.clone()));
-    for _ in 0..8 {
-        let Some(missing) = quoted_after(&message, "missing field ") else {
-            break;
-        };
-        let candidates = [
-            Value::String("http://127.0.0.1:1/jolokia".into()),
-            Value::String("127.0.0.1:1".into()),
-            Value::Integer(1),
-            Value::Boolean(true),
-            Value::Array(Vec::new()),
-            Value::Table(Table::new()),
-        ];
-        let before = message.clone();
-        for candidate in candidates {
-            let mut tried = table.clone();
-            tried.insert(missing.clone(), candidate);
-            let answer = error_at(path, Value::Table(tried.clone()));
-            if answer.contains(&format!("unknown field `{PROBE}`"))
-                || answer.contains("missing field")
-            {
-                (table, message) = (tried, answer);
-                break;
-            }
-        }
-        if message == before {
-            return None;
-        }
-    }
+    let mut table = minimal_table_at(path)?;
+    table.insert(PROBE.to_string(), Value::Integer(1));
+    let message = parsed(path, table.clone()).err()?;
     let rest = message.split(&format!("unknown field `{PROBE}`")).nth(1)?;
     if !rest.starts_with(", expected") {
         // A struct with a flattened part names no fields: each word of
         // the source is tried as a key instead.
+        table.remove(PROBE);
         return Some(flattened_fields(path, &table));
     }
     let list = rest.split(", expected ").nth(1).unwrap_or("");
@@ -662,9 +628,10 @@ fn flattened_fields(path: &[Step], required: &Table) -> Vec<String> {
         .iter()
         .filter(|word| {
             let mut table = required.clone();
-            table.remove(PROBE);
             table.insert(word.to_string(), Value::Integer(1));
-            !error_at(path, Value::Table(table)).contains(&format!("unknown field `{word}`"))
+            parsed(path, table)
+                .err()
+                .is_none_or(|e| !e.contains(&format!("unknown field `{word}`")))
         })
         .cloned()
         .collect()
