@@ -13,7 +13,7 @@ use crate::protocol::{Command, ProtocolError, Request, Response};
 use crate::secret::Secret;
 
 use super::authorize::Allowed;
-use super::dispatch::Job;
+use super::dispatch::{Job, Outcome};
 use super::parse::Parsed;
 use super::{merge, unix_seconds};
 
@@ -259,14 +259,25 @@ impl Items {
         }
         self.fan_outs.push(fan_out);
         for (slot, refusal) in denied {
-            self.accept(slot, Response::error(&refusal.error));
+            self.accept(slot, Outcome::Answer(Response::error(&refusal.error)));
         }
     }
 
     /// One answer as dispatch produces it: kept for merge, or folded into
-    /// its fan-out at once.
-    pub fn accept(&mut self, index: usize, answer: Response) {
+    /// its fan-out at once. One the gateway's own check refused when the
+    /// item ran (a guarded plan) is the item's refusal: its audit row says
+    /// denied, by that rule.
+    pub fn accept(&mut self, index: usize, outcome: Outcome) {
+        let (answer, refused_by) = match outcome {
+            Outcome::Answer(answer) => (answer, None),
+            Outcome::Refused(denied) => (Response::error(&denied.error), Some(denied.rule)),
+        };
         if index < self.count {
+            if let Some(rule) = refused_by {
+                let verdict = &mut self.verdicts[index];
+                verdict.decision = "denied";
+                verdict.rule = Some(Arc::from(rule));
+            }
             self.answers.push((index, answer));
             return;
         }
@@ -276,9 +287,13 @@ impl Items {
             return;
         };
         let position = index - fan_out.first_slot;
-        let Some(slot) = fan_out.slots.get(position) else {
+        let Some(slot) = fan_out.slots.get_mut(position) else {
             return;
         };
+        if let Some(rule) = refused_by {
+            slot.decision = "denied";
+            slot.rule = Arc::from(rule);
+        }
         fan_out.ended[position] = Some(ended(&answer));
         match &mut fan_out.answers {
             FanOutAnswers::Reduced(folder) => folder.add(&slot.target.name, &answer),

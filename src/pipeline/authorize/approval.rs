@@ -8,8 +8,9 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::access::Role;
-use crate::elevation::Guarded;
-use crate::protocol::{Command, ProtocolError, Request};
+use crate::elevation::{Guarded, ItemApproval};
+use crate::policy::Policy;
+use crate::protocol::{Command, ObjectName, ProtocolError, Request};
 
 /// The error type of an item that waits for approval.
 pub const APPROVAL_REQUIRED: &str = "jmxgate.ApprovalRequired";
@@ -19,26 +20,53 @@ pub const APPROVAL_REQUIRED: &str = "jmxgate.ApprovalRequired";
 /// allows it (`passing`: the roles reaching its target whose request
 /// checks passed) has no rule covering it. A caller holding a role that
 /// may run it freely is not slowed down by another that may not.
+///
+/// An MBean pattern is `None` here: which MBeans it touches is known only
+/// on the agent, so it is settled per matching MBean when it runs
+/// ([`Plan::CheckPattern`](super::Plan::CheckPattern), `Grant::waits_for`),
+/// and refused there if any of them waits.
 pub fn waits_for(passing: &[&Arc<Role>], request: &Request) -> Option<Arc<Role>> {
-    let (kind, mbean, member) = match &request.command {
-        Command::Exec(e) => (Guarded::Exec, &e.mbean, e.operation.as_str()),
-        Command::Write(w) => (Guarded::Write, &w.mbean, w.attribute.as_str()),
-        _ => return None,
-    };
+    let (kind, mbean, member) = guarded(request)?;
+    if mbean.is_pattern() {
+        return None;
+    }
+    let roles = passing.iter().map(|r| (&r.policy, &r.approval));
+    waiting_among(roles, kind, mbean, member).map(|i| Arc::clone(passing[i]))
+}
+
+/// What four-eyes may guard in `request`: its kind, MBean and operation or
+/// attribute.
+fn guarded(request: &Request) -> Option<(Guarded, &ObjectName, &str)> {
+    match &request.command {
+        Command::Exec(e) => Some((Guarded::Exec, &e.mbean, e.operation.as_str())),
+        Command::Write(w) => Some((Guarded::Write, &w.mbean, w.attribute.as_str())),
+        _ => None,
+    }
+}
+
+/// Among roles (each its policy and four-eyes rules), the index of the
+/// one whose approval `kind` of `member` on the concrete MBean `mbean`
+/// waits for; `None` when it runs at once. A role counts only if its own
+/// policy allows that operation or attribute there (holding a read-only
+/// role beside a guarded one opens nothing); one such role with no rule
+/// covering it lets it run at once.
+pub fn waiting_among<'r>(
+    roles: impl Iterator<Item = (&'r Arc<Policy>, &'r Arc<ItemApproval>)>,
+    kind: Guarded,
+    mbean: &ObjectName,
+    member: &str,
+) -> Option<usize> {
     let mut waiting = None;
-    for role in passing {
-        // A pattern's MBeans are checked on the agent: every role counts.
-        let allows = mbean.is_pattern()
-            || match kind {
-                Guarded::Exec => role.policy.exec_allowed(mbean, member).allowed,
-                Guarded::Write => role.policy.write_allowed(mbean, member).allowed,
-            };
+    for (i, (policy, approval)) in roles.enumerate() {
+        let allows = match kind {
+            Guarded::Exec => policy.exec_allowed(mbean, member).allowed,
+            Guarded::Write => policy.write_allowed(mbean, member).allowed,
+        };
         if !allows {
             continue;
         }
-        // Some role allows it with no rule covering it: it runs at once.
-        role.approval.covering(kind, mbean, member)?;
-        waiting.get_or_insert_with(|| Arc::clone(role));
+        approval.covering(kind, mbean, member)?;
+        waiting.get_or_insert(i);
     }
     waiting
 }
@@ -107,6 +135,20 @@ pub fn waiting(id: &str, why: &str, pending: bool) -> ProtocolError {
     )
 }
 
+/// The answer of a write or exec on an MBean pattern that matches an MBean
+/// where it waits for approval (`why`): approval is given for one
+/// MBean's item, so no request is made for a pattern.
+pub fn pattern_refused(why: &str, matched: &ObjectName) -> ProtocolError {
+    ProtocolError::new(
+        403,
+        APPROVAL_REQUIRED,
+        format!(
+            "This item needs approval on {matched}, which its MBean pattern matches ({why}); \
+             approval is given per MBean: send it to that MBean to ask for it"
+        ),
+    )
+}
+
 /// The answer of such an item sent to a group of targets: approval is
 /// given for one target's item, so no request is made for a fan-out.
 pub fn fan_out_refused(why: &str) -> ProtocolError {
@@ -154,7 +196,8 @@ mod tests {
         name = "ops"
         targets = ["*"]
         approvers = ["leads"]
-        approval_required = ["exec java.lang:type=Memory gc", "write java.util.logging:type=Logging *"]
+        approval_required = ["exec java.lang:type=Memory gc", "write java.util.logging:type=Logging *",
+                             "exec java.util.logging:type=Logging setLoggerLevel"]
         [[roles]]
         name = "free"
         targets = ["*"]
@@ -179,9 +222,57 @@ mod tests {
         assert!(waits_for(&held(&access, &["ops", "free"]), &gc).is_none());
         let other = exec("java.lang:type=Threading", "resetPeakThreadCount", "[]");
         assert!(waits_for(&held(&access, &["ops"]), &other).is_none());
-        // A pattern might match the guarded MBean: it waits.
+        // A pattern is settled per matching MBean when it runs.
         let pattern = exec("java.lang:*", "gc", "[]");
-        assert!(waits_for(&held(&access, &["ops"]), &pattern).is_some());
+        assert!(waits_for(&held(&access, &["ops"]), &pattern).is_none());
+    }
+
+    #[test]
+    fn a_read_only_role_beside_a_guarded_one_lets_no_pattern_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let read_only = dir.path().join("read-only.xml");
+        std::fs::write(
+            &read_only,
+            "<restrict><commands><command>read</command></commands></restrict>",
+        )
+        .unwrap();
+        let text = format!(
+            "{ROLES}\n[[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\npolicy = \"{}\"\n",
+            read_only.display()
+        );
+        let access = roles(&text);
+        let level = |mbean: &str| exec(mbean, "setLoggerLevel", r#"["global","FINE"]"#);
+        // Named: the read-only role allows no exec, so it waits for ops'
+        // approval as if ops were held alone.
+        let named = level("java.util.logging:type=Logging");
+        let waits = waits_for(&held(&access, &["ops", "viewer"]), &named);
+        assert_eq!(waits.map(|r| r.name.clone()), Some("ops".to_string()));
+        // A pattern: settled on the MBeans it matches when it runs.
+        let pattern = level("java.util.logging:type=Loggin*");
+        assert!(waits_for(&held(&access, &["ops", "viewer"]), &pattern).is_none());
+        let logging = ObjectName::parse("java.util.logging:type=Logging").unwrap();
+        let other = ObjectName::parse("java.lang:type=Memory").unwrap();
+        let grant = super::super::Grant::of_roles(&held(&access, &["ops", "viewer"]));
+        let refused = super::super::expand::check_pattern_matches(
+            &grant,
+            &pattern.command,
+            &[other.clone(), logging.clone()],
+        )
+        .unwrap_err();
+        assert_eq!(refused.error.error_type, APPROVAL_REQUIRED);
+        assert!(
+            refused
+                .error
+                .message
+                .contains("java.util.logging:type=Logging"),
+            "{}",
+            refused.error.message
+        );
+        // Matching no guarded MBean, it runs; a role that may run it
+        // freely lets it run everywhere.
+        super::super::expand::check_pattern_matches(&grant, &pattern.command, &[other]).unwrap();
+        let free = super::super::Grant::of_roles(&held(&access, &["ops", "free"]));
+        super::super::expand::check_pattern_matches(&free, &pattern.command, &[logging]).unwrap();
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::{exec_denied, read_denied, write_denied, Denied, Grant};
+use crate::elevation::Guarded;
 use crate::policy::Decision;
 use crate::protocol::{
     path, Attributes, Command, List, ObjectName, ProtocolError, Read, Request, Response, Search,
@@ -258,27 +259,37 @@ pub fn assemble_pattern(
     answer_with(&Value::Object(out), template)
 }
 
-/// For a write or exec on a pattern: every matched MBean must be allowed.
+/// For a write or exec on a pattern: every matched MBean must be allowed,
+/// and none may be one where the item waits for approval (four-eyes is
+/// given per MBean's item; a pattern must not run it on a guarded one).
 pub fn check_pattern_matches(
     grant: &Grant,
     command: &Command,
     names: &[ObjectName],
 ) -> Result<(), Denied> {
+    let (kind, member) = match command {
+        Command::Write(w) => (Guarded::Write, w.attribute.as_str()),
+        Command::Exec(e) => (Guarded::Exec, e.operation.as_str()),
+        _ => return Ok(()),
+    };
     for name in names {
-        match command {
-            Command::Write(w) => {
-                let d = grant.write(name, &w.attribute);
-                if !d.allowed {
-                    return Err(write_denied(&w.attribute, name, d));
-                }
-            }
-            Command::Exec(e) => {
-                let d = grant.exec(name, &e.operation);
-                if !d.allowed {
-                    return Err(exec_denied(&e.operation, name, d));
-                }
-            }
-            _ => {}
+        let d = match kind {
+            Guarded::Write => grant.write(name, member),
+            Guarded::Exec => grant.exec(name, member),
+        };
+        if !d.allowed {
+            return Err(match kind {
+                Guarded::Write => write_denied(member, name, d),
+                Guarded::Exec => exec_denied(member, name, d),
+            });
+        }
+    }
+    for name in names {
+        if let Some(why) = grant.waits_for(kind, name, member) {
+            return Err(Denied {
+                error: super::approval::pattern_refused(&why, name),
+                rule: format!("{why}; the pattern matches {name}"),
+            });
         }
     }
     Ok(())

@@ -17,6 +17,7 @@ pub mod rbac;
 use std::sync::Arc;
 
 use crate::access::{AccessControl, Role};
+use crate::elevation::{Guarded, ItemApproval};
 use crate::policy::{Decision, Policy};
 use crate::protocol::{Attributes, Command, ObjectName, ProtocolError, Request};
 
@@ -56,6 +57,10 @@ pub struct Grant(Arc<Granted>);
 struct Granted {
     policies: Vec<Arc<Policy>>,
     roles: Vec<String>,
+    /// Each role's four-eyes rules, beside its policy: a pattern's write
+    /// or exec is settled per matching MBean when it runs, and that needs
+    /// them as much as the policies.
+    approvals: Vec<Arc<ItemApproval>>,
     /// No roles configured: no policy at all.
     open: bool,
 }
@@ -68,13 +73,41 @@ impl Grant {
         }))
     }
 
-    /// The policies of `roles` (by name, in the same order).
+    /// The policies of `roles` (by name, in the same order), with no
+    /// four-eyes rules.
     pub fn of(policies: Vec<Arc<Policy>>, roles: Vec<String>) -> Grant {
         Grant(Arc::new(Granted {
             policies,
             roles,
+            approvals: Vec::new(),
             open: false,
         }))
+    }
+
+    /// The policies and four-eyes rules of `roles`, in their order.
+    pub fn of_roles(roles: &[&Arc<Role>]) -> Grant {
+        Grant(Arc::new(Granted {
+            policies: roles.iter().map(|r| r.policy.clone()).collect(),
+            roles: roles.iter().map(|r| r.name.clone()).collect(),
+            approvals: roles.iter().map(|r| r.approval.clone()).collect(),
+            open: false,
+        }))
+    }
+
+    /// Whether `kind` of `member` on the concrete MBean `name` waits for
+    /// a second person's yes under this grant: the text of the rule and
+    /// its role that make it wait (see [`approval::waiting_among`]).
+    pub fn waits_for(&self, kind: Guarded, name: &ObjectName, member: &str) -> Option<String> {
+        if self.0.open || self.0.approvals.is_empty() {
+            return None;
+        }
+        let roles = self.0.policies.iter().zip(&self.0.approvals);
+        let i = approval::waiting_among(roles, kind, name, member)?;
+        let rule = self.0.approvals[i].covering(kind, name, member)?;
+        Some(format!(
+            "role {}: approval_required \"{}\"",
+            self.0.roles[i], rule.text
+        ))
     }
 
     pub fn is_open(&self) -> bool {
@@ -174,7 +207,7 @@ impl Plan {
                 "resolve MBeans and attributes on the agent, read only allowed pairs"
             }
             Plan::CheckPattern => {
-                "resolve the pattern on the agent, run only if every match is allowed"
+                "resolve the pattern on the agent, run only if every match is allowed and none waits for approval"
             }
         }
     }
@@ -255,15 +288,11 @@ pub fn authorize(
     }
 
     // Request-level checks, as Jolokia's agent makes them before anything.
-    let (mut policies, mut names, mut passing) = (Vec::new(), Vec::new(), Vec::new());
+    let mut passing = Vec::new();
     let mut first_denial = None;
     for role in reaching {
         match request_checks(&role.policy, facts, request) {
-            Ok(()) => {
-                passing.push(role);
-                policies.push(role.policy.clone());
-                names.push(role.name.clone());
-            }
+            Ok(()) => passing.push(role),
             Err(d) => {
                 first_denial.get_or_insert(Denied {
                     rule: format!("role {}: {}", role.name, d.rule),
@@ -272,10 +301,10 @@ pub fn authorize(
             }
         }
     }
-    if policies.is_empty() {
+    if passing.is_empty() {
         return Err(first_denial.expect("at least one role was checked"));
     }
-    let grant = Grant::of(policies, names);
+    let grant = Grant::of_roles(&passing);
     decide_command(&grant, request, facts.denied_reads_in_place).map(|(plan, rule)| Allowed {
         plan,
         grant,

@@ -8,14 +8,29 @@
 //! check; for write and exec on patterns that window is the agent's
 //! round-trip time.
 
-use crate::pipeline::authorize::{expand, Plan};
+use crate::pipeline::authorize::{expand, Denied, Plan};
 use crate::protocol::{Command, Read, Request, Response};
 
 use super::{exchange_error, measured, Job};
 use crate::metrics::Metrics;
 
-/// Runs one guarded job and returns its answer.
-pub async fn run(job: &Job, metrics: &Metrics) -> Response {
+/// How a guarded job ended.
+pub enum Outcome {
+    /// The answer, the agent's or assembled from the agent's.
+    Answer(Response),
+    /// Refused by the gateway's own check once the agent told what the
+    /// item touches: the audit record says denied, with the rule.
+    Refused(Denied),
+}
+
+impl From<Response> for Outcome {
+    fn from(answer: Response) -> Outcome {
+        Outcome::Answer(answer)
+    }
+}
+
+/// Runs one guarded job.
+pub async fn run(job: &Job, metrics: &Metrics) -> Outcome {
     let result = match (&job.plan, &job.request.command) {
         (Plan::ExpandRead, Command::Read(read)) => expand_read(job, metrics, read).await,
         (Plan::CheckPattern, command @ (Command::Write(_) | Command::Exec(_))) => {
@@ -26,7 +41,10 @@ pub async fn run(job: &Job, metrics: &Metrics) -> Response {
             .await
             .map(first),
     };
-    result.unwrap_or_else(|answer| answer)
+    match result {
+        Ok(answer) => Outcome::Answer(answer),
+        Err(ended) => ended,
+    }
 }
 
 fn first(mut answers: Vec<Response>) -> Response {
@@ -39,7 +57,7 @@ async fn send(
     job: &Job,
     metrics: &Metrics,
     requests: &[Request],
-) -> Result<Vec<Response>, Response> {
+) -> Result<Vec<Response>, Outcome> {
     measured(
         metrics,
         &job.target,
@@ -48,25 +66,24 @@ async fn send(
             .bulk_as(requests, job.credentials.as_ref()),
     )
     .await
-    .map_err(|e| Response::error(&exchange_error(&job.target, &e)))
+    .map_err(|e| Response::error(&exchange_error(&job.target, &e)).into())
 }
 
 async fn check_pattern(
     job: &Job,
     metrics: &Metrics,
     command: &Command,
-) -> Result<Response, Response> {
+) -> Result<Response, Outcome> {
     let pattern = command.mbean().expect("write and exec name an MBean");
     let search = expand::search_request(pattern, &job.request);
     let names = expand::names_from_search(&first(send(job, metrics, &[search]).await?))?;
-    expand::check_pattern_matches(&job.grant, command, &names)
-        .map_err(|d| Response::error(&d.error))?;
+    expand::check_pattern_matches(&job.grant, command, &names).map_err(Outcome::Refused)?;
     send(job, metrics, std::slice::from_ref(&job.request))
         .await
         .map(first)
 }
 
-async fn expand_read(job: &Job, metrics: &Metrics, read: &Read) -> Result<Response, Response> {
+async fn expand_read(job: &Job, metrics: &Metrics, read: &Read) -> Result<Response, Outcome> {
     let ignore_errors = job.request.params.flag("ignoreErrors").unwrap_or(false);
     let style = expand::ErrorStyle::of_protocol(job.target.health.snapshot().protocol.as_deref());
     let pattern = read.mbean.is_pattern();
@@ -87,7 +104,7 @@ async fn expand_read(job: &Job, metrics: &Metrics, read: &Read) -> Result<Respon
         let answers = send(job, metrics, &lists).await?;
         for (slot, answer) in available.iter_mut().zip(&answers) {
             if answer.is_error() && !pattern {
-                return Err(answer.clone());
+                return Err(answer.clone().into());
             }
             *slot = expand::attributes_from_list(answer);
         }
@@ -99,7 +116,7 @@ async fn expand_read(job: &Job, metrics: &Metrics, read: &Read) -> Result<Respon
         .map(|(name, attrs)| expand::pairs(&job.grant, name, &read.attribute, attrs))
         .collect();
     let mut pairs = pairs;
-    expand::refuse_denied(&pairs, ignore_errors).map_err(|d| Response::error(&d.error))?;
+    expand::refuse_denied(&pairs, ignore_errors).map_err(Outcome::Refused)?;
 
     let mut answers: Vec<Option<Response>> = vec![None; pairs.len()];
     let mut to_read: Vec<usize> = (0..pairs.len())

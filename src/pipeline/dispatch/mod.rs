@@ -7,6 +7,7 @@
 
 mod guarded;
 pub mod list_cache;
+pub use guarded::Outcome;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -211,7 +212,7 @@ pub fn dispatch<'a>(
     metrics: &'a Metrics,
     list_cache: Option<&'a ListCache>,
     max_exchanges: usize,
-) -> BoxStream<'a, (usize, Response)> {
+) -> BoxStream<'a, (usize, Outcome)> {
     let Split {
         rbac_queries,
         guarded: guarded_jobs,
@@ -219,9 +220,9 @@ pub fn dispatch<'a>(
         direct,
     } = split(jobs, list_cache.is_some());
     // Hawtio's RBAC queries are answered here, from the item's grant.
-    let rbac_answers: Vec<(usize, Response)> = rbac_queries
+    let rbac_answers: Vec<(usize, Outcome)> = rbac_queries
         .iter()
-        .map(|job| (job.index, rbac_answer(job)))
+        .map(|job| (job.index, Outcome::Answer(rbac_answer(job))))
         .collect();
     let groups = group_by_target(direct)
         .into_iter()
@@ -236,7 +237,10 @@ pub fn dispatch<'a>(
                 .items
                 .iter()
                 .zip(answers)
-                .map(|(item, answer)| (item.index, filtered(answer, &item.request, &item.filter)))
+                .map(|(item, answer)| {
+                    let answer = filtered(answer, &item.request, &item.filter);
+                    (item.index, Outcome::Answer(answer))
+                })
                 .collect::<SmallVec<[_; 1]>>()
         });
     let guarded_calls: FuturesUnordered<_> =
@@ -254,7 +258,8 @@ pub fn dispatch<'a>(
             let answer = cache
                 .answer(&job.target, &job.request, job.credentials.as_ref(), metrics)
                 .await;
-            smallvec::smallvec![(job.index, filtered(answer, &job.request, &how))]
+            let answer = filtered(answer, &job.request, &how);
+            smallvec::smallvec![(job.index, Outcome::Answer(answer))]
         })
         .collect();
     let groups = futures::stream::iter(groups).buffer_unordered(max_exchanges.max(1));

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::answer::Outcome;
 use super::tools::ToolName;
 use super::McpCaller;
+use crate::pipeline::authorize::approval;
 use crate::pipeline::{audit, parse, route, Caller, Gateway, Judged};
 
 /// The assistant's hint for a name it may not use: the same as the other
@@ -106,7 +107,9 @@ fn per_target(
     given: &str,
     judged: Judged<'_>,
 ) -> Result<Vec<Value>, (u16, &'static str, String)> {
-    let allow = |target: &crate::fleet::Target, allowed: crate::pipeline::authorize::Allowed| {
+    let allow = |target: &crate::fleet::Target,
+                 allowed: crate::pipeline::authorize::Allowed,
+                 request: Option<&crate::protocol::Request>| {
         if !caller.page_reaches(target) {
             // From a browser page, a call would be refused here.
             let page = caller.page.as_ref().map_or("", |p| p.origin.as_str());
@@ -117,10 +120,16 @@ fn per_target(
                 "rule": "the page's origin: no role of yours that reaches this target admits it",
             });
         }
-        json!({
+        let mut entry = json!({
             "target": target.name, "decision": "allow", "rule": allowed.rule,
             "roles": allowed.grant.roles(), "plan": allowed.plan.name(),
-        })
+        });
+        // Allowed, but it runs only once a reviewer approves this item:
+        // said as `/jmxgate/explain` says it.
+        if let (Some(role), Some(request)) = (&allowed.approval, request) {
+            entry["approval_required"] = approval::rule_text(role, request).into();
+        }
+        entry
     };
     let deny = |target: &str, error: &crate::protocol::ProtocolError, rule: &str| {
         json!({
@@ -159,12 +168,15 @@ fn per_target(
             "roles": allowed.grant.roles(), "plan": allowed.plan.name(),
         })]),
         Judged::Agent {
-            target, allowed, ..
-        } => Ok(vec![allow(&target, allowed)]),
+            target,
+            allowed,
+            request,
+            ..
+        } => Ok(vec![allow(&target, allowed, Some(request))]),
         Judged::Group { outcomes, .. } => Ok(outcomes
             .into_iter()
             .map(|(target, outcome)| match outcome {
-                Ok(allowed) => allow(&target, allowed),
+                Ok(allowed) => allow(&target, allowed, None),
                 Err(denied) => deny(&target.name, &denied.error, &denied.rule),
             })
             .collect()),
