@@ -248,3 +248,259 @@ async fn mcp_explain_marks_an_item_that_waits_for_approval() {
     assert_eq!(result["decision"], "allow", "{free}");
     assert!(result.get("approval_required").is_none(), "{free}");
 }
+
+/// Makes the four-eyes item wait and returns its request's id.
+async fn waiting_item(oncall: &As<'_>) -> String {
+    let refused = oncall.jolokia(&access::set_level("orders-1", "FINE")).await;
+    assert_eq!(
+        refused["error_type"], "jmxgate.ApprovalRequired",
+        "{refused}"
+    );
+    refused["error"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .find(|w| w.starts_with("ar-"))
+        .unwrap()
+        .trim_end_matches([';', ',', '.'])
+        .to_string()
+}
+
+/// Item 3: another page (another port of the host, a sibling, any page
+/// without Fetch Metadata whose origin is not the gateway's) can't
+/// approve, deny or revoke with a reviewer's browser credentials, nor can
+/// a body that isn't JSON (an empty one neither). The gateway's own page,
+/// and a client that is no browser, can.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_other_page_approves_with_a_reviewers_credentials() {
+    let orders = Agent::start("r4-csrf-orders");
+    let dir = tempfile::tempdir().unwrap();
+    let gw = started(&four_eyes_config(dir.path(), &orders)).await;
+    let oncall = at(&gw, "oncall");
+    let lead = at(&gw, "lead");
+    let id = waiting_item(&oncall).await;
+    let host = format!("127.0.0.1:{}", gw.addr.port());
+    let own = format!("http://{host}");
+    let other_port = format!("http://127.0.0.1:{}", common::dead_port());
+
+    let send =
+        |verb: &'static str, headers: Vec<(&'static str, String)>, body: Option<&'static str>| {
+            let mut req = gw
+                .http
+                .post(gw.url(&format!("{}/{id}/{verb}", access::REQUESTS)))
+                .basic_auth("lead", Some("pw"));
+            for (k, v) in headers {
+                req = req.header(k, v);
+            }
+            if let Some(b) = body {
+                req = req.body(b);
+            }
+            async move {
+                let r = req.send().await.unwrap();
+                let status = r.status().as_u16();
+                (status, r.text().await.unwrap())
+            }
+        };
+    let json = || ("content-type", "application/json".to_string());
+    let hostile: Vec<(Vec<(&'static str, String)>, Option<&'static str>, u16)> = vec![
+        // What the probe sent: a page on another port, marked same-site.
+        (
+            vec![
+                ("sec-fetch-site", "same-site".into()),
+                ("origin", other_port.clone()),
+                ("content-type", "text/plain".into()),
+            ],
+            None,
+            403,
+        ),
+        (
+            vec![("sec-fetch-site", "cross-site".into()), json()],
+            Some("{}"),
+            403,
+        ),
+        (
+            vec![("sec-fetch-site", "same-site".into()), json()],
+            Some("{}"),
+            403,
+        ),
+        (
+            vec![("sec-fetch-site", "none".into()), json()],
+            Some("{}"),
+            403,
+        ),
+        // Fetch Metadata decides, whatever the Origin says.
+        (
+            vec![
+                ("sec-fetch-site", "same-site".into()),
+                ("origin", own.clone()),
+                json(),
+            ],
+            Some("{}"),
+            403,
+        ),
+        // No Fetch Metadata: an Origin that is not the gateway's.
+        (
+            vec![("origin", other_port.clone()), json()],
+            Some("{}"),
+            403,
+        ),
+        (
+            vec![("origin", "http://sub.127.0.0.1".into()), json()],
+            Some("{}"),
+            403,
+        ),
+        (vec![("origin", "null".into()), json()], Some("{}"), 403),
+        // The gateway's own page, but not JSON: an empty body too.
+        (
+            vec![
+                ("sec-fetch-site", "same-origin".into()),
+                ("content-type", "text/plain".into()),
+            ],
+            None,
+            415,
+        ),
+        (vec![("sec-fetch-site", "same-origin".into())], None, 415),
+        (vec![("origin", own.clone())], None, 415),
+        (vec![], None, 415),
+        (
+            vec![("content-type", "application/x-www-form-urlencoded".into())],
+            Some("comment=ok"),
+            415,
+        ),
+    ];
+    for verb in ["approve", "deny", "revoke"] {
+        for (headers, body, expected) in &hostile {
+            let (status, text) = send(verb, headers.clone(), *body).await;
+            assert_eq!(
+                status, *expected,
+                "{verb} with {headers:?} {body:?}: {text}"
+            );
+        }
+    }
+    let (_, still) = lead.get(&format!("{}/{id}", access::REQUESTS)).await;
+    assert_eq!(still["state"], "pending", "nothing changed it: {still}");
+    assert!(still["reviews"].as_array().unwrap().is_empty(), "{still}");
+
+    // The gateway's own page approves; so does a client that is no browser.
+    let (status, text) = send(
+        "approve",
+        vec![
+            ("sec-fetch-site", "same-origin".into()),
+            ("origin", own.clone()),
+            json(),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let id2 = {
+        // A second item: its own request, approved without Fetch
+        // Metadata from the gateway's origin.
+        let refused = oncall.jolokia(&access::set_level("orders-1", "ALL")).await;
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .split_whitespace()
+            .find(|w| w.starts_with("ar-"))
+            .unwrap()
+            .trim_end_matches([';', ',', '.'])
+            .to_string()
+    };
+    let (status, approved) = lead
+        .post(&format!("{}/{id2}/approve", access::REQUESTS), &json!({}))
+        .await;
+    assert_eq!(status, 200, "{approved}");
+    // The refusals are in the audit log, each as a refused step.
+    drop(gw);
+    let refused_steps = audit_records(&dir.path().join("audit"))
+        .into_iter()
+        .filter(|r| r["event"] == "access_refused")
+        .count();
+    assert_eq!(refused_steps, 3 * hostile.len());
+}
+
+/// Item 15: on the HTTPS listener, a page an `<allow-origin>` admits with
+/// an `https` origin is judged as over HTTPS by the Jolokia door and by
+/// `/jmxgate/explain` (as MCP and the console judge it), not refused as
+/// "Secure origin … over HTTP".
+#[tokio::test(flavor = "multi_thread")]
+async fn an_https_page_is_judged_as_https_on_the_tls_listener() {
+    let agent = Agent::start("r4-https-origin");
+    let pki = common::TestPki::new("r4-origin");
+    let (cert, key) = pki.server_cert("gateway");
+    let dir = tempfile::tempdir().unwrap();
+    let page = "https://127.0.0.1:9443";
+    let policy = dir.path().join("page.xml");
+    std::fs::write(
+        &policy,
+        format!("<restrict><cors><allow-origin>{page}</allow-origin></cors></restrict>"),
+    )
+    .unwrap();
+    let tls = format!(
+        "cert_file = \"{}\"\nkey_file = \"{}\"\n",
+        cert.display(),
+        key.display()
+    );
+    let config = format!(
+        "{}[access]\nanonymous_role = \"web\"\n[[roles]]\nname = \"web\"\ntargets = [\"*\"]\npolicy = \"{}\"\n",
+        targets_toml(&[&agent]),
+        policy.display()
+    );
+    let gw = Gateway::start_tls(&tls, &config).await;
+    let https = pki.https_client(None);
+    let base = format!("https://127.0.0.1:{}", gw.addr.port());
+    let item = json!({"type":"read","mbean":"java.lang:type=Runtime","attribute":"VmName",
+                      "target":{"url": agent.name}});
+    let expected = common::direct(
+        &agent,
+        &json!({"type":"read","mbean":"java.lang:type=Runtime","attribute":"VmName"}),
+    )
+    .await;
+    let r = https
+        .post(format!("{base}/jolokia"))
+        .header("origin", page)
+        .header("content-type", "application/json")
+        .body(item.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.headers()
+            .get("access-control-allow-origin")
+            .map(|v| v.to_str().unwrap().to_string()),
+        Some(page.to_string())
+    );
+    let read: Value = r.json().await.unwrap();
+    assert_eq!(read["status"], 200, "{read}");
+    assert_eq!(read["value"], expected["value"], "{read}");
+    let explained: Value = https
+        .post(format!("{base}/jmxgate/explain"))
+        .header("origin", page)
+        .header("content-type", "application/json")
+        .body(item.to_string())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(explained["decision"], "allow", "{explained}");
+    // The same page's origin over plain HTTP stays refused as Jolokia
+    // refuses it: the rule is the scheme's, not a blanket pass.
+    let plain = Gateway::start(&config).await;
+    let r = plain
+        .http
+        .post(plain.url("/jolokia"))
+        .header("origin", page)
+        .header("content-type", "application/json")
+        .body(item.to_string())
+        .send()
+        .await
+        .unwrap();
+    let refused: Value = r.json().await.unwrap();
+    assert_eq!(refused["status"], 403, "{refused}");
+    assert!(
+        refused["error"].as_str().unwrap().contains("Secure origin"),
+        "{refused}"
+    );
+}

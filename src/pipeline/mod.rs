@@ -36,6 +36,7 @@ pub mod parse;
 pub mod prometheus;
 pub mod respond;
 pub mod route;
+pub mod same_origin;
 pub mod state;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -511,6 +512,7 @@ impl Gateway {
                     held: &held,
                     chain: &chain,
                     origin: origin.as_deref(),
+                    scheme: if conn.tls { "https" } else { "http" },
                 };
                 return self
                     .prometheus_http(&state, &parts, scraper, &refused)
@@ -525,6 +527,7 @@ impl Gateway {
                     started,
                     channel: None,
                     tool: None,
+                    tls: conn.tls,
                 };
                 return self
                     .access_http(&state, &parts, body, caller, &headers)
@@ -541,7 +544,7 @@ impl Gateway {
             cors,
         };
         if matches!(addressed, Addressed::Explain) {
-            return self.explain(&state, asked, body, &refused).await;
+            return self.explain(&state, asked, body, &refused, conn.tls).await;
         }
         let door = JolokiaDoor {
             asked,
@@ -596,7 +599,7 @@ impl Gateway {
             method: parts.method.as_str(),
             chain,
             origin,
-            scheme: "http",
+            scheme: if tls { "https" } else { "http" },
             denied_reads_in_place: false,
         };
         let caller = Caller {
@@ -655,6 +658,7 @@ impl Gateway {
         asked: Asked<'_>,
         body: Body,
         refused: &Refused<'_>,
+        tls: bool,
     ) -> HttpResponse<Body> {
         let Asked {
             parts,
@@ -706,7 +710,7 @@ impl Gateway {
             method,
             chain,
             origin,
-            scheme: "http",
+            scheme: if tls { "https" } else { "http" },
             denied_reads_in_place: false,
         };
         let addressing = match &virtual_target {

@@ -198,6 +198,9 @@ pub(super) struct AccessCaller<'a> {
     /// `None`: the HTTP API; `Some(Mcp)` with the tool: an MCP tool call.
     pub channel: Option<super::audit::Channel>,
     pub tool: Option<&'a str>,
+    /// Whether the HTTP API was asked over the TLS listener (its
+    /// same-origin check).
+    pub tls: bool,
 }
 
 impl AccessCaller<'_> {
@@ -484,16 +487,23 @@ impl Gateway {
         if caller.principal.method == AuthMethod::Anonymous {
             return Err(anonymous());
         }
-        if parts.method == Method::POST && super::fetched_cross_site(headers) {
-            return Err(HttpError::new(
-                403,
-                "jmxgate.CrossSiteRefused",
-                "access requests are not changed from another site",
-            ));
-        }
         let content_type = headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok());
+        if parts.method == Method::POST {
+            // A change of who may do what: only from the gateway's own
+            // page or no page, and as JSON, which no other site's page can
+            // send without a preflight (an empty body too: no form, no
+            // `text/plain` beacon approves).
+            super::same_origin::from_own_page(headers, caller.tls).map_err(|why| {
+                HttpError::new(
+                    403,
+                    "jmxgate.CrossSiteRefused",
+                    format!("access requests are changed only from the gateway's own pages: {why}"),
+                )
+            })?;
+            wire::json_content_type(content_type)?;
+        }
         Ok(match operation {
             Operation::List => Ask::List(wire::list_query(parts.uri.query())?),
             Operation::Show(id) => Ask::Show(id),

@@ -156,17 +156,25 @@ pub fn body<T: serde::de::DeserializeOwned>(
             "the body is empty: send a JSON object, e.g. {\"role\": \"ops\", \"duration\": \"30m\", \"reason\": \"INC-1234\"}",
         ));
     }
+    json_content_type(content_type)?;
+    serde_json::from_slice(bytes).map_err(|e| HttpError::bad_request(format!("the body: {e}")))
+}
+
+/// A change is sent as `Content-Type: application/json`, whatever its
+/// body (a browser form or beacon can't send that without a preflight).
+pub fn json_content_type(content_type: Option<&str>) -> Result<(), HttpError> {
     let json = content_type
         .and_then(|c| c.split(';').next())
         .is_some_and(|c| c.trim().eq_ignore_ascii_case("application/json"));
-    if !json {
-        return Err(HttpError::new(
+    if json {
+        Ok(())
+    } else {
+        Err(HttpError::new(
             415,
             "jmxgate.UnsupportedMediaType",
-            "send the body as Content-Type: application/json",
-        ));
+            "send the request as Content-Type: application/json (an empty body too)",
+        ))
     }
-    serde_json::from_slice(bytes).map_err(|e| HttpError::bad_request(format!("the body: {e}")))
 }
 
 /// The text a caller gave, trimmed and bounded; `None` when empty.

@@ -30,6 +30,7 @@ impl Viewer<'_> {
             started: self.started,
             channel: self.channel,
             tool: None,
+            tls: self.scheme == "https",
         }
     }
 }
@@ -93,7 +94,8 @@ impl Gateway {
             crate::pipeline::HttpError::new(status, "jmxgate.ConsoleFormRefused", why)
         };
         let asked = async {
-            forms::check_origin(headers).map_err(|why| refused(403, why))?;
+            forms::check_origin(headers, viewer.scheme == "https")
+                .map_err(|why| refused(403, why))?;
             let bytes = self.read_body(state, body).await?;
             if bytes.len() > wire::MAX_BODY_BYTES {
                 return Err(refused(

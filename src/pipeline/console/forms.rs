@@ -3,9 +3,8 @@
 //! certificates with any site's request, so a form post must prove it
 //! came from a console page.
 //!
-//! - Fetch Metadata: a browser marks where a request comes from;
-//!   anything but `Sec-Fetch-Site: same-origin` is refused. Without the
-//!   header (an old browser, a script), an `Origin` must name this host.
+//! - Fetch Metadata, or an `Origin` of this host: the gateway's own page
+//!   (`pipeline::same_origin`, shared with the access-requests API).
 //! - A token: a page with a form sets a random cookie (`SameSite=Strict`,
 //!   `HttpOnly`, scoped to the console's path) and puts the same value in
 //!   the form; a post must carry both, equal. Another site can neither
@@ -72,30 +71,10 @@ pub fn cookie_value<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
 }
 
 /// Whether a form post comes from a console page: `Err` says why not,
-/// in words for the person whose browser sent it.
-pub fn check_origin(headers: &HeaderMap) -> Result<(), String> {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(site) = text("sec-fetch-site") {
-        return if site.trim().eq_ignore_ascii_case("same-origin") {
-            Ok(())
-        } else {
-            Err(format!(
-                "this form was sent from another site (Sec-Fetch-Site: {site}); use the console's own pages"
-            ))
-        };
-    }
-    let Some(origin) = text("origin") else {
-        return Ok(());
-    };
-    let host = text("host").unwrap_or("");
-    let authority = origin.split_once("://").map(|(_, rest)| rest).unwrap_or("");
-    if !host.is_empty() && authority.eq_ignore_ascii_case(host) {
-        Ok(())
-    } else {
-        Err(format!(
-            "this form was sent from {origin}, not from this console; use the console's own pages"
-        ))
-    }
+/// in words for the person whose browser sent it (see
+/// [`same_origin`](crate::pipeline::same_origin)).
+pub fn check_origin(headers: &HeaderMap, tls: bool) -> Result<(), String> {
+    crate::pipeline::same_origin::from_own_page(headers, tls)
 }
 
 /// A posted form's fields, with the token checked against the cookie.
@@ -182,23 +161,6 @@ mod tests {
             false,
         );
         assert!(odd.set_cookie.is_some());
-    }
-
-    #[test]
-    fn only_same_origin_posts_pass() {
-        assert!(check_origin(&headers(&[("sec-fetch-site", "same-origin")])).is_ok());
-        for site in ["cross-site", "same-site", "none"] {
-            let e = check_origin(&headers(&[("sec-fetch-site", site)])).unwrap_err();
-            assert!(e.contains("another site"), "{e}");
-        }
-        // Without Fetch Metadata, the Origin must be this host.
-        let here = [("host", "gw:8080"), ("origin", "https://gw:8080")];
-        assert!(check_origin(&headers(&here)).is_ok());
-        let there = [("host", "gw:8080"), ("origin", "https://evil.example")];
-        assert!(check_origin(&headers(&there))
-            .unwrap_err()
-            .contains("evil.example"));
-        assert!(check_origin(&headers(&[("host", "gw"), ("origin", "null")])).is_err());
     }
 
     #[test]

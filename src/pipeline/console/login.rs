@@ -103,7 +103,7 @@ impl Gateway {
         {
             return Err(answer);
         }
-        let session = session_credentials(&state.console, parts.uri.path(), headers);
+        let session = session_credentials(&state.console, parts.uri.path(), headers, conn.tls);
         let had_session = session.is_some();
         if let Some(bearer) = session {
             headers.insert(header::AUTHORIZATION, bearer);
@@ -163,7 +163,7 @@ impl Gateway {
             ));
         }
         if rest == SIGN_OUT && parts.method == Method::POST {
-            if let Err(why) = super::forms::check_origin(headers) {
+            if let Err(why) = super::forms::check_origin(headers, conn.tls) {
                 return Some(page::error(403, &why, base, ""));
             }
             let gone = cookie(SESSION_COOKIE, "", base, conn.tls, Some(0));

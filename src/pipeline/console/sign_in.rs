@@ -318,6 +318,7 @@ pub fn session_credentials(
     console: &ConsoleConfig,
     path: &str,
     headers: &HeaderMap,
+    tls: bool,
 ) -> Option<HeaderValue> {
     if console.oidc.is_none()
         || !console.serves(path)
@@ -327,7 +328,7 @@ pub fn session_credentials(
     }
     // A link from another site must not run an operation with the
     // viewer's session.
-    if console.hawtio_jolokia(path).is_some() && super::forms::check_origin(headers).is_err() {
+    if console.hawtio_jolokia(path).is_some() && super::forms::check_origin(headers, tls).is_err() {
         return None;
     }
     let token = cookie_value(headers, SESSION_COOKIE)?;
@@ -414,28 +415,28 @@ mod tests {
         };
         let h = headers(&format!("{SESSION_COOKIE}=tok"));
         assert_eq!(
-            session_credentials(&console, "/console/", &h).unwrap(),
+            session_credentials(&console, "/console/", &h, false).unwrap(),
             "Bearer tok"
         );
-        assert!(session_credentials(&console, "/jolokia/read/x", &h).is_none());
-        assert!(session_credentials(&console, "/jmxgate/events", &h).is_none());
+        assert!(session_credentials(&console, "/jolokia/read/x", &h, false).is_none());
+        assert!(session_credentials(&console, "/jmxgate/events", &h, false).is_none());
         // Hawtio's Jolokia requests: from the console's own origin only.
         let jolokia = "/console/hawtio/t/jolokia/exec/a:b=c/op";
         let mut cross = h.clone();
         cross.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
-        assert!(session_credentials(&console, jolokia, &cross).is_none());
+        assert!(session_credentials(&console, jolokia, &cross, false).is_none());
         let mut same = h.clone();
         same.insert("sec-fetch-site", HeaderValue::from_static("same-origin"));
-        assert!(session_credentials(&console, jolokia, &same).is_some());
+        assert!(session_credentials(&console, jolokia, &same, false).is_some());
         // Credentials of its own win; no OIDC, no session.
         let mut basic = h.clone();
         basic.insert(
             header::AUTHORIZATION,
             HeaderValue::from_static("Basic eDp5"),
         );
-        assert!(session_credentials(&console, "/console/", &basic).is_none());
+        assert!(session_credentials(&console, "/console/", &basic, false).is_none());
         console.oidc = None;
-        assert!(session_credentials(&console, "/console/", &h).is_none());
+        assert!(session_credentials(&console, "/console/", &h, false).is_none());
     }
 
     #[test]

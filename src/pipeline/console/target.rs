@@ -32,7 +32,13 @@ impl Gateway {
         };
         let no_headers = http::HeaderMap::new();
         let local = |command: &crate::protocol::Command| {
-            self.answer_locally(state, viewer.held, command, &no_headers, false)
+            self.answer_locally(
+                state,
+                viewer.held,
+                command,
+                &no_headers,
+                viewer.scheme == "https",
+            )
         };
         let ((), merged) = self
             .run_items(state, &caller, addressing, &parsed, local, |_| {

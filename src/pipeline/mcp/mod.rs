@@ -1084,6 +1084,7 @@ impl Gateway {
             started: caller.started,
             channel: Some(audit::Channel::Mcp),
             tool: Some(tool.as_str()),
+            tls: caller.scheme == "https",
         };
         match self.access_operation(&caller.state, ask, &on).await {
             Ok((_, mut value)) => {

@@ -45,6 +45,8 @@ pub(super) struct Scraper<'a> {
     pub held: &'a [Arc<Role>],
     pub chain: &'a [String],
     pub origin: Option<&'a str>,
+    /// The listener's scheme, `http` or `https` (policies' `<cors>`).
+    pub scheme: &'static str,
 }
 
 /// How one target's scrape went.
@@ -133,7 +135,7 @@ impl Gateway {
             method: "GET",
             chain: scraper.chain,
             origin: scraper.origin,
-            scheme: "http",
+            scheme: scraper.scheme,
             denied_reads_in_place: false,
         };
         let caller = Caller {
