@@ -40,6 +40,9 @@ impl AuthMethod {
 pub struct Principal {
     pub name: String,
     pub method: AuthMethod,
+    /// Who vouches for the name where more than one could: a bearer
+    /// token's `iss`.
+    pub issuer: Option<String>,
     /// Role names the credential carries (users file, JWT claim, or the
     /// certificate mapping). The anonymous principal's role comes from
     /// `access.anonymous_role` instead.
@@ -53,10 +56,31 @@ pub struct Principal {
 }
 
 impl Principal {
+    /// Who this is across methods, as grants, requests and audit trails
+    /// key it: `basic:alice`, `mtls:alice`, `kubernetes:system:serviceaccount:ops:ci`,
+    /// `bearer:<iss> alice` (`-` for a token without `iss`; an issuer is a
+    /// URL, so the first space ends it). A bearer token whose subject is
+    /// alice is not Basic alice, unless a mapping says so
+    /// (`[[access.people]]`, see `AccessControl::identity_of`). `None`
+    /// for anonymous callers: no one's to share.
+    pub fn identity(&self) -> Option<String> {
+        let method = self.method.as_str();
+        match self.method {
+            AuthMethod::Anonymous => None,
+            AuthMethod::Bearer => Some(format!(
+                "{method}:{} {}",
+                self.issuer.as_deref().unwrap_or("-"),
+                self.name
+            )),
+            _ => Some(format!("{method}:{}", self.name)),
+        }
+    }
+
     pub fn anonymous() -> Principal {
         Principal {
             name: "anonymous".into(),
             method: AuthMethod::Anonymous,
+            issuer: None,
             roles: Vec::new(),
             certificate_sha256: None,
             namespaced_roles: Vec::new(),

@@ -436,7 +436,7 @@ async fn abuse_gets_a_clear_error_and_nothing_it_was_not_approved_for() {
             &dev,
             json!({"role":"ops","duration":"5m","reason":"x","targets":"billing-*"}),
             403,
-            "outside role",
+            "within your reach",
         ),
         (
             &dev,

@@ -23,6 +23,7 @@ fn request(id: &str, requester: &str, approvals: i64) -> NewRequest {
         id: id.into(),
         kind: RequestKind::Role,
         requester: requester.into(),
+        requester_name: Some(requester.to_string()),
         role: "ops".into(),
         targets: Some("orders-*".into()),
         reason: Some("INC-1'); DELETE FROM access_reviews; --".into()),

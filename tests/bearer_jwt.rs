@@ -243,6 +243,7 @@ fn valid_hs256_token() {
         accept(&bearer, &token),
         BearerIdentity {
             principal: "alice".into(),
+            issuer: None,
             roles: vec!["reader".into(), "writer".into()],
             expires_at: Some(NOW + 300),
         }

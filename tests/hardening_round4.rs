@@ -302,7 +302,9 @@ async fn no_other_page_approves_with_a_reviewers_credentials() {
             }
         };
     let json = || ("content-type", "application/json".to_string());
-    let hostile: Vec<(Vec<(&'static str, String)>, Option<&'static str>, u16)> = vec![
+    // Headers, body and the status they get.
+    type Case = (Vec<(&'static str, String)>, Option<&'static str>, u16);
+    let hostile: Vec<Case> = vec![
         // What the probe sent: a page on another port, marked same-site.
         (
             vec![
@@ -406,9 +408,7 @@ async fn no_other_page_approves_with_a_reviewers_credentials() {
             .trim_end_matches([';', ',', '.'])
             .to_string()
     };
-    let (status, approved) = lead
-        .post(&format!("{}/{id2}/approve", access::REQUESTS), &json!({}))
-        .await;
+    let (status, approved) = lead.review(&id2, "approve", "").await;
     assert_eq!(status, 200, "{approved}");
     // The refusals are in the audit log, each as a refused step.
     drop(gw);
@@ -502,5 +502,353 @@ async fn an_https_page_is_judged_as_https_on_the_tls_listener() {
     assert!(
         refused["error"].as_str().unwrap().contains("Secure origin"),
         "{refused}"
+    );
+}
+
+/// Item 12: grants, requests and audit trails belong to an identity (the
+/// method and issuer as well as the name): a bearer token whose subject
+/// is alice and a client certificate named alice hold nothing of Basic
+/// alice's grant, see none of her requests and read none of her trail;
+/// none of them approves her request (the same name is taken as the same
+/// person); an explicit `[[access.people]]` makes two of them one. An
+/// anonymous caller reads no trail.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_identity_is_its_method_and_issuer_as_well_as_its_name() {
+    let orders = Agent::start("r4-identity-orders");
+    let pki = common::TestPki::new("r4-identity");
+    let (cert, key) = pki.server_cert("gateway");
+    let alice_cert = pki.client_cert("alice", false);
+    let dir = tempfile::tempdir().unwrap();
+    let users = users_file(
+        dir.path(),
+        &[("alice", "pw", &["developers"]), ("lead", "pw", &["leads"])],
+    );
+    let secret = dir.path().join("jwt-secret");
+    let jwt_secret = b"jmxgate-round4-identity-secret-0123456789";
+    std::fs::write(&secret, jwt_secret).unwrap();
+    let read_only = read_only_policy(dir.path());
+    let tls = format!(
+        "cert_file = \"{}\"\nkey_file = \"{}\"\nclient_ca_file = \"{}\"\nclient_auth = \"optional\"\n",
+        cert.display(),
+        key.display(),
+        pki.ca_file().display()
+    );
+    let body = |people: &str| {
+        format!(
+            r#"{targets}
+[auth.basic]
+users_file = "{users}"
+[auth.bearer]
+hs256_secret_file = "{secret}"
+[auth.mtls]
+principal_from = "cn"
+[auth.mtls.roles]
+"alice" = ["developers"]
+
+[access]
+anonymous_role = "viewers"
+{people}
+[access.store]
+sqlite_file = "{db}"
+
+[audit]
+dir = "{audit}"
+
+[[roles]]
+name = "viewers"
+targets = ["*"]
+policy = "{read_only}"
+
+[[roles]]
+name = "developers"
+targets = ["*"]
+policy = "{read_only}"
+
+[[roles]]
+name = "leads"
+targets = ["*"]
+policy = "{read_only}"
+
+[[roles]]
+name = "ops"
+targets = ["orders-*"]
+requestable_by = ["developers"]
+approvers = ["leads"]
+max_duration = "1h"
+"#,
+            targets =
+                targets_toml(&[&orders]).replace(&format!("\"{}\"", orders.name), "\"orders-1\""),
+            users = users.display(),
+            secret = secret.display(),
+            db = dir.path().join("access.db").display(),
+            audit = dir.path().join("audit").display(),
+        )
+    };
+    let methods = r#"tls_auth = ["mtls", "basic", "bearer", "anonymous"]"#;
+    let gw = Gateway::start_tls_with(methods, &tls, &body("")).await;
+    gw.access_store_opened().await;
+    let base = format!("https://127.0.0.1:{}", gw.addr.port());
+    let https = pki.https_client(None);
+    let with_cert = pki.https_client(Some(&alice_cert));
+    let jwt = |roles: &[&str]| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        format!(
+            "Bearer {}",
+            jsonwebtoken::encode(
+                &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+                &json!({"sub": "alice", "exp": now + 3600, "roles": roles}),
+                &jsonwebtoken::EncodingKey::from_secret(jwt_secret),
+            )
+            .unwrap()
+        )
+    };
+    let bearer = jwt(&["developers"]);
+    let bearer_lead = jwt(&["leads"]);
+    #[derive(Clone, Copy)]
+    enum Who<'a> {
+        Basic(&'a str),
+        Bearer(&'a str),
+        Cert,
+        Anonymous,
+    }
+    let send = |who: Who<'_>, method: reqwest::Method, path: &str, body: Option<Value>| {
+        let client = if matches!(who, Who::Cert) {
+            &with_cert
+        } else {
+            &https
+        };
+        let mut req = client.request(method, format!("{base}{path}"));
+        match who {
+            Who::Basic(user) => req = req.basic_auth(user, Some("pw")),
+            Who::Bearer(token) => req = req.header("authorization", token),
+            Who::Cert | Who::Anonymous => {}
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            let text = r.text().await.unwrap();
+            (
+                status,
+                serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)),
+            )
+        }
+    };
+    let gc = json!({"type":"exec","mbean":"java.lang:type=Memory","operation":"gc","target":{"url":"orders-1"}});
+    let basic = Who::Basic("alice");
+    let token = Who::Bearer(&bearer);
+
+    let (status, asked) = send(
+        basic,
+        reqwest::Method::POST,
+        access::REQUESTS,
+        Some(json!({"role":"ops","duration":"30m"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{asked}");
+    assert_eq!(asked["requester"], "alice");
+    assert_eq!(asked["requester_identity"], "basic:alice");
+    let id = asked["id"].as_str().unwrap().to_string();
+    let one = format!("{}/{id}", access::REQUESTS);
+    // The other alices don't see it, and can't approve it or revoke it.
+    for other in [token, Who::Cert] {
+        let (status, r) = send(other, reqwest::Method::GET, &one, None).await;
+        assert_eq!(status, 404, "{r}");
+        let (_, listed) = send(other, reqwest::Method::GET, access::REQUESTS, None).await;
+        assert!(!listed.to_string().contains(&id), "{listed}");
+        let (status, r) = send(
+            other,
+            reqwest::Method::POST,
+            &format!("{one}/approve"),
+            Some(json!({})),
+        )
+        .await;
+        assert_eq!(status, 404, "{r}");
+    }
+    let (status, approved) = send(
+        Who::Basic("lead"),
+        reqwest::Method::POST,
+        &format!("{one}/approve"),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(
+        (status, &approved["state"]),
+        (200, &json!("approved")),
+        "{approved}"
+    );
+
+    // Basic alice holds ops now; the others don't.
+    let (_, ran) = send(basic, reqwest::Method::POST, "/jolokia", Some(gc.clone())).await;
+    assert_eq!(ran["status"], 200, "{ran}");
+    for other in [token, Who::Cert] {
+        let (_, r) = send(other, reqwest::Method::POST, "/jolokia", Some(gc.clone())).await;
+        assert_eq!(r["status"], 403, "{r}");
+    }
+
+    // Trails: Basic alice's gc is in hers, not in the others'; an
+    // anonymous caller reads none.
+    let trail = |who| send(who, reqwest::Method::GET, "/console/audit?limit=1000", None);
+    let (status, own) = trail(basic).await;
+    assert_eq!(status, 200);
+    assert!(own.as_str().unwrap().contains("java.lang:type=Memory gc"));
+    for other in [token, Who::Cert] {
+        let (status, theirs) = trail(other).await;
+        assert_eq!(status, 200);
+        let theirs = theirs.as_str().unwrap();
+        // Their own refusals only: none of Basic alice's request, grant
+        // or the gc it allowed.
+        assert!(
+            !theirs.contains("access_requested")
+                && !theirs.contains("access_granted")
+                && !theirs.contains("<tr class=\"allowed\">"),
+            "{theirs}"
+        );
+    }
+    let (status, anonymous) = trail(Who::Anonymous).await;
+    assert_eq!(status, 403, "{anonymous}");
+    assert!(!anonymous.as_str().unwrap().contains("gc"), "{anonymous}");
+    // A second request by Basic alice: a person of the same name through
+    // another method is taken to be her, and approves nothing of hers.
+    let (_, second) = send(
+        basic,
+        reqwest::Method::POST,
+        access::REQUESTS,
+        Some(json!({"role":"ops","duration":"5m"})),
+    )
+    .await;
+    let second = second["id"].as_str().unwrap().to_string();
+    let (status, refused) = send(
+        Who::Bearer(&bearer_lead),
+        reqwest::Method::POST,
+        &format!("{}/{second}/approve", access::REQUESTS),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("your own request"),
+        "{refused}"
+    );
+    drop(gw);
+
+    // Declared one person, Basic alice and the token's alice share it.
+    let people =
+        "[[access.people]]\nname = \"alice\"\nidentities = [\"basic:alice\", \"bearer:- alice\"]\n";
+    let gw = Gateway::start_tls_with(methods, &tls, &body(people)).await;
+    gw.access_store_opened().await;
+    let base = format!("https://127.0.0.1:{}", gw.addr.port());
+    let send = |who: Who<'_>, method: reqwest::Method, path: &str, body: Option<Value>| {
+        let mut req = https.request(method, format!("{base}{path}"));
+        match who {
+            Who::Basic(user) => req = req.basic_auth(user, Some("pw")),
+            Who::Bearer(token) => req = req.header("authorization", token),
+            Who::Cert | Who::Anonymous => {}
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            let text = r.text().await.unwrap();
+            (
+                status,
+                serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)),
+            )
+        }
+    };
+    let (status, asked) = send(
+        basic,
+        reqwest::Method::POST,
+        access::REQUESTS,
+        Some(json!({"role":"ops","duration":"30m"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{asked}");
+    assert_eq!(asked["requester_identity"], "person:alice");
+    let mapped = asked["id"].as_str().unwrap().to_string();
+    let (status, shown) = send(
+        token,
+        reqwest::Method::GET,
+        &format!("{}/{mapped}", access::REQUESTS),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{shown}");
+    // Her own, whichever way she signs in: she can't approve it.
+    let (status, own) = send(
+        token,
+        reqwest::Method::POST,
+        &format!("{}/{mapped}/approve", access::REQUESTS),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, 403, "{own}");
+}
+
+/// Item 6: the access store's files (the database and its `-wal` and
+/// `-shm`) are readable by their owner only, from the start and after a
+/// restart that finds them readable by others.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_access_store_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let orders = Agent::start("r4-store-modes");
+    let dir = tempfile::tempdir().unwrap();
+    let config = four_eyes_config(dir.path(), &orders);
+    let files = || {
+        ["access.db", "access.db-wal", "access.db-shm"]
+            .iter()
+            .map(|f| dir.path().join(f))
+            .filter(|p| p.exists())
+            .collect::<Vec<_>>()
+    };
+    let modes = || {
+        files()
+            .iter()
+            .map(|p| {
+                let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+                (p.file_name().unwrap().to_string_lossy().into_owned(), mode)
+            })
+            .collect::<Vec<_>>()
+    };
+    let gw = started(&config).await;
+    // An item's arguments in the store, in clear.
+    let _ = waiting_item(&at(&gw, "oncall")).await;
+    let seen = modes();
+    assert!(
+        seen.iter().any(|(f, _)| f == "access.db")
+            && seen.iter().any(|(f, _)| f == "access.db-wal"),
+        "{seen:?}"
+    );
+    assert!(seen.iter().all(|(_, m)| *m == 0o600), "{seen:?}");
+    drop(gw);
+    for p in files() {
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let gw = started(&config).await;
+    let seen = modes();
+    assert!(
+        seen.iter().all(|(_, m)| *m == 0o600),
+        "after a restart: {seen:?}"
+    );
+    // And it still holds what it held.
+    let again = at(&gw, "oncall")
+        .jolokia(&access::set_level("orders-1", "FINE"))
+        .await;
+    assert!(
+        again["error"]
+            .as_str()
+            .unwrap()
+            .contains("waits for approval"),
+        "{again}"
     );
 }

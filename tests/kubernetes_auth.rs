@@ -418,3 +418,281 @@ async fn service_account_tokens_are_reviewed_by_a_real_api_server() {
         assert!(!metrics.contains(&secret[7..]));
     }
 }
+
+/// A caller of the access-requests API and the console with
+/// `Authorization: <auth>`: the HTTP status and the parsed answer.
+async fn access_call(
+    gw: &common::Gateway,
+    auth: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let mut req = gw
+        .http
+        .request(method, gw.url(path))
+        .header("authorization", auth);
+    if let Some(b) = body {
+        req = req.json(b);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// Issue 55, item 2 (and 8, and narrowed auditors), against the real API
+/// server: a lead who holds `leads` only in namespace `dev` (a RoleBinding
+/// there) reviews and reads only what reaches `dev`: a request for a
+/// target in `shop` is neither listed to it nor approvable by it (404, as
+/// for one that doesn't exist), while a lead holding the role whole
+/// approves it; a developer who holds `developers` only in `dev` may ask
+/// for `ops` there only, and the refusal of a target beyond its reach is
+/// the same, byte for byte, as that of a target that doesn't exist. As an
+/// auditor held in `dev`, the lead reads `dev`'s records, not `shop`'s.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reviewer_held_in_one_namespace_reviews_only_what_reaches_it() {
+    if !kube_api::available() {
+        panic!("../shared/kubernetes/run-apiserver.sh or etcd (etcd-server) missing: run scripts/install-deps.sh");
+    }
+    let server = std::thread::spawn(ApiServer::start);
+    let agent = Agent::start("r4-reviewers");
+    let server = server.join().unwrap();
+    let client = server.client().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for ns in ["jmxgate", "dev", "shop", "rbac"] {
+        create_namespace(&client, ns, json!({})).await;
+    }
+    // RBAC: get on pods in dev makes lead-dev a lead there, list on pods
+    // in dev makes dev-dev a developer there; nothing in shop.
+    create_account(&client, "rbac", "lead-dev").await;
+    create_account(&client, "rbac", "dev-dev").await;
+    allow_on_pods(&client, "dev", ("rbac", "lead-dev"), &["get"]).await;
+    allow_on_pods(&client, "dev", ("rbac", "dev-dev"), &["list"]).await;
+    let kubeconfig = gateway_kubeconfig(&server, &client, dir.path()).await;
+    let users = common::users_file(
+        dir.path(),
+        &[("oncall", "pw", &["ops"]), ("lead", "pw", &["leads"])],
+    );
+    let read_only = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies/read-only.xml");
+    let config = format!(
+        "auth = [\"basic\", \"kubernetes\"]\n\
+         [health]\nprobe_interval = \"0s\"\n\
+         [[targets]]\nname = \"dev-app\"\nurl = \"{url}\"\nlabels = {{ namespace = \"dev\" }}\n\
+         [[targets]]\nname = \"shop-app\"\nurl = \"{url}\"\nlabels = {{ namespace = \"shop\" }}\n\
+         [[roles]]\nname = \"developers\"\ntargets = [\"*\"]\npolicy = \"{policy}\"\n\
+         [[roles]]\nname = \"leads\"\ntargets = [\"*\"]\npolicy = \"{policy}\"\n\
+         [[roles]]\nname = \"ops\"\ntargets = [\"*\"]\nrequestable_by = [\"developers\"]\n\
+         approvers = [\"leads\"]\nmax_duration = \"1h\"\n\
+         approval_required = [\"exec java.util.logging:type=Logging setLoggerLevel\"]\n\
+         [auth.basic]\nusers_file = \"{users}\"\n\
+         [auth.kubernetes]\nkubeconfig = \"{kubeconfig}\"\naudiences = [\"jmxgate\"]\n\
+         [[auth.kubernetes.access]]\nrole = \"leads\"\nverb = \"get\"\nresource = \"pods\"\n\
+         [[auth.kubernetes.access]]\nrole = \"developers\"\nverb = \"list\"\nresource = \"pods\"\n\
+         [access.store]\nsqlite_file = \"{db}\"\n\
+         [console]\nauditors = [\"leads\"]\n\
+         [audit]\ndir = \"{audit}\"\n",
+        url = agent.url(),
+        policy = read_only.display(),
+        users = users.display(),
+        kubeconfig = kubeconfig.display(),
+        db = dir.path().join("access.db").display(),
+        audit = dir.path().join("audit").display(),
+    );
+    let gw = common::Gateway::start(&config).await;
+    gw.access_store_opened().await;
+    let basic = |user: &str| {
+        use base64::Engine as _;
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:pw"))
+        )
+    };
+    let (oncall, lead) = (basic("oncall"), basic("lead"));
+    let lead_dev = format!(
+        "Bearer {}",
+        token(&client, "rbac", "lead-dev", "jmxgate").await
+    );
+    let dev_dev = format!(
+        "Bearer {}",
+        token(&client, "rbac", "dev-dev", "jmxgate").await
+    );
+    const REQUESTS: &str = "/jmxgate/access/requests";
+    let set_level = |target: &str| {
+        json!({"type":"exec","mbean":"java.util.logging:type=Logging","operation":"setLoggerLevel",
+               "arguments":["global","FINE"],"target":{"url": target}})
+    };
+    // The on-call engineer's logger change waits, once in each namespace.
+    let mut ids = Vec::new();
+    for target in ["dev-app", "shop-app"] {
+        let r = gw
+            .http
+            .post(gw.url("/jolokia"))
+            .header("authorization", &oncall)
+            .json(&set_level(target))
+            .send()
+            .await
+            .unwrap();
+        let r: Value = r.json().await.unwrap();
+        assert_eq!(r["error_type"], "jmxgate.ApprovalRequired", "{r}");
+        let id = r["error"]
+            .as_str()
+            .unwrap()
+            .split_whitespace()
+            .find(|w| w.starts_with("ar-"))
+            .unwrap()
+            .trim_end_matches([';', ',', '.'])
+            .to_string();
+        ids.push(id);
+    }
+    let (dev_id, shop_id) = (ids[0].clone(), ids[1].clone());
+
+    // The lead held in dev lists dev's request only, and gets 404 for
+    // shop's, as for one that doesn't exist.
+    let (status, listed) = access_call(&gw, &lead_dev, reqwest::Method::GET, REQUESTS, None).await;
+    assert_eq!(status, 200, "{listed}");
+    let listed_ids: Vec<&str> = listed["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed_ids, [dev_id.as_str()], "{listed}");
+    let shown = |id: String| format!("{REQUESTS}/{id}");
+    let (status, missing) = access_call(
+        &gw,
+        &lead_dev,
+        reqwest::Method::GET,
+        &shown(shop_id.clone()),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{missing}");
+    let (_, none) = access_call(
+        &gw,
+        &lead_dev,
+        reqwest::Method::GET,
+        &shown("ar-00000000000000000000".into()),
+        None,
+    )
+    .await;
+    assert_eq!(
+        missing.to_string().replace(&shop_id, "ID"),
+        none.to_string().replace("ar-00000000000000000000", "ID")
+    );
+    for verb in ["approve", "deny", "revoke"] {
+        let (status, r) = access_call(
+            &gw,
+            &lead_dev,
+            reqwest::Method::POST,
+            &format!("{REQUESTS}/{shop_id}/{verb}"),
+            Some(&json!({})),
+        )
+        .await;
+        assert_eq!(status, 404, "{verb}: {r}");
+    }
+    // ... and the on-call engineer still can't run it in shop.
+    let r: Value = gw
+        .http
+        .post(gw.url("/jolokia"))
+        .header("authorization", &oncall)
+        .json(&set_level("shop-app"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(r["error_type"], "jmxgate.ApprovalRequired", "{r}");
+    // In dev it approves; the lead holding the role whole approves shop's.
+    let (status, r) = access_call(
+        &gw,
+        &lead_dev,
+        reqwest::Method::POST,
+        &format!("{REQUESTS}/{dev_id}/approve"),
+        Some(&json!({})),
+    )
+    .await;
+    assert_eq!((status, &r["state"]), (200, &json!("approved")), "{r}");
+    let (status, r) = access_call(
+        &gw,
+        &lead,
+        reqwest::Method::POST,
+        &format!("{REQUESTS}/{shop_id}/approve"),
+        Some(&json!({})),
+    )
+    .await;
+    assert_eq!((status, &r["state"]), (200, &json!("approved")), "{r}");
+
+    // A developer held in dev asks for ops in dev only; beyond its reach
+    // and nowhere at all are one answer.
+    let ask = |targets: Option<&str>| {
+        let mut body = json!({"role": "ops", "duration": "10m"});
+        if let Some(t) = targets {
+            body["targets"] = json!(t);
+        }
+        body
+    };
+    let (status, beyond) = access_call(
+        &gw,
+        &dev_dev,
+        reqwest::Method::POST,
+        REQUESTS,
+        Some(&ask(Some("shop-app"))),
+    )
+    .await;
+    assert_eq!(status, 403, "{beyond}");
+    let (status, nowhere) = access_call(
+        &gw,
+        &dev_dev,
+        reqwest::Method::POST,
+        REQUESTS,
+        Some(&ask(Some("gone-app"))),
+    )
+    .await;
+    assert_eq!(status, 403, "{nowhere}");
+    assert_eq!(beyond, nowhere, "the same answer, byte for byte");
+    let (status, all) = access_call(
+        &gw,
+        &dev_dev,
+        reqwest::Method::POST,
+        REQUESTS,
+        Some(&ask(None)),
+    )
+    .await;
+    assert_eq!(status, 403, "{all}");
+    let (status, made) = access_call(
+        &gw,
+        &dev_dev,
+        reqwest::Method::POST,
+        REQUESTS,
+        Some(&ask(Some("namespace=dev"))),
+    )
+    .await;
+    assert_eq!((status, &made["state"]), (201, &json!("pending")), "{made}");
+
+    // The audit trail: the lead held in dev reads dev's records (and its
+    // own), not shop's; the lead holding the role whole reads both.
+    let page = |auth: String| {
+        let gw = &gw;
+        async move {
+            let r = gw
+                .http
+                .get(gw.url("/console/audit?limit=1000"))
+                .header("authorization", auth)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            r.text().await.unwrap()
+        }
+    };
+    let narrowed = page(lead_dev.clone()).await;
+    assert!(narrowed.contains("dev-app"), "{narrowed}");
+    assert!(!narrowed.contains("shop-app"), "{narrowed}");
+    let whole = page(lead.clone()).await;
+    assert!(whole.contains("dev-app") && whole.contains("shop-app"));
+}

@@ -46,7 +46,28 @@ pub struct AccessConfig {
     /// requests is refused with 429 past it).
     #[serde(default = "default_max_pending")]
     pub max_pending_requests: u64,
+    /// `[[access.people]]`: identities of different methods that are one
+    /// person (their grants, requests and audit trail shared). Without
+    /// one, Basic alice and a bearer token whose subject is alice are two.
+    #[serde(default)]
+    pub people: Vec<PersonConfig>,
 }
+
+/// One `[[access.people]]` entry.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PersonConfig {
+    /// The person's name, as grants and trails then know them.
+    pub name: String,
+    /// Their identities, as `Principal::identity` writes them:
+    /// `basic:alice`, `mtls:alice`, `kubernetes:<user>`,
+    /// `bearer:<issuer> <subject>` (`bearer:- <subject>` for tokens
+    /// without `iss`).
+    pub identities: Vec<String>,
+}
+
+/// The methods an identity of `[[access.people]]` may name.
+pub const IDENTITY_METHODS: [&str; 4] = ["basic", "bearer", "mtls", "kubernetes"];
 
 impl Default for AccessConfig {
     fn default() -> AccessConfig {
@@ -56,6 +77,7 @@ impl Default for AccessConfig {
             store: Default::default(),
             pending_timeout: DEFAULT_PENDING_TIMEOUT,
             max_pending_requests: default_max_pending(),
+            people: Vec::new(),
         }
     }
 }

@@ -51,6 +51,7 @@ pub fn problems(roles: &[RoleConfig], access: &AccessConfig) -> Vec<String> {
             problems.push(format!("access.trusted_proxies[{i}]: {why}"));
         }
     }
+    problems.extend(people_problems(&access.people));
     problems.extend(access.store.problems());
     if access.pending_timeout.is_zero() {
         problems.push("access.pending_timeout: 0s would expire every request at once".into());
@@ -191,6 +192,79 @@ impl Role {
     }
 }
 
+/// Every problem of `[[access.people]]`, each named by its key: an
+/// identity that is not `<method>:<name>` of a method callers have, one
+/// given to two people, a person named twice.
+fn people_problems(people: &[config::PersonConfig]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, person) in people.iter().enumerate() {
+        let key = format!("access.people[{i}]");
+        if person.name.trim().is_empty() {
+            problems.push(format!("{key}.name: empty"));
+        } else if let Some(first) = names.insert(person.name.as_str(), i) {
+            problems.push(format!(
+                "{key}.name: \"{}\" is already access.people[{first}]",
+                person.name
+            ));
+        }
+        if person.identities.is_empty() {
+            problems.push(format!(
+                "{key}.identities: empty; list the person's identities"
+            ));
+        }
+        for (j, id) in person.identities.iter().enumerate() {
+            let ok = match id.split_once(':') {
+                Some(("bearer", rest)) => rest
+                    .split_once(' ')
+                    .is_some_and(|(iss, sub)| !iss.is_empty() && !sub.is_empty()),
+                Some((method, name)) => {
+                    config::IDENTITY_METHODS.contains(&method) && !name.is_empty()
+                }
+                None => false,
+            };
+            if !ok {
+                problems.push(format!(
+                    "{key}.identities[{j}]: \"{id}\" is not basic:<name>, mtls:<name>, \
+                     kubernetes:<name> or bearer:<issuer> <subject>"
+                ));
+            } else if let Some(first) = seen.insert(id.as_str(), i) {
+                if first != i {
+                    problems.push(format!(
+                        "{key}.identities[{j}]: \"{id}\" is already access.people[{first}]'s"
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Whether the roles of `held` named in `by` (as held: narrowed to a
+/// namespace or a grant's targets) reach every one of `named`, the
+/// targets a request names: who may ask for a role there, review it, or
+/// read its records. With no target named, only such a role held whole
+/// (on all of its own targets) counts: a role held in one namespace
+/// reaches that namespace only, and nothing it can't see.
+pub fn cover<'t>(
+    held: &[Arc<Role>],
+    by: &[String],
+    named: impl IntoIterator<Item = &'t Target>,
+) -> bool {
+    let counted: Vec<&Arc<Role>> = held.iter().filter(|r| by.contains(&r.name)).collect();
+    let mut any = false;
+    for target in named {
+        any = true;
+        if !counted.iter().any(|r| r.reaches(target)) {
+            return false;
+        }
+    }
+    any || counted
+        .iter()
+        .any(|r| r.namespace.is_none() && r.granted_on.is_none())
+}
+
 /// Every role and mapping, loaded together.
 #[derive(Debug)]
 pub struct AccessControl {
@@ -201,6 +275,10 @@ pub struct AccessControl {
     trusted_proxies: Vec<IpNet>,
     /// The roles as configured: who may request, who may review.
     configs: Vec<RoleConfig>,
+    /// `[[access.people]]`: identity to person, and each person's
+    /// identities.
+    people: std::collections::HashMap<String, String>,
+    identities: std::collections::HashMap<String, Vec<String>>,
 }
 
 impl AccessControl {
@@ -255,6 +333,40 @@ impl AccessControl {
             anonymous_role,
             trusted_proxies,
             configs: role_configs.to_vec(),
+            people: access
+                .people
+                .iter()
+                .flat_map(|p| p.identities.iter().map(|id| (id.clone(), p.name.clone())))
+                .collect(),
+            identities: access
+                .people
+                .iter()
+                .map(|p| (p.name.clone(), p.identities.clone()))
+                .collect(),
+        })
+    }
+
+    /// Every identity that is `principal`'s person: its own alone, or all
+    /// a `[[access.people]]` entry lists with it. None for anonymous.
+    pub fn identities_of(&self, principal: &Principal) -> Vec<String> {
+        let Some(own) = principal.identity() else {
+            return Vec::new();
+        };
+        match self.people.get(&own).and_then(|p| self.identities.get(p)) {
+            Some(all) => all.clone(),
+            None => vec![own],
+        }
+    }
+
+    /// Who `principal` is across methods, as grants, requests and audit
+    /// trails key it: its identity (`Principal::identity`), or the person
+    /// `[[access.people]]` says it is (`person:<name>`). `None` for an
+    /// anonymous caller, whose trail and grants are no one's.
+    pub fn identity_of(&self, principal: &Principal) -> Option<String> {
+        let own = principal.identity()?;
+        Some(match self.people.get(&own) {
+            Some(person) => format!("person:{person}"),
+            None => own,
         })
     }
 
@@ -289,6 +401,8 @@ impl AccessControl {
             anonymous_role: None,
             trusted_proxies: Vec::new(),
             configs: Vec::new(),
+            people: Default::default(),
+            identities: Default::default(),
         }
     }
 
@@ -423,6 +537,40 @@ impl AccessControl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_role_held_in_one_namespace_covers_only_that_namespaces_targets() {
+        let config = crate::config::Config::parse(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\
+             [[targets]]\nname = \"dev.a\"\nurl = \"http://127.0.0.1:1/j\"\nlabels = { namespace = \"dev\" }\n\
+             [[targets]]\nname = \"shop.b\"\nurl = \"http://127.0.0.1:1/j\"\nlabels = { namespace = \"shop\" }\n\
+             [[roles]]\nname = \"leads\"\ntargets = [\"*\"]\n",
+        )
+        .unwrap();
+        let fleet = crate::fleet::Fleet::new(&config.targets, &config.target_defaults).unwrap();
+        let access = AccessControl::new(&config.roles, &config.access).unwrap();
+        let (dev, shop) = (
+            fleet.by_name("dev.a").unwrap(),
+            fleet.by_name("shop.b").unwrap(),
+        );
+        let mut in_dev = Principal::anonymous();
+        in_dev.method = AuthMethod::Kubernetes;
+        in_dev.namespaced_roles = vec![("leads".into(), "dev".into())];
+        let held = access.roles_of(&in_dev);
+        let leads = ["leads".to_string()];
+        assert!(cover(&held, &leads, [&**dev]));
+        assert!(!cover(&held, &leads, [&**shop]));
+        assert!(!cover(&held, &leads, [&**dev, &**shop]));
+        // Nothing named: only a role held whole counts.
+        assert!(!cover(&held, &leads, std::iter::empty()));
+        assert!(!cover(&held, &["others".to_string()], [&**dev]));
+        let mut whole = in_dev.clone();
+        whole.namespaced_roles.clear();
+        whole.roles = vec!["leads".into()];
+        let held = access.roles_of(&whole);
+        assert!(cover(&held, &leads, [&**dev, &**shop]));
+        assert!(cover(&held, &leads, std::iter::empty()));
+    }
 
     #[test]
     fn target_globs_are_anchored_and_literal() {

@@ -27,6 +27,10 @@ pub struct Entry {
     pub principal: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<String>,
+    /// A bearer token's `iss`: with `auth` and `principal`, who this was
+    /// (a subject is a name only within its issuer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate_sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -119,6 +123,8 @@ pub struct EntryRef<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auth: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub certificate_sha256: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<&'a str>,
@@ -191,6 +197,7 @@ impl<'a> From<&'a Entry> for EntryRef<'a> {
             index: e.index,
             principal: e.principal.as_deref(),
             auth: e.auth.as_deref(),
+            issuer: e.issuer.as_deref(),
             certificate_sha256: e.certificate_sha256.as_deref(),
             client: e.client.as_deref(),
             channel: e.channel.as_deref(),
@@ -358,7 +365,8 @@ mod tests {
             request_id: Some("r-1".into()),
             index: Some(3),
             principal: Some("alice \"the\" admin".into()),
-            auth: Some("basic".into()),
+            auth: Some("bearer".into()),
+            issuer: Some("https://idp.example".into()),
             certificate_sha256: Some("ab".into()),
             client: Some("127.0.0.1:5".into()),
             channel: Some("mcp".into()),

@@ -484,6 +484,7 @@ fn caller_entry(
         request_id: Some(request_id.to_string()),
         principal: Some(principal.name.clone()),
         auth: Some(principal.method.as_str().into()),
+        issuer: principal.issuer.clone(),
         certificate_sha256: principal.certificate_sha256.clone(),
         client: client.map(|c| c.to_string()),
         roles: roles.to_vec(),

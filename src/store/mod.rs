@@ -124,6 +124,31 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
+/// Creates the SQLite file readable and writable by its owner only
+/// (`0600`), and makes it, its `-wal` and `-shm` so if they exist from
+/// before: they hold every four-eyes item's arguments in clear. SQLite
+/// creates the `-wal` and `-shm` files with the database file's mode.
+fn owner_only(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        match std::fs::set_permissions(&name, std::fs::Permissions::from_mode(0o600)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            other => other?,
+        }
+    }
+    Ok(())
+}
+
 /// The pool of one backend. Each query is written once, in SQL both
 /// accept (`$1` placeholders, `RETURNING`, `ON CONFLICT`), and run
 /// through [`on_db!`] against whichever this is.
@@ -171,8 +196,15 @@ impl Store {
                 Db::Pg(pool)
             }
             None => {
+                let path = config.sqlite_path();
+                owner_only(&path).map_err(|e| {
+                    StoreError::Unavailable(format!(
+                        "{} could not be made readable by its owner only: {e}",
+                        path.display()
+                    ))
+                })?;
                 let options = sqlx::sqlite::SqliteConnectOptions::new()
-                    .filename(config.sqlite_path())
+                    .filename(&path)
                     .create_if_missing(true)
                     .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
                     .synchronous(sqlx::sqlite::SqliteSynchronous::Full)
@@ -245,17 +277,31 @@ use pg_now_ms;
 /// backend: their SQL may differ.
 type Migrations = &'static [(i64, &'static str, &'static str)];
 
-const SQLITE_MIGRATIONS: Migrations = &[(
-    1,
-    "access requests",
-    include_str!("migrations/sqlite/0001_access_requests.sql"),
-)];
+const SQLITE_MIGRATIONS: Migrations = &[
+    (
+        1,
+        "access requests",
+        include_str!("migrations/sqlite/0001_access_requests.sql"),
+    ),
+    (
+        2,
+        "requester identity",
+        include_str!("migrations/sqlite/0002_requester_identity.sql"),
+    ),
+];
 
-const POSTGRES_MIGRATIONS: Migrations = &[(
-    1,
-    "access requests",
-    include_str!("migrations/postgres/0001_access_requests.sql"),
-)];
+const POSTGRES_MIGRATIONS: Migrations = &[
+    (
+        1,
+        "access requests",
+        include_str!("migrations/postgres/0001_access_requests.sql"),
+    ),
+    (
+        2,
+        "requester identity",
+        include_str!("migrations/postgres/0002_requester_identity.sql"),
+    ),
+];
 
 fn migrator(migrations: Migrations) -> Migrator {
     Migrator::with_migrations(

@@ -85,7 +85,12 @@ impl Verdict {
 pub struct NewRequest {
     pub id: String,
     pub kind: RequestKind,
+    /// Who asks, as an identity (`Principal::identity`: the method, the
+    /// issuer and the name), which every lookup of "theirs" matches.
     pub requester: String,
+    /// The requester's name, as shown (`None` for requests stored before
+    /// identities: their `requester` is the bare name).
+    pub requester_name: Option<String>,
     pub role: String,
     /// A selector within the role's reach; `None`: all of it.
     pub targets: Option<String>,
@@ -125,7 +130,8 @@ pub struct StoredRequest {
 }
 
 const COLUMNS: &str = "id, kind, requester, role, targets, reason, item, duration_ms, \
-     approvals_needed, state, created_ms, decided_ms, expires_ms, used_ms, ended_by";
+     approvals_needed, state, created_ms, decided_ms, expires_ms, used_ms, ended_by, \
+     requester_name";
 
 /// The SQL text of a statement, with the backend's "now" put in for `NOW`.
 fn with_now(db: &Db, sql: &str) -> String {
@@ -144,6 +150,7 @@ fn request_of(row: &impl RowLike) -> Result<StoredRequest, sqlx::Error> {
             id: row.text("id")?,
             kind: RequestKind::parse(&row.text("kind")?),
             requester: row.text("requester")?,
+            requester_name: row.maybe_text("requester_name")?,
             role: row.text("role")?,
             targets: row.maybe_text("targets")?,
             reason: row.maybe_text("reason")?,
@@ -206,7 +213,7 @@ impl Store {
             db,
             &format!(
                 "INSERT INTO access_requests ({COLUMNS}) VALUES \
-                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', NOW_MS, NULL, NULL, NULL, NULL) \
+                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', NOW_MS, NULL, NULL, NULL, NULL, $10) \
                  RETURNING {COLUMNS}"
             ),
         );
@@ -230,6 +237,7 @@ impl Store {
                     .bind(&new.item)
                     .bind(new.duration_ms)
                     .bind(new.approvals_needed)
+                    .bind(&new.requester_name)
                     .fetch_one(&mut *tx)
                     .await?;
                 let stored = request_of(&row)?;
@@ -551,6 +559,7 @@ mod tests {
             id: id.into(),
             kind: RequestKind::Role,
             requester: requester.into(),
+            requester_name: Some(requester.to_string()),
             role: "ops".into(),
             targets: Some("orders-*".into()),
             reason: Some("INC-1234'; DROP TABLE access_requests; --".into()),

@@ -2,6 +2,9 @@
 //! items the just-in-time tests send; shared by `tests/access_requests.rs`
 //! (in-process gateway) and `tests/access_replicas.rs` (real processes).
 
+// Each suite uses part of it.
+#![allow(dead_code)]
+
 use serde_json::{json, Value};
 
 use crate::common::Agent;

@@ -593,8 +593,15 @@ impl Gateway {
     /// Starts an HTTPS-only gateway; `tls` holds the `[server.tls]` keys
     /// other than `listen`. `addr` is the TLS listener's.
     pub async fn start_tls(tls: &str, config_body: &str) -> Gateway {
-        let text =
-            format!("{config_body}\n[server]\n[server.tls]\nlisten = \"127.0.0.1:0\"\n{tls}\n");
+        Gateway::start_tls_with("", tls, config_body).await
+    }
+
+    /// [`start_tls`](Self::start_tls) with more `[server]` keys
+    /// (`auth = [...]`).
+    pub async fn start_tls_with(server: &str, tls: &str, config_body: &str) -> Gateway {
+        let text = format!(
+            "{config_body}\n[server]\n{server}\n[server.tls]\nlisten = \"127.0.0.1:0\"\n{tls}\n"
+        );
         let config = jmxgate::Config::parse(&text)
             .and_then(|c| c.validate())
             .unwrap_or_else(|e| panic!("bad test config: {e:?}\n{text}"));

@@ -250,22 +250,23 @@ impl Gateway {
         standing: &[Arc<Role>],
     ) -> Vec<Arc<Role>> {
         let access = &state.access;
-        if principal.method == AuthMethod::Anonymous || !access.may_request(standing) {
+        if !access.may_request(standing) {
             return Vec::new();
         }
+        let Some(identity) = access.identity_of(principal) else {
+            return Vec::new();
+        };
         let elevation = &self.elevation;
-        let grants = match elevation.grants.get(&principal.name) {
+        let grants = match elevation.grants.get(&identity) {
             Some(g) => g,
             None => {
                 // Not open, or away: standing roles only.
                 let Ok(store) = elevation.store() else {
                     return Vec::new();
                 };
-                let looked_up = tokio::time::timeout(
-                    GRANT_LOOKUP_TIMEOUT,
-                    store.active_grants(&principal.name),
-                )
-                .await;
+                let looked_up =
+                    tokio::time::timeout(GRANT_LOOKUP_TIMEOUT, store.active_grants(&identity))
+                        .await;
                 let found = match looked_up {
                     Ok(Ok(found)) => found,
                     Ok(Err(e)) => {
@@ -292,9 +293,7 @@ impl Gateway {
                         })
                         .collect::<Vec<_>>(),
                 );
-                elevation
-                    .grants
-                    .insert(principal.name.clone(), grants.clone());
+                elevation.grants.insert(identity.clone(), grants.clone());
                 grants
             }
         };
@@ -394,7 +393,10 @@ impl Gateway {
         target: &str,
         key: &str,
     ) -> Result<Settled, HttpError> {
-        let me = principal.name.as_str();
+        let Some(identity) = state.access.identity_of(principal) else {
+            return Err(anonymous());
+        };
+        let me = identity.as_str();
         let open = store
             .open_item_request(me, key)
             .await
@@ -420,6 +422,7 @@ impl Gateway {
             id: wire::new_id(),
             kind: RequestKind::Item,
             requester: me.to_string(),
+            requester_name: Some(principal.name.clone()),
             role: role.name.clone(),
             targets: Some(target.to_string()),
             reason: None,
@@ -432,7 +435,7 @@ impl Gateway {
             .await
             .map_err(|e| store_error(e, &new.id))?;
         self.metrics.access_step("access_requested");
-        tracing::info!(target: "jmxgate::audit", principal = me, access_request = %made.request.id, target_name = target, "access_requested: an item waits for approval");
+        tracing::info!(target: "jmxgate::audit", principal = %principal.name, access_request = %made.request.id, target_name = target, "access_requested: an item waits for approval");
         self.announce_access_step(state, "access_requested", &made);
         Ok(Settled::Waiting {
             id: made.request.id,
@@ -533,9 +536,9 @@ impl Gateway {
         ask: Ask,
         caller: &AccessCaller<'_>,
     ) -> Answer {
-        if caller.principal.method == AuthMethod::Anonymous {
+        let Some(identity) = state.access.identity_of(caller.principal) else {
             return Err(bare(anonymous()));
-        }
+        };
         let standing = names(caller.standing);
         let asking = operations::Asking {
             gateway: self,
@@ -544,6 +547,8 @@ impl Gateway {
             caller,
             may_review: reviewable(state.access.role_configs(), &standing),
             standing,
+            reach: Default::default(),
+            identity,
         };
         let answer = match ask {
             Ask::List(q) => asking.list(&q).await,
@@ -566,41 +571,53 @@ impl Gateway {
         }
     }
 
-    /// `targets` of a request for `role`, checked: a selector that parses,
-    /// reaches some of the role's targets now and none beyond them.
-    fn within_reach(&self, state: &State, role: &str, targets: &str) -> Result<String, HttpError> {
-        let Some(granted) = state.access.granted_role(role, Some(targets), "-") else {
+    /// `targets` of a request for `role`, checked: a selector that parses
+    /// (or none: every target of the role), and every target the request
+    /// would name (those the role reaches within it) reached by the
+    /// caller's own roles that may request it, as held (a role held in a
+    /// namespace reaches that namespace only). Targets the caller can't
+    /// see are counted by nothing: a name that exists beyond its reach
+    /// and one that doesn't exist get the same answer.
+    fn within_reach(
+        &self,
+        state: &State,
+        role: &RoleConfig,
+        targets: Option<&str>,
+        standing: &[Arc<Role>],
+    ) -> Result<Option<String>, HttpError> {
+        let Some(granted) = state.access.granted_role(&role.name, targets, "-") else {
             return Err(HttpError::bad_request(format!(
                 "targets: \"{}\" is not a target name, glob or label selector",
-                targets.chars().take(100).collect::<String>()
+                targets.unwrap_or("").chars().take(100).collect::<String>()
             )));
         };
-        let whole = state
-            .access
-            .granted_role(role, None, "-")
-            .expect("the role exists");
-        let selector = crate::access::TargetSelector::parse(targets).expect("parsed above");
-        let (mut inside, mut outside) = (0usize, 0usize);
-        for t in state.fleet.iter().filter(|t| selector.matches(t)) {
-            if granted.reaches(t) && whole.reaches(t) {
-                inside += 1;
-            } else {
-                outside += 1;
-            }
-        }
-        if outside > 0 {
-            return Err(HttpError::new(
+        let named: Vec<&Arc<crate::fleet::Target>> =
+            state.fleet.iter().filter(|t| granted.reaches(t)).collect();
+        let within =
+            crate::access::cover(standing, &role.requestable_by, named.iter().map(|t| &***t));
+        match targets {
+            // Not the selector echoed: the answer is the same for every
+            // selector refused, whichever targets exist.
+            Some(_) if named.is_empty() || !within => Err(HttpError::new(
                 403,
                 "jmxgate.Forbidden",
-                format!("targets: \"{targets}\" names {outside} target(s) outside role \"{role}\"'s reach; ask for targets the role reaches"),
-            ));
+                format!(
+                    "targets: names no target of role \"{}\" within your reach, or some outside it; \
+                     ask for targets of the role that your own roles reach",
+                    role.name
+                ),
+            )),
+            None if !within => Err(HttpError::new(
+                403,
+                "jmxgate.Forbidden",
+                format!(
+                    "without targets this asks for every target of role \"{}\", beyond what your own roles reach; \
+                     name the targets within your reach (targets, e.g. \"namespace=dev\")",
+                    role.name
+                ),
+            )),
+            _ => Ok(targets.map(str::to_string)),
         }
-        if inside == 0 {
-            return Err(HttpError::bad_request(format!(
-                "targets: \"{targets}\" names none of role \"{role}\"'s targets"
-            )));
-        }
-        Ok(targets.to_string())
     }
 
     /// Expires what is due (each request once, whichever replica gets it),

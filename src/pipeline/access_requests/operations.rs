@@ -2,7 +2,8 @@
 //! caller: what it may see and review is worked out once ([`Asking`]),
 //! the rules are `elevation`'s and every change is the store's.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
@@ -21,28 +22,84 @@ pub(super) struct Asking<'a> {
     pub store: Arc<Store>,
     pub caller: &'a AccessCaller<'a>,
     /// The caller's standing role names, and the roles whose requests
-    /// it may review now.
+    /// it may review now (by name; [`Asking::reviews`] judges its reach).
     pub standing: Vec<String>,
     pub may_review: Vec<String>,
+    /// Whether the caller's approver roles reach what a request for
+    /// (role, targets) names, worked out once per pair.
+    pub reach: Mutex<HashMap<(String, Option<String>), bool>>,
+    /// Who the caller is across methods (`AccessControl::identity_of`):
+    /// its own requests are those of this identity.
+    pub identity: String,
 }
 
 impl Asking<'_> {
+    /// The caller as requests key their requester.
     fn me(&self) -> &str {
+        &self.identity
+    }
+
+    /// The caller's name, as reviews and revocations show it.
+    fn name(&self) -> &str {
         &self.caller.principal.name
+    }
+
+    /// Whether `r` is the caller's own: by identity, or by a name shown
+    /// as the requester's (a reviewer with the requester's name through
+    /// another method is taken to be the same person: no one approves
+    /// what may be their own).
+    fn own(&self, r: &StoredRequest) -> bool {
+        r.request.requester == self.me() || r.request.requester_name.as_deref() == Some(self.name())
+    }
+
+    /// Whether the caller reviews `r`: one of its roles is an approver of
+    /// the request's role, and those it holds, as held (a role held in a
+    /// namespace reaches that namespace only), reach every target the
+    /// request names.
+    fn reviews(&self, r: &StoredRequest) -> bool {
+        if !self.may_review.contains(&r.request.role) {
+            return false;
+        }
+        let key = (r.request.role.clone(), r.request.targets.clone());
+        if let Some(known) = self.reach.lock().expect("reach lock").get(&key) {
+            return *known;
+        }
+        let configs = self.state.access.role_configs();
+        let approvers = configs
+            .iter()
+            .find(|c| c.name == r.request.role)
+            .map_or(&[][..], |c| c.approvers.as_slice());
+        let covered = match self.state.access.granted_role(
+            &r.request.role,
+            r.request.targets.as_deref(),
+            &r.request.id,
+        ) {
+            Some(granted) => crate::access::cover(
+                self.caller.standing,
+                approvers,
+                self.state
+                    .fleet
+                    .iter()
+                    .filter(|t| granted.reaches(t))
+                    .map(|t| &**t),
+            ),
+            None => false,
+        };
+        self.reach.lock().expect("reach lock").insert(key, covered);
+        covered
     }
 
     /// The caller's own requests and those it may review.
     fn visible(&self, r: &StoredRequest) -> bool {
-        r.request.requester == self.me() || self.may_review.contains(&r.request.role)
+        r.request.requester == self.me() || self.reviews(r)
     }
 
     /// A request as this caller reads it (whether it may review it now).
     fn view(&self, r: &StoredRequest) -> serde_json::Value {
-        let me = self.me();
-        let reviewer = r.request.requester != me
+        let reviewer = !self.own(r)
             && r.state == RequestState::Pending
-            && self.may_review.contains(&r.request.role)
-            && !r.reviews.iter().any(|v| v.reviewer == me);
+            && self.reviews(r)
+            && !r.reviews.iter().any(|v| v.reviewer == self.name());
         wire::view(r, reviewer)
     }
 
@@ -70,6 +127,7 @@ impl Asking<'_> {
             .map_err(|e| bare(store_error(e, "-")))?;
         let shown: Vec<_> = found
             .iter()
+            .filter(|r| self.visible(r))
             .filter(|r| q.state.as_deref().is_none_or(|s| r.state.as_str() == s))
             .map(|r| self.view(r))
             .collect();
@@ -98,16 +156,17 @@ impl Asking<'_> {
         .map_err(|r| with(refusal(r)))?;
         let targets = match asked.targets.as_deref().map(str::trim) {
             None | Some("") => None,
-            Some(t) => Some(
-                self.gateway
-                    .within_reach(self.state, &config.name, t)
-                    .map_err(with)?,
-            ),
+            Some(t) => Some(t),
         };
+        let targets = self
+            .gateway
+            .within_reach(self.state, config, targets, self.caller.standing)
+            .map_err(with)?;
         let new = NewRequest {
             id: wire::new_id(),
             kind: RequestKind::Role,
             requester: self.me().to_string(),
+            requester_name: Some(self.name().to_string()),
             role: config.name.clone(),
             targets,
             reason,
@@ -158,14 +217,14 @@ impl Asking<'_> {
                 ),
             ))
         })?;
-        elevation::check_review(config, self.me(), &self.standing, &found.request.requester)
+        elevation::check_review(config, self.own(&found), &self.standing)
             .map_err(|r| with(refusal(r)))?;
         let comment = wire::text("comment", review.comment.as_deref()).map_err(with)?;
         // A request past its pending time is expired, not reviewed.
         self.gateway.expire_due(self.state, &self.store).await;
         let reviewed = self
             .store
-            .review(id, self.me(), verdict, comment.as_deref())
+            .review(id, self.name(), verdict, comment.as_deref())
             .await
             .map_err(|e| with(store_error(e, id)))?;
         self.gateway.elevation.forget(&reviewed.request.requester);
@@ -205,12 +264,12 @@ impl Asking<'_> {
         let found = self.visible_request(id).await?;
         let step = StepNames::of(&found);
         let with = |e: HttpError| (e, step.clone());
-        if found.request.requester != self.me() && !self.may_review.contains(&found.request.role) {
+        if found.request.requester != self.me() && !self.reviews(&found) {
             return Err(with(refusal(Refusal::NotApprover)));
         }
         let revoked = self
             .store
-            .revoke(id, self.me())
+            .revoke(id, self.name())
             .await
             .map_err(|e| with(store_error(e, id)))?;
         self.gateway.elevation.forget(&revoked.request.requester);

@@ -262,7 +262,7 @@ pub fn view(r: &StoredRequest, may_review: bool) -> Value {
         "id": q.id,
         "kind": q.kind.as_str(),
         "state": r.state.as_str(),
-        "requester": q.requester,
+        "requester": q.requester_name.as_deref().unwrap_or(&q.requester),
         "role": q.role,
         "duration": humantime::format_duration(Duration::from_millis(q.duration_ms.max(0) as u64)).to_string(),
         "approvals_needed": q.approvals_needed,
@@ -277,6 +277,10 @@ pub fn view(r: &StoredRequest, may_review: bool) -> Value {
         "may_review": may_review,
     });
     let o = v.as_object_mut().expect("an object");
+    // Who asked, across methods: `basic:alice`, `bearer:<iss> alice`.
+    if q.requester_name.is_some() {
+        o.insert("requester_identity".into(), json!(q.requester));
+    }
     if let Some(t) = &q.targets {
         o.insert("targets".into(), json!(t));
     }

@@ -163,10 +163,16 @@ impl BearerConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BearerIdentity {
     pub principal: String,
+    /// The token's `iss`, part of who it is: a subject is a name only
+    /// within its issuer.
+    pub issuer: Option<String>,
     pub roles: Vec<String>,
     /// `exp`, in seconds since the Unix epoch.
     pub expires_at: Option<u64>,
 }
+
+/// The most of a token's `iss` kept as part of its identity.
+const MAX_ISSUER_CHARS: usize = 512;
 
 /// What was wrong with a token (for logs, metrics and tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -557,6 +563,10 @@ impl Bearer {
         self.check_issuer_and_audience(claims)?;
         Ok(BearerIdentity {
             principal: self.principal_of(claims)?.clone(),
+            issuer: claims
+                .get("iss")
+                .and_then(Value::as_str)
+                .map(|iss| iss.chars().take(MAX_ISSUER_CHARS).collect()),
             roles: self.roles_of(claims)?,
             expires_at: Some(exp),
         })

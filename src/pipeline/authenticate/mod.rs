@@ -305,6 +305,7 @@ impl Authenticator {
             Ok(id) => Ok(Principal {
                 name: id.name,
                 method: AuthMethod::Basic,
+                issuer: None,
                 roles: id.roles,
                 certificate_sha256: None,
                 namespaced_roles: Vec::new(),
@@ -350,6 +351,7 @@ impl Authenticator {
             Ok(id) => Ok(Principal {
                 name: id.principal,
                 method: AuthMethod::Bearer,
+                issuer: id.issuer,
                 roles: id.roles,
                 certificate_sha256: None,
                 namespaced_roles: Vec::new(),
@@ -383,6 +385,7 @@ impl Authenticator {
                 Ok(Principal {
                     name,
                     method: AuthMethod::Kubernetes,
+                    issuer: None,
                     roles,
                     certificate_sha256: None,
                     namespaced_roles,
@@ -495,6 +498,7 @@ pub fn principal_from_certificate(
     Some(Principal {
         name,
         method: AuthMethod::Mtls,
+        issuer: None,
         roles,
         certificate_sha256: Some(crate::tls::fingerprint_sha256(leaf)),
         namespaced_roles: Vec::new(),

@@ -33,8 +33,86 @@ const DEFAULT_ROWS: usize = 100;
 const MAX_ROWS: usize = 1000;
 const MAX_FIELD: usize = 256;
 
+/// One identity whose records are a viewer's own: the `auth`, `principal`
+/// and `issuer` its records carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub auth: String,
+    pub principal: String,
+    pub issuer: Option<String>,
+}
+
+impl Identity {
+    /// From `Principal::identity`'s text (`basic:alice`,
+    /// `bearer:<iss> alice`, `bearer:- alice` without `iss`).
+    pub fn parse(text: &str) -> Option<Identity> {
+        let (auth, rest) = text.split_once(':')?;
+        let (issuer, principal) = match auth {
+            "bearer" => {
+                let (iss, sub) = rest.split_once(' ')?;
+                ((iss != "-").then(|| iss.to_string()), sub)
+            }
+            _ => (None, rest),
+        };
+        Some(Identity {
+            auth: auth.to_string(),
+            principal: principal.to_string(),
+            issuer,
+        })
+    }
+
+    fn wrote(&self, e: &Entry) -> bool {
+        e.auth.as_deref() == Some(self.auth.as_str())
+            && e.principal.as_deref() == Some(self.principal.as_str())
+            && e.issuer == self.issuer
+    }
+}
+
+/// Whose records a viewer reads.
+#[derive(Debug, Clone)]
+pub enum Reader {
+    /// Holds an auditor role whole: everyone's, and the chain.
+    Auditor,
+    /// Its own: the records of its identities (its own, or a person's of
+    /// `[[access.people]]`), and with `targets` also those about these
+    /// targets (an auditor role held narrowed, to a namespace: it reaches
+    /// that namespace's records only). No identity: nothing of its own.
+    Own {
+        name: String,
+        identities: Vec<Identity>,
+        targets: Option<Arc<std::collections::HashSet<String>>>,
+    },
+}
+
+impl Reader {
+    /// Whether it reads others' records (and may filter by principal).
+    pub fn reads_others(&self) -> bool {
+        match self {
+            Reader::Auditor => true,
+            Reader::Own { targets, .. } => targets.is_some(),
+        }
+    }
+
+    fn reads(&self, e: &Entry) -> bool {
+        match self {
+            Reader::Auditor => true,
+            Reader::Own {
+                identities,
+                targets,
+                ..
+            } => {
+                identities.iter().any(|i| i.wrote(e))
+                    || targets
+                        .as_ref()
+                        .zip(e.target.as_ref())
+                        .is_some_and(|(t, target)| t.contains(target))
+            }
+        }
+    }
+}
+
 /// What the page asks (`?since=&until=&target=&principal=&event=&before=&limit=&verify=1`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TrailQuery {
     pub since: String,
     pub until: String,
@@ -46,20 +124,25 @@ pub struct TrailQuery {
     pub limit: usize,
     pub verify: bool,
     pub filter: Filter,
+    /// Whose records these may be.
+    pub reader: Reader,
 }
 
 impl TrailQuery {
-    /// Reads the query; `me` is the viewer, whose records alone it sees
-    /// unless `auditor`. `Err`: the status and what is wrong.
-    pub fn parse(
-        query: Option<&str>,
-        me: &str,
-        auditor: bool,
-    ) -> Result<TrailQuery, (u16, String)> {
+    /// Reads the query for `reader`. `Err`: the status and what is wrong.
+    pub fn parse(query: Option<&str>, reader: Reader) -> Result<TrailQuery, (u16, String)> {
         let bad = |why: String| (400, why);
         let mut q = TrailQuery {
+            since: String::new(),
+            until: String::new(),
+            target: String::new(),
+            principal: String::new(),
+            event: String::new(),
+            before: None,
             limit: DEFAULT_ROWS,
-            ..TrailQuery::default()
+            verify: false,
+            filter: Filter::default(),
+            reader,
         };
         for (key, value) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
             if value.len() > MAX_FIELD {
@@ -89,8 +172,8 @@ impl TrailQuery {
                 _ => {}
             }
         }
-        if !auditor {
-            if !q.principal.is_empty() && q.principal != me {
+        if let Reader::Own { name, .. } = &q.reader {
+            if !q.reader.reads_others() && !q.principal.is_empty() && q.principal != *name {
                 return Err((
                     403,
                     "You read your own audit records only; an auditor role reads everyone's."
@@ -100,7 +183,6 @@ impl TrailQuery {
             if q.verify {
                 return Err((403, "Verifying the chain is for auditor roles.".into()));
             }
-            q.principal = me.to_string();
         }
         let time = |field: &str, text: &str| {
             if text.is_empty() {
@@ -162,7 +244,10 @@ pub fn search(dir: &Path, q: &TrailQuery, mut budget: u64) -> std::io::Result<Fo
                 return true;
             };
             oldest_read = Some((entry.time.clone(), entry.seq));
-            if q.before.is_some_and(|b| entry.seq >= b) || !q.filter.matches(&entry) {
+            if q.before.is_some_and(|b| entry.seq >= b)
+                || !q.filter.matches(&entry)
+                || !q.reader.reads(&entry)
+            {
                 return true;
             }
             if found.rows.len() == q.limit {
@@ -306,7 +391,7 @@ fn backwards(
 }
 
 /// A query string for the page, with `before`.
-fn link(base: &str, q: &TrailQuery, before: u64, auditor: bool) -> String {
+fn link(base: &str, q: &TrailQuery, before: u64) -> String {
     let mut s = url::form_urlencoded::Serializer::new(String::new());
     for (k, v) in [
         ("since", &q.since),
@@ -318,7 +403,7 @@ fn link(base: &str, q: &TrailQuery, before: u64, auditor: bool) -> String {
             s.append_pair(k, v);
         }
     }
-    if auditor && !q.principal.is_empty() {
+    if q.reader.reads_others() && !q.principal.is_empty() {
         s.append_pair("principal", &q.principal);
     }
     if q.limit != DEFAULT_ROWS {
@@ -333,15 +418,16 @@ pub fn render(
     base: &str,
     q: &TrailQuery,
     found: &Found,
-    auditor: bool,
     verified: Option<&Result<Report, String>>,
 ) -> Markup {
+    let others = q.reader.reads_others();
+    let auditor = matches!(q.reader, Reader::Auditor);
     html! {
         form.filters method="get" action={ (base) "/audit" } {
             label { "Since " input type="text" name="since" value=(q.since) placeholder="2026-11-28T09:00:00Z" size="20"; }
             label { "Until " input type="text" name="until" value=(q.until) size="20"; }
             label { "Target " input type="text" name="target" value=(q.target); }
-            @if auditor {
+            @if others {
                 label { "Principal " input type="text" name="principal" value=(q.principal); }
             }
             label { "Event " input type="text" name="event" value=(q.event) placeholder="request"; }
@@ -349,6 +435,8 @@ pub fn render(
         }
         @if auditor {
             (chain_status(base, verified))
+        } @else if others {
+            p { "Your own records, and those about the targets your auditor role reaches where you hold it." }
         } @else {
             p { "Your own records. An auditor role reads everyone's." }
         }
@@ -383,7 +471,7 @@ pub fn render(
                 "; older records are on the next pages." }
         }
         @if let Some(before) = found.next {
-            p { a.next href=(link(base, q, before, auditor)) { "Older records" } }
+            p { a.next href=(link(base, q, before)) { "Older records" } }
         }
     }
 }
@@ -436,6 +524,45 @@ fn chain_status(base: &str, verified: Option<&Result<Report, String>>) -> Markup
     }
 }
 
+/// Whose records `viewer` reads: everyone's for an auditor role held
+/// whole; else its own identities' (a person's, with `[[access.people]]`),
+/// and those about the fleet's targets that an auditor role it holds
+/// narrowed (to a namespace) reaches.
+fn reader_of(state: &crate::pipeline::state::State, viewer: &Viewer<'_>) -> Reader {
+    let auditors = &state.console.auditors;
+    let held: Vec<&Arc<crate::access::Role>> = viewer
+        .held
+        .iter()
+        .filter(|r| auditors.contains(&r.name))
+        .collect();
+    if held
+        .iter()
+        .any(|r| r.namespace.is_none() && r.granted_on.is_none())
+    {
+        return Reader::Auditor;
+    }
+    let targets = (!held.is_empty()).then(|| {
+        Arc::new(
+            state
+                .fleet
+                .iter()
+                .filter(|t| held.iter().any(|r| r.reaches(t)))
+                .map(|t| t.name.clone())
+                .collect(),
+        )
+    });
+    Reader::Own {
+        name: viewer.principal.name.clone(),
+        identities: state
+            .access
+            .identities_of(viewer.principal)
+            .iter()
+            .filter_map(|i| Identity::parse(i))
+            .collect(),
+        targets,
+    }
+}
+
 impl Gateway {
     /// The audit trail: the viewer's records, or an auditor's search
     /// of everyone's, and the chain's state when asked.
@@ -458,11 +585,17 @@ impl Gateway {
                 who,
             );
         };
-        let auditor = viewer
-            .held
-            .iter()
-            .any(|r| state.console.auditors.contains(&r.name));
-        let query = match TrailQuery::parse(parts.uri.query(), who, auditor) {
+        let reader = reader_of(state, viewer);
+        if matches!(&reader, Reader::Own { identities, targets: None, .. } if identities.is_empty())
+        {
+            return page::error(
+                403,
+                "Audit trails are kept by who made them: sign in to read yours.",
+                base,
+                who,
+            );
+        }
+        let query = match TrailQuery::parse(parts.uri.query(), reader) {
             Ok(q) => Arc::new(q),
             Err((status, why)) => return page::error(status, &why, base, who),
         };
@@ -500,7 +633,7 @@ impl Gateway {
         if let Err(e) = self.audit_listing(&record).await {
             return page::error(e.status, &e.message, base, who);
         }
-        let body = render(base, &query, &found, auditor, verified.as_ref());
+        let body = render(base, &query, &found, verified.as_ref());
         page::respond(
             200,
             "text/html; charset=utf-8",
@@ -516,7 +649,8 @@ mod tests {
 
     fn record(seq: u64, principal: &str, target: &str) -> String {
         serde_json::json!({"seq": seq, "time": format!("2026-11-28T09:{:02}:00Z", seq % 60),
-            "event": "request", "principal": principal, "target": target, "prev": "x"})
+            "event": "request", "principal": principal, "auth": "basic", "target": target,
+            "prev": "x"})
         .to_string()
     }
 
@@ -537,8 +671,19 @@ mod tests {
         dir
     }
 
+    fn reader(me: &str, auditor: bool) -> Reader {
+        if auditor {
+            return Reader::Auditor;
+        }
+        Reader::Own {
+            name: me.into(),
+            identities: vec![Identity::parse(&format!("basic:{me}")).unwrap()],
+            targets: None,
+        }
+    }
+
     fn q(query: &str, me: &str, auditor: bool) -> TrailQuery {
-        TrailQuery::parse(Some(query), me, auditor).unwrap()
+        TrailQuery::parse(Some(query), reader(me, auditor)).unwrap()
     }
 
     #[test]
@@ -602,13 +747,45 @@ mod tests {
 
     #[test]
     fn only_auditors_see_others_or_verify() {
-        assert_eq!(q("", "ann", false).filter.principal.as_deref(), Some("ann"));
+        let dir = log();
+        let own = search(dir.path(), &q("", "ann", false), SCAN_BUDGET).unwrap();
+        assert!(own
+            .rows
+            .iter()
+            .all(|e| e.principal.as_deref() == Some("ann")));
         for asked in ["principal=bob", "verify=1"] {
-            let (status, _) = TrailQuery::parse(Some(asked), "ann", false).unwrap_err();
+            let (status, _) = TrailQuery::parse(Some(asked), reader("ann", false)).unwrap_err();
             assert_eq!(status, 403, "{asked}");
         }
         assert_eq!(q("", "eve", true).filter.principal, None);
-        let (status, why) = TrailQuery::parse(Some("since=yesterday"), "eve", true).unwrap_err();
+        // Another method's ann is not this ann.
+        let other = Reader::Own {
+            name: "ann".into(),
+            identities: vec![Identity::parse("bearer:https://idp.example ann").unwrap()],
+            targets: None,
+        };
+        let theirs = search(
+            dir.path(),
+            &TrailQuery::parse(None, other).unwrap(),
+            SCAN_BUDGET,
+        );
+        assert!(theirs.unwrap().rows.is_empty());
+        // An auditor role held narrowed reads its targets' records too.
+        let narrowed = Reader::Own {
+            name: "eve".into(),
+            identities: vec![],
+            targets: Some(Arc::new(["t1".to_string()].into_iter().collect())),
+        };
+        let found = search(
+            dir.path(),
+            &TrailQuery::parse(None, narrowed).unwrap(),
+            SCAN_BUDGET,
+        );
+        let found = found.unwrap();
+        assert!(!found.rows.is_empty());
+        assert!(found.rows.iter().all(|e| e.target.as_deref() == Some("t1")));
+        let (status, why) =
+            TrailQuery::parse(Some("since=yesterday"), reader("eve", true)).unwrap_err();
         assert_eq!(status, 400);
         assert!(why.contains("since"), "{why}");
     }

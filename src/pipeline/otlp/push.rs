@@ -108,6 +108,7 @@ impl Gateway {
         let started = Instant::now();
         let principal = Principal {
             name: settings.principal.clone(),
+            issuer: None,
             method: AuthMethod::Configured,
             roles: settings.role.iter().cloned().collect(),
             certificate_sha256: None,
