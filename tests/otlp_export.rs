@@ -1320,3 +1320,43 @@ module = "all"
     assert_eq!(metric(&gw, &points_total("small", "failed")), 0.0);
     still_serving(&gw, "otlp-grpc-hostile").await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endpoints_query_stays_after_the_path_v1_metrics_is_appended_to() {
+    let agent = Agent::start("otlp-query");
+    let receiver = Receiver::accepting().await;
+    let export = |name: &str, endpoint: &str| {
+        format!(
+            "[[otlp.exports]]\nname = \"{name}\"\nendpoint = \"{endpoint}\"\ninterval = \"1s\"\n\
+             targets = \"otlp-*\"\nmodule = \"threads\"\n\n"
+        )
+    };
+    let config =
+        format!(
+        "{targets}\n[[prometheus.modules]]\nname = \"threads\"\nrules_file = \"{rules}\"\n\n{a}{b}",
+        targets = targets_toml(&[&agent]),
+        rules = rules().display(),
+        a = export("base", &format!("{}/otlp?tenant=a", receiver.url)),
+        b = export("full", &format!("{}/otlp/v1/metrics/?tenant=b", receiver.url)),
+    );
+    let _gw = Gateway::start(&config).await;
+    let want = BTreeSet::from([
+        "/otlp/v1/metrics?tenant=a".to_string(),
+        "/otlp/v1/metrics?tenant=b".to_string(),
+    ]);
+    eventually(
+        "both exports push to their path with their query",
+        Duration::from_secs(60),
+        || async {
+            let seen: BTreeSet<String> = receiver
+                .received()
+                .into_iter()
+                .map(|r| r.path_and_query)
+                .collect();
+            (seen == want).then_some(()).ok_or(format!("{seen:?}"))
+        },
+    )
+    .await;
+    // Both took points; each request went where its export says.
+    assert!(receiver.answered().iter().all(|s| *s == 200));
+}
