@@ -1320,3 +1320,250 @@ module = "all"
     assert_eq!(metric(&gw, &points_total("small", "failed")), 0.0);
     still_serving(&gw, "otlp-grpc-hostile").await;
 }
+
+/// `/readyz` on an admin listener, as text.
+async fn readyz(admin: u16) -> Result<String, String> {
+    let r = common::http_client()
+        .get(format!("http://127.0.0.1:{admin}/readyz"))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = r.status();
+    let text = r.text().await.map_err(|e| e.to_string())?;
+    if status == 200 {
+        Ok(text)
+    } else {
+        Err(format!("{status} {text}"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn receivers_echoing_the_credentials_sent_leave_them_out_of_readyz_and_the_log() {
+    const TOKEN: &str = "echoed-token-5f1c9a";
+    const KEY: &str = "echoed-key-8b2d47";
+    let agent = Agent::start("otlp-echo");
+    // Both answer with every header they were sent in their body.
+    let refusing = Receiver::start(|_| Answer::Echo(400)).await;
+    let unauthorized = Receiver::start(|_| Answer::Echo(401)).await;
+    // Over gRPC, in its grpc-message.
+    let grpc = GrpcReceiver::start(&["--echo", "UNAUTHENTICATED"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), format!("Bearer {TOKEN}\n")).unwrap();
+    let admin = free_port();
+    let export = |name: &str, url: &str, protocol: &str| {
+        format!(
+            "[[otlp.exports]]\nname = \"{name}\"\nendpoint = \"{url}\"\nprotocol = \"{protocol}\"\n\
+             interval = \"1s\"\ntargets = \"otlp-*\"\nmodule = \"threads\"\n\
+             headers = {{ Authorization = {{ file = \"token\" }}, \"X-Api-Key\" = \"{KEY}\" }}\n\n"
+        )
+    };
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[admin]\nlisten = \"127.0.0.1:{admin}\"\n\n\
+             {targets}\n[[prometheus.modules]]\nname = \"threads\"\nrules_file = \"{rules}\"\n\n{a}{b}{c}",
+            targets = targets_toml(&[&agent]),
+            rules = rules().display(),
+            a = export("refusing", &refusing.url, "http/protobuf"),
+            b = export("unauthorized", &unauthorized.url, "http/protobuf"),
+            c = export(
+                "grpc",
+                &format!("http://127.0.0.1:{}", grpc.port),
+                "grpc"
+            ),
+        ),
+    )
+    .unwrap();
+    let gw = common::GatewayProcess::start(&config, "debug");
+    let ready = eventually(
+        "/readyz says how both exports fail",
+        Duration::from_secs(60),
+        || async {
+            let text = readyz(admin).await?;
+            (text.contains(
+                "OTLP export unauthorized: the last request was not delivered: \
+                 the receiver answered HTTP 401",
+            ) && text.contains("OTLP export refusing: the receiver refused")
+                && text.contains(
+                    "OTLP export grpc: the last request was not delivered: \
+                     the receiver answered UNAUTHENTICATED",
+                ))
+            .then_some(text.clone())
+            .ok_or(text)
+        },
+    )
+    .await;
+    // They did echo the secrets.
+    for r in [&refusing, &unauthorized] {
+        assert!(
+            r.received()
+                .iter()
+                .any(|r| r.reply.contains(&format!("Bearer {TOKEN}")) && r.reply.contains(KEY)),
+            "{:?}",
+            r.received().first().map(|r| &r.reply)
+        );
+    }
+    let call = grpc.calls().into_iter().next().unwrap();
+    assert_eq!(
+        call.metadata.get("authorization").map(String::as_str),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+    // /readyz says only how each export fails: never the receiver's words.
+    for secret in [TOKEN, KEY, "you sent"] {
+        assert!(!ready.contains(secret), "{secret} in /readyz: {ready}");
+    }
+    let metrics = common::get_text(
+        &common::http_client(),
+        &format!("http://127.0.0.1:{admin}/metrics"),
+    )
+    .await;
+    assert!(!metrics.contains(TOKEN) && !metrics.contains(KEY));
+    // The log keeps the start of what they said, the export's own values
+    // masked.
+    let log = gw.stop().join("\n");
+    for secret in [TOKEN, KEY] {
+        assert!(!log.contains(secret), "{secret} in the log:\n{log}");
+    }
+    // The push refused as such is said once, not once per point dropped.
+    let pushes: BTreeSet<u64> = refusing
+        .received()
+        .iter()
+        .filter_map(|r| {
+            common::otlp_receiver::points_of(std::slice::from_ref(&r.request))
+                .first()
+                .map(|p| p.time_unix_nano)
+        })
+        .collect();
+    let said = |what: &str| {
+        log.lines()
+            .filter(|l| l.contains("export=refusing") && l.contains(what))
+            .count()
+    };
+    assert!(
+        (1..=pushes.len()).contains(&said("OTLP push refused")),
+        "{} pushes:\n{log}",
+        pushes.len()
+    );
+    assert_eq!(said("OTLP points dropped"), 0, "{log}");
+    for export in ["refusing", "unauthorized", "grpc"] {
+        let said = log
+            .lines()
+            .find(|l| l.contains(&format!("export={export}")) && l.contains("you sent"))
+            .unwrap_or_else(|| panic!("{export}'s refusal not logged:\n{log}"));
+        assert!(
+            said.contains("authorization: ***") && said.contains("x-api-key: ***"),
+            "{said}"
+        );
+    }
+}
+
+/// Requests a receiver that refuses everything as bad gets per push: the
+/// request and two levels of halves (docs/opentelemetry.md).
+const REFUSED_REQUESTS_PER_PUSH: usize = 7;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_receiver_refusing_everything_gets_a_handful_of_requests_per_push() {
+    let agent = Agent::start("otlp-refused");
+    let refusing = Receiver::start(|_| Answer::Status(400)).await;
+    // jmx_exporter's default export (hundreds of points), cut into many
+    // requests per push.
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all.yml");
+    std::fs::write(&all, "{}\n").unwrap();
+    let config = format!(
+        "{targets}\n[[prometheus.modules]]\nname = \"all\"\nrules_file = \"{all}\"\n\n\
+         [[otlp.exports]]\nname = \"refused\"\nendpoint = \"{url}\"\ninterval = \"2s\"\n\
+         targets = \"otlp-*\"\nmodule = \"all\"\nmax_request_bytes = 1024\n\
+         max_queued_requests = 1000\n",
+        targets = targets_toml(&[&agent]),
+        all = all.display(),
+        url = refusing.url,
+    );
+    let gw = Gateway::start(&config).await;
+    // A push's points all carry its time: the receiver counts by it.
+    let per_push = || {
+        let mut pushes: BTreeMap<u64, usize> = BTreeMap::new();
+        for r in refusing.received() {
+            let at = common::otlp_receiver::points_of(&[r.request])
+                .first()
+                .map_or(0, |p| p.time_unix_nano);
+            *pushes.entry(at).or_default() += 1;
+        }
+        pushes
+    };
+    let pushes = eventually("three pushes refused", Duration::from_secs(90), || async {
+        let pushes = per_push();
+        (pushes.len() >= 3)
+            .then_some(pushes.clone())
+            .ok_or(format!("{pushes:?}"))
+    })
+    .await;
+    for (at, requests) in &pushes {
+        assert!(
+            *requests <= REFUSED_REQUESTS_PER_PUSH,
+            "push at {at}: {requests} requests: {pushes:?}"
+        );
+    }
+    // Each push was many requests: the bound holds for the push, not for
+    // one of its requests.
+    let scraped = common::get_text(
+        &gw.http,
+        &gw.url("/prometheus?target=otlp-refused&module=all"),
+    )
+    .await;
+    let samples = scraped
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .count();
+    let largest = refusing
+        .received()
+        .iter()
+        .map(|r| common::otlp_receiver::points_in(&r.request))
+        .max()
+        .unwrap();
+    assert!(largest * 4 < samples, "{largest} of {samples} points");
+    until_counted(&gw, &points_total("refused", "rejected")).await;
+    assert_eq!(metric(&gw, &points_total("refused", "failed")), 0.0);
+    still_serving(&gw, "otlp-refused").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endpoints_query_stays_after_the_path_v1_metrics_is_appended_to() {
+    let agent = Agent::start("otlp-query");
+    let receiver = Receiver::accepting().await;
+    let export = |name: &str, endpoint: &str| {
+        format!(
+            "[[otlp.exports]]\nname = \"{name}\"\nendpoint = \"{endpoint}\"\ninterval = \"1s\"\n\
+             targets = \"otlp-*\"\nmodule = \"threads\"\n\n"
+        )
+    };
+    let config =
+        format!(
+        "{targets}\n[[prometheus.modules]]\nname = \"threads\"\nrules_file = \"{rules}\"\n\n{a}{b}",
+        targets = targets_toml(&[&agent]),
+        rules = rules().display(),
+        a = export("base", &format!("{}/otlp?tenant=a", receiver.url)),
+        b = export("full", &format!("{}/otlp/v1/metrics/?tenant=b", receiver.url)),
+    );
+    let _gw = Gateway::start(&config).await;
+    let want = BTreeSet::from([
+        "/otlp/v1/metrics?tenant=a".to_string(),
+        "/otlp/v1/metrics?tenant=b".to_string(),
+    ]);
+    eventually(
+        "both exports push to their path with their query",
+        Duration::from_secs(60),
+        || async {
+            let seen: BTreeSet<String> = receiver
+                .received()
+                .into_iter()
+                .map(|r| r.path_and_query)
+                .collect();
+            (seen == want).then_some(()).ok_or(format!("{seen:?}"))
+        },
+    )
+    .await;
+    // Both took points; each request went where its export says.
+    assert!(receiver.answered().iter().all(|s| *s == 200));
+}

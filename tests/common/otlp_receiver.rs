@@ -1,6 +1,8 @@
 //! An OTLP/HTTP receiver of our own, for what a real one won't do on
-//! demand: it decodes every request (gzip, protobuf) and answers as the
-//! test's judge says (a status, or never), keeping what it took.
+//! demand: it takes a request at any path, decodes it (gzip, protobuf)
+//! and answers as the test's judge says (a status, an echo of the
+//! request's headers, or never), keeping what it took and where it was
+//! sent.
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -15,6 +17,9 @@ use prost::Message as _;
 /// How to answer one request.
 pub enum Answer {
     Status(u16),
+    /// This status, with every header of the request in the body
+    /// (`name: value` lines), as a careless receiver's error page does.
+    Echo(u16),
     /// Never: the gateway's timeout ends it.
     Stall,
 }
@@ -40,6 +45,18 @@ pub struct Receiver {
     answered: Arc<Mutex<Vec<u16>>>,
     /// The requests answered 200.
     taken: Arc<Mutex<Vec<ExportMetricsServiceRequest>>>,
+    /// Every request, in order.
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+/// One request as the receiver saw it.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// The path and query it was sent to.
+    pub path_and_query: String,
+    pub request: ExportMetricsServiceRequest,
+    /// The body it answered with.
+    pub reply: String,
 }
 
 fn text(kv: &[KeyValue]) -> BTreeMap<String, String> {
@@ -79,49 +96,58 @@ impl Receiver {
         let judge: Arc<Judge> = Arc::new(judge);
         let answered = Arc::new(Mutex::new(Vec::new()));
         let taken = Arc::new(Mutex::new(Vec::new()));
-        let (a, t) = (answered.clone(), taken.clone());
-        let app = axum::Router::new().route(
-            "/v1/metrics",
-            axum::routing::post(
-                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-                    let (judge, a, t) = (judge.clone(), a.clone(), t.clone());
-                    async move {
-                        assert_eq!(headers["content-type"], "application/x-protobuf");
-                        assert_eq!(headers["content-encoding"], "gzip");
-                        let mut raw = Vec::new();
-                        flate2::read::GzDecoder::new(body.as_ref())
-                            .read_to_end(&mut raw)
-                            .expect("gzip");
-                        let request =
-                            ExportMetricsServiceRequest::decode(raw.as_slice()).expect("OTLP");
-                        let status = match judge(&request) {
-                            Answer::Status(s) => s,
-                            Answer::Stall => {
-                                tokio::time::sleep(Duration::from_secs(3600)).await;
-                                504
-                            }
-                        };
-                        a.lock().unwrap().push(status);
-                        if status == 200 {
-                            t.lock().unwrap().push(request);
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let (a, t, seen) = (answered.clone(), taken.clone(), received.clone());
+        // Any path: the test asserts where requests went.
+        let app = axum::Router::new().fallback(axum::routing::post(
+            move |uri: axum::http::Uri, headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let (judge, a, t, seen) = (judge.clone(), a.clone(), t.clone(), seen.clone());
+                async move {
+                    assert_eq!(headers["content-type"], "application/x-protobuf");
+                    assert_eq!(headers["content-encoding"], "gzip");
+                    let mut raw = Vec::new();
+                    flate2::read::GzDecoder::new(body.as_ref())
+                        .read_to_end(&mut raw)
+                        .expect("gzip");
+                    let request =
+                        ExportMetricsServiceRequest::decode(raw.as_slice()).expect("OTLP");
+                    let (status, reply) = match judge(&request) {
+                        Answer::Status(200) => (200, String::new()),
+                        Answer::Status(s) => (s, "refused by the test's judge".to_string()),
+                        Answer::Echo(s) => {
+                            let echoed: Vec<String> = headers
+                                .iter()
+                                .map(|(k, v)| format!("{k}: {}", v.to_str().unwrap_or("?")))
+                                .collect();
+                            (s, format!("refused; you sent\n{}\n", echoed.join("\n")))
                         }
-                        let mut r = axum::response::Response::new(axum::body::Body::from(
-                            if status == 200 {
-                                ""
-                            } else {
-                                "refused by the test's judge"
-                            },
-                        ));
-                        *r.status_mut() = axum::http::StatusCode::from_u16(status).unwrap();
-                        if status == 429 {
-                            r.headers_mut()
-                                .insert("retry-after", axum::http::HeaderValue::from_static("1"));
+                        Answer::Stall => {
+                            tokio::time::sleep(Duration::from_secs(3600)).await;
+                            (504, String::new())
                         }
-                        r
+                    };
+                    a.lock().unwrap().push(status);
+                    seen.lock().unwrap().push(Received {
+                        path_and_query: uri
+                            .path_and_query()
+                            .map(|p| p.to_string())
+                            .unwrap_or_default(),
+                        request: request.clone(),
+                        reply: reply.clone(),
+                    });
+                    if status == 200 {
+                        t.lock().unwrap().push(request);
                     }
-                },
-            ),
-        );
+                    let mut r = axum::response::Response::new(axum::body::Body::from(reply));
+                    *r.status_mut() = axum::http::StatusCode::from_u16(status).unwrap();
+                    if status == 429 {
+                        r.headers_mut()
+                            .insert("retry-after", axum::http::HeaderValue::from_static("1"));
+                    }
+                    r
+                }
+            },
+        ));
         let url = match tls {
             Some(tls) => {
                 let config: jmxgate::tls::TlsConfig =
@@ -143,11 +169,17 @@ impl Receiver {
             url,
             answered,
             taken,
+            received,
         }
     }
 
     pub fn answered(&self) -> Vec<u16> {
         self.answered.lock().unwrap().clone()
+    }
+
+    /// Every request answered so far, oldest first.
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
     }
 
     /// Every point of the requests taken, oldest first.

@@ -60,9 +60,10 @@ pub struct ExportConfig {
     /// Names it in metrics, logs and audit records; default `otlp[<i>]`.
     #[serde(default)]
     pub name: Option<String>,
-    /// The receiver's base URL. OTLP/HTTP: `/v1/metrics` is appended, as
-    /// the OTLP exporters do (a URL already ending in `/v1/metrics` is
-    /// kept); gRPC: the `Export` method's path.
+    /// The receiver's base URL. OTLP/HTTP: `/v1/metrics` is appended to
+    /// its path, as the OTLP exporters do (a path already ending in
+    /// `/v1/metrics` is kept); gRPC: the `Export` method's path. A query
+    /// stays after the path; a fragment is refused.
     #[serde(default)]
     pub endpoint: Option<String>,
     /// `http/protobuf` or `grpc`; unset, the module block's, else
@@ -185,14 +186,18 @@ impl Protocol {
     }
 
     /// Where an exporter of this protocol sends metrics for a base
-    /// `endpoint`.
-    fn metrics_url(self, endpoint: &str) -> String {
-        let base = endpoint.trim_end_matches('/');
-        match self {
+    /// `endpoint`: the signal's path appended to the URL's path (trailing
+    /// `/` dropped), its query kept after it, as the OTLP exporters do.
+    fn metrics_url(self, endpoint: &url::Url) -> String {
+        let mut url = endpoint.clone();
+        let base = endpoint.path().trim_end_matches('/');
+        let path = match self {
             Protocol::HttpProtobuf if base.ends_with("/v1/metrics") => base.to_string(),
             Protocol::HttpProtobuf => format!("{base}/v1/metrics"),
             Protocol::Grpc => format!("{base}{}", crate::exporter::otlp_grpc::EXPORT_PATH),
-        }
+        };
+        url.set_path(&path);
+        url.to_string()
     }
 }
 
@@ -221,14 +226,29 @@ impl ExportConfig {
                 let e = block?.endpoint.clone()?;
                 Some((e, format!("{from_block}: endpoint")))
             });
-        match &endpoint {
+        // Not echoed in problems: it may carry a token.
+        let endpoint = match &endpoint {
             Some((e, at)) => match url::Url::parse(e) {
-                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
-                // Not echoed: it may carry a token.
-                _ => problems.push(format!("{at}: not an http:// or https:// URL")),
+                Ok(u) if !matches!(u.scheme(), "http" | "https") || u.host().is_none() => {
+                    problems.push(format!("{at}: not an http:// or https:// URL"));
+                    None
+                }
+                // Never sent, so a receiver would not see what it says.
+                Ok(u) if u.fragment().is_some() => {
+                    problems.push(format!("{at}: a URL with a fragment (#...); remove it"));
+                    None
+                }
+                Ok(u) => Some(u),
+                Err(_) => {
+                    problems.push(format!("{at}: not an http:// or https:// URL"));
+                    None
+                }
             },
-            None => problems.push(format!("{key}.endpoint: not set, here or in {from_block}")),
-        }
+            None => {
+                problems.push(format!("{key}.endpoint: not set, here or in {from_block}"));
+                None
+            }
+        };
         let written = self
             .protocol
             .clone()
@@ -243,7 +263,9 @@ impl ExportConfig {
                 Protocol::HttpProtobuf
             }),
             // jmx_exporter pushes gRPC unless its block says otherwise.
-            None if self.endpoint.is_none() && endpoint.is_some() => Protocol::Grpc,
+            None if self.endpoint.is_none() && block.is_some_and(|b| b.endpoint.is_some()) => {
+                Protocol::Grpc
+            }
             None => Protocol::HttpProtobuf,
         };
         let seconds = |s: Option<u64>| s.map(Duration::from_secs);
@@ -304,7 +326,7 @@ impl ExportConfig {
         }
         let name = self.name(index);
         Ok(ExportSettings {
-            url: protocol.metrics_url(&endpoint.expect("checked").0),
+            url: protocol.metrics_url(&endpoint.expect("checked")),
             protocol,
             principal: self
                 .principal
@@ -503,6 +525,63 @@ mod tests {
         assert!(
             problems[0].contains("module \"default\"'s openTelemetry block: protocol")
                 && problems[0].contains("\"grpc\""),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn the_signals_path_goes_on_the_endpoints_path_before_its_query() {
+        let url = |endpoint: &str, protocol: &str| {
+            exports(&format!(
+                "[[otlp.exports]]\ntargets = \"*\"\nendpoint = \"{endpoint}\"\nprotocol = \"{protocol}\""
+            ))
+            .exports[0]
+                .settings(0, None)
+                .map(|s| s.url)
+        };
+        let http = "http/protobuf";
+        for (endpoint, want) in [
+            ("http://h:4318", "http://h:4318/v1/metrics"),
+            ("http://h:4318/", "http://h:4318/v1/metrics"),
+            (
+                "http://h:4318/otlp?tenant=a",
+                "http://h:4318/otlp/v1/metrics?tenant=a",
+            ),
+            (
+                "http://h:4318/otlp/?tenant=a",
+                "http://h:4318/otlp/v1/metrics?tenant=a",
+            ),
+            (
+                "http://h:4318/otlp/v1/metrics?tenant=a",
+                "http://h:4318/otlp/v1/metrics?tenant=a",
+            ),
+            (
+                "http://h:4318/otlp/v1/metrics/",
+                "http://h:4318/otlp/v1/metrics",
+            ),
+            (
+                "https://u:p@h/a%20b?k=v&x",
+                "https://u:p@h/a%20b/v1/metrics?k=v&x",
+            ),
+        ] {
+            assert_eq!(url(endpoint, http).as_deref(), Ok(want), "{endpoint}");
+        }
+        assert_eq!(
+            url("http://h:4317/p?x=1", "grpc").as_deref(),
+            Ok("http://h:4317/p/opentelemetry.proto.collector.metrics.v1.MetricsService/Export?x=1")
+        );
+        // A fragment is never sent: refused, with the key, not the URL.
+        let problems = url("http://h:4318/otlp#token-in-fragment", http).unwrap_err();
+        assert!(
+            problems[0].starts_with("otlp.exports[0].endpoint: a URL with a fragment"),
+            "{problems:?}"
+        );
+        assert!(!problems[0].contains("token-in-fragment"));
+        let block = modules(Some("openTelemetry:\n  endpoint: http://c:4318/#x\n"));
+        let plain = exports("[[otlp.exports]]\ntargets = \"*\"");
+        let problems = plain.problems(&block, &[]);
+        assert!(
+            problems[0].contains("openTelemetry block: endpoint: a URL with a fragment"),
             "{problems:?}"
         );
     }

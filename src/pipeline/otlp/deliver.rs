@@ -5,8 +5,15 @@
 //! `INVALID_ARGUMENT`) or too large (413, `RESOURCE_EXHAUSTED` without a
 //! retry delay) is halved and the halves sent, down to the single points
 //! it refuses, which are dropped and counted: one bad point never costs
-//! the rest of a push.
+//! the rest of a push. The halves go a level at a time, so that a
+//! receiver refusing a push's every request as bad, the first and two
+//! levels of its halves, is seen to refuse the push as such: the rest of
+//! it is dropped, counted, without more requests.
+//!
+//! `/readyz` hears only how a request ended; the receiver's words go to
+//! the log, masked of the export's own values (`reason`).
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -14,6 +21,7 @@ use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceResp
 use prost::Message as _;
 
 use super::config::Protocol;
+use super::reason::{self, Masks};
 use super::{Export, ExportSettings, Pending};
 use crate::exporter::{otlp, otlp_grpc};
 use crate::pipeline::Gateway;
@@ -25,11 +33,37 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 /// Requests one refused request may become while its bad points are
 /// looked for; past it, what is left is dropped (counted).
 const MAX_HALVED_REQUESTS: usize = 64;
-/// Bytes of a refusal's body kept for the log, and of an answer read.
-const REASON_BYTES: usize = 200;
+/// Requests of one push a receiver may refuse as bad (400,
+/// `INVALID_ARGUMENT`) before it took any of its points: the first and two
+/// levels of its halves. Past it the receiver refuses the push as such.
+/// (Two bad points may fall one in each half; among four parts, three bad
+/// points leave one to take.) Refusals for size don't count: halving is
+/// what makes those fit.
+const MAX_REFUSED_UNTAKEN: usize = 7;
+/// Bytes of an answer read (a taken one's, for partial success).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
-pub(super) fn client(settings: &ExportSettings) -> Result<reqwest::Client, String> {
+/// What an export sends with: the client, and what its log masks.
+pub(super) struct Sender {
+    http: reqwest::Client,
+    masks: Masks,
+}
+
+/// The export's client (its TLS, headers, timeout) and its masks.
+pub(super) fn sender(settings: &ExportSettings) -> Result<Sender, String> {
+    let mut values = Vec::new();
+    for value in settings.headers.values() {
+        values.push(value.resolve()?);
+    }
+    let url =
+        url::Url::parse(&settings.url).map_err(|_| "the endpoint is not a URL".to_string())?;
+    Ok(Sender {
+        http: client(settings)?,
+        masks: Masks::new(values.iter().map(|v| v.expose()), &url),
+    })
+}
+
+fn client(settings: &ExportSettings) -> Result<reqwest::Client, String> {
     let mut tls = crate::client::tls_config(
         settings.ca_file.as_deref(),
         settings.client_identity.as_ref(),
@@ -61,44 +95,105 @@ pub(super) fn client(settings: &ExportSettings) -> Result<reqwest::Client, Strin
         .map_err(|e| e.to_string())
 }
 
-/// How one request ended.
+/// How one request ended. `status` is what `/readyz` says (never the
+/// receiver's words); `said` is for the log, masked.
 enum Outcome {
     /// Taken; `rejected` points of it the receiver said it dropped
     /// (OTLP partial success).
     Taken { rejected: u64 },
     /// Refused as it is (400, 413, their gRPC codes): halving may help.
+    /// `answer`: `HTTP 400`, `INVALID_ARGUMENT`.
     Refused {
         answer: String,
         too_large: bool,
-        why: String,
+        said: String,
     },
     /// Not delivered after every retry.
-    Failed(String),
+    Failed { status: String, said: String },
+}
+
+/// How the receiver has answered the push being sent, so far.
+#[derive(Debug, Default)]
+struct PushSoFar {
+    push: u64,
+    /// Some of its points were taken: the receiver takes this push's
+    /// points, so refusals are bad points to look for.
+    taken: bool,
+    /// Requests of it refused as bad.
+    refused: usize,
+    /// The receiver refuses it as such: its other requests are not sent.
+    refused_whole: bool,
+}
+
+impl PushSoFar {
+    /// The state for `push`'s next request: the same, or a new push's.
+    fn for_push(&mut self, push: u64) -> &mut Self {
+        if self.push != push {
+            *self = PushSoFar {
+                push,
+                ..PushSoFar::default()
+            };
+        }
+        self
+    }
+
+    /// A request of the push was refused as bad: whether the receiver now
+    /// refuses the push as such.
+    fn refused_as_bad(&mut self) -> bool {
+        self.refused += 1;
+        self.refused_whole = !self.taken && self.refused >= MAX_REFUSED_UNTAKEN;
+        self.refused_whole
+    }
 }
 
 /// Sends an export's queued requests in order while the export runs.
-pub(super) async fn send_loop(gateway: Weak<Gateway>, export: Arc<Export>, http: reqwest::Client) {
+pub(super) async fn send_loop(gateway: Weak<Gateway>, export: Arc<Export>, sender: Sender) {
+    let mut so_far = PushSoFar::default();
     loop {
         let next = export.queue.lock().expect("queue lock").pop_front();
         let Some(pending) = next else {
             export.queued.notified().await;
             continue;
         };
-        send(&gateway, &export, &http, pending).await;
+        let push = so_far.for_push(pending.push);
+        if push.refused_whole {
+            // Said once, when the receiver refused it.
+            let Some(gateway) = gateway.upgrade() else {
+                return;
+            };
+            gateway
+                .metrics
+                .otlp(true, &export.settings.name, "rejected", pending.points);
+            continue;
+        }
+        send(&gateway, &export, &sender, pending, push).await;
     }
 }
 
-async fn send(gateway: &Weak<Gateway>, export: &Export, http: &reqwest::Client, first: Pending) {
+/// One queued request, and the halves it becomes while the receiver
+/// refuses parts of it (sent a level at a time).
+async fn send(
+    gateway: &Weak<Gateway>,
+    export: &Export,
+    sender: &Sender,
+    first: Pending,
+    push: &mut PushSoFar,
+) {
     let name = &export.settings.name;
-    let mut parts = vec![first];
+    let mut parts = VecDeque::from([first]);
     let mut made = 1;
-    while let Some(part) = parts.pop() {
-        let outcome = post(http, &export.settings, &part.body).await;
+    // Points refused one by one (counted at once), said once at the end:
+    // how many, and the last refusal.
+    let mut dropped = 0;
+    let mut last_refusal = None;
+    while let Some(part) = parts.pop_front() {
+        let outcome = post(sender, &export.settings, &part.body).await;
         let Some(gateway) = gateway.upgrade() else {
             return;
         };
         match outcome {
             Outcome::Taken { rejected } => {
+                push.taken = true;
                 let rejected = rejected.min(part.points);
                 gateway
                     .metrics
@@ -119,16 +214,33 @@ async fn send(gateway: &Weak<Gateway>, export: &Export, http: &reqwest::Client, 
             Outcome::Refused {
                 answer,
                 too_large,
-                why,
+                said,
             } => {
+                if !too_large && push.refused_as_bad() {
+                    let points = part.points + parts.iter().map(|p| p.points).sum::<u64>();
+                    tracing::warn!(
+                        export = %name,
+                        points = points + dropped,
+                        "OTLP push refused: the receiver answered {answer} to its every request \
+                         ({MAX_REFUSED_UNTAKEN}, none taken); its points are dropped, and its \
+                         other requests not sent: {said}"
+                    );
+                    gateway.metrics.otlp(true, name, "rejected", points);
+                    export.set_trouble(Some(format!(
+                        "the receiver refused every request of a push ({answer})"
+                    )));
+                    return;
+                }
                 let points = part.points;
                 let halved = if made + 2 <= MAX_HALVED_REQUESTS {
                     let state = gateway.state.load_full();
+                    let of_push = part.push;
                     state
                         .prometheus
                         .cpu
                         .run(move || {
-                            otlp::halves(part.request).map(|(a, b)| [encoded(a), encoded(b)])
+                            otlp::halves(part.request)
+                                .map(|(a, b)| [encoded(a, of_push), encoded(b, of_push)])
                         })
                         .await
                         .flatten()
@@ -138,37 +250,45 @@ async fn send(gateway: &Weak<Gateway>, export: &Export, http: &reqwest::Client, 
                 match halved {
                     Some([a, b]) => {
                         made += 2;
-                        // `a` goes first.
-                        parts.push(b);
-                        parts.push(a);
+                        parts.push_back(a);
+                        parts.push_back(b);
                     }
                     None => {
-                        let hint = if too_large {
-                            " (lower max_request_bytes)"
-                        } else {
-                            ""
-                        };
-                        tracing::warn!(export = %name, points, "OTLP points dropped: the receiver answered {answer}{hint}: {why}");
                         gateway.metrics.otlp(true, name, "rejected", points);
-                        export.set_trouble(Some(format!(
-                            "the receiver refused {points} points ({answer}): {why}"
-                        )));
+                        dropped += points;
+                        last_refusal = Some((answer, too_large, said));
                     }
                 }
             }
-            Outcome::Failed(why) => {
-                tracing::warn!(export = %name, points = part.points, "OTLP request not delivered: {why}");
+            Outcome::Failed { status, said } => {
+                tracing::warn!(export = %name, points = part.points, "OTLP request not delivered: {status}: {said}");
                 gateway.metrics.otlp(true, name, "failed", part.points);
-                export.set_trouble(Some(format!("the last request was not delivered: {why}")));
+                export.set_trouble(Some(format!(
+                    "the last request was not delivered: {status}"
+                )));
             }
         }
+    }
+    if let Some((answer, too_large, said)) = last_refusal {
+        let hint = if too_large {
+            " (lower max_request_bytes)"
+        } else {
+            ""
+        };
+        tracing::warn!(export = %name, points = dropped, "OTLP points dropped: the receiver answered {answer}{hint}: {said}");
+        export.set_trouble(Some(format!(
+            "the receiver refused {} ({answer})",
+            reason::points(dropped)
+        )));
     }
 }
 
 fn encoded(
     request: opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest,
+    push: u64,
 ) -> Pending {
     Pending {
+        push,
         body: otlp::gzip(&request.encode_to_vec()),
         points: otlp::points(&request),
         request,
@@ -180,7 +300,8 @@ enum Attempt {
     Done(Outcome),
     /// Worth another try, after the receiver's delay if it gave one.
     Retry {
-        why: String,
+        status: String,
+        said: String,
         after: Option<Duration>,
     },
 }
@@ -188,18 +309,22 @@ enum Attempt {
 /// One request, retried on what the protocol calls passing trouble with
 /// doubling waits (the receiver's own delay honoured; both at most the
 /// interval).
-async fn post(http: &reqwest::Client, settings: &ExportSettings, body: &[u8]) -> Outcome {
+async fn post(sender: &Sender, settings: &ExportSettings, body: &[u8]) -> Outcome {
     let mut wait = FIRST_BACKOFF;
-    let mut last = String::new();
+    let mut last = (String::new(), String::new());
     for attempt in 1..=ATTEMPTS {
         let tried = match settings.protocol {
-            Protocol::HttpProtobuf => post_http(http, settings, body).await,
-            Protocol::Grpc => call_grpc(http, settings, body).await,
+            Protocol::HttpProtobuf => post_http(sender, settings, body).await,
+            Protocol::Grpc => call_grpc(sender, settings, body).await,
         };
         let after = match tried {
             Attempt::Done(outcome) => return outcome,
-            Attempt::Retry { why, after } => {
-                last = why;
+            Attempt::Retry {
+                status,
+                said,
+                after,
+            } => {
+                last = (status, said);
                 after
             }
         };
@@ -208,21 +333,44 @@ async fn post(http: &reqwest::Client, settings: &ExportSettings, body: &[u8]) ->
             wait *= 2;
         }
     }
-    Outcome::Failed(format!("{last} ({ATTEMPTS} attempts)"))
+    let (status, said) = last;
+    Outcome::Failed {
+        status: format!("{status} ({ATTEMPTS} attempts)"),
+        said,
+    }
 }
 
-/// A request that got no answer: worth another try. Said without the URL:
-/// it may carry a token.
-fn unsent(e: reqwest::Error) -> Attempt {
+/// A request that got no answer: worth another try. `/readyz` hears what
+/// kind of failure; the log the error, said without the URL (it may carry
+/// a token) and masked.
+fn unsent(e: reqwest::Error, masks: &Masks) -> Attempt {
+    let status = if e.is_timeout() {
+        "no answer within the timeout"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "no answer"
+    };
+    let e = e.without_url();
+    let mut said = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        said.push_str(": ");
+        said.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    let said = reason::excerpt(said.as_bytes(), false, masks);
     Attempt::Retry {
-        why: e.without_url().to_string(),
+        status: status.into(),
+        said,
         after: None,
     }
 }
 
 /// One OTLP/HTTP attempt.
-async fn post_http(http: &reqwest::Client, settings: &ExportSettings, body: &[u8]) -> Attempt {
-    let sent = http
+async fn post_http(sender: &Sender, settings: &ExportSettings, body: &[u8]) -> Attempt {
+    let sent = sender
+        .http
         .post(&settings.url)
         .header(http::header::CONTENT_TYPE, "application/x-protobuf")
         .header(http::header::CONTENT_ENCODING, "gzip")
@@ -231,12 +379,14 @@ async fn post_http(http: &reqwest::Client, settings: &ExportSettings, body: &[u8
         .await;
     let r = match sent {
         Ok(r) => r,
-        Err(e) => return unsent(e),
+        Err(e) => return unsent(e, &sender.masks),
     };
     let status = r.status();
     if status.is_success() {
-        let rejected = rejected_of(&at_most(r, MAX_RESPONSE_BYTES).await);
-        return Attempt::Done(Outcome::Taken { rejected });
+        let (answer, _) = at_most(r, MAX_RESPONSE_BYTES).await;
+        return Attempt::Done(Outcome::Taken {
+            rejected: rejected_of(&answer),
+        });
     }
     let after = r
         .headers()
@@ -244,29 +394,36 @@ async fn post_http(http: &reqwest::Client, settings: &ExportSettings, body: &[u8
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
-    let why = reason(r).await;
+    let (words, cut) = at_most(r, sender.masks.bytes_to_read()).await;
+    let said = reason::excerpt(&words, cut, &sender.masks);
     let code = status.as_u16();
     if matches!(code, 400 | 413) {
         return Attempt::Done(Outcome::Refused {
-            answer: code.to_string(),
+            answer: format!("HTTP {code}"),
             too_large: code == 413,
-            why,
+            said,
         });
     }
-    let why = format!("the receiver answered {code}: {why}");
-    if code == 429 || status.is_server_error() {
-        Attempt::Retry { why, after }
+    let retried = code == 429 || status.is_server_error();
+    let status = format!("the receiver answered HTTP {code}");
+    if retried {
+        Attempt::Retry {
+            status,
+            said,
+            after,
+        }
     } else {
-        Attempt::Done(Outcome::Failed(why))
+        Attempt::Done(Outcome::Failed { status, said })
     }
 }
 
 /// One OTLP/gRPC attempt: a unary `Export` call over HTTP/2, its status
 /// from the trailers (or the headers of a trailers-only answer).
-async fn call_grpc(http: &reqwest::Client, settings: &ExportSettings, body: &[u8]) -> Attempt {
+async fn call_grpc(sender: &Sender, settings: &ExportSettings, body: &[u8]) -> Attempt {
     use http_body_util::BodyExt as _;
 
-    let sent = http
+    let sent = sender
+        .http
         .post(&settings.url)
         .header(http::header::CONTENT_TYPE, "application/grpc")
         .header(http::header::TE, "trailers")
@@ -278,7 +435,7 @@ async fn call_grpc(http: &reqwest::Client, settings: &ExportSettings, body: &[u8
         .await;
     let r = match sent {
         Ok(r) => r,
-        Err(e) => return unsent(e),
+        Err(e) => return unsent(e, &sender.masks),
     };
     let http_status = r.status().as_u16();
     let (head, mut answer) = http::Response::<reqwest::Body>::from(r).into_parts();
@@ -309,11 +466,16 @@ async fn call_grpc(http: &reqwest::Client, settings: &ExportSettings, body: &[u8
         (other, _) => otlp_grpc::code_of_http(other),
     };
     let name = otlp_grpc::code_name(code);
-    let why = match text("grpc-message").map(otlp_grpc::message) {
-        Some(m) if !m.trim().is_empty() => one_line(&m),
+    let said = match text("grpc-message").map(otlp_grpc::message) {
+        Some(m) if !m.trim().is_empty() => reason::excerpt(m.as_bytes(), false, &sender.masks),
         _ if http_status != 200 => format!("HTTP {http_status}"),
         _ if code == 2 => "no grpc-status in the answer".into(),
         _ => "no reason given".into(),
+    };
+    let status = if http_status == 200 {
+        format!("the receiver answered {name}")
+    } else {
+        format!("the receiver answered HTTP {http_status} ({name})")
     };
     match otlp_grpc::verdict(code, text("grpc-status-details-bin")) {
         otlp_grpc::Verdict::Taken => {
@@ -323,17 +485,16 @@ async fn call_grpc(http: &reqwest::Client, settings: &ExportSettings, body: &[u8
             Attempt::Done(Outcome::Taken { rejected })
         }
         otlp_grpc::Verdict::Retry(after) => Attempt::Retry {
-            why: format!("the receiver answered {name}: {why}"),
+            status,
+            said,
             after,
         },
         otlp_grpc::Verdict::Refused { too_large } => Attempt::Done(Outcome::Refused {
             answer: name.to_string(),
             too_large,
-            why,
+            said,
         }),
-        otlp_grpc::Verdict::Failed => Attempt::Done(Outcome::Failed(format!(
-            "the receiver answered {name}: {why}"
-        ))),
+        otlp_grpc::Verdict::Failed => Attempt::Done(Outcome::Failed { status, said }),
     }
 }
 
@@ -346,39 +507,43 @@ fn rejected_of(answer: &[u8]) -> u64 {
         .map_or(0, |p| p.rejected_data_points.max(0) as u64)
 }
 
-/// The start of a refusal's body, as text on one line (an OTLP `Status`
-/// in protobuf shows its message's printable bytes).
-async fn reason(r: reqwest::Response) -> String {
-    let bytes = at_most(r, REASON_BYTES).await;
-    let text = one_line(&String::from_utf8_lossy(
-        &bytes[..bytes.len().min(REASON_BYTES)],
-    ));
-    if text.is_empty() {
-        "no reason given".into()
-    } else {
-        text
-    }
-}
-
-/// A receiver's words on one line, at most `REASON_BYTES` characters.
-fn one_line(text: &str) -> String {
-    let text: String = text
-        .chars()
-        .take(REASON_BYTES)
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 /// The first `n` bytes of an answer's body (the receiver decides its
-/// size, so the rest is not read).
-async fn at_most(mut r: reqwest::Response, n: usize) -> Vec<u8> {
+/// size, so the rest is not read), and whether there was more.
+async fn at_most(mut r: reqwest::Response, n: usize) -> (Vec<u8>, bool) {
     let mut out = Vec::new();
-    while out.len() < n {
+    while out.len() <= n {
         match r.chunk().await {
-            Ok(Some(chunk)) => out.extend_from_slice(&chunk[..chunk.len().min(n - out.len())]),
+            Ok(Some(chunk)) => out.extend_from_slice(&chunk[..chunk.len().min(n + 1 - out.len())]),
             _ => break,
         }
     }
-    out
+    let cut = out.len() > n;
+    out.truncate(n);
+    (out, cut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_push_is_refused_as_such_only_when_none_of_it_was_taken() {
+        // A receiver refusing everything: the request and two levels of
+        // halves, then no more.
+        let mut so_far = PushSoFar::default();
+        let push = so_far.for_push(1);
+        let verdicts: Vec<bool> = (0..MAX_REFUSED_UNTAKEN)
+            .map(|_| push.refused_as_bad())
+            .collect();
+        assert_eq!(verdicts.iter().filter(|v| **v).count(), 1);
+        assert_eq!(verdicts.last(), Some(&true));
+        assert!(so_far.for_push(1).refused_whole);
+        // The next push is judged on its own.
+        assert!(!so_far.for_push(2).refused_whole);
+        // One part taken: refusals are bad points to find, however many.
+        let push = so_far.for_push(3);
+        push.refused_as_bad();
+        push.taken = true;
+        assert!((0..100).all(|_| !push.refused_as_bad()));
+    }
 }

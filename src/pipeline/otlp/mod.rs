@@ -9,7 +9,8 @@
 //! - `config`: the section, merged with the module's `openTelemetry:`
 //!   block into what an export does ([`config::ExportSettings`]);
 //! - `push`: one push, from reading the targets to queued requests;
-//! - `deliver`: the queue's sender (retries, halving refused requests).
+//! - `deliver`: the queue's sender (retries, halving refused requests);
+//! - `reason`: what `/readyz` and the log say of a receiver's answers.
 //!
 //! Here: the running exports, started, restarted and stopped to match the
 //! configuration on every reload, and their state for `/readyz`.
@@ -17,9 +18,10 @@
 pub mod config;
 mod deliver;
 mod push;
+mod reason;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
@@ -30,6 +32,8 @@ use config::ExportSettings;
 /// A request waiting to be sent: the message (to halve it when the
 /// receiver refuses it) and its gzipped encoding.
 struct Pending {
+    /// Which push of its export made it (they count from 1).
+    push: u64,
     request: ExportMetricsServiceRequest,
     body: Vec<u8>,
     points: u64,
@@ -40,11 +44,15 @@ struct Export {
     settings: ExportSettings,
     /// A push is under way: the next one due is skipped.
     pushing: AtomicBool,
+    /// Pushes made so far.
+    pushes: AtomicU64,
     /// Per target: when its counters started.
     starts: Mutex<HashMap<String, push::Start>>,
     queue: Mutex<VecDeque<Pending>>,
     queued: tokio::sync::Notify,
     /// Why the last push or request failed; `None` after one succeeds.
+    /// Read by `/readyz`, open to all: how it failed, never a receiver's
+    /// words.
     trouble: Mutex<Option<String>>,
 }
 
@@ -182,8 +190,8 @@ impl Gateway {
             if running.contains_key(&name) {
                 continue;
             }
-            let http = match deliver::client(&settings) {
-                Ok(h) => h,
+            let sender = match deliver::sender(&settings) {
+                Ok(s) => s,
                 Err(why) => {
                     tracing::error!(export = %name, "OTLP export not started: {why}");
                     not_started.insert(name, why);
@@ -193,6 +201,7 @@ impl Gateway {
             let export = Arc::new(Export {
                 settings,
                 pushing: AtomicBool::new(false),
+                pushes: AtomicU64::new(0),
                 starts: Mutex::new(carried.remove(&name).unwrap_or_default()),
                 queue: Mutex::new(VecDeque::new()),
                 queued: tokio::sync::Notify::new(),
@@ -202,7 +211,7 @@ impl Gateway {
                 tokio::spawn(deliver::send_loop(
                     Arc::downgrade(self),
                     export.clone(),
-                    http,
+                    sender,
                 ))
                 .abort_handle(),
                 tokio::spawn(push::tick_loop(Arc::downgrade(self), export.clone())).abort_handle(),

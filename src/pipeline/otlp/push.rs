@@ -200,6 +200,7 @@ impl Gateway {
             .map(|(t, s, jvm_start)| (t, s.samples, jvm_start))
             .collect();
         let settings_now = settings.clone();
+        let push = export.pushes.fetch_add(1, Ordering::Relaxed) + 1;
         let encoded = state
             .prometheus
             .cpu
@@ -208,6 +209,7 @@ impl Gateway {
                 let requests = otlp::batches(resources, settings_now.max_request_bytes)
                     .into_iter()
                     .map(|request| Pending {
+                        push,
                         body: otlp::gzip(&prost::Message::encode_to_vec(&request)),
                         points: otlp::points(&request),
                         request,

@@ -8,7 +8,9 @@ call it answers to --out: the answer, the points, the call's metadata, and
 RESOURCE_EXHAUSTED:<seconds> for one with a RetryInfo delay), OK after.
 --nan-invalid answers INVALID_ARGUMENT to a request holding a NaN point.
 --max-receive-bytes is grpcio's own message size limit; past it grpcio
-itself answers RESOURCE_EXHAUSTED. --tls CERT KEY serves over TLS.
+itself answers RESOURCE_EXHAUSTED. --echo CODE answers every call with that
+code and a message echoing the call's metadata, as a careless receiver's
+error does. --tls CERT KEY serves over TLS.
 """
 
 import argparse
@@ -43,10 +45,11 @@ def value(point):
 
 
 class Service(metrics_service_pb2_grpc.MetricsServiceServicer):
-    def __init__(self, out, script, nan_invalid):
+    def __init__(self, out, script, nan_invalid, echo):
         self.out = out
         self.script = script
         self.nan_invalid = nan_invalid
+        self.echo = echo
         self.lock = threading.Lock()
 
     def record(self, line):
@@ -56,7 +59,7 @@ class Service(metrics_service_pb2_grpc.MetricsServiceServicer):
 
     def Export(self, request, context):
         with self.lock:
-            answer = self.script.pop(0) if self.script else "OK"
+            answer = self.script.pop(0) if self.script else (self.echo or "OK")
         points = list(number_points(request))
         if answer == "OK" and self.nan_invalid and any(math.isnan(value(p)) for p in points):
             answer = "INVALID_ARGUMENT"
@@ -78,6 +81,9 @@ class Service(metrics_service_pb2_grpc.MetricsServiceServicer):
                 code=code_pb2.RESOURCE_EXHAUSTED, message="slow down", details=[detail]
             )
             context.abort_with_status(rpc_status.to_status(status))
+        if self.echo:
+            sent = "; ".join(f"{k}: {v}" for k, v in line["metadata"].items())
+            context.abort(getattr(grpc.StatusCode, answer), f"refused; you sent {sent}")
         context.abort(getattr(grpc.StatusCode, answer), f"scripted {answer}")
 
 
@@ -86,6 +92,7 @@ def main():
     args.add_argument("--out", required=True)
     args.add_argument("--script", default="")
     args.add_argument("--nan-invalid", action="store_true")
+    args.add_argument("--echo", default="")
     args.add_argument("--max-receive-bytes", type=int, default=4 * 1024 * 1024)
     args.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     a = args.parse_args()
@@ -96,7 +103,7 @@ def main():
     )
     out = open(a.out, "a", encoding="utf-8")
     metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(
-        Service(out, script, a.nan_invalid), server
+        Service(out, script, a.nan_invalid, a.echo), server
     )
     if a.tls:
         with open(a.tls[0], "rb") as c, open(a.tls[1], "rb") as k:
