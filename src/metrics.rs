@@ -164,6 +164,8 @@ pub struct Metrics {
     access_steps: Family<EventLabel, Counter>,
     /// Webhook notices: `sent`, `failed` (after every retry), `dropped`.
     notices: Family<OutcomeLabel, Counter>,
+    /// Webhook destinations whose circuit is open.
+    notice_circuits_open: Gauge,
     /// OTLP points by export: `sent`, `failed` (never delivered after every
     /// retry), `rejected` (points the receiver refused, found by halving
     /// the request, or dropped by its own count), `dropped` (the queue was
@@ -235,6 +237,7 @@ impl Metrics {
             access_store_up: Gauge::default(),
             access_steps: Family::default(),
             notices: Family::default(),
+            notice_circuits_open: Gauge::default(),
             otlp_points: Family::default(),
             otlp_pushes: Family::default(),
             otlp_last_success: Family::default(),
@@ -389,8 +392,13 @@ impl Metrics {
         );
         registry.register(
             "notifications",
-            "Webhook notices, by outcome: sent, failed after every retry, dropped with the queue full",
+            "Webhook notices, by outcome: sent, failed after every retry (or refused), dropped with no room in the queue, batched into a notice waiting to go, skipped while the destination's circuit was open",
             self.notices.clone(),
+        );
+        registry.register(
+            "notification_circuits_open",
+            "Webhook destinations whose circuit is open: they failed in a row, and are tried again once after a while",
+            self.notice_circuits_open.clone(),
         );
         registry.register(
             "config_reloads",
@@ -584,5 +592,10 @@ impl Metrics {
 impl crate::notify::NoticeCounter for Metrics {
     fn count(&self, outcome: &'static str) {
         self.notices.get_or_create(&OutcomeLabel { outcome }).inc();
+    }
+
+    fn circuits_open(&self, open: usize) {
+        self.notice_circuits_open
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
     }
 }

@@ -1064,3 +1064,224 @@ async fn a_role_is_asked_approved_and_revoked_in_the_console() {
         "{records:?}"
     );
 }
+
+/// Three webhook servers of the test's own on loopback: one takes
+/// connections and never answers, one answers every post with 500, one
+/// takes every notice (its bodies kept by path).
+struct Hooks {
+    hanging: String,
+    hanging_calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    failing: String,
+    failing_calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    working: String,
+    got: std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>,
+}
+
+async fn hooks() -> Hooks {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    let hanging_calls = Arc::new(AtomicUsize::new(0));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hanging = format!("http://{}/hang", listener.local_addr().unwrap());
+    let calls = hanging_calls.clone();
+    tokio::spawn(async move {
+        // Held open, never read from nor answered.
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            calls.fetch_add(1, Ordering::SeqCst);
+            held.push(socket);
+        }
+    });
+
+    let failing_calls = Arc::new(AtomicUsize::new(0));
+    let calls = failing_calls.clone();
+    let app = axum::Router::new().fallback(move || {
+        let calls = calls.clone();
+        async move {
+            calls.fetch_add(1, Ordering::SeqCst);
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let failing = format!("http://{}/fail", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let keep = got.clone();
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri, body: String| {
+        let keep = keep.clone();
+        async move {
+            let v: Value = serde_json::from_str(&body).unwrap_or_default();
+            keep.lock().unwrap().push((uri.path().to_string(), v));
+            "ok"
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let working = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Hooks {
+        hanging,
+        hanging_calls,
+        failing,
+        failing_calls,
+        working,
+        got,
+    }
+}
+
+/// Issue 55: beside a webhook that hangs and one that fails, under a
+/// burst of 600 targets going down, the working hook still hears of every
+/// one of them (batched), and the reviewers' `notify_url` of every access
+/// step made meanwhile.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_and_a_failing_webhook_hold_back_no_other_notice() {
+    use std::sync::atomic::Ordering;
+    const DOWN: usize = 600;
+    const ROUNDS: usize = 20;
+    let (orders, billing) = (
+        Agent::start("jit-flood-orders"),
+        Agent::start("jit-flood-billing"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = hooks().await;
+    let dead = common::dead_port();
+    let mut extra = String::from("\n[health]\nprobe_interval = \"1s\"\n");
+    for i in 0..DOWN {
+        extra.push_str(&format!(
+            "\n[[targets]]\nname = \"standin-{i:03}\"\nurl = \"http://127.0.0.1:{dead}/jolokia\"\n"
+        ));
+    }
+    for url in [
+        &hooks.hanging,
+        &hooks.failing,
+        &format!("{}/fleet", hooks.working),
+    ] {
+        extra.push_str(&format!("\n[[events.webhooks]]\nurl = \"{url}\"\n"));
+    }
+    let config = config(dir.path(), &orders, &billing, 1, "").replace(
+        "approvals = 1\n",
+        &format!(
+            "approvals = 1\nnotify_url = \"{}/reviewers\"\n",
+            hooks.working
+        ),
+    ) + &extra;
+    let gw = started(&config).await;
+
+    // The flood is under way: the hanging hook holds a notice.
+    eventually(
+        "the hanging hook is called",
+        Duration::from_secs(60),
+        || async {
+            let n = hooks.hanging_calls.load(Ordering::SeqCst);
+            (n >= 1).then_some(()).ok_or(format!("{n} calls"))
+        },
+    )
+    .await;
+
+    // Meanwhile, access steps: each asked and denied.
+    let (dev, lead) = (at(&gw, "dev"), at(&gw, "lead1"));
+    let mut steps = std::collections::BTreeSet::new();
+    for i in 0..ROUNDS {
+        let (status, asked) = dev
+            .ask(&json!({"role":"ops","duration":"10m","reason":format!("INC-{i}")}))
+            .await;
+        assert_eq!(status, 201, "{asked}");
+        let id = asked["id"].as_str().unwrap().to_string();
+        let (status, denied) = lead.review(&id, "deny", "not now").await;
+        assert_eq!(status, 200, "{denied}");
+        steps.insert(("access_requested".to_string(), id.clone()));
+        steps.insert(("access_denied".to_string(), id));
+    }
+
+    // Every step reaches the reviewers' hook, once.
+    let told = |path: &str| -> Vec<Value> {
+        hooks
+            .got
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    eventually(
+        "every access step reaches notify_url",
+        Duration::from_secs(120),
+        || async {
+            let seen: std::collections::BTreeSet<(String, String)> = told("/reviewers")
+                .iter()
+                .map(|v| {
+                    (
+                        v["event"].as_str().unwrap_or("").to_string(),
+                        v["request"]["id"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect();
+            (seen == steps)
+                .then_some(())
+                .ok_or(format!("{} of {} steps", seen.len(), steps.len()))
+        },
+    )
+    .await;
+    assert_eq!(told("/reviewers").len(), steps.len());
+
+    // The working fleet hook hears of every target down, in notices that
+    // each carry a burst.
+    let covered = |notices: &[Value]| -> usize {
+        notices
+            .iter()
+            .filter(|v| v["event"] == "target_down")
+            .map(|v| {
+                v["targets"].as_array().map_or(0, Vec::len)
+                    + v["more"].as_u64().unwrap_or(0) as usize
+            })
+            .sum()
+    };
+    eventually(
+        "the working hook hears of every target down",
+        Duration::from_secs(120),
+        || async {
+            let n = covered(&told("/fleet"));
+            (n >= DOWN).then_some(()).ok_or(format!("{n} of {DOWN}"))
+        },
+    )
+    .await;
+    let fleet = told("/fleet");
+    assert_eq!(covered(&fleet), DOWN, "each once: {fleet:?}");
+    let downs: Vec<&Value> = fleet
+        .iter()
+        .filter(|v| v["event"] == "target_down")
+        .collect();
+    let events: u64 = downs
+        .iter()
+        .map(|v| v["events"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(events, DOWN as u64, "{downs:?}");
+    assert!(
+        downs.iter().any(|v| v["events"].as_u64() > Some(1)),
+        "bursts batched: {downs:?}"
+    );
+
+    // The hanging and the failing hook were tried, and their circuits
+    // opened; the working one's did not.
+    assert!(hooks.failing_calls.load(Ordering::SeqCst) >= 1);
+    eventually(
+        "the two bad hooks' circuits open",
+        Duration::from_secs(120),
+        || async {
+            let metrics = gw.gateway.metrics().encode();
+            metrics
+                .contains("jmxgate_notification_circuits_open 2\n")
+                .then_some(())
+                .ok_or(metrics)
+        },
+    )
+    .await;
+    let metrics = gw.gateway.metrics().encode();
+    // Nothing queued was lost to a full queue: the bad hooks' notices were
+    // skipped by their circuits, or failed.
+    assert!(!metrics.contains("outcome=\"dropped\""), "{metrics}");
+    for url in [&hooks.hanging, &hooks.failing, &hooks.working] {
+        assert!(!metrics.contains(url.as_str()), "a hook's URL is a secret");
+    }
+}

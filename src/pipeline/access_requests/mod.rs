@@ -761,7 +761,8 @@ impl Gateway {
             config.notify_format,
             event,
             &wire::view(request, false),
-        );
+        )
+        .named(&format!("role {}'s notify_url", config.name));
         self.notifier.send(notice);
     }
 

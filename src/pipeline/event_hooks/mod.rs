@@ -1,6 +1,7 @@
 //! `[[events.webhooks]]`: the fleet's journal told to webhooks, per event
 //! kind, with the same delivery as access-request notices (`notify`:
-//! queued, retried, never in a request's way, the URL a secret). A hook
+//! queued per destination, bursts of a kind batched, retried, a circuit
+//! per destination, never in a request's way, the URL a secret). A hook
 //! may be narrowed to targets (a selector): it hears only of events about
 //! them, and of those targets only; a reload, about no target, goes to
 //! hooks without one.
@@ -63,7 +64,7 @@ pub fn notice_for(hook: &WebhookConfig, event: &Event, labels_of: LabelsOf<'_>) 
     Some(Notice::event(
         hook.url.clone(),
         hook.format,
-        kind,
+        event.kind,
         event.seq,
         &at,
         &targets,
@@ -95,9 +96,11 @@ impl Gateway {
                 };
                 let state = gateway.state.load_full();
                 let labels_of = |name: &str| state.fleet.by_name(name).map(|t| t.labels.clone());
-                for hook in &state.events.webhooks {
+                for (i, hook) in state.events.webhooks.iter().enumerate() {
                     if let Some(notice) = notice_for(hook, &event, &labels_of) {
-                        gateway.notifier.send(notice);
+                        gateway
+                            .notifier
+                            .send(notice.named(&format!("events.webhooks[{i}]")));
                     }
                 }
             }
@@ -146,7 +149,7 @@ mod tests {
     fn hooks_hear_their_kinds_about_their_targets_only() {
         let shop = hook("kinds = [\"target_down\"]\ntargets = \"namespace=shop\"");
         let down = event(Kind::TargetDown, &[("a", "shop"), ("b", "billing")]);
-        let body = notice_for(&shop, &down, &nothing).unwrap().body().clone();
+        let body = notice_for(&shop, &down, &nothing).unwrap().body();
         assert_eq!(body["event"], "target_down");
         assert_eq!(body["targets"], serde_json::json!(["a"]));
         assert_eq!(body["seq"], 7);
