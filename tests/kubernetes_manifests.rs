@@ -270,4 +270,29 @@ async fn the_manifests_apply_and_their_service_account_discovers_pods() {
         );
     }
     assert_eq!(target.labels["app"], "orders");
+    assert_eq!(target.labels["namespace"], home.as_str());
+    // Its roles select by what a Pod cannot say of itself: the labels
+    // discovery sets (namespace, pod, …) and the entry's own, never a
+    // Pod's own labels such as app.
+    let pod_proof: Vec<String> = jmxgate::discovery::kubernetes::OWN_LABELS
+        .iter()
+        .map(|l| l.to_string())
+        .chain(entry["labels"].as_table().unwrap().keys().cloned())
+        .collect();
+    for role in shipped["roles"].as_array().unwrap() {
+        for selector in role["targets"].as_array().unwrap() {
+            let selector = selector.as_str().unwrap();
+            if let Ok(jmxgate::access::TargetSelector::Labels(labels)) =
+                jmxgate::access::TargetSelector::parse(selector)
+            {
+                for (key, _) in labels {
+                    assert!(
+                        pod_proof.contains(&key),
+                        "role {}: \"{selector}\" selects on {key}, which a Pod sets itself",
+                        role["name"]
+                    );
+                }
+            }
+        }
+    }
 }
