@@ -56,6 +56,10 @@ pub struct AgentSettings {
     /// this agent. Off by default: client-supplied target credentials are
     /// never forwarded.
     pub allow_credentials_passthrough: Option<bool>,
+    /// Not a key: set by Kubernetes discovery, whose targets have these
+    /// settings' `user` and password or none, never `[target_defaults]`'
+    /// (which would go to every Pod, whoever runs it).
+    pub own_credentials_only: bool,
 }
 
 impl AgentSettings {
@@ -78,23 +82,25 @@ impl AgentSettings {
     /// These settings, each unset key taken from `defaults`. The user and
     /// its password come as one group, and so do the client certificate
     /// and its key: an entry that sets any of a group uses none of the
-    /// defaults' group.
+    /// defaults' group. With `own_credentials_only`, none of the defaults'
+    /// credentials either way.
     pub fn over(&self, defaults: &AgentSettings) -> AgentSettings {
-        let (user, password, password_env, password_file) = if self.has_credentials() {
-            (
-                &self.user,
-                &self.password,
-                &self.password_env,
-                &self.password_file,
-            )
-        } else {
-            (
-                &defaults.user,
-                &defaults.password,
-                &defaults.password_env,
-                &defaults.password_file,
-            )
-        };
+        let (user, password, password_env, password_file) =
+            if self.has_credentials() || self.own_credentials_only {
+                (
+                    &self.user,
+                    &self.password,
+                    &self.password_env,
+                    &self.password_file,
+                )
+            } else {
+                (
+                    &defaults.user,
+                    &defaults.password,
+                    &defaults.password_env,
+                    &defaults.password_file,
+                )
+            };
         let identity = if self.client_cert_file.is_some() || self.client_key_file.is_some() {
             self
         } else {
@@ -115,6 +121,7 @@ impl AgentSettings {
             allow_credentials_passthrough: self
                 .allow_credentials_passthrough
                 .or(defaults.allow_credentials_passthrough),
+            own_credentials_only: self.own_credentials_only,
         }
     }
 
@@ -150,7 +157,8 @@ impl AgentSettings {
         }
     }
 
-    fn has_credentials(&self) -> bool {
+    /// Whether a user or a password is set.
+    pub fn has_credentials(&self) -> bool {
         self.user.is_some() || self.password_sources() > 0
     }
 
@@ -498,6 +506,24 @@ mod tests {
         let s = settings("client_cert_file = \"mine.pem\"\n").over(&defaults);
         assert_eq!(s.client_cert_file.as_deref(), Some(Path::new("mine.pem")));
         assert_eq!(s.client_key_file, None);
+        // A discovered Pod's settings: their own credentials or none.
+        let pod = AgentSettings {
+            own_credentials_only: true,
+            ..AgentSettings::default()
+        };
+        let s = pod.over(&defaults);
+        assert_eq!((s.user, s.password_env), (None, None));
+        assert_eq!(s.client_cert_file.as_deref(), Some(Path::new("c.pem")));
+        let pod = AgentSettings {
+            user: Some("shop".into()),
+            ..pod
+        };
+        assert_eq!(pod.over(&defaults).user.as_deref(), Some("shop"));
+        // Never a key of a file.
+        let err = toml::from_str::<AgentSettings>("own_credentials_only = true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown field"), "{err}");
     }
 
     #[test]

@@ -297,6 +297,12 @@ fn main() -> ExitCode {
 fn check_config(source: &ConfigSource) -> ExitCode {
     match check(source) {
         Ok((config, _)) => {
+            for warning in config.0.discovery.warnings() {
+                eprintln!(
+                    "jmxgate: warning: {}: {warning}",
+                    config_path_display(&config)
+                );
+            }
             let (targets, roles) = (config.0.targets.len(), config.0.roles.len());
             let plural = |n: usize| if n == 1 { "" } else { "s" };
             let server = &config.0.server;

@@ -80,6 +80,44 @@ fn check_config_checks_kubernetes_discovery() {
         assert!(stderr.contains(want), "{want:?} not in: {stderr}");
     }
     assert!(!stderr.contains("pod_selector"), "{stderr}");
+
+    // A bad network is named by its key; the entry's own password is
+    // warned of (it goes to every pod) without failing, and never shown.
+    let networks = write_config(
+        &dir,
+        "[server]\nlisten = \"127.0.0.1:1\"\n[[discovery.kubernetes]]\nkubeconfig = \"kubeconfig\"\n\
+         namespaces = [\"shop\"]\nallowed_networks = [\"10.244.0.0/16\", \"10.0.0.0/33\"]\n",
+    );
+    let out = Command::new(BIN)
+        .arg("check-config")
+        .arg(&networks)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "discovery.kubernetes[0].allowed_networks[1]: \"10.0.0.0/33\" is not a network"
+        ),
+        "{stderr}"
+    );
+    let shared = write_config(
+        &dir,
+        "[server]\nlisten = \"127.0.0.1:1\"\n[[discovery.kubernetes]]\nkubeconfig = \"kubeconfig\"\n\
+         namespaces = [\"shop\"]\nuser = \"monitor\"\npassword = \"hunter2\"\n",
+    );
+    let out = Command::new(BIN)
+        .arg("check-config")
+        .arg(&shared)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: ") && stderr.contains("discovery.kubernetes[0].user: "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
 }
 
 #[test]

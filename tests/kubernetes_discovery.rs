@@ -1,7 +1,10 @@
 //! Kubernetes discovery against a real kube-apiserver (1.20.2 over etcd,
 //! ../shared/kubernetes) and real Jolokia agents standing in for Pods: each
 //! agent listens on its own 127.0.0.x address, and a Pod "runs" there once
-//! its status (phase, podIP, Ready) is written, as a kubelet would.
+//! its status (phase, podIP, Ready) is written, as a kubelet would. Every
+//! entry lists `allowed_networks = ["127.0.0.0/24"]`, since discovery
+//! refuses this machine's addresses by default; a Pod at 127.1.0.5 is
+//! refused by that list.
 //!
 //! One API server for the whole file (it takes seconds and 300 MB to
 //! start): a single test runs the scenarios one after the other, each in
@@ -21,6 +24,9 @@ use kube_api::{create_namespace, create_pod, delete_pod, set_running, ApiServer}
 
 const NAME: &str = "/read/jmxgate.test:type=Types/Name";
 const WAIT: Duration = Duration::from_secs(60);
+/// The Pods' agents are on this machine, which discovery refuses unless
+/// an entry lists it.
+const LOOPBACK: &str = "allowed_networks = [\"127.0.0.0/24\"]\n";
 
 /// The fleet's target names, sorted, of those starting with `prefix`.
 fn names(gw: &common::Gateway, prefix: &str) -> Vec<String> {
@@ -72,7 +78,22 @@ async fn pods_are_discovered_through_a_real_api_server() {
     .into_iter()
     .map(|(n, ip)| std::thread::spawn(move || Agent::start_at(n, ip)))
     .collect();
+    // Behind HTTP Basic: k3-shop's agent takes that namespace's password,
+    // k3-pay's the one of [target_defaults] (so it lets in whoever was
+    // handed that password).
+    let secured: Vec<_> = [
+        ("k3-shop", "127.0.0.16", "shop-pw"),
+        ("k3-pay", "127.0.0.17", "defaults-pw"),
+    ]
+    .into_iter()
+    .map(|(n, ip, pw)| {
+        std::thread::spawn(move || {
+            Agent::start_at_with(n, ip, &["--user", "ops", "--password", pw])
+        })
+    })
+    .collect();
     let agents: Vec<Agent> = agents.into_iter().map(|h| h.join().unwrap()).collect();
+    let secured: Vec<Agent> = secured.into_iter().map(|h| h.join().unwrap()).collect();
     let mut server = server.join().unwrap();
     let (shop, pay, billing, late) = (&agents[0], &agents[1], &agents[2], &agents[3]);
     let client = server.client().await.unwrap();
@@ -186,6 +207,38 @@ async fn pods_are_discovered_through_a_real_api_server() {
         set_running(&client, ns, name, ip, ready).await;
     }
 
+    // Entry 3 (only 127.0.0.0/24; agent credentials for k3-shop only): a
+    // pod whose status puts it at 127.1.0.5 is refused, never a target and
+    // never connected to (a listener there counts who comes); the pod in
+    // k3-pay gets no credentials, neither k3-shop's nor [target_defaults]'.
+    let far = std::net::TcpListener::bind("127.1.0.5:0").unwrap();
+    far.set_nonblocking(true).unwrap();
+    for ns in ["k3-shop", "k3-pay"] {
+        create_namespace(&client, ns, json!({})).await;
+    }
+    for (ns, name, ip, port) in [
+        ("k3-shop", "orders-1", "127.0.0.16", secured[0].port),
+        ("k3-pay", "orders-1", "127.0.0.17", secured[1].port),
+        (
+            "k3-shop",
+            "far-1",
+            "127.1.0.5",
+            far.local_addr().unwrap().port(),
+        ),
+    ] {
+        create_pod(
+            &client,
+            ns,
+            metadata(name, json!({"app": "orders"}), json!({})),
+            json!([{"name": "jolokia", "containerPort": port}]),
+        )
+        .await;
+        set_running(&client, ns, name, ip, true).await;
+    }
+    let secrets = tempfile::tempdir().unwrap();
+    let shop_password = secrets.path().join("shop.pw");
+    std::fs::write(&shop_password, "shop-pw\n").unwrap();
+
     // Entry 2: a service account that may read Pods in k1-shop only (as
     // the README says: get, list, watch pods; a Role with `namespaces`).
     // Its k1-pay watch is refused; that holds back nothing of k1-shop.
@@ -197,14 +250,19 @@ async fn pods_are_discovered_through_a_real_api_server() {
     let kubeconfig = server.kubeconfig.display().to_string();
     let config = format!(
         "[health]\nprobe_interval = \"0s\"\n\
-         [target_defaults]\nrequest_timeout = \"120s\"\n\
-         [[discovery.kubernetes]]\nkubeconfig = \"{kubeconfig}\"\n\
+         [target_defaults]\nrequest_timeout = \"120s\"\nuser = \"ops\"\npassword = \"defaults-pw\"\n\
+         [[discovery.kubernetes]]\nkubeconfig = \"{kubeconfig}\"\n{LOOPBACK}\
          namespaces = [\"k1-shop\", \"k1-pay\"]\npod_selector = \"app in (orders,billing)\"\n\
-         [[discovery.kubernetes]]\nkubeconfig = \"{kubeconfig}\"\n\
+         [[discovery.kubernetes]]\nkubeconfig = \"{kubeconfig}\"\n{LOOPBACK}\
          namespace_selector = \"tenant=k2\"\nready_only = false\n\
-         [[discovery.kubernetes]]\nkubeconfig = \"{}\"\nname_prefix = \"sa-\"\n\
-         namespaces = [\"k1-shop\", \"k1-pay\"]\npod_selector = \"app=orders\"\n",
-        limited.display()
+         [[discovery.kubernetes]]\nkubeconfig = \"{}\"\nname_prefix = \"sa-\"\n{LOOPBACK}\
+         namespaces = [\"k1-shop\", \"k1-pay\"]\npod_selector = \"app=orders\"\n\
+         [[discovery.kubernetes]]\nkubeconfig = \"{kubeconfig}\"\n{LOOPBACK}\
+         namespaces = [\"k3-shop\", \"k3-pay\"]\n\
+         [[discovery.kubernetes.credentials]]\nnamespace = \"k3-shop\"\nuser = \"ops\"\n\
+         password_file = \"{}\"\n",
+        limited.display(),
+        shop_password.display()
     );
     let gw = common::Gateway::start(&config).await;
     let _discovery = gw.gateway.spawn_discovery().expect("entries configured");
@@ -237,6 +295,46 @@ async fn pods_are_discovered_through_a_real_api_server() {
         }
     })
     .await;
+    fleet_becomes(&gw, "k3-", &["k3-pay.orders-1", "k3-shop.orders-1"]).await;
+    common::eventually("the pod at 127.1.0.5 refused", WAIT, || async {
+        let text = gw.gateway.metrics().encode();
+        if text.contains("jmxgate_discovery_refused_pods_total{source=\"kubernetes[3]\"} 1") {
+            Ok(())
+        } else {
+            Err(text
+                .lines()
+                .filter(|l| l.contains("discovery"))
+                .collect::<Vec<_>>()
+                .join("\n"))
+        }
+    })
+    .await;
+    // k3-shop's pod answers with its namespace's password, and a selector
+    // over its namespace reaches it alone.
+    let (_, r) = gw
+        .post(
+            "/jolokia",
+            &json!({"type": "read", "mbean": "jmxgate.test:type=Types", "attribute": "Name",
+                    "target": {"url": "namespace=k3-shop"}}),
+        )
+        .await;
+    assert_eq!(r["value"], json!({"k3-shop.orders-1": "k3-shop"}), "{r}");
+    // k3-pay's is sent no password: its agent refuses.
+    let (_, r) = gw
+        .get(&format!("/jolokia/targets/k3-pay.orders-1{NAME}"))
+        .await;
+    assert_eq!(r["status"], 502, "{r}");
+    assert!(
+        r["error"].as_str().unwrap_or_default().contains("HTTP 401"),
+        "{r}"
+    );
+    assert!(!r.to_string().contains("-pw"), "{r}");
+    match far.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        Ok((_, peer)) => panic!("the refused pod's address was connected to from {peer}"),
+        Err(e) => panic!("accept: {e}"),
+    }
+
     // The two hostile pods are counted (each once, however often listed).
     let text = gw.gateway.metrics().encode();
     assert!(

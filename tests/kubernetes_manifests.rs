@@ -4,8 +4,9 @@
 //! gateway's own service account (a TokenRequest token for `jmxgate` in
 //! namespace `jmxgate`, as its pod would mount) is allowed what discovery
 //! needs and nothing more, and with it the ConfigMap's own
-//! `[[discovery.kubernetes]]` entry finds a Pod whose agent then answers a
-//! read through the gateway.
+//! `[[discovery.kubernetes]]` entry refuses a Pod on this machine's
+//! loopback (its safe default), while a copy that allows 127.0.0.0/24
+//! finds it and its agent then answers a read through the gateway.
 
 mod common;
 #[path = "common/kube_api.rs"]
@@ -172,8 +173,25 @@ async fn the_manifests_apply_and_their_service_account_discovers_pods() {
         "kubeconfig".into(),
         toml::Value::String(kubeconfig.display().to_string()),
     );
+    // The shipped entry keeps the safe default, which refuses this
+    // machine's addresses (where the test's "Pod" runs): it runs as
+    // shipped, and beside it a copy that allows loopback finds the Pod.
+    assert!(
+        entry.get("allowed_networks").is_none(),
+        "the ConfigMap's entry sets allowed_networks: {entry}"
+    );
+    let mut on_loopback = entry.clone();
+    let copy = on_loopback.as_table_mut().unwrap();
+    copy.insert(
+        "allowed_networks".into(),
+        toml::Value::Array(vec![toml::Value::String("127.0.0.0/24".into())]),
+    );
+    copy.insert("name_prefix".into(), toml::Value::String("test-".into()));
     let mut discovery = toml::map::Map::new();
-    discovery.insert("kubernetes".into(), toml::Value::Array(vec![entry.clone()]));
+    discovery.insert(
+        "kubernetes".into(),
+        toml::Value::Array(vec![entry.clone(), on_loopback]),
+    );
     let mut root = toml::map::Map::new();
     root.insert("discovery".into(), toml::Value::Table(discovery));
     let gw = common::Gateway::start(&toml::to_string(&root).unwrap()).await;
@@ -193,7 +211,7 @@ async fn the_manifests_apply_and_their_service_account_discovers_pods() {
     .await;
     set_running(&admin, home, "orders-0", "127.0.0.21", true).await;
 
-    let name = format!("{home}.orders-0");
+    let name = format!("test-{home}.orders-0");
     let own = common::direct(
         &agent,
         &json!({"type": "read", "mbean": "jmxgate.test:type=Types", "attribute": "Name"}),
@@ -216,6 +234,32 @@ async fn the_manifests_apply_and_their_service_account_discovers_pods() {
         },
     )
     .await;
+    // The shipped entry refused it (counted as a Pod that says something
+    // odd), and has no target of it.
+    common::eventually(
+        "the shipped entry refuses the pod on loopback",
+        Duration::from_secs(60),
+        || async {
+            let text = gw.gateway.metrics().encode();
+            if text.contains("jmxgate_discovery_refused_pods_total{source=\"kubernetes[0]\"} 1") {
+                Ok(())
+            } else {
+                Err(text
+                    .lines()
+                    .filter(|l| l.contains("discovery"))
+                    .collect::<Vec<_>>()
+                    .join("\n"))
+            }
+        },
+    )
+    .await;
+    assert!(
+        gw.gateway
+            .fleet()
+            .by_name(&format!("{home}.orders-0"))
+            .is_none(),
+        "the shipped entry took a pod on loopback"
+    );
     // Labelled as the ConfigMap says, so its roles select it.
     let target = gw.gateway.fleet().by_name(&name).unwrap().clone();
     for (key, value) in entry["labels"].as_table().unwrap() {
@@ -226,4 +270,29 @@ async fn the_manifests_apply_and_their_service_account_discovers_pods() {
         );
     }
     assert_eq!(target.labels["app"], "orders");
+    assert_eq!(target.labels["namespace"], home.as_str());
+    // Its roles select by what a Pod cannot say of itself: the labels
+    // discovery sets (namespace, pod, …) and the entry's own, never a
+    // Pod's own labels such as app.
+    let pod_proof: Vec<String> = jmxgate::discovery::kubernetes::OWN_LABELS
+        .iter()
+        .map(|l| l.to_string())
+        .chain(entry["labels"].as_table().unwrap().keys().cloned())
+        .collect();
+    for role in shipped["roles"].as_array().unwrap() {
+        for selector in role["targets"].as_array().unwrap() {
+            let selector = selector.as_str().unwrap();
+            if let Ok(jmxgate::access::TargetSelector::Labels(labels)) =
+                jmxgate::access::TargetSelector::parse(selector)
+            {
+                for (key, _) in labels {
+                    assert!(
+                        pod_proof.contains(&key),
+                        "role {}: \"{selector}\" selects on {key}, which a Pod sets itself",
+                        role["name"]
+                    );
+                }
+            }
+        }
+    }
 }

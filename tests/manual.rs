@@ -705,15 +705,18 @@ fn documented_keys() -> BTreeSet<String> {
         .find(|(name, _)| name == "Agent settings")
         .map(|(_, text)| rows(text))
         .expect("docs/configuration.md has an \"Agent settings\" section");
+    let arrays = array_sections(&page.sections);
     let mut keys = BTreeSet::new();
     for (name, text) in &page.sections {
         let prefix = if name == "Top level" {
             String::new()
         } else if let Some(table) = name.strip_prefix("[[").and_then(|n| n.strip_suffix("]]")) {
-            keys.insert(table.to_string());
+            let table = within_arrays(table, &arrays);
+            keys.insert(table.clone());
             format!("{table}[].")
         } else if let Some(table) = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
-            keys.insert(table.to_string());
+            let table = within_arrays(table, &arrays);
+            keys.insert(table.clone());
             format!("{table}.")
         } else {
             continue;
@@ -727,6 +730,35 @@ fn documented_keys() -> BTreeSet<String> {
         }
     }
     keys
+}
+
+/// The tables the reference heads as arrays (`[[targets]]`:
+/// `targets`).
+fn array_sections(sections: &[(String, String)]) -> BTreeSet<String> {
+    sections
+        .iter()
+        .filter_map(|(name, _)| name.strip_prefix("[[")?.strip_suffix("]]"))
+        .map(String::from)
+        .collect()
+}
+
+/// A table's key path with the arrays it sits in marked, as the probe
+/// names them: `[[discovery.kubernetes.credentials]]` belongs to the
+/// last `[[discovery.kubernetes]]`, so its path is
+/// `discovery.kubernetes[].credentials`.
+fn within_arrays(table: &str, arrays: &BTreeSet<String>) -> String {
+    let parts: Vec<&str> = table.split('.').collect();
+    let mut path = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            path.push('.');
+        }
+        path.push_str(part);
+        if i + 1 < parts.len() && arrays.contains(&parts[..=i].join(".")) {
+            path.push_str("[]");
+        }
+    }
+    path
 }
 
 #[test]
@@ -916,12 +948,19 @@ use std::os::unix::process::CommandExt;
 
 /// A section's path in the configuration, from its heading in the
 /// reference (the agent settings are checked where `[target_defaults]`
-/// takes them).
-fn section_path(heading: &str) -> Option<Vec<Step>> {
+/// takes them); a table within an array section (`arrays`) is in its
+/// last item.
+fn section_path(heading: &str, arrays: &BTreeSet<String>) -> Option<Vec<Step>> {
     let keys = |t: &str| {
-        t.split('.')
-            .map(|k| Step::Key(k.into()))
-            .collect::<Vec<_>>()
+        let parts: Vec<&str> = t.split('.').collect();
+        let mut path = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            path.push(Step::Key(part.to_string()));
+            if i + 1 < parts.len() && arrays.contains(&parts[..=i].join(".")) {
+                path.push(Step::Item);
+            }
+        }
+        path
     };
     if let Some(t) = heading
         .strip_prefix("[[")
@@ -1008,9 +1047,10 @@ fn minimal_table_at(path: &[Step]) -> Option<Table> {
 #[test]
 fn the_configuration_references_defaults_are_the_parsers() {
     let page = read_page(&repo().join("docs/configuration.md"));
+    let arrays = array_sections(&page.sections);
     let (mut checked, mut problems) = (0, Vec::new());
     for (heading, text) in &page.sections {
-        let Some(path) = section_path(heading) else {
+        let Some(path) = section_path(heading, &arrays) else {
             continue;
         };
         for row in text.lines().filter(|l| l.starts_with("| `")) {

@@ -386,6 +386,17 @@ impl Config {
         }
     }
 
+    /// The addresses the gateway's listeners bind: `[server] listen`,
+    /// `[server.tls] listen` and `[admin] listen`.
+    pub fn listen_addresses(&self) -> Vec<SocketAddr> {
+        self.server
+            .listen
+            .into_iter()
+            .chain(self.server.tls.as_ref().map(|t| t.listen))
+            .chain(self.admin.as_ref().map(|a| a.listen))
+            .collect()
+    }
+
     /// Parses TOML text; syntax and type errors carry the key and line.
     pub fn parse(text: &str) -> Result<Config, Vec<String>> {
         toml::from_str(text).map_err(|e| vec![e.to_string().trim_end().replace('\n', "\n    ")])

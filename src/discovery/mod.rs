@@ -97,6 +97,20 @@ impl DiscoveryConfig {
         self.dns.is_empty() && self.kubernetes.is_empty()
     }
 
+    /// What works but deserves a warning (`discovery.kubernetes[0].user:
+    /// …`), for the log at start and for the configuration check.
+    pub fn warnings(&self) -> Vec<String> {
+        self.kubernetes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, k)| {
+                k.warnings()
+                    .into_iter()
+                    .map(move |w| format!("discovery.kubernetes[{i}].{w}"))
+            })
+            .collect()
+    }
+
     /// Every problem of every entry, each prefixed with its key
     /// (`discovery.dns[0].port: ...`), for the configuration check.
     pub fn problems(&self) -> Vec<String> {

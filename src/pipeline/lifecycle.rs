@@ -442,16 +442,35 @@ impl Gateway {
     /// discovered targets (`dns`, `kubernetes[0]`, …). `None` without
     /// entries. Aborting the task stops every source.
     pub fn spawn_discovery(self: &Arc<Self>) -> Option<tokio::task::JoinHandle<()>> {
-        let discovery = self
-            .sources
-            .lock()
-            .expect("sources lock")
-            .config
-            .discovery
-            .clone();
+        let (discovery, listeners) = {
+            let sources = self.sources.lock().expect("sources lock");
+            (
+                sources.config.discovery.clone(),
+                sources.config.listen_addresses(),
+            )
+        };
         if discovery.is_empty() {
             return None;
         }
+        for warning in discovery.warnings() {
+            tracing::warn!("{warning}");
+        }
+        // Pods are refused at the gateway's own addresses by default; a
+        // listener on every address makes them the machine's.
+        let own_addresses = if discovery.kubernetes.is_empty() {
+            Vec::new()
+        } else {
+            use crate::discovery::kubernetes::address;
+            address::gateway_addresses(&listeners, || {
+                address::interface_addresses().unwrap_or_else(|why| {
+                    tracing::warn!(
+                        "Kubernetes discovery cannot list this machine's addresses, so pods \
+                         at them are not refused unless allowed_networks leaves them out: {why}"
+                    );
+                    Vec::new()
+                })
+            })
+        };
         let mut tasks: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
         if !discovery.dns.is_empty() {
             let gateway = Arc::downgrade(self);
@@ -465,7 +484,8 @@ impl Gateway {
                 },
             )));
         }
-        for (i, entry) in discovery.kubernetes.into_iter().enumerate() {
+        for (i, mut entry) in discovery.kubernetes.into_iter().enumerate() {
+            entry.gateway_addresses = own_addresses.clone();
             let source = format!("kubernetes[{i}]");
             let gateway = Arc::downgrade(self);
             let state_gateway = Arc::downgrade(self);

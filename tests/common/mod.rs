@@ -412,7 +412,15 @@ impl Agent {
     /// A 1.7.1 agent listening on `host` only (any 127.0.0.0/8 address
     /// is this machine: a stand-in for a Pod's IP).
     pub fn start_at(name: &str, host: &str) -> Agent {
-        let mut agent = Agent::launch_v1(name, &[], &["--host", host]);
+        Agent::start_at_with(name, host, &[])
+    }
+
+    /// A 1.7.1 agent listening on `host` only, with more Launcher flags
+    /// (`--user u --password p`).
+    pub fn start_at_with(name: &str, host: &str, extra: &[&str]) -> Agent {
+        let mut args = vec!["--host", host];
+        args.extend_from_slice(extra);
+        let mut agent = Agent::launch_v1(name, &[], &args);
         agent.base_url = format!("http://{host}:{}/jolokia", agent.port);
         agent
     }

@@ -11,7 +11,12 @@
 //! kube-rs's watcher (resource versions, bookmarks, a new list after
 //! `410 Gone`, back-off on errors), keeps the last good set while the API
 //! server is away, and hands over what changed [`DEBOUNCE`] after the
-//! first change of a burst. This file: the entry's keys and their checks.
+//! first change of a burst. `address.rs` decides which Pod addresses an
+//! entry may reach (`allowed_networks`; by default neither this machine,
+//! link-local nor the gateway itself). Agent credentials go only where the
+//! entry says, by namespace (`[[discovery.kubernetes.credentials]]`),
+//! which a Pod cannot choose, never by anything a Pod sets. This file:
+//! the entry's keys and their checks.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
@@ -26,6 +31,7 @@ use serde::Deserialize;
 
 use super::dns::{agent_url, Scheme, DEFAULT_PATH, DISCOVERED_BY_LABEL};
 use crate::agent_settings::{AgentSettings, NoOtherKeys, TargetConfig};
+use crate::secret::Secret;
 
 /// The port used when a Pod declares none named `port_name` but opts in
 /// with `jmxgate.io/scrape: "true"`: Jolokia's default.
@@ -105,12 +111,46 @@ pub struct KubernetesDiscovery {
     /// Labels of every discovered target (over the Pod's own).
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// The networks Pod addresses must be in (`10.0.0.0/8`, or one
+    /// address). Unset: every address but loopback, link-local and the
+    /// gateway's own ([`address::admit`]).
+    #[serde(default)]
+    pub allowed_networks: Option<Vec<String>>,
+    /// Agent credentials per namespace; a Pod in a namespace without any
+    /// gets the entry's own `user` (when set), never `[target_defaults]`'.
+    #[serde(default)]
+    pub credentials: Vec<NamespaceCredentials>,
 
     /// Shared by every discovered target; same keys as `[[targets]]`.
+    /// Its `user` and password go to every Pod the entry takes.
     #[serde(flatten)]
     pub agent: AgentSettings,
+    /// The gateway's own listening addresses, refused by default like
+    /// loopback. Set by the composition root
+    /// ([`Gateway::spawn_discovery`](crate::Gateway::spawn_discovery)),
+    /// never read from a file.
+    #[serde(skip)]
+    pub gateway_addresses: Vec<IpAddr>,
     #[serde(flatten, default)]
     pub no_other_keys: NoOtherKeys,
+}
+
+/// `[[discovery.kubernetes.credentials]]`: the agent credentials of the
+/// Pods of one namespace. Whoever may run Pods in that namespace can have
+/// them sent to a Pod of theirs, and no one else.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamespaceCredentials {
+    pub namespace: String,
+    /// HTTP Basic user towards the namespace's agents.
+    pub user: String,
+    /// At most one of the three password keys.
+    #[serde(default)]
+    pub password: Option<Secret>,
+    #[serde(default)]
+    pub password_env: Option<String>,
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
 }
 
 fn default_port_name() -> String {
@@ -137,9 +177,53 @@ impl KubernetesDiscovery {
             ready_only: true,
             name_prefix: String::new(),
             labels: BTreeMap::new(),
+            allowed_networks: None,
+            credentials: Vec::new(),
             agent: AgentSettings::default(),
+            gateway_addresses: Vec::new(),
             no_other_keys: NoOtherKeys,
         }
+    }
+
+    /// The parsed `allowed_networks`, when set (a text that isn't a
+    /// network allows nothing: the configuration check refuses it).
+    fn allowed_networks(&self) -> Option<Vec<ipnet::IpNet>> {
+        self.allowed_networks.as_ref().map(|texts| {
+            texts
+                .iter()
+                .filter_map(|t| address::parse_network(t).ok())
+                .collect()
+        })
+    }
+
+    /// What is worth a warning though it works, each as `key: why`: the
+    /// entry's own credentials go to every Pod it takes in a namespace
+    /// without credentials of its own.
+    pub fn warnings(&self) -> Vec<String> {
+        if !self.agent.has_credentials() {
+            return Vec::new();
+        }
+        let own = |ns: &String| self.credentials.iter().any(|c| c.namespace == *ns);
+        let reached: Vec<&str> = self
+            .namespaces
+            .iter()
+            .filter(|ns| !own(ns))
+            .map(String::as_str)
+            .collect();
+        let scope = if self.namespaces.is_empty() {
+            "in every namespace it watches but those of [[discovery.kubernetes.credentials]]"
+                .to_string()
+        } else if reached.is_empty() {
+            // Every listed namespace has its own: they reach no Pod.
+            return Vec::new();
+        } else {
+            format!("in namespaces {}", reached.join(", "))
+        };
+        vec![format!(
+            "user: the entry's user and password go to every pod it takes {scope}; \
+             whoever may run a pod there receives them. Give them per namespace \
+             ([[discovery.kubernetes.credentials]]) instead"
+        )]
     }
 
     /// Every problem, each as `key: why` (relative to the entry). Reads
@@ -196,6 +280,53 @@ impl KubernetesDiscovery {
         for own in OWN_LABELS {
             if self.labels.contains_key(own) {
                 p.push(format!("labels.{own}: set by Kubernetes discovery itself"));
+            }
+        }
+        match &self.allowed_networks {
+            Some(list) if list.is_empty() => p.push(
+                "allowed_networks: an empty list allows no pod at all; leave it out for the default"
+                    .into(),
+            ),
+            Some(list) => {
+                for (i, text) in list.iter().enumerate() {
+                    if let Err(why) = address::parse_network(text) {
+                        p.push(format!("allowed_networks[{i}]: {why}"));
+                    }
+                }
+            }
+            None => {}
+        }
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (i, c) in self.credentials.iter().enumerate() {
+            let key = format!("credentials[{i}]");
+            if !is_dns_label(&c.namespace) {
+                p.push(format!(
+                    "{key}.namespace: \"{}\" is not a namespace name (lower-case letters, digits, '-'; at most 63)",
+                    printable(&c.namespace)
+                ));
+            } else if let Some(first) = seen.insert(&c.namespace, i) {
+                p.push(format!(
+                    "{key}.namespace: \"{}\" already has credentials[{first}]",
+                    c.namespace
+                ));
+            } else if !self.namespaces.is_empty() && !self.namespaces.contains(&c.namespace) {
+                p.push(format!(
+                    "{key}.namespace: \"{}\" is not among namespaces, so no pod of it is taken",
+                    c.namespace
+                ));
+            }
+            if c.user.is_empty() {
+                p.push(format!("{key}.user: must not be empty"));
+            }
+            let sources = [
+                c.password.is_some(),
+                c.password_env.is_some(),
+                c.password_file.is_some(),
+            ];
+            if sources.iter().filter(|s| **s).count() > 1 {
+                p.push(format!(
+                    "{key}.password: give only one of password, password_env, password_file"
+                ));
             }
         }
         p.extend(self.agent.problems());
@@ -416,6 +547,7 @@ pub fn describe(config: &KubernetesDiscovery) -> String {
     }
 }
 
+pub mod address;
 mod pod;
 mod watch;
 

@@ -72,6 +72,11 @@ impl KubernetesDiscovery {
         if ip.is_unspecified() || ip.is_multicast() {
             return Err(format!("status.podIP {ip} is not a unicast address"));
         }
+        address::admit(
+            ip,
+            self.allowed_networks().as_deref(),
+            &self.gateway_addresses,
+        )?;
         let port = self.port(pod, annotation(ANNOTATION_PORT)?, opted_in)?;
         let scheme = match annotation(ANNOTATION_SCHEME)?
             .map(|v| (ANNOTATION_SCHEME, v))
@@ -120,11 +125,26 @@ impl KubernetesDiscovery {
             name: format!("{}{namespace}.{name}", self.name_prefix),
             url,
             labels: labels.into(),
-            agent: self.agent.clone(),
+            agent: self.agent_settings_in(namespace),
             // The gateway names the source when it takes the target in.
             origin: Default::default(),
             no_other_keys: NoOtherKeys,
         })
+    }
+
+    /// The agent settings of a Pod in `namespace`: the entry's, with the
+    /// namespace's credentials when it has some, and never the
+    /// credentials of `[target_defaults]`. Nothing the Pod says counts.
+    fn agent_settings_in(&self, namespace: &str) -> AgentSettings {
+        let mut agent = self.agent.clone();
+        if let Some(c) = self.credentials.iter().find(|c| c.namespace == namespace) {
+            agent.user = Some(c.user.clone());
+            agent.password = c.password.clone();
+            agent.password_env = c.password_env.clone();
+            agent.password_file = c.password_file.clone();
+        }
+        agent.own_credentials_only = true;
+        agent
     }
 
     /// A Pod's target labels: its own (at most `MAX_LABELS`, plain and

@@ -658,3 +658,229 @@ fn pods_refused_for_what_they_say_are_counted_once_each() {
     set.pods_event(&e, None, watcher::Event::Apply(other));
     assert_eq!(set.refused, 2);
 }
+
+#[test]
+fn pods_at_addresses_the_entry_does_not_allow_are_refused() {
+    // By default: not this machine, not link-local, not the gateway.
+    let mut e = entry();
+    e.gateway_addresses = vec!["10.1.2.9".parse().unwrap()];
+    for (ip, why) in [
+        ("127.0.0.1", "a loopback address"),
+        ("127.1.0.5", "a loopback address"),
+        ("::1", "a loopback address"),
+        ("::ffff:127.0.0.1", "a loopback address"),
+        ("169.254.169.254", "a link-local address"),
+        ("fe80::1", "a link-local address"),
+        ("10.1.2.9", "the gateway's own addresses"),
+    ] {
+        let mut v = pod_json();
+        v["status"]["podIP"] = json!(ip);
+        let why_not = e.pod_target(&pod(v)).unwrap_err();
+        assert!(why_not.contains(why), "{ip}: {why_not}");
+        // A pod's status claiming such an address is worth a warning.
+        assert!(is_suspicious(&why_not), "{why_not}");
+    }
+    assert!(e.pod_target(&pod(pod_json())).is_ok());
+    // Listed networks are the only ones, and allow what they list.
+    e.allowed_networks = Some(vec!["127.0.0.0/24".into(), "10.1.2.9".into()]);
+    for (ip, ok) in [
+        ("127.0.0.11", true),
+        ("10.1.2.9", true),
+        ("127.1.0.5", false),
+        ("10.1.2.3", false),
+        ("169.254.169.254", false),
+    ] {
+        let mut v = pod_json();
+        v["status"]["podIP"] = json!(ip);
+        let judged = e.pod_target(&pod(v));
+        assert_eq!(judged.is_ok(), ok, "{ip}: {judged:?}");
+        if let Err(why) = judged {
+            assert_eq!(why, format!("status.podIP {ip} is not in allowed_networks"));
+        }
+    }
+    // A refused pod is no target of the set, and counted once.
+    let mut set = PodSet::new(&e);
+    let mut far = serde_json::to_value(pod_in("shop", "far-1")).unwrap();
+    far["status"]["podIP"] = json!("127.1.0.5");
+    let mut near = serde_json::to_value(pod_in("shop", "near-1")).unwrap();
+    near["status"]["podIP"] = json!("127.0.0.11");
+    list(
+        &mut set,
+        &e,
+        None,
+        vec![pod(far.clone()), pod(near.clone())],
+    );
+    list(&mut set, &e, None, vec![pod(far), pod(near)]);
+    assert_eq!(names(&set), ["shop.near-1"]);
+    assert_eq!(set.refused, 1);
+}
+
+fn credentials(namespace: &str, user: &str, password: &str) -> NamespaceCredentials {
+    NamespaceCredentials {
+        namespace: namespace.into(),
+        user: user.into(),
+        password: Some(crate::secret::Secret::new(password)),
+        password_env: None,
+        password_file: None,
+    }
+}
+
+#[test]
+fn credentials_go_only_to_the_pods_of_their_namespace() {
+    let defaults: crate::agent_settings::AgentSettings =
+        toml::from_str("user = \"fleet\"\npassword = \"fleet-pw\"\n").unwrap();
+    let mut e = entry();
+    e.credentials = vec![credentials("shop", "shop-user", "shop-pw")];
+    let in_ns = |e: &KubernetesDiscovery, ns: &str| {
+        e.pod_target(&pod_in(ns, "orders-1"))
+            .unwrap()
+            .agent
+            .over(&defaults)
+    };
+    let shop = in_ns(&e, "shop");
+    assert_eq!(shop.user.as_deref(), Some("shop-user"));
+    assert_eq!(shop.password, Some(crate::secret::Secret::new("shop-pw")));
+    // Another namespace: none, not even [target_defaults]'.
+    let pay = in_ns(&e, "pay");
+    assert_eq!((pay.user, pay.password), (None, None));
+    // A pod's labels choose nothing: one claiming to be in shop is not.
+    let mut v = serde_json::to_value(pod_in("pay", "orders-1")).unwrap();
+    v["metadata"]["labels"]["namespace"] = json!("shop");
+    let t = e.pod_target(&pod(v)).unwrap();
+    assert_eq!(t.labels["namespace"], "pay");
+    assert_eq!(t.agent.over(&defaults).user, None);
+    // The entry's own credentials go where no namespace has its own.
+    e.agent.user = Some("entry".into());
+    e.agent.password_env = Some("ENTRY_PW".into());
+    let pay = in_ns(&e, "pay");
+    assert_eq!(pay.user.as_deref(), Some("entry"));
+    assert_eq!(pay.password_env.as_deref(), Some("ENTRY_PW"));
+    let shop = in_ns(&e, "shop");
+    assert_eq!(shop.user.as_deref(), Some("shop-user"));
+    assert_eq!(
+        shop.password_env, None,
+        "the entry's password stays with its user"
+    );
+    // Other settings still come from the defaults.
+    let defaults: crate::agent_settings::AgentSettings =
+        toml::from_str("request_timeout = \"3s\"\n").unwrap();
+    assert_eq!(
+        e.pod_target(&pod(pod_json()))
+            .unwrap()
+            .agent
+            .over(&defaults)
+            .request_timeout(),
+        Duration::from_secs(3)
+    );
+}
+
+#[test]
+fn the_entrys_own_credentials_are_warned_about() {
+    let mut e = entry();
+    assert!(e.warnings().is_empty());
+    e.credentials = vec![credentials("shop", "u", "p")];
+    assert!(e.warnings().is_empty(), "per namespace: nothing to warn of");
+    e.agent.user = Some("monitor".into());
+    let warnings = e.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("in every namespace it watches"),
+        "{warnings:?}"
+    );
+    e.namespaces = vec!["shop".into(), "pay".into(), "web".into()];
+    let warnings = e.warnings();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with("user: "), "{warnings:?}");
+    assert!(
+        warnings[0].contains("every pod it takes in namespaces pay, web;"),
+        "{warnings:?}"
+    );
+    // Every namespace with its own: the entry's reach no pod.
+    let mut all_own = e.clone();
+    all_own.namespaces = vec!["shop".into()];
+    assert!(all_own.warnings().is_empty());
+    let config = crate::discovery::DiscoveryConfig {
+        dns: Vec::new(),
+        kubernetes: vec![entry(), e],
+    };
+    let all = config.warnings();
+    assert_eq!(all.len(), 1);
+    assert!(
+        all[0].starts_with("discovery.kubernetes[1].user: "),
+        "{all:?}"
+    );
+}
+
+#[test]
+fn networks_and_credentials_are_checked_by_key() {
+    let config = crate::Config::parse(
+        r#"
+        [server]
+        listen = "127.0.0.1:8080"
+
+        [[discovery.kubernetes]]
+        namespaces = ["shop", "pay"]
+        allowed_networks = ["10.0.0.0/8", "10.0.0.0/33", "pods"]
+
+        [[discovery.kubernetes.credentials]]
+        namespace = "shop"
+        user = "monitor"
+        password_file = "/etc/jmxgate/shop.pw"
+
+        [[discovery.kubernetes.credentials]]
+        namespace = "shop"
+        user = ""
+        password = "x"
+        password_env = "Y"
+
+        [[discovery.kubernetes.credentials]]
+        namespace = "billing"
+        user = "monitor"
+
+        [[discovery.kubernetes.credentials]]
+        namespace = "Shop_1"
+        user = "monitor"
+
+        [[discovery.kubernetes]]
+        allowed_networks = []
+        "#,
+    )
+    .unwrap();
+    let k = &config.discovery.kubernetes[0];
+    assert_eq!(k.credentials.len(), 4);
+    assert_eq!(
+        k.credentials[0].password_file.as_deref(),
+        Some(std::path::Path::new("/etc/jmxgate/shop.pw"))
+    );
+    let problems = config.validate().unwrap_err();
+    let all = problems.join("\n");
+    for key in [
+        "discovery.kubernetes[0].allowed_networks[1]: \"10.0.0.0/33\" is not a network",
+        "discovery.kubernetes[0].allowed_networks[2]: \"pods\" is not a network",
+        "discovery.kubernetes[0].credentials[1].namespace: \"shop\" already has credentials[0]",
+        "discovery.kubernetes[0].credentials[1].user: must not be empty",
+        "discovery.kubernetes[0].credentials[1].password: give only one",
+        "discovery.kubernetes[0].credentials[2].namespace: \"billing\" is not among namespaces",
+        "discovery.kubernetes[0].credentials[3].namespace: \"Shop_1\" is not a namespace name",
+        "discovery.kubernetes[1].allowed_networks: an empty list allows no pod",
+    ] {
+        assert!(all.contains(key), "{key} missing in\n{all}");
+    }
+    assert!(!all.contains("allowed_networks[0]"), "{all}");
+    assert!(!all.contains("credentials[0]."), "{all}");
+    // A password never shows in a problem.
+    assert!(!all.contains("\"x\""), "{all}");
+    // Unknown keys of a credentials table are refused.
+    let err = crate::Config::parse(
+        "[server]\nlisten = \"127.0.0.1:1\"\n[[discovery.kubernetes]]\n\
+         [[discovery.kubernetes.credentials]]\nnamespace = \"shop\"\nuser = \"u\"\npasword = \"x\"\n",
+    )
+    .unwrap_err()
+    .join("\n");
+    assert!(err.contains("unknown field `pasword`"), "{err}");
+    // And the gateway's own addresses are no key at all.
+    let err = toml::from_str::<KubernetesDiscovery>("gateway_addresses = [\"10.0.0.1\"]\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown field"), "{err}");
+}
