@@ -51,6 +51,7 @@ fn four_eyes_config(dir: &Path, orders: &Agent) -> String {
         &[
             ("oncall", "pw", &["ops", "viewers"]),
             ("lead", "pw", &["leads"]),
+            ("viewer", "pw", &["viewers"]),
         ],
     );
     format!(
@@ -79,7 +80,7 @@ policy = "{read_only}"
 name = "ops"
 targets = ["orders-*"]
 approvers = ["leads"]
-approval_required = ["exec {LOGGING} setLoggerLevel"]
+approval_required = ["exec {LOGGING} setLoggerLevel", "exec jmxgate.test:type=Operations echo"]
 "#,
         targets = targets_toml(&[orders]).replace(&format!("\"{}\"", orders.name), "\"orders-1\""),
         users = users.display(),
@@ -851,4 +852,116 @@ async fn the_access_store_is_readable_by_its_owner_only() {
             .contains("waits for approval"),
         "{again}"
     );
+}
+
+/// Item 7: an approval covers exactly the digits it was given: approving
+/// `echo(1.00000000000000000001)` runs that and nothing that differs in
+/// the twentieth decimal, and the agent gets the digits as sent (its
+/// answer is the one it gives to the same request sent to it directly).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_covers_exactly_its_numbers_digit_for_digit() {
+    let orders = Agent::start("r4-digits");
+    let dir = tempfile::tempdir().unwrap();
+    let gw = started(&four_eyes_config(dir.path(), &orders)).await;
+    let lead = at(&gw, "lead");
+    let echo = |digits: &str| {
+        let text = format!(
+            r#"{{"type":"exec","mbean":"jmxgate.test:type=Operations","operation":"echo","arguments":[{digits}],"target":{{"url":"orders-1"}}}}"#
+        );
+        text
+    };
+    let send = |body: String| {
+        let gw = &gw;
+        async move {
+            let r = gw
+                .http
+                .post(gw.url("/jolokia"))
+                .basic_auth("oncall", Some("pw"))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            common::parse(&r.text().await.unwrap())
+        }
+    };
+    let first = send(echo("1.00000000000000000001")).await;
+    assert_eq!(first["error_type"], "jmxgate.ApprovalRequired", "{first}");
+    let id = first["error"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .find(|w| w.starts_with("ar-"))
+        .unwrap()
+        .trim_end_matches([';', ',', '.'])
+        .to_string();
+    // The reviewer sees the exact item.
+    let (_, shown) = lead.get(&format!("{}/{id}", access::REQUESTS)).await;
+    assert!(
+        shown.to_string().contains("1.00000000000000000001"),
+        "{shown}"
+    );
+    let (status, approved) = lead.review(&id, "approve", "").await;
+    assert_eq!(
+        (status, &approved["state"]),
+        (200, &json!("approved")),
+        "{approved}"
+    );
+    // Another number, equal as a double: another item.
+    let other = send(echo("1.00000000000000000002")).await;
+    assert_eq!(other["error_type"], "jmxgate.ApprovalRequired", "{other}");
+    assert!(!other["error"].as_str().unwrap().contains(&id), "{other}");
+    let ran = send(echo("1.00000000000000000001")).await;
+    assert_eq!(ran["status"], 200, "{ran}");
+    // The same text straight to the agent (not through a JSON tree,
+    // which would round it).
+    let direct = gw
+        .http
+        .post(orders.url())
+        .header("content-type", "application/json")
+        .body(r#"{"type":"exec","mbean":"jmxgate.test:type=Operations","operation":"echo","arguments":[1.00000000000000000001]}"#)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let direct = common::parse(&direct);
+    assert_eq!(ran["value"], direct["value"], "{ran} vs {direct}");
+}
+
+/// Item 9: the events journal names a four-eyes item by its MBean and
+/// operation, never its arguments, to a reader who only views the target
+/// (the audit log hashes them).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_journal_names_an_item_but_not_its_arguments() {
+    let orders = Agent::start("r4-journal");
+    let dir = tempfile::tempdir().unwrap();
+    let gw = started(&four_eyes_config(dir.path(), &orders)).await;
+    let secret = "r4-journal-secret-logger";
+    let item = json!({"type":"exec","mbean":LOGGING,"operation":"setLoggerLevel",
+                      "arguments":[secret, "FINE"],"target":{"url":"orders-1"}});
+    let refused = at(&gw, "oncall").jolokia(&item).await;
+    assert_eq!(
+        refused["error_type"], "jmxgate.ApprovalRequired",
+        "{refused}"
+    );
+    let viewer = at(&gw, "viewer");
+    let journal = common::eventually(
+        "the access request is in the journal",
+        std::time::Duration::from_secs(60),
+        || async {
+            let (status, events) = viewer.get("/jmxgate/events").await;
+            let text = events.to_string();
+            if status == 200 && text.contains("access_requested") {
+                Ok(text)
+            } else {
+                Err(format!("{status} {text}"))
+            }
+        },
+    )
+    .await;
+    assert!(journal.contains("setLoggerLevel"), "{journal}");
+    assert!(!journal.contains(secret), "{journal}");
+    assert!(!journal.contains("FINE"), "{journal}");
 }

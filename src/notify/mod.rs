@@ -227,8 +227,25 @@ pub fn describe(event: &str, r: &Value, shown: fn(&str) -> String) -> String {
         "access_expired" => "no longer has (expired)",
         _ => "changed",
     };
+    // An item by what it touches, never its values: the journal is read
+    // by everyone who reaches the target, and the audit log hashes them.
     let on = match r.get("item") {
-        Some(item) => format!("to run {item}"),
+        Some(item) => {
+            let field = |k: &str| item.get(k).and_then(Value::as_str);
+            match (field("type"), field("operation"), field("attribute")) {
+                (Some("exec"), Some(op), _) => format!(
+                    "to run {op} on {} of {}",
+                    field("mbean").unwrap_or("?"),
+                    field("target").unwrap_or("?")
+                ),
+                (Some("write"), _, Some(attribute)) => format!(
+                    "to write {attribute} of {} on {}",
+                    field("mbean").unwrap_or("?"),
+                    field("target").unwrap_or("?")
+                ),
+                _ => "to run an item".to_string(),
+            }
+        }
         None => format!(
             "on {}",
             r.get("targets")

@@ -56,6 +56,11 @@ impl JsonText {
         self.0.get()
     }
 
+    /// The text as a raw JSON value, to serialise as it is.
+    pub fn as_raw(&self) -> &RawValue {
+        &self.0
+    }
+
     /// The value as a tree, when it fits one (`None` for numbers beyond
     /// `f64` or nesting beyond serde_json's limit).
     pub fn to_value(&self) -> Option<Value> {

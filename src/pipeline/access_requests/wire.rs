@@ -288,12 +288,15 @@ pub fn view(r: &StoredRequest, may_review: bool) -> Value {
         o.insert("reason".into(), json!(t));
     }
     if q.kind == RequestKind::Item {
-        if let Some(item) = q
-            .item
-            .as_deref()
-            .and_then(|i| serde_json::from_str::<Value>(i).ok())
-        {
-            o.insert("item".into(), item);
+        if let Some(text) = q.item.as_deref() {
+            if let Ok(item) = serde_json::from_str::<Value>(text) {
+                // A number a JSON tree can't hold digit for digit: the
+                // exact item too, so a reviewer sees what would run.
+                if item.to_string() != text {
+                    o.insert("item_text".into(), json!(text));
+                }
+                o.insert("item".into(), item);
+            }
         }
     }
     for (key, at) in [

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
+use serde_json::value::RawValue;
 
 use crate::access::Role;
 use crate::elevation::{Guarded, ItemApproval};
@@ -89,33 +89,51 @@ pub fn rule_text(role: &Role, request: &Request) -> String {
     )
 }
 
-/// The exact item an approval is for, as canonical JSON text: the target,
-/// the type, the MBean and the operation with its arguments or the
-/// attribute (and path) with its value. Anything that differs is another
+/// The exact item an approval is for, as JSON text: the target, the type,
+/// the MBean and the operation with its arguments or the attribute (and
+/// path) with its value, each argument and value as the exact text sent
+/// to the agent (so `1.00000000000000000001` and `…02` are two items:
+/// agents take the digits as sent). Anything that differs is another
 /// item. `None` for other types.
 pub fn item_key(target: &str, request: &Request) -> Option<String> {
-    let value = |text: &str| {
-        serde_json::from_str::<serde_json::Value>(text).unwrap_or(serde_json::Value::Null)
-    };
+    #[derive(serde::Serialize)]
+    struct ExecKey<'a> {
+        target: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+        mbean: &'a str,
+        operation: &'a str,
+        arguments: Vec<&'a RawValue>,
+    }
+    #[derive(serde::Serialize)]
+    struct WriteKey<'a> {
+        target: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+        mbean: &'a str,
+        attribute: &'a str,
+        path: &'a Option<String>,
+        value: &'a RawValue,
+    }
     let key = match &request.command {
-        Command::Exec(e) => json!({
-            "target": target,
-            "type": "exec",
-            "mbean": e.mbean.as_str(),
-            "operation": e.operation,
-            "arguments": e.arguments.iter().map(|a| value(a.as_str())).collect::<Vec<_>>(),
+        Command::Exec(e) => serde_json::to_string(&ExecKey {
+            target,
+            kind: "exec",
+            mbean: e.mbean.as_str(),
+            operation: &e.operation,
+            arguments: e.arguments.iter().map(|a| a.as_raw()).collect(),
         }),
-        Command::Write(w) => json!({
-            "target": target,
-            "type": "write",
-            "mbean": w.mbean.as_str(),
-            "attribute": w.attribute,
-            "path": w.path,
-            "value": value(w.value.as_str()),
+        Command::Write(w) => serde_json::to_string(&WriteKey {
+            target,
+            kind: "write",
+            mbean: w.mbean.as_str(),
+            attribute: &w.attribute,
+            path: &w.path,
+            value: w.value.as_raw(),
         }),
         _ => return None,
     };
-    Some(key.to_string())
+    Some(key.expect("an item key serialises"))
 }
 
 /// The answer of an item that waits for approval request `id`.
@@ -292,5 +310,16 @@ mod tests {
             r#"["a","ALL"]"#,
         );
         assert_ne!(item_key("t1", &x), item_key("t1", &y));
+        // Numbers digit for digit, as the agent receives them.
+        let one = exec("d:type=T", "set", "[1.00000000000000000001]");
+        let other = exec("d:type=T", "set", "[1.00000000000000000002]");
+        assert_ne!(item_key("t1", &one), item_key("t1", &other));
+        assert!(item_key("t1", &one)
+            .unwrap()
+            .contains("[1.00000000000000000001]"));
+        let sent = crate::protocol::serialize_bulk(&[one]);
+        assert!(String::from_utf8(sent)
+            .unwrap()
+            .contains("[1.00000000000000000001]"));
     }
 }
