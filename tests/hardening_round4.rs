@@ -965,3 +965,83 @@ async fn the_journal_names_an_item_but_not_its_arguments() {
     assert!(!journal.contains(secret), "{journal}");
     assert!(!journal.contains("FINE"), "{journal}");
 }
+
+/// Item 13: an anonymous 3,000-call batch on the shipped bounds
+/// (`server.max_bulk_items = 1000`) runs 1,000 calls, each with its
+/// answer; the other 2,000 get the bound's error by id and never reach
+/// the agent (its read counter says so), and the gateway keeps serving.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_batch_runs_at_most_max_bulk_items_calls() {
+    let agent = Agent::start("r4-mcp-batch");
+    let dir = tempfile::tempdir().unwrap();
+    let read_only = read_only_policy(dir.path());
+    let gw = Gateway::start(&format!(
+        "max_bulk_items = 1000\n{}[access]\nanonymous_role = \"monitoring\"\n\
+         [[roles]]\nname = \"monitoring\"\ntargets = [\"*\"]\npolicy = \"{read_only}\"\n",
+        targets_toml(&[&agent])
+    ))
+    .await;
+    let reads = || async {
+        common::direct(
+            &agent,
+            &json!({"type": "read", "mbean": "jmxgate.test:type=Counter", "attribute": "Reads"}),
+        )
+        .await["value"]
+            .as_u64()
+            .unwrap()
+    };
+    let calls: Vec<Value> = (0..3000)
+        .map(|i| {
+            json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                   "params": {"name": "read_attributes",
+                              "arguments": {"target": agent.name, "mbean": "jmxgate.test:type=Types",
+                                            "attributes": ["Name"]}}})
+        })
+        .collect();
+    let before = reads().await;
+    let r = gw
+        .http
+        .post(gw.url("/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-03-26")
+        .body(Value::Array(calls).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let answers: Value = common::parse(&r.text().await.unwrap());
+    let answers = answers.as_array().unwrap();
+    let after = reads().await;
+    assert_eq!(after - before, 1000, "calls that reached the agent");
+    assert_eq!(answers.len(), 3000);
+    let cut = answers
+        .iter()
+        .filter(|a| {
+            a["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("server.max_bulk_items"))
+        })
+        .count();
+    assert_eq!(cut, 2000);
+    let (status, version) = gw.get("/jolokia/version").await;
+    assert_eq!(status, 200, "{version}");
+}
+
+/// Item 14: the console's 401 (a page asked for without credentials) is
+/// framed no more than the page it stands for.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_consoles_401_keeps_its_frame_headers() {
+    let orders = Agent::start("r4-console-401");
+    let dir = tempfile::tempdir().unwrap();
+    let gw = started(&four_eyes_config(dir.path(), &orders)).await;
+    for path in ["/console/", "/console/audit", "/console/targets/orders-1"] {
+        let r = gw.http.get(gw.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), 401, "{path}");
+        let h = r.headers();
+        assert_eq!(h.get("x-frame-options").unwrap(), "DENY", "{path}");
+        let csp = h.get("content-security-policy").unwrap().to_str().unwrap();
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert!(h.get("www-authenticate").is_some(), "{path}");
+    }
+}

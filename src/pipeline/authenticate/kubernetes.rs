@@ -23,7 +23,7 @@ use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInf
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
-use kube::api::{Api, PostParams};
+use kube::api::PostParams;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
@@ -226,13 +226,7 @@ impl Kubernetes {
             },
             ..SubjectAccessReview::default()
         };
-        let api = Api::<SubjectAccessReview>::all(client);
-        match tokio::time::timeout(
-            self.config.timeout,
-            api.create(&PostParams::default(), &review),
-        )
-        .await
-        {
+        match tokio::time::timeout(self.config.timeout, create_bounded(&client, &review)).await {
             Ok(Ok(r)) => Some(r.status.is_some_and(|s| s.allowed)),
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "kubernetes authentication: SubjectAccessReview failed");
@@ -297,12 +291,8 @@ impl Kubernetes {
             },
             ..TokenReview::default()
         };
-        let api = Api::<TokenReview>::all(client);
-        let answer = tokio::time::timeout(
-            self.config.timeout,
-            api.create(&PostParams::default(), &review),
-        )
-        .await;
+        let answer =
+            tokio::time::timeout(self.config.timeout, create_bounded(&client, &review)).await;
         let status = match answer {
             Ok(Ok(r)) => r.status.unwrap_or_default(),
             Ok(Err(e)) => {
@@ -377,6 +367,41 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+/// Most bytes of a review's answer read: a TokenReview or
+/// SubjectAccessReview answer is a few hundred bytes, and an API server
+/// (or what stands in its place) must not make the gateway hold more.
+pub const MAX_REVIEW_ANSWER_BYTES: usize = 1024 * 1024;
+
+/// Creates `review` (a cluster-scoped review) and reads its answer, at
+/// most [`MAX_REVIEW_ANSWER_BYTES`] of it: kube's own `Api::create` reads
+/// an answer whole, however large.
+async fn create_bounded<K>(client: &kube::Client, review: &K) -> Result<K, String>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+        + serde::Serialize
+        + serde::de::DeserializeOwned,
+{
+    use http_body_util::BodyExt as _;
+    let body = serde_json::to_vec(review).map_err(|e| e.to_string())?;
+    let request = kube::core::Request::new(K::url_path(&(), None))
+        .create(&PostParams::default(), body)
+        .map_err(|e| e.to_string())?
+        .map(kube::client::Body::from);
+    let answer = client.send(request).await.map_err(|e| e.to_string())?;
+    let status = answer.status();
+    let bytes = http_body_util::Limited::new(answer.into_body(), MAX_REVIEW_ANSWER_BYTES)
+        .collect()
+        .await
+        .map_err(|e| {
+            format!("the answer (HTTP {status}) is over {MAX_REVIEW_ANSWER_BYTES} bytes, or broke off: {e}")
+        })?
+        .to_bytes();
+    if !status.is_success() {
+        return Err(format!("the API server answered HTTP {status}"));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| format!("the answer is not a review: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,6 +440,15 @@ mod tests {
     async fn fake_api_server(
         status: u16,
     ) -> (tempfile::TempDir, Arc<std::sync::atomic::AtomicUsize>) {
+        hostile_api_server(status, 0).await
+    }
+
+    /// [`fake_api_server`] whose answers carry `padding` bytes more (in
+    /// the user's `extra`).
+    async fn hostile_api_server(
+        status: u16,
+        padding: usize,
+    ) -> (tempfile::TempDir, Arc<std::sync::atomic::AtomicUsize>) {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let asked = Arc::new(AtomicUsize::new(0));
         let counter = asked.clone();
@@ -431,7 +465,8 @@ mod tests {
                     let answer = serde_json::json!({
                         "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
                         "status": {"authenticated": good, "user": if good {
-                            serde_json::json!({"username": "system:serviceaccount:a:b"})
+                            serde_json::json!({"username": "system:serviceaccount:a:b",
+                                               "extra": {"pad": ["x".repeat(padding)]}})
                         } else { serde_json::json!({}) }}
                     });
                     (
@@ -494,6 +529,18 @@ mod tests {
         assert_eq!(k.review("good").await.0, Review::Unavailable);
         assert_eq!(k.review("good").await.0, Review::Unavailable);
         assert_eq!(asked.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn an_answer_past_its_bound_is_no_answer_and_never_held_whole() {
+        let (dir, _) = hostile_api_server(201, 4 * MAX_REVIEW_ANSWER_BYTES).await;
+        assert_eq!(against(&dir).review("good").await.0, Review::Unavailable);
+        // Within the bound, the same answer is taken.
+        let (dir, _) = hostile_api_server(201, MAX_REVIEW_ANSWER_BYTES / 2).await;
+        assert!(matches!(
+            against(&dir).review("good").await.0,
+            Review::Accepted { .. }
+        ));
     }
 
     #[test]

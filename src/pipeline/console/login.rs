@@ -117,7 +117,14 @@ impl Gateway {
                 let again = self
                     .console_sign_in_again(state, parts, headers, conn.tls, had_session)
                     .await;
-                Err(again.unwrap_or(refusal))
+                let mut answer = again.unwrap_or(refusal);
+                // A console page's refusal is framed no more than the page.
+                if state.console.serves(parts.uri.path())
+                    && state.console.hawtio_jolokia(parts.uri.path()).is_none()
+                {
+                    super::page::guard(answer.headers_mut(), super::page::CONTENT_SECURITY_POLICY);
+                }
+                Err(answer)
             }
         }
     }

@@ -87,6 +87,19 @@ pub fn respond_with(
     if let Ok(v) = HeaderValue::from_str(content_type) {
         h.insert(header::CONTENT_TYPE, v);
     }
+    guard(h, policy);
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(cache_control),
+    );
+    r
+}
+
+/// The headers that keep an answer on a console path from being framed,
+/// sent on as a referrer or opened into another site's window, under
+/// `policy`: every console answer's, the 401 of a page asked for without
+/// credentials too.
+pub fn guard(h: &mut http::HeaderMap, policy: &'static str) {
     h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(policy),
@@ -97,12 +110,7 @@ pub fn respond_with(
         HeaderValue::from_static("no-referrer"),
     );
     h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static(cache_control),
-    );
-    h.insert(
         "cross-origin-opener-policy",
         HeaderValue::from_static("same-origin"),
     );
-    r
 }
