@@ -292,7 +292,7 @@ pub fn view(r: &StoredRequest, may_review: bool) -> Value {
             if let Ok(item) = serde_json::from_str::<Value>(text) {
                 // A number a JSON tree can't hold digit for digit: the
                 // exact item too, so a reviewer sees what would run.
-                if item.to_string() != text {
+                if serde_json::to_string(&item).ok().as_deref() != Some(text) {
                     o.insert("item_text".into(), json!(text));
                 }
                 o.insert("item".into(), item);
