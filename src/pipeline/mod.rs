@@ -519,16 +519,12 @@ impl Gateway {
                     .await;
             }
             Addressed::AccessRequests => {
-                let caller = access_requests::AccessCaller {
-                    principal: &principal,
-                    standing: &standing,
+                let caller = access_requests::AccessCaller::http(
+                    (&principal, &standing),
                     request_id,
-                    client,
-                    started,
-                    channel: None,
-                    tool: None,
-                    tls: conn.tls,
-                };
+                    (client, started),
+                    conn.tls,
+                );
                 return self
                     .access_http(&state, &parts, body, caller, &headers)
                     .await;

@@ -203,7 +203,27 @@ pub(super) struct AccessCaller<'a> {
     pub tls: bool,
 }
 
-impl AccessCaller<'_> {
+impl<'a> AccessCaller<'a> {
+    /// A caller of the HTTP API: who (principal and standing roles), and
+    /// from where and since when.
+    pub fn http(
+        (principal, standing): (&'a Principal, &'a [Arc<Role>]),
+        request_id: &'a str,
+        (client, started): (Option<std::net::SocketAddr>, Instant),
+        tls: bool,
+    ) -> AccessCaller<'a> {
+        AccessCaller {
+            principal,
+            standing,
+            request_id,
+            client,
+            started,
+            channel: None,
+            tool: None,
+            tls,
+        }
+    }
+
     fn who<'w>(&'w self, roles: &'w [String]) -> Who<'w> {
         Who {
             request_id: self.request_id,
