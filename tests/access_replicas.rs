@@ -26,7 +26,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use access::{gc_on, level_on, set_level, As, LOGGING, REQUESTS};
+use access::{gc_on, level_on, request_named_by, set_level, As, LOGGING, REQUESTS};
 use common::{audit_records, eventually, gateway_toml, targets_toml, users_file, Agent};
 use common::{GatewayProcess, Generation};
 use serde_json::{json, Value};
@@ -37,18 +37,6 @@ const PATIENCE: Duration = Duration::from_secs(30);
 
 fn runtime_name(target: &str) -> Value {
     json!({"type":"read","mbean":"java.lang:type=Runtime","attribute":"Name","target":{"url":target}})
-}
-
-/// The access request an `ApprovalRequired` answer names.
-fn request_named_by(answer: &Value) -> String {
-    assert_eq!(answer["error_type"], "jmxgate.ApprovalRequired", "{answer}");
-    let message = answer["error"].as_str().unwrap();
-    message
-        .split_whitespace()
-        .find(|w| w.starts_with("ar-"))
-        .unwrap_or_else(|| panic!("{message}"))
-        .trim_end_matches([';', ',', '.', ')'])
-        .to_string()
 }
 
 /// The events of the audit records of one access request, in order.

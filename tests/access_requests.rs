@@ -291,13 +291,7 @@ async fn four_eyes_runs_an_approved_operation_exactly_once_with_exactly_its_argu
     let refused = oncall.jolokia(&set_level("orders-1", "FINE")).await;
     assert_eq!(refused["status"], 403, "{refused}");
     assert_eq!(refused["error_type"], "jmxgate.ApprovalRequired");
-    let message = refused["error"].as_str().unwrap();
-    let id = message
-        .split_whitespace()
-        .find(|w| w.starts_with("ar-"))
-        .unwrap_or_else(|| panic!("{message}"))
-        .trim_end_matches([';', ',', '.'])
-        .to_string();
+    let id = access::request_named_by(&refused);
     assert_eq!(
         level_on(&orders).await,
         original,

@@ -252,19 +252,7 @@ async fn mcp_explain_marks_an_item_that_waits_for_approval() {
 
 /// Makes the four-eyes item wait and returns its request's id.
 async fn waiting_item(oncall: &As<'_>) -> String {
-    let refused = oncall.jolokia(&access::set_level("orders-1", "FINE")).await;
-    assert_eq!(
-        refused["error_type"], "jmxgate.ApprovalRequired",
-        "{refused}"
-    );
-    refused["error"]
-        .as_str()
-        .unwrap()
-        .split_whitespace()
-        .find(|w| w.starts_with("ar-"))
-        .unwrap()
-        .trim_end_matches([';', ',', '.'])
-        .to_string()
+    access::request_named_by(&oncall.jolokia(&access::set_level("orders-1", "FINE")).await)
 }
 
 /// Item 3: another page (another port of the host, a sibling, any page
@@ -396,19 +384,10 @@ async fn no_other_page_approves_with_a_reviewers_credentials() {
     )
     .await;
     assert_eq!(status, 200, "{text}");
-    let id2 = {
-        // A second item: its own request, approved without Fetch
-        // Metadata from the gateway's origin.
-        let refused = oncall.jolokia(&access::set_level("orders-1", "ALL")).await;
-        refused["error"]
-            .as_str()
-            .unwrap()
-            .split_whitespace()
-            .find(|w| w.starts_with("ar-"))
-            .unwrap()
-            .trim_end_matches([';', ',', '.'])
-            .to_string()
-    };
+    // A second item: its own request, approved by a client that is no
+    // browser.
+    let id2 =
+        access::request_named_by(&oncall.jolokia(&access::set_level("orders-1", "ALL")).await);
     let (status, approved) = lead.review(&id2, "approve", "").await;
     assert_eq!(status, 200, "{approved}");
     // The refusals are in the audit log, each as a refused step.
@@ -504,6 +483,47 @@ async fn an_https_page_is_judged_as_https_on_the_tls_listener() {
         refused["error"].as_str().unwrap().contains("Secure origin"),
         "{refused}"
     );
+}
+
+/// How a caller of [`request_as`] proves who it is.
+#[derive(Clone, Copy)]
+enum Who<'a> {
+    Basic(&'a str),
+    Bearer(&'a str),
+    /// The client certificate its client presents.
+    Cert,
+    Anonymous,
+}
+
+/// One request as `who`, ready to send ([`answer_of`]).
+fn request_as(
+    client: &reqwest::Client,
+    url: String,
+    who: Who<'_>,
+    method: reqwest::Method,
+    body: Option<Value>,
+) -> reqwest::RequestBuilder {
+    let mut req = client.request(method, url);
+    match who {
+        Who::Basic(user) => req = req.basic_auth(user, Some("pw")),
+        Who::Bearer(token) => req = req.header("authorization", token),
+        Who::Cert | Who::Anonymous => {}
+    }
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    req
+}
+
+/// The HTTP status and the parsed answer (its text when it is not JSON).
+async fn answer_of(req: reqwest::RequestBuilder) -> (u16, Value) {
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 /// Item 12: grants, requests and audit trails belong to an identity (the
@@ -608,37 +628,19 @@ max_duration = "1h"
     };
     let bearer = jwt(&["developers"]);
     let bearer_lead = jwt(&["leads"]);
-    #[derive(Clone, Copy)]
-    enum Who<'a> {
-        Basic(&'a str),
-        Bearer(&'a str),
-        Cert,
-        Anonymous,
-    }
     let send = |who: Who<'_>, method: reqwest::Method, path: &str, body: Option<Value>| {
         let client = if matches!(who, Who::Cert) {
             &with_cert
         } else {
             &https
         };
-        let mut req = client.request(method, format!("{base}{path}"));
-        match who {
-            Who::Basic(user) => req = req.basic_auth(user, Some("pw")),
-            Who::Bearer(token) => req = req.header("authorization", token),
-            Who::Cert | Who::Anonymous => {}
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        async move {
-            let r = req.send().await.unwrap();
-            let status = r.status().as_u16();
-            let text = r.text().await.unwrap();
-            (
-                status,
-                serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)),
-            )
-        }
+        answer_of(request_as(
+            client,
+            format!("{base}{path}"),
+            who,
+            method,
+            body,
+        ))
     };
     let gc = json!({"type":"exec","mbean":"java.lang:type=Memory","operation":"gc","target":{"url":"orders-1"}});
     let basic = Who::Basic("alice");
@@ -748,24 +750,13 @@ max_duration = "1h"
     gw.access_store_opened().await;
     let base = format!("https://127.0.0.1:{}", gw.addr.port());
     let send = |who: Who<'_>, method: reqwest::Method, path: &str, body: Option<Value>| {
-        let mut req = https.request(method, format!("{base}{path}"));
-        match who {
-            Who::Basic(user) => req = req.basic_auth(user, Some("pw")),
-            Who::Bearer(token) => req = req.header("authorization", token),
-            Who::Cert | Who::Anonymous => {}
-        }
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        async move {
-            let r = req.send().await.unwrap();
-            let status = r.status().as_u16();
-            let text = r.text().await.unwrap();
-            (
-                status,
-                serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)),
-            )
-        }
+        answer_of(request_as(
+            &https,
+            format!("{base}{path}"),
+            who,
+            method,
+            body,
+        ))
     };
     let (status, asked) = send(
         basic,
@@ -885,16 +876,7 @@ async fn an_approval_covers_exactly_its_numbers_digit_for_digit() {
             common::parse(&r.text().await.unwrap())
         }
     };
-    let first = send(echo("1.00000000000000000001")).await;
-    assert_eq!(first["error_type"], "jmxgate.ApprovalRequired", "{first}");
-    let id = first["error"]
-        .as_str()
-        .unwrap()
-        .split_whitespace()
-        .find(|w| w.starts_with("ar-"))
-        .unwrap()
-        .trim_end_matches([';', ',', '.'])
-        .to_string();
+    let id = access::request_named_by(&send(echo("1.00000000000000000001")).await);
     // The reviewer sees the exact item.
     let (_, shown) = lead.get(&format!("{}/{id}", access::REQUESTS)).await;
     assert!(

@@ -7,6 +7,8 @@
 //! One API server for the whole file: a single test runs the scenarios one
 //! after the other; the API server's stop comes last.
 
+#[path = "common/access.rs"]
+mod access;
 mod common;
 #[path = "common/kube_api.rs"]
 mod kube_api;
@@ -520,7 +522,7 @@ async fn a_reviewer_held_in_one_namespace_reviews_only_what_reaches_it() {
         "Bearer {}",
         token(&client, "rbac", "dev-dev", "jmxgate").await
     );
-    const REQUESTS: &str = "/jmxgate/access/requests";
+    use access::REQUESTS;
     let set_level = |target: &str| {
         json!({"type":"exec","mbean":"java.util.logging:type=Logging","operation":"setLoggerLevel",
                "arguments":["global","FINE"],"target":{"url": target}})
@@ -536,17 +538,7 @@ async fn a_reviewer_held_in_one_namespace_reviews_only_what_reaches_it() {
             .send()
             .await
             .unwrap();
-        let r: Value = r.json().await.unwrap();
-        assert_eq!(r["error_type"], "jmxgate.ApprovalRequired", "{r}");
-        let id = r["error"]
-            .as_str()
-            .unwrap()
-            .split_whitespace()
-            .find(|w| w.starts_with("ar-"))
-            .unwrap()
-            .trim_end_matches([';', ',', '.'])
-            .to_string();
-        ids.push(id);
+        ids.push(access::request_named_by(&r.json().await.unwrap()));
     }
     let (dev_id, shop_id) = (ids[0].clone(), ids[1].clone());
 

@@ -91,6 +91,18 @@ impl As<'_> {
     }
 }
 
+/// The access request an `ApprovalRequired` answer names.
+pub fn request_named_by(answer: &Value) -> String {
+    assert_eq!(answer["error_type"], "jmxgate.ApprovalRequired", "{answer}");
+    let message = answer["error"].as_str().unwrap();
+    message
+        .split_whitespace()
+        .find(|w| w.starts_with("ar-"))
+        .unwrap_or_else(|| panic!("{message}"))
+        .trim_end_matches([';', ',', '.', ')'])
+        .to_string()
+}
+
 pub fn gc_on(target: &str) -> Value {
     json!({"type":"exec","mbean":"java.lang:type=Memory","operation":"gc","target":{"url":target}})
 }
