@@ -477,7 +477,11 @@ async fn a_reviewer_held_in_one_namespace_reviews_only_what_reaches_it() {
     let kubeconfig = gateway_kubeconfig(&server, &client, dir.path()).await;
     let users = common::users_file(
         dir.path(),
-        &[("oncall", "pw", &["ops"]), ("lead", "pw", &["leads"])],
+        &[
+            ("oncall", "pw", &["ops"]),
+            ("lead", "pw", &["leads"]),
+            ("dev", "pw", &["developers"]),
+        ],
     );
     let read_only = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("policies/read-only.xml");
     let config = format!(
@@ -665,6 +669,32 @@ async fn a_reviewer_held_in_one_namespace_reviews_only_what_reaches_it() {
     )
     .await;
     assert_eq!((status, &made["state"]), (201, &json!("pending")), "{made}");
+
+    // A glob that names dev's target only today may name shop's tomorrow:
+    // the lead held in dev doesn't review it; one that keeps to dev, yes.
+    for (targets, reviewable) in [("dev-*", false), ("namespace=dev", true)] {
+        let (status, asked) = access_call(
+            &gw,
+            &basic("dev"),
+            reqwest::Method::POST,
+            REQUESTS,
+            Some(&ask(Some(targets))),
+        )
+        .await;
+        assert_eq!(status, 201, "{asked}");
+        let id = asked["id"].as_str().unwrap().to_string();
+        let (status, r) = access_call(
+            &gw,
+            &lead_dev,
+            reqwest::Method::GET,
+            &shown(id.clone()),
+            None,
+        )
+        .await;
+        assert_eq!(status == 200, reviewable, "{targets}: {status} {r}");
+        let (status, r) = access_call(&gw, &lead, reqwest::Method::GET, &shown(id), None).await;
+        assert_eq!((status, &r["may_review"]), (200, &json!(true)), "{r}");
+    }
 
     // The audit trail: the lead held in dev reads dev's records (and its
     // own), not shop's; the lead holding the role whole reads both.

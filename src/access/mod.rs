@@ -265,6 +265,31 @@ pub fn cover<'t>(
         .any(|r| r.namespace.is_none() && r.granted_on.is_none())
 }
 
+/// Whether a request whose targets are `selector` (none: all of its
+/// role's) stays where the roles of `held` named in `by` reach, for the
+/// targets still to come as well as those there now ([`cover`] judges
+/// those): always with such a role held whole; with one held only in
+/// namespaces, only when the selector names one target, or keeps to one
+/// of those namespaces (`namespace=dev`, with more labels or not). A glob
+/// a namespaced reviewer approved must not reach a `shop` target that
+/// appears tomorrow.
+pub fn keeps_within(held: &[Arc<Role>], by: &[String], selector: Option<&str>) -> bool {
+    let counted: Vec<&Arc<Role>> = held.iter().filter(|r| by.contains(&r.name)).collect();
+    if counted
+        .iter()
+        .any(|r| r.namespace.is_none() && r.granted_on.is_none())
+    {
+        return true;
+    }
+    match selector.map(TargetSelector::parse) {
+        Some(Ok(TargetSelector::Name(_))) => true,
+        Some(Ok(TargetSelector::Labels(labels))) => labels.iter().any(|(k, v)| {
+            k == "namespace" && counted.iter().any(|r| r.namespace.as_deref() == Some(v))
+        }),
+        _ => false,
+    }
+}
+
 /// Every role and mapping, loaded together.
 #[derive(Debug)]
 pub struct AccessControl {
@@ -564,12 +589,24 @@ mod tests {
         // Nothing named: only a role held whole counts.
         assert!(!cover(&held, &leads, std::iter::empty()));
         assert!(!cover(&held, &["others".to_string()], [&**dev]));
+        // What is still to come: a namespace label keeps a request there.
+        assert!(keeps_within(
+            &held,
+            &leads,
+            Some("namespace=dev,app=orders")
+        ));
+        assert!(keeps_within(&held, &leads, Some("dev.a")));
+        assert!(!keeps_within(&held, &leads, Some("dev.*")));
+        assert!(!keeps_within(&held, &leads, Some("namespace=shop")));
+        assert!(!keeps_within(&held, &leads, Some("namespace=de*")));
+        assert!(!keeps_within(&held, &leads, None));
         let mut whole = in_dev.clone();
         whole.namespaced_roles.clear();
         whole.roles = vec!["leads".into()];
         let held = access.roles_of(&whole);
         assert!(cover(&held, &leads, [&**dev, &**shop]));
         assert!(cover(&held, &leads, std::iter::empty()));
+        assert!(keeps_within(&held, &leads, Some("dev.*")));
     }
 
     #[test]

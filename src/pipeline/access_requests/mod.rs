@@ -613,8 +613,8 @@ impl Gateway {
         };
         let named: Vec<&Arc<crate::fleet::Target>> =
             state.fleet.iter().filter(|t| granted.reaches(t)).collect();
-        let within =
-            crate::access::cover(standing, &role.requestable_by, named.iter().map(|t| &***t));
+        let within = crate::access::keeps_within(standing, &role.requestable_by, targets)
+            && crate::access::cover(standing, &role.requestable_by, named.iter().map(|t| &***t));
         match targets {
             // Not the selector echoed: the answer is the same for every
             // selector refused, whichever targets exist.

@@ -74,15 +74,21 @@ impl Asking<'_> {
             r.request.targets.as_deref(),
             &r.request.id,
         ) {
-            Some(granted) => crate::access::cover(
-                self.caller.standing,
-                approvers,
-                self.state
-                    .fleet
-                    .iter()
-                    .filter(|t| granted.reaches(t))
-                    .map(|t| &**t),
-            ),
+            Some(granted) => {
+                crate::access::keeps_within(
+                    self.caller.standing,
+                    approvers,
+                    r.request.targets.as_deref(),
+                ) && crate::access::cover(
+                    self.caller.standing,
+                    approvers,
+                    self.state
+                        .fleet
+                        .iter()
+                        .filter(|t| granted.reaches(t))
+                        .map(|t| &**t),
+                )
+            }
             None => false,
         };
         self.reach.lock().expect("reach lock").insert(key, covered);
