@@ -133,10 +133,39 @@ impl Drop for Running {
     }
 }
 
+/// What cargo sets for a running test (`CARGO_PKG_NAME`, `CARGO_MANIFEST_DIR`,
+/// `OUT_DIR`, …) but the suite's own `cargo` never sees. Build scripts such
+/// as ring's ask to rerun when these change, so a nested `cargo build` that
+/// inherits them rebuilds ring and everything over it, and the next
+/// `cargo nextest run` rebuilds it all back (minutes per pass). What a user
+/// set for cargo itself (home, target dir, profile, build settings) stays.
+fn set_by_cargo_for_tests(name: &str) -> bool {
+    const KEPT: [&str; 9] = [
+        "CARGO_HOME",
+        "CARGO_TARGET_DIR",
+        "CARGO_INCREMENTAL",
+        "CARGO_BUILD_",
+        "CARGO_PROFILE_",
+        "CARGO_TERM_",
+        "CARGO_NET_",
+        "CARGO_HTTP_",
+        "CARGO_REGISTR",
+    ];
+    name == "OUT_DIR"
+        || name.starts_with("NEXTEST")
+        || (name.starts_with("CARGO_") && !KEPT.iter().any(|k| name.starts_with(k)))
+}
+
 /// Builds the example and returns its executable, as cargo reports it (so
 /// `CARGO_TARGET_DIR` or a configured target dir are followed).
 fn build_example() -> PathBuf {
-    let out = Command::new(env!("CARGO"))
+    let mut cargo = Command::new(env!("CARGO"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_for_tests) {
+            cargo.env_remove(name);
+        }
+    }
+    let out = cargo
         .args([
             "build",
             "--example",
