@@ -863,7 +863,7 @@ fn init_logging(flag: Option<LogFormat>, config: &Config) {
     // The MCP SDK logs each request at INFO and tool arguments and
     // results at DEBUG: values never go to the log, whatever the filter.
     .add_directive(
-        jmxgate::pipeline::mcp::SDK_LOG_CEILING
+        jmxgate::doors::mcp::SDK_LOG_CEILING
             .parse()
             .expect("a valid directive"),
     );

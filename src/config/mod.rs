@@ -82,19 +82,19 @@ pub struct Config {
     pub discovery: crate::discovery::DiscoveryConfig,
     /// The MCP endpoint for AI assistants.
     #[serde(default)]
-    pub mcp: crate::pipeline::mcp::config::McpConfig,
+    pub mcp: crate::doors::mcp::config::McpConfig,
     /// The fleet console (`[console]`).
     #[serde(default)]
-    pub console: crate::pipeline::console::config::ConsoleConfig,
+    pub console: crate::doors::console::config::ConsoleConfig,
     /// Webhooks told of the fleet's events (`[[events.webhooks]]`).
     #[serde(default)]
-    pub events: crate::pipeline::event_hooks::config::EventsConfig,
+    pub events: crate::jobs::webhooks::config::EventsConfig,
     /// The Prometheus scrape endpoint and its rules files.
     #[serde(default)]
-    pub prometheus: crate::pipeline::prometheus::config::PrometheusConfig,
+    pub prometheus: crate::doors::prometheus::config::PrometheusConfig,
     /// Pushes of the fleet's metrics over OTLP (`[[otlp.exports]]`).
     #[serde(default)]
-    pub otlp: crate::pipeline::otlp::config::OtlpConfig,
+    pub otlp: crate::jobs::otlp::config::OtlpConfig,
 }
 
 /// `[log]`: the log on stderr.

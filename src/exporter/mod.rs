@@ -4,7 +4,7 @@
 //! matching ([`rules`]), and the exposition formats.
 //!
 //! Nothing here does I/O or knows the pipeline: the Prometheus door
-//! (`pipeline/prometheus`) feeds it agents' answers and writes out what it
+//! (`doors/prometheus`) feeds it agents' answers and writes out what it
 //! gives.
 
 pub mod config;

@@ -114,7 +114,7 @@ impl super::Gateway {
     /// error is the refusal to send (`on_failure = "closed"`).
     /// Logs and writes a target list's (or the journal's) record before
     /// its answer goes out; `Err` is the answer to give instead.
-    pub(super) async fn audit_listing(
+    pub(crate) async fn audit_listing(
         &self,
         record: &TargetListRecord<'_>,
     ) -> Result<(), super::HttpError> {
@@ -124,7 +124,7 @@ impl super::Gateway {
             .await
     }
 
-    pub(super) async fn audit_items(
+    pub(crate) async fn audit_items(
         &self,
         state: &super::state::State,
         who: &Who<'_>,

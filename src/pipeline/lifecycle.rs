@@ -63,7 +63,7 @@ impl Gateway {
                 collided: Default::default(),
             }),
             limits: listen::ClientLimits::from_config(&config.server),
-            elevation: super::access_requests::Elevation::new(&config.access.store),
+            elevation: crate::doors::access::Elevation::new(&config.access.store),
             otlp: Default::default(),
             notifier,
         })
@@ -612,11 +612,11 @@ async fn drive_until<F: std::future::Future<Output = ()>>(
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A valid config with one target per name (nothing listens there).
-    pub(in crate::pipeline) fn config(names: &[&str]) -> Config {
+    pub(crate) fn config(names: &[&str]) -> Config {
         let targets: String = names
             .iter()
             .map(|n| format!("[[targets]]\nname = \"{n}\"\nurl = \"http://127.0.0.1:1/{n}\"\n"))

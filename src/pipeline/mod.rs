@@ -18,22 +18,16 @@
 //!    durable) before the answer goes out.
 //! 9. [`respond`]: one HTTP answer, JSON (or text/plain, or JSONP).
 
-pub mod access_requests;
 pub mod audit;
 pub mod authenticate;
 pub mod authorize;
-pub mod console;
 pub mod dispatch;
-pub mod event_hooks;
 pub mod hosts;
 pub mod items;
 mod lifecycle;
 pub mod listen;
-pub mod mcp;
 pub mod merge;
-pub mod otlp;
 pub mod parse;
-pub mod prometheus;
 pub mod respond;
 pub mod route;
 pub mod same_origin;
@@ -90,61 +84,61 @@ pub(crate) struct Sources {
 pub struct Gateway {
     /// Everything a reload replaces; read once per request, so a request
     /// sees one consistent set.
-    state: ArcSwap<State>,
-    audit: Option<crate::audit::AuditLog>,
+    pub(crate) state: ArcSwap<State>,
+    pub(crate) audit: Option<crate::audit::AuditLog>,
     /// Where the Jolokia endpoint is mounted (`/jolokia` by default).
-    prefix: String,
-    metrics: Arc<crate::metrics::Metrics>,
-    identity: GatewayIdentity,
-    request_seq: AtomicU64,
+    pub(crate) prefix: String,
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    pub(crate) identity: GatewayIdentity,
+    pub(crate) request_seq: AtomicU64,
     /// Client requests being worked on (`server.max_concurrent_requests`).
-    working: tokio::sync::Semaphore,
-    max_concurrent: usize,
+    pub(crate) working: tokio::sync::Semaphore,
+    pub(crate) max_concurrent: usize,
     /// Of those, the ones anonymous callers hold, and callers not yet
     /// known while their password is checked
     /// (`server.max_anonymous_requests`).
-    anonymous: tokio::sync::Semaphore,
-    max_anonymous: usize,
+    pub(crate) anonymous: tokio::sync::Semaphore,
+    pub(crate) max_anonymous: usize,
     /// Requests shed since the last audit record of shedding, and when
     /// that was.
-    shed: AtomicU64,
-    shed_recorded: std::sync::Mutex<Option<Instant>>,
+    pub(crate) shed: AtomicU64,
+    pub(crate) shed_recorded: std::sync::Mutex<Option<Instant>>,
     /// Agent answers being received (`server.max_buffered_bytes`) and
     /// exchanges in flight (`server.max_agent_exchanges`), all targets.
-    bounds: crate::fleet::GatewayBounds,
+    pub(crate) bounds: crate::fleet::GatewayBounds,
     /// Every target's health, kept across reloads.
-    health: Arc<crate::health::HealthBook>,
+    pub(crate) health: Arc<crate::health::HealthBook>,
     /// What the fleet is made of; rebuilt whole on a reload, changed
     /// target by target when discovery's sets change.
-    sources: std::sync::Mutex<Sources>,
+    pub(crate) sources: std::sync::Mutex<Sources>,
     /// `[health]`: the probe interval and the rounds between probes of a stable target
     /// (`health::HealthConfig::stable_rounds`, by the fleet's size).
-    health_config: crate::health::HealthConfig,
-    max_probes_in_flight: usize,
+    pub(crate) health_config: crate::health::HealthConfig,
+    pub(crate) max_probes_in_flight: usize,
     /// `server.max_agent_exchanges`: also the most exchanges one request
     /// has under way at once.
-    max_agent_exchanges: usize,
+    pub(crate) max_agent_exchanges: usize,
     /// Header timeout and connection cap of every listener.
-    limits: listen::ClientLimits,
+    pub(crate) limits: listen::ClientLimits,
     /// Just-in-time access: the store, the grants seen lately.
-    elevation: access_requests::Elevation,
+    pub(crate) elevation: crate::doors::access::Elevation,
     /// The OTLP exports running now (`[[otlp.exports]]`).
-    otlp: otlp::Exports,
+    pub(crate) otlp: crate::jobs::otlp::Exports,
     /// Webhooks (access-request notices), sent off the request path.
-    notifier: crate::notify::Notifier,
+    pub(crate) notifier: crate::notify::Notifier,
 }
 
 /// Who asks, the same for every item of a request.
-struct Caller<'a> {
-    access: &'a AccessControl,
-    principal: &'a authenticate::Principal,
+pub(crate) struct Caller<'a> {
+    pub(crate) access: &'a AccessControl,
+    pub(crate) principal: &'a authenticate::Principal,
     /// The principal's roles, looked up once per request.
-    roles: &'a [Arc<crate::access::Role>],
-    facts: &'a authorize::RequestFacts<'a>,
+    pub(crate) roles: &'a [Arc<crate::access::Role>],
+    pub(crate) facts: &'a authorize::RequestFacts<'a>,
 }
 
 /// One item after route and authorize.
-enum Judged<'a> {
+pub(crate) enum Judged<'a> {
     /// Refused: malformed, unroutable or denied. `target` and `rule` (none:
     /// malformed or unroutable) are for the audit record; a `hidden`
     /// target (one the caller's roles don't reach) is shown to the caller
@@ -243,20 +237,20 @@ struct Admission<'g> {
 
 /// A request refused after authentication, or one that made no item
 /// records: what its audit record needs, and the answer.
-struct Refused<'a> {
-    gateway: &'a Gateway,
-    request_id: &'a str,
-    principal: &'a authenticate::Principal,
-    client: Option<std::net::SocketAddr>,
-    started: Instant,
-    headers: &'a HeaderMap,
+pub(crate) struct Refused<'a> {
+    pub(crate) gateway: &'a Gateway,
+    pub(crate) request_id: &'a str,
+    pub(crate) principal: &'a authenticate::Principal,
+    pub(crate) client: Option<std::net::SocketAddr>,
+    pub(crate) started: Instant,
+    pub(crate) headers: &'a HeaderMap,
 }
 
 impl Refused<'_> {
     /// The HTTP error `e`, recorded in the audit log first (`denied` for
     /// refusals of the caller, `invalid` for requests that could not be
     /// read). `target` is the one the URL named.
-    async fn answer(
+    pub(crate) async fn answer(
         &self,
         access: &AccessControl,
         e: &HttpError,
@@ -292,7 +286,7 @@ impl Refused<'_> {
 
     /// One [`audit::RequestRecord`] for this request.
     #[allow(clippy::too_many_arguments)]
-    async fn audit(
+    pub(crate) async fn audit(
         &self,
         channel: Option<audit::Channel>,
         event: &'static str,
@@ -329,39 +323,39 @@ impl Refused<'_> {
 /// The request and the authenticated caller, as the Jolokia door and
 /// `/jmxgate/explain` judge them.
 struct Asked<'a> {
-    parts: &'a http::request::Parts,
-    principal: &'a authenticate::Principal,
-    held: &'a [Arc<crate::access::Role>],
-    chain: &'a [String],
-    origin: Option<&'a str>,
-    cors: bool,
+    pub(crate) parts: &'a http::request::Parts,
+    pub(crate) principal: &'a authenticate::Principal,
+    pub(crate) held: &'a [Arc<crate::access::Role>],
+    pub(crate) chain: &'a [String],
+    pub(crate) origin: Option<&'a str>,
+    pub(crate) cors: bool,
 }
 
 /// A Jolokia request to run: who asked, and where it was addressed.
 struct JolokiaDoor<'a> {
-    asked: Asked<'a>,
+    pub(crate) asked: Asked<'a>,
     /// The virtual URL's target (`/jolokia/targets/<name>`).
-    virtual_target: Option<&'a Arc<Target>>,
-    tls: bool,
+    pub(crate) virtual_target: Option<&'a Arc<Target>>,
+    pub(crate) tls: bool,
     /// The path after the door's prefix (GET's path grammar).
-    rest: &'a str,
+    pub(crate) rest: &'a str,
 }
 
 /// Who asked for the target list, for its audit record.
-struct TargetListing<'a> {
-    principal: &'a authenticate::Principal,
+pub(crate) struct TargetListing<'a> {
+    pub(crate) principal: &'a authenticate::Principal,
     /// Its roles, standing and granted.
-    held: &'a [Arc<crate::access::Role>],
-    request_id: &'a str,
-    client: Option<std::net::SocketAddr>,
-    started: Instant,
+    pub(crate) held: &'a [Arc<crate::access::Role>],
+    pub(crate) request_id: &'a str,
+    pub(crate) client: Option<std::net::SocketAddr>,
+    pub(crate) started: Instant,
     /// The client chain for policies' `<remote>`, and the listener's
     /// scheme (the console's reads run as this caller).
-    chain: &'a [String],
-    scheme: &'static str,
+    pub(crate) chain: &'a [String],
+    pub(crate) scheme: &'static str,
     /// Its standing roles only (the console's access requests: a grant
     /// neither asks for more nor reviews).
-    standing: &'a [Arc<crate::access::Role>],
+    pub(crate) standing: &'a [Arc<crate::access::Role>],
 }
 
 impl Gateway {
@@ -468,7 +462,7 @@ impl Gateway {
         };
         match addressed {
             Addressed::Mcp => {
-                let caller = mcp::McpCaller {
+                let caller = crate::doors::mcp::McpCaller {
                     state: state.clone(),
                     principal,
                     standing,
@@ -507,7 +501,7 @@ impl Gateway {
             }
             Addressed::Explain => {}
             Addressed::Prometheus => {
-                let scraper = prometheus::Scraper {
+                let scraper = crate::doors::prometheus::Scraper {
                     principal: &principal,
                     held: &held,
                     chain: &chain,
@@ -519,7 +513,7 @@ impl Gateway {
                     .await;
             }
             Addressed::AccessRequests => {
-                let caller = access_requests::AccessCaller::http(
+                let caller = crate::doors::access::AccessCaller::http(
                     (&principal, &standing),
                     request_id,
                     (client, started),
@@ -794,7 +788,11 @@ impl Gateway {
     /// A request body, whole: at most `server.max_body_bytes`, within
     /// `server.body_read_timeout` (a slow client holds a request slot only
     /// this long).
-    async fn read_body(&self, state: &State, body: Body) -> Result<bytes::Bytes, HttpError> {
+    pub(crate) async fn read_body(
+        &self,
+        state: &State,
+        body: Body,
+    ) -> Result<bytes::Bytes, HttpError> {
         let read = axum::body::to_bytes(body, state.max_body_bytes);
         match tokio::time::timeout(state.body_read_timeout, read).await {
             Ok(Ok(bytes)) => Ok(bytes),
@@ -825,7 +823,7 @@ impl Gateway {
     /// was decided (`gate`: CORS and JSONP at `/jolokia`, the page's
     /// origin at `/mcp`; nothing is sent when it refuses), dispatch and
     /// merge. The door then audits and answers.
-    async fn run_items<T, E>(
+    pub(crate) async fn run_items<T, E>(
         &self,
         state: &State,
         caller: &Caller<'_>,
@@ -870,7 +868,7 @@ impl Gateway {
     /// Steps 4 and 5 for one item: where it goes for this caller (the
     /// routing is `route::route_item`'s) and whether its roles' policies
     /// allow it there. The same for requests and for explain.
-    fn judge<'a>(
+    pub(crate) fn judge<'a>(
         &self,
         state: &State,
         caller: &Caller<'_>,
@@ -1038,7 +1036,7 @@ impl Gateway {
     /// Writes a request's audit records before its answer goes out. `Err`
     /// is the answer to give instead: the log failed and
     /// `audit.on_failure = "closed"`. Without an audit log, nothing to do.
-    async fn write_audit(
+    pub(crate) async fn write_audit(
         &self,
         records: &crate::audit::Encoded,
         durable: bool,
@@ -1178,7 +1176,10 @@ impl Gateway {
 
     /// Writes the record of a request that made no item records. `Err` is
     /// the answer to give instead (the log failed, `on_failure = "closed"`).
-    async fn audit_request(&self, record: &audit::RequestRecord<'_>) -> Result<(), HttpError> {
+    pub(crate) async fn audit_request(
+        &self,
+        record: &audit::RequestRecord<'_>,
+    ) -> Result<(), HttpError> {
         audit::record_request(record);
         if self.audit.is_none() {
             return Ok(());
@@ -1195,9 +1196,9 @@ impl Gateway {
     /// Splits the URL into addressing and the Jolokia path after it.
     fn addressing(
         &self,
-        mcp: &mcp::McpConfig,
-        prometheus: &prometheus::PrometheusConfig,
-        console: &console::config::ConsoleConfig,
+        mcp: &crate::doors::mcp::McpConfig,
+        prometheus: &crate::doors::prometheus::PrometheusConfig,
+        console: &crate::doors::console::config::ConsoleConfig,
         path: &str,
     ) -> Result<(Addressed, String), HttpError> {
         if mcp.enabled && path == mcp.path {
@@ -1206,8 +1207,8 @@ impl Gateway {
         if path == EXPLAIN_PATH {
             return Ok((Addressed::Explain, String::new()));
         }
-        if path == access_requests::wire::PATH
-            || path.starts_with(&format!("{}/", access_requests::wire::PATH))
+        if path == crate::doors::access::wire::PATH
+            || path.starts_with(&format!("{}/", crate::doors::access::wire::PATH))
         {
             return Ok((Addressed::AccessRequests, String::new()));
         }
@@ -1220,7 +1221,7 @@ impl Gateway {
         if console.serves(path) {
             return Ok((Addressed::Console, String::new()));
         }
-        if path == console::EVENTS_PATH {
+        if path == crate::doors::console::EVENTS_PATH {
             return Ok((Addressed::Events, String::new()));
         }
         let not_found = || {
@@ -1261,7 +1262,7 @@ impl Gateway {
     /// target, for the listener the request came through. The host, the
     /// process id and the fleet's size only for callers whose roles reach
     /// some target.
-    fn answer_locally(
+    pub(crate) fn answer_locally(
         &self,
         state: &State,
         held: &[Arc<crate::access::Role>],
@@ -1300,7 +1301,7 @@ impl Gateway {
     /// body (429 while throttled, or when a password check finds no room:
     /// it is work before the caller is known, so it holds a slot of the
     /// anonymous share, `server.max_anonymous_requests`, while it runs).
-    async fn authenticate(
+    pub(crate) async fn authenticate(
         &self,
         state: &State,
         headers: &HeaderMap,
@@ -1608,7 +1609,7 @@ fn page_origin(headers: &HeaderMap) -> Option<String> {
 
 /// The caller's roles that reach the addressed target (all of them when
 /// the URL addresses none): those decide CORS.
-fn reaching<'a>(
+pub(crate) fn reaching<'a>(
     held: &'a [Arc<crate::access::Role>],
     target: Option<&'a Target>,
 ) -> impl Iterator<Item = &'a Arc<crate::access::Role>> {

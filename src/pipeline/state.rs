@@ -34,17 +34,17 @@ pub struct State {
     /// Starts empty after a reload: targets or credentials may have changed.
     pub list_cache: Option<Arc<super::dispatch::list_cache::ListCache>>,
     /// `[mcp]`: where assistants connect, how big a tool result may be.
-    pub mcp: super::mcp::config::McpConfig,
+    pub mcp: crate::doors::mcp::config::McpConfig,
     /// An MCP batch's bounds: a Jolokia bulk's (items, answer bytes, time).
-    pub mcp_batch: super::mcp::jsonrpc::BatchBounds,
+    pub mcp_batch: crate::doors::mcp::jsonrpc::BatchBounds,
     /// `[prometheus]`: the scrape endpoint, its modules and plans.
-    pub prometheus: Arc<super::prometheus::exporter::Exporter>,
+    pub prometheus: Arc<crate::doors::prometheus::exporter::Exporter>,
     /// `[console]`: where the pages are.
-    pub console: super::console::config::ConsoleConfig,
+    pub console: crate::doors::console::config::ConsoleConfig,
     /// `[console.oidc]`: signing in at the provider.
-    pub console_sign_in: Option<Arc<super::console::sign_in::SignIn>>,
+    pub console_sign_in: Option<Arc<crate::doors::console::sign_in::SignIn>>,
     /// `[events]`: who is told of the journal's events.
-    pub events: super::event_hooks::config::EventsConfig,
+    pub events: crate::jobs::webhooks::config::EventsConfig,
 }
 
 impl State {
@@ -101,19 +101,19 @@ impl State {
                 .map(Arc::new),
             mcp: config.mcp.clone(),
             console: config.console.clone(),
-            console_sign_in: super::console::sign_in::SignIn::new(
+            console_sign_in: crate::doors::console::sign_in::SignIn::new(
                 &config.console,
                 config.auth.bearer.as_ref(),
             )?
             .map(Arc::new),
             events: config.events.clone(),
-            mcp_batch: super::mcp::jsonrpc::BatchBounds {
+            mcp_batch: crate::doors::mcp::jsonrpc::BatchBounds {
                 max_items: config.server.max_bulk_items,
                 max_bytes: usize::try_from(config.target_defaults.max_response_bytes())
                     .unwrap_or(usize::MAX),
                 deadline: config.target_defaults.request_timeout(),
             },
-            prometheus: Arc::new(super::prometheus::exporter::Exporter::new(
+            prometheus: Arc::new(crate::doors::prometheus::exporter::Exporter::new(
                 &config.prometheus,
             )?),
         })

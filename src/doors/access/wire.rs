@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::store::{RequestKind, StoredRequest, Verdict};
 
-use super::super::respond::HttpError;
+use crate::pipeline::respond::HttpError;
 
 /// Where the API lives.
 pub const PATH: &str = "/jmxgate/access/requests";

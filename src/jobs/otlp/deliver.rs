@@ -44,13 +44,13 @@ const MAX_REFUSED_UNTAKEN: usize = 7;
 const MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
 /// What an export sends with: the client, and what its log masks.
-pub(super) struct Sender {
+pub(crate) struct Sender {
     http: reqwest::Client,
     masks: Masks,
 }
 
 /// The export's client (its TLS, headers, timeout) and its masks.
-pub(super) fn sender(settings: &ExportSettings) -> Result<Sender, String> {
+pub(crate) fn sender(settings: &ExportSettings) -> Result<Sender, String> {
     let mut values = Vec::new();
     for value in settings.headers.values() {
         values.push(value.resolve()?);
@@ -147,7 +147,7 @@ impl PushSoFar {
 }
 
 /// Sends an export's queued requests in order while the export runs.
-pub(super) async fn send_loop(gateway: Weak<Gateway>, export: Arc<Export>, sender: Sender) {
+pub(crate) async fn send_loop(gateway: Weak<Gateway>, export: Arc<Export>, sender: Sender) {
     let mut so_far = PushSoFar::default();
     loop {
         let next = export.queue.lock().expect("queue lock").pop_front();

@@ -199,7 +199,7 @@ impl Gateway {
     /// `GET <console>/hawtio-connections.json[?selector=…&q=…]`: the
     /// targets the viewer reaches (filtered as on the fleet page) as Hawtio
     /// connections, as a download.
-    pub(super) async fn hawtio_connections(
+    pub(crate) async fn hawtio_connections(
         &self,
         state: &crate::pipeline::state::State,
         parts: &http::request::Parts,
@@ -245,7 +245,7 @@ impl Gateway {
 
     /// Hawtio for one target (`after`: the path after `/hawtio/`); a
     /// target the viewer doesn't reach is no target, as on its page.
-    pub(super) async fn hawtio_http(
+    pub(crate) async fn hawtio_http(
         &self,
         state: &crate::pipeline::state::State,
         viewer: &Viewer<'_>,

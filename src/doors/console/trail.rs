@@ -566,7 +566,7 @@ fn reader_of(state: &crate::pipeline::state::State, viewer: &Viewer<'_>) -> Read
 impl Gateway {
     /// The audit trail: the viewer's records, or an auditor's search
     /// of everyone's, and the chain's state when asked.
-    pub(super) async fn audit_page(
+    pub(crate) async fn audit_page(
         &self,
         state: &crate::pipeline::state::State,
         parts: &http::request::Parts,

@@ -16,7 +16,7 @@ const MAX_VALUE_CHARS: usize = 2000;
 
 impl Gateway {
     /// One item run as the viewer, audited; its answer as JSON.
-    pub(super) async fn console_item(
+    pub(crate) async fn console_item(
         &self,
         state: &crate::pipeline::state::State,
         viewer: &Viewer<'_>,
@@ -74,7 +74,7 @@ impl Gateway {
 impl Gateway {
     /// Whether the viewer's roles would let it run `operation` on the
     /// MBean: the route and authorize phases' own answer, nothing sent.
-    pub(super) fn console_may_run(
+    pub(crate) fn console_may_run(
         &self,
         state: &crate::pipeline::state::State,
         viewer: &Viewer<'_>,
@@ -101,14 +101,14 @@ impl Gateway {
 
 /// "Open in Hawtio": where it goes, and whether that Hawtio is elsewhere
 /// (its connections are imported from the console).
-pub(super) struct Hawtio<'a> {
+pub(crate) struct Hawtio<'a> {
     pub href: &'a str,
     pub elsewhere: bool,
 }
 
 /// The page's body: the MBean tree, and the chosen MBean's detail;
 /// `may_run` says which of its operations the viewer may run.
-pub(super) fn render(
+pub(crate) fn render(
     base: &str,
     target: &str,
     list: &Value,
@@ -251,16 +251,16 @@ fn shown_value(v: &Value) -> String {
 }
 
 /// A target name as one path segment.
-pub(super) fn encode(name: &str) -> String {
+pub(crate) fn encode(name: &str) -> String {
     percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
 /// The items the page needs: the target's list, and a read of the MBean.
-pub(super) fn list_item(target: &str) -> Value {
+pub(crate) fn list_item(target: &str) -> Value {
     json!({"type": "list", "target": {"url": target}})
 }
 
-pub(super) fn read_item(target: &str, mbean: &str) -> Value {
+pub(crate) fn read_item(target: &str, mbean: &str) -> Value {
     json!({"type": "read", "mbean": mbean, "target": {"url": target},
            "config": {"ignoreErrors": true}})
 }

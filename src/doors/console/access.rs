@@ -13,7 +13,7 @@ use maud::{html, Markup};
 use serde_json::Value;
 
 use crate::access::RoleConfig;
-use crate::pipeline::access_requests::{wire, AccessCaller, Ask, StepNames};
+use crate::doors::access::{wire, AccessCaller, Ask, StepNames};
 use crate::pipeline::{state::State, Gateway};
 use crate::store::Verdict;
 
@@ -37,7 +37,7 @@ impl Viewer<'_> {
 
 impl Gateway {
     /// `GET <console>/access`: the form to ask, the requests to see.
-    pub(super) async fn access_page(
+    pub(crate) async fn access_page(
         &self,
         state: &State,
         headers: &http::HeaderMap,
@@ -80,7 +80,7 @@ impl Gateway {
     /// A posted access form (`form`: the path after `/access`), checked
     /// to come from a console page, run as the API's operation; then back
     /// to the page (303), or an error page that says why.
-    pub(super) async fn access_post(
+    pub(crate) async fn access_post(
         &self,
         state: &State,
         headers: &http::HeaderMap,

@@ -27,10 +27,10 @@ pub mod config;
 mod events;
 mod forms;
 mod hawtio;
-pub(super) mod login;
+pub(crate) mod login;
 mod overview;
 mod page;
-pub(super) mod sign_in;
+pub(crate) mod sign_in;
 mod target;
 mod trail;
 
@@ -40,11 +40,11 @@ use std::time::Instant;
 use axum::body::Body;
 use http::{Method, Response};
 
-use super::{audit, Gateway};
+use crate::pipeline::{audit, Gateway};
 use crate::principal::Principal;
 
 /// Who asks for a page, as the shared phases found them.
-pub(super) struct Viewer<'a> {
+pub(crate) struct Viewer<'a> {
     pub principal: &'a Principal,
     pub held: &'a [Arc<crate::access::Role>],
     pub request_id: &'a str,
@@ -62,8 +62,8 @@ pub(super) struct Viewer<'a> {
 impl<'a> Viewer<'a> {
     /// What authorize weighs besides the item: the viewer's chain and
     /// scheme, no page origin (pages run no script), denied reads in place.
-    fn facts(&self, method: &'a str) -> super::authorize::RequestFacts<'a> {
-        super::authorize::RequestFacts {
+    fn facts(&self, method: &'a str) -> crate::pipeline::authorize::RequestFacts<'a> {
+        crate::pipeline::authorize::RequestFacts {
             method,
             chain: self.chain,
             origin: None,
@@ -97,7 +97,11 @@ impl<'a> Viewer<'a> {
 
     /// The "no such target" page when the viewer's roles don't reach
     /// `name`: the same answer as for a target that doesn't exist.
-    fn unseen_target(&self, state: &super::state::State, name: &str) -> Option<Response<Body>> {
+    fn unseen_target(
+        &self,
+        state: &crate::pipeline::state::State,
+        name: &str,
+    ) -> Option<Response<Body>> {
         let visible = state
             .fleet
             .by_name(name)
@@ -115,10 +119,10 @@ impl<'a> Viewer<'a> {
     /// The viewer as the item phases' caller.
     fn caller<'b>(
         &'b self,
-        state: &'b super::state::State,
-        facts: &'b super::authorize::RequestFacts<'b>,
-    ) -> super::Caller<'b> {
-        super::Caller {
+        state: &'b crate::pipeline::state::State,
+        facts: &'b crate::pipeline::authorize::RequestFacts<'b>,
+    ) -> crate::pipeline::Caller<'b> {
+        crate::pipeline::Caller {
             access: &state.access,
             principal: self.principal,
             roles: self.held,
@@ -132,13 +136,13 @@ pub const EVENTS_PATH: &str = "/jmxgate/events";
 
 impl Gateway {
     /// The door: a console page, or `/jmxgate/events`.
-    pub(super) async fn console_door(
+    pub(crate) async fn console_door(
         &self,
-        state: &super::state::State,
+        state: &crate::pipeline::state::State,
         parts: &http::request::Parts,
         headers: &http::HeaderMap,
         body: Body,
-        caller: super::TargetListing<'_>,
+        caller: crate::pipeline::TargetListing<'_>,
     ) -> Response<Body> {
         let events_api = parts.uri.path() == EVENTS_PATH;
         let viewer = Viewer {
@@ -162,7 +166,7 @@ impl Gateway {
     /// Answers a console request.
     async fn console_http(
         &self,
-        state: &super::state::State,
+        state: &crate::pipeline::state::State,
         parts: &http::request::Parts,
         headers: &http::HeaderMap,
         body: Body,
@@ -214,7 +218,7 @@ impl Gateway {
     /// `GET /jmxgate/events`: the journal as JSON.
     async fn events_http(
         &self,
-        state: &super::state::State,
+        state: &crate::pipeline::state::State,
         parts: &http::request::Parts,
         viewer: Viewer<'_>,
     ) -> Response<Body> {
@@ -249,7 +253,7 @@ impl Gateway {
     /// "no such target", the same as one that doesn't exist.
     async fn target_page(
         &self,
-        state: &super::state::State,
+        state: &crate::pipeline::state::State,
         parts: &http::request::Parts,
         viewer: &Viewer<'_>,
         name: &str,
@@ -311,7 +315,7 @@ impl Gateway {
 
     async fn overview(
         &self,
-        state: &super::state::State,
+        state: &crate::pipeline::state::State,
         parts: &http::request::Parts,
         viewer: Viewer<'_>,
     ) -> Response<Body> {

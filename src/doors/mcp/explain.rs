@@ -26,7 +26,7 @@ fn no_such_target(target: &str) -> String {
 impl Gateway {
     /// `explain` for `target` (a name or a selector): the item judged for
     /// the caller, audited as an `explain` record.
-    pub(super) async fn explain_tool(
+    pub(crate) async fn explain_tool(
         &self,
         caller: &McpCaller,
         target: &str,

@@ -13,10 +13,10 @@ use http::HeaderMap;
 use serde_json::json;
 
 use super::{Export, Pending};
+use crate::doors::prometheus::TargetScrape;
 use crate::exporter::exposition;
 use crate::exporter::otlp::{self, TargetPoints};
 use crate::exporter::rules::{MetricType, Sample};
-use crate::pipeline::prometheus::TargetScrape;
 use crate::pipeline::{audit, authorize, Caller, Gateway, Refused};
 use crate::principal::{AuthMethod, Principal};
 
@@ -24,12 +24,12 @@ use crate::principal::{AuthMethod, Principal};
 /// export may read it, else the first push that saw the target, reset
 /// when a counter goes down (the JVM restarted).
 #[derive(Debug, Clone, Default)]
-pub(super) struct Start {
+pub(crate) struct Start {
     unix_nano: u64,
     counters: HashMap<String, f64>,
 }
 
-pub(super) fn unix_nano(at: SystemTime) -> u64 {
+pub(crate) fn unix_nano(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
 }
@@ -51,7 +51,7 @@ impl Start {
     /// value is a restart), else the one kept, reset when any counter
     /// went down since the last push. Series that come and go between
     /// pushes are compared only while they are there.
-    pub(super) fn update(
+    pub(crate) fn update(
         &mut self,
         jvm_start_ms: Option<u64>,
         samples: &[Sample],
@@ -77,7 +77,7 @@ impl Start {
 
 /// Starts a push every interval; one still running when the next is due
 /// makes that one skipped (counted), so pushes never pile up.
-pub(super) async fn tick_loop(gateway: Weak<Gateway>, export: Arc<Export>) {
+pub(crate) async fn tick_loop(gateway: Weak<Gateway>, export: Arc<Export>) {
     let mut ticks = tokio::time::interval(export.settings.interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
@@ -435,7 +435,7 @@ mod tests {
 
     #[test]
     fn a_pods_resource_has_the_kubernetes_names_and_the_blocks_attributes() {
-        let export: super::super::config::ExportConfig = toml::from_str(
+        let export: crate::jobs::otlp::config::ExportConfig = toml::from_str(
             "targets = \"*\"\nendpoint = \"http://c:4318\"\nservice_name_label = \"app\"",
         )
         .unwrap();

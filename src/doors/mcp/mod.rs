@@ -50,11 +50,11 @@ use rmcp::{RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use tower::ServiceExt as _;
 
-use super::access_requests::{wire, AccessCaller, Ask};
-use super::authenticate::Principal;
-use super::state::State;
-use super::{audit, authorize, parse, respond, route, Caller, Gateway, HttpError};
 use crate::access::Role;
+use crate::doors::access::{wire, AccessCaller, Ask};
+use crate::pipeline::authenticate::Principal;
+use crate::pipeline::state::State;
+use crate::pipeline::{audit, authorize, parse, respond, route, Caller, Gateway, HttpError};
 use answer::{Answered, Outcome};
 use prompts::PromptName;
 use tools::{Call, ToolName};
@@ -62,7 +62,7 @@ use tools::{Call, ToolName};
 /// The authenticated caller of one MCP HTTP request, handed to the tool
 /// handler through the request's extensions.
 #[derive(Clone)]
-pub(super) struct McpCaller {
+pub(crate) struct McpCaller {
     pub state: Arc<State>,
     pub principal: Principal,
     /// Its standing roles (what it may ask for and review), and those
@@ -127,7 +127,7 @@ impl McpCaller {
             return true;
         };
         self.state.access.is_open()
-            || super::reaching(&self.held, Some(target)).any(|r| {
+            || crate::pipeline::reaching(&self.held, Some(target)).any(|r| {
                 page.admitted_by(
                     |o| r.policy.origin_listed(o),
                     |o| r.policy.origin_allowed(Some(o), false),
@@ -852,7 +852,7 @@ impl Gateway {
     /// that is not a tool call (`initialize`, `tools/list`, a
     /// notification, an unknown method, a refusal) gets one audit record
     /// of its own; tool calls are recorded as items.
-    pub(super) async fn mcp_http(
+    pub(crate) async fn mcp_http(
         self: &Arc<Self>,
         parts: http::request::Parts,
         body: Body,
@@ -1285,7 +1285,7 @@ impl Gateway {
     /// the item's answer as JSON, with the rule of each policy denial.
     /// `tool` names the call in the audit (a tool's name, or `completion`
     /// for a completion's own reads).
-    pub(super) async fn run_tool_item(
+    pub(crate) async fn run_tool_item(
         &self,
         caller: &McpCaller,
         tool: &str,
@@ -1317,7 +1317,7 @@ impl Gateway {
         };
         // A browser page's origin must be admitted by the roles that reach
         // the call's targets, not only by some role of the caller.
-        let origin_check = |items: &super::items::Items| match &caller.page {
+        let origin_check = |items: &crate::pipeline::items::Items| match &caller.page {
             Some(page) if !items.targets().all(|t| caller.page_reaches(t)) => Err(HttpError::new(
                 403,
                 "jmxgate.OriginNotAllowed",

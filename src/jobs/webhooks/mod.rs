@@ -19,7 +19,7 @@ use crate::access::TargetSelector;
 use crate::events::{Event, Named};
 use crate::notify::Notice;
 
-use super::Gateway;
+use crate::pipeline::Gateway;
 use config::WebhookConfig;
 
 /// A target's labels by name, for events that name a target of the

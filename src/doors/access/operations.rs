@@ -10,13 +10,13 @@ use serde_json::json;
 use crate::elevation::{self, Refusal};
 use crate::store::{NewRequest, RequestKind, RequestState, Store, StoredRequest, Verdict};
 
-use super::super::respond::HttpError;
-use super::super::state::State;
-use super::super::Gateway;
 use super::{bare, refusal, reviewed_under, store_error, wire, AccessCaller, Answer, StepNames};
+use crate::pipeline::respond::HttpError;
+use crate::pipeline::state::State;
+use crate::pipeline::Gateway;
 
 /// One caller's operation, with what it may see worked out.
-pub(super) struct Asking<'a> {
+pub(crate) struct Asking<'a> {
     pub gateway: &'a Gateway,
     pub state: &'a State,
     pub store: Arc<Store>,

@@ -17,7 +17,7 @@ use crate::secret::Secret;
 /// The cookie holding the access token.
 pub const SESSION_COOKIE: &str = "jmxgate_console_session";
 /// The cookie holding a sign-in under way: `state.verifier.return-to`.
-pub(super) const SIGN_IN_COOKIE: &str = "jmxgate_console_signin";
+pub(crate) const SIGN_IN_COOKIE: &str = "jmxgate_console_signin";
 /// How long a sign-in may take at the provider.
 const SIGN_IN_SECONDS: u32 = 600;
 /// The largest provider answer read (discovery, token).
@@ -26,16 +26,16 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 /// A console's sign-in at its provider: the settings, an HTTPS client
 /// for the provider, and its endpoints once discovered.
 pub struct SignIn {
-    pub(super) config: OidcLogin,
-    pub(super) issuer: String,
-    pub(super) base: String,
+    pub(crate) config: OidcLogin,
+    pub(crate) issuer: String,
+    pub(crate) base: String,
     client_secret: Option<Secret>,
     http: reqwest::Client,
     endpoints: tokio::sync::Mutex<Option<Endpoints>>,
 }
 
 #[derive(Clone)]
-pub(super) struct Endpoints {
+pub(crate) struct Endpoints {
     authorization: url::Url,
     token: url::Url,
 }
@@ -78,7 +78,7 @@ impl SignIn {
     }
 
     /// The provider's endpoints, by discovery; kept once found.
-    pub(super) async fn endpoints(&self) -> Result<Endpoints, String> {
+    pub(crate) async fn endpoints(&self) -> Result<Endpoints, String> {
         let mut known = self.endpoints.lock().await;
         if let Some(e) = &*known {
             return Ok(e.clone());
@@ -134,7 +134,7 @@ impl SignIn {
     }
 
     /// Trades the callback's code for the access token.
-    pub(super) async fn exchange(
+    pub(crate) async fn exchange(
         &self,
         endpoints: &Endpoints,
         code: &str,
@@ -174,14 +174,14 @@ impl SignIn {
 
     /// Where the provider sends the browser back, on the gateway as
     /// browsers reach it.
-    pub(super) fn redirect_uri(&self, public: &url::Url) -> String {
+    pub(crate) fn redirect_uri(&self, public: &url::Url) -> String {
         let path = self.config.redirect_path(&self.base);
         format!("{}{path}", public.as_str().trim_end_matches('/'))
     }
 
     /// The start of a sign-in: the provider's URL to send the browser to,
     /// and the cookie holding what the callback checks.
-    pub(super) fn start(
+    pub(crate) fn start(
         &self,
         endpoints: &Endpoints,
         redirect_uri: &str,
@@ -227,7 +227,7 @@ fn random_text(bytes: usize) -> String {
 /// A `Set-Cookie` value: `HttpOnly`, `SameSite=Lax` (it must come back
 /// on the provider's redirect, a cross-site navigation), scoped to the
 /// console's path; `max_age` 0 deletes it.
-pub(super) fn cookie(
+pub(crate) fn cookie(
     name: &str,
     value: &str,
     base: &str,
@@ -243,7 +243,7 @@ pub(super) fn cookie(
 
 /// The page a sign-in returns to: a console page's path and query, else
 /// the console's front page (never another site, never another door).
-pub(super) fn safe_return(base: &str, wanted: &str) -> String {
+pub(crate) fn safe_return(base: &str, wanted: &str) -> String {
     let ok = wanted
         .strip_prefix(base)
         .is_some_and(|rest| rest.is_empty() || (rest.starts_with('/') && !rest.starts_with("//")))
@@ -257,14 +257,14 @@ pub(super) fn safe_return(base: &str, wanted: &str) -> String {
 
 /// What a callback brought, checked against the sign-in cookie.
 #[derive(Debug, PartialEq)]
-pub(super) struct Callback {
+pub(crate) struct Callback {
     pub code: String,
     pub verifier: String,
     pub return_to: String,
 }
 
 /// Checks a callback's query against the sign-in cookie (pure).
-pub(super) fn check_callback(
+pub(crate) fn check_callback(
     base: &str,
     query: &str,
     headers: &HeaderMap,

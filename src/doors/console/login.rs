@@ -88,7 +88,7 @@ impl Gateway {
     /// the session cookie is presented as the bearer credential it holds,
     /// then authenticate; a console page whose session no longer passes
     /// goes through the provider again. `Err`: the answer to send.
-    pub(in crate::pipeline) async fn authenticate_caller(
+    pub(crate) async fn authenticate_caller(
         &self,
         state: &crate::pipeline::state::State,
         parts: &http::request::Parts,

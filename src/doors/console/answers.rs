@@ -408,7 +408,7 @@ fn errors(reduced: &Reduced) -> Markup {
 
 impl Gateway {
     /// The fleet-answers form, and its answer when one was asked.
-    pub(super) async fn answers_page(
+    pub(crate) async fn answers_page(
         &self,
         state: &crate::pipeline::state::State,
         parts: &http::request::Parts,

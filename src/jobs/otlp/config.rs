@@ -147,7 +147,7 @@ pub struct ExportSettings {
 }
 
 fn default_module() -> String {
-    crate::pipeline::prometheus::config::DEFAULT_MODULE.to_string()
+    crate::doors::prometheus::config::DEFAULT_MODULE.to_string()
 }
 fn default_max_request_bytes() -> usize {
     4 * 1024 * 1024

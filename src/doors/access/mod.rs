@@ -23,11 +23,11 @@ use crate::store::{
     NewRequest, RequestKind, RequestState, Store, StoreConfig, StoreError, StoredRequest, Verdict,
 };
 
-use super::audit::{AccessStep, Who};
-use super::authorize::approval;
-use super::respond::{self, HttpError};
-use super::state::State;
-use super::{Gateway, Judged};
+use crate::pipeline::audit::{AccessStep, Who};
+use crate::pipeline::authorize::approval;
+use crate::pipeline::respond::{self, HttpError};
+use crate::pipeline::state::State;
+use crate::pipeline::{Gateway, Judged};
 
 use wire::Operation;
 
@@ -187,7 +187,7 @@ fn reviewable(configs: &[RoleConfig], standing: &[String]) -> Vec<String> {
 }
 
 /// Who asks the API, and what its records need.
-pub(super) struct AccessCaller<'a> {
+pub(crate) struct AccessCaller<'a> {
     pub principal: &'a Principal,
     /// The caller's standing roles (never those a grant gives: a grant
     /// neither asks for more nor reviews).
@@ -196,7 +196,7 @@ pub(super) struct AccessCaller<'a> {
     pub client: Option<std::net::SocketAddr>,
     pub started: Instant,
     /// `None`: the HTTP API; `Some(Mcp)` with the tool: an MCP tool call.
-    pub channel: Option<super::audit::Channel>,
+    pub channel: Option<crate::pipeline::audit::Channel>,
     pub tool: Option<&'a str>,
     /// Whether the HTTP API was asked over the TLS listener (its
     /// same-origin check).
@@ -240,7 +240,7 @@ impl<'a> AccessCaller<'a> {
 
 /// One operation on access requests, its input read and checked.
 #[derive(Debug, Clone)]
-pub(super) enum Ask {
+pub(crate) enum Ask {
     List(wire::ListQuery),
     Show(String),
     Create(wire::Create),
@@ -263,7 +263,7 @@ impl Gateway {
     /// requests' targets. None for a caller that may request nothing (no
     /// lookup at all), nor while the store is away (standing roles keep
     /// working: elevation fails closed).
-    pub(super) async fn granted_roles(
+    pub(crate) async fn granted_roles(
         &self,
         state: &State,
         principal: &Principal,
@@ -336,7 +336,7 @@ impl Gateway {
     /// Four-eyes, before dispatch: each item that waits for approval either
     /// runs on its approval (used once, now) or is answered with the
     /// request that asks for it, made here the first time.
-    pub(super) async fn settle_approvals(
+    pub(crate) async fn settle_approvals(
         &self,
         state: &State,
         principal: &Principal,
@@ -465,7 +465,7 @@ impl Gateway {
 
     /// The access-requests API, after authentication: the operation and
     /// its body read from HTTP, then [`Gateway::access_operation`].
-    pub(super) async fn access_http(
+    pub(crate) async fn access_http(
         &self,
         state: &State,
         parts: &http::request::Parts,
@@ -518,7 +518,7 @@ impl Gateway {
             // page or no page, and as JSON, which no other site's page can
             // send without a preflight (an empty body too: no form, no
             // `text/plain` beacon approves).
-            super::same_origin::from_own_page(headers, caller.tls).map_err(|why| {
+            crate::pipeline::same_origin::from_own_page(headers, caller.tls).map_err(|why| {
                 HttpError::new(
                     403,
                     "jmxgate.CrossSiteRefused",
@@ -550,7 +550,7 @@ impl Gateway {
 
     /// One operation on access requests for `caller`, from any door: the
     /// status and the answer, or the refusal and what its record names.
-    pub(super) async fn access_operation(
+    pub(crate) async fn access_operation(
         &self,
         state: &State,
         ask: Ask,
@@ -696,7 +696,7 @@ impl Gateway {
 
     /// The record of a step refused; `Some` replaces the answer when the
     /// audit log can't take it.
-    pub(super) async fn audit_access_refused(
+    pub(crate) async fn audit_access_refused(
         &self,
         caller: &AccessCaller<'_>,
         step: &StepNames,
@@ -725,17 +725,17 @@ impl Gateway {
 
     /// Logs, counts and (with an audit directory) writes one step, made
     /// durable: a grant is a change of who may do what.
-    pub(super) async fn write_access_step(
+    pub(crate) async fn write_access_step(
         &self,
         step: &AccessStep<'_>,
         request_id: &str,
     ) -> Result<(), HttpError> {
-        super::audit::record_access(step);
+        crate::pipeline::audit::record_access(step);
         self.metrics.access_step(step.event);
         if self.audit.is_none() {
             return Ok(());
         }
-        let entry = super::audit::access_entry(step);
+        let entry = crate::pipeline::audit::access_entry(step);
         self.write_audit(&crate::audit::Encoded::new(vec![entry]), true, request_id)
             .await
     }
@@ -862,7 +862,7 @@ impl Gateway {
 
 /// An operation's answer (its HTTP status and JSON), or its refusal and
 /// what the refusal's record names.
-pub(super) type Answer = Result<(u16, serde_json::Value), (HttpError, StepNames)>;
+pub(crate) type Answer = Result<(u16, serde_json::Value), (HttpError, StepNames)>;
 
 /// A refusal that names no request.
 fn bare(e: HttpError) -> (HttpError, StepNames) {
@@ -879,7 +879,7 @@ enum Settled {
 
 /// What the record of a refused step names.
 #[derive(Debug, Clone, Default)]
-pub(super) struct StepNames {
+pub(crate) struct StepNames {
     id: Option<String>,
     role: Option<String>,
     target: Option<String>,

@@ -61,7 +61,7 @@ fn seen(e: &Event, reaches: &dyn Fn(&Named) -> bool, everything: bool) -> Value 
 
 impl Gateway {
     /// The events this viewer may see after `after`, and where more start.
-    pub(super) async fn events_for(
+    pub(crate) async fn events_for(
         &self,
         state: &State,
         parts: &http::request::Parts,
@@ -103,7 +103,7 @@ impl Gateway {
 }
 
 /// The console's events page.
-pub(super) fn render(base: &str, events: &[Value], next: Option<u64>) -> Markup {
+pub(crate) fn render(base: &str, events: &[Value], next: Option<u64>) -> Markup {
     html! {
         p { a href={ (base) "/" } { "The fleet" } " › events" }
         table.events {

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 
-use super::Gateway;
+use crate::pipeline::Gateway;
 use config::ExportSettings;
 
 /// A request waiting to be sent: the message (to halve it when the

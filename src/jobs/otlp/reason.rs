@@ -10,7 +10,7 @@ use base64::Engine as _;
 use crate::secret::Secret;
 
 /// Characters of a receiver's words kept for the log.
-pub(super) const REASON_CHARS: usize = 200;
+pub(crate) const REASON_CHARS: usize = 200;
 /// What a masked value becomes.
 const MASK: &str = "***";
 /// Characters a query value has at least to be masked: a token's length;
@@ -21,13 +21,13 @@ const MIN_QUERY_VALUE: usize = 8;
 /// The values the log never shows of an export's requests, in every form
 /// a receiver may echo them in; longest first, so that a value holding
 /// another is masked whole.
-pub(super) struct Masks(Vec<Secret>);
+pub(crate) struct Masks(Vec<Secret>);
 
 impl Masks {
     /// For an export sending these header values to `url`: its user and
     /// password go as Basic credentials (reqwest sends them so), its
     /// longer query values may be tokens.
-    pub(super) fn new<'a>(
+    pub(crate) fn new<'a>(
         header_values: impl IntoIterator<Item = &'a str>,
         url: &url::Url,
     ) -> Masks {
@@ -74,13 +74,13 @@ impl Masks {
     }
 
     /// Bytes of the longest value.
-    pub(super) fn longest(&self) -> usize {
+    pub(crate) fn longest(&self) -> usize {
         self.0.first().map_or(0, |v| v.expose().len())
     }
 
     /// Bytes of an answer to read for [`excerpt`]: enough that a value
     /// starting within the characters kept is there whole.
-    pub(super) fn bytes_to_read(&self) -> usize {
+    pub(crate) fn bytes_to_read(&self) -> usize {
         4 * REASON_CHARS + self.longest()
     }
 
@@ -151,7 +151,7 @@ fn credential_forms(value: &str) -> Vec<String> {
 /// printable bytes), at most [`REASON_CHARS`] characters. `cut`: the
 /// words went on past `raw`, so a value at its end may be there in part;
 /// the bytes where one could be are dropped.
-pub(super) fn excerpt(raw: &[u8], cut: bool, masks: &Masks) -> String {
+pub(crate) fn excerpt(raw: &[u8], cut: bool, masks: &Masks) -> String {
     let until = if cut {
         raw.len().saturating_sub(masks.longest())
     } else {
@@ -181,7 +181,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// Points, with the word: `1 point`, `7 points`.
-pub(super) fn points(n: u64) -> String {
+pub(crate) fn points(n: u64) -> String {
     if n == 1 {
         "1 point".into()
     } else {

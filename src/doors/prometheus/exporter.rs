@@ -17,9 +17,9 @@ pub struct Exporter {
     /// By target, module and the list answer's text: a plan is made once
     /// per list, and again only when the MBeans (or the caller's view of
     /// them) change.
-    pub(super) plans: moka::sync::Cache<u64, Arc<Plan>>,
+    pub(crate) plans: moka::sync::Cache<u64, Arc<Plan>>,
     /// Where plans, samples and expositions are made.
-    pub(in crate::pipeline) cpu: CpuPool,
+    pub(crate) cpu: CpuPool,
 }
 
 /// A bounded set of threads for the scrapes' CPU work (plans from `list`
@@ -27,7 +27,7 @@ pub struct Exporter {
 /// workers, whose other connections would otherwise wait behind a big or
 /// hostile scrape, and at most `threads` at once, so scrapes queue here
 /// rather than take every core.
-pub(in crate::pipeline) struct CpuPool {
+pub(crate) struct CpuPool {
     permits: Arc<Semaphore>,
 }
 
@@ -41,7 +41,7 @@ impl CpuPool {
     /// Runs `work` on a blocking thread once one of the pool's places is
     /// free. The place is held until `work` returns, even when the caller
     /// stops waiting: work that checks its deadline ends soon after.
-    pub(in crate::pipeline) async fn run<R: Send + 'static>(
+    pub(crate) async fn run<R: Send + 'static>(
         &self,
         work: impl FnOnce() -> R + Send + 'static,
     ) -> Option<R> {

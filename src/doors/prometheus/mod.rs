@@ -29,18 +29,20 @@ use futures::StreamExt as _;
 use http::{HeaderMap, HeaderValue, Method, Response as HttpResponse};
 use serde_json::{json, Value};
 
-use super::state::State;
-use super::{audit, authorize, parse, respond, route, Caller, Gateway, HttpError, Judged, Refused};
 use crate::access::Role;
 use crate::exporter::exposition::{Exposition, Format};
 use crate::exporter::limits::{Exceeded, Limits};
 use crate::exporter::scrape::{Plan, Read};
 use crate::exporter::Module;
 use crate::fleet::Target;
+use crate::pipeline::state::State;
+use crate::pipeline::{
+    audit, authorize, parse, respond, route, Caller, Gateway, HttpError, Judged, Refused,
+};
 use crate::principal::Principal;
 
 /// Who scrapes, as authentication and `scope` left them.
-pub(super) struct Scraper<'a> {
+pub(crate) struct Scraper<'a> {
     pub principal: &'a Principal,
     pub held: &'a [Arc<Role>],
     pub chain: &'a [String],
@@ -50,11 +52,11 @@ pub(super) struct Scraper<'a> {
 }
 
 /// How one target's scrape went.
-pub(super) struct TargetScrape {
-    pub(super) name: String,
-    pub(super) samples: Vec<crate::exporter::rules::Sample>,
+pub(crate) struct TargetScrape {
+    pub(crate) name: String,
+    pub(crate) samples: Vec<crate::exporter::rules::Sample>,
     /// `None` when it went well; else the item status and why.
-    pub(super) error: Option<(u16, String)>,
+    pub(crate) error: Option<(u16, String)>,
     denied: usize,
     failed: usize,
     unsupported: usize,
@@ -68,7 +70,7 @@ pub(super) struct TargetScrape {
 }
 
 impl TargetScrape {
-    pub(super) fn failed(name: &str, status: u16, why: String, started: Instant) -> TargetScrape {
+    pub(crate) fn failed(name: &str, status: u16, why: String, started: Instant) -> TargetScrape {
         TargetScrape {
             name: name.to_string(),
             samples: Vec::new(),
@@ -92,7 +94,7 @@ impl TargetScrape {
 impl Gateway {
     /// One scrape: the targets the caller reaches, scraped concurrently
     /// within the deadline, their samples in one answer.
-    pub(super) async fn prometheus_http(
+    pub(crate) async fn prometheus_http(
         &self,
         state: &Arc<State>,
         parts: &http::request::Parts,
@@ -202,7 +204,7 @@ impl Gateway {
     /// The targets a scrape's `target` names that the caller may list, and
     /// a failed scrape for each one it reaches but may not list. A name
     /// the caller doesn't reach is an HTTP 404, as anywhere else.
-    pub(super) fn scrape_targets(
+    pub(crate) fn scrape_targets(
         &self,
         state: &State,
         caller: &Caller<'_>,
@@ -263,7 +265,7 @@ impl Gateway {
     /// One target: its `list` (with open types, names in registration
     /// order), the plan for it, the reads, the samples. Plans and samples
     /// are made in the door's CPU pool, within `limits`.
-    pub(super) async fn scrape_one(
+    pub(crate) async fn scrape_one(
         &self,
         state: &State,
         caller: &Caller<'_>,
@@ -422,7 +424,7 @@ impl Gateway {
 
     /// The scrape's own items through route, authorize, dispatch and
     /// merge, for the caller; audited per scrape, not per item.
-    pub(super) async fn scrape_items(
+    pub(crate) async fn scrape_items(
         &self,
         state: &State,
         caller: &Caller<'_>,
