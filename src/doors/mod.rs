@@ -3,5 +3,6 @@
 
 pub mod access;
 pub mod console;
+pub mod jolokia;
 pub mod mcp;
 pub mod prometheus;

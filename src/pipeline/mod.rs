@@ -52,6 +52,9 @@ use crate::protocol::{Command, Request, Response};
 use crate::version::GatewayIdentity;
 use authenticate::{AuthMethod, Connection};
 
+use crate::doors::jolokia::browser::{cors_allowed, request_origin};
+pub(crate) use crate::doors::jolokia::targets::TargetListing;
+use crate::doors::jolokia::{Asked, JolokiaDoor};
 use items::Items;
 use route::{Addressing, Destination, NoRoute, Route};
 use state::State;
@@ -320,44 +323,6 @@ impl Refused<'_> {
     }
 }
 
-/// The request and the authenticated caller, as the Jolokia door and
-/// `/jmxgate/explain` judge them.
-struct Asked<'a> {
-    pub(crate) parts: &'a http::request::Parts,
-    pub(crate) principal: &'a authenticate::Principal,
-    pub(crate) held: &'a [Arc<crate::access::Role>],
-    pub(crate) chain: &'a [String],
-    pub(crate) origin: Option<&'a str>,
-    pub(crate) cors: bool,
-}
-
-/// A Jolokia request to run: who asked, and where it was addressed.
-struct JolokiaDoor<'a> {
-    pub(crate) asked: Asked<'a>,
-    /// The virtual URL's target (`/jolokia/targets/<name>`).
-    pub(crate) virtual_target: Option<&'a Arc<Target>>,
-    pub(crate) tls: bool,
-    /// The path after the door's prefix (GET's path grammar).
-    pub(crate) rest: &'a str,
-}
-
-/// Who asked for the target list, for its audit record.
-pub(crate) struct TargetListing<'a> {
-    pub(crate) principal: &'a authenticate::Principal,
-    /// Its roles, standing and granted.
-    pub(crate) held: &'a [Arc<crate::access::Role>],
-    pub(crate) request_id: &'a str,
-    pub(crate) client: Option<std::net::SocketAddr>,
-    pub(crate) started: Instant,
-    /// The client chain for policies' `<remote>`, and the listener's
-    /// scheme (the console's reads run as this caller).
-    pub(crate) chain: &'a [String],
-    pub(crate) scheme: &'static str,
-    /// Its standing roles only (the console's access requests: a grant
-    /// neither asks for more nor reviews).
-    pub(crate) standing: &'a [Arc<crate::access::Role>],
-}
-
 impl Gateway {
     /// Runs one HTTP request through the pipeline. What every request and
     /// every answer gets, whichever phase gave it, is done here in one
@@ -545,246 +510,6 @@ impl Gateway {
         self.jolokia_http(&state, door, body, &refused).await
     }
 
-    /// The Jolokia door, after authentication: parse, then steps 4 to 7
-    /// (`run_items`) with the browser checks of CORS and JSONP per item,
-    /// audit and respond.
-    async fn jolokia_http(
-        &self,
-        state: &State,
-        door: JolokiaDoor<'_>,
-        body: Body,
-        refused: &Refused<'_>,
-    ) -> HttpResponse<Body> {
-        let JolokiaDoor {
-            asked:
-                Asked {
-                    parts,
-                    principal,
-                    held,
-                    chain,
-                    origin,
-                    cors,
-                },
-            virtual_target,
-            tls,
-            rest,
-        } = door;
-        let access = &state.access;
-        let headers = refused.headers;
-        let parsed = self
-            .read_request(state, &parts.method, rest, parts.uri.query(), body)
-            .await;
-        let parsed = match parsed {
-            Ok(p) => p,
-            Err(e) => return refused.answer(access, &e, None, cors).await,
-        };
-
-        let addressing = match virtual_target {
-            Some(t) => Addressing::Virtual(t),
-            None => Addressing::Proxy {
-                default_target: state.default_target.as_ref(),
-            },
-        };
-        let facts = authorize::RequestFacts {
-            method: parts.method.as_str(),
-            chain,
-            origin,
-            scheme: if tls { "https" } else { "http" },
-            denied_reads_in_place: false,
-        };
-        let caller = Caller {
-            access,
-            principal,
-            roles: held,
-            facts: &facts,
-        };
-        let local = |command: &Command| self.answer_locally(state, held, command, headers, tls);
-        // Another site's page changing state (CSRF), then CORS and JSONP,
-        // per item: the roles that reach each item's target must admit
-        // the page's origin.
-        let browser_check = |items: &Items| {
-            let cors = cors && origin.is_none_or(|o| targets_admit(access, held, items, o));
-            cross_site_refused(held, items, &parsed, &parts.method, headers)
-                .map_err(|e| (e, cors))?;
-            if parsed.query.get("callback").is_some() {
-                jsonp_admitted(access, held, items, headers).map_err(|e| (e, cors))?;
-            }
-            Ok(cors)
-        };
-        let ran = self
-            .run_items(state, &caller, addressing, &parsed, local, browser_check)
-            .await;
-        let (cors, merged) = match ran {
-            Ok(ran) => ran,
-            Err((e, cors)) => return refused.answer(access, &e, None, cors).await,
-        };
-        let who = audit::Who {
-            request_id: refused.request_id,
-            principal,
-            roles: &held.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
-            client: refused.client,
-            latency: refused.started.elapsed(),
-            channel: None,
-            tool: None,
-            mcp_client: None,
-        };
-        if let Err(e) = self.audit_items(state, &who, &parsed, &merged).await {
-            return respond::http_error(&e, headers, cors);
-        }
-        let answers: Vec<Response> = merged.into_iter().map(|(answer, _)| answer).collect();
-        let body = respond::body_of(answers, parsed.bulk);
-        respond::http_response(body, &parsed.query, headers, cors)
-    }
-
-    /// `POST /jmxgate/explain`: the route and authorize decisions for each
-    /// item of a request, for the caller's own roles, without contacting
-    /// any agent. `?target=<name>` judges it as sent to that target's
-    /// virtual URL, `?method=GET` as if it came by GET. It passes the
-    /// same admission and authentication as any request, and is audited:
-    /// it tells what the policy would allow.
-    async fn explain(
-        &self,
-        state: &State,
-        asked: Asked<'_>,
-        body: Body,
-        refused: &Refused<'_>,
-        tls: bool,
-    ) -> HttpResponse<Body> {
-        let Asked {
-            parts,
-            principal,
-            held,
-            chain,
-            origin,
-            cors,
-        } = asked;
-        let headers = refused.headers;
-        let access = &state.access;
-        if parts.method != Method::POST {
-            let e = HttpError::new(
-                405,
-                "jmxgate.MethodNotAllowed",
-                "POST the request (or bulk) to explain",
-            );
-            return refused.answer(access, &e, None, cors).await;
-        }
-        let query: Vec<(String, String)> =
-            url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
-                .into_owned()
-                .collect();
-        let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
-        // `?target=` is judged as that target's virtual URL.
-        let virtual_target = match param("target") {
-            None => None,
-            Some(name) => match visible_target(state, held, name) {
-                Ok(t) => Some(t),
-                Err(e) => return refused.answer(access, &e, Some(name), cors).await,
-            },
-        };
-        let method = match param("method").map(str::to_ascii_uppercase).as_deref() {
-            None | Some("POST") => "POST",
-            Some("GET") => "GET",
-            Some(other) => {
-                let e = HttpError::bad_request(format!("method={other}: use GET or POST"));
-                return refused.answer(access, &e, None, cors).await;
-            }
-        };
-        let parsed = match self
-            .read_request(state, &Method::POST, "", parts.uri.query(), body)
-            .await
-        {
-            Ok(p) => p,
-            Err(e) => return refused.answer(access, &e, None, cors).await,
-        };
-        let facts = authorize::RequestFacts {
-            method,
-            chain,
-            origin,
-            scheme: if tls { "https" } else { "http" },
-            denied_reads_in_place: false,
-        };
-        let addressing = match &virtual_target {
-            Some(t) => Addressing::Virtual(t),
-            None => Addressing::Proxy {
-                default_target: state.default_target.as_ref(),
-            },
-        };
-        let caller = Caller {
-            access,
-            principal,
-            roles: held,
-            facts: &facts,
-        };
-        let report: Vec<serde_json::Value> = parsed
-            .items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| {
-                let kind = item
-                    .parsed
-                    .as_ref()
-                    .ok()
-                    .map(|p| p.request.command.type_name());
-                explained(index, kind, self.judge(state, &caller, addressing, item))
-            })
-            .collect();
-        let decisions: Vec<&str> = report
-            .iter()
-            .map(|r| r["decision"].as_str().unwrap_or("-"))
-            .collect();
-        let note = format!(
-            "explained {} item(s): {}",
-            report.len(),
-            decisions.join(", ")
-        );
-        let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
-        let recorded = refused
-            .audit(
-                None,
-                "explain",
-                "allowed",
-                200,
-                None,
-                param("target"),
-                &roles,
-                &note,
-            )
-            .await;
-        if let Err(e) = recorded {
-            return respond::http_error(&e, headers, cors);
-        }
-        let body = if parsed.bulk {
-            serde_json::to_vec(&report)
-        } else {
-            serde_json::to_vec(&report[0])
-        }
-        .expect("JSON values serialise");
-        respond::http_response(body, &crate::protocol::Params::default(), headers, cors)
-    }
-
-    /// Step 3 for any method: the GET path or the POST body, parsed.
-    async fn read_request(
-        &self,
-        state: &State,
-        method: &Method,
-        rest: &str,
-        query: Option<&str>,
-        body: Body,
-    ) -> Result<parse::Parsed, HttpError> {
-        match *method {
-            Method::GET => parse::parse_get(rest, query),
-            Method::POST => {
-                let bytes = self.read_body(state, body).await?;
-                parse::parse_post(&bytes, query, state.max_bulk_items)
-            }
-            _ => Err(HttpError::new(
-                405,
-                "jmxgate.MethodNotAllowed",
-                format!("HTTP method {method} is not supported; use GET or POST"),
-            )),
-        }
-    }
-
     /// A request body, whole: at most `server.max_body_bytes`, within
     /// `server.body_read_timeout` (a slow client holds a request slot only
     /// this long).
@@ -970,67 +695,6 @@ impl Gateway {
                 ),
             },
         }
-    }
-
-    /// `GET /jolokia/targets`: the targets the caller's roles reach, with
-    /// labels, health, latency, agent version and protocol. Recorded in
-    /// the audit log like an item.
-    async fn target_list(
-        &self,
-        state: &State,
-        listing: TargetListing<'_>,
-        request: &http::request::Parts,
-        headers: &HeaderMap,
-        cors: bool,
-    ) -> HttpResponse<Body> {
-        let access = &state.access;
-        let held = listing.held;
-        let page = crate::fleet::PageRequest::from_query(request.uri.query())
-            .and_then(|p| p.select(state.fleet.iter().filter(|t| access.reaches(held, t))));
-        let (status, listed, next, refusal) = match (&request.method, page) {
-            (&Method::GET, Ok((page, next))) => {
-                let listed: Vec<_> = page.iter().map(|t| t.view()).collect();
-                (200, Some(listed), next, None)
-            }
-            (&Method::GET, Err(e)) => (400, None, None, Some(HttpError::bad_request(e))),
-            _ => (
-                405,
-                None,
-                None,
-                Some(HttpError::new(
-                    405,
-                    "jmxgate.MethodNotAllowed",
-                    "GET the target list",
-                )),
-            ),
-        };
-        let record = audit::TargetListRecord {
-            what: "target_list",
-            request_id: listing.request_id,
-            principal: listing.principal,
-            roles: held.iter().map(|r| r.name.clone()).collect(),
-            client: listing.client,
-            status,
-            listed: listed.as_ref().map_or(0, Vec::len),
-            latency: listing.started.elapsed(),
-            channel: None,
-            tool: None,
-            mcp_client: None,
-        };
-        if let Err(e) = self.audit_listing(&record).await {
-            return respond::http_error(&e, headers, cors);
-        }
-        let (Some(listed), None) = (listed, refusal.as_ref()) else {
-            let e = refusal.expect("a list or a refusal");
-            return respond::http_error(&e, headers, cors);
-        };
-        let mut answer = Response::value(&listed, unix_seconds());
-        if let Some(after) = next {
-            // Where the next page starts: `?after=<this>`.
-            answer.set("next", &after);
-        }
-        let body = respond::body(&[answer], false);
-        respond::http_response(body, &crate::protocol::Params::default(), headers, cors)
     }
 
     /// Writes a request's audit records before its answer goes out. `Err`
@@ -1343,113 +1007,6 @@ impl Gateway {
     }
 }
 
-/// One item's entry in an explain report: its decision and rule, the plan
-/// or the error, per target for a group.
-fn explained(index: usize, kind: Option<&str>, judged: Judged<'_>) -> serde_json::Value {
-    let mut entry = serde_json::json!({ "index": index, "type": kind });
-    let allow = |entry: &mut serde_json::Value, target: &str, allowed: authorize::Allowed| {
-        entry["target"] = target.into();
-        entry["decision"] = "allow".into();
-        entry["rule"] = (*allowed.rule).into();
-        entry["plan"] = allowed.plan.name().into();
-        entry["roles"] = allowed.grant.roles().into();
-    };
-    match judged {
-        Judged::Failed {
-            target,
-            error,
-            rule,
-            hidden,
-        } => {
-            let (target, rule) = if hidden { (None, None) } else { (target, rule) };
-            entry["target"] = target.into();
-            entry["decision"] = "deny".into();
-            entry["status"] = error.status.into();
-            entry["error"] = error.message.into();
-            entry["rule"] = rule
-                .unwrap_or_else(|| "the request could not be routed".into())
-                .into();
-        }
-        Judged::Local { allowed, .. } => allow(&mut entry, "gateway", allowed),
-        Judged::Agent {
-            target,
-            allowed,
-            request,
-            ..
-        } => {
-            // Allowed, but it runs only once a reviewer approves this item.
-            let waits = allowed
-                .approval
-                .as_ref()
-                .map(|role| authorize::approval::rule_text(role, request));
-            allow(&mut entry, &target.name, allowed);
-            if let Some(why) = waits {
-                entry["approval_required"] = why.into();
-            }
-        }
-        Judged::Group {
-            selector, outcomes, ..
-        } => {
-            let targets: Vec<serde_json::Value> = outcomes
-                .into_iter()
-                .map(|(target, outcome)| match outcome {
-                    Ok(allowed) => serde_json::json!({
-                        "target": target.name, "decision": "allow",
-                        "rule": allowed.rule, "plan": allowed.plan.name(),
-                    }),
-                    Err(denied) => serde_json::json!({
-                        "target": target.name, "decision": "deny",
-                        "status": denied.error.status, "error": denied.error.message,
-                        "rule": denied.rule,
-                    }),
-                })
-                .collect();
-            let any_allowed = targets.iter().any(|t| t["decision"] == "allow");
-            entry["target"] = selector.into();
-            entry["decision"] = if any_allowed { "allow" } else { "deny" }.into();
-            entry["targets"] = targets.into();
-        }
-    }
-    entry
-}
-
-/// A `reduce` on an item addressed to one target (or the gateway).
-/// The items after route and authorize (and four-eyes): each gets its
-/// verdict and either an answer (an error, the gateway's own) or agent
-/// jobs (one, or one per target of a selector in proxy mode).
-fn items_of(judged: Vec<Judged<'_>>, answer_locally: impl Fn(&Command) -> Response) -> Items {
-    let mut items = Items::new(judged.len());
-    for (index, j) in judged.into_iter().enumerate() {
-        match j {
-            Judged::Failed {
-                target,
-                error,
-                rule,
-                ..
-            } => items.fail(index, target, &error, rule),
-            Judged::Local { allowed, command } => items.answer(
-                index,
-                Some("gateway".into()),
-                answer_locally(command),
-                allowed.rule,
-            ),
-            Judged::Agent {
-                target,
-                request,
-                credentials,
-                allowed,
-            } => items.forward(index, target, request, credentials, allowed),
-            Judged::Group {
-                selector,
-                request,
-                outcomes,
-                reduce,
-            } => items.fan_out(index, Some(selector), request, outcomes, reduce),
-        }
-    }
-    items
-}
-
 fn reduce_needs_selector(name: &str) -> crate::protocol::ProtocolError {
     crate::protocol::ProtocolError::bad_request(format!(
         "\"reduce\" answers for a group of targets: address the item to a selector \
@@ -1465,146 +1022,6 @@ fn audit_unavailable(reason: &str) -> HttpError {
             "The audit log cannot be written ({reason}); requests are refused until it can (audit.on_failure = \"closed\")"
         ),
     )
-}
-
-/// `Origin`, or `Referer` when there is none (as Jolokia reads it), with
-/// line breaks removed.
-fn request_origin(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get(http::header::ORIGIN)
-        .or_else(|| headers.get(http::header::REFERER))
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.replace(['\r', '\n'], ""))
-}
-
-/// Whether to send CORS headers for this origin: one of `roles` admits it
-/// in its `<cors>` (every origin when the gateway is open). `roles` are the
-/// caller's own once it is known; before that, every configured role.
-fn cors_allowed<'a>(
-    access: &AccessControl,
-    roles: impl IntoIterator<Item = &'a Arc<crate::access::Role>>,
-    origin: Option<&str>,
-) -> bool {
-    access.is_open()
-        || roles
-            .into_iter()
-            .any(|r| r.policy.origin_allowed(origin, false))
-}
-
-/// Whether, for every target the items go to, one of the caller's roles
-/// that reaches it admits `origin` in its `<cors>`: a role the caller also
-/// holds for other targets never widens a tenant's own `<cors>`.
-fn targets_admit(
-    access: &AccessControl,
-    held: &[Arc<crate::access::Role>],
-    items: &Items,
-    origin: &str,
-) -> bool {
-    access.is_open()
-        || items
-            .targets()
-            .all(|t| cors_allowed(access, reaching(held, Some(t)), Some(origin)))
-}
-
-/// JSONP (`callback=`) is read by a `<script>` tag, past CORS: answered
-/// only to a page whose origin (`Origin`, else the `Referer`'s) the roles
-/// reaching every item's target admit in their `<cors>` (every origin for
-/// a role without `<cors>`, as for CORS itself). Without a page origin,
-/// refused; on a gateway without roles, always answered.
-fn jsonp_admitted(
-    access: &AccessControl,
-    held: &[Arc<crate::access::Role>],
-    items: &Items,
-    headers: &HeaderMap,
-) -> Result<(), HttpError> {
-    if access.is_open() {
-        return Ok(());
-    }
-    let admitted = page_origin(headers).is_some_and(|o| {
-        cors_allowed(access, held, Some(&o)) && targets_admit(access, held, items, &o)
-    });
-    if admitted {
-        return Ok(());
-    }
-    Err(HttpError::new(
-        403,
-        "jmxgate.JsonpRefused",
-        "JSONP (callback=) is answered only to a page whose origin (Origin or Referer header) \
-         the <cors> of your roles admits",
-    ))
-}
-
-/// `Sec-Fetch-Site: cross-site`: a browser says the request comes from a
-/// page of another site (not a subdomain or another port of this one).
-/// Clients other than browsers (curl, Java, Python) send no such header.
-fn fetched_cross_site(headers: &HeaderMap) -> bool {
-    headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("cross-site"))
-}
-
-/// Whether a request may change state: any POST to the Jolokia door (a
-/// form can post `text/plain` without a preflight), and a GET of `write`
-/// or `exec`.
-fn changes_state(method: &Method, parsed: &parse::Parsed) -> bool {
-    *method == Method::POST
-        || parsed.items.iter().any(|item| {
-            item.parsed
-                .as_ref()
-                .is_ok_and(|p| matches!(p.request.command, Command::Write(_) | Command::Exec(_)))
-        })
-}
-
-/// Cross-site request forgery, refused as Jolokia 2.6.1 does: a request
-/// that may change state, which the browser marks `Sec-Fetch-Site:
-/// cross-site`, runs only when the page's origin is named by an
-/// `<allow-origin>` of the caller's roles, and for every target the items
-/// go to by one of the roles reaching it. A policy without `<cors>`
-/// (which admits every origin to CORS) admits none here. The refusal is
-/// HTTP 403 for the whole request, like a refused JSONP callback:
-/// nothing is sent to any agent.
-fn cross_site_refused(
-    held: &[Arc<crate::access::Role>],
-    items: &Items,
-    parsed: &parse::Parsed,
-    method: &Method,
-    headers: &HeaderMap,
-) -> Result<(), HttpError> {
-    if !fetched_cross_site(headers) || !changes_state(method, parsed) {
-        return Ok(());
-    }
-    let listed = |o: &str| {
-        held.iter().any(|r| r.policy.origin_listed(o))
-            && items
-                .targets()
-                .all(|t| reaching(held, Some(t)).any(|r| r.policy.origin_listed(o)))
-    };
-    if page_origin(headers).is_some_and(|o| listed(&o)) {
-        return Ok(());
-    }
-    Err(HttpError::new(
-        403,
-        "jmxgate.CrossSiteRefused",
-        "A request that may change state (any POST, a write or exec) from another site's page \
-         (Sec-Fetch-Site: cross-site) runs only when an <allow-origin> of the <cors> of your \
-         roles names that page's origin",
-    ))
-}
-
-/// The origin of the page a browser request comes from: `Origin`, else
-/// the scheme, host and port of `Referer`; none for `null` or without
-/// either.
-fn page_origin(headers: &HeaderMap) -> Option<String> {
-    let text = |h| headers.get(h).and_then(|v| v.to_str().ok());
-    let origin = match text(http::header::ORIGIN) {
-        Some(o) => o.to_string(),
-        None => url::Url::parse(text(http::header::REFERER)?)
-            .ok()?
-            .origin()
-            .ascii_serialization(),
-    };
-    (origin != "null").then_some(origin)
 }
 
 /// The caller's roles that reach the addressed target (all of them when
@@ -1655,7 +1072,7 @@ fn scope(
 
 /// The target a virtual URL names, if the caller's roles reach it; else
 /// an HTTP 404, the same as for a name that doesn't exist.
-fn visible_target(
+pub(crate) fn visible_target(
     state: &State,
     roles: &[Arc<crate::access::Role>],
     name: &str,
@@ -1664,33 +1081,47 @@ fn visible_target(
         .map_err(|e| HttpError::new(e.status, &e.error_type, e.message))
 }
 
+/// A `reduce` on an item addressed to one target (or the gateway).
+/// The items after route and authorize (and four-eyes): each gets its
+/// verdict and either an answer (an error, the gateway's own) or agent
+/// jobs (one, or one per target of a selector in proxy mode).
+fn items_of(judged: Vec<Judged<'_>>, answer_locally: impl Fn(&Command) -> Response) -> Items {
+    let mut items = Items::new(judged.len());
+    for (index, j) in judged.into_iter().enumerate() {
+        match j {
+            Judged::Failed {
+                target,
+                error,
+                rule,
+                ..
+            } => items.fail(index, target, &error, rule),
+            Judged::Local { allowed, command } => items.answer(
+                index,
+                Some("gateway".into()),
+                answer_locally(command),
+                allowed.rule,
+            ),
+            Judged::Agent {
+                target,
+                request,
+                credentials,
+                allowed,
+            } => items.forward(index, target, request, credentials, allowed),
+            Judged::Group {
+                selector,
+                request,
+                outcomes,
+                reduce,
+            } => items.fan_out(index, Some(selector), request, outcomes, reduce),
+        }
+    }
+    items
+}
+
 #[cfg(test)]
 mod tests {
     use super::lifecycle::tests::config;
     use super::*;
-
-    #[test]
-    fn state_changes_from_another_site_are_told_apart() {
-        let mut h = HeaderMap::new();
-        assert!(!fetched_cross_site(&h), "curl, Java: no Fetch Metadata");
-        for (value, cross) in [
-            ("same-origin", false),
-            ("same-site", false),
-            ("none", false),
-            ("cross-site", true),
-            ("Cross-Site", true),
-        ] {
-            h.insert("sec-fetch-site", value.parse().unwrap());
-            assert_eq!(fetched_cross_site(&h), cross, "{value}");
-        }
-        let read = parse::parse_get("/read/java.lang:type=Memory/Verbose", None).unwrap();
-        let exec = parse::parse_get("/exec/java.lang:type=Memory/gc", None).unwrap();
-        let write = parse::parse_get("/write/java.lang:type=Memory/Verbose/true", None).unwrap();
-        assert!(!changes_state(&Method::GET, &read));
-        assert!(changes_state(&Method::GET, &exec));
-        assert!(changes_state(&Method::GET, &write));
-        assert!(changes_state(&Method::POST, &read), "any POST");
-    }
 
     #[test]
     fn item_metrics_name_configured_targets_only() {
