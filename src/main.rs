@@ -454,11 +454,11 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
         std::time::Duration::from_secs(2),
     ));
     // Subscribed first: every event the probes record is told.
-    let _event_webhooks = gateway.spawn_event_webhooks();
+    let _event_webhooks = jmxgate::jobs::webhooks::spawn_event_webhooks(&gateway);
     let _probes = gateway.spawn_health_probes();
     let _discovery = gateway.spawn_discovery();
-    let _access_store = gateway.spawn_access_store();
-    let _otlp = gateway.spawn_otlp_exports();
+    let _access_store = jmxgate::doors::access::spawn_access_store(&gateway);
+    let _otlp = jmxgate::jobs::otlp::spawn_otlp_exports(&gateway);
     // One shutdown signal for every listener; each drains its requests.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut sockets = pipeline::listen::Sockets {

@@ -532,7 +532,7 @@ async fn receivers_that_are_down_stall_or_hang_up_cost_points_never_service() {
     assert_eq!(metric(&gw, &points_total("down", "sent")), 0.0);
     // What /readyz adds to its detail (the real binary's is tested with
     // reloads).
-    let trouble = gw.gateway.otlp_trouble().join("\n");
+    let trouble = jmxgate::jobs::otlp::otlp_trouble(&gw.gateway).join("\n");
     for name in ["down", "stalling", "hangs-up"] {
         assert!(
             trouble.contains(&format!(
@@ -652,7 +652,7 @@ async fn pushes_that_cannot_finish_in_time_are_skipped_never_piled_up() {
         "the export says why it can't push",
         Duration::from_secs(60),
         || async {
-            let t = gw.gateway.otlp_trouble().join("\n");
+            let t = jmxgate::jobs::otlp::otlp_trouble(&gw.gateway).join("\n");
             t.contains("max_targets_per_item")
                 .then_some(t.clone())
                 .ok_or(t)

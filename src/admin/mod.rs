@@ -95,14 +95,12 @@ async fn readyz(State(admin): State<Arc<Admin>>) -> impl IntoResponse {
     }
     // Elevation fails closed while its store is away; the gateway serves
     // everything else, so it stays ready and says so.
-    let mut detail = admin
-        .gateway
-        .access_store_trouble()
+    let mut detail = crate::doors::access::access_store_trouble(&admin.gateway)
         .map_or(String::new(), |why| {
             format!("; access requests unavailable: {why}")
         });
     // So do OTLP exports that can't push: the door serves on without them.
-    for why in admin.gateway.otlp_trouble() {
+    for why in crate::jobs::otlp::otlp_trouble(&admin.gateway) {
         detail.push_str("; ");
         detail.push_str(&why);
     }

@@ -387,9 +387,16 @@ impl Gateway {
             Ok(admitted) => admitted,
             Err(refusal) => return *refusal,
         };
-        let principal = match self
-            .authenticate_caller(&state, &parts, &mut headers, &conn, request_id, cors)
-            .await
+        let principal = match crate::doors::console::login::authenticate_caller(
+            self,
+            &state,
+            &parts,
+            &mut headers,
+            &conn,
+            request_id,
+            cors,
+        )
+        .await
         {
             Ok(p) => p,
             Err(answer) => return answer,
@@ -410,7 +417,7 @@ impl Gateway {
         // grant now (looked up only for callers that may request any).
         let standing = access.roles_of(&principal);
         let mut held = standing.clone();
-        held.extend(self.granted_roles(&state, &principal, &standing).await);
+        held.extend(crate::doors::access::granted_roles(self, &state, &principal, &standing).await);
         let Scope {
             held,
             virtual_target,
@@ -442,7 +449,7 @@ impl Gateway {
                     started,
                 };
                 parts.headers = headers;
-                return self.mcp_http(parts, body, caller).await;
+                return crate::doors::mcp::mcp_http(self, parts, body, caller).await;
             }
             Addressed::TargetList | Addressed::Console | Addressed::Events => {
                 let listing = TargetListing {
@@ -456,13 +463,15 @@ impl Gateway {
                     standing: &standing,
                 };
                 if matches!(addressed, Addressed::TargetList) {
-                    return self
-                        .target_list(&state, listing, &parts, &headers, cors)
-                        .await;
-                }
-                return self
-                    .console_door(&state, &parts, &headers, body, listing)
+                    return crate::doors::jolokia::targets::target_list(
+                        self, &state, listing, &parts, &headers, cors,
+                    )
                     .await;
+                }
+                return crate::doors::console::console_door(
+                    self, &state, &parts, &headers, body, listing,
+                )
+                .await;
             }
             Addressed::Explain => {}
             Addressed::Prometheus => {
@@ -473,9 +482,10 @@ impl Gateway {
                     origin: origin.as_deref(),
                     scheme: if conn.tls { "https" } else { "http" },
                 };
-                return self
-                    .prometheus_http(&state, &parts, scraper, &refused)
-                    .await;
+                return crate::doors::prometheus::prometheus_http(
+                    self, &state, &parts, scraper, &refused,
+                )
+                .await;
             }
             Addressed::AccessRequests => {
                 let caller = crate::doors::access::AccessCaller::http(
@@ -484,9 +494,10 @@ impl Gateway {
                     (client, started),
                     conn.tls,
                 );
-                return self
-                    .access_http(&state, &parts, body, caller, &headers)
-                    .await;
+                return crate::doors::access::access_http(
+                    self, &state, &parts, body, caller, &headers,
+                )
+                .await;
             }
             Addressed::Proxy | Addressed::Virtual(_) => {}
         }
@@ -499,7 +510,10 @@ impl Gateway {
             cors,
         };
         if matches!(addressed, Addressed::Explain) {
-            return self.explain(&state, asked, body, &refused, conn.tls).await;
+            return crate::doors::jolokia::explain::explain(
+                self, &state, asked, body, &refused, conn.tls,
+            )
+            .await;
         }
         let door = JolokiaDoor {
             asked,
@@ -507,7 +521,7 @@ impl Gateway {
             tls: conn.tls,
             rest: &rest,
         };
-        self.jolokia_http(&state, door, body, &refused).await
+        crate::doors::jolokia::jolokia_http(self, &state, door, body, &refused).await
     }
 
     /// A request body, whole: at most `server.max_body_bytes`, within
@@ -558,8 +572,7 @@ impl Gateway {
         gate: impl FnOnce(&Items) -> Result<T, E>,
     ) -> Result<(T, Vec<(Response, Vec<items::AuditRow>)>), E> {
         let mut judged = self.judge_all(state, caller, addressing, parsed);
-        self.settle_approvals(state, caller.principal, &mut judged)
-            .await;
+        crate::doors::access::settle_approvals(self, state, caller.principal, &mut judged).await;
         let mut items = items_of(judged, answer_locally);
         let passed = gate(&items)?;
         let mut dispatched = dispatch::dispatch(

@@ -623,7 +623,7 @@ impl Gateway {
             "the access store opens",
             Duration::from_secs(60),
             || async {
-                match self.gateway.access_store_trouble() {
+                match jmxgate::doors::access::access_store_trouble(&self.gateway) {
                     None => Ok(()),
                     Some(why) => Err(why),
                 }
@@ -654,10 +654,10 @@ impl Gateway {
         let gateway = Arc::new(jmxgate::Gateway::new(config).expect("gateway starts"));
         // As `jmxgate serve` does; the task ends with the gateway.
         // Subscribed first: every event the probes record is told.
-        let _event_webhooks = gateway.spawn_event_webhooks();
+        let _event_webhooks = jmxgate::jobs::webhooks::spawn_event_webhooks(&gateway);
         let _probes = gateway.spawn_health_probes();
-        let _access_store = gateway.spawn_access_store();
-        let _otlp = gateway.spawn_otlp_exports();
+        let _access_store = jmxgate::doors::access::spawn_access_store(&gateway);
+        let _otlp = jmxgate::jobs::otlp::spawn_otlp_exports(&gateway);
         if let Some(tls) = &config.server.tls {
             let reloading =
                 Arc::new(jmxgate::tls::ReloadingTls::new(tls.clone()).expect("TLS config loads"));

@@ -125,7 +125,7 @@ impl Asking<'_> {
 
     pub async fn list(&self, q: &wire::ListQuery) -> Answer {
         // Pending requests past their time show as expired.
-        self.gateway.expire_due(self.state, &self.store).await;
+        crate::doors::access::expire_due(self.gateway, self.state, &self.store).await;
         let found = self
             .store
             .requests_for(self.me(), &self.may_review, q.limit)
@@ -164,10 +164,14 @@ impl Asking<'_> {
             None | Some("") => None,
             Some(t) => Some(t),
         };
-        let targets = self
-            .gateway
-            .within_reach(self.state, config, targets, self.caller.standing)
-            .map_err(with)?;
+        let targets = crate::doors::access::within_reach(
+            self.gateway,
+            self.state,
+            config,
+            targets,
+            self.caller.standing,
+        )
+        .map_err(with)?;
         let new = NewRequest {
             id: wire::new_id(),
             kind: RequestKind::Role,
@@ -193,19 +197,23 @@ impl Asking<'_> {
                 .as_deref()
                 .unwrap_or("all of the role's targets")
         );
-        self.gateway
-            .audit_access(
-                self.caller,
-                "access_requested",
-                &made,
-                "allowed",
-                201,
-                &note,
-            )
-            .await
-            .map_err(bare)?;
-        self.gateway
-            .announce_access_step(self.state, "access_requested", &made);
+        crate::doors::access::audit_access(
+            self.gateway,
+            self.caller,
+            "access_requested",
+            &made,
+            "allowed",
+            201,
+            &note,
+        )
+        .await
+        .map_err(bare)?;
+        crate::doors::access::announce_access_step(
+            self.gateway,
+            self.state,
+            "access_requested",
+            &made,
+        );
         Ok((201, self.view(&made)))
     }
 
@@ -227,7 +235,7 @@ impl Asking<'_> {
             .map_err(|r| with(refusal(r)))?;
         let comment = wire::text("comment", review.comment.as_deref()).map_err(with)?;
         // A request past its pending time is expired, not reviewed.
-        self.gateway.expire_due(self.state, &self.store).await;
+        crate::doors::access::expire_due(self.gateway, self.state, &self.store).await;
         let reviewed = self
             .store
             .review(id, self.name(), verdict, comment.as_deref())
@@ -254,13 +262,19 @@ impl Asking<'_> {
                 format!("approved ({approvals} of {needed})"),
             ),
         };
-        self.gateway
-            .audit_access(self.caller, event, &reviewed, "allowed", 200, &note)
-            .await
-            .map_err(bare)?;
+        crate::doors::access::audit_access(
+            self.gateway,
+            self.caller,
+            event,
+            &reviewed,
+            "allowed",
+            200,
+            &note,
+        )
+        .await
+        .map_err(bare)?;
         if event != "access_reviewed" {
-            self.gateway
-                .announce_access_step(self.state, event, &reviewed);
+            crate::doors::access::announce_access_step(self.gateway, self.state, event, &reviewed);
         }
         Ok((200, self.view(&reviewed)))
     }
@@ -279,19 +293,23 @@ impl Asking<'_> {
             .await
             .map_err(|e| with(store_error(e, id)))?;
         self.gateway.elevation.forget(&revoked.request.requester);
-        self.gateway
-            .audit_access(
-                self.caller,
-                "access_revoked",
-                &revoked,
-                "allowed",
-                200,
-                "revoked",
-            )
-            .await
-            .map_err(bare)?;
-        self.gateway
-            .announce_access_step(self.state, "access_revoked", &revoked);
+        crate::doors::access::audit_access(
+            self.gateway,
+            self.caller,
+            "access_revoked",
+            &revoked,
+            "allowed",
+            200,
+            "revoked",
+        )
+        .await
+        .map_err(bare)?;
+        crate::doors::access::announce_access_step(
+            self.gateway,
+            self.state,
+            "access_revoked",
+            &revoked,
+        );
         Ok((200, self.view(&revoked)))
     }
 }

@@ -35,111 +35,104 @@ impl Viewer<'_> {
     }
 }
 
-impl Gateway {
-    /// `GET <console>/access`: the form to ask, the requests to see.
-    pub(crate) async fn access_page(
-        &self,
-        state: &State,
-        headers: &http::HeaderMap,
-        viewer: &Viewer<'_>,
-    ) -> Response<Body> {
-        let base = state.console.path.as_str();
-        let me = viewer.principal.name.as_str();
-        if !state.access.uses_elevation() {
-            return page::error(
-                404,
-                "Access requests are not set up here: no role is requestable_by another.",
-                base,
-                me,
-            );
-        }
-        let caller = viewer.access_caller();
-        let list = Ask::List(wire::ListQuery {
-            state: None,
-            limit: wire::DEFAULT_LIST,
-        });
-        let listed = match self.access_operation(state, list, &caller).await {
-            Ok((_, listed)) => listed,
-            Err((e, step)) => return self.access_refused(&caller, &step, &e, base).await,
-        };
-        let standing: Vec<String> = viewer.standing.iter().map(|r| r.name.clone()).collect();
-        let roles = requestable(state.access.role_configs(), &standing);
-        let token = forms::token(headers, base, viewer.scheme == "https");
-        let body = render(base, me, &roles, &listed, &token.value);
-        let mut r = page::respond(
-            200,
-            "text/html; charset=utf-8",
-            page::layout("Access requests", base, me, body).into_string(),
+/// `GET <console>/access`: the form to ask, the requests to see.
+pub(crate) async fn access_page(
+    gateway: &Gateway,
+    state: &State,
+    headers: &http::HeaderMap,
+    viewer: &Viewer<'_>,
+) -> Response<Body> {
+    let base = state.console.path.as_str();
+    let me = viewer.principal.name.as_str();
+    if !state.access.uses_elevation() {
+        return page::error(
+            404,
+            "Access requests are not set up here: no role is requestable_by another.",
+            base,
+            me,
         );
-        if let Some(cookie) = token.set_cookie {
-            r.headers_mut().append(http::header::SET_COOKIE, cookie);
-        }
-        r
     }
+    let caller = viewer.access_caller();
+    let list = Ask::List(wire::ListQuery {
+        state: None,
+        limit: wire::DEFAULT_LIST,
+    });
+    let listed = match crate::doors::access::access_operation(gateway, state, list, &caller).await {
+        Ok((_, listed)) => listed,
+        Err((e, step)) => return access_refused(gateway, &caller, &step, &e, base).await,
+    };
+    let standing: Vec<String> = viewer.standing.iter().map(|r| r.name.clone()).collect();
+    let roles = requestable(state.access.role_configs(), &standing);
+    let token = forms::token(headers, base, viewer.scheme == "https");
+    let body = render(base, me, &roles, &listed, &token.value);
+    let mut r = page::respond(
+        200,
+        "text/html; charset=utf-8",
+        page::layout("Access requests", base, me, body).into_string(),
+    );
+    if let Some(cookie) = token.set_cookie {
+        r.headers_mut().append(http::header::SET_COOKIE, cookie);
+    }
+    r
+}
 
-    /// A posted access form (`form`: the path after `/access`), checked
-    /// to come from a console page, run as the API's operation; then back
-    /// to the page (303), or an error page that says why.
-    pub(crate) async fn access_post(
-        &self,
-        state: &State,
-        headers: &http::HeaderMap,
-        body: Body,
-        viewer: &Viewer<'_>,
-        form: &str,
-    ) -> Response<Body> {
-        let base = state.console.path.as_str();
-        let caller = viewer.access_caller();
-        let refused = |status: u16, why: String| {
-            crate::pipeline::HttpError::new(status, "jmxgate.ConsoleFormRefused", why)
-        };
-        let asked = async {
-            forms::check_origin(headers, viewer.scheme == "https")
-                .map_err(|why| refused(403, why))?;
-            let bytes = self.read_body(state, body).await?;
-            if bytes.len() > wire::MAX_BODY_BYTES {
-                return Err(refused(
-                    413,
-                    format!("a form is at most {} bytes", wire::MAX_BODY_BYTES),
-                ));
-            }
-            let fields = forms::read(headers, &bytes).map_err(|why| refused(403, why))?;
-            ask(form, &fields).map_err(|why| refused(400, why))
-        };
-        let ask = match asked.await {
-            Ok(ask) => ask,
-            Err(e) => {
-                return self
-                    .access_refused(&caller, &StepNames::default(), &e, base)
-                    .await
-            }
-        };
-        match self.access_operation(state, ask, &caller).await {
-            Ok(_) => {
-                let mut r = page::respond(303, "text/plain; charset=utf-8", String::new());
-                let to = format!("{base}/access");
-                if let Ok(location) = http::HeaderValue::from_str(&to) {
-                    r.headers_mut().insert(http::header::LOCATION, location);
-                }
-                r
-            }
-            Err((e, step)) => self.access_refused(&caller, &step, &e, base).await,
+/// A posted access form (`form`: the path after `/access`), checked
+/// to come from a console page, run as the API's operation; then back
+/// to the page (303), or an error page that says why.
+pub(crate) async fn access_post(
+    gateway: &Gateway,
+    state: &State,
+    headers: &http::HeaderMap,
+    body: Body,
+    viewer: &Viewer<'_>,
+    form: &str,
+) -> Response<Body> {
+    let base = state.console.path.as_str();
+    let caller = viewer.access_caller();
+    let refused = |status: u16, why: String| {
+        crate::pipeline::HttpError::new(status, "jmxgate.ConsoleFormRefused", why)
+    };
+    let asked = async {
+        forms::check_origin(headers, viewer.scheme == "https").map_err(|why| refused(403, why))?;
+        let bytes = gateway.read_body(state, body).await?;
+        if bytes.len() > wire::MAX_BODY_BYTES {
+            return Err(refused(
+                413,
+                format!("a form is at most {} bytes", wire::MAX_BODY_BYTES),
+            ));
         }
+        let fields = forms::read(headers, &bytes).map_err(|why| refused(403, why))?;
+        ask(form, &fields).map_err(|why| refused(400, why))
+    };
+    let ask = match asked.await {
+        Ok(ask) => ask,
+        Err(e) => return access_refused(gateway, &caller, &StepNames::default(), &e, base).await,
+    };
+    match crate::doors::access::access_operation(gateway, state, ask, &caller).await {
+        Ok(_) => {
+            let mut r = page::respond(303, "text/plain; charset=utf-8", String::new());
+            let to = format!("{base}/access");
+            if let Ok(location) = http::HeaderValue::from_str(&to) {
+                r.headers_mut().insert(http::header::LOCATION, location);
+            }
+            r
+        }
+        Err((e, step)) => access_refused(gateway, &caller, &step, &e, base).await,
     }
+}
 
-    /// A refused access step: recorded as the API records it, shown as
-    /// a page.
-    async fn access_refused(
-        &self,
-        caller: &AccessCaller<'_>,
-        step: &StepNames,
-        e: &crate::pipeline::HttpError,
-        base: &str,
-    ) -> Response<Body> {
-        let recorded = self.audit_access_refused(caller, step, e).await;
-        let e = recorded.as_ref().unwrap_or(e);
-        page::error(e.status, &e.message, base, &caller.principal.name)
-    }
+/// A refused access step: recorded as the API records it, shown as
+/// a page.
+async fn access_refused(
+    gateway: &Gateway,
+    caller: &AccessCaller<'_>,
+    step: &StepNames,
+    e: &crate::pipeline::HttpError,
+    base: &str,
+) -> Response<Body> {
+    let recorded = crate::doors::access::audit_access_refused(gateway, caller, step, e).await;
+    let e = recorded.as_ref().unwrap_or(e);
+    page::error(e.status, &e.message, base, &caller.principal.name)
 }
 
 /// A role the viewer may ask for, and for how long at most.

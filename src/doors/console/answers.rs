@@ -406,35 +406,35 @@ fn errors(reduced: &Reduced) -> Markup {
     }
 }
 
-impl Gateway {
-    /// The fleet-answers form, and its answer when one was asked.
-    pub(crate) async fn answers_page(
-        &self,
-        state: &crate::pipeline::state::State,
-        parts: &http::request::Parts,
-        viewer: &Viewer<'_>,
-    ) -> Response<Body> {
-        let base = state.console.path.as_str();
-        let who = viewer.principal.name.as_str();
-        let (question, asked) = match Question::parse(parts.uri.query()) {
-            Ok(q) => q,
-            Err(why) => return page::error(400, &why, base, who),
-        };
-        let answer = if asked {
-            match self.console_item(state, viewer, &question.item()).await {
-                Ok(v) => Some(v),
-                Err(e) => return page::error(e.status, &e.message, base, who),
-            }
-        } else {
-            None
-        };
-        let body = render(base, &question, answer.as_ref());
-        page::respond(
-            200,
-            "text/html; charset=utf-8",
-            page::layout("Fleet answers", base, who, body).into_string(),
-        )
-    }
+/// The fleet-answers form, and its answer when one was asked.
+pub(crate) async fn answers_page(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    parts: &http::request::Parts,
+    viewer: &Viewer<'_>,
+) -> Response<Body> {
+    let base = state.console.path.as_str();
+    let who = viewer.principal.name.as_str();
+    let (question, asked) = match Question::parse(parts.uri.query()) {
+        Ok(q) => q,
+        Err(why) => return page::error(400, &why, base, who),
+    };
+    let answer = if asked {
+        match crate::doors::console::target::console_item(gateway, state, viewer, &question.item())
+            .await
+        {
+            Ok(v) => Some(v),
+            Err(e) => return page::error(e.status, &e.message, base, who),
+        }
+    } else {
+        None
+    };
+    let body = render(base, &question, answer.as_ref());
+    page::respond(
+        200,
+        "text/html; charset=utf-8",
+        page::layout("Fleet answers", base, who, body).into_string(),
+    )
 }
 
 #[cfg(test)]

@@ -59,47 +59,45 @@ fn seen(e: &Event, reaches: &dyn Fn(&Named) -> bool, everything: bool) -> Value 
     v
 }
 
-impl Gateway {
-    /// The events this viewer may see after `after`, and where more start.
-    pub(crate) async fn events_for(
-        &self,
-        state: &State,
-        parts: &http::request::Parts,
-        viewer: &Viewer<'_>,
-    ) -> Result<(Vec<Value>, Option<u64>), (u16, String)> {
-        let access = &state.access;
-        let held: &[Arc<crate::access::Role>] = viewer.held;
-        let everything = access.is_open();
-        let reaches = |n: &Named| match &n.labels {
-            Some(labels) => access.reaches_named(held, &n.name, labels),
-            None => state
-                .fleet
-                .by_name(&n.name)
-                .is_some_and(|t| access.reaches(held, t)),
-        };
-        let reaches_some = everything || state.fleet.iter().any(|t| access.reaches(held, t));
-        let selected = query(parts.uri.query()).map(|(after, limit)| {
-            let (events, next) = self.health.journal().after(after, limit, |e| {
-                if e.targets.is_empty() {
-                    reaches_some
-                } else {
-                    e.targets.iter().any(&reaches)
-                }
-            });
-            let seen: Vec<Value> = events
-                .iter()
-                .map(|e| seen(e, &reaches, everything))
-                .collect();
-            (seen, next)
+/// The events this viewer may see after `after`, and where more start.
+pub(crate) async fn events_for(
+    gateway: &Gateway,
+    state: &State,
+    parts: &http::request::Parts,
+    viewer: &Viewer<'_>,
+) -> Result<(Vec<Value>, Option<u64>), (u16, String)> {
+    let access = &state.access;
+    let held: &[Arc<crate::access::Role>] = viewer.held;
+    let everything = access.is_open();
+    let reaches = |n: &Named| match &n.labels {
+        Some(labels) => access.reaches_named(held, &n.name, labels),
+        None => state
+            .fleet
+            .by_name(&n.name)
+            .is_some_and(|t| access.reaches(held, t)),
+    };
+    let reaches_some = everything || state.fleet.iter().any(|t| access.reaches(held, t));
+    let selected = query(parts.uri.query()).map(|(after, limit)| {
+        let (events, next) = gateway.health.journal().after(after, limit, |e| {
+            if e.targets.is_empty() {
+                reaches_some
+            } else {
+                e.targets.iter().any(&reaches)
+            }
         });
-        let status = if selected.is_ok() { 200 } else { 400 };
-        let listed = selected.as_ref().map_or(0, |(e, _)| e.len());
-        let record = viewer.listing_record("events", status, listed);
-        if let Err(e) = self.audit_listing(&record).await {
-            return Err((e.status, e.message));
-        }
-        selected.map_err(|why| (400, why))
+        let seen: Vec<Value> = events
+            .iter()
+            .map(|e| seen(e, &reaches, everything))
+            .collect();
+        (seen, next)
+    });
+    let status = if selected.is_ok() { 200 } else { 400 };
+    let listed = selected.as_ref().map_or(0, |(e, _)| e.len());
+    let record = viewer.listing_record("events", status, listed);
+    if let Err(e) = gateway.audit_listing(&record).await {
+        return Err((e.status, e.message));
     }
+    selected.map_err(|why| (400, why))
 }
 
 /// The console's events page.

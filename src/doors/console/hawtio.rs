@@ -195,119 +195,117 @@ fn connection(gateway: &url::Url, target: &str) -> serde_json::Value {
     })
 }
 
-impl Gateway {
-    /// `GET <console>/hawtio-connections.json[?selector=…&q=…]`: the
-    /// targets the viewer reaches (filtered as on the fleet page) as Hawtio
-    /// connections, as a download.
-    pub(crate) async fn hawtio_connections(
-        &self,
-        state: &crate::pipeline::state::State,
-        parts: &http::request::Parts,
-        headers: &http::HeaderMap,
-        viewer: &Viewer<'_>,
-    ) -> Response<Body> {
-        let base = state.console.path.as_str();
-        let who = viewer.principal.name.as_str();
-        // The fleet page's filters (`selector`, `q`), read and bounded as
-        // there.
-        let filters = match super::overview::Query::parse(parts.uri.query()) {
-            Ok(q) => q,
-            Err(why) => return page::error(400, &why, base, who),
-        };
-        let gateway = super::login::public_url(state, headers, viewer.scheme == "https");
-        let mut connections = Vec::new();
-        for t in state.fleet.iter() {
-            if !state.access.reaches(viewer.held, t) || !filters.keeps(t) {
-                continue;
-            }
-            if connections.len() == MAX_CONNECTIONS {
-                return page::error(
-                    400,
-                    &format!("You reach more than {MAX_CONNECTIONS} targets: ask for fewer with ?selector=…"),
-                    base,
-                    who,
-                );
-            }
-            connections.push(connection(&gateway, &t.name));
+/// `GET <console>/hawtio-connections.json[?selector=…&q=…]`: the
+/// targets the viewer reaches (filtered as on the fleet page) as Hawtio
+/// connections, as a download.
+pub(crate) async fn hawtio_connections(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    parts: &http::request::Parts,
+    headers: &http::HeaderMap,
+    viewer: &Viewer<'_>,
+) -> Response<Body> {
+    let base = state.console.path.as_str();
+    let who = viewer.principal.name.as_str();
+    // The fleet page's filters (`selector`, `q`), read and bounded as
+    // there.
+    let filters = match super::overview::Query::parse(parts.uri.query()) {
+        Ok(q) => q,
+        Err(why) => return page::error(400, &why, base, who),
+    };
+    let public_url = super::login::public_url(state, headers, viewer.scheme == "https");
+    let mut connections = Vec::new();
+    for t in state.fleet.iter() {
+        if !state.access.reaches(viewer.held, t) || !filters.keeps(t) {
+            continue;
         }
-        let record = viewer.listing_record("hawtio_connections", 200, connections.len());
-        if let Err(e) = self.audit_listing(&record).await {
-            return page::error(e.status, &e.message, base, who);
-        }
-        let body = serde_json::Value::from(connections).to_string();
-        let mut r = page::respond(200, "application/json", body);
-        r.headers_mut().insert(
-            http::header::CONTENT_DISPOSITION,
-            http::HeaderValue::from_static("attachment; filename=\"jmxgate-connections.json\""),
-        );
-        r
-    }
-
-    /// Hawtio for one target (`after`: the path after `/hawtio/`); a
-    /// target the viewer doesn't reach is no target, as on its page.
-    pub(crate) async fn hawtio_http(
-        &self,
-        state: &crate::pipeline::state::State,
-        viewer: &Viewer<'_>,
-        after: &str,
-    ) -> Response<Body> {
-        let base = state.console.path.as_str();
-        let who = viewer.principal.name.as_str();
-        let Some(dir) = state.console.hawtio_served().map(std::path::Path::new) else {
+        if connections.len() == MAX_CONNECTIONS {
             return page::error(
-                404,
-                "Hawtio is not served here ([console] hawtio is not set).",
+                400,
+                &format!(
+                    "You reach more than {MAX_CONNECTIONS} targets: ask for fewer with ?selector=…"
+                ),
                 base,
                 who,
             );
-        };
-        let (raw, rest) = after.find('/').map_or((after, ""), |i| after.split_at(i));
-        let name = percent_encoding::percent_decode_str(raw).decode_utf8_lossy();
-        if let Some(hidden) = viewer.unseen_target(state, &name) {
-            return hidden;
         }
-        let page_base = format!("{base}{}{raw}/", config::HAWTIO);
-        let not_found = || respond(404, "text/plain; charset=utf-8", Vec::new(), false);
-        match asked(rest) {
-            Asked::Slash => {
-                let mut r = respond(308, "text/plain; charset=utf-8", Vec::new(), false);
-                if let Ok(to) = http::HeaderValue::from_str(&page_base) {
-                    r.headers_mut().insert(http::header::LOCATION, to);
-                }
-                r
+        connections.push(connection(&public_url, &t.name));
+    }
+    let record = viewer.listing_record("hawtio_connections", 200, connections.len());
+    if let Err(e) = gateway.audit_listing(&record).await {
+        return page::error(e.status, &e.message, base, who);
+    }
+    let body = serde_json::Value::from(connections).to_string();
+    let mut r = page::respond(200, "application/json", body);
+    r.headers_mut().insert(
+        http::header::CONTENT_DISPOSITION,
+        http::HeaderValue::from_static("attachment; filename=\"jmxgate-connections.json\""),
+    );
+    r
+}
+
+/// Hawtio for one target (`after`: the path after `/hawtio/`); a
+/// target the viewer doesn't reach is no target, as on its page.
+pub(crate) async fn hawtio_http(
+    _gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    viewer: &Viewer<'_>,
+    after: &str,
+) -> Response<Body> {
+    let base = state.console.path.as_str();
+    let who = viewer.principal.name.as_str();
+    let Some(dir) = state.console.hawtio_served().map(std::path::Path::new) else {
+        return page::error(
+            404,
+            "Hawtio is not served here ([console] hawtio is not set).",
+            base,
+            who,
+        );
+    };
+    let (raw, rest) = after.find('/').map_or((after, ""), |i| after.split_at(i));
+    let name = percent_encoding::percent_decode_str(raw).decode_utf8_lossy();
+    if let Some(hidden) = viewer.unseen_target(state, &name) {
+        return hidden;
+    }
+    let page_base = format!("{base}{}{raw}/", config::HAWTIO);
+    let not_found = || respond(404, "text/plain; charset=utf-8", Vec::new(), false);
+    match asked(rest) {
+        Asked::Slash => {
+            let mut r = respond(308, "text/plain; charset=utf-8", Vec::new(), false);
+            if let Ok(to) = http::HeaderValue::from_str(&page_base) {
+                r.headers_mut().insert(http::header::LOCATION, to);
             }
-            Asked::User => {
-                let user = serde_json::Value::from(who).to_string();
-                respond(200, "application/json", user.into_bytes(), false)
-            }
-            Asked::ProxyEnabled => {
-                respond(200, "text/plain; charset=utf-8", b"false".to_vec(), false)
-            }
-            Asked::PresetConnections => respond(200, "application/json", b"[]".to_vec(), false),
-            Asked::HawtConfig => {
-                let own = read_file(dir, std::path::Path::new("hawtconfig.json")).await;
-                let body = own.unwrap_or_else(|| hawtconfig().as_bytes().to_vec());
-                respond(200, "application/json", body, false)
-            }
-            Asked::File(path) => match read_file(dir, &path).await {
-                Some(bytes) => respond(200, content_type(&path), bytes, true),
-                None => not_found(),
-            },
-            Asked::Page => match read_file(dir, std::path::Path::new("index.html")).await {
-                Some(index) => {
-                    let index = String::from_utf8_lossy(&index);
-                    let page = page_with_base(&index, &page_base);
-                    respond(200, "text/html; charset=utf-8", page.into_bytes(), false)
-                }
-                None => page::error(
-                    500,
-                    "Hawtio's index.html is gone from [console] hawtio.",
-                    base,
-                    who,
-                ),
-            },
-            Asked::Missing => not_found(),
+            r
         }
+        Asked::User => {
+            let user = serde_json::Value::from(who).to_string();
+            respond(200, "application/json", user.into_bytes(), false)
+        }
+        Asked::ProxyEnabled => respond(200, "text/plain; charset=utf-8", b"false".to_vec(), false),
+        Asked::PresetConnections => respond(200, "application/json", b"[]".to_vec(), false),
+        Asked::HawtConfig => {
+            let own = read_file(dir, std::path::Path::new("hawtconfig.json")).await;
+            let body = own.unwrap_or_else(|| hawtconfig().as_bytes().to_vec());
+            respond(200, "application/json", body, false)
+        }
+        Asked::File(path) => match read_file(dir, &path).await {
+            Some(bytes) => respond(200, content_type(&path), bytes, true),
+            None => not_found(),
+        },
+        Asked::Page => match read_file(dir, std::path::Path::new("index.html")).await {
+            Some(index) => {
+                let index = String::from_utf8_lossy(&index);
+                let page = page_with_base(&index, &page_base);
+                respond(200, "text/html; charset=utf-8", page.into_bytes(), false)
+            }
+            None => page::error(
+                500,
+                "Hawtio's index.html is gone from [console] hawtio.",
+                base,
+                who,
+            ),
+        },
+        Asked::Missing => not_found(),
     }
 }
 

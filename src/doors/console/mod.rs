@@ -134,65 +134,74 @@ impl<'a> Viewer<'a> {
 /// Where the journal is read as JSON.
 pub const EVENTS_PATH: &str = "/jmxgate/events";
 
-impl Gateway {
-    /// The door: a console page, or `/jmxgate/events`.
-    pub(crate) async fn console_door(
-        &self,
-        state: &crate::pipeline::state::State,
-        parts: &http::request::Parts,
-        headers: &http::HeaderMap,
-        body: Body,
-        caller: crate::pipeline::TargetListing<'_>,
-    ) -> Response<Body> {
-        let events_api = parts.uri.path() == EVENTS_PATH;
-        let viewer = Viewer {
-            principal: caller.principal,
-            held: caller.held,
-            request_id: caller.request_id,
-            client: caller.client,
-            chain: caller.chain,
-            scheme: caller.scheme,
-            started: caller.started,
-            channel: (!events_api).then_some(audit::Channel::Console),
-            standing: caller.standing,
-        };
-        if events_api {
-            self.events_http(state, parts, viewer).await
-        } else {
-            self.console_http(state, parts, headers, body, viewer).await
-        }
+/// The door: a console page, or `/jmxgate/events`.
+pub(crate) async fn console_door(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    parts: &http::request::Parts,
+    headers: &http::HeaderMap,
+    body: Body,
+    caller: crate::pipeline::TargetListing<'_>,
+) -> Response<Body> {
+    let events_api = parts.uri.path() == EVENTS_PATH;
+    let viewer = Viewer {
+        principal: caller.principal,
+        held: caller.held,
+        request_id: caller.request_id,
+        client: caller.client,
+        chain: caller.chain,
+        scheme: caller.scheme,
+        started: caller.started,
+        channel: (!events_api).then_some(audit::Channel::Console),
+        standing: caller.standing,
+    };
+    if events_api {
+        events_http(gateway, state, parts, viewer).await
+    } else {
+        console_http(gateway, state, parts, headers, body, viewer).await
     }
+}
 
-    /// Answers a console request.
-    async fn console_http(
-        &self,
-        state: &crate::pipeline::state::State,
-        parts: &http::request::Parts,
-        headers: &http::HeaderMap,
-        body: Body,
-        viewer: Viewer<'_>,
-    ) -> Response<Body> {
-        let base = state.console.path.as_str();
-        let who = viewer.principal.name.as_str();
-        let rest = &parts.uri.path()[base.len()..];
-        let access_form = rest == "/access" || rest.starts_with("/access/");
-        if parts.method == Method::POST && access_form {
-            let form = &rest["/access".len()..];
-            return self.access_post(state, headers, body, &viewer, form).await;
+/// Answers a console request.
+async fn console_http(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    parts: &http::request::Parts,
+    headers: &http::HeaderMap,
+    body: Body,
+    viewer: Viewer<'_>,
+) -> Response<Body> {
+    let base = state.console.path.as_str();
+    let who = viewer.principal.name.as_str();
+    let rest = &parts.uri.path()[base.len()..];
+    let access_form = rest == "/access" || rest.starts_with("/access/");
+    if parts.method == Method::POST && access_form {
+        let form = &rest["/access".len()..];
+        return crate::doors::console::access::access_post(
+            gateway, state, headers, body, &viewer, form,
+        )
+        .await;
+    }
+    if !matches!(parts.method, Method::GET | Method::HEAD) {
+        return page::error(405, "The console's pages are read with GET.", base, who);
+    }
+    match rest {
+        "/access" => {
+            crate::doors::console::access::access_page(gateway, state, headers, &viewer).await
         }
-        if !matches!(parts.method, Method::GET | Method::HEAD) {
-            return page::error(405, "The console's pages are read with GET.", base, who);
+        "/audit" => crate::doors::console::trail::audit_page(gateway, state, parts, &viewer).await,
+        "" | "/" => overview(gateway, state, parts, viewer).await,
+        "/answers" => {
+            crate::doors::console::answers::answers_page(gateway, state, parts, &viewer).await
         }
-        match rest {
-            "/access" => self.access_page(state, headers, &viewer).await,
-            "/audit" => self.audit_page(state, parts, &viewer).await,
-            "" | "/" => self.overview(state, parts, viewer).await,
-            "/answers" => self.answers_page(state, parts, &viewer).await,
-            config::HAWTIO_CONNECTIONS => {
-                self.hawtio_connections(state, parts, headers, &viewer)
-                    .await
-            }
-            "/events" => match self.events_for(state, parts, &viewer).await {
+        config::HAWTIO_CONNECTIONS => {
+            crate::doors::console::hawtio::hawtio_connections(
+                gateway, state, parts, headers, &viewer,
+            )
+            .await
+        }
+        "/events" => {
+            match crate::doors::console::events::events_for(gateway, state, parts, &viewer).await {
                 Ok((events, next)) => page::respond(
                     200,
                     "text/html; charset=utf-8",
@@ -200,149 +209,164 @@ impl Gateway {
                         .into_string(),
                 ),
                 Err((status, why)) => page::error(status, &why, base, who),
-            },
-            _ if rest.starts_with(config::HAWTIO) => {
-                self.hawtio_http(state, &viewer, &rest[config::HAWTIO.len()..])
-                    .await
             }
-            _ => match rest.strip_prefix("/targets/") {
-                Some(name) => {
-                    let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
-                    self.target_page(state, parts, &viewer, &name).await
-                }
-                None => page::error(404, "No such page.", base, who),
-            },
         }
-    }
-
-    /// `GET /jmxgate/events`: the journal as JSON.
-    async fn events_http(
-        &self,
-        state: &crate::pipeline::state::State,
-        parts: &http::request::Parts,
-        viewer: Viewer<'_>,
-    ) -> Response<Body> {
-        let (status, body) = if parts.method != Method::GET {
-            (405, serde_json::json!({"error": "GET the events"}))
-        } else {
-            match self.events_for(state, parts, &viewer).await {
-                Ok((events, next)) => {
-                    let mut v = serde_json::json!({"events": events});
-                    if let Some(after) = next {
-                        v["next"] = serde_json::json!(after);
-                    }
-                    (200, v)
-                }
-                Err((status, why)) => (status, serde_json::json!({"error": why})),
-            }
-        };
-        let mut r = Response::new(Body::from(body.to_string()));
-        *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
-        r.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/json"),
-        );
-        r.headers_mut().insert(
-            http::header::CACHE_CONTROL,
-            http::HeaderValue::from_static("no-store"),
-        );
-        r
-    }
-
-    /// One target's page; a target the viewer's roles don't reach is
-    /// "no such target", the same as one that doesn't exist.
-    async fn target_page(
-        &self,
-        state: &crate::pipeline::state::State,
-        parts: &http::request::Parts,
-        viewer: &Viewer<'_>,
-        name: &str,
-    ) -> Response<Body> {
-        let base = state.console.path.as_str();
-        let who = viewer.principal.name.as_str();
-        if let Some(hidden) = viewer.unseen_target(state, name) {
-            return hidden;
-        }
-        let mbean: Option<String> =
-            url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
-                .find(|(k, _)| k == "mbean")
-                .map(|(_, v)| v.into_owned());
-        let list = match self
-            .console_item(state, viewer, &target::list_item(name))
+        _ if rest.starts_with(config::HAWTIO) => {
+            crate::doors::console::hawtio::hawtio_http(
+                gateway,
+                state,
+                &viewer,
+                &rest[config::HAWTIO.len()..],
+            )
             .await
+        }
+        _ => match rest.strip_prefix("/targets/") {
+            Some(name) => {
+                let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
+                target_page(gateway, state, parts, &viewer, &name).await
+            }
+            None => page::error(404, "No such page.", base, who),
+        },
+    }
+}
+
+/// `GET /jmxgate/events`: the journal as JSON.
+async fn events_http(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    parts: &http::request::Parts,
+    viewer: Viewer<'_>,
+) -> Response<Body> {
+    let (status, body) = if parts.method != Method::GET {
+        (405, serde_json::json!({"error": "GET the events"}))
+    } else {
+        match crate::doors::console::events::events_for(gateway, state, parts, &viewer).await {
+            Ok((events, next)) => {
+                let mut v = serde_json::json!({"events": events});
+                if let Some(after) = next {
+                    v["next"] = serde_json::json!(after);
+                }
+                (200, v)
+            }
+            Err((status, why)) => (status, serde_json::json!({"error": why})),
+        }
+    };
+    let mut r = Response::new(Body::from(body.to_string()));
+    *r.status_mut() = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-store"),
+    );
+    r
+}
+
+/// One target's page; a target the viewer's roles don't reach is
+/// "no such target", the same as one that doesn't exist.
+async fn target_page(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    parts: &http::request::Parts,
+    viewer: &Viewer<'_>,
+    name: &str,
+) -> Response<Body> {
+    let base = state.console.path.as_str();
+    let who = viewer.principal.name.as_str();
+    if let Some(hidden) = viewer.unseen_target(state, name) {
+        return hidden;
+    }
+    let mbean: Option<String> =
+        url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+            .find(|(k, _)| k == "mbean")
+            .map(|(_, v)| v.into_owned());
+    let list = match crate::doors::console::target::console_item(
+        gateway,
+        state,
+        viewer,
+        &target::list_item(name),
+    )
+    .await
+    {
+        Ok(v) => v,
+        Err(e) => return page::error(e.status, &e.message, base, who),
+    };
+    let read = match &mbean {
+        Some(m) => match crate::doors::console::target::console_item(
+            gateway,
+            state,
+            viewer,
+            &target::read_item(name, m),
+        )
+        .await
         {
-            Ok(v) => v,
+            Ok(v) => Some(v),
             Err(e) => return page::error(e.status, &e.message, base, who),
-        };
-        let read = match &mbean {
-            Some(m) => match self
-                .console_item(state, viewer, &target::read_item(name, m))
-                .await
-            {
-                Ok(v) => Some(v),
-                Err(e) => return page::error(e.status, &e.message, base, who),
-            },
-            None => None,
-        };
-        let may_run = |operation: &str| match &mbean {
-            Some(m) => self.console_may_run(state, viewer, name, m, operation),
-            None => false,
-        };
-        let hawtio = match state.console.hawtio_elsewhere() {
-            Some(url) => Some(hawtio::elsewhere_link(url, name)),
-            None => state
-                .console
-                .hawtio_served()
-                .map(|_| format!("{base}{}{}/", config::HAWTIO, target::encode(name))),
-        };
-        let body = target::render(
-            base,
-            name,
-            &list,
-            mbean.as_deref().zip(read.as_ref()),
-            &may_run,
-            hawtio.as_deref().map(|href| target::Hawtio {
-                href,
-                elsewhere: state.console.hawtio_elsewhere().is_some(),
-            }),
-        );
-        page::respond(
+        },
+        None => None,
+    };
+    let may_run = |operation: &str| match &mbean {
+        Some(m) => crate::doors::console::target::console_may_run(
+            gateway, state, viewer, name, m, operation,
+        ),
+        None => false,
+    };
+    let hawtio = match state.console.hawtio_elsewhere() {
+        Some(url) => Some(hawtio::elsewhere_link(url, name)),
+        None => state
+            .console
+            .hawtio_served()
+            .map(|_| format!("{base}{}{}/", config::HAWTIO, target::encode(name))),
+    };
+    let body = target::render(
+        base,
+        name,
+        &list,
+        mbean.as_deref().zip(read.as_ref()),
+        &may_run,
+        hawtio.as_deref().map(|href| target::Hawtio {
+            href,
+            elsewhere: state.console.hawtio_elsewhere().is_some(),
+        }),
+    );
+    page::respond(
+        200,
+        "text/html; charset=utf-8",
+        page::layout(name, base, who, body).into_string(),
+    )
+}
+
+async fn overview(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    parts: &http::request::Parts,
+    viewer: Viewer<'_>,
+) -> Response<Body> {
+    let base = state.console.path.as_str();
+    let who = viewer.principal.name.as_str();
+    let access = &state.access;
+    let visible = state
+        .fleet
+        .iter()
+        .filter(|t| access.reaches(viewer.held, t));
+    let selected = overview::Query::parse(parts.uri.query())
+        .and_then(|q| overview::select(visible, &q).map(|o| (q, o)));
+    let (status, listed) = match &selected {
+        Ok((_, o)) => (200, o.rows.len()),
+        Err(_) => (400, 0),
+    };
+    let record = viewer.listing_record("target_list", status, listed);
+    if let Err(e) = gateway.audit_listing(&record).await {
+        return page::error(e.status, &e.message, base, who);
+    }
+    match selected {
+        Ok((q, o)) => page::respond(
             200,
             "text/html; charset=utf-8",
-            page::layout(name, base, who, body).into_string(),
-        )
-    }
-
-    async fn overview(
-        &self,
-        state: &crate::pipeline::state::State,
-        parts: &http::request::Parts,
-        viewer: Viewer<'_>,
-    ) -> Response<Body> {
-        let base = state.console.path.as_str();
-        let who = viewer.principal.name.as_str();
-        let access = &state.access;
-        let visible = state
-            .fleet
-            .iter()
-            .filter(|t| access.reaches(viewer.held, t));
-        let selected = overview::Query::parse(parts.uri.query())
-            .and_then(|q| overview::select(visible, &q).map(|o| (q, o)));
-        let (status, listed) = match &selected {
-            Ok((_, o)) => (200, o.rows.len()),
-            Err(_) => (400, 0),
-        };
-        let record = viewer.listing_record("target_list", status, listed);
-        if let Err(e) = self.audit_listing(&record).await {
-            return page::error(e.status, &e.message, base, who);
-        }
-        match selected {
-            Ok((q, o)) => page::respond(
-                200,
-                "text/html; charset=utf-8",
-                overview::render(&o, &q, base, who).into_string(),
-            ),
-            Err(why) => page::error(400, &why, base, who),
-        }
+            overview::render(&o, &q, base, who).into_string(),
+        ),
+        Err(why) => page::error(400, &why, base, who),
     }
 }

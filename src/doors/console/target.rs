@@ -14,89 +14,85 @@ const MAX_MBEANS: usize = 2000;
 /// Characters of one attribute's value shown.
 const MAX_VALUE_CHARS: usize = 2000;
 
-impl Gateway {
-    /// One item run as the viewer, audited; its answer as JSON.
-    pub(crate) async fn console_item(
-        &self,
-        state: &crate::pipeline::state::State,
-        viewer: &Viewer<'_>,
-        item: &Value,
-    ) -> Result<Value, HttpError> {
-        let started = std::time::Instant::now();
-        let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
-        let parsed = parse::parse_post(&body, None, 1)?;
-        let facts = viewer.facts("GET");
-        let caller = viewer.caller(state, &facts);
-        let addressing = route::Addressing::Proxy {
-            default_target: None,
-        };
-        let no_headers = http::HeaderMap::new();
-        let local = |command: &crate::protocol::Command| {
-            self.answer_locally(
-                state,
-                viewer.held,
-                command,
-                &no_headers,
-                viewer.scheme == "https",
-            )
-        };
-        let ((), merged) = self
-            .run_items(state, &caller, addressing, &parsed, local, |_| {
-                Ok::<_, HttpError>(())
-            })
-            .await?;
-        let roles: Vec<String> = viewer.held.iter().map(|r| r.name.clone()).collect();
-        let who = crate::pipeline::audit::Who {
-            request_id: viewer.request_id,
-            principal: viewer.principal,
-            roles: &roles,
-            client: viewer.client,
-            latency: started.elapsed(),
-            channel: Some(crate::pipeline::audit::Channel::Console),
-            tool: None,
-            mcp_client: None,
-        };
-        self.audit_items(state, &who, &parsed, &merged).await?;
-        let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
-        let body = crate::pipeline::respond::body(&answers, false).to_vec();
-        // One answer, not in a list. An agent's value may nest deeper than
-        // a JSON tree is built here: an error page, never a panic.
-        serde_json::from_slice(&body).map_err(|e| {
-            HttpError::new(
-                502,
-                "jmxgate.AnswerTooDeep",
-                format!("the answer nests too deep: {e}"),
-            )
+/// One item run as the viewer, audited; its answer as JSON.
+pub(crate) async fn console_item(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    viewer: &Viewer<'_>,
+    item: &Value,
+) -> Result<Value, HttpError> {
+    let started = std::time::Instant::now();
+    let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
+    let parsed = parse::parse_post(&body, None, 1)?;
+    let facts = viewer.facts("GET");
+    let caller = viewer.caller(state, &facts);
+    let addressing = route::Addressing::Proxy {
+        default_target: None,
+    };
+    let no_headers = http::HeaderMap::new();
+    let local = |command: &crate::protocol::Command| {
+        gateway.answer_locally(
+            state,
+            viewer.held,
+            command,
+            &no_headers,
+            viewer.scheme == "https",
+        )
+    };
+    let ((), merged) = gateway
+        .run_items(state, &caller, addressing, &parsed, local, |_| {
+            Ok::<_, HttpError>(())
         })
-    }
+        .await?;
+    let roles: Vec<String> = viewer.held.iter().map(|r| r.name.clone()).collect();
+    let who = crate::pipeline::audit::Who {
+        request_id: viewer.request_id,
+        principal: viewer.principal,
+        roles: &roles,
+        client: viewer.client,
+        latency: started.elapsed(),
+        channel: Some(crate::pipeline::audit::Channel::Console),
+        tool: None,
+        mcp_client: None,
+    };
+    gateway.audit_items(state, &who, &parsed, &merged).await?;
+    let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
+    let body = crate::pipeline::respond::body(&answers, false).to_vec();
+    // One answer, not in a list. An agent's value may nest deeper than
+    // a JSON tree is built here: an error page, never a panic.
+    serde_json::from_slice(&body).map_err(|e| {
+        HttpError::new(
+            502,
+            "jmxgate.AnswerTooDeep",
+            format!("the answer nests too deep: {e}"),
+        )
+    })
 }
 
-impl Gateway {
-    /// Whether the viewer's roles would let it run `operation` on the
-    /// MBean: the route and authorize phases' own answer, nothing sent.
-    pub(crate) fn console_may_run(
-        &self,
-        state: &crate::pipeline::state::State,
-        viewer: &Viewer<'_>,
-        target: &str,
-        mbean: &str,
-        operation: &str,
-    ) -> bool {
-        let item = json!([{"type": "exec", "mbean": mbean, "operation": operation,
-                           "arguments": [], "target": {"url": target}}]);
-        let Ok(parsed) = parse::parse_post(item.to_string().as_bytes(), None, 1) else {
-            return false;
-        };
-        let facts = viewer.facts("POST");
-        let caller = viewer.caller(state, &facts);
-        let addressing = route::Addressing::Proxy {
-            default_target: None,
-        };
-        matches!(
-            self.judge(state, &caller, addressing, &parsed.items[0]),
-            crate::pipeline::Judged::Agent { .. }
-        )
-    }
+/// Whether the viewer's roles would let it run `operation` on the
+/// MBean: the route and authorize phases' own answer, nothing sent.
+pub(crate) fn console_may_run(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    viewer: &Viewer<'_>,
+    target: &str,
+    mbean: &str,
+    operation: &str,
+) -> bool {
+    let item = json!([{"type": "exec", "mbean": mbean, "operation": operation,
+                       "arguments": [], "target": {"url": target}}]);
+    let Ok(parsed) = parse::parse_post(item.to_string().as_bytes(), None, 1) else {
+        return false;
+    };
+    let facts = viewer.facts("POST");
+    let caller = viewer.caller(state, &facts);
+    let addressing = route::Addressing::Proxy {
+        default_target: None,
+    };
+    matches!(
+        gateway.judge(state, &caller, addressing, &parsed.items[0]),
+        crate::pipeline::Judged::Agent { .. }
+    )
 }
 
 /// "Open in Hawtio": where it goes, and whether that Hawtio is elsewhere

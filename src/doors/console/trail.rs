@@ -563,83 +563,79 @@ fn reader_of(state: &crate::pipeline::state::State, viewer: &Viewer<'_>) -> Read
     }
 }
 
-impl Gateway {
-    /// The audit trail: the viewer's records, or an auditor's search
-    /// of everyone's, and the chain's state when asked.
-    pub(crate) async fn audit_page(
-        &self,
-        state: &crate::pipeline::state::State,
-        parts: &http::request::Parts,
-        viewer: &Viewer<'_>,
-    ) -> Response<Body> {
-        /// Searches and verifications at once, on the blocking pool.
-        static SEARCHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
-        static VERIFYING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
-        let base = state.console.path.as_str();
-        let who = viewer.principal.name.as_str();
-        let Some(log) = &self.audit else {
-            return page::error(
-                404,
-                "This gateway keeps no audit log ([audit] dir is not set).",
-                base,
-                who,
-            );
-        };
-        let reader = reader_of(state, viewer);
-        if matches!(&reader, Reader::Own { identities, targets: None, .. } if identities.is_empty())
-        {
-            return page::error(
-                403,
-                "Audit trails are kept by who made them: sign in to read yours.",
-                base,
-                who,
-            );
-        }
-        let query = match TrailQuery::parse(parts.uri.query(), reader) {
-            Ok(q) => Arc::new(q),
-            Err((status, why)) => return page::error(status, &why, base, who),
-        };
-        let dir = log.config.dir.clone();
-        let Ok(_searching) = SEARCHING.acquire().await else {
-            return page::error(503, "The audit trail is closed.", base, who);
-        };
-        let searched = {
-            let (dir, query) = (dir.clone(), query.clone());
-            tokio::task::spawn_blocking(move || search(&dir, &query, SCAN_BUDGET)).await
-        };
-        let found = match searched {
-            Ok(Ok(found)) => found,
-            Ok(Err(e)) => {
-                tracing::warn!("console audit trail: {}: {e}", dir.display());
-                return page::error(500, "The audit files could not be read.", base, who);
-            }
-            Err(_) => return page::error(500, "The audit search failed.", base, who),
-        };
-        let verified = if query.verify {
-            Some(match VERIFYING.try_acquire() {
-                Err(_) => Err("A verification is running; try again shortly.".to_string()),
-                Ok(_verifying) => tokio::task::spawn_blocking(move || {
-                    crate::audit::chain::files_in(&dir)
-                        .and_then(|f| crate::audit::chain::verify(&f))
-                })
-                .await
-                .map_err(|_| "The verification failed.".to_string())
-                .and_then(|r| r.map_err(|e| format!("The audit files could not be read: {e}"))),
-            })
-        } else {
-            None
-        };
-        let record = viewer.listing_record("audit_trail", 200, found.rows.len());
-        if let Err(e) = self.audit_listing(&record).await {
-            return page::error(e.status, &e.message, base, who);
-        }
-        let body = render(base, &query, &found, verified.as_ref());
-        page::respond(
-            200,
-            "text/html; charset=utf-8",
-            page::layout("Audit trail", base, who, body).into_string(),
-        )
+/// The audit trail: the viewer's records, or an auditor's search
+/// of everyone's, and the chain's state when asked.
+pub(crate) async fn audit_page(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    parts: &http::request::Parts,
+    viewer: &Viewer<'_>,
+) -> Response<Body> {
+    /// Searches and verifications at once, on the blocking pool.
+    static SEARCHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
+    static VERIFYING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+    let base = state.console.path.as_str();
+    let who = viewer.principal.name.as_str();
+    let Some(log) = &gateway.audit else {
+        return page::error(
+            404,
+            "This gateway keeps no audit log ([audit] dir is not set).",
+            base,
+            who,
+        );
+    };
+    let reader = reader_of(state, viewer);
+    if matches!(&reader, Reader::Own { identities, targets: None, .. } if identities.is_empty()) {
+        return page::error(
+            403,
+            "Audit trails are kept by who made them: sign in to read yours.",
+            base,
+            who,
+        );
     }
+    let query = match TrailQuery::parse(parts.uri.query(), reader) {
+        Ok(q) => Arc::new(q),
+        Err((status, why)) => return page::error(status, &why, base, who),
+    };
+    let dir = log.config.dir.clone();
+    let Ok(_searching) = SEARCHING.acquire().await else {
+        return page::error(503, "The audit trail is closed.", base, who);
+    };
+    let searched = {
+        let (dir, query) = (dir.clone(), query.clone());
+        tokio::task::spawn_blocking(move || search(&dir, &query, SCAN_BUDGET)).await
+    };
+    let found = match searched {
+        Ok(Ok(found)) => found,
+        Ok(Err(e)) => {
+            tracing::warn!("console audit trail: {}: {e}", dir.display());
+            return page::error(500, "The audit files could not be read.", base, who);
+        }
+        Err(_) => return page::error(500, "The audit search failed.", base, who),
+    };
+    let verified = if query.verify {
+        Some(match VERIFYING.try_acquire() {
+            Err(_) => Err("A verification is running; try again shortly.".to_string()),
+            Ok(_verifying) => tokio::task::spawn_blocking(move || {
+                crate::audit::chain::files_in(&dir).and_then(|f| crate::audit::chain::verify(&f))
+            })
+            .await
+            .map_err(|_| "The verification failed.".to_string())
+            .and_then(|r| r.map_err(|e| format!("The audit files could not be read: {e}"))),
+        })
+    } else {
+        None
+    };
+    let record = viewer.listing_record("audit_trail", 200, found.rows.len());
+    if let Err(e) = gateway.audit_listing(&record).await {
+        return page::error(e.status, &e.message, base, who);
+    }
+    let body = render(base, &query, &found, verified.as_ref());
+    page::respond(
+        200,
+        "text/html; charset=utf-8",
+        page::layout("Audit trail", base, who, body).into_string(),
+    )
 }
 
 #[cfg(test)]

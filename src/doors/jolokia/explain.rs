@@ -80,130 +80,134 @@ fn explained(index: usize, kind: Option<&str>, judged: Judged<'_>) -> serde_json
     entry
 }
 
-impl Gateway {
-    /// `POST /jmxgate/explain`: the route and authorize decisions for each
-    /// item of a request, for the caller's own roles, without contacting
-    /// any agent. `?target=<name>` judges it as sent to that target's
-    /// virtual URL, `?method=GET` as if it came by GET. It passes the
-    /// same admission and authentication as any request, and is audited:
-    /// it tells what the policy would allow.
-    pub(crate) async fn explain(
-        &self,
-        state: &State,
-        asked: Asked<'_>,
-        body: Body,
-        refused: &Refused<'_>,
-        tls: bool,
-    ) -> HttpResponse<Body> {
-        let Asked {
-            parts,
-            principal,
-            held,
-            chain,
-            origin,
-            cors,
-        } = asked;
-        let headers = refused.headers;
-        let access = &state.access;
-        if parts.method != Method::POST {
-            let e = HttpError::new(
-                405,
-                "jmxgate.MethodNotAllowed",
-                "POST the request (or bulk) to explain",
-            );
+/// `POST /jmxgate/explain`: the route and authorize decisions for each
+/// item of a request, for the caller's own roles, without contacting
+/// any agent. `?target=<name>` judges it as sent to that target's
+/// virtual URL, `?method=GET` as if it came by GET. It passes the
+/// same admission and authentication as any request, and is audited:
+/// it tells what the policy would allow.
+pub(crate) async fn explain(
+    gateway: &Gateway,
+    state: &State,
+    asked: Asked<'_>,
+    body: Body,
+    refused: &Refused<'_>,
+    tls: bool,
+) -> HttpResponse<Body> {
+    let Asked {
+        parts,
+        principal,
+        held,
+        chain,
+        origin,
+        cors,
+    } = asked;
+    let headers = refused.headers;
+    let access = &state.access;
+    if parts.method != Method::POST {
+        let e = HttpError::new(
+            405,
+            "jmxgate.MethodNotAllowed",
+            "POST the request (or bulk) to explain",
+        );
+        return refused.answer(access, &e, None, cors).await;
+    }
+    let query: Vec<(String, String)> =
+        url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+    let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
+    // `?target=` is judged as that target's virtual URL.
+    let virtual_target = match param("target") {
+        None => None,
+        Some(name) => match visible_target(state, held, name) {
+            Ok(t) => Some(t),
+            Err(e) => return refused.answer(access, &e, Some(name), cors).await,
+        },
+    };
+    let method = match param("method").map(str::to_ascii_uppercase).as_deref() {
+        None | Some("POST") => "POST",
+        Some("GET") => "GET",
+        Some(other) => {
+            let e = HttpError::bad_request(format!("method={other}: use GET or POST"));
             return refused.answer(access, &e, None, cors).await;
         }
-        let query: Vec<(String, String)> =
-            url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
-                .into_owned()
-                .collect();
-        let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
-        // `?target=` is judged as that target's virtual URL.
-        let virtual_target = match param("target") {
-            None => None,
-            Some(name) => match visible_target(state, held, name) {
-                Ok(t) => Some(t),
-                Err(e) => return refused.answer(access, &e, Some(name), cors).await,
-            },
-        };
-        let method = match param("method").map(str::to_ascii_uppercase).as_deref() {
-            None | Some("POST") => "POST",
-            Some("GET") => "GET",
-            Some(other) => {
-                let e = HttpError::bad_request(format!("method={other}: use GET or POST"));
-                return refused.answer(access, &e, None, cors).await;
-            }
-        };
-        let parsed = match self
-            .read_request(state, &Method::POST, "", parts.uri.query(), body)
-            .await
-        {
-            Ok(p) => p,
-            Err(e) => return refused.answer(access, &e, None, cors).await,
-        };
-        let facts = authorize::RequestFacts {
-            method,
-            chain,
-            origin,
-            scheme: if tls { "https" } else { "http" },
-            denied_reads_in_place: false,
-        };
-        let addressing = match &virtual_target {
-            Some(t) => Addressing::Virtual(t),
-            None => Addressing::Proxy {
-                default_target: state.default_target.as_ref(),
-            },
-        };
-        let caller = Caller {
-            access,
-            principal,
-            roles: held,
-            facts: &facts,
-        };
-        let report: Vec<serde_json::Value> = parsed
-            .items
-            .iter()
-            .enumerate()
-            .map(|(index, item)| {
-                let kind = item
-                    .parsed
-                    .as_ref()
-                    .ok()
-                    .map(|p| p.request.command.type_name());
-                explained(index, kind, self.judge(state, &caller, addressing, item))
-            })
-            .collect();
-        let decisions: Vec<&str> = report
-            .iter()
-            .map(|r| r["decision"].as_str().unwrap_or("-"))
-            .collect();
-        let note = format!(
-            "explained {} item(s): {}",
-            report.len(),
-            decisions.join(", ")
-        );
-        let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
-        let recorded = refused
-            .audit(
-                None,
-                "explain",
-                "allowed",
-                200,
-                None,
-                param("target"),
-                &roles,
-                &note,
-            )
-            .await;
-        if let Err(e) = recorded {
-            return respond::http_error(&e, headers, cors);
-        }
-        let body = if parsed.bulk {
-            serde_json::to_vec(&report)
-        } else {
-            serde_json::to_vec(&report[0])
-        }
-        .expect("JSON values serialise");
-        respond::http_response(body, &crate::protocol::Params::default(), headers, cors)
+    };
+    let parsed = match crate::doors::jolokia::read_request(
+        gateway,
+        state,
+        &Method::POST,
+        "",
+        parts.uri.query(),
+        body,
+    )
+    .await
+    {
+        Ok(p) => p,
+        Err(e) => return refused.answer(access, &e, None, cors).await,
+    };
+    let facts = authorize::RequestFacts {
+        method,
+        chain,
+        origin,
+        scheme: if tls { "https" } else { "http" },
+        denied_reads_in_place: false,
+    };
+    let addressing = match &virtual_target {
+        Some(t) => Addressing::Virtual(t),
+        None => Addressing::Proxy {
+            default_target: state.default_target.as_ref(),
+        },
+    };
+    let caller = Caller {
+        access,
+        principal,
+        roles: held,
+        facts: &facts,
+    };
+    let report: Vec<serde_json::Value> = parsed
+        .items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let kind = item
+                .parsed
+                .as_ref()
+                .ok()
+                .map(|p| p.request.command.type_name());
+            explained(index, kind, gateway.judge(state, &caller, addressing, item))
+        })
+        .collect();
+    let decisions: Vec<&str> = report
+        .iter()
+        .map(|r| r["decision"].as_str().unwrap_or("-"))
+        .collect();
+    let note = format!(
+        "explained {} item(s): {}",
+        report.len(),
+        decisions.join(", ")
+    );
+    let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
+    let recorded = refused
+        .audit(
+            None,
+            "explain",
+            "allowed",
+            200,
+            None,
+            param("target"),
+            &roles,
+            &note,
+        )
+        .await;
+    if let Err(e) = recorded {
+        return respond::http_error(&e, headers, cors);
     }
+    let body = if parsed.bulk {
+        serde_json::to_vec(&report)
+    } else {
+        serde_json::to_vec(&report[0])
+    }
+    .expect("JSON values serialise");
+    respond::http_response(body, &crate::protocol::Params::default(), headers, cors)
 }

@@ -5,7 +5,7 @@
 //! it.
 
 pub(crate) mod browser;
-mod explain;
+pub(crate) mod explain;
 pub(crate) mod targets;
 
 use std::sync::Arc;
@@ -44,118 +44,113 @@ pub(crate) struct Asked<'a> {
     pub(crate) cors: bool,
 }
 
-impl Gateway {
-    /// The Jolokia door, after authentication: parse, then steps 4 to 7
-    /// (`run_items`) with the browser checks of CORS and JSONP per item,
-    /// audit and respond.
-    pub(crate) async fn jolokia_http(
-        &self,
-        state: &State,
-        door: JolokiaDoor<'_>,
-        body: Body,
-        refused: &Refused<'_>,
-    ) -> HttpResponse<Body> {
-        let JolokiaDoor {
-            asked:
-                Asked {
-                    parts,
-                    principal,
-                    held,
-                    chain,
-                    origin,
-                    cors,
-                },
-            virtual_target,
-            tls,
-            rest,
-        } = door;
-        let access = &state.access;
-        let headers = refused.headers;
-        let parsed = self
-            .read_request(state, &parts.method, rest, parts.uri.query(), body)
-            .await;
-        let parsed = match parsed {
-            Ok(p) => p,
-            Err(e) => return refused.answer(access, &e, None, cors).await,
-        };
-
-        let addressing = match virtual_target {
-            Some(t) => Addressing::Virtual(t),
-            None => Addressing::Proxy {
-                default_target: state.default_target.as_ref(),
+/// The Jolokia door, after authentication: parse, then steps 4 to 7
+/// (`run_items`) with the browser checks of CORS and JSONP per item,
+/// audit and respond.
+pub(crate) async fn jolokia_http(
+    gateway: &Gateway,
+    state: &State,
+    door: JolokiaDoor<'_>,
+    body: Body,
+    refused: &Refused<'_>,
+) -> HttpResponse<Body> {
+    let JolokiaDoor {
+        asked:
+            Asked {
+                parts,
+                principal,
+                held,
+                chain,
+                origin,
+                cors,
             },
-        };
-        let facts = authorize::RequestFacts {
-            method: parts.method.as_str(),
-            chain,
-            origin,
-            scheme: if tls { "https" } else { "http" },
-            denied_reads_in_place: false,
-        };
-        let caller = Caller {
-            access,
-            principal,
-            roles: held,
-            facts: &facts,
-        };
-        let local = |command: &Command| self.answer_locally(state, held, command, headers, tls);
-        // Another site's page changing state (CSRF), then CORS and JSONP,
-        // per item: the roles that reach each item's target must admit
-        // the page's origin.
-        let browser_check = |items: &Items| {
-            let cors = cors && origin.is_none_or(|o| targets_admit(access, held, items, o));
-            cross_site_refused(held, items, &parsed, &parts.method, headers)
-                .map_err(|e| (e, cors))?;
-            if parsed.query.get("callback").is_some() {
-                jsonp_admitted(access, held, items, headers).map_err(|e| (e, cors))?;
-            }
-            Ok(cors)
-        };
-        let ran = self
-            .run_items(state, &caller, addressing, &parsed, local, browser_check)
-            .await;
-        let (cors, merged) = match ran {
-            Ok(ran) => ran,
-            Err((e, cors)) => return refused.answer(access, &e, None, cors).await,
-        };
-        let who = audit::Who {
-            request_id: refused.request_id,
-            principal,
-            roles: &held.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
-            client: refused.client,
-            latency: refused.started.elapsed(),
-            channel: None,
-            tool: None,
-            mcp_client: None,
-        };
-        if let Err(e) = self.audit_items(state, &who, &parsed, &merged).await {
-            return respond::http_error(&e, headers, cors);
-        }
-        let answers: Vec<Response> = merged.into_iter().map(|(answer, _)| answer).collect();
-        let body = respond::body_of(answers, parsed.bulk);
-        respond::http_response(body, &parsed.query, headers, cors)
-    }
+        virtual_target,
+        tls,
+        rest,
+    } = door;
+    let access = &state.access;
+    let headers = refused.headers;
+    let parsed = read_request(gateway, state, &parts.method, rest, parts.uri.query(), body).await;
+    let parsed = match parsed {
+        Ok(p) => p,
+        Err(e) => return refused.answer(access, &e, None, cors).await,
+    };
 
-    /// Step 3 for any method: the GET path or the POST body, parsed.
-    async fn read_request(
-        &self,
-        state: &State,
-        method: &Method,
-        rest: &str,
-        query: Option<&str>,
-        body: Body,
-    ) -> Result<parse::Parsed, HttpError> {
-        match *method {
-            Method::GET => parse::parse_get(rest, query),
-            Method::POST => {
-                let bytes = self.read_body(state, body).await?;
-                parse::parse_post(&bytes, query, state.max_bulk_items)
-            }
-            _ => Err(HttpError::new(
-                405,
-                "jmxgate.MethodNotAllowed",
-                format!("HTTP method {method} is not supported; use GET or POST"),
-            )),
+    let addressing = match virtual_target {
+        Some(t) => Addressing::Virtual(t),
+        None => Addressing::Proxy {
+            default_target: state.default_target.as_ref(),
+        },
+    };
+    let facts = authorize::RequestFacts {
+        method: parts.method.as_str(),
+        chain,
+        origin,
+        scheme: if tls { "https" } else { "http" },
+        denied_reads_in_place: false,
+    };
+    let caller = Caller {
+        access,
+        principal,
+        roles: held,
+        facts: &facts,
+    };
+    let local = |command: &Command| gateway.answer_locally(state, held, command, headers, tls);
+    // Another site's page changing state (CSRF), then CORS and JSONP,
+    // per item: the roles that reach each item's target must admit
+    // the page's origin.
+    let browser_check = |items: &Items| {
+        let cors = cors && origin.is_none_or(|o| targets_admit(access, held, items, o));
+        cross_site_refused(held, items, &parsed, &parts.method, headers).map_err(|e| (e, cors))?;
+        if parsed.query.get("callback").is_some() {
+            jsonp_admitted(access, held, items, headers).map_err(|e| (e, cors))?;
         }
+        Ok(cors)
+    };
+    let ran = gateway
+        .run_items(state, &caller, addressing, &parsed, local, browser_check)
+        .await;
+    let (cors, merged) = match ran {
+        Ok(ran) => ran,
+        Err((e, cors)) => return refused.answer(access, &e, None, cors).await,
+    };
+    let who = audit::Who {
+        request_id: refused.request_id,
+        principal,
+        roles: &held.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
+        client: refused.client,
+        latency: refused.started.elapsed(),
+        channel: None,
+        tool: None,
+        mcp_client: None,
+    };
+    if let Err(e) = gateway.audit_items(state, &who, &parsed, &merged).await {
+        return respond::http_error(&e, headers, cors);
+    }
+    let answers: Vec<Response> = merged.into_iter().map(|(answer, _)| answer).collect();
+    let body = respond::body_of(answers, parsed.bulk);
+    respond::http_response(body, &parsed.query, headers, cors)
+}
+
+/// Step 3 for any method: the GET path or the POST body, parsed.
+async fn read_request(
+    gateway: &Gateway,
+    state: &State,
+    method: &Method,
+    rest: &str,
+    query: Option<&str>,
+    body: Body,
+) -> Result<parse::Parsed, HttpError> {
+    match *method {
+        Method::GET => parse::parse_get(rest, query),
+        Method::POST => {
+            let bytes = gateway.read_body(state, body).await?;
+            parse::parse_post(&bytes, query, state.max_bulk_items)
+        }
+        _ => Err(HttpError::new(
+            405,
+            "jmxgate.MethodNotAllowed",
+            format!("HTTP method {method} is not supported; use GET or POST"),
+        )),
     }
 }

@@ -23,80 +23,79 @@ fn no_such_target(target: &str) -> String {
     )
 }
 
-impl Gateway {
-    /// `explain` for `target` (a name or a selector): the item judged for
-    /// the caller, audited as an `explain` record.
-    pub(crate) async fn explain_tool(
-        &self,
-        caller: &McpCaller,
-        target: &str,
-        item: &Value,
-    ) -> Outcome {
-        let started = Instant::now();
-        let state = &caller.state;
-        let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
-        let parsed = match parse::parse_post(&body, None, 1) {
-            Ok(parsed) => parsed,
-            Err(e) => return Outcome::Failed(format!("explain: {}", e.message)),
-        };
-        let Some(asked) = parsed.items.first() else {
-            return Outcome::Failed("explain: nothing to explain".into());
-        };
-        let facts = caller.facts();
-        let judged_as = Caller {
-            access: &state.access,
-            principal: &caller.principal,
-            roles: &caller.held,
-            facts: &facts,
-        };
-        let addressing = route::Addressing::Proxy {
-            default_target: None,
-        };
-        let judged = self.judge(state, &judged_as, addressing, asked);
-        let results = match per_target(caller, target, judged) {
-            Ok(results) => results,
-            Err((status, error_type, text)) => {
-                self.audit_refused_call(
-                    caller,
-                    ToolName::Explain.as_str(),
-                    status,
-                    error_type,
-                    &text,
-                )
-                .await;
-                return Outcome::Failed(text);
-            }
-        };
-        let allowed = results.iter().any(|r| r["decision"] == "allow");
-        let decision = if allowed { "allow" } else { "deny" };
-        let note = format!("explained {} target(s): {decision}", results.len());
-        let roles = caller.role_names();
-        let who = caller.who(&roles, ToolName::Explain.as_str(), started.elapsed());
-        let record = audit::RequestRecord {
-            who: &who,
-            event: "explain",
-            decision: "allowed",
-            status: 200,
-            error_type: None,
-            target: Some(target),
-            note: &note,
-        };
-        if let Err(e) = self.audit_request(&record).await {
-            return Outcome::Failed(e.message);
+/// `explain` for `target` (a name or a selector): the item judged for
+/// the caller, audited as an `explain` record.
+pub(crate) async fn explain_tool(
+    gateway: &Gateway,
+    caller: &McpCaller,
+    target: &str,
+    item: &Value,
+) -> Outcome {
+    let started = Instant::now();
+    let state = &caller.state;
+    let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
+    let parsed = match parse::parse_post(&body, None, 1) {
+        Ok(parsed) => parsed,
+        Err(e) => return Outcome::Failed(format!("explain: {}", e.message)),
+    };
+    let Some(asked) = parsed.items.first() else {
+        return Outcome::Failed("explain: nothing to explain".into());
+    };
+    let facts = caller.facts();
+    let judged_as = Caller {
+        access: &state.access,
+        principal: &caller.principal,
+        roles: &caller.held,
+        facts: &facts,
+    };
+    let addressing = route::Addressing::Proxy {
+        default_target: None,
+    };
+    let judged = gateway.judge(state, &judged_as, addressing, asked);
+    let results = match per_target(caller, target, judged) {
+        Ok(results) => results,
+        Err((status, error_type, text)) => {
+            crate::doors::mcp::audit_refused_call(
+                gateway,
+                caller,
+                ToolName::Explain.as_str(),
+                status,
+                error_type,
+                &text,
+            )
+            .await;
+            return Outcome::Failed(text);
         }
-        let mut answer = json!({
-            "target": target,
-            "type": item["type"],
-            "decision": decision,
-            "results": results,
-        });
-        for key in ["mbean", "attribute", "operation", "path"] {
-            if let Some(v) = item.get(key) {
-                answer[key] = v.clone();
-            }
-        }
-        Outcome::Done(answer)
+    };
+    let allowed = results.iter().any(|r| r["decision"] == "allow");
+    let decision = if allowed { "allow" } else { "deny" };
+    let note = format!("explained {} target(s): {decision}", results.len());
+    let roles = caller.role_names();
+    let who = caller.who(&roles, ToolName::Explain.as_str(), started.elapsed());
+    let record = audit::RequestRecord {
+        who: &who,
+        event: "explain",
+        decision: "allowed",
+        status: 200,
+        error_type: None,
+        target: Some(target),
+        note: &note,
+    };
+    if let Err(e) = gateway.audit_request(&record).await {
+        return Outcome::Failed(e.message);
     }
+    let mut answer = json!({
+        "target": target,
+        "type": item["type"],
+        "decision": decision,
+        "results": results,
+    });
+    for key in ["mbean", "attribute", "operation", "path"] {
+        if let Some(v) = item.get(key) {
+            answer[key] = v.clone();
+        }
+    }
+    Outcome::Done(answer)
 }
 
 /// One entry per target, as `/jmxgate/explain` words it; or why there is

@@ -347,7 +347,7 @@ impl ServerHandler for Door {
         let wanted = complete::wanted(&prompt.name, &request.argument.name, &context_value)
             .map_err(|e| ErrorData::invalid_params(e.0, None))?;
         let typed = &request.argument.value;
-        let info = self.gateway.completion(&caller, wanted, typed).await;
+        let info = completion(&self.gateway, &caller, wanted, typed).await;
         Ok(CompleteResult::new(info))
     }
 
@@ -396,41 +396,52 @@ impl Door {
         let Some(tool) = ToolName::parse(&request.name) else {
             let error = unknown_tool(&request.name);
             let named: String = request.name.chars().take(64).collect();
-            self.gateway
-                .audit_refused_call(&caller, &named, 404, "jmxgate.UnknownTool", &error.message)
-                .await;
-            self.gateway.count_tool_call("-", "refused");
+            audit_refused_call(
+                &self.gateway,
+                &caller,
+                &named,
+                404,
+                "jmxgate.UnknownTool",
+                &error.message,
+            )
+            .await;
+            count_tool_call(&self.gateway, "-", "refused");
             return Err(error);
         };
         if !caller.offered().contains(&tool) {
             let error = tool_not_allowed(tool, &caller.role_names());
-            self.gateway
-                .audit_refused_call(
-                    &caller,
-                    tool.as_str(),
-                    403,
-                    "jmxgate.ToolNotAllowed",
-                    &error.message,
-                )
-                .await;
-            self.gateway.count_tool_call(tool.as_str(), "refused");
+            audit_refused_call(
+                &self.gateway,
+                &caller,
+                tool.as_str(),
+                403,
+                "jmxgate.ToolNotAllowed",
+                &error.message,
+            )
+            .await;
+            count_tool_call(&self.gateway, tool.as_str(), "refused");
             return Err(error);
         }
         let is_selector = |t: &str| route::selector_of(t).is_some();
         let outcome = match tools::parse_call(tool, request.arguments, &is_selector) {
             Err(bad) => {
-                self.gateway
-                    .audit_refused_call(&caller, tool.as_str(), 400, "jmxgate.BadArguments", &bad.0)
-                    .await;
+                audit_refused_call(
+                    &self.gateway,
+                    &caller,
+                    tool.as_str(),
+                    400,
+                    "jmxgate.BadArguments",
+                    &bad.0,
+                )
+                .await;
                 Outcome::Failed(bad.0)
             }
             Ok(Call::ListTargets { selector }) => {
-                self.gateway
-                    .list_targets_tool(&caller, selector.as_deref())
-                    .await
+                list_targets_tool(&self.gateway, &caller, selector.as_deref()).await
             }
             Ok(Call::Explain { target, item }) => {
-                self.gateway.explain_tool(&caller, &target, &item).await
+                crate::doors::mcp::explain::explain_tool(&self.gateway, &caller, &target, &item)
+                    .await
             }
             Ok(Call::RequestAccess {
                 role,
@@ -444,7 +455,7 @@ impl Door {
                     targets,
                     reason,
                 });
-                self.gateway.access_tool(&caller, tool, ask).await
+                access_tool(&self.gateway, &caller, tool, ask).await
             }
             Ok(Call::AccessStatus { id }) => {
                 let ask = match id {
@@ -454,7 +465,7 @@ impl Door {
                         limit: 20,
                     }),
                 };
-                self.gateway.access_tool(&caller, tool, ask).await
+                access_tool(&self.gateway, &caller, tool, ask).await
             }
             Ok(Call::Item {
                 tool,
@@ -463,11 +474,7 @@ impl Door {
                 item,
                 mbean,
                 page,
-            }) => match self
-                .gateway
-                .run_tool_item(&caller, tool.as_str(), &item)
-                .await
-            {
+            }) => match run_tool_item(&self.gateway, &caller, tool.as_str(), &item).await {
                 Ok((answer, denied_by)) => {
                     let shaped = answer::name_denials(
                         answer::shape(Answered {
@@ -487,7 +494,7 @@ impl Door {
                         }
                         (Outcome::Done(mut found), _, Some(page)) => {
                             page::apply(&mut found, &page);
-                            self.gateway.count_tool_call(tool.as_str(), "ok");
+                            count_tool_call(&self.gateway, tool.as_str(), "ok");
                             return Ok(paged(found, &page, max).into());
                         }
                         (shaped, _, _) => shaped,
@@ -500,7 +507,7 @@ impl Door {
             Outcome::Done(_) => "ok",
             Outcome::Failed(_) => "error",
         };
-        self.gateway.count_tool_call(tool.as_str(), ended);
+        count_tool_call(&self.gateway, tool.as_str(), ended);
         Ok(result(outcome, max).into())
     }
 }
@@ -844,535 +851,542 @@ fn result(outcome: Outcome, max: usize) -> CallToolResult {
     }
 }
 
-impl Gateway {
-    /// An authenticated MCP HTTP request: handed to the SDK's Streamable
-    /// HTTP service with the caller in its extensions, once its `Origin`,
-    /// if any, is admitted (`origin.rs`). Stateless (no
-    /// sessions to steal or keep), JSON answers, never cached. A request
-    /// that is not a tool call (`initialize`, `tools/list`, a
-    /// notification, an unknown method, a refusal) gets one audit record
-    /// of its own; tool calls are recorded as items.
-    pub(crate) async fn mcp_http(
-        self: &Arc<Self>,
-        parts: http::request::Parts,
-        body: Body,
-        mut caller: McpCaller,
-    ) -> HttpResponse<Body> {
-        // A browser page gets no door to the caller's rights unless it is
-        // one the configuration or the caller's own <cors> names.
-        if let Some(origin) = caller.origin.as_deref() {
-            let host = parts
-                .uri
-                .authority()
-                .map(|a| a.as_str())
-                .or_else(|| parts.headers.get(http::header::HOST)?.to_str().ok());
-            let listed = |o: &str| caller.held.iter().any(|r| r.policy.origin_listed(o));
-            match origin::admit(origin, host, &caller.state.mcp.allowed_origins, listed) {
-                Some(page) => caller.page = Some(page),
-                None => {
-                    let e = HttpError::new(
-                        403,
-                        "jmxgate.OriginNotAllowed",
-                        "Origin not allowed for MCP: list it in mcp.allowed_origins, or in an \
-                         <allow-origin> of your roles' <cors>",
-                    );
-                    return self.mcp_refused(&caller, &e, &parts.headers).await;
-                }
+/// An authenticated MCP HTTP request: handed to the SDK's Streamable
+/// HTTP service with the caller in its extensions, once its `Origin`,
+/// if any, is admitted (`origin.rs`). Stateless (no
+/// sessions to steal or keep), JSON answers, never cached. A request
+/// that is not a tool call (`initialize`, `tools/list`, a
+/// notification, an unknown method, a refusal) gets one audit record
+/// of its own; tool calls are recorded as items.
+pub(crate) async fn mcp_http(
+    gateway: &Arc<Gateway>,
+    parts: http::request::Parts,
+    body: Body,
+    mut caller: McpCaller,
+) -> HttpResponse<Body> {
+    // A browser page gets no door to the caller's rights unless it is
+    // one the configuration or the caller's own <cors> names.
+    if let Some(origin) = caller.origin.as_deref() {
+        let host = parts
+            .uri
+            .authority()
+            .map(|a| a.as_str())
+            .or_else(|| parts.headers.get(http::header::HOST)?.to_str().ok());
+        let listed = |o: &str| caller.held.iter().any(|r| r.policy.origin_listed(o));
+        match origin::admit(origin, host, &caller.state.mcp.allowed_origins, listed) {
+            Some(page) => caller.page = Some(page),
+            None => {
+                let e = HttpError::new(
+                    403,
+                    "jmxgate.OriginNotAllowed",
+                    "Origin not allowed for MCP: list it in mcp.allowed_origins, or in an \
+                     <allow-origin> of your roles' <cors>",
+                );
+                return mcp_refused(gateway, &caller, &e, &parts.headers).await;
             }
         }
-        let body = if parts.method == http::Method::POST {
-            match self.read_body(&caller.state, body).await {
-                Ok(bytes) => bytes,
-                Err(e) => return self.mcp_refused(&caller, &e, &parts.headers).await,
+    }
+    let body = if parts.method == http::Method::POST {
+        match gateway.read_body(&caller.state, body).await {
+            Ok(bytes) => bytes,
+            Err(e) => return mcp_refused(gateway, &caller, &e, &parts.headers).await,
+        }
+    } else {
+        bytes::Bytes::new()
+    };
+    // Parsed once here, for the framing check and the audit note.
+    let message =
+        (parts.method == http::Method::POST).then(|| serde_json::from_slice::<Value>(&body));
+    let methods = rpc_methods(message.as_ref().and_then(|m| m.as_ref().ok()));
+    caller.mcp_client = client_of(message.as_ref().and_then(|m| m.as_ref().ok()));
+    let framing = match message {
+        Some(message) => {
+            let protocol = parts
+                .headers
+                .get("mcp-protocol-version")
+                .and_then(|v| v.to_str().ok());
+            match jsonrpc::check(message, protocol) {
+                Ok(framing) => framing,
+                Err(refusal) => return mcp_malformed(gateway, &caller, &methods, refusal).await,
             }
+        }
+        None => jsonrpc::Framing::One,
+    };
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_sse_retry(None)
+        // Every request is authenticated here; a browser's Origin was
+        // checked against the caller's own CORS policy before this.
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(caller.state.max_body_bytes);
+    let door = Door {
+        gateway: gateway.clone(),
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(door.clone()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    let http_method = parts.method.clone();
+    // An admitted page reads the answer with the CORS headers.
+    let mut request_origin = HeaderMap::new();
+    if let Some(origin) = parts.headers.get(http::header::ORIGIN) {
+        request_origin.insert(http::header::ORIGIN, origin.clone());
+    }
+    let (mut response, batched) = match framing {
+        jsonrpc::Framing::One => {
+            let mut request = HttpRequest::from_parts(parts, Body::from(body));
+            request.extensions_mut().insert(caller.clone());
+            match service.oneshot(request).await {
+                Ok(response) => (response.map(Body::new), None),
+                Err(never) => match never {},
+            }
+        }
+        jsonrpc::Framing::Batch(elements) => {
+            let Batched {
+                response,
+                error,
+                cut,
+            } = batch(&service, &parts, elements, &caller).await;
+            (response, Some((error, cut)))
+        }
+    };
+    respond::no_store(response.headers_mut());
+    respond::cors_headers(&request_origin, response.headers_mut());
+    let others: Vec<&str> = methods
+        .iter()
+        .map(String::as_str)
+        .filter(|m| *m != "tools/call")
+        .collect();
+    // A batch cut at a bound is recorded even when it held tool calls
+    // only (each call that ran has its own records).
+    let cut = batched.as_ref().and_then(|(_, cut)| cut.clone());
+    if methods.is_empty() || !others.is_empty() || cut.is_some() {
+        // A batch's answer was read as it was written; one answer is
+        // small unless it is a tool result, which is not read here.
+        let (response, error) = match batched {
+            Some((error, _)) => (response, error),
+            None => rpc_error_of(response).await,
+        };
+        let status = response.status().as_u16();
+        let mut note = match (others.is_empty(), &error) {
+            (true, _) if methods.is_empty() => {
+                format!("{http_method} without a JSON-RPC method")
+            }
+            (true, _) => "tools/call".to_string(),
+            (false, None) => others.join(", "),
+            (false, Some(e)) => format!("{}: {e}", others.join(", ")),
+        };
+        if let Some(cut) = &cut {
+            note = format!("{note}; {cut}");
+        }
+        let decision = if status < 300 && error.is_none() && cut.is_none() {
+            "allowed"
         } else {
-            bytes::Bytes::new()
+            "invalid"
         };
-        // Parsed once here, for the framing check and the audit note.
-        let message =
-            (parts.method == http::Method::POST).then(|| serde_json::from_slice::<Value>(&body));
-        let methods = rpc_methods(message.as_ref().and_then(|m| m.as_ref().ok()));
-        caller.mcp_client = client_of(message.as_ref().and_then(|m| m.as_ref().ok()));
-        let framing = match message {
-            Some(message) => {
-                let protocol = parts
-                    .headers
-                    .get("mcp-protocol-version")
-                    .and_then(|v| v.to_str().ok());
-                match jsonrpc::check(message, protocol) {
-                    Ok(framing) => framing,
-                    Err(refusal) => return self.mcp_malformed(&caller, &methods, refusal).await,
-                }
+        let recorded = mcp_record(gateway, &caller, decision, status, None, &note).await;
+        return match recorded {
+            Ok(()) => response,
+            Err(e) => respond::http_error(&e, &HeaderMap::new(), false),
+        };
+    }
+    response
+}
+
+/// A body whose JSON-RPC framing is unsound: its JSON-RPC error,
+/// recorded.
+async fn mcp_malformed(
+    gateway: &Gateway,
+    caller: &McpCaller,
+    methods: &[String],
+    refusal: jsonrpc::Refusal,
+) -> HttpResponse<Body> {
+    let error = &refusal.answer["error"];
+    let mut note = format!(
+        "JSON-RPC error {}: {}",
+        error["code"],
+        error["message"].as_str().unwrap_or_default()
+    );
+    note.truncate(200);
+    if !methods.is_empty() {
+        note = format!("{}: {note}", methods.join(", "));
+    }
+    let recorded = mcp_record(gateway, caller, "invalid", refusal.status, None, &note).await;
+    if let Err(e) = recorded {
+        return respond::http_error(&e, &HeaderMap::new(), false);
+    }
+    json_answer(refusal.status, &refusal.answer)
+}
+
+/// An MCP HTTP request refused before the SDK saw it, recorded.
+async fn mcp_refused(
+    gateway: &Gateway,
+    caller: &McpCaller,
+    e: &HttpError,
+    headers: &HeaderMap,
+) -> HttpResponse<Body> {
+    let decision = if e.status == 403 { "denied" } else { "invalid" };
+    let recorded = mcp_record(
+        gateway,
+        caller,
+        decision,
+        e.status,
+        Some(&e.error_type),
+        &e.message,
+    )
+    .await;
+    let mut response = match recorded {
+        Ok(()) => respond::http_error(e, headers, false),
+        Err(unavailable) => respond::http_error(&unavailable, headers, false),
+    };
+    respond::no_store(response.headers_mut());
+    response
+}
+
+/// One `mcp` audit record for the caller's HTTP request.
+async fn mcp_record(
+    gateway: &Gateway,
+    caller: &McpCaller,
+    decision: &'static str,
+    status: u16,
+    error_type: Option<&str>,
+    note: &str,
+) -> Result<(), HttpError> {
+    let roles = caller.role_names();
+    let who = audit::Who {
+        request_id: &caller.request_id,
+        principal: &caller.principal,
+        roles: &roles,
+        client: caller.client,
+        latency: caller.started.elapsed(),
+        channel: Some(audit::Channel::Mcp),
+        tool: None,
+        mcp_client: caller.mcp_client.as_ref(),
+    };
+    let record = audit::RequestRecord {
+        who: &who,
+        event: "mcp",
+        decision,
+        status,
+        error_type,
+        target: None,
+        note,
+    };
+    gateway.audit_request(&record).await
+}
+
+/// `list_targets`: the targets the caller's roles reach (optionally
+/// those a selector matches), as `GET /jolokia/targets` lists them,
+/// audited as a target list.
+/// `request_access` and `access_request_status`: the access-requests
+/// API's operation for the caller, audited as its steps are.
+async fn access_tool(gateway: &Gateway, caller: &McpCaller, tool: ToolName, ask: Ask) -> Outcome {
+    let on = AccessCaller {
+        principal: &caller.principal,
+        standing: &caller.standing,
+        request_id: &caller.request_id,
+        client: caller.client,
+        started: caller.started,
+        channel: Some(audit::Channel::Mcp),
+        tool: Some(tool.as_str()),
+        tls: caller.scheme == "https",
+    };
+    match crate::doors::access::access_operation(gateway, &caller.state, ask, &on).await {
+        Ok((_, mut value)) => {
+            if tool == ToolName::RequestAccess {
+                value["next"] = json!(
+                    "A person with an approver role must approve this request; \
+                     check it with access_request_status."
+                );
             }
-            None => jsonrpc::Framing::One,
-        };
-        let config = StreamableHttpServerConfig::default()
-            .with_legacy_session_mode(false)
-            .with_json_response(true)
-            .with_sse_keep_alive(None)
-            .with_sse_retry(None)
-            // Every request is authenticated here; a browser's Origin was
-            // checked against the caller's own CORS policy before this.
-            .disable_allowed_hosts()
-            .with_max_request_body_bytes(caller.state.max_body_bytes);
-        let door = Door {
-            gateway: self.clone(),
-        };
-        let service = StreamableHttpService::new(
-            move || Ok(door.clone()),
-            Arc::new(NeverSessionManager::default()),
-            config,
-        );
-        let http_method = parts.method.clone();
-        // An admitted page reads the answer with the CORS headers.
-        let mut request_origin = HeaderMap::new();
-        if let Some(origin) = parts.headers.get(http::header::ORIGIN) {
-            request_origin.insert(http::header::ORIGIN, origin.clone());
+            Outcome::Done(value)
         }
-        let (mut response, batched) = match framing {
-            jsonrpc::Framing::One => {
-                let mut request = HttpRequest::from_parts(parts, Body::from(body));
-                request.extensions_mut().insert(caller.clone());
-                match service.oneshot(request).await {
-                    Ok(response) => (response.map(Body::new), None),
-                    Err(never) => match never {},
+        Err((e, step)) => {
+            let recorded =
+                crate::doors::access::audit_access_refused(gateway, &on, &step, &e).await;
+            Outcome::Failed(recorded.unwrap_or(e).message)
+        }
+    }
+}
+
+async fn list_targets_tool(
+    gateway: &Gateway,
+    caller: &McpCaller,
+    selector: Option<&str>,
+) -> Outcome {
+    let started = Instant::now();
+    let selector = match selector
+        .map(crate::access::TargetSelector::parse)
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => return Outcome::Failed(format!("list_targets: `selector` {e}")),
+    };
+    let targets: Vec<Value> = caller
+        .visible_targets()
+        .filter(|t| selector.as_ref().is_none_or(|s| s.matches(t)))
+        .map(|t| {
+            let mut d = t.describe();
+            // An assistant needs the state, not the breaker's detail.
+            let health = d["health"]["state"].clone();
+            d["health"] = health;
+            d
+        })
+        .collect();
+    let record = audit::TargetListRecord {
+        what: "target_list",
+        request_id: &caller.request_id,
+        principal: &caller.principal,
+        roles: caller.role_names(),
+        client: caller.client,
+        status: 200,
+        listed: targets.len(),
+        latency: started.elapsed(),
+        channel: Some(audit::Channel::Mcp),
+        tool: Some(ToolName::ListTargets.as_str()),
+        mcp_client: caller.mcp_client.as_ref(),
+    };
+    if let Err(e) = gateway.audit_listing(&record).await {
+        return Outcome::Failed(e.message);
+    }
+    Outcome::Done(json!({ "count": targets.len(), "targets": targets }))
+}
+
+/// What a prompt argument's typed value completes to, from what the
+/// caller may see. Targets come from the fleet; MBeans and attributes
+/// from a `search` and a `list` run as the caller (authorized and
+/// audited as `completion`). A target the caller can't reach, or one
+/// that fails to answer, completes to nothing: completion is a hint
+/// while typing, and the prompt itself says what is wrong.
+async fn completion(
+    gateway: &Gateway,
+    caller: &McpCaller,
+    wanted: complete::Wanted,
+    typed: &str,
+) -> CompletionInfo {
+    use complete::Wanted;
+    let nothing = || complete::complete(typed, std::iter::empty());
+    let is_selector = |t: &str| route::selector_of(t).is_some();
+    let arguments = |pairs: Value| match pairs {
+        Value::Object(map) => Some(map),
+        _ => None,
+    };
+    match wanted {
+        Wanted::Nothing => nothing(),
+        Wanted::Target { groups } => {
+            let mut candidates: Vec<String> = Vec::new();
+            for t in caller.visible_targets() {
+                candidates.push(t.name.clone());
+                if groups {
+                    candidates.extend(t.labels.iter().map(|(k, v)| format!("{k}={v}")));
                 }
             }
-            jsonrpc::Framing::Batch(elements) => {
-                let Batched {
-                    response,
-                    error,
-                    cut,
-                } = batch(&service, &parts, elements, &caller).await;
-                (response, Some((error, cut)))
+            if groups && !candidates.is_empty() {
+                candidates.push("*".into());
             }
-        };
-        respond::no_store(response.headers_mut());
-        respond::cors_headers(&request_origin, response.headers_mut());
-        let others: Vec<&str> = methods
-            .iter()
-            .map(String::as_str)
-            .filter(|m| *m != "tools/call")
-            .collect();
-        // A batch cut at a bound is recorded even when it held tool calls
-        // only (each call that ran has its own records).
-        let cut = batched.as_ref().and_then(|(_, cut)| cut.clone());
-        if methods.is_empty() || !others.is_empty() || cut.is_some() {
-            // A batch's answer was read as it was written; one answer is
-            // small unless it is a tool result, which is not read here.
-            let (response, error) = match batched {
-                Some((error, _)) => (response, error),
-                None => rpc_error_of(response).await,
+            complete::complete(typed, candidates.iter().map(String::as_str))
+        }
+        Wanted::Mbean { target } => {
+            if is_selector(&target) || !prompts::Visible::reaches(caller, &target) {
+                return nothing();
+            }
+            let pattern = complete::search_pattern(typed);
+            let Ok(Call::Item { item, .. }) = tools::parse_call(
+                ToolName::SearchMbeans,
+                arguments(json!({"target": target, "pattern": pattern})),
+                &is_selector,
+            ) else {
+                return nothing();
             };
-            let status = response.status().as_u16();
-            let mut note = match (others.is_empty(), &error) {
-                (true, _) if methods.is_empty() => {
-                    format!("{http_method} without a JSON-RPC method")
-                }
-                (true, _) => "tools/call".to_string(),
-                (false, None) => others.join(", "),
-                (false, Some(e)) => format!("{}: {e}", others.join(", ")),
+            let Ok((answer, _)) = run_tool_item(gateway, caller, "completion", &item).await else {
+                return nothing();
             };
-            if let Some(cut) = &cut {
-                note = format!("{note}; {cut}");
-            }
-            let decision = if status < 300 && error.is_none() && cut.is_none() {
-                "allowed"
-            } else {
-                "invalid"
-            };
-            let recorded = self
-                .mcp_record(&caller, decision, status, None, &note)
-                .await;
-            return match recorded {
-                Ok(()) => response,
-                Err(e) => respond::http_error(&e, &HeaderMap::new(), false),
-            };
+            let names: Vec<&str> = answer["value"]
+                .as_array()
+                .filter(|_| answer["status"] == 200)
+                .map(|names| names.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            complete::complete(typed, names)
         }
-        response
-    }
-
-    /// A body whose JSON-RPC framing is unsound: its JSON-RPC error,
-    /// recorded.
-    async fn mcp_malformed(
-        &self,
-        caller: &McpCaller,
-        methods: &[String],
-        refusal: jsonrpc::Refusal,
-    ) -> HttpResponse<Body> {
-        let error = &refusal.answer["error"];
-        let mut note = format!(
-            "JSON-RPC error {}: {}",
-            error["code"],
-            error["message"].as_str().unwrap_or_default()
-        );
-        note.truncate(200);
-        if !methods.is_empty() {
-            note = format!("{}: {note}", methods.join(", "));
-        }
-        let recorded = self
-            .mcp_record(caller, "invalid", refusal.status, None, &note)
-            .await;
-        if let Err(e) = recorded {
-            return respond::http_error(&e, &HeaderMap::new(), false);
-        }
-        json_answer(refusal.status, &refusal.answer)
-    }
-
-    /// An MCP HTTP request refused before the SDK saw it, recorded.
-    async fn mcp_refused(
-        &self,
-        caller: &McpCaller,
-        e: &HttpError,
-        headers: &HeaderMap,
-    ) -> HttpResponse<Body> {
-        let decision = if e.status == 403 { "denied" } else { "invalid" };
-        let recorded = self
-            .mcp_record(caller, decision, e.status, Some(&e.error_type), &e.message)
-            .await;
-        let mut response = match recorded {
-            Ok(()) => respond::http_error(e, headers, false),
-            Err(unavailable) => respond::http_error(&unavailable, headers, false),
-        };
-        respond::no_store(response.headers_mut());
-        response
-    }
-
-    /// One `mcp` audit record for the caller's HTTP request.
-    async fn mcp_record(
-        &self,
-        caller: &McpCaller,
-        decision: &'static str,
-        status: u16,
-        error_type: Option<&str>,
-        note: &str,
-    ) -> Result<(), HttpError> {
-        let roles = caller.role_names();
-        let who = audit::Who {
-            request_id: &caller.request_id,
-            principal: &caller.principal,
-            roles: &roles,
-            client: caller.client,
-            latency: caller.started.elapsed(),
-            channel: Some(audit::Channel::Mcp),
-            tool: None,
-            mcp_client: caller.mcp_client.as_ref(),
-        };
-        let record = audit::RequestRecord {
-            who: &who,
-            event: "mcp",
-            decision,
-            status,
-            error_type,
-            target: None,
-            note,
-        };
-        self.audit_request(&record).await
-    }
-
-    /// `list_targets`: the targets the caller's roles reach (optionally
-    /// those a selector matches), as `GET /jolokia/targets` lists them,
-    /// audited as a target list.
-    /// `request_access` and `access_request_status`: the access-requests
-    /// API's operation for the caller, audited as its steps are.
-    async fn access_tool(&self, caller: &McpCaller, tool: ToolName, ask: Ask) -> Outcome {
-        let on = AccessCaller {
-            principal: &caller.principal,
-            standing: &caller.standing,
-            request_id: &caller.request_id,
-            client: caller.client,
-            started: caller.started,
-            channel: Some(audit::Channel::Mcp),
-            tool: Some(tool.as_str()),
-            tls: caller.scheme == "https",
-        };
-        match self.access_operation(&caller.state, ask, &on).await {
-            Ok((_, mut value)) => {
-                if tool == ToolName::RequestAccess {
-                    value["next"] = json!(
-                        "A person with an approver role must approve this request; \
-                         check it with access_request_status."
-                    );
-                }
-                Outcome::Done(value)
+        Wanted::Attribute { target, mbean } => {
+            if !prompts::Visible::reaches(caller, &target) {
+                return nothing();
             }
-            Err((e, step)) => {
-                let recorded = self.audit_access_refused(&on, &step, &e).await;
-                Outcome::Failed(recorded.unwrap_or(e).message)
-            }
-        }
-    }
-
-    async fn list_targets_tool(&self, caller: &McpCaller, selector: Option<&str>) -> Outcome {
-        let started = Instant::now();
-        let selector = match selector
-            .map(crate::access::TargetSelector::parse)
-            .transpose()
-        {
-            Ok(s) => s,
-            Err(e) => return Outcome::Failed(format!("list_targets: `selector` {e}")),
-        };
-        let targets: Vec<Value> = caller
-            .visible_targets()
-            .filter(|t| selector.as_ref().is_none_or(|s| s.matches(t)))
-            .map(|t| {
-                let mut d = t.describe();
-                // An assistant needs the state, not the breaker's detail.
-                let health = d["health"]["state"].clone();
-                d["health"] = health;
-                d
-            })
-            .collect();
-        let record = audit::TargetListRecord {
-            what: "target_list",
-            request_id: &caller.request_id,
-            principal: &caller.principal,
-            roles: caller.role_names(),
-            client: caller.client,
-            status: 200,
-            listed: targets.len(),
-            latency: started.elapsed(),
-            channel: Some(audit::Channel::Mcp),
-            tool: Some(ToolName::ListTargets.as_str()),
-            mcp_client: caller.mcp_client.as_ref(),
-        };
-        if let Err(e) = self.audit_listing(&record).await {
-            return Outcome::Failed(e.message);
-        }
-        Outcome::Done(json!({ "count": targets.len(), "targets": targets }))
-    }
-
-    /// What a prompt argument's typed value completes to, from what the
-    /// caller may see. Targets come from the fleet; MBeans and attributes
-    /// from a `search` and a `list` run as the caller (authorized and
-    /// audited as `completion`). A target the caller can't reach, or one
-    /// that fails to answer, completes to nothing: completion is a hint
-    /// while typing, and the prompt itself says what is wrong.
-    async fn completion(
-        &self,
-        caller: &McpCaller,
-        wanted: complete::Wanted,
-        typed: &str,
-    ) -> CompletionInfo {
-        use complete::Wanted;
-        let nothing = || complete::complete(typed, std::iter::empty());
-        let is_selector = |t: &str| route::selector_of(t).is_some();
-        let arguments = |pairs: Value| match pairs {
-            Value::Object(map) => Some(map),
-            _ => None,
-        };
-        match wanted {
-            Wanted::Nothing => nothing(),
-            Wanted::Target { groups } => {
-                let mut candidates: Vec<String> = Vec::new();
-                for t in caller.visible_targets() {
-                    candidates.push(t.name.clone());
-                    if groups {
-                        candidates.extend(t.labels.iter().map(|(k, v)| format!("{k}={v}")));
-                    }
-                }
-                if groups && !candidates.is_empty() {
-                    candidates.push("*".into());
-                }
-                complete::complete(typed, candidates.iter().map(String::as_str))
-            }
-            Wanted::Mbean { target } => {
-                if is_selector(&target) || !prompts::Visible::reaches(caller, &target) {
-                    return nothing();
-                }
-                let pattern = complete::search_pattern(typed);
-                let Ok(Call::Item { item, .. }) = tools::parse_call(
-                    ToolName::SearchMbeans,
-                    arguments(json!({"target": target, "pattern": pattern})),
-                    &is_selector,
-                ) else {
-                    return nothing();
-                };
-                let Ok((answer, _)) = self.run_tool_item(caller, "completion", &item).await else {
-                    return nothing();
-                };
-                let names: Vec<&str> = answer["value"]
-                    .as_array()
-                    .filter(|_| answer["status"] == 200)
-                    .map(|names| names.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                complete::complete(typed, names)
-            }
-            Wanted::Attribute { target, mbean } => {
-                if !prompts::Visible::reaches(caller, &target) {
-                    return nothing();
-                }
-                let Ok(Call::Item {
-                    tool,
-                    item,
-                    mbean: Some(described),
-                    ..
-                }) = tools::parse_call(
-                    ToolName::DescribeMbean,
-                    arguments(json!({"target": target, "mbean": mbean})),
-                    &is_selector,
-                )
-                else {
-                    return nothing();
-                };
-                let Ok((answer, _)) = self.run_tool_item(caller, "completion", &item).await else {
-                    return nothing();
-                };
-                let shaped = answer::shape(Answered {
-                    tool,
-                    target: &target,
-                    fan_out: false,
-                    item: &item,
-                    mbean: Some(&described),
-                    answer,
-                });
-                let Outcome::Done(mut described_value) = shaped else {
-                    return nothing();
-                };
-                mark_uses(caller, &target, &item, &described, &mut described_value);
-                let readable: Vec<&str> = described_value["attributes"]
-                    .as_array()
-                    .map(|attributes| {
-                        attributes
-                            .iter()
-                            .filter(|a| a["you_may_read"] == true)
-                            .filter_map(|a| a["name"].as_str())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                complete::complete(typed, readable)
-            }
-        }
-    }
-
-    fn count_tool_call(&self, tool: &str, result: &str) {
-        self.metrics
-            .mcp_tool_calls
-            .get_or_create(&crate::metrics::ToolLabels {
-                tool: tool.into(),
-                result: result.into(),
-            })
-            .inc();
-    }
-
-    /// Audits a tool call that never became an item. The record is best
-    /// effort: the caller gets its error either way.
-    async fn audit_refused_call(
-        &self,
-        caller: &McpCaller,
-        tool: &str,
-        status: u16,
-        error_type: &str,
-        message: &str,
-    ) {
-        let roles = caller.role_names();
-        let who = caller.who(&roles, tool, std::time::Duration::ZERO);
-        let refused = audit::RefusedCall {
-            who: &who,
-            status,
-            error_type,
-            message,
-        };
-        audit::record_refused_call(&refused);
-        let entry = audit::refused_call_entry(&refused);
-        let records = crate::audit::Encoded::new(vec![entry]);
-        let _ = self.write_audit(&records, false, &caller.request_id).await;
-    }
-
-    /// One tool call's Jolokia item through the phases after
-    /// authentication: parse (the item as JSON text, like any client's),
-    /// route and authorize for the caller, dispatch, merge, audit. Returns
-    /// the item's answer as JSON, with the rule of each policy denial.
-    /// `tool` names the call in the audit (a tool's name, or `completion`
-    /// for a completion's own reads).
-    pub(crate) async fn run_tool_item(
-        &self,
-        caller: &McpCaller,
-        tool: &str,
-        item: &Value,
-    ) -> Result<(Value, Vec<answer::DeniedBy>), HttpError> {
-        let started = Instant::now();
-        let state = &caller.state;
-        let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
-        let parsed = parse::parse_post(&body, None, 1)?;
-        let facts = caller.facts();
-        let judged_as = Caller {
-            access: &state.access,
-            principal: &caller.principal,
-            roles: &caller.held,
-            facts: &facts,
-        };
-        let addressing = route::Addressing::Proxy {
-            default_target: None,
-        };
-        let no_headers = http::HeaderMap::new();
-        let local = |command: &crate::protocol::Command| {
-            self.answer_locally(
-                state,
-                &caller.held,
-                command,
-                &no_headers,
-                caller.scheme == "https",
+            let Ok(Call::Item {
+                tool,
+                item,
+                mbean: Some(described),
+                ..
+            }) = tools::parse_call(
+                ToolName::DescribeMbean,
+                arguments(json!({"target": target, "mbean": mbean})),
+                &is_selector,
             )
-        };
-        // A browser page's origin must be admitted by the roles that reach
-        // the call's targets, not only by some role of the caller.
-        let origin_check = |items: &crate::pipeline::items::Items| match &caller.page {
-            Some(page) if !items.targets().all(|t| caller.page_reaches(t)) => Err(HttpError::new(
-                403,
-                "jmxgate.OriginNotAllowed",
-                format!(
-                    "Origin {} is not admitted by the <cors> <allow-origin> of your roles \
-                         that reach this target",
-                    page.origin
-                ),
-            )),
-            _ => Ok(()),
-        };
-        let ran = self
-            .run_items(state, &judged_as, addressing, &parsed, local, origin_check)
-            .await;
-        let merged = match ran {
-            Ok(((), merged)) => merged,
-            Err(e) => {
-                self.audit_refused_call(caller, tool, 403, &e.error_type, &e.message)
-                    .await;
-                return Err(e);
-            }
-        };
-        let roles = caller.role_names();
-        let who = caller.who(&roles, tool, started.elapsed());
-        self.audit_items(state, &who, &parsed, &merged).await?;
-        // Only the policy's own refusals (a SecurityException): the rule
-        // of a target no role reaches would tell that it exists.
-        let denied_by: Vec<answer::DeniedBy> = merged
-            .iter()
-            .flat_map(|(_, rows)| rows)
-            .filter(|row| {
-                row.verdict.decision == "denied"
-                    && row.error_type.as_deref() == Some("java.lang.SecurityException")
-            })
-            .filter_map(|row| {
-                Some(answer::DeniedBy {
-                    target: row.verdict.target.as_ref().map(|t| t.as_str().to_string()),
-                    rule: row.verdict.rule.as_deref()?.to_string(),
+            else {
+                return nothing();
+            };
+            let Ok((answer, _)) = run_tool_item(gateway, caller, "completion", &item).await else {
+                return nothing();
+            };
+            let shaped = answer::shape(Answered {
+                tool,
+                target: &target,
+                fan_out: false,
+                item: &item,
+                mbean: Some(&described),
+                answer,
+            });
+            let Outcome::Done(mut described_value) = shaped else {
+                return nothing();
+            };
+            mark_uses(caller, &target, &item, &described, &mut described_value);
+            let readable: Vec<&str> = described_value["attributes"]
+                .as_array()
+                .map(|attributes| {
+                    attributes
+                        .iter()
+                        .filter(|a| a["you_may_read"] == true)
+                        .filter_map(|a| a["name"].as_str())
+                        .collect()
                 })
-            })
-            .collect();
-        let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
-        let body = respond::body(&answers, false).to_vec();
-        // An agent's value may nest deeper than a JSON tree is built here
-        // (serde_json's 128 levels): a tool error, never a panic.
-        let answer = serde_json::from_slice(&body).map_err(|e| {
-            HttpError::new(
-                502,
-                "jmxgate.AnswerTooDeep",
-                format!(
-                    "the agent's answer could not be shaped for MCP ({e}); \
-                     read a narrower path, or use the Jolokia endpoint"
-                ),
-            )
-        })?;
-        Ok((answer, denied_by))
+                .unwrap_or_default();
+            complete::complete(typed, readable)
+        }
     }
+}
+
+fn count_tool_call(gateway: &Gateway, tool: &str, result: &str) {
+    gateway
+        .metrics
+        .mcp_tool_calls
+        .get_or_create(&crate::metrics::ToolLabels {
+            tool: tool.into(),
+            result: result.into(),
+        })
+        .inc();
+}
+
+/// Audits a tool call that never became an item. The record is best
+/// effort: the caller gets its error either way.
+async fn audit_refused_call(
+    gateway: &Gateway,
+    caller: &McpCaller,
+    tool: &str,
+    status: u16,
+    error_type: &str,
+    message: &str,
+) {
+    let roles = caller.role_names();
+    let who = caller.who(&roles, tool, std::time::Duration::ZERO);
+    let refused = audit::RefusedCall {
+        who: &who,
+        status,
+        error_type,
+        message,
+    };
+    audit::record_refused_call(&refused);
+    let entry = audit::refused_call_entry(&refused);
+    let records = crate::audit::Encoded::new(vec![entry]);
+    let _ = gateway
+        .write_audit(&records, false, &caller.request_id)
+        .await;
+}
+
+/// One tool call's Jolokia item through the phases after
+/// authentication: parse (the item as JSON text, like any client's),
+/// route and authorize for the caller, dispatch, merge, audit. Returns
+/// the item's answer as JSON, with the rule of each policy denial.
+/// `tool` names the call in the audit (a tool's name, or `completion`
+/// for a completion's own reads).
+pub(crate) async fn run_tool_item(
+    gateway: &Gateway,
+    caller: &McpCaller,
+    tool: &str,
+    item: &Value,
+) -> Result<(Value, Vec<answer::DeniedBy>), HttpError> {
+    let started = Instant::now();
+    let state = &caller.state;
+    let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
+    let parsed = parse::parse_post(&body, None, 1)?;
+    let facts = caller.facts();
+    let judged_as = Caller {
+        access: &state.access,
+        principal: &caller.principal,
+        roles: &caller.held,
+        facts: &facts,
+    };
+    let addressing = route::Addressing::Proxy {
+        default_target: None,
+    };
+    let no_headers = http::HeaderMap::new();
+    let local = |command: &crate::protocol::Command| {
+        gateway.answer_locally(
+            state,
+            &caller.held,
+            command,
+            &no_headers,
+            caller.scheme == "https",
+        )
+    };
+    // A browser page's origin must be admitted by the roles that reach
+    // the call's targets, not only by some role of the caller.
+    let origin_check = |items: &crate::pipeline::items::Items| match &caller.page {
+        Some(page) if !items.targets().all(|t| caller.page_reaches(t)) => Err(HttpError::new(
+            403,
+            "jmxgate.OriginNotAllowed",
+            format!(
+                "Origin {} is not admitted by the <cors> <allow-origin> of your roles \
+                     that reach this target",
+                page.origin
+            ),
+        )),
+        _ => Ok(()),
+    };
+    let ran = gateway
+        .run_items(state, &judged_as, addressing, &parsed, local, origin_check)
+        .await;
+    let merged = match ran {
+        Ok(((), merged)) => merged,
+        Err(e) => {
+            audit_refused_call(gateway, caller, tool, 403, &e.error_type, &e.message).await;
+            return Err(e);
+        }
+    };
+    let roles = caller.role_names();
+    let who = caller.who(&roles, tool, started.elapsed());
+    gateway.audit_items(state, &who, &parsed, &merged).await?;
+    // Only the policy's own refusals (a SecurityException): the rule
+    // of a target no role reaches would tell that it exists.
+    let denied_by: Vec<answer::DeniedBy> = merged
+        .iter()
+        .flat_map(|(_, rows)| rows)
+        .filter(|row| {
+            row.verdict.decision == "denied"
+                && row.error_type.as_deref() == Some("java.lang.SecurityException")
+        })
+        .filter_map(|row| {
+            Some(answer::DeniedBy {
+                target: row.verdict.target.as_ref().map(|t| t.as_str().to_string()),
+                rule: row.verdict.rule.as_deref()?.to_string(),
+            })
+        })
+        .collect();
+    let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
+    let body = respond::body(&answers, false).to_vec();
+    // An agent's value may nest deeper than a JSON tree is built here
+    // (serde_json's 128 levels): a tool error, never a panic.
+    let answer = serde_json::from_slice(&body).map_err(|e| {
+        HttpError::new(
+            502,
+            "jmxgate.AnswerTooDeep",
+            format!(
+                "the agent's answer could not be shaped for MCP ({e}); \
+                 read a narrower path, or use the Jolokia endpoint"
+            ),
+        )
+    })?;
+    Ok((answer, denied_by))
 }

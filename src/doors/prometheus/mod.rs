@@ -91,411 +91,405 @@ impl TargetScrape {
     }
 }
 
-impl Gateway {
-    /// One scrape: the targets the caller reaches, scraped concurrently
-    /// within the deadline, their samples in one answer.
-    pub(crate) async fn prometheus_http(
-        &self,
-        state: &Arc<State>,
-        parts: &http::request::Parts,
-        scraper: Scraper<'_>,
-        refused: &Refused<'_>,
-    ) -> HttpResponse<Body> {
-        let exporter = &state.prometheus;
-        let access = &state.access;
-        if parts.method != Method::GET && parts.method != Method::HEAD {
-            let e = HttpError::new(405, "jmxgate.MethodNotAllowed", "GET the metrics");
-            return refused.answer(access, &e, None, false).await;
-        }
-        let query: Vec<(String, String)> =
-            url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
-                .into_owned()
-                .collect();
-        let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
-        let Some(target) = param("target").filter(|t| !t.trim().is_empty()) else {
-            let e = HttpError::bad_request(
-                "Say which target to scrape: ?target=<name>, a glob (orders-*) or a label selector (env=prod)",
-            );
-            return refused.answer(access, &e, None, false).await;
-        };
-        let module_name = param("module").unwrap_or(config::DEFAULT_MODULE);
-        let Some(module) = exporter.modules.get(module_name).cloned() else {
-            // Neither the name nor the modules there are: a caller learns
-            // no more of the configuration than that this one isn't in it.
-            let e = HttpError::bad_request("Unknown module");
-            return refused.answer(access, &e, Some(target), false).await;
-        };
-        let headers = refused.headers;
-        let format = Format::negotiate(
-            headers
-                .get(http::header::ACCEPT)
-                .and_then(|v| v.to_str().ok()),
-        );
-        let deadline = Instant::now() + scrape_budget(headers, &exporter.config);
-        let limits = exporter.config.limits(deadline);
-        let facts = authorize::RequestFacts {
-            method: "GET",
-            chain: scraper.chain,
-            origin: scraper.origin,
-            scheme: scraper.scheme,
-            denied_reads_in_place: false,
-        };
-        let caller = Caller {
-            access,
-            principal: scraper.principal,
-            roles: scraper.held,
-            facts: &facts,
-        };
-        let (targets, mut results) = match self.scrape_targets(state, &caller, target) {
-            Ok(found) => found,
-            Err(e) => return refused.answer(access, &e, Some(target), false).await,
-        };
-        let scrapes = futures::stream::iter(targets)
-            .map(|t| {
-                let (caller, module, limits) = (&caller, &module, &limits);
-                async move {
-                    let started = Instant::now();
-                    let budget = tokio::time::Instant::from_std(deadline);
-                    match tokio::time::timeout_at(
-                        budget,
-                        self.scrape_one(state, caller, &t, module, limits),
-                    )
-                    .await
-                    {
-                        Ok(scraped) => scraped,
-                        Err(_) => TargetScrape::failed(
-                            &t.name,
-                            504,
-                            "did not answer within the scrape timeout".into(),
-                            started,
-                        ),
-                    }
-                }
-            })
-            .buffer_unordered(exporter.config.max_concurrent_targets);
-        results.extend(scrapes.collect::<Vec<_>>().await);
-        results.sort_by(|a, b| a.name.cmp(&b.name));
-        let roles: Vec<String> = scraper.held.iter().map(|r| r.name.clone()).collect();
-        if let Err(e) = self
-            .audit_scrapes(refused, module_name, &roles, &results)
-            .await
-        {
-            return respond::http_error(&e, headers, false);
-        }
-        let target_label = exporter.config.target_label.clone();
-        let written = exporter
-            .cpu
-            .run(move || exposition(results, &target_label, format))
-            .await;
-        let Some(body) = written else {
-            let e = HttpError::new(503, "jmxgate.Unavailable", "The gateway is shutting down");
-            return respond::http_error(&e, headers, false);
-        };
-        let mut resp = HttpResponse::new(Body::from(body));
-        let headers = resp.headers_mut();
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static(format.content_type()),
-        );
-        respond::no_store(headers);
-        resp
+/// One scrape: the targets the caller reaches, scraped concurrently
+/// within the deadline, their samples in one answer.
+pub(crate) async fn prometheus_http(
+    gateway: &Gateway,
+    state: &Arc<State>,
+    parts: &http::request::Parts,
+    scraper: Scraper<'_>,
+    refused: &Refused<'_>,
+) -> HttpResponse<Body> {
+    let exporter = &state.prometheus;
+    let access = &state.access;
+    if parts.method != Method::GET && parts.method != Method::HEAD {
+        let e = HttpError::new(405, "jmxgate.MethodNotAllowed", "GET the metrics");
+        return refused.answer(access, &e, None, false).await;
     }
-
-    /// The targets a scrape's `target` names that the caller may list, and
-    /// a failed scrape for each one it reaches but may not list. A name
-    /// the caller doesn't reach is an HTTP 404, as anywhere else.
-    pub(crate) fn scrape_targets(
-        &self,
-        state: &State,
-        caller: &Caller<'_>,
-        target: &str,
-    ) -> Result<(Vec<Arc<Target>>, Vec<TargetScrape>), HttpError> {
-        let item = json!([{"type": "list", "target": {"url": target}}]);
-        let parsed = parse::parse_post(item.to_string().as_bytes(), None, 1)?;
-        let addressing = route::Addressing::Proxy {
-            default_target: None,
-        };
-        let now = Instant::now();
-        match self.judge(state, caller, addressing, &parsed.items[0]) {
-            Judged::Agent { target, .. } => Ok((vec![target], Vec::new())),
-            Judged::Group { outcomes, .. } => {
-                let mut reached = Vec::new();
-                let mut refused = Vec::new();
-                for (t, outcome) in outcomes {
-                    match outcome {
-                        Ok(_) => reached.push(t),
-                        Err(denied) => {
-                            let e = &denied.error;
-                            refused.push(TargetScrape::failed(
-                                &t.name,
-                                e.status,
-                                e.message.clone(),
-                                now,
-                            ))
-                        }
-                    }
-                }
-                Ok((reached, refused))
-            }
-            // Denied by policy on a target the caller reaches: a failed
-            // scrape of it, saying why.
-            Judged::Failed {
-                target: Some(name),
-                error,
-                rule: Some(_),
-                hidden: false,
-            } if name != "gateway" => Ok((
-                Vec::new(),
-                vec![TargetScrape::failed(
-                    &name,
-                    error.status,
-                    error.message,
-                    now,
-                )],
-            )),
-            Judged::Failed { error, .. } => Err(HttpError::new(
-                error.status,
-                &error.error_type,
-                error.message,
-            )),
-            Judged::Local { .. } => Err(HttpError::bad_request("Name a target to scrape")),
-        }
-    }
-
-    /// One target: its `list` (with open types, names in registration
-    /// order), the plan for it, the reads, the samples. Plans and samples
-    /// are made in the door's CPU pool, within `limits`.
-    pub(crate) async fn scrape_one(
-        &self,
-        state: &State,
-        caller: &Caller<'_>,
-        target: &Target,
-        module: &Arc<Module>,
-        limits: &Limits,
-    ) -> TargetScrape {
-        let started = Instant::now();
-        let failed = |status, why| TargetScrape::failed(&target.name, status, why, started);
-        let list = json!({"type": "list", "target": {"url": target.name},
-                          "config": {"canonicalNaming": false, "openTypes": true}});
-        let answers = match self.scrape_items(state, caller, &[list]).await {
-            Ok(a) => a,
-            Err(e) => return failed(e.status, e.message),
-        };
-        let Some(listed) = answers.into_iter().next() else {
-            return failed(502, "no answer".into());
-        };
-        if listed.status() != Some(200) {
-            let status = listed.status().unwrap_or(502);
-            return failed(status, listed.error_text());
-        }
-        let Some(raw) = listed.get("value") else {
-            return failed(502, "a list answer without a value".into());
-        };
-        let key = {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            (&target.name, &module.name, raw.get()).hash(&mut h);
-            h.finish()
-        };
-        let exporter = &state.prometheus;
-        let plan = match exporter.plans.get(&key) {
-            Some(plan) => plan,
-            None => {
-                let (text, for_plan) = (raw.get().to_string(), module.clone());
-                let made = exporter.cpu.run(move || {
-                    serde_json::from_str::<Value>(&text)
-                        .map(|list| Arc::new(Plan::from_list(&for_plan, &list)))
-                });
-                match made.await {
-                    Some(Ok(plan)) => {
-                        exporter.plans.insert(key, plan.clone());
-                        plan
-                    }
-                    Some(Err(e)) => {
-                        return failed(
-                            502,
-                            format!("the agent's MBean list could not be read: {e}"),
-                        )
-                    }
-                    None => return failed(503, "the gateway is shutting down".into()),
-                }
-            }
-        };
-        let reads = plan.reads();
-        let mut answered = match self.read_for(state, caller, target, reads).await {
-            Ok(a) => a,
-            Err(e) => return failed(e.status, e.message),
-        };
-        // A bean whose read failed whole is read again attribute by
-        // attribute, now and in later scrapes: one attribute the agent
-        // can't serialise costs only itself.
-        let again = plan.split_failed(&answered);
-        if !again.is_empty() {
-            match self.read_for(state, caller, target, again).await {
-                Ok(more) => answered.extend(more),
-                Err(e) => return failed(e.status, e.message),
-            }
-        }
-        let before = plan.estimated_bytes();
-        let (for_samples, for_module, limits) = (plan.clone(), module.clone(), *limits);
-        let made = exporter.cpu.run(move || {
-            let answered = for_samples.assemble(answered);
-            for_samples.apply(&for_module, &answered, &limits)
-        });
-        let Some(scraped) = made.await else {
-            return failed(503, "the gateway is shutting down".into());
-        };
-        // The mappings it remembered grew the plan: weighed again.
-        if plan.estimated_bytes() > before.saturating_add(before / 8) {
-            exporter.plans.insert(key, plan.clone());
-        }
-        if let Some(exceeded) = scraped.exceeded {
-            let status = if exceeded == Exceeded::Deadline {
-                504
-            } else {
-                502
-            };
-            let mut failed = failed(status, exceeded.to_string());
-            failed.reason = exceeded.key();
-            failed.mbeans = plan.beans.len();
-            return failed;
-        }
-        TargetScrape {
-            name: target.name.clone(),
-            samples: scraped.samples,
-            error: None,
-            denied: scraped.denied,
-            failed: scraped.failed,
-            unsupported: scraped.unsupported,
-            dropped: scraped.duplicate_labels,
-            too_long: scraped.too_long,
-            mbeans: plan.beans.len(),
-            seconds: started.elapsed().as_secs_f64(),
-            reason: "",
-        }
-    }
-
-    /// A plan's reads of one target, answered: each answer as an object
-    /// of its status and value (parsed in the door's CPU pool).
-    async fn read_for(
-        &self,
-        state: &State,
-        caller: &Caller<'_>,
-        target: &Target,
-        reads: Vec<(Read, Value)>,
-    ) -> Result<Vec<(Read, Value)>, HttpError> {
-        if reads.is_empty() {
-            return Ok(Vec::new());
-        }
-        let items: Vec<Value> = reads
-            .iter()
-            .map(|(_, r)| {
-                let mut r = r.clone();
-                r["target"] = json!({ "url": target.name });
-                r
-            })
+    let query: Vec<(String, String)> =
+        url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+            .into_owned()
             .collect();
-        let answers = self.scrape_items(state, caller, &items).await?;
-        let parsed = state.prometheus.cpu.run(move || {
-            reads
-                .into_iter()
-                .zip(&answers)
-                .map(|((read, _), answer)| {
-                    let value = answer
-                        .get("value")
-                        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-                        .unwrap_or(Value::Null);
-                    let mut object =
-                        json!({"status": answer.status().unwrap_or(502), "value": value});
-                    if answer.status() != Some(200) {
-                        object["error"] = json!(answer.error_text());
-                        if let Some(t) = answer.get("error_type") {
-                            object["error_type"] =
-                                serde_json::from_str(t.get()).unwrap_or(Value::Null);
-                        }
-                    }
-                    (read, object)
-                })
-                .collect()
-        });
-        parsed.await.ok_or_else(|| {
-            HttpError::new(503, "jmxgate.Unavailable", "The gateway is shutting down")
-        })
-    }
-
-    /// The scrape's own items through route, authorize, dispatch and
-    /// merge, for the caller; audited per scrape, not per item.
-    pub(crate) async fn scrape_items(
-        &self,
-        state: &State,
-        caller: &Caller<'_>,
-        items: &[Value],
-    ) -> Result<Vec<crate::protocol::Response>, HttpError> {
-        let body = serde_json::to_vec(items).expect("JSON values serialise");
-        let parsed = parse::parse_post(&body, None, usize::MAX)?;
-        let no_headers = HeaderMap::new();
-        let local = |command: &crate::protocol::Command| {
-            self.answer_locally(state, caller.roles, command, &no_headers, false)
-        };
-        let addressing = route::Addressing::Proxy {
-            default_target: None,
-        };
-        let ((), merged) = self
-            .run_items(state, caller, addressing, &parsed, local, |_| {
-                Ok::<_, HttpError>(())
-            })
-            .await?;
-        Ok(merged.into_iter().map(|(answer, _)| answer).collect())
-    }
-
-    /// One record per target scraped, and the scrape metrics.
-    async fn audit_scrapes(
-        &self,
-        refused: &Refused<'_>,
-        module: &str,
-        roles: &[String],
-        results: &[TargetScrape],
-    ) -> Result<(), HttpError> {
-        for r in results {
-            let (decision, status) = match &r.error {
-                None => ("allowed", 200),
-                Some((status @ (403 | 404), _)) => ("denied", *status),
-                Some((status, _)) => ("allowed", *status),
-            };
-            let note = match &r.error {
-                None => format!(
-                    "module {module}: {} samples from {} MBeans; {} attributes denied, {} failed, {} not supported, {} samples dropped, {} values too long to match",
-                    r.samples.len(),
-                    r.mbeans,
-                    r.denied,
-                    r.failed,
-                    r.unsupported,
-                    r.dropped,
-                    r.too_long
-                ),
-                Some((_, why)) => format!("module {module}: scrape failed: {why}"),
-            };
-            self.metrics
-                .prometheus_scrapes
-                .get_or_create(&crate::metrics::ScrapeLabels {
-                    module: module.to_string(),
-                    result: if r.error.is_none() { "ok" } else { "error" }.into(),
-                })
-                .inc();
-            refused
-                .audit(
-                    Some(audit::Channel::Prometheus),
-                    "scrape",
-                    decision,
-                    status,
-                    None,
-                    Some(&r.name),
-                    roles,
-                    &note,
+    let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.as_str());
+    let Some(target) = param("target").filter(|t| !t.trim().is_empty()) else {
+        let e = HttpError::bad_request(
+            "Say which target to scrape: ?target=<name>, a glob (orders-*) or a label selector (env=prod)",
+        );
+        return refused.answer(access, &e, None, false).await;
+    };
+    let module_name = param("module").unwrap_or(config::DEFAULT_MODULE);
+    let Some(module) = exporter.modules.get(module_name).cloned() else {
+        // Neither the name nor the modules there are: a caller learns
+        // no more of the configuration than that this one isn't in it.
+        let e = HttpError::bad_request("Unknown module");
+        return refused.answer(access, &e, Some(target), false).await;
+    };
+    let headers = refused.headers;
+    let format = Format::negotiate(
+        headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let deadline = Instant::now() + scrape_budget(headers, &exporter.config);
+    let limits = exporter.config.limits(deadline);
+    let facts = authorize::RequestFacts {
+        method: "GET",
+        chain: scraper.chain,
+        origin: scraper.origin,
+        scheme: scraper.scheme,
+        denied_reads_in_place: false,
+    };
+    let caller = Caller {
+        access,
+        principal: scraper.principal,
+        roles: scraper.held,
+        facts: &facts,
+    };
+    let (targets, mut results) = match scrape_targets(gateway, state, &caller, target) {
+        Ok(found) => found,
+        Err(e) => return refused.answer(access, &e, Some(target), false).await,
+    };
+    let scrapes = futures::stream::iter(targets)
+        .map(|t| {
+            let (caller, module, limits) = (&caller, &module, &limits);
+            async move {
+                let started = Instant::now();
+                let budget = tokio::time::Instant::from_std(deadline);
+                match tokio::time::timeout_at(
+                    budget,
+                    scrape_one(gateway, state, caller, &t, module, limits),
                 )
-                .await?;
-        }
-        Ok(())
+                .await
+                {
+                    Ok(scraped) => scraped,
+                    Err(_) => TargetScrape::failed(
+                        &t.name,
+                        504,
+                        "did not answer within the scrape timeout".into(),
+                        started,
+                    ),
+                }
+            }
+        })
+        .buffer_unordered(exporter.config.max_concurrent_targets);
+    results.extend(scrapes.collect::<Vec<_>>().await);
+    results.sort_by(|a, b| a.name.cmp(&b.name));
+    let roles: Vec<String> = scraper.held.iter().map(|r| r.name.clone()).collect();
+    if let Err(e) = audit_scrapes(gateway, refused, module_name, &roles, &results).await {
+        return respond::http_error(&e, headers, false);
     }
+    let target_label = exporter.config.target_label.clone();
+    let written = exporter
+        .cpu
+        .run(move || exposition(results, &target_label, format))
+        .await;
+    let Some(body) = written else {
+        let e = HttpError::new(503, "jmxgate.Unavailable", "The gateway is shutting down");
+        return respond::http_error(&e, headers, false);
+    };
+    let mut resp = HttpResponse::new(Body::from(body));
+    let headers = resp.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
+    respond::no_store(headers);
+    resp
+}
+
+/// The targets a scrape's `target` names that the caller may list, and
+/// a failed scrape for each one it reaches but may not list. A name
+/// the caller doesn't reach is an HTTP 404, as anywhere else.
+pub(crate) fn scrape_targets(
+    gateway: &Gateway,
+    state: &State,
+    caller: &Caller<'_>,
+    target: &str,
+) -> Result<(Vec<Arc<Target>>, Vec<TargetScrape>), HttpError> {
+    let item = json!([{"type": "list", "target": {"url": target}}]);
+    let parsed = parse::parse_post(item.to_string().as_bytes(), None, 1)?;
+    let addressing = route::Addressing::Proxy {
+        default_target: None,
+    };
+    let now = Instant::now();
+    match gateway.judge(state, caller, addressing, &parsed.items[0]) {
+        Judged::Agent { target, .. } => Ok((vec![target], Vec::new())),
+        Judged::Group { outcomes, .. } => {
+            let mut reached = Vec::new();
+            let mut refused = Vec::new();
+            for (t, outcome) in outcomes {
+                match outcome {
+                    Ok(_) => reached.push(t),
+                    Err(denied) => {
+                        let e = &denied.error;
+                        refused.push(TargetScrape::failed(
+                            &t.name,
+                            e.status,
+                            e.message.clone(),
+                            now,
+                        ))
+                    }
+                }
+            }
+            Ok((reached, refused))
+        }
+        // Denied by policy on a target the caller reaches: a failed
+        // scrape of it, saying why.
+        Judged::Failed {
+            target: Some(name),
+            error,
+            rule: Some(_),
+            hidden: false,
+        } if name != "gateway" => Ok((
+            Vec::new(),
+            vec![TargetScrape::failed(
+                &name,
+                error.status,
+                error.message,
+                now,
+            )],
+        )),
+        Judged::Failed { error, .. } => Err(HttpError::new(
+            error.status,
+            &error.error_type,
+            error.message,
+        )),
+        Judged::Local { .. } => Err(HttpError::bad_request("Name a target to scrape")),
+    }
+}
+
+/// One target: its `list` (with open types, names in registration
+/// order), the plan for it, the reads, the samples. Plans and samples
+/// are made in the door's CPU pool, within `limits`.
+pub(crate) async fn scrape_one(
+    gateway: &Gateway,
+    state: &State,
+    caller: &Caller<'_>,
+    target: &Target,
+    module: &Arc<Module>,
+    limits: &Limits,
+) -> TargetScrape {
+    let started = Instant::now();
+    let failed = |status, why| TargetScrape::failed(&target.name, status, why, started);
+    let list = json!({"type": "list", "target": {"url": target.name},
+                      "config": {"canonicalNaming": false, "openTypes": true}});
+    let answers = match scrape_items(gateway, state, caller, &[list]).await {
+        Ok(a) => a,
+        Err(e) => return failed(e.status, e.message),
+    };
+    let Some(listed) = answers.into_iter().next() else {
+        return failed(502, "no answer".into());
+    };
+    if listed.status() != Some(200) {
+        let status = listed.status().unwrap_or(502);
+        return failed(status, listed.error_text());
+    }
+    let Some(raw) = listed.get("value") else {
+        return failed(502, "a list answer without a value".into());
+    };
+    let key = {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (&target.name, &module.name, raw.get()).hash(&mut h);
+        h.finish()
+    };
+    let exporter = &state.prometheus;
+    let plan = match exporter.plans.get(&key) {
+        Some(plan) => plan,
+        None => {
+            let (text, for_plan) = (raw.get().to_string(), module.clone());
+            let made = exporter.cpu.run(move || {
+                serde_json::from_str::<Value>(&text)
+                    .map(|list| Arc::new(Plan::from_list(&for_plan, &list)))
+            });
+            match made.await {
+                Some(Ok(plan)) => {
+                    exporter.plans.insert(key, plan.clone());
+                    plan
+                }
+                Some(Err(e)) => {
+                    return failed(
+                        502,
+                        format!("the agent's MBean list could not be read: {e}"),
+                    )
+                }
+                None => return failed(503, "the gateway is shutting down".into()),
+            }
+        }
+    };
+    let reads = plan.reads();
+    let mut answered = match read_for(gateway, state, caller, target, reads).await {
+        Ok(a) => a,
+        Err(e) => return failed(e.status, e.message),
+    };
+    // A bean whose read failed whole is read again attribute by
+    // attribute, now and in later scrapes: one attribute the agent
+    // can't serialise costs only itself.
+    let again = plan.split_failed(&answered);
+    if !again.is_empty() {
+        match read_for(gateway, state, caller, target, again).await {
+            Ok(more) => answered.extend(more),
+            Err(e) => return failed(e.status, e.message),
+        }
+    }
+    let before = plan.estimated_bytes();
+    let (for_samples, for_module, limits) = (plan.clone(), module.clone(), *limits);
+    let made = exporter.cpu.run(move || {
+        let answered = for_samples.assemble(answered);
+        for_samples.apply(&for_module, &answered, &limits)
+    });
+    let Some(scraped) = made.await else {
+        return failed(503, "the gateway is shutting down".into());
+    };
+    // The mappings it remembered grew the plan: weighed again.
+    if plan.estimated_bytes() > before.saturating_add(before / 8) {
+        exporter.plans.insert(key, plan.clone());
+    }
+    if let Some(exceeded) = scraped.exceeded {
+        let status = if exceeded == Exceeded::Deadline {
+            504
+        } else {
+            502
+        };
+        let mut failed = failed(status, exceeded.to_string());
+        failed.reason = exceeded.key();
+        failed.mbeans = plan.beans.len();
+        return failed;
+    }
+    TargetScrape {
+        name: target.name.clone(),
+        samples: scraped.samples,
+        error: None,
+        denied: scraped.denied,
+        failed: scraped.failed,
+        unsupported: scraped.unsupported,
+        dropped: scraped.duplicate_labels,
+        too_long: scraped.too_long,
+        mbeans: plan.beans.len(),
+        seconds: started.elapsed().as_secs_f64(),
+        reason: "",
+    }
+}
+
+/// A plan's reads of one target, answered: each answer as an object
+/// of its status and value (parsed in the door's CPU pool).
+async fn read_for(
+    gateway: &Gateway,
+    state: &State,
+    caller: &Caller<'_>,
+    target: &Target,
+    reads: Vec<(Read, Value)>,
+) -> Result<Vec<(Read, Value)>, HttpError> {
+    if reads.is_empty() {
+        return Ok(Vec::new());
+    }
+    let items: Vec<Value> = reads
+        .iter()
+        .map(|(_, r)| {
+            let mut r = r.clone();
+            r["target"] = json!({ "url": target.name });
+            r
+        })
+        .collect();
+    let answers = scrape_items(gateway, state, caller, &items).await?;
+    let parsed = state.prometheus.cpu.run(move || {
+        reads
+            .into_iter()
+            .zip(&answers)
+            .map(|((read, _), answer)| {
+                let value = answer
+                    .get("value")
+                    .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                    .unwrap_or(Value::Null);
+                let mut object = json!({"status": answer.status().unwrap_or(502), "value": value});
+                if answer.status() != Some(200) {
+                    object["error"] = json!(answer.error_text());
+                    if let Some(t) = answer.get("error_type") {
+                        object["error_type"] = serde_json::from_str(t.get()).unwrap_or(Value::Null);
+                    }
+                }
+                (read, object)
+            })
+            .collect()
+    });
+    parsed
+        .await
+        .ok_or_else(|| HttpError::new(503, "jmxgate.Unavailable", "The gateway is shutting down"))
+}
+
+/// The scrape's own items through route, authorize, dispatch and
+/// merge, for the caller; audited per scrape, not per item.
+pub(crate) async fn scrape_items(
+    gateway: &Gateway,
+    state: &State,
+    caller: &Caller<'_>,
+    items: &[Value],
+) -> Result<Vec<crate::protocol::Response>, HttpError> {
+    let body = serde_json::to_vec(items).expect("JSON values serialise");
+    let parsed = parse::parse_post(&body, None, usize::MAX)?;
+    let no_headers = HeaderMap::new();
+    let local = |command: &crate::protocol::Command| {
+        gateway.answer_locally(state, caller.roles, command, &no_headers, false)
+    };
+    let addressing = route::Addressing::Proxy {
+        default_target: None,
+    };
+    let ((), merged) = gateway
+        .run_items(state, caller, addressing, &parsed, local, |_| {
+            Ok::<_, HttpError>(())
+        })
+        .await?;
+    Ok(merged.into_iter().map(|(answer, _)| answer).collect())
+}
+
+/// One record per target scraped, and the scrape metrics.
+async fn audit_scrapes(
+    gateway: &Gateway,
+    refused: &Refused<'_>,
+    module: &str,
+    roles: &[String],
+    results: &[TargetScrape],
+) -> Result<(), HttpError> {
+    for r in results {
+        let (decision, status) = match &r.error {
+            None => ("allowed", 200),
+            Some((status @ (403 | 404), _)) => ("denied", *status),
+            Some((status, _)) => ("allowed", *status),
+        };
+        let note = match &r.error {
+            None => format!(
+                "module {module}: {} samples from {} MBeans; {} attributes denied, {} failed, {} not supported, {} samples dropped, {} values too long to match",
+                r.samples.len(),
+                r.mbeans,
+                r.denied,
+                r.failed,
+                r.unsupported,
+                r.dropped,
+                r.too_long
+            ),
+            Some((_, why)) => format!("module {module}: scrape failed: {why}"),
+        };
+        gateway
+            .metrics
+            .prometheus_scrapes
+            .get_or_create(&crate::metrics::ScrapeLabels {
+                module: module.to_string(),
+                result: if r.error.is_none() { "ok" } else { "error" }.into(),
+            })
+            .inc();
+        refused
+            .audit(
+                Some(audit::Channel::Prometheus),
+                "scrape",
+                decision,
+                status,
+                None,
+                Some(&r.name),
+                roles,
+                &note,
+            )
+            .await?;
+    }
+    Ok(())
 }
 
 /// How long a scrape may take: the scraper's own timeout less the offset,

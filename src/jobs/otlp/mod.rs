@@ -109,123 +109,121 @@ impl Exports {
     }
 }
 
-impl Gateway {
-    /// Runs the configured exports while the gateway lives, matching them
-    /// to the configuration after every reload: an added export starts, a
-    /// removed one stops (its queued requests dropped, counted), a changed
-    /// one restarts, keeping its targets' counter start times when its
-    /// module is the same.
-    pub fn spawn_otlp_exports(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let weak = Arc::downgrade(self);
-        let mut changed = self.otlp.changed.subscribe();
-        tokio::spawn(async move {
-            loop {
-                match weak.upgrade() {
-                    Some(gateway) => gateway.match_otlp_exports(),
-                    None => return,
-                }
-                if changed.changed().await.is_err() {
-                    return;
-                }
+/// Runs the configured exports while the gateway lives, matching them
+/// to the configuration after every reload: an added export starts, a
+/// removed one stops (its queued requests dropped, counted), a changed
+/// one restarts, keeping its targets' counter start times when its
+/// module is the same.
+pub fn spawn_otlp_exports(gateway: &Arc<Gateway>) -> tokio::task::JoinHandle<()> {
+    let weak = Arc::downgrade(gateway);
+    let mut changed = gateway.otlp.changed.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match weak.upgrade() {
+                Some(gateway) => match_otlp_exports(&gateway),
+                None => return,
             }
-        })
-    }
-
-    fn match_otlp_exports(self: &Arc<Self>) {
-        let configured = self
-            .sources
-            .lock()
-            .expect("sources lock")
-            .config
-            .otlp
-            .exports
-            .clone();
-        let state = self.state.load_full();
-        let mut wanted = BTreeMap::new();
-        let mut not_started = BTreeMap::new();
-        for (i, c) in configured.iter().enumerate() {
-            let block = state
-                .prometheus
-                .modules
-                .get(&c.module)
-                .and_then(|m| m.open_telemetry.as_ref());
-            match c.settings(i, block) {
-                Ok(s) => {
-                    wanted.insert(s.name.clone(), s);
-                }
-                Err(problems) => {
-                    let why = problems.join("; ");
-                    tracing::error!(export = %c.name(i), "OTLP export not started: {why}");
-                    not_started.insert(c.name(i), why);
-                }
+            if changed.changed().await.is_err() {
+                return;
             }
         }
-        let mut running = self.otlp.running.lock().expect("exports lock");
-        let mut carried = HashMap::new();
-        running.retain(|name, r| {
-            if wanted.get(name) == Some(&r.export.settings) {
-                return true;
+    })
+}
+
+fn match_otlp_exports(gateway: &Arc<Gateway>) {
+    let configured = gateway
+        .sources
+        .lock()
+        .expect("sources lock")
+        .config
+        .otlp
+        .exports
+        .clone();
+    let state = gateway.state.load_full();
+    let mut wanted = BTreeMap::new();
+    let mut not_started = BTreeMap::new();
+    for (i, c) in configured.iter().enumerate() {
+        let block = state
+            .prometheus
+            .modules
+            .get(&c.module)
+            .and_then(|m| m.open_telemetry.as_ref());
+        match c.settings(i, block) {
+            Ok(s) => {
+                wanted.insert(s.name.clone(), s);
             }
-            for task in &r.tasks {
-                task.abort();
+            Err(problems) => {
+                let why = problems.join("; ");
+                tracing::error!(export = %c.name(i), "OTLP export not started: {why}");
+                not_started.insert(c.name(i), why);
             }
-            let queue = std::mem::take(&mut *r.export.queue.lock().expect("queue lock"));
-            let lost: u64 = queue.iter().map(|p| p.points).sum();
-            if lost > 0 {
-                self.metrics.otlp(true, name, "dropped", lost);
-            }
-            if wanted
-                .get(name)
-                .is_some_and(|s| s.module == r.export.settings.module)
-            {
-                let starts = std::mem::take(&mut *r.export.starts.lock().expect("starts lock"));
-                carried.insert(name.clone(), starts);
-                tracing::info!(export = %name, "OTLP export changed: restarted");
-            } else {
-                tracing::info!(export = %name, "OTLP export stopped");
-            }
-            false
-        });
-        for (name, settings) in wanted {
-            if running.contains_key(&name) {
+        }
+    }
+    let mut running = gateway.otlp.running.lock().expect("exports lock");
+    let mut carried = HashMap::new();
+    running.retain(|name, r| {
+        if wanted.get(name) == Some(&r.export.settings) {
+            return true;
+        }
+        for task in &r.tasks {
+            task.abort();
+        }
+        let queue = std::mem::take(&mut *r.export.queue.lock().expect("queue lock"));
+        let lost: u64 = queue.iter().map(|p| p.points).sum();
+        if lost > 0 {
+            gateway.metrics.otlp(true, name, "dropped", lost);
+        }
+        if wanted
+            .get(name)
+            .is_some_and(|s| s.module == r.export.settings.module)
+        {
+            let starts = std::mem::take(&mut *r.export.starts.lock().expect("starts lock"));
+            carried.insert(name.clone(), starts);
+            tracing::info!(export = %name, "OTLP export changed: restarted");
+        } else {
+            tracing::info!(export = %name, "OTLP export stopped");
+        }
+        false
+    });
+    for (name, settings) in wanted {
+        if running.contains_key(&name) {
+            continue;
+        }
+        let sender = match deliver::sender(&settings) {
+            Ok(s) => s,
+            Err(why) => {
+                tracing::error!(export = %name, "OTLP export not started: {why}");
+                not_started.insert(name, why);
                 continue;
             }
-            let sender = match deliver::sender(&settings) {
-                Ok(s) => s,
-                Err(why) => {
-                    tracing::error!(export = %name, "OTLP export not started: {why}");
-                    not_started.insert(name, why);
-                    continue;
-                }
-            };
-            let export = Arc::new(Export {
-                settings,
-                pushing: AtomicBool::new(false),
-                pushes: AtomicU64::new(0),
-                starts: Mutex::new(carried.remove(&name).unwrap_or_default()),
-                queue: Mutex::new(VecDeque::new()),
-                queued: tokio::sync::Notify::new(),
-                trouble: Mutex::new(None),
-            });
-            let tasks = vec![
-                tokio::spawn(deliver::send_loop(
-                    Arc::downgrade(self),
-                    export.clone(),
-                    sender,
-                ))
-                .abort_handle(),
-                tokio::spawn(push::tick_loop(Arc::downgrade(self), export.clone())).abort_handle(),
-            ];
-            tracing::info!(export = %name, url_host = %host_of(&export.settings.url), "OTLP export started");
-            running.insert(name, Running { export, tasks });
-        }
-        *self.otlp.not_started.lock().expect("exports lock") = not_started;
+        };
+        let export = Arc::new(Export {
+            settings,
+            pushing: AtomicBool::new(false),
+            pushes: AtomicU64::new(0),
+            starts: Mutex::new(carried.remove(&name).unwrap_or_default()),
+            queue: Mutex::new(VecDeque::new()),
+            queued: tokio::sync::Notify::new(),
+            trouble: Mutex::new(None),
+        });
+        let tasks = vec![
+            tokio::spawn(deliver::send_loop(
+                Arc::downgrade(gateway),
+                export.clone(),
+                sender,
+            ))
+            .abort_handle(),
+            tokio::spawn(push::tick_loop(Arc::downgrade(gateway), export.clone())).abort_handle(),
+        ];
+        tracing::info!(export = %name, url_host = %host_of(&export.settings.url), "OTLP export started");
+        running.insert(name, Running { export, tasks });
     }
+    *gateway.otlp.not_started.lock().expect("exports lock") = not_started;
+}
 
-    /// Why exports can't push now (none: all well), for `/readyz`.
-    pub fn otlp_trouble(&self) -> Vec<String> {
-        self.otlp.trouble()
-    }
+/// Why exports can't push now (none: all well), for `/readyz`.
+pub fn otlp_trouble(gateway: &Gateway) -> Vec<String> {
+    gateway.otlp.trouble()
 }
 
 /// The receiver's host and port, for logs (the URL may carry a token).

@@ -93,48 +93,49 @@ pub(crate) async fn tick_loop(gateway: Weak<Gateway>, export: Arc<Export>) {
         }
         let export = export.clone();
         tokio::spawn(async move {
-            gateway.push(&export).await;
+            push(&gateway, &export).await;
             export.pushing.store(false, Ordering::Release);
         });
     }
 }
 
-impl Gateway {
-    /// One push: the export's targets read concurrently within its
-    /// timeout, their points queued in requests under the size limit.
-    async fn push(&self, export: &Export) {
-        let state = self.state.load_full();
-        let settings = &export.settings;
-        let started = Instant::now();
-        let principal = Principal {
-            name: settings.principal.clone(),
-            issuer: None,
-            method: AuthMethod::Configured,
-            roles: settings.role.iter().cloned().collect(),
-            certificate_sha256: None,
-            namespaced_roles: Vec::new(),
-        };
-        let held = state.access.roles_of(&principal);
-        let facts = authorize::RequestFacts {
-            method: "GET",
-            chain: &[],
-            origin: None,
-            scheme: "http",
-            denied_reads_in_place: false,
-        };
-        let caller = Caller {
-            access: &state.access,
-            principal: &principal,
-            roles: &held,
-            facts: &facts,
-        };
-        let Some(module) = state.prometheus.modules.get(&settings.module).cloned() else {
-            let why = format!("no module is named \"{}\"", settings.module);
-            tracing::error!(export = %settings.name, "OTLP push: {why}");
-            export.set_trouble(Some(why));
-            return;
-        };
-        let (targets, results) = match self.scrape_targets(&state, &caller, &settings.targets) {
+/// One push: the export's targets read concurrently within its
+/// timeout, their points queued in requests under the size limit.
+async fn push(gateway: &Gateway, export: &Export) {
+    let state = gateway.state.load_full();
+    let settings = &export.settings;
+    let started = Instant::now();
+    let principal = Principal {
+        name: settings.principal.clone(),
+        issuer: None,
+        method: AuthMethod::Configured,
+        roles: settings.role.iter().cloned().collect(),
+        certificate_sha256: None,
+        namespaced_roles: Vec::new(),
+    };
+    let held = state.access.roles_of(&principal);
+    let facts = authorize::RequestFacts {
+        method: "GET",
+        chain: &[],
+        origin: None,
+        scheme: "http",
+        denied_reads_in_place: false,
+    };
+    let caller = Caller {
+        access: &state.access,
+        principal: &principal,
+        roles: &held,
+        facts: &facts,
+    };
+    let Some(module) = state.prometheus.modules.get(&settings.module).cloned() else {
+        let why = format!("no module is named \"{}\"", settings.module);
+        tracing::error!(export = %settings.name, "OTLP push: {why}");
+        export.set_trouble(Some(why));
+        return;
+    };
+    let (targets, results) =
+        match crate::doors::prometheus::scrape_targets(gateway, &state, &caller, &settings.targets)
+        {
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(export = %settings.name, "OTLP push: targets: {}", e.message);
@@ -142,181 +143,187 @@ impl Gateway {
                 return;
             }
         };
-        let deadline = started + settings.timeout;
-        let limits = state.prometheus.config.limits(deadline);
-        let reads = futures::stream::iter(targets)
-            .map(|t| {
-                let (caller, module, limits, state) = (&caller, &module, &limits, &state);
-                async move {
-                    let budget = tokio::time::Instant::from_std(deadline);
-                    let read = async {
-                        let scraped = self.scrape_one(state, caller, &t, module, limits).await;
-                        let jvm_start = self.jvm_start(state, caller, &t.name).await;
-                        (scraped, jvm_start)
-                    };
-                    match tokio::time::timeout_at(budget, read).await {
-                        Ok((scraped, jvm_start)) => (t, scraped, jvm_start),
-                        Err(_) => {
-                            let failed = TargetScrape::failed(
-                                &t.name,
-                                504,
-                                "did not answer within the export's timeout".into(),
-                                started,
-                            );
-                            (t, failed, None)
-                        }
+    let deadline = started + settings.timeout;
+    let limits = state.prometheus.config.limits(deadline);
+    let reads = futures::stream::iter(targets)
+        .map(|t| {
+            let (caller, module, limits, state) = (&caller, &module, &limits, &state);
+            async move {
+                let budget = tokio::time::Instant::from_std(deadline);
+                let read = async {
+                    let scraped = crate::doors::prometheus::scrape_one(
+                        gateway, state, caller, &t, module, limits,
+                    )
+                    .await;
+                    let jvm_start = jvm_start(gateway, state, caller, &t.name).await;
+                    (scraped, jvm_start)
+                };
+                match tokio::time::timeout_at(budget, read).await {
+                    Ok((scraped, jvm_start)) => (t, scraped, jvm_start),
+                    Err(_) => {
+                        let failed = TargetScrape::failed(
+                            &t.name,
+                            504,
+                            "did not answer within the export's timeout".into(),
+                            started,
+                        );
+                        (t, failed, None)
                     }
                 }
-            })
-            .buffer_unordered(state.prometheus.config.max_concurrent_targets);
-        let read: Vec<_> = reads.collect().await;
-        let failed_targets = read.iter().filter(|(_, s, _)| s.error.is_some()).count()
-            + results.iter().filter(|s| s.error.is_some()).count();
-        if failed_targets > 0 {
-            self.metrics.otlp(
-                false,
-                &settings.name,
-                "target_failed",
-                failed_targets as u64,
-            );
-        }
-        self.audit_push(
-            settings,
-            &principal,
-            &held,
-            results.iter().chain(read.iter().map(|(_, s, _)| s)),
-            started,
-        )
-        .await;
-        // Targets gone from the fleet (or the export's reach) are
-        // forgotten; the rest go, with their samples, to the CPU pool.
-        // Pushes never overlap, so the starts are this push's meanwhile.
-        let mut starts = std::mem::take(&mut *export.starts.lock().expect("starts lock"));
-        starts.retain(|name, _| read.iter().any(|(t, _, _)| &t.name == name));
-        let read: Vec<_> = read
-            .into_iter()
-            // A target that failed gives no points, not zeros.
-            .filter(|(_, s, _)| s.error.is_none() && !s.samples.is_empty())
-            .map(|(t, s, jvm_start)| (t, s.samples, jvm_start))
-            .collect();
-        let settings_now = settings.clone();
-        let push = export.pushes.fetch_add(1, Ordering::Relaxed) + 1;
-        let encoded = state
-            .prometheus
-            .cpu
-            .run(move || {
-                let resources = resources(read, &mut starts, &settings_now);
-                let requests = otlp::batches(resources, settings_now.max_request_bytes)
-                    .into_iter()
-                    .map(|request| Pending {
-                        push,
-                        body: otlp::gzip(&prost::Message::encode_to_vec(&request)),
-                        points: otlp::points(&request),
-                        request,
-                    })
-                    .collect::<Vec<_>>();
-                (requests, starts)
-            })
-            .await;
-        let Some((requests, starts)) = encoded else {
-            return;
-        };
-        *export.starts.lock().expect("starts lock") = starts;
-        let mut queue = export.queue.lock().expect("queue lock");
-        for pending in requests {
-            if queue.len() >= settings.max_queued_requests {
-                if let Some(lost) = queue.pop_front() {
-                    self.metrics
-                        .otlp(true, &settings.name, "dropped", lost.points);
-                }
             }
-            queue.push_back(pending);
-        }
-        drop(queue);
-        export.queued.notify_one();
-        self.metrics.otlp(false, &settings.name, "ok", 1);
-    }
-
-    /// The JVM's start time (`java.lang:type=Runtime` `StartTime`, ms), read
-    /// as the export's principal; `None` when its policy doesn't allow it
-    /// or the agent can't say.
-    async fn jvm_start(
-        &self,
-        state: &crate::pipeline::state::State,
-        caller: &Caller<'_>,
-        target: &str,
-    ) -> Option<u64> {
-        let item = json!({"type": "read", "mbean": "java.lang:type=Runtime",
-                          "attribute": "StartTime", "target": {"url": target}});
-        let answers = self.scrape_items(state, caller, &[item]).await.ok()?;
-        let answer = answers.into_iter().next()?;
-        if answer.status() != Some(200) {
-            return None;
-        }
-        answer.get("value")?.get().parse::<u64>().ok()
-    }
-
-    /// One record per target of a push.
-    async fn audit_push(
-        &self,
-        settings: &super::ExportSettings,
-        principal: &Principal,
-        held: &[Arc<crate::access::Role>],
-        results: impl Iterator<Item = &TargetScrape>,
-        started: Instant,
-    ) {
-        let request_id = format!(
-            "{:x}-{}",
-            self.identity.boot_id,
-            self.request_seq.fetch_add(1, Ordering::Relaxed)
+        })
+        .buffer_unordered(state.prometheus.config.max_concurrent_targets);
+    let read: Vec<_> = reads.collect().await;
+    let failed_targets = read.iter().filter(|(_, s, _)| s.error.is_some()).count()
+        + results.iter().filter(|s| s.error.is_some()).count();
+    if failed_targets > 0 {
+        gateway.metrics.otlp(
+            false,
+            &settings.name,
+            "target_failed",
+            failed_targets as u64,
         );
-        let headers = HeaderMap::new();
-        let refused = Refused {
-            gateway: self,
-            request_id: &request_id,
-            principal,
-            client: None,
-            started,
-            headers: &headers,
-        };
-        let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
-        let (export, module) = (&settings.name, &settings.module);
-        for r in results {
-            let (decision, status, note) = match &r.error {
-                None => (
-                    "allowed",
-                    200,
-                    format!(
-                        "export {export}, module {module}: {} points",
-                        r.samples.len()
-                    ),
-                ),
-                Some((status @ (403 | 404), why)) => (
-                    "denied",
-                    *status,
-                    format!("export {export}, module {module}: no points: {why}"),
-                ),
-                Some((status, why)) => (
-                    "allowed",
-                    *status,
-                    format!("export {export}, module {module}: no points: {why}"),
-                ),
-            };
-            let recorded = refused
-                .audit(
-                    Some(audit::Channel::Otlp),
-                    "push",
-                    decision,
-                    status,
-                    None,
-                    Some(&r.name),
-                    &roles,
-                    &note,
-                )
-                .await;
-            if let Err(e) = recorded {
-                tracing::warn!(export = %export, "OTLP push not audited: {}", e.message);
+    }
+    audit_push(
+        gateway,
+        settings,
+        &principal,
+        &held,
+        results.iter().chain(read.iter().map(|(_, s, _)| s)),
+        started,
+    )
+    .await;
+    // Targets gone from the fleet (or the export's reach) are
+    // forgotten; the rest go, with their samples, to the CPU pool.
+    // Pushes never overlap, so the starts are this push's meanwhile.
+    let mut starts = std::mem::take(&mut *export.starts.lock().expect("starts lock"));
+    starts.retain(|name, _| read.iter().any(|(t, _, _)| &t.name == name));
+    let read: Vec<_> = read
+        .into_iter()
+        // A target that failed gives no points, not zeros.
+        .filter(|(_, s, _)| s.error.is_none() && !s.samples.is_empty())
+        .map(|(t, s, jvm_start)| (t, s.samples, jvm_start))
+        .collect();
+    let settings_now = settings.clone();
+    let push = export.pushes.fetch_add(1, Ordering::Relaxed) + 1;
+    let encoded = state
+        .prometheus
+        .cpu
+        .run(move || {
+            let resources = resources(read, &mut starts, &settings_now);
+            let requests = otlp::batches(resources, settings_now.max_request_bytes)
+                .into_iter()
+                .map(|request| Pending {
+                    push,
+                    body: otlp::gzip(&prost::Message::encode_to_vec(&request)),
+                    points: otlp::points(&request),
+                    request,
+                })
+                .collect::<Vec<_>>();
+            (requests, starts)
+        })
+        .await;
+    let Some((requests, starts)) = encoded else {
+        return;
+    };
+    *export.starts.lock().expect("starts lock") = starts;
+    let mut queue = export.queue.lock().expect("queue lock");
+    for pending in requests {
+        if queue.len() >= settings.max_queued_requests {
+            if let Some(lost) = queue.pop_front() {
+                gateway
+                    .metrics
+                    .otlp(true, &settings.name, "dropped", lost.points);
             }
+        }
+        queue.push_back(pending);
+    }
+    drop(queue);
+    export.queued.notify_one();
+    gateway.metrics.otlp(false, &settings.name, "ok", 1);
+}
+
+/// The JVM's start time (`java.lang:type=Runtime` `StartTime`, ms), read
+/// as the export's principal; `None` when its policy doesn't allow it
+/// or the agent can't say.
+async fn jvm_start(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    caller: &Caller<'_>,
+    target: &str,
+) -> Option<u64> {
+    let item = json!({"type": "read", "mbean": "java.lang:type=Runtime",
+                      "attribute": "StartTime", "target": {"url": target}});
+    let answers = crate::doors::prometheus::scrape_items(gateway, state, caller, &[item])
+        .await
+        .ok()?;
+    let answer = answers.into_iter().next()?;
+    if answer.status() != Some(200) {
+        return None;
+    }
+    answer.get("value")?.get().parse::<u64>().ok()
+}
+
+/// One record per target of a push.
+async fn audit_push(
+    gateway: &Gateway,
+    settings: &super::ExportSettings,
+    principal: &Principal,
+    held: &[Arc<crate::access::Role>],
+    results: impl Iterator<Item = &TargetScrape>,
+    started: Instant,
+) {
+    let request_id = format!(
+        "{:x}-{}",
+        gateway.identity.boot_id,
+        gateway.request_seq.fetch_add(1, Ordering::Relaxed)
+    );
+    let headers = HeaderMap::new();
+    let refused = Refused {
+        gateway,
+        request_id: &request_id,
+        principal,
+        client: None,
+        started,
+        headers: &headers,
+    };
+    let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
+    let (export, module) = (&settings.name, &settings.module);
+    for r in results {
+        let (decision, status, note) = match &r.error {
+            None => (
+                "allowed",
+                200,
+                format!(
+                    "export {export}, module {module}: {} points",
+                    r.samples.len()
+                ),
+            ),
+            Some((status @ (403 | 404), why)) => (
+                "denied",
+                *status,
+                format!("export {export}, module {module}: no points: {why}"),
+            ),
+            Some((status, why)) => (
+                "allowed",
+                *status,
+                format!("export {export}, module {module}: no points: {why}"),
+            ),
+        };
+        let recorded = refused
+            .audit(
+                Some(audit::Channel::Otlp),
+                "push",
+                decision,
+                status,
+                None,
+                Some(&r.name),
+                &roles,
+                &note,
+            )
+            .await;
+        if let Err(e) = recorded {
+            tracing::warn!(export = %export, "OTLP push not audited: {}", e.message);
         }
     }
 }

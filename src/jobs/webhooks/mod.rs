@@ -73,39 +73,37 @@ pub fn notice_for(hook: &WebhookConfig, event: &Event, labels_of: LabelsOf<'_>) 
     ))
 }
 
-impl Gateway {
-    /// Tells `[[events.webhooks]]` what the journal records, until the
-    /// gateway is dropped.
-    pub fn spawn_event_webhooks(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let weak = Arc::downgrade(self);
-        let mut recorded = self.health.journal().subscribe();
-        tokio::spawn(async move {
-            loop {
-                let event = match recorded.recv().await {
-                    Ok(event) => event,
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
-                        tracing::warn!(
-                            "event webhooks: {missed} events went by untold (too many at once)"
-                        );
-                        continue;
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                };
-                let Some(gateway) = weak.upgrade() else {
-                    return;
-                };
-                let state = gateway.state.load_full();
-                let labels_of = |name: &str| state.fleet.by_name(name).map(|t| t.labels.clone());
-                for (i, hook) in state.events.webhooks.iter().enumerate() {
-                    if let Some(notice) = notice_for(hook, &event, &labels_of) {
-                        gateway
-                            .notifier
-                            .send(notice.named(&format!("events.webhooks[{i}]")));
-                    }
+/// Tells `[[events.webhooks]]` what the journal records, until the
+/// gateway is dropped.
+pub fn spawn_event_webhooks(gateway: &Arc<Gateway>) -> tokio::task::JoinHandle<()> {
+    let weak = Arc::downgrade(gateway);
+    let mut recorded = gateway.health.journal().subscribe();
+    tokio::spawn(async move {
+        loop {
+            let event = match recorded.recv().await {
+                Ok(event) => event,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::warn!(
+                        "event webhooks: {missed} events went by untold (too many at once)"
+                    );
+                    continue;
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            let Some(gateway) = weak.upgrade() else {
+                return;
+            };
+            let state = gateway.state.load_full();
+            let labels_of = |name: &str| state.fleet.by_name(name).map(|t| t.labels.clone());
+            for (i, hook) in state.events.webhooks.iter().enumerate() {
+                if let Some(notice) = notice_for(hook, &event, &labels_of) {
+                    gateway
+                        .notifier
+                        .send(notice.named(&format!("events.webhooks[{i}]")));
                 }
             }
-        })
-    }
+        }
+    })
 }
 
 #[cfg(test)]
