@@ -1,7 +1,10 @@
 //! Inventory files: targets kept outside the main configuration, in TOML,
 //! JSON or YAML (by extension), as a CMDB export or a deploy tool writes
 //! them. They are read with the configuration, so `check-config` checks
-//! them, reload watches them, and a broken one keeps the previous fleet.
+//! them, reload watches them, and a broken one (unreadable, or naming a
+//! target twice) keeps the previous fleet. Each file is one source of the
+//! fleet (`inventory:<targets_file>`, see the fleet's `sources`): a
+//! name it shares with `[[targets]]` or an earlier source is kept there.
 //!
 //! ```toml
 //! [[inventory]]
@@ -63,6 +66,37 @@ pub fn load(inventory: &InventoryConfig) -> Result<Vec<TargetConfig>, String> {
         t.agent.make_paths_relative_to(base);
     }
     Ok(targets)
+}
+
+/// [`load`], and each target checked as a `[[targets]]` entry is: a name
+/// the file lists twice, a bad name or URL, is an error naming the file.
+pub fn load_checked(inventory: &InventoryConfig) -> Result<Vec<TargetConfig>, Vec<String>> {
+    let file = inventory.targets_file.display();
+    let targets = load(inventory).map_err(|e| vec![e])?;
+    let mut problems = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut once = Vec::with_capacity(targets.len());
+    for t in &targets {
+        if seen.insert(t.name.as_str()) {
+            once.push(t.clone());
+        } else {
+            problems.push(format!(
+                "inventory {file}: target \"{}\" is listed twice in this file",
+                t.name
+            ));
+        }
+    }
+    // The defaults are the configuration's to check.
+    problems.extend(
+        crate::agent_settings::problems(&once, &Default::default())
+            .into_iter()
+            .map(|p| format!("inventory {file}: {p}")),
+    );
+    if problems.is_empty() {
+        Ok(targets)
+    } else {
+        Err(problems)
+    }
 }
 
 /// Parses by extension: `.toml`, `.json`, `.yaml`/`.yml`.

@@ -303,7 +303,15 @@ fn check_config(source: &ConfigSource) -> ExitCode {
                     config_path_display(&config)
                 );
             }
-            let (targets, roles) = (config.0.targets.len(), config.0.roles.len());
+            // Every source's targets as listed (a name two give counts twice).
+            let targets = config.0.targets.len()
+                + config
+                    .0
+                    .inventory_targets
+                    .iter()
+                    .map(Vec::len)
+                    .sum::<usize>();
+            let roles = config.0.roles.len();
             let plural = |n: usize| if n == 1 { "" } else { "s" };
             let server = &config.0.server;
             let listeners: Vec<String> = server

@@ -157,6 +157,9 @@ pub struct Metrics {
     /// annotation, an address that isn't one, an odd name), by source;
     /// each Pod counted when its reason is new.
     pub discovery_refused: Family<SourceLabel, Counter>,
+    /// Names a source lists that another source keeps (the collision
+    /// rule), by the source left without them.
+    pub discovery_shadowed: Family<SourceLabel, Gauge>,
     /// 1 while the access store answers (or none is needed), 0 while not.
     pub access_store_up: Gauge,
     /// Steps of access requests (`access_requested`, `access_granted`,
@@ -234,6 +237,7 @@ impl Metrics {
             agent_connections: Gauge::default(),
             discovery_up: Family::default(),
             discovery_refused: Family::default(),
+            discovery_shadowed: Family::default(),
             access_store_up: Gauge::default(),
             access_steps: Family::default(),
             notices: Family::default(),
@@ -372,13 +376,18 @@ impl Metrics {
         );
         registry.register(
             "discovery_up",
-            "1 while a discovery source's API answers, 0 while it fails and its last targets are kept, by source",
+            "1 while a source of targets works (the configuration and each inventory file as loaded, each DNS entry's last resolution, each Kubernetes entry's watches), 0 while it fails and its last targets are kept, by source",
             self.discovery_up.clone(),
         );
         registry.register(
             "discovery_refused_pods",
             "Pods a discovery source refused for what they say (a hostile annotation, an address that isn't one, an odd name), by source",
             self.discovery_refused.clone(),
+        );
+        registry.register(
+            "discovery_shadowed_targets",
+            "Targets a source lists whose names another source keeps (configured targets first, then inventory files, DNS entries and Kubernetes entries in configuration order), by source",
+            self.discovery_shadowed.clone(),
         );
         registry.register(
             "access_store_up",
@@ -439,6 +448,24 @@ impl Metrics {
                 source: source.to_string(),
             })
             .set(i64::from(up));
+    }
+
+    /// Records how many names `source` lists that another source keeps.
+    pub fn discovery_shadowed(&self, source: &str, names: usize) {
+        self.discovery_shadowed
+            .get_or_create(&SourceLabel {
+                source: source.to_string(),
+            })
+            .set(i64::try_from(names).unwrap_or(i64::MAX));
+    }
+
+    /// Drops a source's gauges: it left the configuration.
+    pub fn forget_discovery_source(&self, source: &str) {
+        let label = SourceLabel {
+            source: source.to_string(),
+        };
+        self.discovery_up.remove(&label);
+        self.discovery_shadowed.remove(&label);
     }
 
     /// Counts `pods` more Pods `source` refused for what they say.

@@ -28,7 +28,8 @@ pub fn reload(gateway: &Gateway, source: &ConfigSource) -> Result<(usize, usize)
     let reloaded = gateway
         .reload(&config)
         .map_err(|e| format!("{}: {e}", source.describe()));
-    let counts = (config.targets.len(), config.roles.len());
+    // The fleet's, every source's targets folded.
+    let counts = (gateway.fleet().len(), config.roles.len());
     drop(config);
     // The file's parse and the old fleet are a peak an idle gateway would
     // otherwise keep.

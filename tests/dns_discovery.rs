@@ -28,6 +28,7 @@ use jmxgate::discovery::{self, DnsDiscovery, RecordKind};
 use tokio::sync::mpsc;
 
 const ORIGIN: &str = "example.";
+const READ: &str = "/read/jmxgate.test:type=Types/Name";
 const KAFKA: &str = "_jolokia._tcp.kafka.example.";
 const WEB: &str = "web-headless.example.";
 
@@ -694,4 +695,181 @@ async fn discovered_agents_are_served_by_the_gateway() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The origin `GET /jolokia/targets` gives the target `name`.
+async fn origin_of(gw: &common::Gateway, name: &str) -> Option<String> {
+    let (_, list) = gw.get("/jolokia/targets").await;
+    list["value"]
+        .as_array()?
+        .iter()
+        .find(|t| t["name"] == name)
+        .map(|t| t["origin"].as_str().unwrap_or_default().to_string())
+}
+
+/// One collision rule for every source: a name two DNS entries find is
+/// kept by the first entry, a name an inventory file and a DNS entry give
+/// is kept by the inventory (configured targets first, then inventory
+/// files, then DNS entries, then Kubernetes entries), and each name a
+/// source loses is counted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_name_two_sources_give_is_kept_by_the_first_in_the_rule() {
+    let [alpha, beta, gamma] = common::shared_agents();
+    let dns = TestDns::start(&format!(
+        "_jolokia._tcp.one IN SRV 0 0 {a} localhost.\n\
+         _jolokia._tcp.two IN SRV 0 0 {a} localhost.\n\
+         _jolokia._tcp.two IN SRV 0 0 {b} localhost.\n",
+        a = alpha.port,
+        b = beta.port
+    ))
+    .await;
+    let (on_alpha, on_beta) = (
+        format!("jvm-localhost-{}", alpha.port),
+        format!("jvm-localhost-{}", beta.port),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // The inventory names beta's port after gamma's agent.
+    std::fs::write(
+        dir.path().join("fleet.yaml"),
+        format!("- name: {on_beta}\n  url: {}\n", gamma.url()),
+    )
+    .unwrap();
+    let entry = |name: &str| {
+        format!(
+            "[[discovery.dns]]\nname = \"{name}\"\nnameserver = \"{}\"\ninterval = \"100ms\"\n\
+             timeout = \"2s\"\nname_prefix = \"jvm-\"\n",
+            dns.addr
+        )
+    };
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[health]\nprobe_interval = \"0s\"\n\
+             [[inventory]]\ntargets_file = \"fleet.yaml\"\n{}{}",
+            entry("_jolokia._tcp.one.example."),
+            entry("_jolokia._tcp.two.example.")
+        ),
+    )
+    .unwrap();
+    let gw = common::Gateway::start_from_file(&config).await;
+    let _discovery = gw.gateway.spawn_discovery().expect("entries configured");
+    let shadowed = "jmxgate_discovery_shadowed_targets{source=\"dns[1]\"} 2";
+    common::eventually(
+        "both DNS entries are folded in",
+        Duration::from_secs(60),
+        || async {
+            let text = gw.gateway.metrics().encode();
+            if text.contains(shadowed) {
+                Ok(())
+            } else {
+                Err(text)
+            }
+        },
+    )
+    .await;
+    // dns[0] and dns[1] find one name: dns[0] keeps it.
+    assert_eq!(
+        origin_of(&gw, &on_alpha).await.as_deref(),
+        Some("discovery.dns[0]")
+    );
+    let (_, r) = gw.get(&format!("/jolokia/targets/{on_alpha}{READ}")).await;
+    assert_eq!(r["value"], "alpha", "{r}");
+    // The inventory and dns[1] give one name: the inventory's target is it.
+    assert_eq!(origin_of(&gw, &on_beta).await.as_deref(), Some("inventory"));
+    let (_, r) = gw.get(&format!("/jolokia/targets/{on_beta}{READ}")).await;
+    assert_eq!(r["value"], "gamma", "{r}");
+    let text = gw.gateway.metrics().encode();
+    for line in [
+        "jmxgate_discovery_shadowed_targets{source=\"dns[0]\"} 0",
+        "jmxgate_discovery_shadowed_targets{source=\"inventory:",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+
+    // dns[0] loses the name: dns[1]'s target takes its place.
+    dns.set_records(&format!(
+        "_jolokia._tcp.two IN SRV 0 0 {a} localhost.\n\
+         _jolokia._tcp.two IN SRV 0 0 {b} localhost.\n\
+         _jolokia._tcp.one IN SRV 0 0 {g} localhost.\n",
+        a = alpha.port,
+        b = beta.port,
+        g = gamma.port
+    ))
+    .await;
+    common::eventually(
+        "dns[1] keeps the name dns[0] let go",
+        Duration::from_secs(60),
+        || async {
+            match origin_of(&gw, &on_alpha).await {
+                Some(o) if o == "discovery.dns[1]" => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    let (_, r) = gw.get(&format!("/jolokia/targets/{on_alpha}{READ}")).await;
+    assert_eq!(r["value"], "alpha", "{r}");
+}
+
+/// `jmxgate_discovery_up` per DNS entry, on a real admin listener: 1 for
+/// the entry whose server answers, 0 for the one whose server never does
+/// (a socket of this test's that reads nothing), and 1 for the
+/// configuration.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_dns_entry_says_on_metrics_whether_it_resolves() {
+    let [alpha, ..] = common::shared_agents();
+    let dns = TestDns::start(&format!(
+        "_jolokia._tcp.jvm IN SRV 0 0 {} localhost.\n",
+        alpha.port
+    ))
+    .await;
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let entry = |server: SocketAddr| {
+        format!(
+            "[[discovery.dns]]\nname = \"_jolokia._tcp.jvm.example.\"\nnameserver = \"{server}\"\n\
+             interval = \"100ms\"\ntimeout = \"300ms\"\n"
+        )
+    };
+    let gw = common::Gateway::start(&format!(
+        "[health]\nprobe_interval = \"0s\"\n{}{}",
+        entry(dns.addr),
+        entry(silent.local_addr().unwrap())
+    ))
+    .await;
+    let _discovery = gw.gateway.spawn_discovery().expect("entries configured");
+    let admin_config: jmxgate::admin::config::AdminConfig =
+        toml::from_str("listen = \"127.0.0.1:0\"").unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let admin = listener.local_addr().unwrap();
+    tokio::spawn(jmxgate::admin::serve(
+        listener,
+        jmxgate::admin::router(gw.gateway.clone(), &admin_config),
+        std::future::pending(),
+    ));
+    let http = common::http_client();
+    let wanted = [
+        "jmxgate_discovery_up{source=\"dns[0]\"} 1",
+        "jmxgate_discovery_up{source=\"dns[1]\"} 0",
+        "jmxgate_discovery_up{source=\"config\"} 1",
+    ];
+    common::eventually(
+        "each entry's jmxgate_discovery_up",
+        Duration::from_secs(60),
+        || async {
+            let text = common::get_text(&http, &format!("http://{admin}/metrics")).await;
+            if wanted.iter().all(|w| text.contains(w)) {
+                Ok(())
+            } else {
+                Err(text)
+            }
+        },
+    )
+    .await;
+    // The entry that resolves is served beside the one that doesn't.
+    let (_, r) = gw
+        .get(&format!("/jolokia/targets/localhost-{}{READ}", alpha.port))
+        .await;
+    assert_eq!(r["value"], "alpha", "{r}");
+    drop(silent);
 }

@@ -154,7 +154,7 @@ fn check_config_names_the_broken_inventory() {
     .unwrap();
     std::fs::write(
         dir.path().join("dup.json"),
-        r#"[{"name":"main","url":"http://h:2/jolokia"}]"#,
+        r#"[{"name":"main","url":"http://h:2/jolokia"},{"name":"twice","url":"http://h:4/jolokia"},{"name":"twice","url":"http://h:5/jolokia"}]"#,
     )
     .unwrap();
     let config = dir.path().join("gateway.toml");
@@ -172,9 +172,11 @@ fn check_config_names_the_broken_inventory() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("bad.yaml") && err.contains("colour"), "{err}");
     assert!(
-        err.contains("dup.json: target \"main\" is already defined by the configuration"),
+        err.contains("dup.json: target \"twice\" is listed twice in this file"),
         "{err}"
     );
+    // A name the configuration has too is the collision rule's, not an error.
+    assert!(!err.contains("\"main\""), "{err}");
 }
 
 /// A file an inventory's target names (its agent password) is watched like
@@ -224,4 +226,85 @@ async fn a_password_file_named_in_an_inventory_reloads_when_it_changes() {
     }
     let (_, r) = gw.get(&format!("/jolokia/targets/alpha{READ}")).await;
     assert_eq!(r["value"], "alpha", "{r}");
+}
+
+/// The origin `GET /jolokia/targets` gives the target `name`.
+async fn origin_of(gw: &Gateway, name: &str) -> Option<String> {
+    let (_, list) = gw.get("/jolokia/targets").await;
+    list["value"]
+        .as_array()?
+        .iter()
+        .find(|t| t["name"] == name)
+        .map(|t| t["origin"].as_str().unwrap_or_default().to_string())
+}
+
+/// An inventory file is one source beside the configuration's targets: a
+/// name both give is the configuration's (no error), and a file that
+/// names a target twice is refused, naming the file and the name, while
+/// every source keeps serving what it had.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_inventory_naming_a_target_twice_is_refused_and_the_rest_keep_serving() {
+    let [alpha, beta, gamma] = common::shared_agents();
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = dir.path().join("fleet.yaml");
+    std::fs::write(
+        &inventory,
+        yaml_inventory(&[("beta", &beta.url()), ("main", &gamma.url())]),
+    )
+    .unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[health]\nprobe_interval = \"0s\"\n\
+             [[targets]]\nname = \"main\"\nurl = \"{}\"\n\
+             [[inventory]]\ntargets_file = \"fleet.yaml\"\n",
+            alpha.url()
+        ),
+    )
+    .unwrap();
+    let gw = Gateway::start_from_file(&config).await;
+    let (_, r) = gw.get(&format!("/jolokia/targets/main{READ}")).await;
+    assert_eq!(r["value"], "alpha", "the configured main is kept: {r}");
+    assert_eq!(
+        origin_of(&gw, "main").await.as_deref(),
+        Some("configuration")
+    );
+    let text = gw.gateway.metrics().encode();
+    let inventory_source = format!("source=\"inventory:{}\"", inventory.display());
+    for line in [
+        format!("jmxgate_discovery_shadowed_targets{{{inventory_source}}} 1"),
+        format!("jmxgate_discovery_up{{{inventory_source}}} 1"),
+    ] {
+        assert!(text.contains(&line), "{line}\n{text}");
+    }
+
+    std::fs::write(
+        &inventory,
+        yaml_inventory(&[
+            ("beta", &beta.url()),
+            ("newcomer", &gamma.url()),
+            ("beta", &gamma.url()),
+        ]),
+    )
+    .unwrap();
+    // As SIGHUP or a changed file reloads.
+    let err = jmxgate::reload::reload(&gw.gateway, &jmxgate::config::ConfigSource::file(&config))
+        .unwrap_err();
+    assert!(
+        err.contains("fleet.yaml: target \"beta\" is listed twice in this file"),
+        "{err}"
+    );
+    assert!(gw
+        .gateway
+        .metrics()
+        .encode()
+        .contains(r#"jmxgate_config_reloads_total{status="error"} 1"#));
+    // Nothing of the refused file went in; every source serves as before.
+    for (name, agent) in [("main", "alpha"), ("beta", "beta")] {
+        let (_, r) = gw.get(&format!("/jolokia/targets/{name}{READ}")).await;
+        assert_eq!(r["value"], agent, "{name}: {r}");
+    }
+    let (status, _) = gw.get(&format!("/jolokia/targets/newcomer{READ}")).await;
+    assert_eq!(status, 404);
 }

@@ -2,7 +2,6 @@
 //! documented example), read into [`Config`] and checked as a whole so that
 //! a user sees every problem at once, each named by file and key.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -52,6 +51,11 @@ pub struct Config {
     /// every reload.
     #[serde(default)]
     pub inventory: Vec<crate::inventory::InventoryConfig>,
+    /// Each `[[inventory]]` file's targets, read by
+    /// [`add_inventories`](Config::add_inventories): one source of the
+    /// fleet each, beside `targets`.
+    #[serde(skip)]
+    pub inventory_targets: Vec<Vec<TargetConfig>>,
     /// Who may do what. Without it (and without roles) the gateway is open:
     /// every caller may do everything on every target.
     #[serde(default)]
@@ -402,36 +406,27 @@ impl Config {
         toml::from_str(text).map_err(|e| vec![e.to_string().trim_end().replace('\n', "\n    ")])
     }
 
-    /// Appends the targets of every `[[inventory]]` file. A name the
-    /// configuration or an earlier inventory already uses is an error that
-    /// names both places.
+    /// Reads every `[[inventory]]` file into `inventory_targets`. A file
+    /// that can't be read, or that lists a name twice, is an error naming
+    /// it; a name two sources give is the fleet's to settle.
     pub fn add_inventories(&mut self) -> Result<(), Vec<String>> {
         let mut problems = Vec::new();
-        let mut origin: BTreeMap<String, String> = self
-            .targets
+        self.inventory_targets = self
+            .inventory
             .iter()
-            .map(|t| (t.name.clone(), "the configuration".to_string()))
+            .map(|inventory| {
+                crate::inventory::load_checked(inventory).unwrap_or_else(|p| {
+                    problems.extend(p);
+                    Vec::new()
+                })
+            })
             .collect();
-        for inventory in &self.inventory {
-            let file = inventory.targets_file.display().to_string();
-            match crate::inventory::load(inventory) {
-                Err(e) => problems.push(e),
-                Ok(targets) => {
-                    for t in targets {
-                        if let Some(first) = origin.get(&t.name) {
-                            problems.push(format!(
-                                "inventory {file}: target \"{}\" is already defined by {first}",
-                                t.name
-                            ));
-                            continue;
-                        }
-                        origin.insert(t.name.clone(), format!("inventory {file}"));
-                        self.targets.push(t);
-                    }
-                }
-            }
-        }
-        crate::agent_settings::share_labels(self.targets.iter_mut().map(|t| &mut t.labels));
+        crate::agent_settings::share_labels(
+            self.targets
+                .iter_mut()
+                .chain(self.inventory_targets.iter_mut().flatten())
+                .map(|t| &mut t.labels),
+        );
         if problems.is_empty() {
             Ok(())
         } else {
@@ -447,7 +442,12 @@ impl Config {
             problems.extend(audit.problems());
         }
         if let Some(d) = &self.server.default_target {
-            if !self.targets.iter().any(|t| t.name == *d) {
+            if !self
+                .targets
+                .iter()
+                .chain(self.inventory_targets.iter().flatten())
+                .any(|t| t.name == *d)
+            {
                 problems.push(format!("server.default_target: no target is named \"{d}\""));
             }
         }

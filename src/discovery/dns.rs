@@ -488,29 +488,9 @@ pub async fn watch(
         for (i, result) in due.into_iter().zip(results) {
             let entry = &mut entries[i];
             entry.next = tokio::time::Instant::now() + entry.config.interval;
-            match result {
-                Ok(targets) => {
-                    if entry.failing.take().is_some() {
-                        tracing::info!(
-                            dns_name = %entry.config.name,
-                            targets = targets.len(),
-                            "DNS discovery resolves again"
-                        );
-                    }
-                    entry.last = Some(targets);
-                }
-                Err(why) => {
-                    let kept = entry.last.as_ref().map_or(0, Vec::len);
-                    if entry.failing.as_deref() != Some(why.as_str()) {
-                        tracing::warn!(
-                            dns_name = %entry.config.name,
-                            "DNS discovery failed, keeping the {kept} target(s) found before: {why}"
-                        );
-                    } else {
-                        tracing::debug!(dns_name = %entry.config.name, "DNS discovery still failing: {why}");
-                    }
-                    entry.failing = Some(why);
-                }
+            let kept = entry.last.as_ref().map_or(0, Vec::len);
+            if let Some(targets) = note_result(&entry.config, &mut entry.failing, kept, result) {
+                entry.last = Some(targets);
             }
         }
         let mut combined: Vec<TargetConfig> = entries
@@ -551,6 +531,91 @@ pub async fn watch(
             .min()
             .expect("at least one entry");
         tokio::time::sleep_until(next).await;
+    }
+}
+
+/// Logs what one resolution of `config` gave: a failure once per distinct
+/// cause (warning), the recovery (info); `failing` holds the cause while
+/// it lasts. The targets, when it resolved.
+fn note_result(
+    config: &DnsDiscovery,
+    failing: &mut Option<String>,
+    kept: usize,
+    result: Result<Vec<TargetConfig>, String>,
+) -> Option<Vec<TargetConfig>> {
+    match result {
+        Ok(targets) => {
+            if failing.take().is_some() {
+                tracing::info!(
+                    dns_name = %config.name,
+                    targets = targets.len(),
+                    "DNS discovery resolves again"
+                );
+            }
+            Some(targets)
+        }
+        Err(why) => {
+            if failing.as_deref() != Some(why.as_str()) {
+                tracing::warn!(
+                    dns_name = %config.name,
+                    "DNS discovery failed, keeping the {kept} target(s) found before: {why}"
+                );
+            } else {
+                tracing::debug!(dns_name = %config.name, "DNS discovery still failing: {why}");
+            }
+            *failing = Some(why);
+            None
+        }
+    }
+}
+
+/// Resolves one entry every `interval`, as one source of the fleet: sends
+/// [`Change::Restart`](crate::fleet::Change::Restart) with its targets
+/// (sorted by name) whenever they differ from the ones last sent, and
+/// [`Change::Up`](crate::fleet::Change::Up) when its resolutions start
+/// failing (its targets are kept) or succeed again (and at the first one).
+/// Failures are logged as [`watch`] logs them. A send waits while the one
+/// folding the fleet's sources is busy. Returns when `events` is closed.
+pub async fn watch_entry(
+    config: DnsDiscovery,
+    events: tokio::sync::mpsc::Sender<crate::fleet::Change>,
+) {
+    use crate::fleet::Change;
+    let mut failing: Option<String> = None;
+    let mut up: Option<bool> = None;
+    let mut handed_over: Vec<String> = Vec::new();
+    let mut kept = 0;
+    loop {
+        let next = tokio::time::Instant::now() + config.interval;
+        let result = config.resolve().await;
+        let now_up = result.is_ok();
+        if let Some(mut targets) = note_result(&config, &mut failing, kept, result) {
+            targets.sort_by(|a, b| a.name.cmp(&b.name));
+            targets.dedup_by(|a, b| a.name == b.name);
+            let fingerprint = fingerprint(&targets);
+            if fingerprint != handed_over {
+                tracing::info!(
+                    dns_name = %config.name,
+                    targets = targets.len(),
+                    "DNS discovery: the discovered targets changed"
+                );
+                handed_over = fingerprint;
+                kept = targets.len();
+                if events.send(Change::Restart(targets)).await.is_err() {
+                    return;
+                }
+            }
+        }
+        if up != Some(now_up) {
+            up = Some(now_up);
+            if events.send(Change::Up(now_up)).await.is_err() {
+                return;
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(next) => {}
+            _ = events.closed() => return,
+        }
     }
 }
 

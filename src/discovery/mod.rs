@@ -10,28 +10,31 @@
 //!
 //! # Wiring discovery into the gateway
 //!
-//! Nothing to wire by hand: [`Gateway::spawn_discovery`] starts [`watch`]
-//! with the `[[discovery.dns]]` entries and [`kubernetes::watch`] for each
-//! `[[discovery.kubernetes]]` entry of the configuration the gateway was
-//! built with (`jmxgate serve` calls it). What each source finds goes to
-//! [`Gateway::discovered_by`] under its source's name (`dns`,
-//! `kubernetes[0]`, …): DNS hands over its whole set
-//! ([`Discovered::All`]), Kubernetes what changed ([`Discovered::Changed`]).
-//! Either way only the targets that are new or differ are built and only
-//! those gone are dropped: every other target keeps its client,
-//! connections and health, and roles and credential caches stay.
+//! Nothing to wire by hand: [`Gateway::spawn_discovery`] starts
+//! [`dns::watch_entry`] for each `[[discovery.dns]]` entry and
+//! [`kubernetes::watch`] for each `[[discovery.kubernetes]]` entry of the
+//! configuration the gateway was built with (`jmxgate serve` calls it).
+//! Each entry is one source of the fleet (`dns[0]`, `kubernetes[0]`, …),
+//! a stream of [`Change`]s that one task folds beside the configuration's
+//! targets and inventory files ([`crate::fleet::sources`]): DNS hands over
+//! its whole listing ([`Change::Restart`]), Kubernetes what changed
+//! ([`Change::Apply`]), both whether they work ([`Change::Up`],
+//! `jmxgate_discovery_up`). Only the targets that are new or differ are
+//! built and only those gone are dropped: every other target keeps its
+//! client, connections and health, and roles and credential caches stay.
 //! [`Gateway::reload`] rebuilds from the new configuration plus every
-//! source's last set, so a SIGHUP or a changed file keeps what discovery
-//! found. A discovered name that a configured target already uses is left
-//! out with a warning; a target that can't be built is left out with an
-//! error, the rest go in.
+//! source's last listing, so a SIGHUP or a changed file keeps what
+//! discovery found. A name two sources give is kept by the first of them
+//! in [`SourceName`](crate::fleet::SourceName)'s order (configured
+//! targets first), and the other is logged once; a target that can't be
+//! built is left out with an error, the rest go in.
 //!
 //! ```no_run
 //! # use std::sync::Arc;
 //! # async fn example(config: jmxgate::Config) -> Result<(), String> {
 //! let gateway = Arc::new(jmxgate::Gateway::new(&config)?);
-//! // `None` when the configuration has no `[[discovery.dns]]` entry. The
-//! // task holds the gateway weakly and keeps resolving until aborted.
+//! // `None` when the configuration has no discovery entry. The task
+//! // holds the gateway weakly and keeps discovering until aborted.
 //! let discovery = gateway.spawn_discovery();
 //! # if let Some(task) = discovery { task.abort(); }
 //! # Ok(())
@@ -39,16 +42,16 @@
 //! ```
 //!
 //! Another source of targets (a service registry, a cloud API) is fed the
-//! same way: produce the whole set as `TargetConfig`s and hand it to
+//! same way: hand its whole listing to
 //! `gateway.set_discovered_by("registry", targets)` whenever it changes,
 //! or only what changed with `gateway.discovered_by("registry",
-//! Discovered::Changed { .. })`. Discovery
-//! settings themselves are read once; changing them needs a restart.
+//! Change::Apply { .. })`. Discovery settings themselves are read once;
+//! changing them needs a restart.
 //!
-//! [`watch`] can also be used on its own: it re-resolves every `interval`
-//! and calls `on_change` with the whole discovered set whenever it changes,
-//! on the watch task between two resolutions, so `on_change` should not
-//! block for long.
+//! [`watch`] can also be used on its own: it resolves every entry, each
+//! every `interval`, and calls `on_change` with the whole discovered set
+//! whenever it changes, on the watch task between two resolutions, so
+//! `on_change` should not block for long.
 //!
 //! [`Gateway::spawn_discovery`]: crate::Gateway::spawn_discovery
 //! [`Gateway::discovered_by`]: crate::Gateway::discovered_by
@@ -59,24 +62,10 @@ pub mod kubernetes;
 
 use serde::Deserialize;
 
-use crate::agent_settings::TargetConfig;
-
 pub use dns::{watch, DnsDiscovery, RecordKind, Scheme};
 pub use kubernetes::KubernetesDiscovery;
 
-/// What a discovery source hands the gateway
-/// ([`Gateway::discovered_by`](crate::Gateway::discovered_by)).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Discovered {
-    /// The source's whole set: its targets not in it leave the fleet.
-    All(Vec<TargetConfig>),
-    /// Targets added or changed (by name) and names gone; the source's
-    /// other targets stay as they are, connections and all.
-    Changed {
-        upserts: Vec<TargetConfig>,
-        removed: Vec<String>,
-    },
-}
+pub use crate::fleet::Change;
 
 /// `[discovery]`: the ways targets are discovered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -29,7 +29,15 @@ impl Gateway {
             max_kept_connections: Some(config.server.max_kept_agent_connections),
         };
         let health = Arc::new(crate::health::HealthBook::from_config(&config.health));
-        let state = State::from_config(config, &metrics, &bounds, &health, None)?;
+        let mut book = crate::fleet::SourceBook::default();
+        let (collisions, _) = book.replace_configured(configured_sources(config));
+        let state = State::from_config(
+            &with_targets(config, book.fleet_targets()),
+            &metrics,
+            &bounds,
+            &health,
+            None,
+        )?;
         if state.access.is_open() {
             tracing::warn!("no roles configured: every caller may do everything on every target");
         }
@@ -39,7 +47,7 @@ impl Gateway {
             .map(|a| crate::audit::AuditLog::start(a, metrics.audit_writer()))
             .transpose()?;
         let notifier = crate::notify::Notifier::start(metrics.clone());
-        Ok(Gateway {
+        let gateway = Gateway {
             state: ArcSwap::from_pointee(state),
             audit,
             prefix: PREFIX.to_string(),
@@ -59,14 +67,19 @@ impl Gateway {
             max_agent_exchanges: config.server.max_agent_exchanges.max(1),
             sources: std::sync::Mutex::new(super::Sources {
                 config: config.clone(),
-                discovered: Default::default(),
-                collided: Default::default(),
+                book,
             }),
             limits: listen::ClientLimits::from_config(&config.server),
             elevation: crate::doors::access::Elevation::new(&config.access.store),
             otlp: Default::default(),
             notifier,
-        })
+        };
+        gateway.tell_sources(
+            &gateway.sources.lock().expect("sources lock").book,
+            &collisions,
+            &[],
+        );
+        Ok(gateway)
     }
 
     /// Serves the Jolokia endpoint at another path than `/jolokia` (`""` or
@@ -116,10 +129,13 @@ impl Gateway {
     /// Listeners and the audit log keep their settings until a restart.
     pub fn reload(&self, config: &Config) -> Result<(), String> {
         let mut sources = self.sources.lock().expect("sources lock");
-        let result = self.install(config, &sources.discovered);
-        if let Ok(collided) = &result {
+        let mut book = sources.book.clone();
+        let (collisions, gone) = book.replace_configured(configured_sources(config));
+        let result = self.install(config, &book);
+        if result.is_ok() {
             sources.config = config.clone();
-            sources.collided = collided.clone();
+            sources.book = book;
+            self.tell_sources(&sources.book, &collisions, &gone);
             self.otlp.reloaded();
         }
         let journal = self.health.journal();
@@ -138,128 +154,171 @@ impl Gateway {
             ),
         }
         self.count_reload(result.is_ok());
-        result.map(drop)
+        result
     }
 
-    /// Replaces the targets found by DNS discovery (the source `dns`);
+    /// Replaces the targets of the first DNS entry's source (`dns[0]`);
     /// see [`Gateway::set_discovered_by`].
     pub fn set_discovered(&self, targets: Vec<crate::config::TargetConfig>) -> Result<(), String> {
-        self.set_discovered_by("dns", targets)
+        self.set_discovered_by("dns[0]", targets)
     }
 
-    /// Replaces the targets one discovery source found (`dns`,
-    /// `kubernetes[0]`, …); the configured ones and other sources' stay.
+    /// Replaces the targets one source found (`dns[0]`, `kubernetes[0]`,
+    /// a name of its own); the configured ones and other sources' stay.
     /// See [`Gateway::discovered_by`].
     pub fn set_discovered_by(
         &self,
         source: &str,
         targets: Vec<crate::config::TargetConfig>,
     ) -> Result<(), String> {
-        self.discovered_by(source, crate::discovery::Discovered::All(targets))
+        self.discovered_by(source, crate::fleet::Change::Restart(targets))
     }
 
-    /// Takes in what one discovery source found: its whole set, or what
-    /// changed. Only targets that are new or differ are built and only
-    /// those gone are dropped; every other target keeps its client,
-    /// connections, health and cached answers, and roles, credential
-    /// caches and Prometheus plans stay as they are. A discovered name
-    /// that a configured target (or an earlier source, by source name)
-    /// already uses is left out, with a warning; a target that can't be
-    /// built is left out with an error and the rest go in.
-    pub fn discovered_by(
-        &self,
-        source: &str,
-        found: crate::discovery::Discovered,
-    ) -> Result<(), String> {
+    /// Takes in what one source found under its name (`dns[0]`,
+    /// `kubernetes[0]`, or a name of its own; `config` and `inventory:…`
+    /// are the configuration's): see [`Gateway::take_source_event`].
+    pub fn discovered_by(&self, source: &str, found: crate::fleet::Change) -> Result<(), String> {
+        let source = crate::fleet::SourceName::named(source)?;
+        self.take_source_event(crate::fleet::SourceEvent {
+            source,
+            change: found,
+        })
+    }
+
+    /// The one way into the fleet for a source's event: its listing is
+    /// folded with every other source's ([`SourceBook`]: a name two
+    /// sources give is kept by the first in [`SourceName`]'s order), and
+    /// only the targets whose keeper's target is new or differs are built
+    /// and only names no source lists any more are dropped; every other
+    /// target keeps its client, connections, health and cached answers,
+    /// and roles, credential caches and Prometheus plans stay as they
+    /// are. A target that can't be built is left out with an error and
+    /// the rest go in. A change that would drop `server.default_target`
+    /// is refused whole.
+    ///
+    /// [`SourceBook`]: crate::fleet::SourceBook
+    /// [`SourceName`]: crate::fleet::SourceName
+    pub fn take_source_event(&self, event: crate::fleet::SourceEvent) -> Result<(), String> {
+        use crate::fleet::Change;
         let mut sources = self.sources.lock().expect("sources lock");
         let sources = &mut *sources;
-        let origin = crate::agent_settings::Origin::Discovered(source.into());
-        let change = change_for(sources.discovered.get(source), found, &origin);
-        if change.upserts.is_empty() && change.removed.is_empty() {
+        let crate::fleet::SourceEvent { source, change } = event;
+        let name = source.to_string();
+        let full_listing = match &change {
+            Change::Up(up) => {
+                if sources.book.set_up(&source, *up) {
+                    self.metrics.discovery_up(&name, *up);
+                }
+                return Ok(());
+            }
+            Change::Restart(_) => true,
+            Change::Apply { .. } => false,
+        };
+        let plan = sources.book.plan(&source, change);
+        // A whole listing is one that worked; a change says so only for a
+        // source not heard of yet (Kubernetes says Up itself).
+        if full_listing || !sources.book.up().any(|(s, _)| *s == source) {
+            sources.book.set_up(&source, true);
+        }
+        if plan.is_empty() {
+            self.tell_sources(&sources.book, &[], &[]);
             return Ok(());
         }
-        let state = self.state.load_full();
-        let collides = |name: &str| {
-            sources.collided.contains(name)
-                || state
-                    .fleet
-                    .by_name(name)
-                    .is_some_and(|t| t.origin != origin)
-        };
-        if change.upserts.iter().any(|t| collides(&t.name))
-            || change.removed.iter().any(|n| collides(n))
-        {
-            // Who keeps a name two places give is the full build's call.
-            let mut sets = sources.discovered.clone();
-            apply_change(sets.entry(source.to_string()).or_default(), &change, &[]);
-            sets.retain(|_, set| !set.is_empty());
-            return match self.install(&sources.config, &sets) {
-                Ok(collided) => {
-                    tracing::info!(source, "discovered targets installed");
-                    sources.discovered = sets;
-                    sources.collided = collided;
-                    Ok(())
-                }
-                Err(e) => {
-                    tracing::error!(
-                        source,
-                        "discovered targets not installed, keeping the previous fleet: {e}"
-                    );
-                    Err(e)
-                }
-            };
+        if plan.fleet.upserts.is_empty() && plan.fleet.removed.is_empty() {
+            // Only names another source keeps: the fleet stays as it is.
+            let collisions = sources.book.commit(plan, &[]);
+            self.tell_sources(&sources.book, &collisions, &[]);
+            return Ok(());
         }
-        if let Some(name) = sources.config.server.default_target.as_ref() {
-            if change.removed.contains(name) {
-                let e = format!("server.default_target: target \"{name}\" would leave the fleet");
-                tracing::error!(
-                    source,
-                    "discovered targets not installed, keeping the previous fleet: {e}"
-                );
-                return Err(e);
+        let refuse = |e: String| {
+            tracing::error!(
+                source = %name,
+                "discovered targets not installed, keeping the previous fleet: {e}"
+            );
+            Err(e)
+        };
+        if let Some(default) = sources.config.server.default_target.as_ref() {
+            if plan.fleet.removed.contains(default) {
+                return refuse(format!(
+                    "server.default_target: target \"{default}\" would leave the fleet"
+                ));
             }
         }
+        let state = self.state.load_full();
         let (fleet, failed) = state.fleet.changed(
-            &change,
+            &plan.fleet,
             &sources.config.target_defaults,
             &self.bounds,
             &self.health,
         );
-        for (name, why) in &failed {
-            tracing::error!(source, target_name = %name, "a discovered target can't be reached, left out: {why}");
+        for (target, why) in &failed {
+            tracing::error!(source = %name, target_name = %target, "a discovered target can't be reached, left out: {why}");
         }
-        let next = state
-            .with_fleet(&sources.config, Arc::new(fleet))
-            .expect("the default target stays");
-        let upserted: Vec<&str> = change.upserts.iter().map(|t| t.name.as_str()).collect();
+        let next = match state.with_fleet(&sources.config, Arc::new(fleet)) {
+            Ok(next) => next,
+            Err(e) => return refuse(e),
+        };
+        let upserted: Vec<&str> = plan.fleet.upserts.iter().map(|t| t.name.as_str()).collect();
         self.tell_discovery(
-            source,
+            &name,
             &state.fleet,
             &next.fleet,
             &upserted,
-            &change.removed,
+            &plan.fleet.removed,
         );
         self.state.store(Arc::new(next));
-        let left = change
+        let left = plan
+            .fleet
             .removed
             .iter()
-            .chain(failed.iter().map(|(name, _)| name));
+            .chain(failed.iter().map(|(target, _)| target));
         for gone in self.health.forget(left.map(String::as_str)) {
             self.metrics.forget_target(&gone);
         }
-        let set = sources.discovered.entry(source.to_string()).or_default();
-        apply_change(set, &change, &failed);
+        let (changed, removed) = (
+            plan.fleet.upserts.len() - failed.len(),
+            plan.fleet.removed.len(),
+        );
+        let collisions = sources.book.commit(plan, &failed);
+        self.tell_sources(&sources.book, &collisions, &[]);
         tracing::info!(
-            source,
-            changed = change.upserts.len() - failed.len(),
-            removed = change.removed.len(),
-            targets = set.len(),
+            source = %name,
+            changed,
+            removed,
+            targets = sources.book.listing(&source).len(),
             "discovered targets changed"
         );
-        if set.is_empty() {
-            sources.discovered.remove(source);
-        }
         Ok(())
+    }
+
+    /// What the sources' listings came to, for the log and the metrics:
+    /// each newly shadowed name once (a warning), every source's
+    /// `jmxgate_discovery_up` and `jmxgate_discovery_shadowed_targets`,
+    /// and no gauges for sources `gone` from the configuration.
+    fn tell_sources(
+        &self,
+        book: &crate::fleet::SourceBook,
+        collisions: &[crate::fleet::sources::Collision],
+        gone: &[crate::fleet::SourceName],
+    ) {
+        for c in collisions {
+            tracing::warn!(
+                source = %c.shadowed,
+                target_name = %c.name,
+                kept_by = %c.kept_by,
+                "a source lists a target whose name another source keeps; that one is kept"
+            );
+        }
+        for source in gone {
+            self.metrics.forget_discovery_source(&source.to_string());
+        }
+        let shadowed: std::collections::BTreeMap<_, _> = book.shadowed().collect();
+        for (source, up) in book.up() {
+            let label = source.to_string();
+            self.metrics.discovery_up(&label, up);
+            self.metrics
+                .discovery_shadowed(&label, shadowed.get(source).copied().unwrap_or(0));
+        }
     }
 
     /// Targets a discovery source brought (new names) and took away, told
@@ -298,31 +357,11 @@ impl Gateway {
         }
     }
 
-    /// Builds the whole fleet from `config` and every source's set, and
-    /// the rest of the state with it; returns the discovered names left
-    /// out because a configured target or an earlier source has them.
-    fn install(
-        &self,
-        config: &Config,
-        discovered: &super::DiscoveredSets,
-    ) -> Result<std::collections::HashSet<String>, String> {
-        let mut config = config.clone();
-        let mut seen: std::collections::HashSet<String> =
-            config.targets.iter().map(|c| c.name.clone()).collect();
-        let mut collided = std::collections::HashSet::new();
-        for (source, targets) in discovered {
-            // By name within a source: the same order whatever the history.
-            let mut targets: Vec<_> = targets.values().collect();
-            targets.sort_by(|a, b| a.name.cmp(&b.name));
-            for t in targets {
-                if !seen.insert(t.name.clone()) {
-                    tracing::warn!(source = %source, target_name = %t.name, "a discovered target has the name of a configured or earlier discovered one; that one is kept");
-                    collided.insert(t.name.clone());
-                    continue;
-                }
-                config.targets.push(t.clone());
-            }
-        }
+    /// Builds the whole fleet from every source's listing in `book`
+    /// (`config`'s own among them), and the rest of the state from
+    /// `config`.
+    fn install(&self, config: &Config, book: &crate::fleet::SourceBook) -> Result<(), String> {
+        let config = with_targets(config, book.fleet_targets());
         let state = Arc::new(State::from_config(
             &config,
             &self.metrics,
@@ -340,7 +379,7 @@ impl Gateway {
         {
             self.metrics.forget_target(&gone);
         }
-        Ok(collided)
+        Ok(())
     }
 
     /// Counts a reload attempt in `jmxgate_config_reloads_total`.
@@ -471,46 +510,56 @@ impl Gateway {
                 })
             })
         };
+        use crate::fleet::{Change, SourceEvent, SourceName};
+        // Each entry is a source of its own, a stream of changes; one task
+        // folds them all into the fleet, in the order they come.
+        fn events_of(
+            source: SourceName,
+            changes: tokio::sync::mpsc::Receiver<Change>,
+        ) -> futures::stream::BoxStream<'static, SourceEvent> {
+            Box::pin(futures::stream::unfold(changes, move |mut changes| {
+                let source = source.clone();
+                async move {
+                    let change = changes.recv().await?;
+                    Some((SourceEvent { source, change }, changes))
+                }
+            }))
+        }
         let mut tasks: Vec<futures::future::BoxFuture<'static, ()>> = Vec::new();
-        if !discovery.dns.is_empty() {
-            let gateway = Arc::downgrade(self);
-            tasks.push(Box::pin(crate::discovery::watch(
-                discovery.dns,
-                move |targets| {
-                    if let Some(gateway) = gateway.upgrade() {
-                        // Errors are logged there; the previous fleet stays.
-                        let _ = gateway.set_discovered_by("dns", targets);
-                    }
-                },
-            )));
+        let mut streams = Vec::new();
+        for (i, entry) in discovery.dns.into_iter().enumerate() {
+            let (changes, heard) = tokio::sync::mpsc::channel(1);
+            tasks.push(Box::pin(crate::discovery::dns::watch_entry(entry, changes)));
+            streams.push(events_of(SourceName::Dns(i), heard));
         }
         for (i, mut entry) in discovery.kubernetes.into_iter().enumerate() {
             entry.gateway_addresses = own_addresses.clone();
-            let source = format!("kubernetes[{i}]");
+            let source = SourceName::Kubernetes(i);
+            let (changes, heard) = tokio::sync::mpsc::channel(1);
             let gateway = Arc::downgrade(self);
-            let state_gateway = Arc::downgrade(self);
-            let state_source = source.clone();
+            let label = source.to_string();
             tasks.push(Box::pin(crate::discovery::kubernetes::watch(
                 entry,
-                move |found| {
+                changes,
+                move |pods| {
                     if let Some(gateway) = gateway.upgrade() {
-                        // Errors are logged there; the previous fleet stays.
-                        let _ = gateway.discovered_by(&source, found);
-                    }
-                },
-                move |state| {
-                    use crate::discovery::kubernetes::WatchState;
-                    if let Some(gateway) = state_gateway.upgrade() {
-                        match state {
-                            WatchState::Up(up) => gateway.metrics.discovery_up(&state_source, up),
-                            WatchState::Refused(pods) => {
-                                gateway.metrics.discovery_refused(&state_source, pods)
-                            }
-                        }
+                        gateway.metrics.discovery_refused(&label, pods);
                     }
                 },
             )));
+            streams.push(events_of(source, heard));
         }
+        let gateway = Arc::downgrade(self);
+        tasks.push(Box::pin(async move {
+            let mut events = futures::stream::select_all(streams);
+            while let Some(event) = futures::StreamExt::next(&mut events).await {
+                let Some(gateway) = gateway.upgrade() else {
+                    return;
+                };
+                // Errors are logged there; the previous fleet stays.
+                let _ = gateway.take_source_event(event);
+            }
+        }));
         Some(tokio::spawn(async move {
             futures::future::join_all(tasks).await;
         }))
@@ -537,64 +586,39 @@ impl Gateway {
     }
 }
 
-/// What `found` changes in a source's set `before`, each target marked
-/// with `origin`. Targets equal to the ones held are no change; a
-/// removed name the source doesn't hold is none either.
-fn change_for(
-    before: Option<&indexmap::IndexMap<String, crate::config::TargetConfig>>,
-    found: crate::discovery::Discovered,
-    origin: &crate::agent_settings::Origin,
-) -> crate::fleet::FleetChange {
-    use crate::discovery::Discovered;
-    let held = |name: &str| before.and_then(|set| set.get(name));
-    let mut change = crate::fleet::FleetChange::default();
-    let (upserts, removed) = match found {
-        Discovered::All(targets) => {
-            let now: std::collections::HashSet<&str> =
-                targets.iter().map(|t| t.name.as_str()).collect();
-            let removed = before
-                .into_iter()
-                .flat_map(|set| set.keys())
-                .filter(|name| !now.contains(name.as_str()))
-                .cloned()
-                .collect();
-            drop(now);
-            (targets, removed)
-        }
-        Discovered::Changed { upserts, removed } => (upserts, removed),
-    };
-    let mut named = std::collections::HashSet::new();
-    for mut t in upserts {
-        t.origin = origin.clone();
-        // The first of two with one name, as a full build keeps it.
-        if named.insert(t.name.clone()) && held(&t.name) != Some(&t) {
-            change.upserts.push(t);
-        }
-    }
-    change.removed = removed
-        .into_iter()
-        .filter(|name| held(name).is_some() && !named.contains(name))
-        .collect();
-    change
+/// The configured sources of `config`: its `[[targets]]` (`config`) and
+/// each `[[inventory]]` file (`inventory:<targets_file>`, by its place).
+fn configured_sources(
+    config: &Config,
+) -> Vec<(crate::fleet::SourceName, Vec<crate::config::TargetConfig>)> {
+    use crate::fleet::SourceName;
+    std::iter::once((SourceName::Config, config.targets.clone()))
+        .chain(
+            config
+                .inventory
+                .iter()
+                .zip(&config.inventory_targets)
+                .enumerate()
+                .map(|(position, (inventory, targets))| {
+                    (
+                        SourceName::Inventory {
+                            position,
+                            file: inventory.targets_file.display().to_string().into(),
+                        },
+                        targets.clone(),
+                    )
+                }),
+        )
+        .collect()
 }
 
-/// Makes `change` in a source's set, leaving out the targets that
-/// `failed` to build.
-fn apply_change(
-    set: &mut indexmap::IndexMap<String, crate::config::TargetConfig>,
-    change: &crate::fleet::FleetChange,
-    failed: &[(String, String)],
-) {
-    for name in &change.removed {
-        set.swap_remove(name);
-    }
-    for t in &change.upserts {
-        if failed.iter().any(|(name, _)| *name == t.name) {
-            set.swap_remove(&t.name);
-        } else {
-            set.insert(t.name.clone(), t.clone());
-        }
-    }
+/// `config` with the fleet's `targets` (the sources' listings folded)
+/// in place of its own.
+fn with_targets(config: &Config, targets: Vec<crate::config::TargetConfig>) -> Config {
+    let mut config = config.clone();
+    config.targets = targets;
+    config.inventory_targets = Vec::new();
+    config
 }
 
 /// Drives the probes in flight until `deadline`.
@@ -691,14 +715,13 @@ pub(crate) mod tests {
 
     #[test]
     fn a_discovery_change_builds_only_what_it_changes() {
-        use crate::discovery::Discovered;
+        use crate::fleet::Change;
         let gw = Gateway::new(&config(&["a"])).unwrap();
         let k8s = "kubernetes[0]";
-        let changed =
-            |upserts: Vec<crate::config::TargetConfig>, removed: &[&str]| Discovered::Changed {
-                upserts,
-                removed: removed.iter().map(|n| n.to_string()).collect(),
-            };
+        let changed = |upserts: Vec<crate::config::TargetConfig>, removed: &[&str]| Change::Apply {
+            upserts,
+            removed: removed.iter().map(|n| n.to_string()).collect(),
+        };
         gw.discovered_by(
             k8s,
             changed(
@@ -778,13 +801,13 @@ pub(crate) mod tests {
 
     #[test]
     fn a_discovered_target_that_cannot_be_built_is_left_out_alone() {
-        use crate::discovery::Discovered;
+        use crate::fleet::Change;
         let gw = Gateway::new(&config(&["a"])).unwrap();
         let mut broken = discovered("p2");
         broken.agent.password_file = Some("/nonexistent/jmxgate-password".into());
         gw.discovered_by(
             "kubernetes[0]",
-            Discovered::Changed {
+            Change::Apply {
                 upserts: vec![discovered("p1"), broken],
                 removed: vec![],
             },
@@ -797,7 +820,7 @@ pub(crate) mod tests {
     #[test]
     fn each_discovery_source_keeps_its_own_set() {
         let gw = Gateway::new(&config(&["a"])).unwrap();
-        gw.set_discovered_by("dns", vec![discovered("dns-1")])
+        gw.set_discovered_by("dns[0]", vec![discovered("dns-1")])
             .unwrap();
         gw.set_discovered_by("kubernetes[0]", vec![discovered("shop.orders-1")])
             .unwrap();
@@ -817,7 +840,8 @@ pub(crate) mod tests {
             .unwrap();
         gw.reload(&config(&["b"])).unwrap();
         assert_eq!(names(&gw), ["b", "dns-2", "shop.orders-1"]);
-        // A name two sources found: the first source (by name) keeps it.
+        // A name two sources found: the first source in the rule keeps it
+        // (DNS entries before Kubernetes entries).
         gw.set_discovered_by("kubernetes[0]", vec![discovered("dns-2")])
             .unwrap();
         assert_eq!(names(&gw), ["b", "dns-2"]);

@@ -68,19 +68,13 @@ pub const VIRTUAL_SEGMENT: &str = "targets";
 
 pub use respond::HttpError;
 
-/// The targets each discovery source found, by source name, then by
-/// target name (in the order found; a change costs what it changes).
-pub type DiscoveredSets =
-    std::collections::BTreeMap<String, indexmap::IndexMap<String, crate::config::TargetConfig>>;
-
-/// What the fleet is made of: the configuration in force, the targets
-/// discovery found (per source, so one source's update never wipes
-/// another's), and the discovered names the fleet left out because a
-/// configured target or an earlier source has them.
+/// What the fleet is made of: the configuration in force, and every
+/// source's listing (the configuration's targets, each inventory file,
+/// each discovery source), folded by one rule
+/// ([`SourceBook`](crate::fleet::SourceBook)).
 pub(crate) struct Sources {
     pub config: Config,
-    pub discovered: DiscoveredSets,
-    pub collided: std::collections::HashSet<String>,
+    pub book: crate::fleet::SourceBook,
 }
 
 /// The gateway: configuration turned into ready clients, plus counters.

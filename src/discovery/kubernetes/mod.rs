@@ -551,7 +551,7 @@ pub mod address;
 mod pod;
 mod watch;
 
-pub use watch::{watch, PodSet, WatchState};
+pub use watch::{watch, PodSet};
 
 #[cfg(test)]
 mod tests;

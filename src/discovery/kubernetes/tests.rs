@@ -497,12 +497,12 @@ fn list(set: &mut PodSet, e: &KubernetesDiscovery, scope: Option<&str>, pods: Ve
 
 #[test]
 fn changes_name_only_the_pods_that_changed() {
-    use crate::discovery::Discovered;
+    use crate::fleet::Change;
     let e = entry();
     let mut set = PodSet::new(&e);
     let change = |set: &mut PodSet| match set.take_change() {
         None => (vec![], vec![]),
-        Some(Discovered::Changed { upserts, removed }) => {
+        Some(Change::Apply { upserts, removed }) => {
             let mut up: Vec<String> = upserts.into_iter().map(|t| t.name).collect();
             up.sort();
             (up, removed)

@@ -15,30 +15,24 @@ enum Seen {
 /// Pod) or why it has none, by `namespace/name`.
 type Judged = HashMap<String, Result<std::sync::Arc<TargetConfig>, String>>;
 
-/// What a watch reports besides its targets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchState {
-    /// Every watch works (`true`), or some fails (`false`).
-    Up(bool),
-    /// This many more Pods were refused for what they say.
-    Refused(u64),
-}
-
-/// Watches one entry's Pods and calls `on_change` with the targets that
+/// Watches one entry's Pods and sends to `changes` the targets that
 /// changed (the first time: all of them), [`DEBOUNCE`] after the first
-/// change of a burst (the rest of the burst goes with it). A watch that
-/// keeps failing (a namespace the gateway may not read) holds back no
-/// other watch's Pods. While the API server can't be reached the last set
-/// stays; each watch's failure is logged once (a warning) and so is its
-/// recovery (info), and `on_state` hears [`WatchState::Up`]`(false)` /
-/// `(true)` when some watch starts failing / when none fails any more,
-/// and [`WatchState::Refused`] when Pods are refused for what they say.
+/// change of a burst (the rest of the burst goes with it), as
+/// [`Change::Apply`](crate::fleet::Change::Apply): one source of the fleet.
+/// A send waits while the one folding the fleet's sources is busy. A
+/// watch that keeps failing (a namespace the gateway may not read) holds
+/// back no other watch's Pods. While the API server can't be reached the
+/// last set stays; each watch's failure is logged once (a warning) and so
+/// is its recovery (info), and `changes` hears
+/// [`Change::Up`](crate::fleet::Change::Up)`(false)` / `(true)` when some
+/// watch starts failing / when none fails any more. Pods refused for what
+/// they say are counted by `on_refused`.
 ///
-/// Runs until the task is dropped or aborted.
+/// Runs until `changes` is closed, or the task is dropped or aborted.
 pub async fn watch(
     config: KubernetesDiscovery,
-    on_change: impl Fn(crate::discovery::Discovered) + Send + 'static,
-    on_state: impl Fn(WatchState) + Send + 'static,
+    changes: tokio::sync::mpsc::Sender<crate::fleet::Change>,
+    on_refused: impl Fn(u64) + Send + 'static,
 ) {
     let source = describe(&config);
     let mut up: Option<bool> = None;
@@ -51,7 +45,9 @@ pub async fn watch(
                     tracing::warn!(source = %source, "Kubernetes discovery cannot start, retrying in 5s: {why}");
                 }
                 if up != Some(false) {
-                    on_state(WatchState::Up(false));
+                    if changes.send(crate::fleet::Change::Up(false)).await.is_err() {
+                        return;
+                    }
                     up = Some(false);
                 }
                 failing = Some(why);
@@ -77,10 +73,12 @@ pub async fn watch(
         if dirty_since.is_some_and(|t| t.elapsed() >= DEBOUNCE) {
             dirty_since = None;
             if let Some(change) = state.take_change() {
-                if let crate::discovery::Discovered::Changed { upserts, removed } = &change {
+                if let crate::fleet::Change::Apply { upserts, removed } = &change {
                     tracing::debug!(source = %source, changed = upserts.len(), removed = removed.len(), "Kubernetes discovery: targets changed");
                 }
-                on_change(change);
+                if changes.send(change).await.is_err() {
+                    return;
+                }
             }
         }
         let wait = if let Some(t) = dirty_since {
@@ -130,7 +128,13 @@ pub async fn watch(
         // Up while no watch fails.
         let now_up = watch_failing.is_empty();
         if up != Some(now_up) {
-            on_state(WatchState::Up(now_up));
+            if changes
+                .send(crate::fleet::Change::Up(now_up))
+                .await
+                .is_err()
+            {
+                return;
+            }
             up = Some(now_up);
         }
         let Some((_, seen)) = seen else { continue };
@@ -141,7 +145,7 @@ pub async fn watch(
             Seen::Namespaces(event) => state.namespaces_event(*event),
         };
         if state.refused > refused {
-            on_state(WatchState::Refused(state.refused - refused));
+            on_refused(state.refused - refused);
         }
         if changed && dirty_since.is_none() {
             dirty_since = Some(now);
@@ -328,7 +332,7 @@ impl PodSet {
     /// time: all there are), or `None` when nothing changed. Only the
     /// Pods events named are looked at, unless a re-list or a namespace
     /// change may have changed any.
-    pub fn take_change(&mut self) -> Option<crate::discovery::Discovered> {
+    pub fn take_change(&mut self) -> Option<crate::fleet::Change> {
         let keys: Vec<String> = if std::mem::take(&mut self.all_dirty) {
             self.dirty.clear();
             self.pods
@@ -368,7 +372,7 @@ impl PodSet {
             }
         }
         (!upserts.is_empty() || !removed.is_empty())
-            .then_some(crate::discovery::Discovered::Changed { upserts, removed })
+            .then_some(crate::fleet::Change::Apply { upserts, removed })
     }
 
     /// Whether `namespace/name` is in a namespace the entry picks.

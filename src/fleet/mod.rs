@@ -6,6 +6,10 @@ use std::time::Duration;
 
 use url::Url;
 
+pub mod sources;
+
+pub use sources::{Change, SourceBook, SourceEvent, SourceName};
+
 use crate::agent_settings::{AgentSettings, TargetConfig};
 use crate::client::{AgentClient, BufferBudget, ClientError, SharedConnections};
 use crate::health::{HealthBook, TargetHealth};
