@@ -1,0 +1,12 @@
+//! The MCP door: the official SDKs as clients, the door's own bounds and
+//! answers, and the prompts.
+//!
+//! One test binary, a module per file (each file's own comment says what it
+//! tests).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod mcp;
+mod mcp_door;
+mod mcp_prompts;
