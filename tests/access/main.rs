@@ -8,6 +8,8 @@
 mod access;
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../common/four_eyes.rs"]
+mod four_eyes;
 #[path = "../common/haproxy.rs"]
 mod haproxy;
 #[path = "../common/postgres.rs"]
@@ -16,3 +18,4 @@ mod postgres;
 mod access_replicas;
 mod access_requests;
 mod access_store;
+mod four_eyes_bypasses;

@@ -8,6 +8,8 @@
 mod access;
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../common/four_eyes.rs"]
+mod four_eyes;
 #[path = "../common/kube_api.rs"]
 mod kube_api;
 #[path = "../common/oidc.rs"]
@@ -15,6 +17,8 @@ mod oidc_provider;
 
 mod auth_through_gateway;
 mod bearer_jwt;
+mod identities;
 mod kubernetes_auth;
+mod made_up_credentials;
 mod oidc;
 mod tls_listener;

@@ -15,3 +15,4 @@ mod https_agents;
 mod jolokia2;
 mod protocol_through_gateway;
 mod shared_answers_and_limits;
+mod target_names;

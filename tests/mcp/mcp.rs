@@ -657,7 +657,7 @@ async fn mcp_speaks_json_rpc_errors_batches_and_refuses_rebinding() {
     // A role without <cors>: Jolokia requests from any origin are fine.
     // Every Host is answered, so that MCP's own origin check is what
     // refuses the rebinding page here (the Host check has its own tests,
-    // tests/hostile/hardening_round3.rs).
+    // tests/hostile/foreign_pages.rs).
     let config = format!(
         "auth = [\"basic\"]\nallowed_hosts = [\"*\"]\n\n{}\
          [auth.basic]\nusers_file = \"{}\"\n\n\

@@ -7,5 +7,6 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod cors_and_reach;
 mod policy_through_gateway;
 mod restrictor_conformance;
