@@ -314,18 +314,17 @@ async fn a_log_that_cannot_be_written_closes_the_gateway_until_it_can() {
 
     chattr("-i", &log);
     chattr("-i", &file);
-    let mut back = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if gw.get(&exec).await.0 == 200 {
-            back = true;
-            break;
-        }
-    }
-    assert!(
-        back,
-        "the gateway did not reopen after the log became writable"
-    );
+    common::eventually(
+        "the gateway reopens once the log is writable again",
+        Duration::from_secs(60),
+        || async {
+            match gw.get(&exec).await {
+                (200, _) => Ok(()),
+                (status, r) => Err(format!("{status} {r}")),
+            }
+        },
+    )
+    .await;
     let (code, out) = verify(&[&log]);
     assert_eq!(code, Some(0), "a recovered log still verifies: {out}");
 }

@@ -974,16 +974,21 @@ impl Gateway {
     /// (what decides, for example, how an attribute's error is written in
     /// its place). Needs a caller that may list targets.
     pub async fn wait_until_probed(&self) {
-        for _ in 0..200 {
-            let (_, r) = self.get("/jolokia/targets").await;
-            if r["value"].as_array().is_some_and(|ts| {
-                !ts.is_empty() && ts.iter().all(|t| t["agent"]["protocol"].is_string())
-            }) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("targets not probed within 10 s");
+        eventually(
+            "every target's protocol is probed",
+            Duration::from_secs(60),
+            || async {
+                let (_, r) = self.get("/jolokia/targets").await;
+                if r["value"].as_array().is_some_and(|ts| {
+                    !ts.is_empty() && ts.iter().all(|t| t["agent"]["protocol"].is_string())
+                }) {
+                    Ok(())
+                } else {
+                    Err(r.to_string())
+                }
+            },
+        )
+        .await;
     }
 }
 

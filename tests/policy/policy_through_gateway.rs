@@ -630,15 +630,19 @@ async fn policies_reload_atomically_and_keep_the_old_set_when_broken() {
     assert_eq!(gw.get(exec).await.1["status"], 403);
 
     write_policy("reset");
-    let mut allowed = false;
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if gw.get(exec).await.1["status"] == 200 {
-            allowed = true;
-            break;
-        }
-    }
-    assert!(allowed, "the changed policy was not picked up");
+    common::eventually(
+        "the changed policy is picked up",
+        Duration::from_secs(60),
+        || async {
+            let (_, r) = gw.get(exec).await;
+            if r["status"] == 200 {
+                Ok(())
+            } else {
+                Err(r.to_string())
+            }
+        },
+    )
+    .await;
 
     // A broken policy is refused; the last good one stays in force.
     std::fs::write(
