@@ -2,10 +2,10 @@
 # Installs what jmxgate's demo and tests need, only if missing: from Debian,
 # Java 17 and a real Jolokia 1.7.1 agent (jolokia-core in embedded Jetty 9),
 # Chromium, rsyslog with its GnuTLS driver (the syslog collector of
-# tests/audit_syslog.rs), Prometheus (the scraper of tests/prometheus.rs) and
+# tests/audit/audit_syslog.rs), Prometheus (the scraper of tests/prometheus.rs) and
 # Tomcat 10, ZooKeeper and ActiveMQ (the products of tests/real_products.rs);
-# etcd (under the shared kube-apiserver of tests/kubernetes_discovery.rs)
-# and kubectl (tests/kubernetes_manifests.rs applies docker/kubernetes/);
+# etcd (under the shared kube-apiserver of tests/fleet/kubernetes_discovery.rs)
+# and kubectl (tests/fleet/kubernetes_manifests.rs applies docker/kubernetes/);
 # the real Jolokia and MCP clients of tests/clients/ (npm ci there, and a
 # Python venv with the PyPI clients); mdbook, for the manual in docs/.
 set -euo pipefail
@@ -79,7 +79,7 @@ if [ "$node_major" -lt 20 ]; then
 fi
 npm_ci "$js"
 
-# The official MCP TypeScript SDK of tests/mcp.rs, as locked
+# The official MCP TypeScript SDK of tests/mcp/mcp.rs, as locked
 # (tests/clients/mcp/package.json); again whenever package-lock.json changes.
 mcp=tests/clients/mcp
 npm_ci "$mcp"
@@ -133,7 +133,7 @@ else
     echo "==> no jmx_exporter agent at $exporter_jar: the comparisons with it will be skipped (set JMXGATE_JMX_EXPORTER_JAR)"
 fi
 
-# The Hawtio console of tests/hawtio.rs: @hawtio/react with React,
+# The Hawtio console of tests/console/hawtio.rs: @hawtio/react with React,
 # PatternFly 6 and react-router, esbuild and playwright-core, as locked
 # (tests/clients/hawtio/package.json); again whenever package-lock.json
 # changes. The bundle itself is built by the test (tests/clients/hawtio/build.mjs).

@@ -43,22 +43,22 @@ cargo test --doc --quiet
 echo "==> cargo nextest run (agents: Jolokia 1.7.1)"
 cargo nextest run --no-fail-fast 2>&1
 # The integration suites again, their agents now Jolokia 2.6.0 JVM agents
-# (but real_products, which runs both generations itself, and
+# (but real_products, which runs both generations itself, and fleet's
 # kubernetes_discovery and kubernetes_manifests, whose pods' agents are
 # 1.7.1 on their own addresses, and manual, whose demo picks its own).
 jar="${JMXGATE_JOLOKIA2_DIR:-../shared/jolokia}/jolokia-agent-jvm-2.6.0.jar"
 generations=(1.7.1)
 if [ -f "$jar" ]; then
     generations+=(2.6.0)
-    echo "==> cargo nextest run -E 'kind(test) & !binary(real_products) & !binary(kubernetes_discovery) & !binary(kubernetes_manifests) & !binary(manual)' (agents: Jolokia 2.6.0)"
-    JMXGATE_TEST_AGENT=2.6.0 cargo nextest run --no-fail-fast -E 'kind(test) & !binary(real_products) & !binary(kubernetes_discovery) & !binary(kubernetes_manifests) & !binary(manual)' 2>&1
+    echo "==> cargo nextest run -E 'kind(test) & !binary(real_products) & !(binary(fleet) & test(/^kubernetes_(discovery|manifests)::/)) & !binary(manual)' (agents: Jolokia 2.6.0)"
+    JMXGATE_TEST_AGENT=2.6.0 cargo nextest run --no-fail-fast -E 'kind(test) & !binary(real_products) & !(binary(fleet) & test(/^kubernetes_(discovery|manifests)::/)) & !binary(manual)' 2>&1
 else
     echo "==> skipped: the integration suites against Jolokia 2.6.0 (no $jar)"
 fi
 # The suites that compare the gateway's answers with the agent's own, once
 # more with every caller under a role with a policy (JMXGATE_TEST_ROLES,
 # see tests/common/mod.rs): the role-filtered paths must answer the same.
-compared='binary(protocol_through_gateway) | binary(fleet_fan_out) | binary(shared_answers_and_limits) | binary(real_clients)'
+compared='(binary(jolokia) & test(/^(protocol_through_gateway|fleet_fan_out|shared_answers_and_limits)::/)) | (binary(clients) & test(/^real_clients::/))'
 for g in "${generations[@]}"; do
     echo "==> answer comparisons under a role with a policy (agents: Jolokia $g)"
     JMXGATE_TEST_ROLES=1 JMXGATE_TEST_AGENT="$g" cargo nextest run --no-fail-fast -E "$compared" 2>&1

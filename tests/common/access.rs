@@ -1,6 +1,6 @@
 //! One caller of a gateway's access-requests API and Jolokia door, and the
-//! items the just-in-time tests send; shared by `tests/access_requests.rs`
-//! (in-process gateway) and `tests/access_replicas.rs` (real processes).
+//! items the just-in-time tests send; shared by `tests/access/access_requests.rs`
+//! (in-process gateway) and `tests/access/access_replicas.rs` (real processes).
 
 // Each suite uses part of it.
 #![allow(dead_code)]

@@ -974,16 +974,21 @@ impl Gateway {
     /// (what decides, for example, how an attribute's error is written in
     /// its place). Needs a caller that may list targets.
     pub async fn wait_until_probed(&self) {
-        for _ in 0..200 {
-            let (_, r) = self.get("/jolokia/targets").await;
-            if r["value"].as_array().is_some_and(|ts| {
-                !ts.is_empty() && ts.iter().all(|t| t["agent"]["protocol"].is_string())
-            }) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("targets not probed within 10 s");
+        eventually(
+            "every target's protocol is probed",
+            Duration::from_secs(60),
+            || async {
+                let (_, r) = self.get("/jolokia/targets").await;
+                if r["value"].as_array().is_some_and(|ts| {
+                    !ts.is_empty() && ts.iter().all(|t| t["agent"]["protocol"].is_string())
+                }) {
+                    Ok(())
+                } else {
+                    Err(r.to_string())
+                }
+            },
+        )
+        .await;
     }
 }
 
@@ -1080,4 +1085,47 @@ pub fn hawtio_available() -> bool {
         missing.join(", ")
     );
     false
+}
+
+/// Two tenants: `ann` (role `a`: target alpha, `<cors>` admits only
+/// https://good.example.com and http://pages.example.com) and `bob` (role
+/// `b`: target beta, no `<cors>`, so any origin), `carol`, who holds both
+/// roles, and `eve`, who holds no configured role; with an audit log.
+/// `server` goes into `[server]`.
+pub fn tenants_config(dir: &std::path::Path, server: &str) -> String {
+    let [a, b, ..] = shared_agents();
+    let users = users_file(
+        dir,
+        &[
+            ("ann", "ann-pw", &["a"]),
+            ("bob", "bob-pw", &["b"]),
+            ("carol", "carol-pw", &["a", "b"]),
+            ("eve", "eve-pw", &["no-such-role"]),
+        ],
+    );
+    let policy = |name: &str, body: &str| {
+        let path = dir.join(format!("{name}.xml"));
+        std::fs::write(&path, format!("<restrict>{body}</restrict>")).unwrap();
+        path.display().to_string()
+    };
+    let pa = policy(
+        "a",
+        "<cors><allow-origin>https://good.example.com</allow-origin>\
+         <allow-origin>http://pages.example.com</allow-origin></cors>",
+    );
+    let pb = policy("b", "");
+    basic_auth_config(
+        &users,
+        &format!(
+            "{server}\n{}[[roles]]\nname = \"a\"\ntargets = [\"alpha\"]\npolicy = \"{pa}\"\n\n\
+             [[roles]]\nname = \"b\"\ntargets = [\"beta\"]\npolicy = \"{pb}\"\n\n\
+             [audit]\ndir = \"{}\"\n",
+            targets_toml(&[a, b]),
+            dir.join("audit").display()
+        ),
+    )
+}
+
+pub fn header<'a>(resp: &'a reqwest::Response, name: &str) -> Option<&'a str> {
+    resp.headers().get(name).map(|v| v.to_str().unwrap())
 }

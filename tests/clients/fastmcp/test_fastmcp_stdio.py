@@ -3,7 +3,7 @@
 2026-07-28, where every answer needs a `resultType`: before the bridge gave
 one, every tools/list and tools/call failed here.
 
-Run by tests/mcp.rs (which starts the agents and the gateway):
+Run by tests/mcp/mcp.rs (which starts the agents and the gateway):
     .venv/bin/python -m unittest -v test_fastmcp_stdio
 """
 

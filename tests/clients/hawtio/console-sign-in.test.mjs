@@ -2,7 +2,7 @@
 // Chromium: a console page sends the browser to the provider's login
 // form, the provider sends it back signed in, and signing out ends it.
 //
-// Run by tests/console_oidc.rs:   node --test-reporter=spec console-sign-in.test.mjs
+// Run by tests/console/console_oidc.rs:   node --test-reporter=spec console-sign-in.test.mjs
 // Environment:
 //   JMXGATE_URL             the gateway, http://127.0.0.1:PORT
 //   JMXGATE_ISSUER          the provider, https://127.0.0.1:PORT

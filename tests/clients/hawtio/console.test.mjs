@@ -6,7 +6,7 @@
 // on the events page within seconds and on the fleet page with its
 // breaker open.
 //
-// Run by tests/console_browser.rs:   node --test-reporter=spec console.test.mjs
+// Run by tests/console/console_browser.rs:   node --test-reporter=spec console.test.mjs
 // Environment:
 //   JMXGATE_URL             the gateway with real agents, http://127.0.0.1:PORT
 //   JMXGATE_SCALE_URL       a gateway with 10,000 stand-in targets (same users)

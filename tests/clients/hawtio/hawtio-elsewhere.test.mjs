@@ -5,7 +5,7 @@
 // the link on a target's console page opening Hawtio at that target's
 // connection, through the gateway, showing the agent's values.
 //
-// Run by tests/console_browser.rs:   node --test-reporter=spec hawtio-elsewhere.test.mjs
+// Run by tests/console/console_browser.rs:   node --test-reporter=spec hawtio-elsewhere.test.mjs
 // Environment:
 //   JMXGATE_URL             the gateway, http://127.0.0.1:PORT
 //   JMXGATE_HAWTIO_PORT     where Hawtio listens (the gateway's [console] hawtio names it)

@@ -4,7 +4,7 @@
 // credentials as X-Jolokia-Authorization, through the console server's
 // /hawtio/proxy (server.mjs) to <gateway>/jolokia/targets/<target>.
 //
-// Run by tests/hawtio.rs:   node --test-reporter=spec hawtio.test.mjs
+// Run by tests/console/hawtio.rs:   node --test-reporter=spec hawtio.test.mjs
 // Environment:
 //   JMXGATE_URL             the gateway, http://127.0.0.1:PORT
 //   JMXGATE_TARGET          the target the console connects to
@@ -31,7 +31,7 @@ import { startConsoleServer } from './server.mjs'
 
 function env(name) {
   const v = process.env[name]
-  if (!v) throw new Error(`${name} is not set: run this through tests/hawtio.rs`)
+  if (!v) throw new Error(`${name} is not set: run this through tests/console/hawtio.rs`)
   return v
 }
 

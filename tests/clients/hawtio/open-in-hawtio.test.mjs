@@ -4,7 +4,7 @@
 // Hawtio already connected to that target, with the browser's own Basic
 // login (no Hawtio login form, no connect step, no proxy).
 //
-// Run by tests/console_browser.rs:   node --test-reporter=spec open-in-hawtio.test.mjs
+// Run by tests/console/console_browser.rs:   node --test-reporter=spec open-in-hawtio.test.mjs
 // Environment:
 //   JMXGATE_URL             the gateway, http://127.0.0.1:PORT
 //   JMXGATE_TARGET          the target to open
@@ -23,7 +23,7 @@ import { chromium } from 'playwright-core'
 
 function env(name) {
   const v = process.env[name]
-  if (!v) throw new Error(`${name} is not set: run this through tests/console_browser.rs`)
+  if (!v) throw new Error(`${name} is not set: run this through tests/console/console_browser.rs`)
   return v
 }
 

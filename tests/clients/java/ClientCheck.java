@@ -3,7 +3,7 @@
 //
 //   java -cp jolokia-client-java-2.6.0.jar ClientCheck.java
 //
-// Environment (tests/java_clients.rs sets it):
+// Environment (tests/clients/java_clients.rs sets it):
 //   JMXGATE_URL          the gateway's HTTP base, http://127.0.0.1:PORT (Basic auth)
 //   JMXGATE_HTTPS_URL    its HTTPS base, https://127.0.0.1:PORT (client certificates)
 //   JMXGATE_USER, JMXGATE_PASSWORD

@@ -1,5 +1,5 @@
 // jolokia.js and @jolokia.js/simple, unmodified, in headless Chromium on a
-// page from another origin than the gateway. Run by tests/real_clients.rs:
+// page from another origin than the gateway. Run by tests/clients/real_clients.rs:
 //   node --test-reporter=spec browser.test.mjs
 // The gateway's role policy admits the origins http://localhost:* (<cors>);
 // the same page served as http://127.0.0.1:PORT is a denied origin.

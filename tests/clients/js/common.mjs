@@ -1,10 +1,10 @@
-// What the suites share: the environment tests/real_clients.rs sets, and a
+// What the suites share: the environment tests/clients/real_clients.rs sets, and a
 // way to ask an agent directly (to compare the gateway's answers with).
 
 export function env(name) {
     const v = process.env[name];
     if (!v) {
-        throw new Error(`${name} is not set: run this through tests/real_clients.rs`);
+        throw new Error(`${name} is not set: run this through tests/clients/real_clients.rs`);
     }
     return v;
 }

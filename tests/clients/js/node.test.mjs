@@ -1,5 +1,5 @@
 // jolokia.js and @jolokia.js/simple, unmodified, in Node against jmxgate.
-// Run by tests/real_clients.rs (which starts the agents and the gateway):
+// Run by tests/clients/real_clients.rs (which starts the agents and the gateway):
 //   node --test-reporter=spec node.test.mjs
 // Every expected value comes from the agent (written first, or asked
 // directly), so a gateway that changes an answer fails here.

@@ -1,7 +1,7 @@
 // The official MCP TypeScript SDK (@modelcontextprotocol/sdk), unmodified, as
 // an MCP client of jmxgate: its `Client` and `StdioClientTransport` spawn
 // `jmxgate mcp --url $JMXGATE_URL`, the stdio bridge to the gateway's /mcp.
-// Run by tests/mcp.rs (which starts the agents and the gateway):
+// Run by tests/mcp/mcp.rs (which starts the agents and the gateway):
 //   node --test-reporter=spec stdio.test.mjs
 // Every expected value comes from the agent itself (asked directly) or from
 // the gateway's own /jolokia endpoint as the same user, so a tool that
@@ -20,7 +20,7 @@ import { McpError } from "@modelcontextprotocol/sdk/types.js";
 function env(name) {
     const v = process.env[name];
     if (!v) {
-        throw new Error(`${name} is not set: run this through tests/mcp.rs`);
+        throw new Error(`${name} is not set: run this through tests/mcp/mcp.rs`);
     }
     return v;
 }

@@ -1,5 +1,5 @@
 """An OTLP/gRPC metrics receiver: grpcio's server with the official
-OpenTelemetry protos, for tests/otlp_export.rs.
+OpenTelemetry protos, for tests/otlp/otlp_export.rs.
 
 It prints `listening <port>` once it serves, then appends one JSON line per
 call it answers to --out: the answer, the points, the call's metadata, and

@@ -1,6 +1,6 @@
 """The PyPI client jolokia==0.4.0, unmodified, against jmxgate.
 
-Run by tests/real_clients.rs (which starts the agents and the gateway):
+Run by tests/clients/real_clients.rs (which starts the agents and the gateway):
     .venv/bin/python -m unittest -v test_jolokia_client
 
 Every expected value comes from the agent (written first, or asked

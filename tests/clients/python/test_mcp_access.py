@@ -4,7 +4,7 @@ person approves over the HTTP API; the grant then holds on /mcp. And four-eyes:
 an operation refused with jmxgate.ApprovalRequired names its request, which the
 assistant can follow, and runs once approved.
 
-Run by tests/access_requests.rs (which starts the agents and the gateway):
+Run by tests/access/access_requests.rs (which starts the agents and the gateway):
     .venv/bin/python -m unittest -v test_mcp_access
 """
 

@@ -1,7 +1,7 @@
 """The official MCP Python SDK (`mcp` from PyPI), unmodified, against jmxgate's
 MCP server over Streamable HTTP at $JMXGATE_URL/mcp, with HTTP Basic auth.
 
-Run by tests/mcp.rs (which starts the agents and the gateway):
+Run by tests/mcp/mcp.rs (which starts the agents and the gateway):
     .venv/bin/python -m unittest -v test_mcp_http
 
 Every expected value comes from the agent itself (asked directly) or from

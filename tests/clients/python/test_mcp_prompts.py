@@ -1,7 +1,7 @@
 """The official MCP Python SDK (`mcp` from PyPI), unmodified, against jmxgate's
 prompts and completions at $JMXGATE_URL/mcp, with HTTP Basic auth.
 
-Run by tests/mcp_prompts.rs (which starts two agents and the gateway):
+Run by tests/mcp/mcp_prompts.rs (which starts two agents and the gateway):
     .venv/bin/python -m unittest -v test_mcp_prompts
 
 A prompt's message names the tool calls that answer its question, each with

@@ -6,7 +6,7 @@ Inspector's modern modes do), a pinned 2026-07-28, and `legacy` (the
 protocol; the local client's may be another, and every answer must still
 satisfy the local one.
 
-Run by tests/mcp.rs (which starts the agents and the gateway):
+Run by tests/mcp/mcp.rs (which starts the agents and the gateway):
     .venv/bin/python -m unittest -v test_mcp_stdio
 """
 
