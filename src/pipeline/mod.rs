@@ -443,7 +443,7 @@ impl Gateway {
                     started,
                 };
                 parts.headers = headers;
-                return crate::doors::mcp::mcp_http(self, parts, body, caller).await;
+                return crate::doors::mcp::service::mcp_http(self, parts, body, caller).await;
             }
             Addressed::TargetList | Addressed::Console | Addressed::Events => {
                 let listing = TargetListing {
