@@ -267,6 +267,25 @@ impl Metrics {
         }
     }
 
+    /// The discovery sources' series.
+    fn register_discovery_in(&self, registry: &mut Registry) {
+        registry.register(
+            "discovery_up",
+            "1 while a source of targets works (the configuration and each inventory file as loaded, each DNS entry's last resolution, each Kubernetes entry's watches), 0 while it fails and its last targets are kept, by source",
+            self.discovery_up.clone(),
+        );
+        registry.register(
+            "discovery_refused_pods",
+            "Pods a discovery source refused for what they say (a hostile annotation, an address that isn't one, an odd name), by source",
+            self.discovery_refused.clone(),
+        );
+        registry.register(
+            "discovery_shadowed_targets",
+            "Targets a source lists whose names another source keeps (configured targets first, then inventory files, DNS entries and Kubernetes entries in configuration order), by source",
+            self.discovery_shadowed.clone(),
+        );
+    }
+
     /// Every series under its name and help text.
     fn register_in(&self, registry: &mut Registry) {
         registry.register(
@@ -374,21 +393,7 @@ impl Metrics {
             "Open client connections, by serving worker",
             self.client_connections.clone(),
         );
-        registry.register(
-            "discovery_up",
-            "1 while a source of targets works (the configuration and each inventory file as loaded, each DNS entry's last resolution, each Kubernetes entry's watches), 0 while it fails and its last targets are kept, by source",
-            self.discovery_up.clone(),
-        );
-        registry.register(
-            "discovery_refused_pods",
-            "Pods a discovery source refused for what they say (a hostile annotation, an address that isn't one, an odd name), by source",
-            self.discovery_refused.clone(),
-        );
-        registry.register(
-            "discovery_shadowed_targets",
-            "Targets a source lists whose names another source keeps (configured targets first, then inventory files, DNS entries and Kubernetes entries in configuration order), by source",
-            self.discovery_shadowed.clone(),
-        );
+        self.register_discovery_in(registry);
         registry.register(
             "access_store_up",
             "1 while the access store (just-in-time access) answers, 0 while elevation fails closed",

@@ -6,3 +6,4 @@ pub mod console;
 pub mod jolokia;
 pub mod mcp;
 pub mod prometheus;
+pub mod router;

@@ -33,7 +33,7 @@ pub mod route;
 pub mod same_origin;
 pub mod state;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,7 +41,7 @@ use crate::clock::unix_seconds;
 
 use axum::body::Body;
 use futures::StreamExt as _;
-use http::{HeaderMap, Method, Request as HttpRequest, Response as HttpResponse};
+use http::{HeaderMap, Response as HttpResponse};
 
 use arc_swap::ArcSwap;
 
@@ -50,11 +50,9 @@ use crate::config::Config;
 use crate::fleet::Target;
 use crate::protocol::{Command, Request, Response};
 use crate::version::GatewayIdentity;
-use authenticate::{AuthMethod, Connection};
+use authenticate::Connection;
 
-use crate::doors::jolokia::browser::{cors_allowed, request_origin};
 pub(crate) use crate::doors::jolokia::targets::TargetListing;
-use crate::doors::jolokia::{Asked, JolokiaDoor};
 use items::Items;
 use route::{Addressing, Destination, NoRoute, Route};
 use state::State;
@@ -201,37 +199,6 @@ fn metric_target(fleet: &crate::fleet::Fleet, target: Option<&str>) -> Arc<str> 
     }
 }
 
-/// Which URL shape the client used. A virtual URL's name is looked up
-/// only once the caller is known, so that nothing tells an unauthenticated
-/// client which names exist.
-enum Addressed {
-    Proxy,
-    Virtual(String),
-    /// `GET /jolokia/targets`: the targets the caller may reach.
-    TargetList,
-    /// The MCP endpoint (`[mcp] path`).
-    Mcp,
-    /// `/jmxgate/explain`.
-    Explain,
-    /// The Prometheus scrape endpoint (`[prometheus] path`).
-    Prometheus,
-    /// `/jmxgate/access/requests…`: just-in-time access.
-    AccessRequests,
-    /// A page of the console (`[console] path`).
-    Console,
-    /// `/jmxgate/events`: the fleet's journal.
-    Events,
-}
-
-/// A request the pre-phase let in: how its URL addresses the fleet, the
-/// Jolokia path after that, and its `server.max_concurrent_requests` slot,
-/// held until the answer.
-struct Admission<'g> {
-    addressed: Addressed,
-    rest: String,
-    _working: tokio::sync::SemaphorePermit<'g>,
-}
-
 /// A request refused after authentication, or one that made no item
 /// records: what its audit record needs, and the answer.
 pub(crate) struct Refused<'a> {
@@ -318,206 +285,6 @@ impl Refused<'_> {
 }
 
 impl Gateway {
-    /// Runs one HTTP request through the pipeline. What every request and
-    /// every answer gets, whichever phase gave it, is done here in one
-    /// place: a request id (logged, audited, sent as `X-Request-Id`),
-    /// `Connection: close` when the body was not read, `nosniff`, and the
-    /// `http_requests_total` count.
-    pub async fn handle(
-        self: &Arc<Self>,
-        req: HttpRequest<Body>,
-        conn: Connection,
-    ) -> HttpResponse<Body> {
-        let request_id = format!(
-            "{:x}-{}",
-            self.identity.boot_id,
-            self.request_seq.fetch_add(1, Ordering::Relaxed)
-        );
-        let (parts, body) = req.into_parts();
-        let (body, read) = listen::track_body(body);
-        let req = HttpRequest::from_parts(parts, body);
-        let mut resp = self.run(req, conn, &request_id).await;
-        read.close_unless_read(&mut resp);
-        respond::no_sniffing(resp.headers_mut());
-        if let Ok(v) = http::HeaderValue::from_str(&request_id) {
-            resp.headers_mut().insert(respond::REQUEST_ID, v);
-        }
-        self.metrics
-            .http_requests
-            .get_or_create(&crate::metrics::StatusLabel {
-                status: resp.status().as_u16().to_string(),
-            })
-            .inc();
-        resp
-    }
-
-    /// The phases, in order: the pre-phase (`admit`), authenticate,
-    /// `scope` (what the caller may see), the target list, MCP or
-    /// explain, else parse, route and authorize, the origin check, dispatch,
-    /// merge, audit, respond. Each phase that refuses answers at once, and
-    /// from authentication on every request leaves an audit record.
-    async fn run(
-        self: &Arc<Self>,
-        req: HttpRequest<Body>,
-        conn: Connection,
-        request_id: &str,
-    ) -> HttpResponse<Body> {
-        let state = self.state.load_full();
-        let client = conn.remote;
-        let started = Instant::now();
-        let (mut parts, body) = req.into_parts();
-        let mut headers = std::mem::take(&mut parts.headers);
-        let access = state.access.clone();
-        let chain = access.client_chain(client.map(|c| c.ip()), &headers);
-        let origin = request_origin(&headers);
-        // Before authentication (preflights, refusals that carry no data):
-        // an origin some role admits. After it: the caller's own roles.
-        let cors = cors_allowed(&access, access.roles(), origin.as_deref());
-        let Admission {
-            addressed,
-            rest,
-            _working,
-        } = match self.admit(&state, &parts, &headers, cors, &conn, request_id) {
-            Ok(admitted) => admitted,
-            Err(refusal) => return *refusal,
-        };
-        let principal = match crate::doors::console::login::authenticate_caller(
-            self,
-            &state,
-            &parts,
-            &mut headers,
-            &conn,
-            request_id,
-            cors,
-        )
-        .await
-        {
-            Ok(p) => p,
-            Err(answer) => return answer,
-        };
-        let refused = Refused {
-            gateway: self,
-            request_id,
-            principal: &principal,
-            client,
-            started,
-            headers: &headers,
-        };
-        let _anonymous = match self.anonymous_share(&principal) {
-            Ok(slot) => slot,
-            Err(e) => return refused.answer(&access, &e, None, cors).await,
-        };
-        // Standing roles, then those the caller's approved access requests
-        // grant now (looked up only for callers that may request any).
-        let standing = access.roles_of(&principal);
-        let mut held = standing.clone();
-        held.extend(crate::doors::access::granted_roles(self, &state, &principal, &standing).await);
-        let Scope {
-            held,
-            virtual_target,
-            cors,
-        } = match scope(&state, held, &addressed, origin.as_deref()) {
-            Ok(scope) => scope,
-            Err((e, cors)) => {
-                let named = match &addressed {
-                    Addressed::Virtual(name) => Some(name.as_str()),
-                    _ => None,
-                };
-                return refused.answer(&access, &e, named, cors).await;
-            }
-        };
-        match addressed {
-            Addressed::Mcp => {
-                let caller = crate::doors::mcp::McpCaller {
-                    state: state.clone(),
-                    principal,
-                    standing,
-                    held,
-                    client,
-                    chain,
-                    origin,
-                    page: None,
-                    mcp_client: None,
-                    request_id: request_id.to_string(),
-                    scheme: if conn.tls { "https" } else { "http" },
-                    started,
-                };
-                parts.headers = headers;
-                return crate::doors::mcp::service::mcp_http(self, parts, body, caller).await;
-            }
-            Addressed::TargetList | Addressed::Console | Addressed::Events => {
-                let listing = TargetListing {
-                    principal: &principal,
-                    held: &held,
-                    request_id,
-                    client,
-                    started,
-                    chain: &chain,
-                    scheme: if conn.tls { "https" } else { "http" },
-                    standing: &standing,
-                };
-                if matches!(addressed, Addressed::TargetList) {
-                    return crate::doors::jolokia::targets::target_list(
-                        self, &state, listing, &parts, &headers, cors,
-                    )
-                    .await;
-                }
-                return crate::doors::console::console_door(
-                    self, &state, &parts, &headers, body, listing,
-                )
-                .await;
-            }
-            Addressed::Explain => {}
-            Addressed::Prometheus => {
-                let scraper = crate::doors::prometheus::Scraper {
-                    principal: &principal,
-                    held: &held,
-                    chain: &chain,
-                    origin: origin.as_deref(),
-                    scheme: if conn.tls { "https" } else { "http" },
-                };
-                return crate::doors::prometheus::prometheus_http(
-                    self, &state, &parts, scraper, &refused,
-                )
-                .await;
-            }
-            Addressed::AccessRequests => {
-                let caller = crate::doors::access::AccessCaller::http(
-                    (&principal, &standing),
-                    request_id,
-                    (client, started),
-                    conn.tls,
-                );
-                return crate::doors::access::access_http(
-                    self, &state, &parts, body, caller, &headers,
-                )
-                .await;
-            }
-            Addressed::Proxy | Addressed::Virtual(_) => {}
-        }
-        let asked = Asked {
-            parts: &parts,
-            principal: &principal,
-            held: &held,
-            chain: &chain,
-            origin: origin.as_deref(),
-            cors,
-        };
-        if matches!(addressed, Addressed::Explain) {
-            return crate::doors::jolokia::explain::explain(
-                self, &state, asked, body, &refused, conn.tls,
-            )
-            .await;
-        }
-        let door = JolokiaDoor {
-            asked,
-            virtual_target: virtual_target.as_ref(),
-            tls: conn.tls,
-            rest: &rest,
-        };
-        crate::doors::jolokia::jolokia_http(self, &state, door, body, &refused).await
-    }
-
     /// A request body, whole: at most `server.max_body_bytes`, within
     /// `server.body_read_timeout` (a slow client holds a request slot only
     /// this long).
@@ -740,111 +507,6 @@ impl Gateway {
         Ok(())
     }
 
-    /// The pre-phase: what is checked before anything else, needing no
-    /// caller and costing nothing: the `Host` header (`server.allowed_hosts`,
-    /// for every door: DNS rebinding), the URL's shape, the audit gate (fail
-    /// closed: nothing runs while the log can't be written), load shedding
-    /// (`server.max_concurrent_requests`), and CORS preflights (answered
-    /// here: they carry no credentials). `cors` is the answer before
-    /// authentication.
-    fn admit(
-        &self,
-        state: &State,
-        parts: &http::request::Parts,
-        headers: &HeaderMap,
-        cors: bool,
-        conn: &Connection,
-        request_id: &str,
-    ) -> Result<Admission<'_>, Box<HttpResponse<Body>>> {
-        let client = conn.remote;
-        let host = headers
-            .get(http::header::HOST)
-            .map(|h| h.to_str().unwrap_or("\u{fffd}"));
-        if !state.allowed_hosts.admits(host, conn.bound) {
-            let host = host.unwrap_or_default();
-            tracing::info!(client = ?client, host, "request refused: Host not in server.allowed_hosts");
-            let e = HttpError::new(421, "jmxgate.HostNotAllowed", hosts::refusal_message(host));
-            // No CORS headers: the page that sent it is not one of ours.
-            return Err(Box::new(respond::http_error(&e, headers, false)));
-        }
-        let (addressed, rest) = self
-            .addressing(
-                &state.mcp,
-                &state.prometheus.config,
-                &state.console,
-                parts.uri.path(),
-            )
-            .map_err(|e| Box::new(respond::http_error(&e, headers, true)))?;
-        if let Some(log) = &self.audit {
-            if let Err(reason) = log.health().check() {
-                log.nudge();
-                if log.config.on_failure == crate::audit::OnFailure::Closed {
-                    let e = audit_unavailable(&reason);
-                    return Err(Box::new(respond::http_error(&e, headers, cors)));
-                }
-            }
-        }
-        let Ok(working) = self.working.try_acquire() else {
-            tracing::warn!(
-                limit = self.max_concurrent,
-                "request refused: server.max_concurrent_requests reached"
-            );
-            self.audit_shed(request_id, client);
-            return Err(Box::new(respond::busy(headers, cors, self.max_concurrent)));
-        };
-        if parts.method == Method::OPTIONS {
-            return Err(Box::new(respond::preflight(headers, cors)));
-        }
-        Ok(Admission {
-            addressed,
-            rest,
-            _working: working,
-        })
-    }
-
-    /// Requests shed unread are recorded at most once a second, with how
-    /// many there were since the last record: a flood of them must not
-    /// become a flood of audit records.
-    fn audit_shed(&self, request_id: &str, client: Option<std::net::SocketAddr>) {
-        let Some(log) = &self.audit else { return };
-        let shed = self.shed.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut last = self.shed_recorded.lock().unwrap_or_else(|e| e.into_inner());
-        if last.is_some_and(|at| at.elapsed() < std::time::Duration::from_secs(1)) {
-            return;
-        }
-        *last = Some(Instant::now());
-        self.shed.fetch_sub(shed, Ordering::Relaxed);
-        log.write_later(vec![audit::shed_entry(
-            request_id,
-            client,
-            self.max_concurrent,
-            shed,
-        )]);
-    }
-
-    /// Anonymous callers hold at most `server.max_anonymous_requests` of
-    /// the request slots at once, so callers with credentials always find
-    /// some: taken right after authentication, held until the answer.
-    fn anonymous_share(
-        &self,
-        principal: &authenticate::Principal,
-    ) -> Result<Option<tokio::sync::SemaphorePermit<'_>>, HttpError> {
-        if principal.method != AuthMethod::Anonymous {
-            return Ok(None);
-        }
-        self.anonymous.try_acquire().map(Some).map_err(|_| {
-            HttpError::new(
-                503,
-                "jmxgate.GatewayBusy",
-                format!(
-                    "Anonymous callers already hold {} of the gateway's request slots \
-                     (server.max_anonymous_requests); retry in a moment, or send credentials",
-                    self.max_anonymous
-                ),
-            )
-        })
-    }
-
     /// Writes the record of a request that made no item records. `Err` is
     /// the answer to give instead (the log failed, `on_failure = "closed"`).
     pub(crate) async fn audit_request(
@@ -862,71 +524,6 @@ impl Gateway {
             record.who.request_id,
         )
         .await
-    }
-
-    /// Splits the URL into addressing and the Jolokia path after it.
-    fn addressing(
-        &self,
-        mcp: &crate::doors::mcp::McpConfig,
-        prometheus: &crate::doors::prometheus::PrometheusConfig,
-        console: &crate::doors::console::config::ConsoleConfig,
-        path: &str,
-    ) -> Result<(Addressed, String), HttpError> {
-        if mcp.enabled && path == mcp.path {
-            return Ok((Addressed::Mcp, String::new()));
-        }
-        if path == EXPLAIN_PATH {
-            return Ok((Addressed::Explain, String::new()));
-        }
-        if path == crate::doors::access::wire::PATH
-            || path.starts_with(&format!("{}/", crate::doors::access::wire::PATH))
-        {
-            return Ok((Addressed::AccessRequests, String::new()));
-        }
-        if prometheus.enabled && path == prometheus.path {
-            return Ok((Addressed::Prometheus, String::new()));
-        }
-        if let Some((target, tail)) = console.hawtio_jolokia(path) {
-            return Ok((Addressed::Virtual(target), tail));
-        }
-        if console.serves(path) {
-            return Ok((Addressed::Console, String::new()));
-        }
-        if path == crate::doors::console::EVENTS_PATH {
-            return Ok((Addressed::Events, String::new()));
-        }
-        let not_found = || {
-            HttpError::new(
-                404,
-                "jmxgate.NotFound",
-                format!(
-                    "No Jolokia endpoint at {path}; use {p}/ or {p}/{VIRTUAL_SEGMENT}/<name>/",
-                    p = self.prefix
-                ),
-            )
-        };
-        let rest = path
-            .strip_prefix(self.prefix.as_str())
-            .ok_or_else(not_found)?;
-        if !(rest.is_empty() || rest.starts_with('/')) {
-            return Err(not_found());
-        }
-        let Some(after) = rest
-            .strip_prefix('/')
-            .and_then(|r| r.strip_prefix(VIRTUAL_SEGMENT))
-        else {
-            return Ok((Addressed::Proxy, rest.to_string()));
-        };
-        if after.is_empty() || after == "/" {
-            return Ok((Addressed::TargetList, String::new()));
-        }
-        let Some(after) = after.strip_prefix('/') else {
-            // `/jolokia/targetsX…` is an ordinary Jolokia path.
-            return Ok((Addressed::Proxy, rest.to_string()));
-        };
-        let (raw_name, tail) = after.split_once('/').map_or((after, ""), |(n, t)| (n, t));
-        let name = percent_encoding::percent_decode_str(raw_name).decode_utf8_lossy();
-        Ok((Addressed::Virtual(name.into_owned()), format!("/{tail}")))
     }
 
     /// Items the gateway answers itself: `version` and `config` without a
@@ -957,15 +554,6 @@ impl Gateway {
                 .version_value(host, &self.prefix, tls, secured, fleet, state.limits())
         };
         Response::value(&value, unix_seconds())
-    }
-
-    /// The authentication methods of the listener a request came through.
-    fn methods<'s>(&self, state: &'s State, tls: bool) -> &'s [AuthMethod] {
-        if tls {
-            &state.tls_methods
-        } else {
-            &state.http_methods
-        }
     }
 
     /// Step 2, or the refusal to send instead: 401 with challenges and no
@@ -1021,7 +609,7 @@ fn reduce_needs_selector(name: &str) -> crate::protocol::ProtocolError {
     ))
 }
 
-fn audit_unavailable(reason: &str) -> HttpError {
+pub(crate) fn audit_unavailable(reason: &str) -> HttpError {
     HttpError::new(
         503,
         "jmxgate.AuditUnavailable",
@@ -1039,42 +627,6 @@ pub(crate) fn reaching<'a>(
 ) -> impl Iterator<Item = &'a Arc<crate::access::Role>> {
     held.iter()
         .filter(move |r| target.is_none_or(|t| r.reaches(t)))
-}
-
-/// What an authenticated caller may see: its roles, the target a virtual
-/// URL names, and whether its origin gets CORS headers.
-struct Scope {
-    held: Vec<Arc<crate::access::Role>>,
-    virtual_target: Option<Arc<Target>>,
-    cors: bool,
-}
-
-/// Right after authentication: the caller's roles, the virtual URL's
-/// target if they reach it, and CORS from the roles that reach the
-/// addressed target. `Err` is the 404 for a target the caller doesn't
-/// reach (with its CORS answer). A caller without a role is refused item
-/// by item, whatever the name.
-fn scope(
-    state: &State,
-    held: Vec<Arc<crate::access::Role>>,
-    addressed: &Addressed,
-    origin: Option<&str>,
-) -> Result<Scope, (HttpError, bool)> {
-    let access = &state.access;
-    let without_role = held.is_empty() && !access.is_open();
-    let virtual_target = match addressed {
-        Addressed::Virtual(name) if !without_role => Some(
-            visible_target(state, &held, name)
-                .map_err(|e| (e, cors_allowed(access, &held, origin)))?,
-        ),
-        _ => None,
-    };
-    let cors = cors_allowed(access, reaching(&held, virtual_target.as_deref()), origin);
-    Ok(Scope {
-        held,
-        virtual_target,
-        cors,
-    })
 }
 
 /// The target a virtual URL names, if the caller's roles reach it; else

@@ -177,48 +177,30 @@ async fn console_http(
     let access_form = rest == "/access" || rest.starts_with("/access/");
     if parts.method == Method::POST && access_form {
         let form = &rest["/access".len()..];
-        return crate::doors::console::access::access_post(
-            gateway, state, headers, body, &viewer, form,
-        )
-        .await;
+        return access::access_post(gateway, state, headers, body, &viewer, form).await;
     }
     if !matches!(parts.method, Method::GET | Method::HEAD) {
         return page::error(405, "The console's pages are read with GET.", base, who);
     }
     match rest {
-        "/access" => {
-            crate::doors::console::access::access_page(gateway, state, headers, &viewer).await
-        }
-        "/audit" => crate::doors::console::trail::audit_page(gateway, state, parts, &viewer).await,
+        "/access" => access::access_page(gateway, state, headers, &viewer).await,
+        "/audit" => trail::audit_page(gateway, state, parts, &viewer).await,
         "" | "/" => overview(gateway, state, parts, viewer).await,
-        "/answers" => {
-            crate::doors::console::answers::answers_page(gateway, state, parts, &viewer).await
-        }
+        "/answers" => answers::answers_page(gateway, state, parts, &viewer).await,
         config::HAWTIO_CONNECTIONS => {
-            crate::doors::console::hawtio::hawtio_connections(
-                gateway, state, parts, headers, &viewer,
-            )
-            .await
+            hawtio::hawtio_connections(gateway, state, parts, headers, &viewer).await
         }
-        "/events" => {
-            match crate::doors::console::events::events_for(gateway, state, parts, &viewer).await {
-                Ok((events, next)) => page::respond(
-                    200,
-                    "text/html; charset=utf-8",
-                    page::layout("Events", base, who, events::render(base, &events, next))
-                        .into_string(),
-                ),
-                Err((status, why)) => page::error(status, &why, base, who),
-            }
-        }
+        "/events" => match events::events_for(gateway, state, parts, &viewer).await {
+            Ok((events, next)) => page::respond(
+                200,
+                "text/html; charset=utf-8",
+                page::layout("Events", base, who, events::render(base, &events, next))
+                    .into_string(),
+            ),
+            Err((status, why)) => page::error(status, &why, base, who),
+        },
         _ if rest.starts_with(config::HAWTIO) => {
-            crate::doors::console::hawtio::hawtio_http(
-                gateway,
-                state,
-                &viewer,
-                &rest[config::HAWTIO.len()..],
-            )
-            .await
+            hawtio::hawtio_http(gateway, state, &viewer, &rest[config::HAWTIO.len()..]).await
         }
         _ => match rest.strip_prefix("/targets/") {
             Some(name) => {
@@ -240,7 +222,7 @@ async fn events_http(
     let (status, body) = if parts.method != Method::GET {
         (405, serde_json::json!({"error": "GET the events"}))
     } else {
-        match crate::doors::console::events::events_for(gateway, state, parts, &viewer).await {
+        match events::events_for(gateway, state, parts, &viewer).await {
             Ok((events, next)) => {
                 let mut v = serde_json::json!({"events": events});
                 if let Some(after) = next {
@@ -282,35 +264,21 @@ async fn target_page(
         url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
             .find(|(k, _)| k == "mbean")
             .map(|(_, v)| v.into_owned());
-    let list = match crate::doors::console::target::console_item(
-        gateway,
-        state,
-        viewer,
-        &target::list_item(name),
-    )
-    .await
-    {
+    let list = match target::console_item(gateway, state, viewer, &target::list_item(name)).await {
         Ok(v) => v,
         Err(e) => return page::error(e.status, &e.message, base, who),
     };
     let read = match &mbean {
-        Some(m) => match crate::doors::console::target::console_item(
-            gateway,
-            state,
-            viewer,
-            &target::read_item(name, m),
-        )
-        .await
-        {
-            Ok(v) => Some(v),
-            Err(e) => return page::error(e.status, &e.message, base, who),
-        },
+        Some(m) => {
+            match target::console_item(gateway, state, viewer, &target::read_item(name, m)).await {
+                Ok(v) => Some(v),
+                Err(e) => return page::error(e.status, &e.message, base, who),
+            }
+        }
         None => None,
     };
     let may_run = |operation: &str| match &mbean {
-        Some(m) => crate::doors::console::target::console_may_run(
-            gateway, state, viewer, name, m, operation,
-        ),
+        Some(m) => target::console_may_run(gateway, state, viewer, name, m, operation),
         None => false,
     };
     let hawtio = match state.console.hawtio_elsewhere() {

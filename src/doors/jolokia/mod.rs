@@ -13,7 +13,6 @@ use std::sync::Arc;
 use axum::body::Body;
 use http::{Method, Response as HttpResponse};
 
-use crate::doors::jolokia::browser::{cross_site_refused, jsonp_admitted, targets_admit};
 use crate::fleet::Target;
 use crate::pipeline::items::Items;
 use crate::pipeline::route::Addressing;
@@ -22,6 +21,7 @@ use crate::pipeline::{
     audit, authenticate, authorize, parse, respond, Caller, Gateway, HttpError, Refused,
 };
 use crate::protocol::{Command, Response};
+use browser::{cross_site_refused, jsonp_admitted, targets_admit};
 
 /// A Jolokia request to run: who asked, and where it was addressed.
 pub(crate) struct JolokiaDoor<'a> {

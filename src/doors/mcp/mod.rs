@@ -438,8 +438,7 @@ impl Door {
                 list_targets_tool(&self.gateway, &caller, selector.as_deref()).await
             }
             Ok(Call::Explain { target, item }) => {
-                crate::doors::mcp::explain::explain_tool(&self.gateway, &caller, &target, &item)
-                    .await
+                explain::explain_tool(&self.gateway, &caller, &target, &item).await
             }
             Ok(Call::RequestAccess {
                 role,
