@@ -23,6 +23,9 @@ echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 echo "==> cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --quiet -- -D warnings
+# The layout's aims (docs/ARCHITECTURE.md, "The dependency rule").
+echo "==> scripts/check-layout.py"
+python3 scripts/check-layout.py
 scripts/lint-deploy.sh
 # The manual as a book; mdbook says WARN for what it builds around (a link
 # it can't follow, a missing file), which fails here.
