@@ -6,7 +6,7 @@
 //! the port one the Pod declares, and annotations may only choose the
 //! scheme and path (`jmxgate.io/scheme`, `jmxgate.io/path`, else
 //! hawtio-online's `hawt.io/protocol`, `hawt.io/jolokiaPath`), or opt a
-//! Pod out (`jmxgate.io/scrape: "false"`). The I/O edge, [`watch`] (`watch.rs`), lists
+//! Pod out (`jmxgate.io/scrape: "false"`). The I/O edge, [`watch()`] (`watch.rs`), lists
 //! and watches Pods (and Namespaces for `namespace_selector`) with
 //! kube-rs's watcher (resource versions, bookmarks, a new list after
 //! `410 Gone`, back-off on errors), keeps the last good set while the API

@@ -458,7 +458,7 @@ async fn approval_for(
 }
 
 /// The access-requests API, after authentication: the operation and
-/// its body read from HTTP, then [`Gateway::access_operation`].
+/// its body read from HTTP, then [`access_operation`].
 pub(crate) async fn access_http(
     gateway: &Gateway,
     state: &State,

@@ -83,7 +83,7 @@ fn outside_page(status: u16, title: &str, base: &str, body: maud::Markup) -> Res
 }
 
 /// Step 2 on a gateway whose console may sign people in: the
-/// sign-in's own requests are answered first ([`Gateway::console_sign_in`]),
+/// sign-in's own requests are answered first ([`console_sign_in`]),
 /// the session cookie is presented as the bearer credential it holds,
 /// then authenticate; a console page whose session no longer passes
 /// goes through the provider again. `Err`: the answer to send.

@@ -3,10 +3,10 @@
 //! caller the listener authenticated, with that caller's roles.
 //!
 //! The HTTP request passes the same pre-phase and authentication as a
-//! Jolokia request (`Gateway::run`), then the official SDK (`rmcp`)
+//! Jolokia request (`doors::router`), then the official SDK (`rmcp`)
 //! speaks MCP. Each tool call becomes one ordinary Jolokia item
 //! (`tools.rs`) that goes through parse, route, authorize, dispatch,
-//! merge and audit ([`Gateway::run_tool_item`]); its answer becomes
+//! merge and audit ([`run_tool_item`]); its answer becomes
 //! structured content (`answer.rs`), bounded for an assistant
 //! (`bound.rs`). Audit records say `"channel":"mcp"`, the tool, and the
 //! MCP client when the request names it (`client_of`).

@@ -1,7 +1,7 @@
 //! The Prometheus door: `GET [prometheus] path?target=<name or
 //! selector>&module=<rules file>`, the multi-target exporter convention
 //! (as blackbox_exporter's `/probe`). The caller passes the same admission
-//! and authentication as a Jolokia request (`Gateway::run`); each target
+//! and authentication as a Jolokia request (`doors::router`); each target
 //! it reaches is then scraped through the shared phases
 //! (`Gateway::run_items`: route, authorize, dispatch, merge) in two
 //! round trips, a `list` (through the shared list cache) and one bulk of

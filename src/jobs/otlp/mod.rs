@@ -3,7 +3,7 @@
 //! rules, read unchanged), to an OTLP/HTTP receiver every interval. The
 //! export runs as its own principal holding its `role`: the targets are
 //! chosen and read through the shared phases exactly as a scraper's
-//! (`Gateway::scrape_targets`, `Gateway::scrape_one`), and each push leaves
+//! (`doors::prometheus::scrape_targets`, `scrape_one`), and each push leaves
 //! one audit record per target (`"channel":"otlp"`).
 //!
 //! - `config`: the section, merged with the module's `openTelemetry:`
