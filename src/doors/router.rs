@@ -13,14 +13,14 @@ use http::{HeaderMap, Method, Request as HttpRequest, Response as HttpResponse};
 use crate::doors::{access, console, jolokia, mcp, prometheus};
 use crate::fleet::Target;
 use crate::pipeline::authenticate::{AuthMethod, Connection};
+use crate::pipeline::context::{Arrival, RequestContext};
 use crate::pipeline::state::State;
 use crate::pipeline::{
     audit, audit_unavailable, authenticate, hosts, listen, reaching, respond, visible_target,
     Gateway, HttpError, Refused, EXPLAIN_PATH, VIRTUAL_SEGMENT,
 };
 use jolokia::browser::{cors_allowed, request_origin};
-use jolokia::targets::TargetListing;
-use jolokia::{Asked, JolokiaDoor};
+use jolokia::JolokiaDoor;
 
 /// Which URL shape the client used. A virtual URL's name is looked up
 /// only once the caller is known, so that nothing tells an unauthenticated
@@ -44,6 +44,18 @@ enum Addressed {
     Events,
 }
 
+impl Addressed {
+    /// The channel the door's audit records name.
+    fn channel(&self) -> Option<audit::Channel> {
+        match self {
+            Addressed::Mcp => Some(audit::Channel::Mcp),
+            Addressed::Prometheus => Some(audit::Channel::Prometheus),
+            Addressed::Console => Some(audit::Channel::Console),
+            _ => None,
+        }
+    }
+}
+
 /// A request the pre-phase let in: how its URL addresses the fleet, the
 /// Jolokia path after that, and its `server.max_concurrent_requests` slot,
 /// held until the answer.
@@ -64,11 +76,7 @@ impl Gateway {
         req: HttpRequest<Body>,
         conn: Connection,
     ) -> HttpResponse<Body> {
-        let request_id = format!(
-            "{:x}-{}",
-            self.identity.boot_id,
-            self.request_seq.fetch_add(1, Ordering::Relaxed)
-        );
+        let request_id = self.next_request_id();
         let (parts, body) = req.into_parts();
         let (body, read) = listen::track_body(body);
         let req = HttpRequest::from_parts(parts, body);
@@ -85,6 +93,16 @@ impl Gateway {
             })
             .inc();
         resp
+    }
+
+    /// A new request id: the boot id and a sequence number (work with no
+    /// request, an OTLP push, takes one too).
+    pub(crate) fn next_request_id(&self) -> String {
+        format!(
+            "{:x}-{}",
+            self.identity.boot_id,
+            self.request_seq.fetch_add(1, Ordering::Relaxed)
+        )
     }
 
     /// The phases, in order: the pre-phase (`admit`), authenticate,
@@ -131,115 +149,80 @@ impl Gateway {
             Ok(p) => p,
             Err(answer) => return answer,
         };
-        let refused = Refused {
-            gateway: self,
-            request_id,
-            principal: &principal,
-            client,
+        let arrival = Arrival {
+            id: request_id.to_string(),
             started,
-            headers: &headers,
+            client,
+            tls: conn.tls,
+            chain,
+            origin,
         };
-        let _anonymous = match self.anonymous_share(&principal) {
+        let standing = access.roles_of(&principal);
+        let mut ctx = RequestContext::new(arrival, principal, standing);
+        let _anonymous = match self.anonymous_share(&ctx.principal) {
             Ok(slot) => slot,
-            Err(e) => return refused.answer(&access, &e, None, cors).await,
+            Err(e) => return self.refused(&ctx, &headers).answer(&e, None, cors).await,
         };
         // Standing roles, then those the caller's approved access requests
         // grant now (looked up only for callers that may request any).
-        let standing = access.roles_of(&principal);
-        let mut held = standing.clone();
-        held.extend(access::granted_roles(self, &state, &principal, &standing).await);
+        ctx.grant(access::granted_roles(self, &state, &ctx.principal, &ctx.standing).await);
         let Scope {
-            held,
             virtual_target,
             cors,
-        } = match scope(&state, held, &addressed, origin.as_deref()) {
+        } = match scope(&state, &ctx.held, &addressed, ctx.origin.as_deref()) {
             Ok(scope) => scope,
             Err((e, cors)) => {
                 let named = match &addressed {
                     Addressed::Virtual(name) => Some(name.as_str()),
                     _ => None,
                 };
-                return refused.answer(&access, &e, named, cors).await;
+                return self.refused(&ctx, &headers).answer(&e, named, cors).await;
             }
         };
+        ctx.channel = addressed.channel();
         match addressed {
             Addressed::Mcp => {
-                let caller = mcp::McpCaller {
-                    state: state.clone(),
-                    principal,
-                    standing,
-                    held,
-                    client,
-                    chain,
-                    origin,
-                    page: None,
-                    mcp_client: None,
-                    request_id: request_id.to_string(),
-                    scheme: if conn.tls { "https" } else { "http" },
-                    started,
-                };
                 parts.headers = headers;
-                return mcp::service::mcp_http(self, parts, body, caller).await;
+                return mcp::service::mcp_http(self, state, parts, body, ctx).await;
             }
-            Addressed::TargetList | Addressed::Console | Addressed::Events => {
-                let listing = TargetListing {
-                    principal: &principal,
-                    held: &held,
-                    request_id,
-                    client,
-                    started,
-                    chain: &chain,
-                    scheme: if conn.tls { "https" } else { "http" },
-                    standing: &standing,
-                };
-                if matches!(addressed, Addressed::TargetList) {
-                    return jolokia::targets::target_list(
-                        self, &state, listing, &parts, &headers, cors,
-                    )
+            Addressed::TargetList => {
+                return jolokia::targets::target_list(self, &state, &ctx, &parts, &headers, cors)
                     .await;
-                }
-                return console::console_door(self, &state, &parts, &headers, body, listing).await;
             }
-            Addressed::Explain => {}
+            Addressed::Console | Addressed::Events => {
+                return console::console_door(self, &state, &parts, &headers, body, &ctx).await;
+            }
             Addressed::Prometheus => {
-                let scraper = prometheus::Scraper {
-                    principal: &principal,
-                    held: &held,
-                    chain: &chain,
-                    origin: origin.as_deref(),
-                    scheme: if conn.tls { "https" } else { "http" },
-                };
-                return prometheus::prometheus_http(self, &state, &parts, scraper, &refused).await;
+                let refused = self.refused(&ctx, &headers);
+                return prometheus::prometheus_http(self, &state, &parts, &refused).await;
             }
             Addressed::AccessRequests => {
-                let caller = access::AccessCaller::http(
-                    (&principal, &standing),
-                    request_id,
-                    (client, started),
-                    conn.tls,
-                );
-                return access::access_http(self, &state, &parts, body, caller, &headers).await;
+                let on = access::AccessCall::of(&ctx);
+                return access::access_http(self, &state, &parts, body, on, &headers).await;
             }
-            Addressed::Proxy | Addressed::Virtual(_) => {}
-        }
-        let asked = Asked {
-            parts: &parts,
-            principal: &principal,
-            held: &held,
-            chain: &chain,
-            origin: origin.as_deref(),
-            cors,
-        };
-        if matches!(addressed, Addressed::Explain) {
-            return jolokia::explain::explain(self, &state, asked, body, &refused, conn.tls).await;
+            Addressed::Explain | Addressed::Proxy | Addressed::Virtual(_) => {}
         }
         let door = JolokiaDoor {
-            asked,
+            parts: &parts,
             virtual_target: virtual_target.as_ref(),
-            tls: conn.tls,
+            cors,
             rest: &rest,
         };
+        let refused = self.refused(&ctx, &headers);
+        if matches!(addressed, Addressed::Explain) {
+            return jolokia::explain::explain(self, &state, door, body, &refused).await;
+        }
         jolokia::jolokia_http(self, &state, door, body, &refused).await
+    }
+
+    /// What a refusal after authentication needs: the request's context
+    /// and headers.
+    fn refused<'r>(&'r self, ctx: &'r RequestContext, headers: &'r HeaderMap) -> Refused<'r> {
+        Refused {
+            gateway: self,
+            ctx,
+            headers,
+        }
     }
 
     /// The pre-phase: what is checked before anything else, needing no
@@ -420,22 +403,21 @@ impl Gateway {
     }
 }
 
-/// What an authenticated caller may see: its roles, the target a virtual
-/// URL names, and whether its origin gets CORS headers.
+/// What an authenticated caller may see: the target a virtual URL names,
+/// and whether its origin gets CORS headers.
 struct Scope {
-    held: Vec<Arc<crate::access::Role>>,
     virtual_target: Option<Arc<Target>>,
     cors: bool,
 }
 
-/// Right after authentication: the caller's roles, the virtual URL's
-/// target if they reach it, and CORS from the roles that reach the
+/// Right after authentication: the virtual URL's target if the caller's
+/// roles reach it, and CORS from the roles that reach the
 /// addressed target. `Err` is the 404 for a target the caller doesn't
 /// reach (with its CORS answer). A caller without a role is refused item
 /// by item, whatever the name.
 fn scope(
     state: &State,
-    held: Vec<Arc<crate::access::Role>>,
+    held: &[Arc<crate::access::Role>],
     addressed: &Addressed,
     origin: Option<&str>,
 ) -> Result<Scope, (HttpError, bool)> {
@@ -443,14 +425,13 @@ fn scope(
     let without_role = held.is_empty() && !access.is_open();
     let virtual_target = match addressed {
         Addressed::Virtual(name) if !without_role => Some(
-            visible_target(state, &held, name)
-                .map_err(|e| (e, cors_allowed(access, &held, origin)))?,
+            visible_target(state, held, name)
+                .map_err(|e| (e, cors_allowed(access, held, origin)))?,
         ),
         _ => None,
     };
-    let cors = cors_allowed(access, reaching(&held, virtual_target.as_deref()), origin);
+    let cors = cors_allowed(access, reaching(held, virtual_target.as_deref()), origin);
     Ok(Scope {
-        held,
         virtual_target,
         cors,
     })

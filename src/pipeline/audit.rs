@@ -120,7 +120,7 @@ impl super::Gateway {
     ) -> Result<(), super::HttpError> {
         record_target_list(record);
         let entries = vec![target_list_entry(record)];
-        self.write_audit(&Encoded::new(entries), false, record.request_id)
+        self.write_audit(&Encoded::new(entries), false, record.who.request_id)
             .await
     }
 
@@ -405,10 +405,7 @@ pub fn auth_failure_entry(
 /// A request for `GET /jolokia/targets`: who saw which part of the fleet.
 #[derive(Debug)]
 pub struct TargetListRecord<'a> {
-    pub request_id: &'a str,
-    pub principal: &'a Principal,
-    pub roles: Vec<String>,
-    pub client: Option<SocketAddr>,
+    pub who: &'a Who<'a>,
     /// 200, or 405 for a method other than GET.
     pub status: u16,
     /// How many targets (or, for `events`, events) the answer listed.
@@ -416,28 +413,26 @@ pub struct TargetListRecord<'a> {
     /// `target_list`, `events` (the fleet's journal) or `audit_trail`
     /// (the console's audit page).
     pub what: &'static str,
-    pub latency: Duration,
-    pub channel: Option<Channel>,
-    pub tool: Option<&'a str>,
-    pub mcp_client: Option<&'a McpClient>,
 }
 
 pub fn record_target_list(r: &TargetListRecord<'_>) {
+    let who = r.who;
     tracing::info!(
         target: "jmxgate::audit",
-        request_id = r.request_id,
-        principal = %r.principal.name,
-        auth = r.principal.method.as_str(),
-        client = r.client.map(|c| c.to_string()).unwrap_or_default(),
+        request_id = who.request_id,
+        principal = %who.principal.name,
+        auth = who.principal.method.as_str(),
+        client = who.client.map(|c| c.to_string()).unwrap_or_default(),
         status = r.status,
         listed = r.listed,
-        channel = r.channel.map_or("jolokia", Channel::as_str),
+        channel = who.channel.map_or("jolokia", Channel::as_str),
         "target list"
     );
 }
 
 /// The audit file record of a target list request.
 pub fn target_list_entry(r: &TargetListRecord<'_>) -> Entry {
+    let who = r.who;
     Entry {
         decision: Some(
             if r.status == 200 {
@@ -453,17 +448,17 @@ pub fn target_list_entry(r: &TargetListRecord<'_>) -> Entry {
             "audit_trail" => format!("{} audit record(s) listed", r.listed),
             _ => format!("{} target(s) listed", r.listed),
         }),
-        channel: r.channel.map(|c| c.as_str().into()),
-        tool: r.tool.map(str::to_string),
-        mcp_client: r.mcp_client.map(|c| c.name.clone()),
-        mcp_client_version: r.mcp_client.and_then(|c| c.version.clone()),
+        channel: who.channel.map(|c| c.as_str().into()),
+        tool: who.tool.map(str::to_string),
+        mcp_client: who.mcp_client.map(|c| c.name.clone()),
+        mcp_client_version: who.mcp_client.and_then(|c| c.version.clone()),
         ..caller_entry(
             r.what,
-            r.request_id,
-            r.principal,
-            &r.roles,
-            r.client,
-            r.latency,
+            who.request_id,
+            who.principal,
+            who.roles,
+            who.client,
+            who.latency,
         )
     }
 }

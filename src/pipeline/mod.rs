@@ -21,6 +21,7 @@
 pub mod audit;
 pub mod authenticate;
 pub mod authorize;
+pub(crate) mod context;
 pub mod dispatch;
 pub mod hosts;
 pub mod items;
@@ -45,14 +46,13 @@ use http::{HeaderMap, Response as HttpResponse};
 
 use arc_swap::ArcSwap;
 
-use crate::access::AccessControl;
 use crate::config::Config;
 use crate::fleet::Target;
 use crate::protocol::{Command, Request, Response};
 use crate::version::GatewayIdentity;
 use authenticate::Connection;
+pub(crate) use context::RequestContext;
 
-pub(crate) use crate::doors::jolokia::targets::TargetListing;
 use items::Items;
 use route::{Addressing, Destination, NoRoute, Route};
 use state::State;
@@ -123,13 +123,39 @@ pub struct Gateway {
     pub(crate) notifier: crate::notify::Notifier,
 }
 
-/// Who asks, the same for every item of a request.
+/// Who asks, the same for every item of a request: its context, and
+/// the facts authorize weighs besides the item (the door's method, and
+/// how it wants denied reads answered).
 pub(crate) struct Caller<'a> {
-    pub(crate) access: &'a AccessControl,
-    pub(crate) principal: &'a authenticate::Principal,
-    /// The principal's roles, looked up once per request.
-    pub(crate) roles: &'a [Arc<crate::access::Role>],
-    pub(crate) facts: &'a authorize::RequestFacts<'a>,
+    pub(crate) ctx: &'a RequestContext,
+    pub(crate) facts: authorize::RequestFacts<'a>,
+}
+
+impl RequestContext {
+    /// The caller of a request of `method` to the phases.
+    pub(crate) fn caller<'a>(&'a self, method: &'a str) -> Caller<'a> {
+        Caller {
+            ctx: self,
+            facts: self.facts(method),
+        }
+    }
+}
+
+impl Caller<'_> {
+    /// A read of named attributes with `ignoreErrors` answers each denied
+    /// one in its place (doors whose answers have one shape however many
+    /// were denied: MCP, the console).
+    pub(crate) fn reads_denied_in_place(mut self) -> Self {
+        self.facts.denied_reads_in_place = true;
+        self
+    }
+
+    /// Judged with no page origin: the gateway's own pages run no script,
+    /// so what their requests carry as `Origin` is not a page to judge.
+    pub(crate) fn without_origin(mut self) -> Self {
+        self.facts.origin = None;
+        self
+    }
 }
 
 /// One item after route and authorize.
@@ -203,10 +229,7 @@ fn metric_target(fleet: &crate::fleet::Fleet, target: Option<&str>) -> Arc<str> 
 /// records: what its audit record needs, and the answer.
 pub(crate) struct Refused<'a> {
     pub(crate) gateway: &'a Gateway,
-    pub(crate) request_id: &'a str,
-    pub(crate) principal: &'a authenticate::Principal,
-    pub(crate) client: Option<std::net::SocketAddr>,
-    pub(crate) started: Instant,
+    pub(crate) ctx: &'a RequestContext,
     pub(crate) headers: &'a HeaderMap,
 }
 
@@ -216,7 +239,6 @@ impl Refused<'_> {
     /// read). `target` is the one the URL named.
     pub(crate) async fn answer(
         &self,
-        access: &AccessControl,
         e: &HttpError,
         target: Option<&str>,
         cors: bool,
@@ -225,62 +247,23 @@ impl Refused<'_> {
             403 | 404 | 429 | 503 => "denied",
             _ => "invalid",
         };
-        let roles: Vec<String> = access
-            .roles_of(self.principal)
-            .iter()
-            .map(|r| r.name.clone())
-            .collect();
-        let recorded = self
-            .audit(
-                None,
-                "request",
-                decision,
-                e.status,
-                Some(&e.error_type),
-                target,
-                &roles,
-                &e.message,
-            )
-            .await;
-        match recorded {
+        // A refusal names the caller's standing roles and no channel,
+        // whichever door refused (as its records always have).
+        let mut who = self.ctx.who_standing();
+        who.channel = None;
+        let record = audit::RequestRecord {
+            who: &who,
+            event: "request",
+            decision,
+            status: e.status,
+            error_type: Some(&e.error_type),
+            target,
+            note: &e.message,
+        };
+        match self.gateway.audit_request(&record).await {
             Ok(()) => respond::http_error(e, self.headers, cors),
             Err(unavailable) => respond::http_error(&unavailable, self.headers, cors),
         }
-    }
-
-    /// One [`audit::RequestRecord`] for this request.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn audit(
-        &self,
-        channel: Option<audit::Channel>,
-        event: &'static str,
-        decision: &'static str,
-        status: u16,
-        error_type: Option<&str>,
-        target: Option<&str>,
-        roles: &[String],
-        note: &str,
-    ) -> Result<(), HttpError> {
-        let who = audit::Who {
-            request_id: self.request_id,
-            principal: self.principal,
-            roles,
-            client: self.client,
-            latency: self.started.elapsed(),
-            channel,
-            tool: None,
-            mcp_client: None,
-        };
-        let record = audit::RequestRecord {
-            who: &who,
-            event,
-            decision,
-            status,
-            error_type,
-            target,
-            note,
-        };
-        self.gateway.audit_request(&record).await
     }
 }
 
@@ -333,7 +316,8 @@ impl Gateway {
         gate: impl FnOnce(&Items) -> Result<T, E>,
     ) -> Result<(T, Vec<(Response, Vec<items::AuditRow>)>), E> {
         let mut judged = self.judge_all(state, caller, addressing, parsed);
-        crate::doors::access::settle_approvals(self, state, caller.principal, &mut judged).await;
+        crate::doors::access::settle_approvals(self, state, &caller.ctx.principal, &mut judged)
+            .await;
         let mut items = items_of(judged, answer_locally);
         let passed = gate(&items)?;
         let mut dispatched = dispatch::dispatch(
@@ -378,26 +362,26 @@ impl Gateway {
             Ok(p) => p,
             Err(e) => return Judged::failed(None, e.clone(), None),
         };
-        if caller.roles.is_empty() && !caller.access.is_open() {
+        if caller.ctx.held.is_empty() && !state.access.is_open() {
             // Refused before routing: the same whatever target it names.
-            let denied = authorize::no_role(caller.principal);
+            let denied = authorize::no_role(&caller.ctx.principal);
             return Judged::failed(None, denied.error, Some(denied.rule));
         }
-        let reaches = |t: &Target| caller.access.reaches(caller.roles, t);
+        let reaches = |t: &Target| state.access.reaches(&caller.ctx.held, t);
         let reach = route::Reach {
             reaches: &reaches,
             max_targets: route::targets_per_item_limit(
-                caller.roles.iter().map(|r| r.max_targets_per_item),
+                caller.ctx.held.iter().map(|r| r.max_targets_per_item),
                 state.max_targets_per_item,
             ),
         };
         let request = &parsed.request;
         let authorize = |destination: &Destination| {
             authorize::authorize(
-                caller.access,
-                caller.principal,
-                caller.roles,
-                caller.facts,
+                &state.access,
+                &caller.ctx.principal,
+                &caller.ctx.held,
+                &caller.facts,
                 request,
                 destination,
             )
@@ -430,7 +414,7 @@ impl Gateway {
             Err(NoRoute::Hidden { target, error }) => Judged::Failed {
                 rule: Some(format!(
                     "no role of {} reaches target {}",
-                    caller.principal.name, target.name
+                    caller.ctx.principal.name, target.name
                 )),
                 target: Some(target.name.clone()),
                 error,
@@ -460,10 +444,10 @@ impl Gateway {
                 request,
                 reduce: parsed.reduce.as_ref(),
                 outcomes: authorize::authorize_each(
-                    caller.access,
-                    caller.principal,
-                    caller.roles,
-                    caller.facts,
+                    &state.access,
+                    &caller.ctx.principal,
+                    &caller.ctx.held,
+                    &caller.facts,
                     request,
                     targets,
                 ),

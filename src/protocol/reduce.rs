@@ -252,12 +252,12 @@ fn number_value(n: Num) -> Value {
 
 /// Who answered a value: a target, and for a pattern read the MBean.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Who {
+struct Answerer {
     target: String,
     mbean: Option<String>,
 }
 
-impl Who {
+impl Answerer {
     fn to_json(&self) -> Value {
         match &self.mbean {
             None => Value::String(self.target.clone()),
@@ -282,7 +282,7 @@ struct Entry {
     num: Num,
     /// As the agent wrote it.
     value: Value,
-    who: Who,
+    who: Answerer,
 }
 
 /// The fold of one attribute's values (or the single value's).
@@ -299,7 +299,7 @@ enum Acc {
         largest_first: bool,
         entries: Vec<Entry>,
     },
-    Groups(HashMap<String, (Value, Vec<Who>)>),
+    Groups(HashMap<String, (Value, Vec<Answerer>)>),
 }
 
 #[derive(Debug)]
@@ -345,7 +345,7 @@ impl Fold {
     /// Folds one value in, or says why it can't be. A JSON `null` is a
     /// value for count and group (an attribute can be null), never a
     /// number.
-    fn add(&mut self, who: Who, value: Value) -> Result<(), Problem> {
+    fn add(&mut self, who: Answerer, value: Value) -> Result<(), Problem> {
         let num = || Num::of(&value).ok_or_else(|| not_a_number(&value));
         match &mut self.acc {
             Acc::Total { exact, float } => {
@@ -405,7 +405,7 @@ impl Fold {
                 }
             }
             Acc::Groups(groups) => {
-                let mut groups: Vec<(String, Value, Vec<Who>)> =
+                let mut groups: Vec<(String, Value, Vec<Answerer>)> =
                     groups.into_iter().map(|(k, (v, w))| (k, v, w)).collect();
                 // Most targets first, then by the value's JSON text.
                 groups.sort_by(|a, b| b.2.len().cmp(&a.2.len()).then_with(|| a.0.cmp(&b.0)));
@@ -414,7 +414,7 @@ impl Fold {
                         .into_iter()
                         .map(|(_, value, mut who)| {
                             who.sort();
-                            json!({"value": value, "targets": who.iter().map(Who::to_json).collect::<Vec<_>>()})
+                            json!({"value": value, "targets": who.iter().map(Answerer::to_json).collect::<Vec<_>>()})
                         })
                         .collect(),
                 )
@@ -820,7 +820,7 @@ impl Folder {
             // One number per target: only what the path leads to is
             // parsed, the rest of the answer skipped over.
             (Some(raw), Shape::Single) => {
-                let who = Who {
+                let who = Answerer {
                     target: target.to_string(),
                     mbean: None,
                 };
@@ -894,7 +894,7 @@ impl Folder {
                 let folded = match agent_error(&v, false) {
                     Some(e) => Err(unreadable(e)),
                     None => {
-                        let who = Who {
+                        let who = Answerer {
                             target: target.to_string(),
                             mbean: mbean.clone(),
                         };

@@ -27,7 +27,7 @@ use crate::pipeline::audit::{AccessStep, Who};
 use crate::pipeline::authorize::approval;
 use crate::pipeline::respond::{self, HttpError};
 use crate::pipeline::state::State;
-use crate::pipeline::{Gateway, Judged};
+use crate::pipeline::{Gateway, Judged, RequestContext};
 
 use wire::Operation;
 
@@ -186,55 +186,24 @@ fn reviewable(configs: &[RoleConfig], standing: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Who asks the API, and what its records need.
-pub(crate) struct AccessCaller<'a> {
-    pub principal: &'a Principal,
-    /// The caller's standing roles (never those a grant gives: a grant
-    /// neither asks for more nor reviews).
-    pub standing: &'a [Arc<Role>],
-    pub request_id: &'a str,
-    pub client: Option<std::net::SocketAddr>,
-    pub started: Instant,
-    /// `None`: the HTTP API; `Some(Mcp)` with the tool: an MCP tool call.
-    pub channel: Option<crate::pipeline::audit::Channel>,
+/// Who asks the API (the request's context: its standing roles count,
+/// never those a grant gives, which neither ask for more nor review), and
+/// the MCP tool when a tool call asks.
+pub(crate) struct AccessCall<'a> {
+    pub ctx: &'a RequestContext,
     pub tool: Option<&'a str>,
-    /// Whether the HTTP API was asked over the TLS listener (its
-    /// same-origin check).
-    pub tls: bool,
 }
 
-impl<'a> AccessCaller<'a> {
-    /// A caller of the HTTP API: who (principal and standing roles), and
-    /// from where and since when.
-    pub fn http(
-        (principal, standing): (&'a Principal, &'a [Arc<Role>]),
-        request_id: &'a str,
-        (client, started): (Option<std::net::SocketAddr>, Instant),
-        tls: bool,
-    ) -> AccessCaller<'a> {
-        AccessCaller {
-            principal,
-            standing,
-            request_id,
-            client,
-            started,
-            channel: None,
-            tool: None,
-            tls,
-        }
+impl<'a> AccessCall<'a> {
+    /// The HTTP API, or a console page, asks.
+    pub fn of(ctx: &'a RequestContext) -> AccessCall<'a> {
+        AccessCall { ctx, tool: None }
     }
 
-    fn who<'w>(&'w self, roles: &'w [String]) -> Who<'w> {
-        Who {
-            request_id: self.request_id,
-            principal: self.principal,
-            roles,
-            client: self.client,
-            latency: self.started.elapsed(),
-            channel: self.channel,
-            tool: self.tool,
-            mcp_client: None,
-        }
+    fn who(&self) -> Who<'_> {
+        let mut who = self.ctx.who_standing();
+        who.tool = self.tool;
+        who
     }
 }
 
@@ -464,7 +433,7 @@ pub(crate) async fn access_http(
     state: &State,
     parts: &http::request::Parts,
     body: Body,
-    caller: AccessCaller<'_>,
+    caller: AccessCall<'_>,
     headers: &http::HeaderMap,
 ) -> HttpResponse<Body> {
     let answer = match access_ask(gateway, state, parts, body, &caller, headers).await {
@@ -496,11 +465,11 @@ async fn access_ask(
     state: &State,
     parts: &http::request::Parts,
     body: Body,
-    caller: &AccessCaller<'_>,
+    caller: &AccessCall<'_>,
     headers: &http::HeaderMap,
 ) -> Result<Ask, HttpError> {
     let operation = wire::operation(&parts.method, parts.uri.path())?;
-    if caller.principal.method == AuthMethod::Anonymous {
+    if caller.ctx.principal.method == AuthMethod::Anonymous {
         return Err(anonymous());
     }
     let content_type = headers
@@ -511,7 +480,7 @@ async fn access_ask(
         // page or no page, and as JSON, which no other site's page can
         // send without a preflight (an empty body too: no form, no
         // `text/plain` beacon approves).
-        crate::pipeline::same_origin::from_own_page(headers, caller.tls).map_err(|why| {
+        crate::pipeline::same_origin::from_own_page(headers, caller.ctx.tls).map_err(|why| {
             HttpError::new(
                 403,
                 "jmxgate.CrossSiteRefused",
@@ -546,12 +515,12 @@ pub(crate) async fn access_operation(
     gateway: &Gateway,
     state: &State,
     ask: Ask,
-    caller: &AccessCaller<'_>,
+    caller: &AccessCall<'_>,
 ) -> Answer {
-    let Some(identity) = state.access.identity_of(caller.principal) else {
+    let Some(identity) = state.access.identity_of(&caller.ctx.principal) else {
         return Err(bare(anonymous()));
     };
-    let standing = names(caller.standing);
+    let standing = caller.ctx.standing_names().to_vec();
     let asking = operations::Asking {
         gateway,
         state,
@@ -665,15 +634,14 @@ async fn expire_due(gateway: &Gateway, state: &State, store: &Store) {
 
 async fn audit_access(
     gateway: &Gateway,
-    caller: &AccessCaller<'_>,
+    caller: &AccessCall<'_>,
     event: &'static str,
     request: &StoredRequest,
     decision: &'static str,
     status: u16,
     note: &str,
 ) -> Result<(), HttpError> {
-    let roles = names(caller.standing);
-    let who = caller.who(&roles);
+    let who = caller.who();
     let step = AccessStep {
         who: Some(&who),
         event,
@@ -684,19 +652,18 @@ async fn audit_access(
         status,
         note,
     };
-    write_access_step(gateway, &step, caller.request_id).await
+    write_access_step(gateway, &step, &caller.ctx.id).await
 }
 
 /// The record of a step refused; `Some` replaces the answer when the
 /// audit log can't take it.
 pub(crate) async fn audit_access_refused(
     gateway: &Gateway,
-    caller: &AccessCaller<'_>,
+    caller: &AccessCall<'_>,
     step: &StepNames,
     e: &HttpError,
 ) -> Option<HttpError> {
-    let roles = names(caller.standing);
-    let who = caller.who(&roles);
+    let who = caller.who();
     let decision = match e.status {
         403 | 404 | 409 | 429 | 503 => "denied",
         _ => "invalid",
@@ -711,7 +678,7 @@ pub(crate) async fn audit_access_refused(
         status: e.status,
         note: &e.message,
     };
-    write_access_step(gateway, &record, caller.request_id)
+    write_access_step(gateway, &record, &caller.ctx.id)
         .await
         .err()
 }

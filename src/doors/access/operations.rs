@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::elevation::{self, Refusal};
 use crate::store::{NewRequest, RequestKind, RequestState, Store, StoredRequest, Verdict};
 
-use super::{bare, refusal, reviewed_under, store_error, wire, AccessCaller, Answer, StepNames};
+use super::{bare, refusal, reviewed_under, store_error, wire, AccessCall, Answer, StepNames};
 use crate::pipeline::respond::HttpError;
 use crate::pipeline::state::State;
 use crate::pipeline::Gateway;
@@ -20,7 +20,7 @@ pub(crate) struct Asking<'a> {
     pub gateway: &'a Gateway,
     pub state: &'a State,
     pub store: Arc<Store>,
-    pub caller: &'a AccessCaller<'a>,
+    pub caller: &'a AccessCall<'a>,
     /// The caller's standing role names, and the roles whose requests
     /// it may review now (by name; [`Asking::reviews`] judges its reach).
     pub standing: Vec<String>,
@@ -41,7 +41,7 @@ impl Asking<'_> {
 
     /// The caller's name, as reviews and revocations show it.
     fn name(&self) -> &str {
-        &self.caller.principal.name
+        &self.caller.ctx.principal.name
     }
 
     /// Whether `r` is the caller's own: by identity, or by a name shown
@@ -76,11 +76,11 @@ impl Asking<'_> {
         ) {
             Some(granted) => {
                 crate::access::keeps_within(
-                    self.caller.standing,
+                    &self.caller.ctx.standing,
                     approvers,
                     r.request.targets.as_deref(),
                 ) && crate::access::cover(
-                    self.caller.standing,
+                    &self.caller.ctx.standing,
                     approvers,
                     self.state
                         .fleet
@@ -169,7 +169,7 @@ impl Asking<'_> {
             self.state,
             config,
             targets,
-            self.caller.standing,
+            &self.caller.ctx.standing,
         )
         .map_err(with)?;
         let new = NewRequest {

@@ -5,6 +5,7 @@
 //! the store, the notices and the audit records are the API's; this
 //! module reads the forms and draws the page.
 
+use crate::pipeline::RequestContext;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -13,34 +14,18 @@ use maud::{html, Markup};
 use serde_json::Value;
 
 use crate::access::RoleConfig;
-use crate::doors::access::{wire, AccessCaller, Ask, StepNames};
+use crate::doors::access::{wire, AccessCall, Ask, StepNames};
 use crate::pipeline::{state::State, Gateway};
 use crate::store::Verdict;
 
-use super::{forms, page, Viewer};
-
-impl Viewer<'_> {
-    /// The viewer as the access-requests API's caller: standing roles.
-    fn access_caller(&self) -> AccessCaller<'_> {
-        AccessCaller {
-            principal: self.principal,
-            standing: self.standing,
-            request_id: self.request_id,
-            client: self.client,
-            started: self.started,
-            channel: self.channel,
-            tool: None,
-            tls: self.scheme == "https",
-        }
-    }
-}
+use super::{forms, page};
 
 /// `GET <console>/access`: the form to ask, the requests to see.
 pub(crate) async fn access_page(
     gateway: &Gateway,
     state: &State,
     headers: &http::HeaderMap,
-    viewer: &Viewer<'_>,
+    viewer: &RequestContext,
 ) -> Response<Body> {
     let base = state.console.path.as_str();
     let me = viewer.principal.name.as_str();
@@ -52,7 +37,7 @@ pub(crate) async fn access_page(
             me,
         );
     }
-    let caller = viewer.access_caller();
+    let caller = AccessCall::of(viewer);
     let list = Ask::List(wire::ListQuery {
         state: None,
         limit: wire::DEFAULT_LIST,
@@ -63,7 +48,7 @@ pub(crate) async fn access_page(
     };
     let standing: Vec<String> = viewer.standing.iter().map(|r| r.name.clone()).collect();
     let roles = requestable(state.access.role_configs(), &standing);
-    let token = forms::token(headers, base, viewer.scheme == "https");
+    let token = forms::token(headers, base, viewer.tls);
     let body = render(base, me, &roles, &listed, &token.value);
     let mut r = page::respond(
         200,
@@ -84,16 +69,16 @@ pub(crate) async fn access_post(
     state: &State,
     headers: &http::HeaderMap,
     body: Body,
-    viewer: &Viewer<'_>,
+    viewer: &RequestContext,
     form: &str,
 ) -> Response<Body> {
     let base = state.console.path.as_str();
-    let caller = viewer.access_caller();
+    let caller = AccessCall::of(viewer);
     let refused = |status: u16, why: String| {
         crate::pipeline::HttpError::new(status, "jmxgate.ConsoleFormRefused", why)
     };
     let asked = async {
-        forms::check_origin(headers, viewer.scheme == "https").map_err(|why| refused(403, why))?;
+        forms::check_origin(headers, viewer.tls).map_err(|why| refused(403, why))?;
         let bytes = gateway.read_body(state, body).await?;
         if bytes.len() > wire::MAX_BODY_BYTES {
             return Err(refused(
@@ -125,14 +110,14 @@ pub(crate) async fn access_post(
 /// a page.
 async fn access_refused(
     gateway: &Gateway,
-    caller: &AccessCaller<'_>,
+    caller: &AccessCall<'_>,
     step: &StepNames,
     e: &crate::pipeline::HttpError,
     base: &str,
 ) -> Response<Body> {
     let recorded = crate::doors::access::audit_access_refused(gateway, caller, step, e).await;
     let e = recorded.as_ref().unwrap_or(e);
-    page::error(e.status, &e.message, base, &caller.principal.name)
+    page::error(e.status, &e.message, base, &caller.ctx.principal.name)
 }
 
 /// A role the viewer may ask for, and for how long at most.

@@ -6,6 +6,7 @@
 //! phases (reach, policy, the selector limit, one audit record per
 //! target); this module only reads the form and draws the answer.
 
+use crate::pipeline::RequestContext;
 use axum::body::Body;
 use http::Response;
 use maud::{html, Markup};
@@ -14,7 +15,7 @@ use serde_json::{json, Value};
 use crate::pipeline::Gateway;
 use crate::protocol::reduce::{Reduced, TargetError, MAX_RANKED};
 
-use super::{page, Viewer};
+use super::page;
 
 /// Longest text a field takes.
 const MAX_FIELD: usize = 512;
@@ -411,7 +412,7 @@ pub(crate) async fn answers_page(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
     parts: &http::request::Parts,
-    viewer: &Viewer<'_>,
+    viewer: &RequestContext,
 ) -> Response<Body> {
     let base = state.console.path.as_str();
     let who = viewer.principal.name.as_str();

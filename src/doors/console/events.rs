@@ -4,12 +4,12 @@
 //! (a reload: when they reach some target), and of its targets only those
 //! they reach: nothing tells one team what another's fleet is doing.
 
+use crate::pipeline::RequestContext;
 use std::sync::Arc;
 
 use maud::{html, Markup};
 use serde_json::{json, Value};
 
-use super::Viewer;
 use crate::events::{Event, Named};
 use crate::pipeline::{state::State, Gateway};
 
@@ -64,10 +64,10 @@ pub(crate) async fn events_for(
     gateway: &Gateway,
     state: &State,
     parts: &http::request::Parts,
-    viewer: &Viewer<'_>,
+    viewer: &RequestContext,
 ) -> Result<(Vec<Value>, Option<u64>), (u16, String)> {
     let access = &state.access;
-    let held: &[Arc<crate::access::Role>] = viewer.held;
+    let held: &[Arc<crate::access::Role>] = &viewer.held;
     let everything = access.is_open();
     let reaches = |n: &Named| match &n.labels {
         Some(labels) => access.reaches_named(held, &n.name, labels),
@@ -93,8 +93,7 @@ pub(crate) async fn events_for(
     });
     let status = if selected.is_ok() { 200 } else { 400 };
     let listed = selected.as_ref().map_or(0, |(e, _)| e.len());
-    let record = viewer.listing_record("events", status, listed);
-    if let Err(e) = gateway.audit_listing(&record).await {
+    if let Err(e) = super::audit_listing(gateway, viewer, "events", status, listed).await {
         return Err((e.status, e.message));
     }
     selected.map_err(|why| (400, why))

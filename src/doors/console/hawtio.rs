@@ -17,6 +17,7 @@
 //! `<console>/hawtio-connections.json` is the viewer's targets as Hawtio
 //! connections to their virtual URLs, for Hawtio's *Import connections*.
 
+use crate::pipeline::RequestContext;
 use std::path::{Path, PathBuf};
 
 use axum::body::Body;
@@ -24,7 +25,7 @@ use http::Response;
 
 use crate::pipeline::Gateway;
 
-use super::{config, page, Viewer};
+use super::{config, page};
 
 /// What Hawtio's page may load and do: its own scripts and styles
 /// (PatternFly sets inline styles), data: images and fonts, workers
@@ -203,7 +204,7 @@ pub(crate) async fn hawtio_connections(
     state: &crate::pipeline::state::State,
     parts: &http::request::Parts,
     headers: &http::HeaderMap,
-    viewer: &Viewer<'_>,
+    viewer: &RequestContext,
 ) -> Response<Body> {
     let base = state.console.path.as_str();
     let who = viewer.principal.name.as_str();
@@ -213,10 +214,10 @@ pub(crate) async fn hawtio_connections(
         Ok(q) => q,
         Err(why) => return page::error(400, &why, base, who),
     };
-    let public_url = super::login::public_url(state, headers, viewer.scheme == "https");
+    let public_url = super::login::public_url(state, headers, viewer.tls);
     let mut connections = Vec::new();
     for t in state.fleet.iter() {
-        if !state.access.reaches(viewer.held, t) || !filters.keeps(t) {
+        if !state.access.reaches(&viewer.held, t) || !filters.keeps(t) {
             continue;
         }
         if connections.len() == MAX_CONNECTIONS {
@@ -231,8 +232,15 @@ pub(crate) async fn hawtio_connections(
         }
         connections.push(connection(&public_url, &t.name));
     }
-    let record = viewer.listing_record("hawtio_connections", 200, connections.len());
-    if let Err(e) = gateway.audit_listing(&record).await {
+    if let Err(e) = super::audit_listing(
+        gateway,
+        viewer,
+        "hawtio_connections",
+        200,
+        connections.len(),
+    )
+    .await
+    {
         return page::error(e.status, &e.message, base, who);
     }
     let body = serde_json::Value::from(connections).to_string();
@@ -249,7 +257,7 @@ pub(crate) async fn hawtio_connections(
 pub(crate) async fn hawtio_http(
     _gateway: &Gateway,
     state: &crate::pipeline::state::State,
-    viewer: &Viewer<'_>,
+    viewer: &RequestContext,
     after: &str,
 ) -> Response<Body> {
     let base = state.console.path.as_str();
@@ -264,7 +272,7 @@ pub(crate) async fn hawtio_http(
     };
     let (raw, rest) = after.find('/').map_or((after, ""), |i| after.split_at(i));
     let name = percent_encoding::percent_decode_str(raw).decode_utf8_lossy();
-    if let Some(hidden) = viewer.unseen_target(state, &name) {
+    if let Some(hidden) = super::unseen_target(viewer, state, &name) {
         return hidden;
     }
     let page_base = format!("{base}{}{raw}/", config::HAWTIO);

@@ -320,19 +320,29 @@ async fn sign_in_callback(
             )
         }
     };
-    let roles = state.access.roles_of(&principal);
-    let record = audit::TargetListRecord {
-        what: "console_sign_in",
+    // The sign-in's answer is its own record: it comes before the
+    // request's context (authentication is what makes one).
+    let roles: Vec<String> = state
+        .access
+        .roles_of(&principal)
+        .iter()
+        .map(|r| r.name.clone())
+        .collect();
+    let who = audit::Who {
         request_id,
         principal: &principal,
-        roles: roles.iter().map(|r| r.name.clone()).collect(),
+        roles: &roles,
         client: conn.remote,
-        status: 303,
-        listed: 0,
         latency: Duration::ZERO,
         channel: Some(audit::Channel::Console),
         tool: None,
         mcp_client: None,
+    };
+    let record = audit::TargetListRecord {
+        who: &who,
+        what: "console_sign_in",
+        status: 303,
+        listed: 0,
     };
     if let Err(e) = gateway.audit_listing(&record).await {
         return failed(e.status, &e.message);

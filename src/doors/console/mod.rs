@@ -34,101 +34,49 @@ pub(crate) mod sign_in;
 mod target;
 mod trail;
 
-use std::sync::Arc;
-use std::time::Instant;
-
 use axum::body::Body;
 use http::{Method, Response};
 
-use crate::pipeline::{audit, Gateway};
-use crate::principal::Principal;
+use crate::pipeline::{audit, Gateway, RequestContext};
 
-/// Who asks for a page, as the shared phases found them.
-pub(crate) struct Viewer<'a> {
-    pub principal: &'a Principal,
-    pub held: &'a [Arc<crate::access::Role>],
-    pub request_id: &'a str,
-    pub client: Option<std::net::SocketAddr>,
-    /// The client chain for policies' `<remote>`.
-    pub chain: &'a [String],
-    pub scheme: &'a str,
-    pub started: Instant,
-    /// `console` for pages; `None` for `/jmxgate/events`.
-    pub channel: Option<audit::Channel>,
-    /// Standing roles only, for access requests.
-    pub standing: &'a [Arc<crate::access::Role>],
+/// One record of a listing the viewer read: `what` (`target_list`,
+/// `events`, `audit_trail`, `hawtio_connections`), its status and how many
+/// entries it held.
+async fn audit_listing(
+    gateway: &Gateway,
+    viewer: &RequestContext,
+    what: &'static str,
+    status: u16,
+    listed: usize,
+) -> Result<(), crate::pipeline::HttpError> {
+    let record = audit::TargetListRecord {
+        who: &viewer.who(),
+        what,
+        status,
+        listed,
+    };
+    gateway.audit_listing(&record).await
 }
 
-impl<'a> Viewer<'a> {
-    /// What authorize weighs besides the item: the viewer's chain and
-    /// scheme, no page origin (pages run no script), denied reads in place.
-    fn facts(&self, method: &'a str) -> crate::pipeline::authorize::RequestFacts<'a> {
-        crate::pipeline::authorize::RequestFacts {
-            method,
-            chain: self.chain,
-            origin: None,
-            scheme: self.scheme,
-            denied_reads_in_place: true,
-        }
-    }
-
-    /// The record of a listing the viewer read: `what` (`target_list`,
-    /// `events`, `audit_trail`), its status and how many entries it held.
-    fn listing_record(
-        &self,
-        what: &'static str,
-        status: u16,
-        listed: usize,
-    ) -> audit::TargetListRecord<'a> {
-        audit::TargetListRecord {
-            what,
-            request_id: self.request_id,
-            principal: self.principal,
-            roles: self.held.iter().map(|r| r.name.clone()).collect(),
-            client: self.client,
-            status,
-            listed,
-            latency: self.started.elapsed(),
-            channel: self.channel,
-            tool: None,
-            mcp_client: None,
-        }
-    }
-
-    /// The "no such target" page when the viewer's roles don't reach
-    /// `name`: the same answer as for a target that doesn't exist.
-    fn unseen_target(
-        &self,
-        state: &crate::pipeline::state::State,
-        name: &str,
-    ) -> Option<Response<Body>> {
-        let visible = state
-            .fleet
-            .by_name(name)
-            .is_some_and(|t| state.access.reaches(self.held, t));
-        (!visible).then(|| {
-            page::error(
-                404,
-                &format!("No target \"{name}\" in your fleet."),
-                &state.console.path,
-                &self.principal.name,
-            )
-        })
-    }
-
-    /// The viewer as the item phases' caller.
-    fn caller<'b>(
-        &'b self,
-        state: &'b crate::pipeline::state::State,
-        facts: &'b crate::pipeline::authorize::RequestFacts<'b>,
-    ) -> crate::pipeline::Caller<'b> {
-        crate::pipeline::Caller {
-            access: &state.access,
-            principal: self.principal,
-            roles: self.held,
-            facts,
-        }
-    }
+/// The "no such target" page when the viewer's roles don't reach
+/// `name`: the same answer as for a target that doesn't exist.
+fn unseen_target(
+    viewer: &RequestContext,
+    state: &crate::pipeline::state::State,
+    name: &str,
+) -> Option<Response<Body>> {
+    let visible = state
+        .fleet
+        .by_name(name)
+        .is_some_and(|t| state.access.reaches(&viewer.held, t));
+    (!visible).then(|| {
+        page::error(
+            404,
+            &format!("No target \"{name}\" in your fleet."),
+            &state.console.path,
+            &viewer.principal.name,
+        )
+    })
 }
 
 /// Where the journal is read as JSON.
@@ -141,21 +89,9 @@ pub(crate) async fn console_door(
     parts: &http::request::Parts,
     headers: &http::HeaderMap,
     body: Body,
-    caller: crate::pipeline::TargetListing<'_>,
+    viewer: &RequestContext,
 ) -> Response<Body> {
-    let events_api = parts.uri.path() == EVENTS_PATH;
-    let viewer = Viewer {
-        principal: caller.principal,
-        held: caller.held,
-        request_id: caller.request_id,
-        client: caller.client,
-        chain: caller.chain,
-        scheme: caller.scheme,
-        started: caller.started,
-        channel: (!events_api).then_some(audit::Channel::Console),
-        standing: caller.standing,
-    };
-    if events_api {
+    if parts.uri.path() == EVENTS_PATH {
         events_http(gateway, state, parts, viewer).await
     } else {
         console_http(gateway, state, parts, headers, body, viewer).await
@@ -169,7 +105,7 @@ async fn console_http(
     parts: &http::request::Parts,
     headers: &http::HeaderMap,
     body: Body,
-    viewer: Viewer<'_>,
+    viewer: &RequestContext,
 ) -> Response<Body> {
     let base = state.console.path.as_str();
     let who = viewer.principal.name.as_str();
@@ -177,20 +113,20 @@ async fn console_http(
     let access_form = rest == "/access" || rest.starts_with("/access/");
     if parts.method == Method::POST && access_form {
         let form = &rest["/access".len()..];
-        return access::access_post(gateway, state, headers, body, &viewer, form).await;
+        return access::access_post(gateway, state, headers, body, viewer, form).await;
     }
     if !matches!(parts.method, Method::GET | Method::HEAD) {
         return page::error(405, "The console's pages are read with GET.", base, who);
     }
     match rest {
-        "/access" => access::access_page(gateway, state, headers, &viewer).await,
-        "/audit" => trail::audit_page(gateway, state, parts, &viewer).await,
+        "/access" => access::access_page(gateway, state, headers, viewer).await,
+        "/audit" => trail::audit_page(gateway, state, parts, viewer).await,
         "" | "/" => overview(gateway, state, parts, viewer).await,
-        "/answers" => answers::answers_page(gateway, state, parts, &viewer).await,
+        "/answers" => answers::answers_page(gateway, state, parts, viewer).await,
         config::HAWTIO_CONNECTIONS => {
-            hawtio::hawtio_connections(gateway, state, parts, headers, &viewer).await
+            hawtio::hawtio_connections(gateway, state, parts, headers, viewer).await
         }
-        "/events" => match events::events_for(gateway, state, parts, &viewer).await {
+        "/events" => match events::events_for(gateway, state, parts, viewer).await {
             Ok((events, next)) => page::respond(
                 200,
                 "text/html; charset=utf-8",
@@ -200,12 +136,12 @@ async fn console_http(
             Err((status, why)) => page::error(status, &why, base, who),
         },
         _ if rest.starts_with(config::HAWTIO) => {
-            hawtio::hawtio_http(gateway, state, &viewer, &rest[config::HAWTIO.len()..]).await
+            hawtio::hawtio_http(gateway, state, viewer, &rest[config::HAWTIO.len()..]).await
         }
         _ => match rest.strip_prefix("/targets/") {
             Some(name) => {
                 let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
-                target_page(gateway, state, parts, &viewer, &name).await
+                target_page(gateway, state, parts, viewer, &name).await
             }
             None => page::error(404, "No such page.", base, who),
         },
@@ -217,12 +153,12 @@ async fn events_http(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
     parts: &http::request::Parts,
-    viewer: Viewer<'_>,
+    viewer: &RequestContext,
 ) -> Response<Body> {
     let (status, body) = if parts.method != Method::GET {
         (405, serde_json::json!({"error": "GET the events"}))
     } else {
-        match events::events_for(gateway, state, parts, &viewer).await {
+        match events::events_for(gateway, state, parts, viewer).await {
             Ok((events, next)) => {
                 let mut v = serde_json::json!({"events": events});
                 if let Some(after) = next {
@@ -252,12 +188,12 @@ async fn target_page(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
     parts: &http::request::Parts,
-    viewer: &Viewer<'_>,
+    viewer: &RequestContext,
     name: &str,
 ) -> Response<Body> {
     let base = state.console.path.as_str();
     let who = viewer.principal.name.as_str();
-    if let Some(hidden) = viewer.unseen_target(state, name) {
+    if let Some(hidden) = unseen_target(viewer, state, name) {
         return hidden;
     }
     let mbean: Option<String> =
@@ -310,7 +246,7 @@ async fn overview(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
     parts: &http::request::Parts,
-    viewer: Viewer<'_>,
+    viewer: &RequestContext,
 ) -> Response<Body> {
     let base = state.console.path.as_str();
     let who = viewer.principal.name.as_str();
@@ -318,15 +254,14 @@ async fn overview(
     let visible = state
         .fleet
         .iter()
-        .filter(|t| access.reaches(viewer.held, t));
+        .filter(|t| access.reaches(&viewer.held, t));
     let selected = overview::Query::parse(parts.uri.query())
         .and_then(|q| overview::select(visible, &q).map(|o| (q, o)));
     let (status, listed) = match &selected {
         Ok((_, o)) => (200, o.rows.len()),
         Err(_) => (400, 0),
     };
-    let record = viewer.listing_record("target_list", status, listed);
-    if let Err(e) = gateway.audit_listing(&record).await {
+    if let Err(e) = audit_listing(gateway, viewer, "target_list", status, listed).await {
         return page::error(e.status, &e.message, base, who);
     }
     match selected {

@@ -3,10 +3,10 @@
 //! through the shared phases as the viewer (parse, route, authorize,
 //! dispatch, merge) and is audited like any item (`"channel":"console"`).
 
+use crate::pipeline::RequestContext;
 use maud::{html, Markup};
 use serde_json::{json, Value};
 
-use super::Viewer;
 use crate::pipeline::{parse, route, Gateway, HttpError};
 
 /// MBeans shown on a target's page; past it, the rest are counted.
@@ -18,43 +18,31 @@ const MAX_VALUE_CHARS: usize = 2000;
 pub(crate) async fn console_item(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
-    viewer: &Viewer<'_>,
+    viewer: &RequestContext,
     item: &Value,
 ) -> Result<Value, HttpError> {
     let started = std::time::Instant::now();
     let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
     let parsed = parse::parse_post(&body, None, 1)?;
-    let facts = viewer.facts("GET");
-    let caller = viewer.caller(state, &facts);
+    let caller = viewer
+        .caller("GET")
+        .without_origin()
+        .reads_denied_in_place();
     let addressing = route::Addressing::Proxy {
         default_target: None,
     };
     let no_headers = http::HeaderMap::new();
     let local = |command: &crate::protocol::Command| {
-        gateway.answer_locally(
-            state,
-            viewer.held,
-            command,
-            &no_headers,
-            viewer.scheme == "https",
-        )
+        gateway.answer_locally(state, &viewer.held, command, &no_headers, viewer.tls)
     };
     let ((), merged) = gateway
         .run_items(state, &caller, addressing, &parsed, local, |_| {
             Ok::<_, HttpError>(())
         })
         .await?;
-    let roles: Vec<String> = viewer.held.iter().map(|r| r.name.clone()).collect();
-    let who = crate::pipeline::audit::Who {
-        request_id: viewer.request_id,
-        principal: viewer.principal,
-        roles: &roles,
-        client: viewer.client,
-        latency: started.elapsed(),
-        channel: Some(crate::pipeline::audit::Channel::Console),
-        tool: None,
-        mcp_client: None,
-    };
+    // The item's own latency: a page runs several.
+    let mut who = viewer.who();
+    who.latency = started.elapsed();
     gateway.audit_items(state, &who, &parsed, &merged).await?;
     let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
     let body = crate::pipeline::respond::body(&answers, false).to_vec();
@@ -74,7 +62,7 @@ pub(crate) async fn console_item(
 pub(crate) fn console_may_run(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
-    viewer: &Viewer<'_>,
+    viewer: &RequestContext,
     target: &str,
     mbean: &str,
     operation: &str,
@@ -84,8 +72,10 @@ pub(crate) fn console_may_run(
     let Ok(parsed) = parse::parse_post(item.to_string().as_bytes(), None, 1) else {
         return false;
     };
-    let facts = viewer.facts("POST");
-    let caller = viewer.caller(state, &facts);
+    let caller = viewer
+        .caller("POST")
+        .without_origin()
+        .reads_denied_in_place();
     let addressing = route::Addressing::Proxy {
         default_target: None,
     };

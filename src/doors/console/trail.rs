@@ -10,6 +10,7 @@
 //! next page goes on from there. Reading and verifying run on the
 //! blocking pool, a few at a time.
 
+use crate::pipeline::RequestContext;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use crate::audit::query::{parse_time, Filter};
 use crate::audit::record::Entry;
 use crate::pipeline::Gateway;
 
-use super::{page, Viewer};
+use super::page;
 
 /// Bytes of audit files one search reads at most.
 pub const SCAN_BUDGET: u64 = 32 * 1024 * 1024;
@@ -528,7 +529,7 @@ fn chain_status(base: &str, verified: Option<&Result<Report, String>>) -> Markup
 /// whole; else its own identities' (a person's, with `[[access.people]]`),
 /// and those about the fleet's targets that an auditor role it holds
 /// narrowed (to a namespace) reaches.
-fn reader_of(state: &crate::pipeline::state::State, viewer: &Viewer<'_>) -> Reader {
+fn reader_of(state: &crate::pipeline::state::State, viewer: &RequestContext) -> Reader {
     let auditors = &state.console.auditors;
     let held: Vec<&Arc<crate::access::Role>> = viewer
         .held
@@ -555,7 +556,7 @@ fn reader_of(state: &crate::pipeline::state::State, viewer: &Viewer<'_>) -> Read
         name: viewer.principal.name.clone(),
         identities: state
             .access
-            .identities_of(viewer.principal)
+            .identities_of(&viewer.principal)
             .iter()
             .filter_map(|i| Identity::parse(i))
             .collect(),
@@ -569,7 +570,7 @@ pub(crate) async fn audit_page(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
     parts: &http::request::Parts,
-    viewer: &Viewer<'_>,
+    viewer: &RequestContext,
 ) -> Response<Body> {
     /// Searches and verifications at once, on the blocking pool.
     static SEARCHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
@@ -626,8 +627,9 @@ pub(crate) async fn audit_page(
     } else {
         None
     };
-    let record = viewer.listing_record("audit_trail", 200, found.rows.len());
-    if let Err(e) = gateway.audit_listing(&record).await {
+    if let Err(e) =
+        super::audit_listing(gateway, viewer, "audit_trail", 200, found.rows.len()).await
+    {
         return page::error(e.status, &e.message, base, who);
     }
     let body = render(base, &query, &found, verified.as_ref());

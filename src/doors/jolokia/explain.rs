@@ -4,11 +4,11 @@
 use axum::body::Body;
 use http::{Method, Response as HttpResponse};
 
-use crate::doors::jolokia::Asked;
+use crate::doors::jolokia::JolokiaDoor;
 use crate::pipeline::route::Addressing;
 use crate::pipeline::state::State;
 use crate::pipeline::visible_target;
-use crate::pipeline::{authorize, respond, Caller, Gateway, HttpError, Judged, Refused};
+use crate::pipeline::{audit, authorize, respond, Gateway, HttpError, Judged, Refused};
 
 /// One item's entry in an explain report: its decision and rule, the plan
 /// or the error, per target for a group.
@@ -89,28 +89,20 @@ fn explained(index: usize, kind: Option<&str>, judged: Judged<'_>) -> serde_json
 pub(crate) async fn explain(
     gateway: &Gateway,
     state: &State,
-    asked: Asked<'_>,
+    door: JolokiaDoor<'_>,
     body: Body,
     refused: &Refused<'_>,
-    tls: bool,
 ) -> HttpResponse<Body> {
-    let Asked {
-        parts,
-        principal,
-        held,
-        chain,
-        origin,
-        cors,
-    } = asked;
-    let headers = refused.headers;
-    let access = &state.access;
+    let JolokiaDoor { parts, cors, .. } = door;
+    let (ctx, headers) = (refused.ctx, refused.headers);
+    let held = &ctx.held[..];
     if parts.method != Method::POST {
         let e = HttpError::new(
             405,
             "jmxgate.MethodNotAllowed",
             "POST the request (or bulk) to explain",
         );
-        return refused.answer(access, &e, None, cors).await;
+        return refused.answer(&e, None, cors).await;
     }
     let query: Vec<(String, String)> =
         url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
@@ -122,7 +114,7 @@ pub(crate) async fn explain(
         None => None,
         Some(name) => match visible_target(state, held, name) {
             Ok(t) => Some(t),
-            Err(e) => return refused.answer(access, &e, Some(name), cors).await,
+            Err(e) => return refused.answer(&e, Some(name), cors).await,
         },
     };
     let method = match param("method").map(str::to_ascii_uppercase).as_deref() {
@@ -130,7 +122,7 @@ pub(crate) async fn explain(
         Some("GET") => "GET",
         Some(other) => {
             let e = HttpError::bad_request(format!("method={other}: use GET or POST"));
-            return refused.answer(access, &e, None, cors).await;
+            return refused.answer(&e, None, cors).await;
         }
     };
     let parsed = match crate::doors::jolokia::read_request(
@@ -144,14 +136,7 @@ pub(crate) async fn explain(
     .await
     {
         Ok(p) => p,
-        Err(e) => return refused.answer(access, &e, None, cors).await,
-    };
-    let facts = authorize::RequestFacts {
-        method,
-        chain,
-        origin,
-        scheme: if tls { "https" } else { "http" },
-        denied_reads_in_place: false,
+        Err(e) => return refused.answer(&e, None, cors).await,
     };
     let addressing = match &virtual_target {
         Some(t) => Addressing::Virtual(t),
@@ -159,12 +144,7 @@ pub(crate) async fn explain(
             default_target: state.default_target.as_ref(),
         },
     };
-    let caller = Caller {
-        access,
-        principal,
-        roles: held,
-        facts: &facts,
-    };
+    let caller = ctx.caller(method);
     let report: Vec<serde_json::Value> = parsed
         .items
         .iter()
@@ -187,19 +167,16 @@ pub(crate) async fn explain(
         report.len(),
         decisions.join(", ")
     );
-    let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
-    let recorded = refused
-        .audit(
-            None,
-            "explain",
-            "allowed",
-            200,
-            None,
-            param("target"),
-            &roles,
-            &note,
-        )
-        .await;
+    let record = audit::RequestRecord {
+        who: &ctx.who(),
+        event: "explain",
+        decision: "allowed",
+        status: 200,
+        error_type: None,
+        target: param("target"),
+        note: &note,
+    };
+    let recorded = gateway.audit_request(&record).await;
     if let Err(e) = recorded {
         return respond::http_error(&e, headers, cors);
     }

@@ -17,31 +17,19 @@ use crate::fleet::Target;
 use crate::pipeline::items::Items;
 use crate::pipeline::route::Addressing;
 use crate::pipeline::state::State;
-use crate::pipeline::{
-    audit, authenticate, authorize, parse, respond, Caller, Gateway, HttpError, Refused,
-};
+use crate::pipeline::{parse, respond, Gateway, HttpError, Refused};
 use crate::protocol::{Command, Response};
 use browser::{cross_site_refused, jsonp_admitted, targets_admit};
 
-/// A Jolokia request to run: who asked, and where it was addressed.
+/// A Jolokia request to run (who asks is the request's context): the
+/// request, where it was addressed, and the CORS answer `scope` gave.
 pub(crate) struct JolokiaDoor<'a> {
-    pub(crate) asked: Asked<'a>,
+    pub(crate) parts: &'a http::request::Parts,
     /// The virtual URL's target (`/jolokia/targets/<name>`).
     pub(crate) virtual_target: Option<&'a Arc<Target>>,
-    pub(crate) tls: bool,
+    pub(crate) cors: bool,
     /// The path after the door's prefix (GET's path grammar).
     pub(crate) rest: &'a str,
-}
-
-/// The request and the authenticated caller, as the Jolokia door and
-/// `/jmxgate/explain` judge them.
-pub(crate) struct Asked<'a> {
-    pub(crate) parts: &'a http::request::Parts,
-    pub(crate) principal: &'a authenticate::Principal,
-    pub(crate) held: &'a [Arc<crate::access::Role>],
-    pub(crate) chain: &'a [String],
-    pub(crate) origin: Option<&'a str>,
-    pub(crate) cors: bool,
 }
 
 /// The Jolokia door, after authentication: parse, then steps 4 to 7
@@ -55,25 +43,19 @@ pub(crate) async fn jolokia_http(
     refused: &Refused<'_>,
 ) -> HttpResponse<Body> {
     let JolokiaDoor {
-        asked:
-            Asked {
-                parts,
-                principal,
-                held,
-                chain,
-                origin,
-                cors,
-            },
+        parts,
         virtual_target,
-        tls,
+        cors,
         rest,
     } = door;
+    let ctx = refused.ctx;
+    let (held, origin) = (&ctx.held[..], ctx.origin.as_deref());
     let access = &state.access;
     let headers = refused.headers;
     let parsed = read_request(gateway, state, &parts.method, rest, parts.uri.query(), body).await;
     let parsed = match parsed {
         Ok(p) => p,
-        Err(e) => return refused.answer(access, &e, None, cors).await,
+        Err(e) => return refused.answer(&e, None, cors).await,
     };
 
     let addressing = match virtual_target {
@@ -82,20 +64,8 @@ pub(crate) async fn jolokia_http(
             default_target: state.default_target.as_ref(),
         },
     };
-    let facts = authorize::RequestFacts {
-        method: parts.method.as_str(),
-        chain,
-        origin,
-        scheme: if tls { "https" } else { "http" },
-        denied_reads_in_place: false,
-    };
-    let caller = Caller {
-        access,
-        principal,
-        roles: held,
-        facts: &facts,
-    };
-    let local = |command: &Command| gateway.answer_locally(state, held, command, headers, tls);
+    let caller = ctx.caller(parts.method.as_str());
+    let local = |command: &Command| gateway.answer_locally(state, held, command, headers, ctx.tls);
     // Another site's page changing state (CSRF), then CORS and JSONP,
     // per item: the roles that reach each item's target must admit
     // the page's origin.
@@ -112,19 +82,12 @@ pub(crate) async fn jolokia_http(
         .await;
     let (cors, merged) = match ran {
         Ok(ran) => ran,
-        Err((e, cors)) => return refused.answer(access, &e, None, cors).await,
+        Err((e, cors)) => return refused.answer(&e, None, cors).await,
     };
-    let who = audit::Who {
-        request_id: refused.request_id,
-        principal,
-        roles: &held.iter().map(|r| r.name.clone()).collect::<Vec<_>>(),
-        client: refused.client,
-        latency: refused.started.elapsed(),
-        channel: None,
-        tool: None,
-        mcp_client: None,
-    };
-    if let Err(e) = gateway.audit_items(state, &who, &parsed, &merged).await {
+    if let Err(e) = gateway
+        .audit_items(state, &ctx.who(), &parsed, &merged)
+        .await
+    {
         return respond::http_error(&e, headers, cors);
     }
     let answers: Vec<Response> = merged.into_iter().map(|(answer, _)| answer).collect();

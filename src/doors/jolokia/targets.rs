@@ -1,32 +1,12 @@
 //! `GET /jolokia/targets`: the targets the caller may reach.
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use http::{HeaderMap, Method, Response as HttpResponse};
 
 use crate::clock::unix_seconds;
 use crate::pipeline::state::State;
-use crate::pipeline::{audit, authenticate, respond, Gateway, HttpError};
+use crate::pipeline::{audit, respond, Gateway, HttpError, RequestContext};
 use crate::protocol::Response;
-use std::time::Instant;
-
-/// Who asked for the target list, for its audit record.
-pub(crate) struct TargetListing<'a> {
-    pub(crate) principal: &'a authenticate::Principal,
-    /// Its roles, standing and granted.
-    pub(crate) held: &'a [Arc<crate::access::Role>],
-    pub(crate) request_id: &'a str,
-    pub(crate) client: Option<std::net::SocketAddr>,
-    pub(crate) started: Instant,
-    /// The client chain for policies' `<remote>`, and the listener's
-    /// scheme (the console's reads run as this caller).
-    pub(crate) chain: &'a [String],
-    pub(crate) scheme: &'static str,
-    /// Its standing roles only (the console's access requests: a grant
-    /// neither asks for more nor reviews).
-    pub(crate) standing: &'a [Arc<crate::access::Role>],
-}
 
 /// `GET /jolokia/targets`: the targets the caller's roles reach, with
 /// labels, health, latency, agent version and protocol. Recorded in
@@ -34,13 +14,13 @@ pub(crate) struct TargetListing<'a> {
 pub(crate) async fn target_list(
     gateway: &Gateway,
     state: &State,
-    listing: TargetListing<'_>,
+    ctx: &RequestContext,
     request: &http::request::Parts,
     headers: &HeaderMap,
     cors: bool,
 ) -> HttpResponse<Body> {
     let access = &state.access;
-    let held = listing.held;
+    let held = &ctx.held[..];
     let page = crate::fleet::PageRequest::from_query(request.uri.query())
         .and_then(|p| p.select(state.fleet.iter().filter(|t| access.reaches(held, t))));
     let (status, listed, next, refusal) = match (&request.method, page) {
@@ -61,17 +41,10 @@ pub(crate) async fn target_list(
         ),
     };
     let record = audit::TargetListRecord {
+        who: &ctx.who(),
         what: "target_list",
-        request_id: listing.request_id,
-        principal: listing.principal,
-        roles: held.iter().map(|r| r.name.clone()).collect(),
-        client: listing.client,
         status,
         listed: listed.as_ref().map_or(0, Vec::len),
-        latency: listing.started.elapsed(),
-        channel: None,
-        tool: None,
-        mcp_client: None,
     };
     if let Err(e) = gateway.audit_listing(&record).await {
         return respond::http_error(&e, headers, cors);

@@ -13,7 +13,7 @@ use super::answer::Outcome;
 use super::tools::ToolName;
 use super::McpCaller;
 use crate::pipeline::authorize::approval;
-use crate::pipeline::{audit, parse, route, Caller, Gateway, Judged};
+use crate::pipeline::{audit, parse, route, Gateway, Judged};
 
 /// The assistant's hint for a name it may not use: the same as the other
 /// tools give (`answer::shape`), whether the target is hidden or absent.
@@ -41,13 +41,7 @@ pub(crate) async fn explain_tool(
     let Some(asked) = parsed.items.first() else {
         return Outcome::Failed("explain: nothing to explain".into());
     };
-    let facts = caller.facts();
-    let judged_as = Caller {
-        access: &state.access,
-        principal: &caller.principal,
-        roles: &caller.held,
-        facts: &facts,
-    };
+    let judged_as = caller.judged_as();
     let addressing = route::Addressing::Proxy {
         default_target: None,
     };
@@ -70,8 +64,7 @@ pub(crate) async fn explain_tool(
     let allowed = results.iter().any(|r| r["decision"] == "allow");
     let decision = if allowed { "allow" } else { "deny" };
     let note = format!("explained {} target(s): {decision}", results.len());
-    let roles = caller.role_names();
-    let who = caller.who(&roles, ToolName::Explain.as_str(), started.elapsed());
+    let who = caller.who(Some(ToolName::Explain.as_str()), started.elapsed());
     let record = audit::RequestRecord {
         who: &who,
         event: "explain",

@@ -32,7 +32,6 @@ pub use config::McpConfig;
 /// per request: the audit log records those). Added to every log filter.
 pub const SDK_LOG_CEILING: &str = "rmcp=error";
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -47,9 +46,7 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
-use crate::access::Role;
-use crate::doors::access::{wire, AccessCaller, Ask};
-use crate::pipeline::authenticate::Principal;
+use crate::doors::access::{wire, AccessCall, Ask};
 use crate::pipeline::state::State;
 use crate::pipeline::{audit, authorize, parse, respond, route, Caller, Gateway, HttpError};
 use answer::{Answered, Outcome};
@@ -58,62 +55,43 @@ use prompts::PromptName;
 use tools::ToolName;
 
 /// The authenticated caller of one MCP HTTP request, handed to the tool
-/// handler through the request's extensions.
+/// handler through the request's extensions: the request's context, and
+/// what the MCP door adds to it.
 #[derive(Clone)]
 pub(crate) struct McpCaller {
+    pub ctx: Arc<crate::pipeline::RequestContext>,
     pub state: Arc<State>,
-    pub principal: Principal,
-    /// Its standing roles (what it may ask for and review), and those
-    /// with the roles its approved access requests grant now.
-    pub standing: Vec<Arc<Role>>,
-    pub held: Vec<Arc<Role>>,
-    pub client: Option<SocketAddr>,
-    pub chain: Vec<String>,
-    pub origin: Option<String>,
     /// The browser page the door admitted (set by `mcp_http` when the
     /// request has an `Origin` or `Referer`).
     pub page: Option<origin::Page>,
     /// The MCP client as this request (or, in a batch, this element)
     /// names itself (`client_of`), set by `mcp_http`.
     pub mcp_client: Option<audit::McpClient>,
-    pub request_id: String,
-    pub scheme: &'static str,
-    /// When the HTTP request arrived.
-    pub started: Instant,
 }
 
 impl McpCaller {
-    fn role_names(&self) -> Vec<String> {
-        self.held.iter().map(|r| r.name.clone()).collect()
+    fn role_names(&self) -> &[String] {
+        self.ctx.held_names()
+    }
+
+    /// Who asked, for the audit records of one tool call (`tool`; `None`
+    /// for the HTTP request's own records).
+    fn who<'a>(&'a self, tool: Option<&'a str>, latency: std::time::Duration) -> audit::Who<'a> {
+        let mut who = self.ctx.who();
+        who.latency = latency;
+        who.tool = tool;
+        who.mcp_client = self.mcp_client.as_ref();
+        who
     }
 
     /// Whether some role of the caller could allow `command` (write or
     /// exec) somewhere: then the tool is offered. Each call is still
     /// judged in full.
     fn may(&self, command: &str) -> bool {
-        if self.held.is_empty() {
+        if self.ctx.held.is_empty() {
             return self.state.access.is_open();
         }
-        self.held.iter().any(|r| r.policy.could_ever(command))
-    }
-
-    /// Who asked, for the audit records of one tool call.
-    fn who<'a>(
-        &'a self,
-        roles: &'a [String],
-        tool: &'a str,
-        latency: std::time::Duration,
-    ) -> audit::Who<'a> {
-        audit::Who {
-            request_id: &self.request_id,
-            principal: &self.principal,
-            roles,
-            client: self.client,
-            latency,
-            channel: Some(audit::Channel::Mcp),
-            tool: Some(tool),
-            mcp_client: self.mcp_client.as_ref(),
-        }
+        self.ctx.held.iter().any(|r| r.policy.could_ever(command))
     }
 
     /// Whether a call from the caller's page (if any) may run on `target`:
@@ -125,7 +103,7 @@ impl McpCaller {
             return true;
         };
         self.state.access.is_open()
-            || crate::pipeline::reaching(&self.held, Some(target)).any(|r| {
+            || crate::pipeline::reaching(&self.ctx.held, Some(target)).any(|r| {
                 page.admitted_by(
                     |o| r.policy.origin_listed(o),
                     |o| r.policy.origin_allowed(Some(o), false),
@@ -133,23 +111,17 @@ impl McpCaller {
             })
     }
 
-    /// The request facts a tool call's item is judged with: a POST, and
-    /// a denied attribute of a read answered in its place.
-    fn facts(&self) -> authorize::RequestFacts<'_> {
-        authorize::RequestFacts {
-            method: "POST",
-            chain: &self.chain,
-            origin: self.origin.as_deref(),
-            scheme: self.scheme,
-            denied_reads_in_place: true,
-        }
+    /// The caller of a tool call's item: a POST, and a denied attribute
+    /// of a read answered in its place.
+    fn judged_as(&self) -> Caller<'_> {
+        self.ctx.caller("POST").reads_denied_in_place()
     }
 
     fn offered(&self) -> Vec<ToolName> {
         tools::offered(
             |command| self.may(command),
-            self.state.access.may_request(&self.standing),
-            self.held.iter().any(|r| !r.approval.rules.is_empty()),
+            self.state.access.may_request(&self.ctx.standing),
+            self.ctx.held.iter().any(|r| !r.approval.rules.is_empty()),
         )
     }
 
@@ -159,7 +131,7 @@ impl McpCaller {
         self.state
             .fleet
             .iter()
-            .filter(|t| self.state.access.reaches(&self.held, t))
+            .filter(|t| self.state.access.reaches(&self.ctx.held, t))
             .filter(|t| self.page_reaches(t))
     }
 }
@@ -407,7 +379,7 @@ impl Door {
             return Err(error);
         };
         if !caller.offered().contains(&tool) {
-            let error = tool_not_allowed(tool, &caller.role_names());
+            let error = tool_not_allowed(tool, caller.role_names());
             audit_refused_call(
                 &self.gateway,
                 &caller,
@@ -528,12 +500,12 @@ fn mark_uses(caller: &McpCaller, target: &str, item: &Value, mbean: &str, descri
     let Some(Ok(list)) = parsed.items.first().map(|i| i.parsed.as_ref()) else {
         return;
     };
-    let facts = caller.facts();
+    let judged_as = caller.judged_as();
     let Ok(allowed) = authorize::authorize(
         &state.access,
-        &caller.principal,
-        &caller.held,
-        &facts,
+        &caller.ctx.principal,
+        &caller.ctx.held,
+        &judged_as.facts,
         &list.request,
         &route::Destination::Agent(t.clone()),
     ) else {
@@ -592,15 +564,9 @@ fn result(outcome: Outcome, max: usize) -> CallToolResult {
 /// `request_access` and `access_request_status`: the access-requests
 /// API's operation for the caller, audited as its steps are.
 async fn access_tool(gateway: &Gateway, caller: &McpCaller, tool: ToolName, ask: Ask) -> Outcome {
-    let on = AccessCaller {
-        principal: &caller.principal,
-        standing: &caller.standing,
-        request_id: &caller.request_id,
-        client: caller.client,
-        started: caller.started,
-        channel: Some(audit::Channel::Mcp),
+    let on = AccessCall {
+        ctx: &caller.ctx,
         tool: Some(tool.as_str()),
-        tls: caller.scheme == "https",
     };
     match crate::doors::access::access_operation(gateway, &caller.state, ask, &on).await {
         Ok((_, mut value)) => {
@@ -645,17 +611,10 @@ async fn list_targets_tool(
         })
         .collect();
     let record = audit::TargetListRecord {
+        who: &caller.who(Some(ToolName::ListTargets.as_str()), started.elapsed()),
         what: "target_list",
-        request_id: &caller.request_id,
-        principal: &caller.principal,
-        roles: caller.role_names(),
-        client: caller.client,
         status: 200,
         listed: targets.len(),
-        latency: started.elapsed(),
-        channel: Some(audit::Channel::Mcp),
-        tool: Some(ToolName::ListTargets.as_str()),
-        mcp_client: caller.mcp_client.as_ref(),
     };
     if let Err(e) = gateway.audit_listing(&record).await {
         return Outcome::Failed(e.message);
@@ -787,8 +746,7 @@ async fn audit_refused_call(
     error_type: &str,
     message: &str,
 ) {
-    let roles = caller.role_names();
-    let who = caller.who(&roles, tool, std::time::Duration::ZERO);
+    let who = caller.who(Some(tool), std::time::Duration::ZERO);
     let refused = audit::RefusedCall {
         who: &who,
         status,
@@ -798,9 +756,7 @@ async fn audit_refused_call(
     audit::record_refused_call(&refused);
     let entry = audit::refused_call_entry(&refused);
     let records = crate::audit::Encoded::new(vec![entry]);
-    let _ = gateway
-        .write_audit(&records, false, &caller.request_id)
-        .await;
+    let _ = gateway.write_audit(&records, false, &caller.ctx.id).await;
 }
 
 /// One tool call's Jolokia item through the phases after
@@ -819,13 +775,7 @@ pub(crate) async fn run_tool_item(
     let state = &caller.state;
     let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
     let parsed = parse::parse_post(&body, None, 1)?;
-    let facts = caller.facts();
-    let judged_as = Caller {
-        access: &state.access,
-        principal: &caller.principal,
-        roles: &caller.held,
-        facts: &facts,
-    };
+    let judged_as = caller.judged_as();
     let addressing = route::Addressing::Proxy {
         default_target: None,
     };
@@ -833,10 +783,10 @@ pub(crate) async fn run_tool_item(
     let local = |command: &crate::protocol::Command| {
         gateway.answer_locally(
             state,
-            &caller.held,
+            &caller.ctx.held,
             command,
             &no_headers,
-            caller.scheme == "https",
+            caller.ctx.tls,
         )
     };
     // A browser page's origin must be admitted by the roles that reach
@@ -863,8 +813,7 @@ pub(crate) async fn run_tool_item(
             return Err(e);
         }
     };
-    let roles = caller.role_names();
-    let who = caller.who(&roles, tool, started.elapsed());
+    let who = caller.who(Some(tool), started.elapsed());
     gateway.audit_items(state, &who, &parsed, &merged).await?;
     // Only the policy's own refusals (a SecurityException): the rule
     // of a target no role reaches would tell that it exists.

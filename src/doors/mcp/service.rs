@@ -287,19 +287,26 @@ where
 /// of its own; tool calls are recorded as items.
 pub(crate) async fn mcp_http(
     gateway: &Arc<Gateway>,
+    state: Arc<State>,
     parts: http::request::Parts,
     body: Body,
-    mut caller: McpCaller,
+    ctx: crate::pipeline::RequestContext,
 ) -> HttpResponse<Body> {
+    let mut caller = McpCaller {
+        ctx: Arc::new(ctx),
+        state,
+        page: None,
+        mcp_client: None,
+    };
     // A browser page gets no door to the caller's rights unless it is
     // one the configuration or the caller's own <cors> names.
-    if let Some(origin) = caller.origin.as_deref() {
+    if let Some(origin) = caller.ctx.origin.as_deref() {
         let host = parts
             .uri
             .authority()
             .map(|a| a.as_str())
             .or_else(|| parts.headers.get(http::header::HOST)?.to_str().ok());
-        let listed = |o: &str| caller.held.iter().any(|r| r.policy.origin_listed(o));
+        let listed = |o: &str| caller.ctx.held.iter().any(|r| r.policy.origin_listed(o));
         match origin::admit(origin, host, &caller.state.mcp.allowed_origins, listed) {
             Some(page) => caller.page = Some(page),
             None => {
@@ -482,17 +489,7 @@ async fn mcp_record(
     error_type: Option<&str>,
     note: &str,
 ) -> Result<(), HttpError> {
-    let roles = caller.role_names();
-    let who = audit::Who {
-        request_id: &caller.request_id,
-        principal: &caller.principal,
-        roles: &roles,
-        client: caller.client,
-        latency: caller.started.elapsed(),
-        channel: Some(audit::Channel::Mcp),
-        tool: None,
-        mcp_client: caller.mcp_client.as_ref(),
-    };
+    let who = caller.who(None, caller.ctx.started.elapsed());
     let record = audit::RequestRecord {
         who: &who,
         event: "mcp",

@@ -29,7 +29,6 @@ use futures::StreamExt as _;
 use http::{HeaderMap, HeaderValue, Method, Response as HttpResponse};
 use serde_json::{json, Value};
 
-use crate::access::Role;
 use crate::exporter::exposition::{Exposition, Format};
 use crate::exporter::limits::{Exceeded, Limits};
 use crate::exporter::scrape::{Plan, Read};
@@ -37,19 +36,8 @@ use crate::exporter::Module;
 use crate::fleet::Target;
 use crate::pipeline::state::State;
 use crate::pipeline::{
-    audit, authorize, parse, respond, route, Caller, Gateway, HttpError, Judged, Refused,
+    audit, parse, respond, route, Caller, Gateway, HttpError, Judged, Refused, RequestContext,
 };
-use crate::principal::Principal;
-
-/// Who scrapes, as authentication and `scope` left them.
-pub(crate) struct Scraper<'a> {
-    pub principal: &'a Principal,
-    pub held: &'a [Arc<Role>],
-    pub chain: &'a [String],
-    pub origin: Option<&'a str>,
-    /// The listener's scheme, `http` or `https` (policies' `<cors>`).
-    pub scheme: &'static str,
-}
 
 /// How one target's scrape went.
 pub(crate) struct TargetScrape {
@@ -97,14 +85,13 @@ pub(crate) async fn prometheus_http(
     gateway: &Gateway,
     state: &Arc<State>,
     parts: &http::request::Parts,
-    scraper: Scraper<'_>,
     refused: &Refused<'_>,
 ) -> HttpResponse<Body> {
     let exporter = &state.prometheus;
-    let access = &state.access;
+    let _access = &state.access;
     if parts.method != Method::GET && parts.method != Method::HEAD {
         let e = HttpError::new(405, "jmxgate.MethodNotAllowed", "GET the metrics");
-        return refused.answer(access, &e, None, false).await;
+        return refused.answer(&e, None, false).await;
     }
     let query: Vec<(String, String)> =
         url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
@@ -115,14 +102,14 @@ pub(crate) async fn prometheus_http(
         let e = HttpError::bad_request(
             "Say which target to scrape: ?target=<name>, a glob (orders-*) or a label selector (env=prod)",
         );
-        return refused.answer(access, &e, None, false).await;
+        return refused.answer(&e, None, false).await;
     };
     let module_name = param("module").unwrap_or(config::DEFAULT_MODULE);
     let Some(module) = exporter.modules.get(module_name).cloned() else {
         // Neither the name nor the modules there are: a caller learns
         // no more of the configuration than that this one isn't in it.
         let e = HttpError::bad_request("Unknown module");
-        return refused.answer(access, &e, Some(target), false).await;
+        return refused.answer(&e, Some(target), false).await;
     };
     let headers = refused.headers;
     let format = Format::negotiate(
@@ -132,22 +119,10 @@ pub(crate) async fn prometheus_http(
     );
     let deadline = Instant::now() + scrape_budget(headers, &exporter.config);
     let limits = exporter.config.limits(deadline);
-    let facts = authorize::RequestFacts {
-        method: "GET",
-        chain: scraper.chain,
-        origin: scraper.origin,
-        scheme: scraper.scheme,
-        denied_reads_in_place: false,
-    };
-    let caller = Caller {
-        access,
-        principal: scraper.principal,
-        roles: scraper.held,
-        facts: &facts,
-    };
+    let caller = refused.ctx.caller("GET");
     let (targets, mut results) = match scrape_targets(gateway, state, &caller, target) {
         Ok(found) => found,
-        Err(e) => return refused.answer(access, &e, Some(target), false).await,
+        Err(e) => return refused.answer(&e, Some(target), false).await,
     };
     let scrapes = futures::stream::iter(targets)
         .map(|t| {
@@ -174,8 +149,7 @@ pub(crate) async fn prometheus_http(
         .buffer_unordered(exporter.config.max_concurrent_targets);
     results.extend(scrapes.collect::<Vec<_>>().await);
     results.sort_by(|a, b| a.name.cmp(&b.name));
-    let roles: Vec<String> = scraper.held.iter().map(|r| r.name.clone()).collect();
-    if let Err(e) = audit_scrapes(gateway, refused, module_name, &roles, &results).await {
+    if let Err(e) = audit_scrapes(gateway, refused.ctx, module_name, &results).await {
         return respond::http_error(&e, headers, false);
     }
     let target_label = exporter.config.target_label.clone();
@@ -428,7 +402,13 @@ pub(crate) async fn scrape_items(
     let parsed = parse::parse_post(&body, None, usize::MAX)?;
     let no_headers = HeaderMap::new();
     let local = |command: &crate::protocol::Command| {
-        gateway.answer_locally(state, caller.roles, command, &no_headers, false)
+        gateway.answer_locally(
+            state,
+            &caller.ctx.held,
+            command,
+            &no_headers,
+            caller.ctx.tls,
+        )
     };
     let addressing = route::Addressing::Proxy {
         default_target: None,
@@ -444,9 +424,8 @@ pub(crate) async fn scrape_items(
 /// One record per target scraped, and the scrape metrics.
 async fn audit_scrapes(
     gateway: &Gateway,
-    refused: &Refused<'_>,
+    ctx: &RequestContext,
     module: &str,
-    roles: &[String],
     results: &[TargetScrape],
 ) -> Result<(), HttpError> {
     for r in results {
@@ -476,18 +455,16 @@ async fn audit_scrapes(
                 result: if r.error.is_none() { "ok" } else { "error" }.into(),
             })
             .inc();
-        refused
-            .audit(
-                Some(audit::Channel::Prometheus),
-                "scrape",
-                decision,
-                status,
-                None,
-                Some(&r.name),
-                roles,
-                &note,
-            )
-            .await?;
+        let record = audit::RequestRecord {
+            who: &ctx.who(),
+            event: "scrape",
+            decision,
+            status,
+            error_type: None,
+            target: Some(&r.name),
+            note: &note,
+        };
+        gateway.audit_request(&record).await?;
     }
     Ok(())
 }

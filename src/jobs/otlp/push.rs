@@ -6,10 +6,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt as _;
-use http::HeaderMap;
 use serde_json::json;
 
 use super::{Export, Pending};
@@ -17,7 +16,8 @@ use crate::doors::prometheus::TargetScrape;
 use crate::exporter::exposition;
 use crate::exporter::otlp::{self, TargetPoints};
 use crate::exporter::rules::{MetricType, Sample};
-use crate::pipeline::{audit, authorize, Caller, Gateway, Refused};
+use crate::pipeline::audit::{self, Channel};
+use crate::pipeline::{Caller, Gateway, RequestContext};
 use crate::principal::{AuthMethod, Principal};
 
 /// When one target's counters started: the JVM's start time when the
@@ -104,7 +104,6 @@ pub(crate) async fn tick_loop(gateway: Weak<Gateway>, export: Arc<Export>) {
 async fn push(gateway: &Gateway, export: &Export) {
     let state = gateway.state.load_full();
     let settings = &export.settings;
-    let started = Instant::now();
     let principal = Principal {
         name: settings.principal.clone(),
         issuer: None,
@@ -114,19 +113,10 @@ async fn push(gateway: &Gateway, export: &Export) {
         namespaced_roles: Vec::new(),
     };
     let held = state.access.roles_of(&principal);
-    let facts = authorize::RequestFacts {
-        method: "GET",
-        chain: &[],
-        origin: None,
-        scheme: "http",
-        denied_reads_in_place: false,
-    };
-    let caller = Caller {
-        access: &state.access,
-        principal: &principal,
-        roles: &held,
-        facts: &facts,
-    };
+    // A push has no request: its context is the export's principal's.
+    let ctx = RequestContext::system(gateway.next_request_id(), principal, held, Channel::Otlp);
+    let caller = ctx.caller("GET");
+    let started = ctx.started;
     let Some(module) = state.prometheus.modules.get(&settings.module).cloned() else {
         let why = format!("no module is named \"{}\"", settings.module);
         tracing::error!(export = %settings.name, "OTLP push: {why}");
@@ -187,10 +177,8 @@ async fn push(gateway: &Gateway, export: &Export) {
     audit_push(
         gateway,
         settings,
-        &principal,
-        &held,
+        &ctx,
         results.iter().chain(read.iter().map(|(_, s, _)| s)),
-        started,
     )
     .await;
     // Targets gone from the fleet (or the export's reach) are
@@ -268,26 +256,9 @@ async fn jvm_start(
 async fn audit_push(
     gateway: &Gateway,
     settings: &super::ExportSettings,
-    principal: &Principal,
-    held: &[Arc<crate::access::Role>],
+    ctx: &RequestContext,
     results: impl Iterator<Item = &TargetScrape>,
-    started: Instant,
 ) {
-    let request_id = format!(
-        "{:x}-{}",
-        gateway.identity.boot_id,
-        gateway.request_seq.fetch_add(1, Ordering::Relaxed)
-    );
-    let headers = HeaderMap::new();
-    let refused = Refused {
-        gateway,
-        request_id: &request_id,
-        principal,
-        client: None,
-        started,
-        headers: &headers,
-    };
-    let roles: Vec<String> = held.iter().map(|r| r.name.clone()).collect();
     let (export, module) = (&settings.name, &settings.module);
     for r in results {
         let (decision, status, note) = match &r.error {
@@ -310,18 +281,16 @@ async fn audit_push(
                 format!("export {export}, module {module}: no points: {why}"),
             ),
         };
-        let recorded = refused
-            .audit(
-                Some(audit::Channel::Otlp),
-                "push",
-                decision,
-                status,
-                None,
-                Some(&r.name),
-                &roles,
-                &note,
-            )
-            .await;
+        let record = audit::RequestRecord {
+            who: &ctx.who(),
+            event: "push",
+            decision,
+            status,
+            error_type: None,
+            target: Some(&r.name),
+            note: &note,
+        };
+        let recorded = gateway.audit_request(&record).await;
         if let Err(e) = recorded {
             tracing::warn!(export = %export, "OTLP push not audited: {}", e.message);
         }
