@@ -170,15 +170,17 @@ impl TestDns {
     /// Waits until the server has answered `n` more queries.
     async fn wait_for_queries(&self, n: usize) {
         let target = self.queries() + n;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while self.queries() < target {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the server saw {} of {target} queries",
-                self.queries()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        common::eventually(
+            &format!("the server answers {n} more queries"),
+            Duration::from_secs(60),
+            || async {
+                match self.queries() {
+                    seen if seen >= target => Ok(()),
+                    seen => Err(format!("{seen} of {target} queries")),
+                }
+            },
+        )
+        .await
     }
 
     /// An entry asking this server, quickly.
@@ -419,18 +421,19 @@ impl Logs {
     }
 
     async fn wait_for(&self, needle: &str) -> String {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = self.text();
-            if text.contains(needle) {
-                return text;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no log line with {needle:?} in:\n{text}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        common::eventually(
+            &format!("a log line with {needle:?}"),
+            Duration::from_secs(60),
+            || async {
+                let text = self.text();
+                if text.contains(needle) {
+                    Ok(text)
+                } else {
+                    Err(text)
+                }
+            },
+        )
+        .await
     }
 }
 
