@@ -16,7 +16,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use toml::{Table, Value};
@@ -823,12 +823,12 @@ fn the_manuals_curl_lines_answer_against_the_demo() {
         .unwrap();
     let mut demo = StopGroup(demo);
     let log = || std::fs::read_to_string(work.path().join("demo.out")).unwrap_or_default();
-    let deadline = Instant::now() + Duration::from_secs(300);
     let client = std::net::SocketAddr::from((
         [127, 0, 0, 1],
         listen.rsplit(':').next().unwrap().parse().unwrap(),
     ));
-    loop {
+    let what = format!("the demo listens on {listen}");
+    common::eventually_blocking(&what, Duration::from_secs(300), || {
         if let Ok(Some(status)) = demo.0.try_wait() {
             panic!(
                 "scripts/demo.sh ended ({status}) before serving:\n{}",
@@ -836,15 +836,11 @@ fn the_manuals_curl_lines_answer_against_the_demo() {
             );
         }
         if std::net::TcpStream::connect(client).is_ok() {
-            break;
+            Ok(())
+        } else {
+            Err(log())
         }
-        assert!(
-            Instant::now() < deadline,
-            "the demo did not listen on {listen} within 300 s:\n{}",
-            log()
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    });
 
     // The lines the demo prints to paste.
     let printed = log();
@@ -932,12 +928,13 @@ impl Drop for StopGroup {
     fn drop(&mut self) {
         let group = format!("-{}", self.0.id());
         let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
+        let stopped =
+            common::try_eventually_blocking(Duration::from_secs(60), || match self.0.try_wait() {
+                Ok(Some(_)) => Ok(()),
+                _ => Err("still running".to_string()),
+            });
+        if stopped.is_ok() {
+            return;
         }
         let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.0.wait();

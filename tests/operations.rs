@@ -460,7 +460,8 @@ async fn reload_under_load_drops_nothing() {
             }
         }));
     }
-    // Change the policy and the targets several times while the load runs.
+    // Change the policy and the targets several times while the load runs
+    // (the pause paces the changes; it waits for nothing).
     for round in 0..6 {
         tokio::time::sleep(Duration::from_millis(400)).await;
         std::fs::write(

@@ -163,8 +163,9 @@ fn is_stable(name: &str) -> bool {
 /// rules file, are the same samples, types and values; HELP may differ
 /// only in the description of values inside composite and tabular data
 /// (Jolokia doesn't report composite types' descriptions for standard
-/// MBeans). Samples are compared again a few times: the JVM's own MBeans
-/// (a GC's LastGcInfo) can change between the two scrapes.
+/// MBeans). The sample sets are compared again while they differ (for up
+/// to 30 s): the JVM's own MBeans (a GC's LastGcInfo) can change between
+/// the two scrapes.
 async fn compare_with_jmx_exporter(module: &str, rules: &Path, documented: &[&str]) {
     let Some(jar) = exporter_jar() else { return };
     let (agent, port) = jvm(&format!("prom-{module}"), Some((&jar, rules)));
@@ -182,92 +183,89 @@ async fn compare_with_jmx_exporter(module: &str, rules: &Path, documented: &[&st
     )
     .await;
     let reference_url = format!("http://127.0.0.1:{}/metrics", port.unwrap());
-    let mut last = String::new();
-    for attempt in 0..4 {
-        let reference = parse_exposition(&common::get_text(&gw.http, &reference_url).await);
-        let ours_text = common::get_text(
-            &gw.http,
-            &gw.url(&format!(
-                "/prometheus?target={}&module={module}",
-                agent.name
-            )),
-        )
-        .await;
-        let ours = parse_exposition(&ours_text);
-        let keys = |p: &Parsed| -> BTreeSet<(String, String)> {
-            p.samples
-                .keys()
-                .filter(|(n, _)| !is_own_or_client_java(n))
-                .filter(|(n, l)| !documented.iter().any(|d| n.starts_with(d) || l.contains(d)))
-                .cloned()
-                .collect()
-        };
-        let (want, have) = (keys(&reference), keys(&ours));
-        if want != have {
-            last = format!(
-                "only jmx_exporter: {:#?}\nonly the gateway: {:#?}",
-                want.difference(&have).collect::<Vec<_>>(),
-                have.difference(&want).collect::<Vec<_>>()
-            );
-            tokio::time::sleep(Duration::from_millis(300 * (attempt + 1))).await;
-            continue;
-        }
-        assert!(!want.is_empty(), "{module}: no samples at all");
-        if module == "default" {
-            assert!(
-                want.iter()
-                    .any(|(n, l)| n.contains("_LastGcInfo_memoryUsageAfterGc_")
-                        && l.contains("key=")),
-                "no LastGcInfo samples"
-            );
-        }
-        for key in &want {
-            if is_stable(&key.0) {
-                assert_eq!(
-                    reference.samples[key], ours.samples[key],
-                    "{module}: {key:?}"
-                );
+    let keys = |p: &Parsed| -> BTreeSet<(String, String)> {
+        p.samples
+            .keys()
+            .filter(|(n, _)| !is_own_or_client_java(n))
+            .filter(|(n, l)| !documented.iter().any(|d| n.starts_with(d) || l.contains(d)))
+            .cloned()
+            .collect()
+    };
+    let ours_url = gw.url(&format!(
+        "/prometheus?target={}&module={module}",
+        agent.name
+    ));
+    let (reference, ours, want) = common::eventually(
+        &format!("{module}: the sample sets are the same"),
+        Duration::from_secs(30),
+        || async {
+            let reference = parse_exposition(&common::get_text(&gw.http, &reference_url).await);
+            let ours = parse_exposition(&common::get_text(&gw.http, &ours_url).await);
+            let (want, have) = (keys(&reference), keys(&ours));
+            if want == have {
+                Ok((reference, ours, want))
+            } else {
+                Err(format!(
+                    "only jmx_exporter: {:#?}\nonly the gateway: {:#?}",
+                    want.difference(&have).collect::<Vec<_>>(),
+                    have.difference(&want).collect::<Vec<_>>()
+                ))
             }
-            let family = key.0.trim_end_matches("_total");
-            let (t_ref, t_ours) = (
-                reference.types.get(family).or(reference.types.get(&key.0)),
-                ours.types.get(family).or(ours.types.get(&key.0)),
+        },
+    )
+    .await;
+    assert!(!want.is_empty(), "{module}: no samples at all");
+    if module == "default" {
+        assert!(
+            want.iter()
+                .any(|(n, l)| n.contains("_LastGcInfo_memoryUsageAfterGc_") && l.contains("key=")),
+            "no LastGcInfo samples"
+        );
+    }
+    for key in &want {
+        if is_stable(&key.0) {
+            assert_eq!(
+                reference.samples[key], ours.samples[key],
+                "{module}: {key:?}"
             );
-            assert_eq!(t_ref, t_ours, "{module}: TYPE of {}", key.0);
-            let (h_ref, h_ours) = (
-                reference.helps.get(family).or(reference.helps.get(&key.0)),
-                ours.helps.get(family).or(ours.helps.get(&key.0)),
+        }
+        let family = key.0.trim_end_matches("_total");
+        let (t_ref, t_ours) = (
+            reference.types.get(family).or(reference.types.get(&key.0)),
+            ours.types.get(family).or(ours.types.get(&key.0)),
+        );
+        assert_eq!(t_ref, t_ours, "{module}: TYPE of {}", key.0);
+        let (h_ref, h_ours) = (
+            reference.helps.get(family).or(reference.helps.get(&key.0)),
+            ours.helps.get(family).or(ours.helps.get(&key.0)),
+        );
+        if let (Some(a), Some(b)) = (h_ref, h_ours) {
+            // A composite's HELP starts with its type's description:
+            // for LastGcInfo the JDK's, which Jolokia doesn't give.
+            const GC_INFO: &str = "CompositeType for GC info for ";
+            assert_eq!(
+                a.starts_with(GC_INFO),
+                b.starts_with(GC_INFO),
+                "{module}: HELP of {}: {a} / {b}",
+                key.0
             );
-            if let (Some(a), Some(b)) = (h_ref, h_ours) {
-                // A composite's HELP starts with its type's description:
-                // for LastGcInfo the JDK's, which Jolokia doesn't give.
-                const GC_INFO: &str = "CompositeType for GC info for ";
+            let (a, b) = (help_tail(a), help_tail(b));
+            if a != b {
+                // A family fed by several MBeans or attributes takes
+                // the first one's HELP, and neither side's order is
+                // defined (jmx_exporter's is the MBean server's name
+                // set, 1.x lists attributes in hash order). The
+                // domain is the same.
+                let domain = |h: &str| h.split_once(':').map(|(d, _)| d.to_string());
                 assert_eq!(
-                    a.starts_with(GC_INFO),
-                    b.starts_with(GC_INFO),
+                    domain(a),
+                    domain(b),
                     "{module}: HELP of {}: {a} / {b}",
                     key.0
                 );
-                let (a, b) = (help_tail(a), help_tail(b));
-                if a != b {
-                    // A family fed by several MBeans or attributes takes
-                    // the first one's HELP, and neither side's order is
-                    // defined (jmx_exporter's is the MBean server's name
-                    // set, 1.x lists attributes in hash order). The
-                    // domain is the same.
-                    let domain = |h: &str| h.split_once(':').map(|(d, _)| d.to_string());
-                    assert_eq!(
-                        domain(a),
-                        domain(b),
-                        "{module}: HELP of {}: {a} / {b}",
-                        key.0
-                    );
-                }
             }
         }
-        return;
     }
-    panic!("{module}: the sample sets differ:\n{last}");
 }
 
 /// Known differences where the agent can't tell what jmx_exporter sees

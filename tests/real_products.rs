@@ -348,31 +348,8 @@ impl ProductJvm {
     async fn wait_started(&mut self, product: Product, generation: Generation) {
         let http = common::http_client();
         let search = json!({"type": "search", "mbean": product.started_pattern()});
-        let deadline = Instant::now() + START_WITHIN;
-        loop {
-            let found = match http
-                .post(&self.jolokia_url)
-                .header("content-type", "application/json")
-                .body(search.to_string())
-                .send()
-                .await
-            {
-                Ok(r) => r
-                    .text()
-                    .await
-                    .ok()
-                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                    .and_then(|v| v["value"].as_array().map(|a| !a.is_empty()))
-                    .unwrap_or(false),
-                Err(_) => false,
-            };
-            let exporting = match http.get(&self.exporter_url).send().await {
-                Ok(r) => r.status().is_success(),
-                Err(_) => false,
-            };
-            if found && exporting {
-                break;
-            }
+        let (jolokia_url, exporter_url) = (self.jolokia_url.clone(), self.exporter_url.clone());
+        let started = common::try_eventually(START_WITHIN, || {
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!(
                     "{product:?} with Jolokia {} exited ({status}); its log ends:\n{}",
@@ -380,13 +357,43 @@ impl ProductJvm {
                     self.log_tail()
                 );
             }
-            assert!(
-                Instant::now() < deadline,
-                "{product:?} with Jolokia {} did not start within {START_WITHIN:?}; its log ends:\n{}",
+            let (http, search, jolokia_url, exporter_url) =
+                (&http, &search, &jolokia_url, &exporter_url);
+            async move {
+                let found = match http
+                    .post(jolokia_url)
+                    .header("content-type", "application/json")
+                    .body(search.to_string())
+                    .send()
+                    .await
+                {
+                    Ok(r) => r
+                        .text()
+                        .await
+                        .ok()
+                        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                        .and_then(|v| v["value"].as_array().map(|a| !a.is_empty()))
+                        .unwrap_or(false),
+                    Err(_) => false,
+                };
+                let exporting = match http.get(exporter_url).send().await {
+                    Ok(r) => r.status().is_success(),
+                    Err(_) => false,
+                };
+                if found && exporting {
+                    Ok(())
+                } else {
+                    Err(format!("MBeans found: {found}, exporting: {exporting}"))
+                }
+            }
+        })
+        .await;
+        if let Err(state) = started {
+            panic!(
+                "{product:?} with Jolokia {} did not start within {START_WITHIN:?} ({state}); its log ends:\n{}",
                 generation.version(),
                 self.log_tail()
             );
-            tokio::time::sleep(Duration::from_millis(250)).await;
         }
         // Some work, so counters and gauges have moved (and values other
         // than 0 are compared) before either side reads them: a page and a
@@ -700,9 +707,9 @@ fn own_families(text: &str) -> BTreeMap<String, f64> {
 }
 
 /// Compares one JVM's jmx_exporter `/metrics` with the gateway's scrape of
-/// the same JVM (`query`), a few times while they differ: a product may
-/// register MBeans (ActiveMQ's advisory topics) after it has started.
-/// Panics with the last differences.
+/// the same JVM (`query`), again while they differ (for up to a minute): a
+/// product may register MBeans (ActiveMQ's advisory topics) after it has
+/// started. Panics with the last differences.
 async fn compare_with_jmx_exporter(
     label: &str,
     gw: &Gateway,
@@ -712,48 +719,51 @@ async fn compare_with_jmx_exporter(
 ) {
     let label = format!("{label}, {format:?}");
     let gateway_url = gw.url(&format!("/prometheus?{query}"));
-    let mut last = Differences::default();
-    for attempt in 0..4u32 {
-        let reference = |_: ()| async {
-            let (text, took) = scrape(&gw.http, &jvm.exporter_url, format).await;
-            (parse_exposition(&text), took)
-        };
-        let (before, exporter_took) = reference(()).await;
-        let (text, gateway_took) = scrape(&gw.http, &gateway_url, format).await;
-        let (after, _) = reference(()).await;
-        let ours = parse_exposition(&text);
-        let own = own_families(&text);
-        // A complete answer: the target's scrape neither failed nor left
-        // attributes out because the agent failed them.
-        assert_eq!(
-            own.get("jmx_scrape_error{}"),
-            Some(&0.0),
-            "{label}: the scrape failed: {own:?}"
-        );
-        assert!(
-            !own.keys().any(|s| s.starts_with("jmxgate_scrape_failure")),
-            "{label}: {own:?}"
-        );
-        let d = compare(&before, &ours, &after);
-        let series = before.series.keys().filter(|s| !is_scrapers_own(s)).count();
-        if d.is_empty() {
-            assert!(series > 0, "{label}: jmx_exporter gave no series at all");
+    let tries = std::cell::Cell::new(0);
+    let what = format!("{label}: the gateway's answer is jmx_exporter's");
+    let (series, d, own, gateway_took, exporter_took) =
+        common::eventually(&what, Duration::from_secs(60), || async {
+            tries.set(tries.get() + 1);
+            let reference = |_: ()| async {
+                let (text, took) = scrape(&gw.http, &jvm.exporter_url, format).await;
+                (parse_exposition(&text), took)
+            };
+            let (before, exporter_took) = reference(()).await;
+            let (text, gateway_took) = scrape(&gw.http, &gateway_url, format).await;
+            let (after, _) = reference(()).await;
+            let ours = parse_exposition(&text);
+            let own = own_families(&text);
+            // A complete answer: the target's scrape neither failed nor left
+            // attributes out because the agent failed them.
+            assert_eq!(
+                own.get("jmx_scrape_error{}"),
+                Some(&0.0),
+                "{label}: the scrape failed: {own:?}"
+            );
             assert!(
-                d.values_compared > 0,
-                "{label}: no value held still long enough to be compared"
+                !own.keys().any(|s| s.starts_with("jmxgate_scrape_failure")),
+                "{label}: {own:?}"
             );
-            eprintln!(
-                "{label}: {series} series match, {} values compared (gateway {gateway_took:?}, \
-                 jmx_exporter {exporter_took:?}; {own:?})",
-                d.values_compared
-            );
-            return;
-        }
-        eprintln!("{label}: attempt {attempt} differs, again: {d:?}");
-        last = d;
-        tokio::time::sleep(Duration::from_millis(500 * u64::from(attempt + 1))).await;
-    }
-    panic!("{label}: the gateway's answer differs from jmx_exporter's:\n{last:#?}");
+            let d = compare(&before, &ours, &after);
+            let series = before.series.keys().filter(|s| !is_scrapers_own(s)).count();
+            if d.is_empty() {
+                Ok((series, d, own, gateway_took, exporter_took))
+            } else {
+                Err(format!("{d:#?}"))
+            }
+        })
+        .await;
+    assert!(series > 0, "{label}: jmx_exporter gave no series at all");
+    assert!(
+        d.values_compared > 0,
+        "{label}: no value held still long enough to be compared"
+    );
+    eprintln!(
+        "{label}: {series} series match, {} values compared (gateway {gateway_took:?}, \
+         jmx_exporter {exporter_took:?}; {own:?}; try {})",
+        d.values_compared,
+        tries.get()
+    );
 }
 
 /// The example rules file and no rules, for one product through one

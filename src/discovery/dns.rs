@@ -437,103 +437,6 @@ pub fn agent_url(scheme: Scheme, host: &str, port: u16, path: &str) -> String {
     }
 }
 
-/// Resolves every entry every `interval` (each its own) and calls
-/// `on_change` with all discovered targets (sorted by name; a name found by
-/// two entries counts once, for the first entry) whenever that set differs
-/// from the one last handed over; at the start, when the first set is not
-/// empty.
-///
-/// When an entry fails to resolve (NXDOMAIN, no records, timeout, ...), its
-/// previous targets stay in the set and the cause is logged with
-/// `tracing::warn!` (once per distinct cause; recovery is logged at info).
-/// An entry that never resolved contributes nothing. So a name whose
-/// records disappear keeps its last targets until it resolves again; remove
-/// the entry (and restart the watch) to drop them.
-///
-/// Runs until the task is dropped or aborted; returns at once when there
-/// are no entries. See the [module documentation](crate::discovery) for
-/// wiring it into reloads.
-pub async fn watch(
-    configs: Vec<DnsDiscovery>,
-    on_change: impl Fn(Vec<TargetConfig>) + Send + 'static,
-) {
-    struct Entry {
-        config: DnsDiscovery,
-        next: tokio::time::Instant,
-        last: Option<Vec<TargetConfig>>,
-        failing: Option<String>,
-    }
-    if configs.is_empty() {
-        return;
-    }
-    let start = tokio::time::Instant::now();
-    let mut entries: Vec<Entry> = configs
-        .into_iter()
-        .map(|config| Entry {
-            config,
-            next: start,
-            last: None,
-            failing: None,
-        })
-        .collect();
-    let mut handed_over: Vec<String> = Vec::new();
-    let mut names: Vec<String> = Vec::new();
-    loop {
-        let now = tokio::time::Instant::now();
-        let due: Vec<usize> = (0..entries.len())
-            .filter(|&i| entries[i].next <= now)
-            .collect();
-        let results =
-            futures::future::join_all(due.iter().map(|&i| entries[i].config.resolve())).await;
-        for (i, result) in due.into_iter().zip(results) {
-            let entry = &mut entries[i];
-            entry.next = tokio::time::Instant::now() + entry.config.interval;
-            let kept = entry.last.as_ref().map_or(0, Vec::len);
-            if let Some(targets) = note_result(&entry.config, &mut entry.failing, kept, result) {
-                entry.last = Some(targets);
-            }
-        }
-        let mut combined: Vec<TargetConfig> = entries
-            .iter()
-            .filter_map(|e| e.last.as_ref())
-            .flatten()
-            .cloned()
-            .collect();
-        // Stable: for equal names the earlier entry stays first and wins.
-        combined.sort_by(|a, b| a.name.cmp(&b.name));
-        combined.dedup_by(|a, b| a.name == b.name);
-        let fingerprint = fingerprint(&combined);
-        if fingerprint != handed_over {
-            let now_names: Vec<String> = combined.iter().map(|t| t.name.clone()).collect();
-            let added: Vec<&str> = now_names
-                .iter()
-                .filter(|n| names.binary_search(n).is_err())
-                .map(String::as_str)
-                .collect();
-            let removed: Vec<&str> = names
-                .iter()
-                .filter(|n| now_names.binary_search(n).is_err())
-                .map(String::as_str)
-                .collect();
-            tracing::info!(
-                targets = combined.len(),
-                ?added,
-                ?removed,
-                "DNS discovery: the discovered targets changed"
-            );
-            names = now_names;
-            handed_over = fingerprint;
-            on_change(combined);
-        }
-        let next = entries
-            .iter()
-            .map(|e| e.next)
-            .min()
-            .expect("at least one entry");
-        tokio::time::sleep_until(next).await;
-    }
-}
-
 /// Logs what one resolution of `config` gave: a failure once per distinct
 /// cause (warning), the recovery (info); `failing` holds the cause while
 /// it lasts. The targets, when it resolved.
@@ -571,11 +474,16 @@ fn note_result(
 
 /// Resolves one entry every `interval`, as one source of the fleet: sends
 /// [`Change::Restart`](crate::fleet::Change::Restart) with its targets
-/// (sorted by name) whenever they differ from the ones last sent, and
-/// [`Change::Up`](crate::fleet::Change::Up) when its resolutions start
-/// failing (its targets are kept) or succeed again (and at the first one).
-/// Failures are logged as [`watch`] logs them. A send waits while the one
-/// folding the fleet's sources is busy. Returns when `events` is closed.
+/// (sorted by name; a name twice counts once) whenever they differ from
+/// the ones last sent, and [`Change::Up`](crate::fleet::Change::Up) when
+/// its resolutions start failing or succeed again (and at the first one).
+///
+/// A failed resolution (NXDOMAIN, no records, timeout, ...) sends no
+/// targets, so the fleet keeps the ones last sent until the name resolves
+/// again; the cause is logged with `tracing::warn!` (once per distinct
+/// cause; the recovery at info). An entry that never resolved contributes
+/// nothing. A send waits while the one folding the fleet's sources is
+/// busy. Returns when `events` is closed.
 pub async fn watch_entry(
     config: DnsDiscovery,
     events: tokio::sync::mpsc::Sender<crate::fleet::Change>,

@@ -48,11 +48,6 @@
 //! Change::Apply { .. })`. Discovery settings themselves are read once;
 //! changing them needs a restart.
 //!
-//! [`watch`] can also be used on its own: it resolves every entry, each
-//! every `interval`, and calls `on_change` with the whole discovered set
-//! whenever it changes, on the watch task between two resolutions, so
-//! `on_change` should not block for long.
-//!
 //! [`Gateway::spawn_discovery`]: crate::Gateway::spawn_discovery
 //! [`Gateway::discovered_by`]: crate::Gateway::discovered_by
 //! [`Gateway::reload`]: crate::Gateway::reload
@@ -62,7 +57,7 @@ pub mod kubernetes;
 
 use serde::Deserialize;
 
-pub use dns::{watch, DnsDiscovery, RecordKind, Scheme};
+pub use dns::{DnsDiscovery, RecordKind, Scheme};
 pub use kubernetes::KubernetesDiscovery;
 
 pub use crate::fleet::Change;

@@ -75,15 +75,12 @@ if $app-name == "jmxgate" and $msgid == "audit" then {{
             .spawn()
             .expect("rsyslogd (Debian: rsyslog rsyslog-gnutls; scripts/install-deps.sh)");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "rsyslogd did not listen on {}",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let what = format!("rsyslogd listens on {}", self.port);
+        common::eventually_blocking(&what, Duration::from_secs(20), || {
+            std::net::TcpStream::connect(("127.0.0.1", self.port))
+                .map(drop)
+                .map_err(|e| e.to_string())
+        });
     }
 
     /// SIGTERM, as a service manager stops it.
@@ -325,22 +322,20 @@ fn wait_for_all(
     audit: &Path,
     within: Duration,
 ) -> (Vec<Received>, HashMap<u64, (String, String)>) {
-    let deadline = Instant::now() + within;
-    loop {
+    common::eventually_blocking("every local record reaches the collector", within, || {
         let local = local(audit);
         let received = rsyslog.received();
         let got: HashSet<u64> = received.iter().map(|r| r.seq).collect();
         let missing = local.keys().filter(|s| !got.contains(s)).count();
         if missing == 0 && !local.is_empty() {
-            return (received, local);
+            Ok((received, local))
+        } else {
+            Err(format!(
+                "{missing} of {} local records missing",
+                local.len()
+            ))
         }
-        assert!(
-            Instant::now() < deadline,
-            "{missing} of {} local records never reached the collector",
-            local.len()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    })
 }
 
 /// The gateway's `audit.replica_id`.
@@ -483,11 +478,11 @@ fn crash_and_collector_restart_lose_nothing_and_duplicate_only_what_was_said() {
     };
     let count = |audit: &Path| local(audit).len();
     let wait_records = |n: usize| {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while count(&audit) < n {
-            assert!(Instant::now() < deadline, "load too slow");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let what = format!("{n} records written");
+        common::eventually_blocking(&what, Duration::from_secs(60), || match count(&audit) {
+            now if now >= n => Ok(()),
+            now => Err(format!("{now} records (load too slow)")),
+        })
     };
     wait_records(400);
     let mut logs = gw.kill();
@@ -558,31 +553,34 @@ fn a_collector_down_at_start_gets_everything_once_up() {
     for _ in 0..100 {
         reqwest::send("POST", &format!("http://{}/jolokia", gw.addr), &bulk).unwrap();
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let lag = gw.metric("jmxgate_audit_sink_lag_records").unwrap_or(0.0);
-        let failures = gw
-            .metric("jmxgate_audit_sink_send_failures_total")
-            .unwrap_or(0.0);
-        if lag > 0.0 && failures > 0.0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "lag {lag}, failures {failures}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::eventually_blocking(
+        "the sink lags and has failed sends",
+        Duration::from_secs(30),
+        || {
+            let lag = gw.metric("jmxgate_audit_sink_lag_records").unwrap_or(0.0);
+            let failures = gw
+                .metric("jmxgate_audit_sink_send_failures_total")
+                .unwrap_or(0.0);
+            if lag > 0.0 && failures > 0.0 {
+                Ok(())
+            } else {
+                Err(format!("lag {lag}, failures {failures}"))
+            }
+        },
+    );
     rsyslog.start();
     let audit = dir.path().join("audit");
-    let first = {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while rsyslog.received().is_empty() {
-            assert!(
-                Instant::now() < deadline,
-                "nothing arrived after the collector started"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Instant::now()
-    };
+    let first = common::eventually_blocking(
+        "something arrives after the collector started",
+        Duration::from_secs(60),
+        || {
+            if rsyslog.received().is_empty() {
+                Err("nothing yet".to_string())
+            } else {
+                Ok(Instant::now())
+            }
+        },
+    );
     let (received, local) = wait_for_all(&rsyslog, &audit, Duration::from_secs(90));
     eprintln!(
         "shipped a backlog of {} records in {:?} ({:.0} records/s, batches of 200)",
@@ -592,11 +590,14 @@ fn a_collector_down_at_start_gets_everything_once_up() {
     );
     check_payloads(&received, &local, REPLICA);
     assert_eq!(received.len(), local.len(), "each exactly once");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while gw.metric("jmxgate_audit_sink_lag_records") != Some(0.0) {
-        assert!(Instant::now() < deadline, "lag stays above 0");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::eventually_blocking("the sink's lag is 0", Duration::from_secs(30), || {
+        let lag = gw.metric("jmxgate_audit_sink_lag_records");
+        if lag == Some(0.0) {
+            Ok(())
+        } else {
+            Err(format!("lag {lag:?}"))
+        }
+    });
     let log = gw.stop();
     let warned = log
         .iter()
@@ -661,11 +662,11 @@ fn a_full_directory_holds_requests_until_the_collector_has_the_records() {
     // The collector comes up: everything arrives, shipped files go, and
     // requests are answered again.
     rsyslog.start();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !read(&gw) {
-        assert!(Instant::now() < deadline, "never served again");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    common::eventually_blocking("served again", Duration::from_secs(60), || {
+        read(&gw)
+            .then_some(())
+            .ok_or_else(|| "still held".to_string())
+    });
     // Every record is at the collector or still here (the sink may not
     // have sent the newest yet): none was deleted unshipped.
     let got: HashSet<u64> = rsyslog.received().iter().map(|r| r.seq).collect();

@@ -224,18 +224,14 @@ fn serve_answers_and_stops_on_sigterm() {
     // Drain stderr so the child never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
     sigterm(child.id());
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "exit status {status}");
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "serve did not stop on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let status =
+        common::eventually_blocking("serve stops on SIGTERM", Duration::from_secs(30), || {
+            child
+                .try_wait()
+                .unwrap()
+                .ok_or_else(|| "still running".to_string())
+        });
+    assert!(status.success(), "exit status {status}");
 }
 
 fn sigterm(pid: u32) {

@@ -9,7 +9,7 @@
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub struct Haproxy {
     child: Child,
@@ -78,18 +78,15 @@ impl Haproxy {
             .spawn()
             .expect("start haproxy");
         let mut haproxy = Haproxy { child, addr, dir };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(addr).is_err() {
+        crate::common::eventually_blocking("HAProxy listens", Duration::from_secs(30), || {
+            if TcpStream::connect(addr).is_ok() {
+                return Ok(());
+            }
             if let Ok(Some(status)) = haproxy.child.try_wait() {
                 panic!("haproxy exited with {status}: {}", haproxy.log());
             }
-            assert!(
-                Instant::now() < deadline,
-                "HAProxy did not listen within 30 s: {}",
-                haproxy.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            Err(haproxy.log())
+        });
         haproxy
     }
 

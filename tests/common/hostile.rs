@@ -342,6 +342,8 @@ fn answer(b: Behaviour, items: &[Value], out: &mut TcpStream, stop: &AtomicBool)
             send(&whole("200 OK", "application/json", b"[]"));
         }
         Behaviour::Slow => {
+            // The stall itself (30 s, as documented), not a wait for
+            // anything: it only looks at `stop` to end early on drop.
             for _ in 0..300 {
                 if stop.load(Ordering::Relaxed) {
                     return written;

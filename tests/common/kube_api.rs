@@ -57,16 +57,21 @@ fn kill(pid: u32) {
     let _ = Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while Path::new(&format!("/proc/{pid}")).exists() && std::time::Instant::now() < deadline {
+    // At most 30 s, then it is left as it is: this runs on drop too,
+    // where a panic would not help.
+    let _ = crate::common::try_eventually_blocking(Duration::from_secs(30), || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
         // A zombie of ours would stay; these are the script's, reaped by init.
-        if std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| s.split_whitespace().nth(2) == Some("Z"))
-        {
-            break;
+        let gone = !Path::new(&format!("/proc/{pid}")).exists()
+            || stat
+                .as_deref()
+                .is_ok_and(|s| s.split_whitespace().nth(2) == Some("Z"));
+        if gone {
+            Ok(())
+        } else {
+            Err(format!("process {pid} still there"))
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    });
 }
 
 impl ApiServer {
@@ -148,19 +153,20 @@ impl ApiServer {
             let mut child = child;
             let _ = child.wait();
         });
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Ok(client) = self.client().await {
-                if client.apiserver_version().await.is_ok() {
-                    return;
-                }
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "kube-apiserver not ready again within 120 s"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        let this = &*self;
+        crate::common::eventually(
+            "kube-apiserver ready again",
+            Duration::from_secs(120),
+            || async {
+                let client = this.client().await?;
+                client
+                    .apiserver_version()
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            },
+        )
+        .await;
     }
 
     /// An admin client (the kubeconfig's token).

@@ -116,10 +116,24 @@ pub fn line_starting(
     rx.recv_timeout(timeout).ok()
 }
 
-/// Polls `check` until it gives `Some`, for at most `within`; panics with
+/// Polls `check` until it gives `Ok`, for at most `within`; panics with
 /// `what` and the last state otherwise. For waits on background work
 /// (reloads, pollers) whose pace depends on how busy the machine is.
-pub async fn eventually<T, F, Fut>(what: &str, within: Duration, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, within: Duration, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    match try_eventually(within, check).await {
+        Ok(v) => v,
+        Err(state) => panic!("{what}: not so after {within:?}; last: {state}"),
+    }
+}
+
+/// [`eventually`] that gives up rather than panics: the value, or the
+/// last state once `within` has passed. For a wait with something to do
+/// when it fails (stop a process, then say what it printed).
+pub async fn try_eventually<T, F, Fut>(within: Duration, mut check: F) -> Result<T, String>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, String>>,
@@ -127,11 +141,37 @@ where
     let deadline = std::time::Instant::now() + within;
     loop {
         match check().await {
-            Ok(v) => return v,
-            Err(state) if std::time::Instant::now() >= deadline => {
-                panic!("{what}: not so after {within:?}; last: {state}")
-            }
+            Ok(v) => return Ok(v),
+            Err(state) if std::time::Instant::now() >= deadline => return Err(state),
             Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+/// [`eventually`] for code outside a runtime: polls on this thread.
+pub fn eventually_blocking<T>(
+    what: &str,
+    within: Duration,
+    check: impl FnMut() -> Result<T, String>,
+) -> T {
+    match try_eventually_blocking(within, check) {
+        Ok(v) => v,
+        Err(state) => panic!("{what}: not so after {within:?}; last: {state}"),
+    }
+}
+
+/// [`try_eventually`] for code outside a runtime (a `Drop` that must not
+/// panic, say): polls on this thread.
+pub fn try_eventually_blocking<T>(
+    within: Duration,
+    mut check: impl FnMut() -> Result<T, String>,
+) -> Result<T, String> {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        match check() {
+            Ok(v) => return Ok(v),
+            Err(state) if std::time::Instant::now() >= deadline => return Err(state),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     }
 }
@@ -1026,17 +1066,18 @@ pub async fn run_client(mut cmd: Command, limit: Duration) -> (String, String) {
     };
     let out = drain(Box::new(child.stdout.take().unwrap()));
     let err = drain(Box::new(child.stderr.take().unwrap()));
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if started.elapsed() > limit {
+    let ended = try_eventually(limit, || {
+        let status = child.try_wait().unwrap();
+        async move { status.ok_or_else(|| "still running".to_string()) }
+    })
+    .await;
+    let status = match ended {
+        Ok(status) => Some(status),
+        Err(_) => {
             let _ = child.kill();
             let _ = child.wait();
-            break None;
+            None
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let (out, err) = (out.join().unwrap(), err.join().unwrap());
     match status {

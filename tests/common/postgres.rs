@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub struct Postgres {
     child: Child,
@@ -98,14 +98,11 @@ impl Postgres {
             data,
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "PostgreSQL did not listen within 60 s"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        crate::common::eventually_blocking("PostgreSQL listens", Duration::from_secs(60), || {
+            std::net::TcpStream::connect(("127.0.0.1", port))
+                .map(drop)
+                .map_err(|e| e.to_string())
+        });
         pg
     }
 

@@ -195,9 +195,18 @@ async fn people_use_the_console_in_a_browser() {
         let read = json!({"type":"read","mbean":"java.lang:type=Runtime","attribute":"Name",
                           "target":{"url": going_name.clone()}});
         tokio::spawn(async move {
-            while !signal.exists() {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
+            // As long as the browser may run (run_client's limit below).
+            common::eventually(
+                "the browser asks for the agent to go",
+                Duration::from_secs(900),
+                || async {
+                    signal
+                        .exists()
+                        .then_some(())
+                        .ok_or_else(|| format!("no {}", signal.display()))
+                },
+            )
+            .await;
             drop(going);
             for _ in 0..3 {
                 let _ = http

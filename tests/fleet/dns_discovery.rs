@@ -6,7 +6,7 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,7 +24,8 @@ use hickory_server::zone_handler::{
 };
 use hickory_server::Server;
 use jmxgate::config::TargetConfig;
-use jmxgate::discovery::{self, DnsDiscovery, RecordKind};
+use jmxgate::discovery::dns::watch_entry;
+use jmxgate::discovery::{self, Change, DnsDiscovery, RecordKind};
 use tokio::sync::mpsc;
 
 const ORIGIN: &str = "example.";
@@ -170,15 +171,17 @@ impl TestDns {
     /// Waits until the server has answered `n` more queries.
     async fn wait_for_queries(&self, n: usize) {
         let target = self.queries() + n;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while self.queries() < target {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the server saw {} of {target} queries",
-                self.queries()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        common::eventually(
+            &format!("the server answers {n} more queries"),
+            Duration::from_secs(60),
+            || async {
+                match self.queries() {
+                    seen if seen >= target => Ok(()),
+                    seen => Err(format!("{seen} of {target} queries")),
+                }
+            },
+        )
+        .await
     }
 
     /// An entry asking this server, quickly.
@@ -368,20 +371,23 @@ async fn a_failing_address_family_fails_the_whole_resolution() {
     assert!(err.contains("\"web-headless.example.\" (AAAA"), "{err}");
     assert!(err.contains("answered SERVFAIL"), "{err}");
 
-    // Watching: the IPv4 half alone is not taken as the new set.
+    // Watching: the IPv4 half alone is not taken as the new set; the
+    // entry says it fails.
     dns.servfail(None);
-    let (task, mut changes) = start_watch(vec![web]);
-    assert_eq!(next_change(&mut changes).await, both);
+    let mut watch = Watch::start(web);
+    assert_eq!(watch.next_change().await, both);
+    assert!(watch.next_up().await, "resolves");
     dns.servfail(Some(RecordType::AAAA));
     dns.wait_for_queries(10).await;
-    no_change(&mut changes);
+    watch.no_change();
+    assert!(!watch.next_up().await, "fails");
     dns.servfail(None);
     dns.set_records("web-headless IN AAAA 2001:db8::1\n").await;
     assert_eq!(
-        next_change(&mut changes).await,
+        watch.next_change().await,
         pairs(&[("2001-db8--1-80", "http://[2001:db8::1]:80/jolokia")])
     );
-    task.abort();
+    assert!(watch.next_up().await, "resolves again");
 }
 
 #[tokio::test]
@@ -419,18 +425,19 @@ impl Logs {
     }
 
     async fn wait_for(&self, needle: &str) -> String {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = self.text();
-            if text.contains(needle) {
-                return text;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no log line with {needle:?} in:\n{text}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        common::eventually(
+            &format!("a log line with {needle:?}"),
+            Duration::from_secs(60),
+            || async {
+                let text = self.text();
+                if text.contains(needle) {
+                    Ok(text)
+                } else {
+                    Err(text)
+                }
+            },
+        )
+        .await
     }
 }
 
@@ -444,26 +451,70 @@ impl Write for Logs {
     }
 }
 
-type Changes = mpsc::UnboundedReceiver<Vec<(String, String)>>;
-
-fn start_watch(entries: Vec<DnsDiscovery>) -> (tokio::task::JoinHandle<()>, Changes) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let task = tokio::spawn(discovery::watch(entries, move |targets| {
-        let _ = tx.send(names_and_urls(&targets));
-    }));
-    (task, rx)
+/// One entry's [`watch_entry`], as the gateway runs it for a source of
+/// the fleet, and what it has sent that the test has not looked at yet.
+struct Watch {
+    task: tokio::task::JoinHandle<()>,
+    events: mpsc::Receiver<Change>,
+    /// `Change::Up`s received on the way to something else, oldest first.
+    ups: VecDeque<bool>,
 }
 
-async fn next_change(changes: &mut Changes) -> Vec<(String, String)> {
-    tokio::time::timeout(Duration::from_secs(20), changes.recv())
-        .await
-        .expect("a change within 20s")
-        .expect("watch still running")
+impl Watch {
+    fn start(entry: DnsDiscovery) -> Watch {
+        // Room for what a test leaves unread for a while (a send waits
+        // when it is full, as it does while the fleet is busy).
+        let (tx, events) = mpsc::channel(16);
+        Watch {
+            task: tokio::spawn(watch_entry(entry, tx)),
+            events,
+            ups: VecDeque::new(),
+        }
+    }
+
+    async fn next(&mut self) -> Change {
+        tokio::time::timeout(Duration::from_secs(20), self.events.recv())
+            .await
+            .expect("a change within 20s")
+            .expect("watch still running")
+    }
+
+    /// The next whole listing it hands over.
+    async fn next_change(&mut self) -> Vec<(String, String)> {
+        loop {
+            match self.next().await {
+                Change::Restart(targets) => return names_and_urls(&targets),
+                Change::Up(up) => self.ups.push_back(up),
+                other => panic!("a DNS entry sent {other:?}"),
+            }
+        }
+    }
+
+    /// The next "it resolves" (true) or "it fails" (false) it says.
+    async fn next_up(&mut self) -> bool {
+        if let Some(up) = self.ups.pop_front() {
+            return up;
+        }
+        match self.next().await {
+            Change::Up(up) => up,
+            other => panic!("a change came first: {other:?}"),
+        }
+    }
+
+    /// No listing handed over since the last look.
+    fn no_change(&mut self) {
+        while let Ok(change) = self.events.try_recv() {
+            match change {
+                Change::Up(up) => self.ups.push_back(up),
+                other => panic!("unexpected change reported: {other:?}"),
+            }
+        }
+    }
 }
 
-fn no_change(changes: &mut Changes) {
-    if let Ok(set) = changes.try_recv() {
-        panic!("unexpected change reported: {set:?}");
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 
@@ -473,9 +524,9 @@ async fn watch_reports_each_change_once() {
         "_jolokia._tcp.kafka IN SRV 0 0 8778 b0.example.\n_jolokia._tcp.kafka IN SRV 0 0 8778 b1.example.\n",
     )
     .await;
-    let (task, mut changes) = start_watch(vec![dns.entry(KAFKA)]);
+    let mut watch = Watch::start(dns.entry(KAFKA));
 
-    let first = next_change(&mut changes).await;
+    let first = watch.next_change().await;
     assert_eq!(
         first,
         pairs(&[
@@ -485,7 +536,7 @@ async fn watch_reports_each_change_once() {
     );
     // Several more resolutions of the same records: nothing reported.
     dns.wait_for_queries(5).await;
-    no_change(&mut changes);
+    watch.no_change();
 
     // One more record.
     dns.set_records(
@@ -493,7 +544,7 @@ async fn watch_reports_each_change_once() {
     )
     .await;
     assert_eq!(
-        next_change(&mut changes).await,
+        watch.next_change().await,
         pairs(&[
             ("b0.example-8778", "http://b0.example:8778/jolokia"),
             ("b1.example-8778", "http://b1.example:8778/jolokia"),
@@ -501,7 +552,7 @@ async fn watch_reports_each_change_once() {
         ])
     );
     dns.wait_for_queries(5).await;
-    no_change(&mut changes);
+    watch.no_change();
 
     // Same host, another port; and one gone.
     dns.set_records(
@@ -509,37 +560,47 @@ async fn watch_reports_each_change_once() {
     )
     .await;
     assert_eq!(
-        next_change(&mut changes).await,
+        watch.next_change().await,
         pairs(&[
             ("b0.example-9999", "http://b0.example:9999/jolokia"),
             ("b2.example-8778", "http://b2.example:8778/jolokia"),
         ])
     );
     dns.wait_for_queries(5).await;
-    no_change(&mut changes);
-    task.abort();
+    watch.no_change();
+    // That it resolves, said once (at the first resolution).
+    assert_eq!(watch.ups, [true]);
 }
 
+/// Each entry is a watch of its own, as each is a source of the fleet: a
+/// failing one hands over nothing (the fleet keeps what it gave last) and
+/// says it fails; the other goes on as before.
 #[tokio::test]
 async fn a_failing_name_keeps_its_previous_targets() {
     let logs = Logs::default();
     let _guard = logs.capture();
     let kafka_2 = "_jolokia._tcp.kafka IN SRV 0 0 8778 b0.example.\n_jolokia._tcp.kafka IN SRV 0 0 8778 b1.example.\n";
     let dns = TestDns::start(&format!("{kafka_2}web-headless IN A 192.0.2.1\n")).await;
-    let mut web = dns.entry(WEB);
-    web.port = Some(80);
-    let (task, mut changes) = start_watch(vec![dns.entry(KAFKA), web]);
+    let mut web_entry = dns.entry(WEB);
+    web_entry.port = Some(80);
+    let mut kafka = Watch::start(dns.entry(KAFKA));
+    let mut web = Watch::start(web_entry);
 
-    let kafka_targets = [
-        ("b0.example-8778", "http://b0.example:8778/jolokia"),
-        ("b1.example-8778", "http://b1.example:8778/jolokia"),
-    ];
-    let mut expected = kafka_targets.to_vec();
-    expected.insert(0, ("192.0.2.1-80", "http://192.0.2.1:80/jolokia"));
-    assert_eq!(next_change(&mut changes).await, pairs(&expected));
+    assert_eq!(
+        kafka.next_change().await,
+        pairs(&[
+            ("b0.example-8778", "http://b0.example:8778/jolokia"),
+            ("b1.example-8778", "http://b1.example:8778/jolokia"),
+        ])
+    );
+    assert!(kafka.next_up().await, "kafka resolves");
+    assert_eq!(
+        web.next_change().await,
+        pairs(&[("192.0.2.1-80", "http://192.0.2.1:80/jolokia")])
+    );
 
-    // The SRV name disappears (NXDOMAIN): its targets stay, nothing is
-    // reported, and the log says why.
+    // The SRV name disappears (NXDOMAIN): nothing is reported, the entry
+    // says it fails, and the log says why.
     dns.set_records("web-headless IN A 192.0.2.1\n").await;
     let text = logs.wait_for("NXDOMAIN").await;
     assert!(
@@ -548,7 +609,9 @@ async fn a_failing_name_keeps_its_previous_targets() {
         "{text}"
     );
     dns.wait_for_queries(10).await;
-    no_change(&mut changes);
+    kafka.no_change();
+    web.no_change();
+    assert!(!kafka.next_up().await, "kafka fails");
     // Warned once, not once per round.
     assert_eq!(
         logs.text().matches("NXDOMAIN").count(),
@@ -557,11 +620,13 @@ async fn a_failing_name_keeps_its_previous_targets() {
         logs.text()
     );
 
-    // The other name still changes, and the failing one's targets are kept.
+    // The other name still changes; the failing one still reports nothing.
     dns.set_records("web-headless IN A 192.0.2.2\n").await;
-    let mut expected = kafka_targets.to_vec();
-    expected.insert(0, ("192.0.2.2-80", "http://192.0.2.2:80/jolokia"));
-    assert_eq!(next_change(&mut changes).await, pairs(&expected));
+    assert_eq!(
+        web.next_change().await,
+        pairs(&[("192.0.2.2-80", "http://192.0.2.2:80/jolokia")])
+    );
+    kafka.no_change();
 
     // Back, with one broker less.
     dns.set_records(
@@ -569,16 +634,15 @@ async fn a_failing_name_keeps_its_previous_targets() {
     )
     .await;
     assert_eq!(
-        next_change(&mut changes).await,
-        pairs(&[
-            ("192.0.2.2-80", "http://192.0.2.2:80/jolokia"),
-            ("b1.example-8778", "http://b1.example:8778/jolokia"),
-        ])
+        kafka.next_change().await,
+        pairs(&[("b1.example-8778", "http://b1.example:8778/jolokia")])
     );
+    assert!(kafka.next_up().await, "kafka resolves again");
     logs.wait_for("DNS discovery resolves again").await;
     dns.wait_for_queries(6).await;
-    no_change(&mut changes);
-    task.abort();
+    kafka.no_change();
+    web.no_change();
+    assert!(kafka.ups.is_empty(), "{:?}", kafka.ups);
 }
 
 #[tokio::test]
@@ -586,18 +650,21 @@ async fn a_nameserver_going_away_keeps_the_targets_until_it_is_back() {
     let logs = Logs::default();
     let _guard = logs.capture();
     let dns = TestDns::start("_jolokia._tcp.kafka IN SRV 0 0 8778 b0.example.\n").await;
-    let (task, mut changes) = start_watch(vec![dns.entry(KAFKA)]);
+    let mut watch = Watch::start(dns.entry(KAFKA));
     assert_eq!(
-        next_change(&mut changes).await,
+        watch.next_change().await,
         pairs(&[("b0.example-8778", "http://b0.example:8778/jolokia")])
     );
+    assert!(watch.next_up().await, "resolves");
 
     let addr = dns.stop().await;
     let text = logs.wait_for("keeping the 1 target(s) found before").await;
     assert!(text.contains(&format!("nameserver {addr}")), "{text}");
-    // A few failing rounds (each at least one 300 ms try): still the old set.
+    assert!(!watch.next_up().await, "fails");
+    // A few failing rounds (each at least one 300 ms try): still nothing
+    // reported. (Not a wait for a condition: for nothing to happen.)
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    no_change(&mut changes);
+    watch.no_change();
 
     // The server comes back on the same port, with other records.
     let dns = TestDns::restart(
@@ -606,25 +673,36 @@ async fn a_nameserver_going_away_keeps_the_targets_until_it_is_back() {
     )
     .await;
     assert_eq!(
-        next_change(&mut changes).await,
+        watch.next_change().await,
         pairs(&[
             ("b0.example-8778", "http://b0.example:8778/jolokia"),
             ("b9.example-8778", "http://b9.example:8778/jolokia"),
         ])
     );
+    assert!(watch.next_up().await, "resolves again");
     dns.wait_for_queries(5).await;
-    no_change(&mut changes);
-    task.abort();
+    watch.no_change();
+    assert!(watch.ups.is_empty(), "{:?}", watch.ups);
 }
 
+/// A watch ends when nobody listens any more (the gateway's discovery
+/// task stopped), without waiting for its next round.
 #[tokio::test]
-async fn nothing_to_watch_returns_at_once() {
-    let (task, mut changes) = start_watch(Vec::new());
-    tokio::time::timeout(Duration::from_secs(5), task)
+async fn a_watch_ends_when_its_events_are_closed() {
+    let dns = TestDns::start("_jolokia._tcp.kafka IN SRV 0 0 8778 b0.example.\n").await;
+    let mut entry = dns.entry(KAFKA);
+    entry.interval = Duration::from_secs(3600);
+    let (tx, mut events) = mpsc::channel(16);
+    let task = tokio::spawn(watch_entry(entry, tx));
+    let first = tokio::time::timeout(Duration::from_secs(20), events.recv())
         .await
-        .expect("watch returns without entries")
+        .expect("a change within 20s");
+    assert!(matches!(first, Some(Change::Restart(_))), "{first:?}");
+    drop(events);
+    tokio::time::timeout(Duration::from_secs(20), task)
+        .await
+        .expect("the watch ends")
         .unwrap();
-    assert!(changes.recv().await.is_none());
 }
 
 /// The whole path: SRV records naming real agents become gateway targets,

@@ -580,6 +580,7 @@ impl Load {
                     Some(v) if answer.0 == 200 && v["value"] == "shop-orders" => served += 1,
                     _ => failures.push(format!("{} {}", answer.0, answer.1)),
                 }
+                // Paces the load; it waits for nothing.
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             (served, failures)

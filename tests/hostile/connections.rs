@@ -75,6 +75,7 @@ fn slow_clients_are_cut_off_and_release_their_slots() {
             .write_all(head("Transfer-Encoding: chunked\r\n").as_bytes())
             .await
             .unwrap();
+        // A one-byte chunk every 200 ms: the slow client itself, no wait.
         let trickle = tokio::spawn(async move {
             for _ in 0..40 {
                 if chunked.write_all(b"1\r\n \r\n").await.is_err() {

@@ -201,6 +201,8 @@ async fn hostile_target_urls_are_refused_without_any_connection() {
     let hits = Arc::new(AtomicUsize::new(0));
     let counter = {
         let hits = hits.clone();
+        // Not a wait for a condition: it counts what arrives within 3 s,
+        // looking every 10 ms (a non-blocking accept, so the count ends).
         std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(3);
             while Instant::now() < deadline {

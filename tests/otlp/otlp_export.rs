@@ -728,18 +728,27 @@ fn reload(process: &common::GatewayProcess) {
     assert!(status.success());
 }
 
-/// How many requests a receiver has answered, once that stops changing
+/// How many requests a receiver has answered, once that has not changed
 /// for two seconds (what was under way when an export stopped is let in).
 async fn settled(r: &Receiver) -> usize {
-    let mut last = r.answered().len();
-    loop {
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        let now = r.answered().len();
-        if now == last {
-            return now;
-        }
-        last = now;
-    }
+    let since = std::cell::Cell::new((r.answered().len(), std::time::Instant::now()));
+    eventually(
+        "the receiver's count stays put for 2 s",
+        Duration::from_secs(120),
+        || async {
+            let now = r.answered().len();
+            if now != since.get().0 {
+                since.set((now, std::time::Instant::now()));
+            }
+            let still = since.get().1.elapsed();
+            if still >= Duration::from_secs(2) {
+                Ok(now)
+            } else {
+                Err(format!("{now} answered, the last change {still:?} ago"))
+            }
+        },
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
