@@ -105,26 +105,117 @@ impl Channel {
     }
 }
 
+/// What one audit entry records (the recorder's one input: every door's
+/// and job's records go through [`Gateway::record`](super::Gateway::record)).
+/// Each carries who asked, as the request's context made it.
+pub(crate) enum Event<'a> {
+    /// A request's items: one record per item, per target of a fan-out.
+    Items {
+        who: &'a Who<'a>,
+        state: &'a super::state::State,
+        parsed: &'a super::parse::Parsed,
+        merged: &'a [(crate::protocol::Response, Vec<super::items::AuditRow>)],
+    },
+    /// A request that made no item records: refused after authentication,
+    /// an explain, an MCP method other than a tool call, a scrape's or a
+    /// push's record of one target.
+    Request(RequestRecord<'a>),
+    /// A listing: the target list, the journal, the audit trail, Hawtio's
+    /// connections, a console sign-in.
+    Listing(TargetListRecord<'a>),
+    /// A step of an access request.
+    Access(AccessStep<'a>),
+    /// An MCP tool call refused before it became an item.
+    RefusedCall(RefusedCall<'a>),
+}
+
+use super::{audit_unavailable, HttpError};
+
 impl super::Gateway {
+    /// The one way into the audit log: `event` to the log (tracing), the
+    /// metrics, and the audit files, before the answer goes out. `Err` is
+    /// the answer to give instead: the log failed and
+    /// `audit.on_failure = "closed"`. Written durably (on disk before the
+    /// answer) when it changes something: a write or exec among the items,
+    /// any access step.
+    pub(crate) async fn record(&self, event: Event<'_>) -> Result<(), super::HttpError> {
+        let (entry, durable, request_id) = match event {
+            Event::Items {
+                who,
+                state,
+                parsed,
+                merged,
+            } => return self.audit_items(state, who, parsed, merged).await,
+            Event::Request(r) => {
+                record_request(&r);
+                (request_entry(&r), false, r.who.request_id)
+            }
+            Event::Listing(r) => {
+                record_target_list(&r);
+                (target_list_entry(&r), false, r.who.request_id)
+            }
+            Event::Access(s) => {
+                record_access(&s);
+                self.metrics.access_step(s.event);
+                // A step with no caller is the gateway's own sweep.
+                (
+                    access_entry(&s),
+                    true,
+                    s.who.map_or("expiry", |w| w.request_id),
+                )
+            }
+            Event::RefusedCall(r) => {
+                record_refused_call(&r);
+                (refused_call_entry(&r), false, r.who.request_id)
+            }
+        };
+        self.write_audit(&Encoded::new(vec![entry]), durable, request_id)
+            .await
+    }
+
+    /// Writes a request's audit records before its answer goes out. `Err`
+    /// is the answer to give instead: the log failed and
+    /// `audit.on_failure = "closed"`. Without an audit log, nothing to do.
+    async fn write_audit(
+        &self,
+        records: &crate::audit::Encoded,
+        durable: bool,
+        request_id: &str,
+    ) -> Result<(), HttpError> {
+        let Some(log) = &self.audit else {
+            return Ok(());
+        };
+        if let Err(reason) = log.write_encoded(records, durable).await {
+            self.audit_failed(log, &reason, request_id)?;
+        }
+        Ok(())
+    }
+
+    /// Records could not be written: the answer is refused (`closed`), or
+    /// goes out with the loss logged (`open`).
+    fn audit_failed(
+        &self,
+        log: &crate::audit::AuditLog,
+        reason: &str,
+        request_id: &str,
+    ) -> Result<(), HttpError> {
+        if log.config.on_failure == crate::audit::OnFailure::Closed {
+            return Err(audit_unavailable(reason));
+        }
+        tracing::error!(
+            request_id,
+            "AUDIT RECORDS LOST (audit.on_failure = \"open\"): {reason}"
+        );
+        Ok(())
+    }
+
     /// Step 8, audit: one record per item (per target of a fan-out) to the
     /// log and the item metrics, and into the audit files, before the
     /// answer goes out: on disk too when a write or exec is among them.
     /// Records are encoded and appended [`AUDIT_CHUNK`] at a time, so a
     /// fan-out to 100,000 targets never holds all its records' text. An
     /// error is the refusal to send (`on_failure = "closed"`).
-    /// Logs and writes a target list's (or the journal's) record before
-    /// its answer goes out; `Err` is the answer to give instead.
-    pub(crate) async fn audit_listing(
-        &self,
-        record: &TargetListRecord<'_>,
-    ) -> Result<(), super::HttpError> {
-        record_target_list(record);
-        let entries = vec![target_list_entry(record)];
-        self.write_audit(&Encoded::new(entries), false, record.who.request_id)
-            .await
-    }
-
-    pub(crate) async fn audit_items(
+    async fn audit_items(
         &self,
         state: &super::state::State,
         who: &Who<'_>,
@@ -415,7 +506,7 @@ pub struct TargetListRecord<'a> {
     pub what: &'static str,
 }
 
-pub fn record_target_list(r: &TargetListRecord<'_>) {
+fn record_target_list(r: &TargetListRecord<'_>) {
     let who = r.who;
     tracing::info!(
         target: "jmxgate::audit",
@@ -508,7 +599,7 @@ pub struct AccessStep<'a> {
     pub note: &'a str,
 }
 
-pub fn record_access(s: &AccessStep<'_>) {
+fn record_access(s: &AccessStep<'_>) {
     tracing::info!(
         target: "jmxgate::audit",
         request_id = s.who.map_or("-", |w| w.request_id),
@@ -569,7 +660,7 @@ pub struct RefusedCall<'a> {
     pub message: &'a str,
 }
 
-pub fn record_refused_call(r: &RefusedCall<'_>) {
+fn record_refused_call(r: &RefusedCall<'_>) {
     tracing::info!(
         target: "jmxgate::audit",
         request_id = r.who.request_id,
@@ -622,7 +713,7 @@ pub struct RequestRecord<'a> {
     pub note: &'a str,
 }
 
-pub fn record_request(r: &RequestRecord<'_>) {
+fn record_request(r: &RequestRecord<'_>) {
     tracing::info!(
         target: "jmxgate::audit",
         request_id = r.who.request_id,

@@ -260,7 +260,7 @@ impl Refused<'_> {
             target,
             note: &e.message,
         };
-        match self.gateway.audit_request(&record).await {
+        match self.gateway.record(audit::Event::Request(record)).await {
             Ok(()) => respond::http_error(e, self.headers, cors),
             Err(unavailable) => respond::http_error(&unavailable, self.headers, cors),
         }
@@ -453,61 +453,6 @@ impl Gateway {
                 ),
             },
         }
-    }
-
-    /// Writes a request's audit records before its answer goes out. `Err`
-    /// is the answer to give instead: the log failed and
-    /// `audit.on_failure = "closed"`. Without an audit log, nothing to do.
-    pub(crate) async fn write_audit(
-        &self,
-        records: &crate::audit::Encoded,
-        durable: bool,
-        request_id: &str,
-    ) -> Result<(), HttpError> {
-        let Some(log) = &self.audit else {
-            return Ok(());
-        };
-        if let Err(reason) = log.write_encoded(records, durable).await {
-            self.audit_failed(log, &reason, request_id)?;
-        }
-        Ok(())
-    }
-
-    /// Records could not be written: the answer is refused (`closed`), or
-    /// goes out with the loss logged (`open`).
-    fn audit_failed(
-        &self,
-        log: &crate::audit::AuditLog,
-        reason: &str,
-        request_id: &str,
-    ) -> Result<(), HttpError> {
-        if log.config.on_failure == crate::audit::OnFailure::Closed {
-            return Err(audit_unavailable(reason));
-        }
-        tracing::error!(
-            request_id,
-            "AUDIT RECORDS LOST (audit.on_failure = \"open\"): {reason}"
-        );
-        Ok(())
-    }
-
-    /// Writes the record of a request that made no item records. `Err` is
-    /// the answer to give instead (the log failed, `on_failure = "closed"`).
-    pub(crate) async fn audit_request(
-        &self,
-        record: &audit::RequestRecord<'_>,
-    ) -> Result<(), HttpError> {
-        audit::record_request(record);
-        if self.audit.is_none() {
-            return Ok(());
-        }
-        let entry = audit::request_entry(record);
-        self.write_audit(
-            &crate::audit::Encoded::new(vec![entry]),
-            false,
-            record.who.request_id,
-        )
-        .await
     }
 
     /// Items the gateway answers itself: `version` and `config` without a

@@ -23,7 +23,7 @@ use crate::store::{
     NewRequest, RequestKind, RequestState, Store, StoreConfig, StoreError, StoredRequest, Verdict,
 };
 
-use crate::pipeline::audit::{AccessStep, Who};
+use crate::pipeline::audit::{self, AccessStep, Who};
 use crate::pipeline::authorize::approval;
 use crate::pipeline::respond::{self, HttpError};
 use crate::pipeline::state::State;
@@ -624,7 +624,7 @@ async fn expire_due(gateway: &Gateway, state: &State, store: &Store) {
                         "no review within access.pending_timeout"
                     },
                 };
-                write_access_step(gateway, &step, "expiry").await.ok();
+                gateway.record(audit::Event::Access(step)).await.ok();
                 announce_access_step(gateway, state, "access_expired", r);
             }
         }
@@ -652,7 +652,7 @@ async fn audit_access(
         status,
         note,
     };
-    write_access_step(gateway, &step, &caller.ctx.id).await
+    gateway.record(audit::Event::Access(step)).await
 }
 
 /// The record of a step refused; `Some` replaces the answer when the
@@ -678,27 +678,7 @@ pub(crate) async fn audit_access_refused(
         status: e.status,
         note: &e.message,
     };
-    write_access_step(gateway, &record, &caller.ctx.id)
-        .await
-        .err()
-}
-
-/// Logs, counts and (with an audit directory) writes one step, made
-/// durable: a grant is a change of who may do what.
-pub(crate) async fn write_access_step(
-    gateway: &Gateway,
-    step: &AccessStep<'_>,
-    request_id: &str,
-) -> Result<(), HttpError> {
-    crate::pipeline::audit::record_access(step);
-    gateway.metrics.access_step(step.event);
-    if gateway.audit.is_none() {
-        return Ok(());
-    }
-    let entry = crate::pipeline::audit::access_entry(step);
-    gateway
-        .write_audit(&crate::audit::Encoded::new(vec![entry]), true, request_id)
-        .await
+    gateway.record(audit::Event::Access(record)).await.err()
 }
 
 /// Tells the journal of a request's step (as an event about the

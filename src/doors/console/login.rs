@@ -344,7 +344,7 @@ async fn sign_in_callback(
         status: 303,
         listed: 0,
     };
-    if let Err(e) = gateway.audit_listing(&record).await {
+    if let Err(e) = gateway.record(audit::Event::Listing(record)).await {
         return failed(e.status, &e.message);
     }
     let session = cookie(SESSION_COOKIE, &token, base, conn.tls, None);

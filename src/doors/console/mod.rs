@@ -55,7 +55,7 @@ async fn audit_listing(
         status,
         listed,
     };
-    gateway.audit_listing(&record).await
+    gateway.record(audit::Event::Listing(record)).await
 }
 
 /// The "no such target" page when the viewer's roles don't reach

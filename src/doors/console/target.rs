@@ -43,7 +43,14 @@ pub(crate) async fn console_item(
     // The item's own latency: a page runs several.
     let mut who = viewer.who();
     who.latency = started.elapsed();
-    gateway.audit_items(state, &who, &parsed, &merged).await?;
+    gateway
+        .record(crate::pipeline::audit::Event::Items {
+            who: &who,
+            state,
+            parsed: &parsed,
+            merged: &merged,
+        })
+        .await?;
     let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
     let body = crate::pipeline::respond::body(&answers, false).to_vec();
     // One answer, not in a list. An agent's value may nest deeper than

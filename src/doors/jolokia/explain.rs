@@ -176,7 +176,7 @@ pub(crate) async fn explain(
         target: param("target"),
         note: &note,
     };
-    let recorded = gateway.audit_request(&record).await;
+    let recorded = gateway.record(audit::Event::Request(record)).await;
     if let Err(e) = recorded {
         return respond::http_error(&e, headers, cors);
     }

@@ -85,7 +85,12 @@ pub(crate) async fn jolokia_http(
         Err((e, cors)) => return refused.answer(&e, None, cors).await,
     };
     if let Err(e) = gateway
-        .audit_items(state, &ctx.who(), &parsed, &merged)
+        .record(crate::pipeline::audit::Event::Items {
+            who: &ctx.who(),
+            state,
+            parsed: &parsed,
+            merged: &merged,
+        })
         .await
     {
         return respond::http_error(&e, headers, cors);

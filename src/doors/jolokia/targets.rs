@@ -46,7 +46,7 @@ pub(crate) async fn target_list(
         status,
         listed: listed.as_ref().map_or(0, Vec::len),
     };
-    if let Err(e) = gateway.audit_listing(&record).await {
+    if let Err(e) = gateway.record(audit::Event::Listing(record)).await {
         return respond::http_error(&e, headers, cors);
     }
     let (Some(listed), None) = (listed, refusal.as_ref()) else {

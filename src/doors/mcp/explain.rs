@@ -74,7 +74,7 @@ pub(crate) async fn explain_tool(
         target: Some(target),
         note: &note,
     };
-    if let Err(e) = gateway.audit_request(&record).await {
+    if let Err(e) = gateway.record(audit::Event::Request(record)).await {
         return Outcome::Failed(e.message);
     }
     let mut answer = json!({

@@ -616,7 +616,7 @@ async fn list_targets_tool(
         status: 200,
         listed: targets.len(),
     };
-    if let Err(e) = gateway.audit_listing(&record).await {
+    if let Err(e) = gateway.record(audit::Event::Listing(record)).await {
         return Outcome::Failed(e.message);
     }
     Outcome::Done(json!({ "count": targets.len(), "targets": targets }))
@@ -753,10 +753,7 @@ async fn audit_refused_call(
         error_type,
         message,
     };
-    audit::record_refused_call(&refused);
-    let entry = audit::refused_call_entry(&refused);
-    let records = crate::audit::Encoded::new(vec![entry]);
-    let _ = gateway.write_audit(&records, false, &caller.ctx.id).await;
+    let _ = gateway.record(audit::Event::RefusedCall(refused)).await;
 }
 
 /// One tool call's Jolokia item through the phases after
@@ -814,7 +811,14 @@ pub(crate) async fn run_tool_item(
         }
     };
     let who = caller.who(Some(tool), started.elapsed());
-    gateway.audit_items(state, &who, &parsed, &merged).await?;
+    gateway
+        .record(audit::Event::Items {
+            who: &who,
+            state,
+            parsed: &parsed,
+            merged: &merged,
+        })
+        .await?;
     // Only the policy's own refusals (a SecurityException): the rule
     // of a target no role reaches would tell that it exists.
     let denied_by: Vec<answer::DeniedBy> = merged

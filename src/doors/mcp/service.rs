@@ -499,5 +499,5 @@ async fn mcp_record(
         target: None,
         note,
     };
-    gateway.audit_request(&record).await
+    gateway.record(audit::Event::Request(record)).await
 }

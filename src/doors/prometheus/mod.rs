@@ -464,7 +464,7 @@ async fn audit_scrapes(
             target: Some(&r.name),
             note: &note,
         };
-        gateway.audit_request(&record).await?;
+        gateway.record(audit::Event::Request(record)).await?;
     }
     Ok(())
 }

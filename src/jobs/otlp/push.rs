@@ -290,7 +290,7 @@ async fn audit_push(
             target: Some(&r.name),
             note: &note,
         };
-        let recorded = gateway.audit_request(&record).await;
+        let recorded = gateway.record(audit::Event::Request(record)).await;
         if let Err(e) = recorded {
             tracing::warn!(export = %export, "OTLP push not audited: {}", e.message);
         }
