@@ -511,8 +511,15 @@ async fn reload_under_load_drops_nothing() {
 async fn shutdown_finishes_in_flight_requests() {
     let dir = tempfile::tempdir().unwrap();
     let agent = Agent::start("drain");
-    let config = common::gateway_toml(dir.path(), &targets_toml(&[&agent]));
-    let mut served = Served::start(&["--config", &config.display().to_string()], false);
+    let config = common::gateway_toml(
+        dir.path(),
+        &format!(
+            "[admin]\nlisten = \"127.0.0.1:0\"\n{}",
+            targets_toml(&[&agent])
+        ),
+    );
+    let mut served = Served::start(&["--config", &config.display().to_string()], true);
+    let admin = served.admin.clone().unwrap();
     let http = common::http_client();
     let url = format!("http://{}/jolokia/targets/drain", served.http);
     let slow = tokio::spawn({
@@ -530,7 +537,23 @@ async fn shutdown_finishes_in_flight_requests() {
             serde_json::from_str::<Value>(&r.text().await.unwrap()).unwrap()
         }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // In flight once the gateway has a connection open to the agent (its
+    // health probes' own connections aside). Asked with a client of its
+    // own each time, so no kept connection to the admin listener outlives
+    // the wait.
+    eventually(
+        "the sleeping exec is under way at the agent",
+        Duration::from_secs(60),
+        || async {
+            let text =
+                common::get_text(&common::http_client(), &format!("http://{admin}/metrics")).await;
+            match common::metric_value(&text, "jmxgate_agent_connections") {
+                open if open > 0.0 => Ok(()),
+                _ => Err("no agent connection open".to_string()),
+            }
+        },
+    )
+    .await;
     served.signal("-TERM");
     let answer = slow.await.unwrap();
     assert_eq!(

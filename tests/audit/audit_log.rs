@@ -463,15 +463,34 @@ fn sigkill_under_load_loses_no_answered_request() {
     assert!(denied > 100, "denied requests are recorded too ({denied})");
 
     // A restart continues the same chain in a new file.
+    let files_before = audit_files(&log).len();
     let mut child = Command::new(BIN)
         .args(["serve", "--config"])
         .arg(&config_path)
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    // Stopped once its new file holds its first record, written whole
+    // (stopped in any case).
+    let started = common::try_eventually_blocking(Duration::from_secs(60), || {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("serve exited with {status}"));
+        }
+        let files = audit_files(&log);
+        match files.last().filter(|_| files.len() > files_before) {
+            Some(new) => match std::fs::read_to_string(new) {
+                Ok(text) if text.ends_with('\n') => Ok(()),
+                Ok(text) => Err(format!("{}: {text:?}", new.display())),
+                Err(e) => Err(format!("{}: {e}", new.display())),
+            },
+            None => Err(format!("{} audit files, as before", files.len())),
+        }
+    });
     let _ = Command::new("kill").arg(child.id().to_string()).status();
     let _ = child.wait();
+    if let Err(state) = started {
+        panic!("the restarted gateway's audit file: not so after 60 s; last: {state}");
+    }
     let (code, out) = verify(&[&log]);
     assert_eq!(code, Some(0), "after a restart: {out}");
 }

@@ -167,6 +167,8 @@ struct Gateway {
     addr: String,
     admin: String,
     log: Arc<Mutex<Vec<String>>>,
+    /// Reads the log until the process's stderr closes.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Gateway {
@@ -187,7 +189,7 @@ impl Gateway {
         let log = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = std::sync::mpsc::channel();
         let kept = log.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
                 for (marker, kind) in [
                     ("admin listening on http://", "admin"),
@@ -214,25 +216,28 @@ impl Gateway {
             addr: addr.unwrap(),
             admin: admin.unwrap(),
             log,
+            reader: Some(reader),
         }
     }
 
-    fn kill(mut self) -> Vec<String> {
-        let _ = Command::new("kill")
-            .args(["-KILL", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-        std::thread::sleep(Duration::from_millis(200));
-        let log = self.log.lock().unwrap().clone();
-        log
+    fn kill(self) -> Vec<String> {
+        self.end("-KILL")
     }
 
-    fn stop(mut self) -> Vec<String> {
+    fn stop(self) -> Vec<String> {
+        self.end("-TERM")
+    }
+
+    /// Sends `signal`, waits for the process, then for its log's reader
+    /// (it ends when stderr closes): every line it wrote.
+    fn end(mut self, signal: &str) -> Vec<String> {
         let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args([signal, &self.child.id().to_string()])
             .status();
         let _ = self.child.wait();
-        std::thread::sleep(Duration::from_millis(200));
+        if let Some(reader) = self.reader.take() {
+            reader.join().expect("the log reader");
+        }
         let log = self.log.lock().unwrap().clone();
         log
     }

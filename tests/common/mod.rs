@@ -176,6 +176,16 @@ pub fn try_eventually_blocking<T>(
     }
 }
 
+/// One series' value in Prometheus text (an admin listener's `/metrics`,
+/// or `Metrics::encode`): `series` is the name with its labels as written
+/// (`jmxgate_http_requests_total{status="503"}`); 0 when it is absent.
+pub fn metric_value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
 /// GETs a URL and parses the answer as JSON.
 pub async fn get_json(http: &reqwest::Client, url: &str) -> Value {
     parse(&get_text(http, url).await)
@@ -749,6 +759,12 @@ impl Gateway {
 
     pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
         post_json(&self.http, &self.url(path), body).await
+    }
+
+    /// One series of this gateway's metrics, as `/metrics` shows it (see
+    /// [`metric_value`]).
+    pub fn metric(&self, series: &str) -> f64 {
+        metric_value(&self.gateway.metrics().encode(), series)
     }
 }
 

@@ -706,8 +706,9 @@ async fn a_watch_ends_when_its_events_are_closed() {
 }
 
 /// The whole path: SRV records naming real agents become gateway targets,
-/// reachable by name and by the `discovered_by=dns` selector, and a
-/// changed record set changes the fleet while the gateway serves.
+/// reachable by name and by the `discovered_by=dns` selector, a changed
+/// record set changes the fleet while the gateway serves, and an entry
+/// that starts failing keeps its targets in the fleet.
 #[tokio::test(flavor = "multi_thread")]
 async fn discovered_agents_are_served_by_the_gateway() {
     let [alpha, beta, _] = common::shared_agents();
@@ -775,6 +776,51 @@ async fn discovered_agents_are_served_by_the_gateway() {
         },
     )
     .await;
+
+    // The entry starts failing (its server answers SERVFAIL): it says so,
+    // and round after failing round the fleet keeps what it found last.
+    dns.servfail(Some(RecordType::SRV));
+    common::eventually(
+        "the entry says it fails",
+        Duration::from_secs(60),
+        || async { discovery_up_is(&gw, "dns[0]", 0) },
+    )
+    .await;
+    dns.wait_for_queries(5).await;
+    let (_, r) = gw.post("/jolokia", &read).await;
+    assert_eq!(
+        r["value"],
+        serde_json::json!({ b.clone(): "beta" }),
+        "the failing entry's target stays: {r}"
+    );
+    let (_, by_name) = gw.get(&format!("/jolokia/targets/{b}{READ}")).await;
+    assert_eq!(by_name["value"], "beta", "{by_name}");
+
+    // Answering again, it is up again, with the same target.
+    dns.servfail(None);
+    common::eventually(
+        "the entry says it resolves again",
+        Duration::from_secs(60),
+        || async { discovery_up_is(&gw, "dns[0]", 1) },
+    )
+    .await;
+    let (_, r) = gw.post("/jolokia", &read).await;
+    assert_eq!(r["value"], serde_json::json!({ b: "beta" }), "{r}");
+}
+
+/// Whether the gateway's `jmxgate_discovery_up` for `source` is `up`;
+/// else its `discovery_up` lines.
+fn discovery_up_is(gw: &common::Gateway, source: &str, up: u8) -> Result<(), String> {
+    let text = gw.gateway.metrics().encode();
+    if text.contains(&format!("jmxgate_discovery_up{{source=\"{source}\"}} {up}")) {
+        Ok(())
+    } else {
+        Err(text
+            .lines()
+            .filter(|l| l.contains("discovery_up"))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
 }
 
 /// The origin `GET /jolokia/targets` gives the target `name`.

@@ -213,19 +213,22 @@ async fn a_password_file_named_in_an_inventory_reloads_when_it_changes() {
     ));
     let (_, r) = gw.get(&format!("/jolokia/targets/alpha{READ}")).await;
     assert_eq!(r["value"], "alpha", "{r}");
-    // Let the watcher take its first look at every file.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The watcher takes its first look at every file when its task first
+    // runs, which nothing shows: the password is rotated again (each time
+    // to a new one) until a reload is seen. Only that file changes, so a
+    // reload means the watcher watches it.
     let before = gw.gateway.fleet();
-    std::fs::write(&password, "second, rotated\n").unwrap();
+    let rotations = AtomicUsize::new(0);
     common::eventually(
         "the fleet is reloaded after the inventory's password file changed",
         Duration::from_secs(60),
         || async {
-            if Arc::ptr_eq(&before, &gw.gateway.fleet()) {
-                Err("the same fleet".to_string())
-            } else {
-                Ok(())
+            if !Arc::ptr_eq(&before, &gw.gateway.fleet()) {
+                return Ok(());
             }
+            let n = rotations.fetch_add(1, Ordering::Relaxed) + 1;
+            std::fs::write(&password, format!("rotated {n} times\n")).unwrap();
+            Err(format!("the same fleet after {n} rotation(s)"))
         },
     )
     .await;

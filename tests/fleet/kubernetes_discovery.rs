@@ -472,7 +472,26 @@ async fn pods_are_discovered_through_a_real_api_server() {
                  "target": {"url": "k1-shop.orders-1"}}]);
     let in_flight = gw.post("/jolokia", &bulk);
     let goes = async {
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Under way once the agent has been asked to sleep: its own count
+        // of operations invoked (nothing else invokes one there; a 1.7.1
+        // agent in Jetty answers while the sleep runs).
+        common::eventually(
+            "the sleep is under way at the doomed agent",
+            WAIT,
+            || async {
+                let r = common::direct(
+                    &doomed,
+                    &json!({"type": "read", "mbean": "jmxgate.test:type=Counter",
+                        "attribute": "Invocations"}),
+                )
+                .await;
+                match r["value"].as_u64() {
+                    Some(n) if n > 0 => Ok(()),
+                    _ => Err(r.to_string()),
+                }
+            },
+        )
+        .await;
         delete_pod(&client, "k1-shop", "doomed-1").await;
         fleet_becomes(&gw, "k1-shop.d", &[]).await;
         drop(doomed);

@@ -256,7 +256,21 @@ async fn explain_obeys_max_concurrent_requests() {
     let path = format!("/jolokia/targets/{}", agent.name);
     let busy = gw.post(&path, &sleep);
     let explain = async {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        // The exec holds the slot from its arrival to its answer: once the
+        // gateway has a connection open to the agent (health probes' own
+        // connections aside; nextest gives each test a process of its
+        // own), it is under way there.
+        common::eventually(
+            "the sleeping exec is under way at the agent",
+            std::time::Duration::from_secs(60),
+            || async {
+                match jmxgate::client::open_agent_connections() {
+                    0 => Err("no agent connection open".to_string()),
+                    _ => Ok(()),
+                }
+            },
+        )
+        .await;
         gw.post("/jmxgate/explain", &json!({"type":"version"}))
             .await
     };
@@ -321,7 +335,20 @@ async fn anonymous_callers_hold_only_their_share_of_the_slots() {
         .unwrap();
         stalled.push(s);
     }
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Two of them hold the anonymous share (and two of the four slots)
+    // while they wait for their bodies; the six others are refused at
+    // once, for the share or for the slots.
+    common::eventually(
+        "six of the eight stalled requests are refused",
+        std::time::Duration::from_secs(60),
+        || async {
+            match gw.metric("jmxgate_http_requests_total{status=\"503\"}") {
+                n if n >= 6.0 => Ok(()),
+                n => Err(format!("{n} refused")),
+            }
+        },
+    )
+    .await;
     // Anonymous: refused, naming the share.
     let (status, body) = gw
         .post(

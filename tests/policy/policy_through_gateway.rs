@@ -645,12 +645,25 @@ async fn policies_reload_atomically_and_keep_the_old_set_when_broken() {
     .await;
 
     // A broken policy is refused; the last good one stays in force.
+    let failed = "jmxgate_config_reloads_total{status=\"error\"}";
+    let failed_before = gw.metric(failed);
     std::fs::write(
         &policy,
         "<restrict><deny><mbean><operation>x</operation></mbean></deny>",
     )
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Once the watcher has seen it, its reload fails and is counted.
+    common::eventually(
+        "the broken policy's reload is refused",
+        Duration::from_secs(60),
+        || async {
+            match gw.metric(failed) {
+                n if n > failed_before => Ok(()),
+                n => Err(format!("{n} failed reloads counted, as before")),
+            }
+        },
+    )
+    .await;
     assert_eq!(gw.get(exec).await.1["status"], 200);
     let (_, r) = gw
         .get("/jolokia/targets/rel/exec/jmxgate.test:type=Operations/reset")
