@@ -39,6 +39,63 @@ pub struct Parsed {
     pub query: Params,
 }
 
+impl ParsedItem {
+    /// An item the gateway composes itself (a scrape's read, a console
+    /// page's list), for the target named `target`: typed from the
+    /// protocol's constructors (`Request::read`, `Request::list` …),
+    /// never written out as JSON to be parsed again.
+    pub fn to(target: &str, request: Request) -> ParsedItem {
+        ParsedItem {
+            request,
+            target: Some(ProxyTarget {
+                url: target.to_string(),
+                user: None,
+                password: None,
+            }),
+            reduce: None,
+        }
+    }
+}
+
+impl Parsed {
+    /// A door's own typed items, as a bulk: each echoed as its typed
+    /// request (what agents echo in `request`) with its target. An item
+    /// that could not be made (an MBean name a page's query gave that is
+    /// none) fails at its index, as a client's would.
+    pub fn typed(items: Vec<Result<ParsedItem, ProtocolError>>) -> Parsed {
+        let items = items
+            .into_iter()
+            .map(|parsed| Item {
+                echo: match &parsed {
+                    Ok(p) => to_raw(&TypedEcho(p)),
+                    Err(_) => to_raw(&serde_json::Map::new()),
+                },
+                parsed,
+            })
+            .collect();
+        Parsed {
+            bulk: true,
+            items,
+            query: Params::default(),
+        }
+    }
+}
+
+/// A typed item as echoed: its command's fields, and its target's URL.
+struct TypedEcho<'a>(&'a ParsedItem);
+
+impl serde::Serialize for TypedEcho<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut out = serializer.serialize_map(None)?;
+        self.0.request.command.write_fields(&mut out)?;
+        if let Some(target) = &self.0.target {
+            out.serialize_entry("target", &serde_json::json!({ "url": target.url }))?;
+        }
+        out.end()
+    }
+}
+
 /// Parses the query string into processing parameters and the `p` path.
 pub fn parse_query(query: Option<&str>) -> Result<(Params, Option<String>), HttpError> {
     let pairs: Vec<(String, String)> = url::form_urlencoded::parse(query.unwrap_or("").as_bytes())
@@ -215,6 +272,48 @@ mod tests {
 
     fn echo(p: &Parsed) -> Value {
         serde_json::from_str(p.items[0].echo.get()).unwrap()
+    }
+
+    #[test]
+    fn a_doors_typed_items_are_the_ones_its_json_would_have_parsed_to() {
+        let typed = Request::list(None)
+            .with_param("canonicalNaming", "false")
+            .and_then(|r| r.with_param("openTypes", "true"))
+            .map(|r| ParsedItem::to("orders-1", r));
+        let read = Request::read("java.lang:type=Runtime", None)
+            .and_then(|r| r.with_param("ignoreErrors", "true"))
+            .map(|r| ParsedItem::to("orders-1", r));
+        let bad = Request::read("no colon", None).map(|r| ParsedItem::to("orders-1", r));
+        let typed = Parsed::typed(vec![typed, read, bad]);
+        let wire = parse_post(
+            br#"[{"type":"list","target":{"url":"orders-1"},
+                  "config":{"canonicalNaming":false,"openTypes":true}},
+                 {"type":"read","mbean":"java.lang:type=Runtime","target":{"url":"orders-1"},
+                  "config":{"ignoreErrors":true}},
+                 {"type":"read","mbean":"no colon","target":{"url":"orders-1"}}]"#,
+            None,
+            3,
+        )
+        .unwrap();
+        assert!(typed.bulk);
+        for (t, w) in typed.items.iter().zip(&wire.items) {
+            match (&t.parsed, &w.parsed) {
+                (Ok(t), Ok(w)) => {
+                    assert_eq!(t.request, w.request);
+                    assert_eq!(
+                        t.target.as_ref().map(|t| &t.url),
+                        w.target.as_ref().map(|t| &t.url)
+                    );
+                }
+                (Err(t), Err(w)) => assert_eq!(t.status, w.status),
+                other => panic!("typed and parsed differ: {other:?}"),
+            }
+        }
+        // Echoed as agents echo the command, with its target.
+        assert_eq!(
+            echo(&typed),
+            json!({"type": "list", "target": {"url": "orders-1"}})
+        );
     }
 
     #[test]

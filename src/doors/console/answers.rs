@@ -421,9 +421,13 @@ pub(crate) async fn answers_page(
         Err(why) => return page::error(400, &why, base, who),
     };
     let answer = if asked {
-        match crate::doors::console::target::console_item(gateway, state, viewer, &question.item())
-            .await
-        {
+        // The question is the viewer's own text: parsed as a client's item.
+        let item = serde_json::to_vec(&[question.item()]).expect("JSON values serialise");
+        let parsed = match crate::pipeline::parse::parse_post(&item, None, 1) {
+            Ok(parsed) => parsed,
+            Err(e) => return page::error(e.status, &e.message, base, who),
+        };
+        match crate::doors::console::target::console_item(gateway, state, viewer, parsed).await {
             Ok(v) => Some(v),
             Err(e) => return page::error(e.status, &e.message, base, who),
         }

@@ -200,13 +200,13 @@ async fn target_page(
         url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
             .find(|(k, _)| k == "mbean")
             .map(|(_, v)| v.into_owned());
-    let list = match target::console_item(gateway, state, viewer, &target::list_item(name)).await {
+    let list = match target::console_item(gateway, state, viewer, target::list_item(name)).await {
         Ok(v) => v,
         Err(e) => return page::error(e.status, &e.message, base, who),
     };
     let read = match &mbean {
         Some(m) => {
-            match target::console_item(gateway, state, viewer, &target::read_item(name, m)).await {
+            match target::console_item(gateway, state, viewer, target::read_item(name, m)).await {
                 Ok(v) => Some(v),
                 Err(e) => return page::error(e.status, &e.message, base, who),
             }

@@ -5,9 +5,10 @@
 
 use crate::pipeline::RequestContext;
 use maud::{html, Markup};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::pipeline::{parse, route, Gateway, HttpError};
+use crate::protocol::Request;
 
 /// MBeans shown on a target's page; past it, the rest are counted.
 const MAX_MBEANS: usize = 2000;
@@ -19,11 +20,9 @@ pub(crate) async fn console_item(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
     viewer: &RequestContext,
-    item: &Value,
+    parsed: parse::Parsed,
 ) -> Result<Value, HttpError> {
     let started = std::time::Instant::now();
-    let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
-    let parsed = parse::parse_post(&body, None, 1)?;
     let caller = viewer
         .caller("GET")
         .without_origin()
@@ -74,11 +73,10 @@ pub(crate) fn console_may_run(
     mbean: &str,
     operation: &str,
 ) -> bool {
-    let item = json!([{"type": "exec", "mbean": mbean, "operation": operation,
-                       "arguments": [], "target": {"url": target}}]);
-    let Ok(parsed) = parse::parse_post(item.to_string().as_bytes(), None, 1) else {
+    let Ok(exec) = Request::exec(mbean, operation, Vec::new()) else {
         return false;
     };
+    let parsed = parse::Parsed::typed(vec![Ok(parse::ParsedItem::to(target, exec))]);
     let caller = viewer
         .caller("POST")
         .without_origin()
@@ -249,11 +247,13 @@ pub(crate) fn encode(name: &str) -> String {
 }
 
 /// The items the page needs: the target's list, and a read of the MBean.
-pub(crate) fn list_item(target: &str) -> Value {
-    json!({"type": "list", "target": {"url": target}})
+/// The list of a target's MBeans.
+pub(crate) fn list_item(target: &str) -> parse::Parsed {
+    parse::Parsed::typed(vec![Ok(parse::ParsedItem::to(target, Request::list(None)))])
 }
 
-pub(crate) fn read_item(target: &str, mbean: &str) -> Value {
-    json!({"type": "read", "mbean": mbean, "target": {"url": target},
-           "config": {"ignoreErrors": true}})
+/// A read of all of an MBean's attributes, each failing alone.
+pub(crate) fn read_item(target: &str, mbean: &str) -> parse::Parsed {
+    let read = Request::read(mbean, None).and_then(|r| r.with_param("ignoreErrors", "true"));
+    parse::Parsed::typed(vec![read.map(|r| parse::ParsedItem::to(target, r))])
 }

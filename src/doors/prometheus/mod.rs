@@ -38,6 +38,7 @@ use crate::pipeline::state::State;
 use crate::pipeline::{
     audit, parse, respond, route, Caller, Gateway, HttpError, Judged, Refused, RequestContext,
 };
+use crate::protocol::Request;
 
 /// How one target's scrape went.
 pub(crate) struct TargetScrape {
@@ -180,8 +181,7 @@ pub(crate) fn scrape_targets(
     caller: &Caller<'_>,
     target: &str,
 ) -> Result<(Vec<Arc<Target>>, Vec<TargetScrape>), HttpError> {
-    let item = json!([{"type": "list", "target": {"url": target}}]);
-    let parsed = parse::parse_post(item.to_string().as_bytes(), None, 1)?;
+    let parsed = parse::Parsed::typed(vec![Ok(parse::ParsedItem::to(target, Request::list(None)))]);
     let addressing = route::Addressing::Proxy {
         default_target: None,
     };
@@ -245,9 +245,12 @@ pub(crate) async fn scrape_one(
 ) -> TargetScrape {
     let started = Instant::now();
     let failed = |status, why| TargetScrape::failed(&target.name, status, why, started);
-    let list = json!({"type": "list", "target": {"url": target.name},
-                      "config": {"canonicalNaming": false, "openTypes": true}});
-    let answers = match scrape_items(gateway, state, caller, &[list]).await {
+    let list = Request::list(None)
+        .with_param("canonicalNaming", "false")
+        .and_then(|r| r.with_param("openTypes", "true"))
+        .map(|r| parse::ParsedItem::to(&target.name, r));
+    let answers = match scrape_items(gateway, state, caller, parse::Parsed::typed(vec![list])).await
+    {
         Ok(a) => a,
         Err(e) => return failed(e.status, e.message),
     };
@@ -364,7 +367,11 @@ async fn read_for(
             r
         })
         .collect();
-    let answers = scrape_items(gateway, state, caller, &items).await?;
+    // The plan's reads are JSON items (exporter::scrape), parsed here as
+    // a client's would be.
+    let body = serde_json::to_vec(&items).expect("JSON values serialise");
+    let parsed = parse::parse_post(&body, None, usize::MAX)?;
+    let answers = scrape_items(gateway, state, caller, parsed).await?;
     let parsed = state.prometheus.cpu.run(move || {
         reads
             .into_iter()
@@ -396,10 +403,8 @@ pub(crate) async fn scrape_items(
     gateway: &Gateway,
     state: &State,
     caller: &Caller<'_>,
-    items: &[Value],
+    parsed: parse::Parsed,
 ) -> Result<Vec<crate::protocol::Response>, HttpError> {
-    let body = serde_json::to_vec(items).expect("JSON values serialise");
-    let parsed = parse::parse_post(&body, None, usize::MAX)?;
     let no_headers = HeaderMap::new();
     let local = |command: &crate::protocol::Command| {
         gateway.answer_locally(

@@ -9,7 +9,6 @@ use std::sync::{Arc, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt as _;
-use serde_json::json;
 
 use super::{Export, Pending};
 use crate::doors::prometheus::TargetScrape;
@@ -17,8 +16,10 @@ use crate::exporter::exposition;
 use crate::exporter::otlp::{self, TargetPoints};
 use crate::exporter::rules::{MetricType, Sample};
 use crate::pipeline::audit::{self, Channel};
+use crate::pipeline::parse::{Parsed, ParsedItem};
 use crate::pipeline::{Caller, Gateway, RequestContext};
 use crate::principal::{AuthMethod, Principal};
+use crate::protocol::Request;
 
 /// When one target's counters started: the JVM's start time when the
 /// export may read it, else the first push that saw the target, reset
@@ -240,11 +241,12 @@ async fn jvm_start(
     caller: &Caller<'_>,
     target: &str,
 ) -> Option<u64> {
-    let item = json!({"type": "read", "mbean": "java.lang:type=Runtime",
-                      "attribute": "StartTime", "target": {"url": target}});
-    let answers = crate::doors::prometheus::scrape_items(gateway, state, caller, &[item])
-        .await
-        .ok()?;
+    let read = Request::read("java.lang:type=Runtime", Some("StartTime"))
+        .map(|r| ParsedItem::to(target, r));
+    let answers =
+        crate::doors::prometheus::scrape_items(gateway, state, caller, Parsed::typed(vec![read]))
+            .await
+            .ok()?;
     let answer = answers.into_iter().next()?;
     if answer.status() != Some(200) {
         return None;
