@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use super::limits::{Exceeded, Limits, Ticker};
 use super::rules::{BeanValue, Leaf, Mapping, Module, Outcome, Sample};
 use super::values::{describe_gc_info, platform_open_type, Found, Kind, Walk};
-use crate::protocol::ObjectName;
+use crate::protocol::{ObjectName, ProtocolError, Request};
 
 /// What to read of one target for one module.
 #[derive(Debug, Default)]
@@ -136,7 +136,22 @@ pub enum Read {
 
 /// The processing options of a read of broadly declared attributes: a
 /// number is one level deep, an object graph is cut where it starts.
-const BOUNDED: &str = r#"{"ignoreErrors": true, "maxDepth": 2, "maxObjects": 1000}"#;
+const BOUNDED: [(&str, &str); 3] = [
+    ("ignoreErrors", "true"),
+    ("maxDepth", "2"),
+    ("maxObjects", "1000"),
+];
+
+/// One of a plan's reads, as the protocol's typed request (no target yet);
+/// an MBean name an agent listed that is no valid one fails at its index.
+pub type PlannedRead = Result<Request, ProtocolError>;
+
+/// `request` with each of `params` set.
+fn with_params(request: PlannedRead, params: &[(&str, &str)]) -> PlannedRead {
+    params
+        .iter()
+        .try_fold(request?, |r, (key, value)| r.with_param(key, value))
+}
 
 /// How one target's scrape went.
 #[derive(Debug, Default)]
@@ -251,14 +266,13 @@ impl Plan {
         u32::try_from(bytes).unwrap_or(u32::MAX)
     }
 
-    /// The read requests, JSON items without a target, with what each
+    /// The read requests, typed, without a target, with what each
     /// reads: per bean, its attributes in one read (the broadly declared
     /// ones in another), or one read per attribute once its bean's read
     /// failed whole (attributes known to fail left out); each date apart.
-    pub fn reads(&self) -> Vec<(Read, Value)> {
+    pub fn reads(&self) -> Vec<(Read, PlannedRead)> {
         let split = self.split.lock().unwrap_or_else(PoisonError::into_inner);
         let failing = self.failing.lock().unwrap_or_else(PoisonError::into_inner);
-        let bounded: Value = serde_json::from_str(BOUNDED).expect("constant JSON");
         let mut reads = Vec::new();
         for (b, bean) in self.beans.iter().enumerate() {
             if split.contains(&b) {
@@ -278,34 +292,28 @@ impl Plan {
                     if names.is_empty() {
                         continue;
                     }
-                    let config = if broad {
-                        bounded.clone()
-                    } else {
-                        json!({"ignoreErrors": true})
-                    };
-                    reads.push((
-                        read,
-                        json!({"type": "read", "mbean": bean.name, "attribute": names,
-                               "config": config}),
-                    ));
+                    let params: &[(&str, &str)] = if broad { &BOUNDED } else { &BOUNDED[..1] };
+                    let request = Request::read_many(&bean.name, &names);
+                    reads.push((read, with_params(request, params)));
                 }
             }
             for (d, date) in bean.dates.iter().enumerate() {
-                reads.push((
-                    Read::Date(b, d),
-                    json!({"type": "read", "mbean": bean.name, "attribute": date.name, "path": "time"}),
-                ));
+                // A date is read as its milliseconds.
+                let request =
+                    Request::read(&bean.name, Some(&date.name)).map(|r| r.at_path("time"));
+                reads.push((Read::Date(b, d), request));
             }
         }
         reads
     }
 
-    fn read_one(&self, bean: &PlannedBean, attribute: &PlannedAttribute) -> Value {
-        let mut read = json!({"type": "read", "mbean": bean.name, "attribute": attribute.name});
+    fn read_one(&self, bean: &PlannedBean, attribute: &PlannedAttribute) -> PlannedRead {
+        let read = Request::read(&bean.name, Some(&attribute.name));
         if attribute.bounded {
-            read["config"] = serde_json::from_str(BOUNDED).expect("constant JSON");
+            with_params(read, &BOUNDED)
+        } else {
+            read
         }
-        read
     }
 
     /// The beans whose read (of all their attributes, or of the broadly
@@ -313,7 +321,7 @@ impl Plan {
     /// policy: from now on read attribute by attribute. Their reads, to
     /// send now; the failed answers are then left out of what
     /// [`assemble`](Self::assemble) is given.
-    pub fn split_failed(&self, answers: &[(Read, Value)]) -> Vec<(Read, Value)> {
+    pub fn split_failed(&self, answers: &[(Read, Value)]) -> Vec<(Read, PlannedRead)> {
         let failed: Vec<usize> = answers
             .iter()
             .filter_map(|(read, answer)| match read {

@@ -203,6 +203,15 @@ impl Request {
         Request::new(Command::Version(Version))
     }
 
+    /// A read of the inner path `path` of its attribute's value (`time`
+    /// of a `Date`); other commands are returned as they are.
+    pub fn at_path(mut self, path: &str) -> Request {
+        if let Command::Read(read) = &mut self.command {
+            read.path = Some(path.to_string());
+        }
+        self
+    }
+
     /// Sets a processing parameter (`maxDepth`, `ignoreErrors`, …),
     /// checked as the gateway checks a client's: an unknown name or a bad
     /// value is an error.

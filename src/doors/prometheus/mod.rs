@@ -31,7 +31,7 @@ use serde_json::{json, Value};
 
 use crate::exporter::exposition::{Exposition, Format};
 use crate::exporter::limits::{Exceeded, Limits};
-use crate::exporter::scrape::{Plan, Read};
+use crate::exporter::scrape::{Plan, PlannedRead, Read};
 use crate::exporter::Module;
 use crate::fleet::Target;
 use crate::pipeline::state::State;
@@ -354,24 +354,16 @@ async fn read_for(
     state: &State,
     caller: &Caller<'_>,
     target: &Target,
-    reads: Vec<(Read, Value)>,
+    reads: Vec<(Read, PlannedRead)>,
 ) -> Result<Vec<(Read, Value)>, HttpError> {
     if reads.is_empty() {
         return Ok(Vec::new());
     }
-    let items: Vec<Value> = reads
+    let items = reads
         .iter()
-        .map(|(_, r)| {
-            let mut r = r.clone();
-            r["target"] = json!({ "url": target.name });
-            r
-        })
+        .map(|(_, r)| r.clone().map(|r| parse::ParsedItem::to(&target.name, r)))
         .collect();
-    // The plan's reads are JSON items (exporter::scrape), parsed here as
-    // a client's would be.
-    let body = serde_json::to_vec(&items).expect("JSON values serialise");
-    let parsed = parse::parse_post(&body, None, usize::MAX)?;
-    let answers = scrape_items(gateway, state, caller, parsed).await?;
+    let answers = scrape_items(gateway, state, caller, parse::Parsed::typed(items)).await?;
     let parsed = state.prometheus.cpu.run(move || {
         reads
             .into_iter()

@@ -108,7 +108,7 @@ fn attribute_filters_by_object_name() {
 fn answers_become_samples_and_denials_are_counted() {
     let module = Module::from_yaml("m", "{}").unwrap();
     let plan = Plan::from_list(&module, &list());
-    let reads = plan.reads();
+    let reads = json_reads(plan.reads());
     // The date is read as milliseconds.
     assert!(reads
         .iter()
@@ -168,8 +168,7 @@ fn customizers_add_attribute_labels_and_extra_metrics() {
         "Value": {"type": "java.lang.Integer", "desc": "Value"},
         "Text": {"type": "java.lang.String", "desc": "Text"}}}}});
     let plan = Plan::from_list(&module, &list);
-    let answers: Vec<(Read, Value)> = plan
-        .reads()
+    let answers: Vec<(Read, Value)> = json_reads(plan.reads())
         .into_iter()
         .map(|(r, _)| {
             (
@@ -206,7 +205,7 @@ fn remembering(yaml: &str) -> (Module, Plan) {
 }
 
 fn answered(plan: &Plan, depth: i64, sizes: Value) -> Vec<(Read, Value)> {
-    plan.reads()
+    json_reads(plan.reads())
         .into_iter()
         .map(|(r, _)| {
             (
@@ -319,8 +318,7 @@ fn nested_tree(
     let list = json!({"evil": {"type=Deep,name=x": {"attr": {
         "Tree": {"type": "javax.management.openmbean.CompositeData", "desc": "Tree"}}}}});
     let plan = Plan::from_list(&module, &list);
-    let answers = plan
-        .reads()
+    let answers = json_reads(plan.reads())
         .into_iter()
         .map(|(r, _)| {
             let value = json!({"Tree": level(depth, breadth, key_len, full)});
@@ -444,7 +442,7 @@ fn catalina() -> (Module, Plan) {
 #[test]
 fn names_are_not_read_and_classes_are_read_bounded() {
     let (_, plan) = catalina();
-    let reads = plan.reads();
+    let reads = json_reads(plan.reads());
     let text = serde_json::to_string(&reads.iter().map(|(_, r)| r).collect::<Vec<_>>()).unwrap();
     assert!(!text.contains("Names"), "{text}");
     let bounded: Vec<&Value> = reads
@@ -454,7 +452,7 @@ fn names_are_not_read_and_classes_are_read_bounded() {
         .collect();
     assert_eq!(bounded.len(), 1, "{text}");
     assert_eq!(bounded[0]["attribute"], json!(["value", "managedResource"]));
-    assert_eq!(bounded[0]["config"]["maxDepth"], 2);
+    assert_eq!(bounded[0]["config"]["maxDepth"], "2");
     let whole: Vec<&Value> = reads
         .iter()
         .filter(|(r, _)| matches!(r, Read::Attributes(_)))
@@ -470,7 +468,7 @@ fn names_are_not_read_and_classes_are_read_bounded() {
 #[test]
 fn a_bean_whose_read_fails_whole_is_read_attribute_by_attribute_and_loses_only_the_one() {
     let (module, plan) = catalina();
-    let reads = plan.reads();
+    let reads = json_reads(plan.reads());
     // The agent can't serialise `broken`, so the bean's read fails whole;
     // the bounded read of `value` answers.
     let answered: Vec<(Read, Value)> = reads
@@ -486,7 +484,7 @@ fn a_bean_whose_read_fails_whole_is_read_attribute_by_attribute_and_loses_only_t
             (*read, answer)
         })
         .collect();
-    let again = plan.split_failed(&answered);
+    let again = json_reads(plan.split_failed(&answered));
     let names: Vec<&str> = again
         .iter()
         .map(|(_, r)| r["attribute"].as_str().unwrap())
@@ -533,7 +531,7 @@ fn a_bean_whose_read_fails_whole_is_read_attribute_by_attribute_and_loses_only_t
 
     // The next scrape reads attribute by attribute, `broken` left out and
     // still counted.
-    let next = plan.reads();
+    let next = json_reads(plan.reads());
     assert!(next.iter().all(|(r, _)| matches!(r, Read::Attribute(..))));
     assert_eq!(next.len(), 4);
     let answered: Vec<(Read, Value)> = next
@@ -559,8 +557,7 @@ fn an_attribute_the_agent_does_not_support_is_not_a_failure() {
                "error": "Usage threshold is not supported"}),
         json!("ERROR: Usage threshold is not supported (class java.lang.UnsupportedOperationException)"),
     ] {
-        let answered: Vec<(Read, Value)> = plan
-            .reads()
+        let answered: Vec<(Read, Value)> = json_reads(plan.reads())
             .into_iter()
             .map(|(r, _)| {
                 (r, json!({"status": 200, "value": {"UsageThreshold": unsupported.clone(), "Usage": 5}}))
@@ -570,4 +567,12 @@ fn an_attribute_the_agent_does_not_support_is_not_a_failure() {
         assert_eq!((scraped.failed, scraped.unsupported), (0, 1));
         assert_eq!(scraped.samples.len(), 1);
     }
+}
+
+/// A plan's reads as the JSON items agents get (without a target).
+fn json_reads(reads: Vec<(Read, super::PlannedRead)>) -> Vec<(Read, Value)> {
+    reads
+        .into_iter()
+        .map(|(read, r)| (read, r.expect("a valid MBean name").to_agent_json()))
+        .collect()
 }
