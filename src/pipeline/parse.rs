@@ -20,7 +20,7 @@ pub struct Item {
     pub parsed: Result<ParsedItem, ProtocolError>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ParsedItem {
     pub request: Request,
     pub target: Option<ProxyTarget>,
@@ -44,6 +44,12 @@ impl ParsedItem {
     /// page's list), for the target named `target`: typed from the
     /// protocol's constructors (`Request::read`, `Request::list` …),
     /// never written out as JSON to be parsed again.
+    /// The item as its echo says it: the command's fields, the target's
+    /// URL, the reduction (what a door shows of the request it ran).
+    pub fn describe(&self) -> serde_json::Value {
+        serde_json::to_value(TypedEcho(self)).expect("JSON values serialise")
+    }
+
     pub fn to(target: &str, request: Request) -> ParsedItem {
         ParsedItem {
             request,
@@ -81,7 +87,8 @@ impl Parsed {
     }
 }
 
-/// A typed item as echoed: its command's fields, and its target's URL.
+/// A typed item as echoed: its command's fields, its target's URL, its
+/// reduction.
 struct TypedEcho<'a>(&'a ParsedItem);
 
 impl serde::Serialize for TypedEcho<'_> {
@@ -91,6 +98,9 @@ impl serde::Serialize for TypedEcho<'_> {
         self.0.request.command.write_fields(&mut out)?;
         if let Some(target) = &self.0.target {
             out.serialize_entry("target", &serde_json::json!({ "url": target.url }))?;
+        }
+        if let Some(reduce) = &self.0.reduce {
+            out.serialize_entry("reduce", &reduce.to_json())?;
         }
         out.end()
     }

@@ -3,11 +3,14 @@
 //! for access. Pure: no I/O, no gateway state.
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::tools::ToolName;
+use crate::pipeline::parse::ParsedItem;
 use crate::protocol::object_name::ObjectName;
 use crate::protocol::path::escape_segment;
+use crate::protocol::reduce::Reduce;
+use crate::protocol::Request;
 
 /// A tool call whose arguments were understood.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,7 +21,7 @@ pub enum Call {
     /// `explain`: the item to judge for `target` (never sent).
     Explain {
         target: String,
-        item: Value,
+        item: ParsedItem,
     },
     /// `request_access`.
     RequestAccess {
@@ -37,7 +40,8 @@ pub enum Call {
         target: String,
         /// A selector rather than one target's name.
         fan_out: bool,
-        item: Value,
+        /// The Jolokia item, typed (the protocol's own constructors).
+        item: ParsedItem,
         /// `describe_mbean`'s ObjectName, to title the answer.
         mbean: Option<String>,
         /// `search_mbeans`: which page of its names (the first without a
@@ -234,44 +238,43 @@ fn explain_item(a: ExplainArgs) -> Result<Call, BadArguments> {
     let needs = |key: &str, v: Option<String>| {
         v.ok_or_else(|| BadArguments(format!("explain: type {kind} needs `{key}`")))
     };
-    let mut item = match a.kind {
+    let typed = |made: Result<Request, crate::protocol::ProtocolError>| {
+        made.map_err(|e| BadArguments(format!("{}: {}", tool.as_str(), e.message)))
+    };
+    let request = match a.kind {
         ExplainType::Read => {
             let mbean = needs("mbean", mbean)?;
             object_name(tool, "mbean", &mbean)?;
-            let mut read = json!({"type": "read", "mbean": mbean});
-            if let Some(attribute) = attribute {
-                read["attribute"] = json!(attribute);
-            }
-            read
+            typed(Request::read(&mbean, attribute.as_deref()))?
         }
         ExplainType::Write => {
             let mbean = needs("mbean", mbean)?;
             object_name(tool, "mbean", &mbean)?;
             let attribute = needs("attribute", attribute)?;
             // The value does not count in the decision.
-            json!({"type": "write", "mbean": mbean, "attribute": attribute, "value": null})
+            typed(Request::write(&mbean, &attribute, Value::Null))?
         }
         ExplainType::Exec => {
             let mbean = needs("mbean", mbean)?;
             object_name(tool, "mbean", &mbean)?;
             let operation = needs("operation", operation)?;
-            json!({"type": "exec", "mbean": mbean, "operation": operation, "arguments": []})
+            typed(Request::exec(&mbean, &operation, Vec::new()))?
         }
         ExplainType::List => match mbean {
             Some(mbean) => {
                 let name = object_name(tool, "mbean", &mbean)?;
-                json!({"type": "list", "path": list_path(&name)})
+                Request::list(Some(&list_path(&name)))
             }
-            None => json!({"type": "list"}),
+            None => Request::list(None),
         },
         ExplainType::Search => {
             let pattern = mbean.unwrap_or_else(|| "*:*".into());
             object_name(tool, "mbean", &pattern)?;
-            json!({"type": "search", "mbean": pattern})
+            typed(Request::search(&pattern))?
         }
     };
     nonempty(tool, "target", &a.target)?;
-    item["target"] = json!({ "url": a.target });
+    let item = ParsedItem::to(&a.target, request);
     Ok(Call::Explain {
         target: a.target,
         item,
@@ -373,18 +376,25 @@ pub fn parse_call(
     is_selector: &dyn Fn(&str) -> bool,
 ) -> Result<Call, BadArguments> {
     let given = Value::Object(given.unwrap_or_default());
+    let typed = |made: Result<Request, crate::protocol::ProtocolError>| {
+        made.map_err(|e| BadArguments(format!("{}: {}", tool.as_str(), e.message)))
+    };
     let item = |target: String,
                 fan_out: bool,
-                mut item: Value,
+                request: Request,
+                reduce: Option<Reduce>,
                 mbean: Option<String>,
                 page: Option<super::page::Page>| {
-        item["target"] = json!({ "url": target });
         // Each target's failure stays in its own place, and so does each
         // attribute's: a read of one target answers as a group of one
         // would.
-        if fan_out || tool == ToolName::ReadAttributes {
-            item["config"] = json!({ "ignoreErrors": true });
-        }
+        let request = if fan_out || tool == ToolName::ReadAttributes {
+            typed(request.with_param("ignoreErrors", "true"))?
+        } else {
+            request
+        };
+        let mut item = ParsedItem::to(&target, request);
+        item.reduce = reduce;
         Ok(Call::Item {
             tool,
             target,
@@ -416,7 +426,8 @@ pub fn parse_call(
             item(
                 a.target,
                 fan_out,
-                json!({"type": "search", "mbean": pattern}),
+                typed(Request::search(&pattern))?,
+                None,
                 None,
                 Some(page),
             )
@@ -435,7 +446,8 @@ pub fn parse_call(
             item(
                 a.target,
                 false,
-                json!({"type": "list", "path": path}),
+                Request::list(Some(&path)),
+                None,
                 Some(a.mbean),
                 None,
             )
@@ -444,19 +456,21 @@ pub fn parse_call(
             let a: ReadArgs = args(tool, given)?;
             nonempty(tool, "target", &a.target)?;
             object_name(tool, "mbean", &a.mbean)?;
-            let mut read = json!({"type": "read", "mbean": a.mbean});
-            match a.attributes {
+            let read = match a.attributes {
                 Some(list) if list.iter().any(|n| n.trim().is_empty()) => {
                     return Err(BadArguments(
                         "read_attributes: `attributes` has an empty name".into(),
                     ))
                 }
                 // A list, even of one, so values come keyed by attribute.
-                Some(list) if !list.is_empty() => read["attribute"] = json!(list),
-                _ => {}
-            }
+                Some(list) if !list.is_empty() => {
+                    let names: Vec<&str> = list.iter().map(String::as_str).collect();
+                    typed(Request::read_many(&a.mbean, &names))?
+                }
+                _ => typed(Request::read(&a.mbean, None))?,
+            };
             let fan_out = is_selector(&a.target);
-            item(a.target, fan_out, read, None, None)
+            item(a.target, fan_out, read, None, None, None)
         }
         ToolName::FleetSummary => {
             let a: SummaryArgs = args(tool, given)?;
@@ -471,12 +485,11 @@ pub fn parse_call(
             object_name(tool, "mbean", &a.mbean)?;
             nonempty(tool, "attribute", &a.attribute)?;
             let reduce = a.op.reduce(a.n)?;
-            let mut read = json!({"type": "read", "mbean": a.mbean, "attribute": a.attribute,
-                                  "reduce": reduce.to_json()});
+            let mut read = typed(Request::read(&a.mbean, Some(&a.attribute)))?;
             if let Some(p) = a.path.filter(|p| !p.is_empty()) {
-                read["path"] = json!(p);
+                read = read.at_path(&p);
             }
-            item(a.target, true, read, None, None)
+            item(a.target, true, read, Some(reduce), None, None)
         }
         ToolName::Explain => explain_item(args(tool, given)?),
         ToolName::WriteAttribute => {
@@ -487,7 +500,8 @@ pub fn parse_call(
             item(
                 a.target,
                 false,
-                json!({"type": "write", "mbean": a.mbean, "attribute": a.attribute, "value": a.value}),
+                typed(Request::write(&a.mbean, &a.attribute, a.value))?,
+                None,
                 None,
                 None,
             )
@@ -497,15 +511,12 @@ pub fn parse_call(
             one_target(tool, &a.target, is_selector)?;
             object_name(tool, "mbean", &a.mbean)?;
             nonempty(tool, "operation", &a.operation)?;
+            let arguments = a.arguments.unwrap_or_default();
             item(
                 a.target,
                 false,
-                json!({
-                    "type": "exec",
-                    "mbean": a.mbean,
-                    "operation": a.operation,
-                    "arguments": a.arguments.unwrap_or_default(),
-                }),
+                typed(Request::exec(&a.mbean, &a.operation, arguments))?,
+                None,
                 None,
                 None,
             )
@@ -535,9 +546,23 @@ mod tests {
         parse_call(tool, Some(map), &selector)
     }
 
+    use serde_json::json;
+
+    /// An item as the agent gets it, with its target (and reduction).
+    fn wire(item: &ParsedItem) -> Value {
+        let mut out = item.request.to_agent_json();
+        if let Some(t) = &item.target {
+            out["target"] = json!({ "url": t.url });
+        }
+        if let Some(r) = &item.reduce {
+            out["reduce"] = r.to_json();
+        }
+        out
+    }
+
     fn item_of(c: Call) -> Value {
         match c {
-            Call::Item { item, .. } => item,
+            Call::Item { item, .. } => wire(&item),
             other => panic!("{other:?}"),
         }
     }
@@ -554,7 +579,7 @@ mod tests {
         assert_eq!(
             item,
             json!({"type":"read","mbean":"java.lang:type=Memory","attribute":["Verbose"],"target":{"url":"a"},
-                   "config":{"ignoreErrors":true}})
+                   "config":{"ignoreErrors":"true"}})
         );
     }
 
@@ -569,7 +594,7 @@ mod tests {
             panic!()
         };
         assert!(fan_out);
-        assert_eq!(item["config"], json!({"ignoreErrors": true}));
+        assert_eq!(wire(&item)["config"], json!({"ignoreErrors": "true"}));
     }
 
     #[test]
@@ -691,7 +716,7 @@ mod tests {
     #[test]
     fn explain_judges_the_plain_request_and_refuses_what_its_type_does_not_take() {
         let explained = |given: Value| match call(ToolName::Explain, given) {
-            Ok(Call::Explain { item, .. }) => Ok(item),
+            Ok(Call::Explain { item, .. }) => Ok(wire(&item)),
             Ok(other) => panic!("{other:?}"),
             Err(e) => Err(e.0),
         };
@@ -708,7 +733,8 @@ mod tests {
                 json!({"target": "a", "type": "exec", "mbean": "a:b=c", "operation": "add(int,int)"})
             ),
             Ok(
-                json!({"type": "exec", "mbean": "a:b=c", "operation": "add(int,int)", "arguments": [],
+                // No arguments: agents get none (an empty list is left out).
+                json!({"type": "exec", "mbean": "a:b=c", "operation": "add(int,int)",
                       "target": {"url": "a"}})
             )
         );

@@ -29,15 +29,11 @@ pub(crate) async fn explain_tool(
     gateway: &Gateway,
     caller: &McpCaller,
     target: &str,
-    item: &Value,
+    item: &parse::ParsedItem,
 ) -> Outcome {
     let started = Instant::now();
     let state = &caller.state;
-    let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
-    let parsed = match parse::parse_post(&body, None, 1) {
-        Ok(parsed) => parsed,
-        Err(e) => return Outcome::Failed(format!("explain: {}", e.message)),
-    };
+    let parsed = parse::Parsed::typed(vec![Ok(item.clone())]);
     let Some(asked) = parsed.items.first() else {
         return Outcome::Failed("explain: nothing to explain".into());
     };
@@ -77,6 +73,7 @@ pub(crate) async fn explain_tool(
     if let Err(e) = gateway.record(audit::Event::Request(record)).await {
         return Outcome::Failed(e.message);
     }
+    let item = item.describe();
     let mut answer = json!({
         "target": target,
         "type": item["type"],

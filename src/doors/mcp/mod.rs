@@ -450,7 +450,7 @@ impl Door {
                             tool,
                             target: &target,
                             fan_out,
-                            item: &item,
+                            item: &item.describe(),
                             mbean: mbean.as_deref(),
                             answer,
                         }),
@@ -483,21 +483,18 @@ impl Door {
 
 /// Marks a `describe_mbean` answer with what the caller may do, decided
 /// as a call would be: by the caller's roles that reach the target.
-fn mark_uses(caller: &McpCaller, target: &str, item: &Value, mbean: &str, described: &mut Value) {
+fn mark_uses(
+    caller: &McpCaller,
+    target: &str,
+    list: &parse::ParsedItem,
+    mbean: &str,
+    described: &mut Value,
+) {
     let state = &caller.state;
     let (Some(t), Ok(name)) = (
         state.fleet.by_name(target),
         crate::protocol::ObjectName::parse(mbean),
     ) else {
-        return;
-    };
-    let Ok(body) = serde_json::to_vec(&[item]) else {
-        return;
-    };
-    let Ok(parsed) = parse::parse_post(&body, None, 1) else {
-        return;
-    };
-    let Some(Ok(list)) = parsed.items.first().map(|i| i.parsed.as_ref()) else {
         return;
     };
     let judged_as = caller.judged_as();
@@ -702,7 +699,7 @@ async fn completion(
                 tool,
                 target: &target,
                 fan_out: false,
-                item: &item,
+                item: &item.describe(),
                 mbean: Some(&described),
                 answer,
             });
@@ -766,12 +763,11 @@ pub(crate) async fn run_tool_item(
     gateway: &Gateway,
     caller: &McpCaller,
     tool: &str,
-    item: &Value,
+    item: &parse::ParsedItem,
 ) -> Result<(Value, Vec<answer::DeniedBy>), HttpError> {
     let started = Instant::now();
     let state = &caller.state;
-    let body = serde_json::to_vec(&[item]).expect("JSON values serialise");
-    let parsed = parse::parse_post(&body, None, 1)?;
+    let parsed = parse::Parsed::typed(vec![Ok(item.clone())]);
     let judged_as = caller.judged_as();
     let addressing = route::Addressing::Proxy {
         default_target: None,
