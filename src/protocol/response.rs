@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use serde_json::Value;
 
 use super::ProtocolError;
 
@@ -202,6 +203,16 @@ impl Response {
     /// copying them).
     pub fn into_fields(self) -> impl Iterator<Item = (String, Raw)> {
         self.0 .0.into_iter()
+    }
+
+    /// The answer as a JSON tree, each field's text read once. An agent's
+    /// value may nest deeper than a tree is built (serde_json's 128
+    /// levels): then the error, never a panic.
+    pub fn into_value(self) -> Result<Value, serde_json::Error> {
+        self.into_fields()
+            .map(|(key, raw)| Ok((key, serde_json::from_str(raw.get())?)))
+            .collect::<Result<serde_json::Map<String, Value>, _>>()
+            .map(Value::Object)
     }
 
     /// A successful answer whose value is JSON text made elsewhere, taken

@@ -10,10 +10,12 @@ use crate::pipeline::RequestContext;
 use axum::body::Body;
 use http::Response;
 use maud::{html, Markup};
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use crate::pipeline::parse::ParsedItem;
 use crate::pipeline::Gateway;
-use crate::protocol::reduce::{Reduced, TargetError, MAX_RANKED};
+use crate::protocol::reduce::{Op, Reduce, Reduced, TargetError, MAX_RANKED};
+use crate::protocol::{ProtocolError, Request};
 
 use super::page;
 
@@ -103,25 +105,27 @@ impl Question {
         Ok((q, asked))
     }
 
-    /// The reduced read a client would send for this question.
-    pub fn item(&self) -> Value {
-        let mut reduce = json!({ "op": self.op });
-        match self.op.as_str() {
-            "top" | "bottom" => reduce["n"] = json!(self.n),
-            "group" => reduce["by"] = json!("value"),
-            _ => {}
-        }
-        let mut item = json!({
-            "type": "read",
-            "mbean": self.mbean,
-            "attribute": self.attribute,
-            "target": { "url": self.selector },
-            "reduce": reduce,
-        });
+    /// The reduced read a client would send for this question, typed; an
+    /// MBean name that is none fails as that item would.
+    pub fn item(&self) -> Result<ParsedItem, ProtocolError> {
+        let op = match self.op.as_str() {
+            "top" => Op::Top(self.n),
+            "bottom" => Op::Bottom(self.n),
+            "sum" => Op::Sum,
+            "avg" => Op::Avg,
+            "min" => Op::Min,
+            "max" => Op::Max,
+            "count" => Op::Count,
+            // `parse` took only the ops of OPS.
+            _ => Op::Group,
+        };
+        let mut read = Request::read(&self.mbean, Some(&self.attribute))?;
         if !self.path.is_empty() {
-            item["path"] = json!(self.path);
+            read = read.at_path(&self.path);
         }
-        item
+        let mut item = ParsedItem::to(&self.selector, read);
+        item.reduce = Some(Reduce::new(op));
+        Ok(item)
     }
 }
 
@@ -421,12 +425,7 @@ pub(crate) async fn answers_page(
         Err(why) => return page::error(400, &why, base, who),
     };
     let answer = if asked {
-        // The question is the viewer's own text: parsed as a client's item.
-        let item = serde_json::to_vec(&[question.item()]).expect("JSON values serialise");
-        let parsed = match crate::pipeline::parse::parse_post(&item, None, 1) {
-            Ok(parsed) => parsed,
-            Err(e) => return page::error(e.status, &e.message, base, who),
-        };
+        let parsed = crate::pipeline::parse::Parsed::typed(vec![question.item()]);
         match crate::doors::console::target::console_item(gateway, state, viewer, parsed).await {
             Ok(v) => Some(v),
             Err(e) => return page::error(e.status, &e.message, base, who),
@@ -445,6 +444,7 @@ pub(crate) async fn answers_page(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_form_becomes_the_reduced_read_a_client_would_send() {
@@ -454,15 +454,16 @@ mod tests {
         .unwrap();
         assert!(asked);
         assert_eq!(
-            q.item(),
+            q.item().unwrap().describe(),
             json!({"type": "read", "mbean": "java.lang:type=Memory",
                    "attribute": "HeapMemoryUsage", "path": "used",
                    "target": {"url": "app=orders"}, "reduce": {"op": "top", "n": 3}})
         );
         let (q, _) = Question::parse(Some("mbean=a%3Ab%3Dc&attribute=X&op=group")).unwrap();
-        assert_eq!(q.item()["reduce"], json!({"op": "group", "by": "value"}));
-        assert_eq!(q.item()["target"], json!({"url": "*"}));
-        assert!(q.item().get("path").is_none());
+        let item = q.item().unwrap().describe();
+        assert_eq!(item["reduce"], json!({"op": "group", "by": "value"}));
+        assert_eq!(item["target"], json!({"url": "*"}));
+        assert!(item.get("path").is_none());
     }
 
     #[test]

@@ -50,11 +50,10 @@ pub(crate) async fn console_item(
             merged: &merged,
         })
         .await?;
-    let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
-    let body = crate::pipeline::respond::body(&answers, false).to_vec();
-    // One answer, not in a list. An agent's value may nest deeper than
-    // a JSON tree is built here: an error page, never a panic.
-    serde_json::from_slice(&body).map_err(|e| {
+    let (answer, _) = merged.into_iter().next().expect("one item, one answer");
+    // An agent's value may nest deeper than a JSON tree is built here:
+    // an error page, never a panic.
+    answer.into_value().map_err(|e| {
         HttpError::new(
             502,
             "jmxgate.AnswerTooDeep",

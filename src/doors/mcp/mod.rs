@@ -48,7 +48,7 @@ use serde_json::{json, Value};
 
 use crate::doors::access::{wire, AccessCall, Ask};
 use crate::pipeline::state::State;
-use crate::pipeline::{audit, authorize, parse, respond, route, Caller, Gateway, HttpError};
+use crate::pipeline::{audit, authorize, parse, route, Caller, Gateway, HttpError};
 use answer::{Answered, Outcome};
 use call::Call;
 use prompts::PromptName;
@@ -831,11 +831,10 @@ pub(crate) async fn run_tool_item(
             })
         })
         .collect();
-    let answers: Vec<_> = merged.into_iter().map(|(answer, _)| answer).collect();
-    let body = respond::body(&answers, false).to_vec();
+    let (answer, _) = merged.into_iter().next().expect("one item, one answer");
     // An agent's value may nest deeper than a JSON tree is built here
     // (serde_json's 128 levels): a tool error, never a panic.
-    let answer = serde_json::from_slice(&body).map_err(|e| {
+    let answer = answer.into_value().map_err(|e| {
         HttpError::new(
             502,
             "jmxgate.AnswerTooDeep",
