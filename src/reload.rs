@@ -7,10 +7,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crate::config::ConfigSource;
 use crate::pipeline::Gateway;
+use crate::reload_trigger::{stamp, Stamp};
 
 /// Re-reads the config file and every file it names, and installs them.
 /// Returns the number of targets and roles now in force.
@@ -43,29 +44,6 @@ fn watched_files(source: &ConfigSource) -> Vec<PathBuf> {
     let mut files = source.files.clone();
     files.extend(source.named_files());
     files
-}
-
-/// What identifies one version of a file: modification time, length and
-/// (on Unix) inode, so that an atomic rename is seen even with a kept mtime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Stamp {
-    modified: Option<SystemTime>,
-    len: u64,
-    inode: u64,
-}
-
-/// The file's stamp, `None` while it doesn't exist.
-pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
-    let meta = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
-    #[cfg(not(unix))]
-    let inode = 0;
-    Some(Stamp {
-        modified: meta.modified().ok(),
-        len: meta.len(),
-        inode,
-    })
 }
 
 fn stamps(files: &[PathBuf]) -> Vec<Option<Stamp>> {

@@ -1,7 +1,9 @@
 //! What wakes a reload loop: SIGHUP, or a period elapsed. One trigger for
-//! the configuration's reload and the TLS listener's certificates.
+//! the configuration's reload and the TLS listener's certificates, and the
+//! [`Stamp`] both loops tell a changed file by.
 
-use std::time::Duration;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 use tokio::time::{Interval, MissedTickBehavior};
 
@@ -70,4 +72,27 @@ impl ReloadTrigger {
             () = ticked => Wake::Tick,
         }
     }
+}
+
+/// What identifies one version of a file: modification time, length and
+/// (on Unix) inode, so that an atomic rename is seen even with a kept mtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    modified: Option<SystemTime>,
+    len: u64,
+    inode: u64,
+}
+
+/// The file's stamp, `None` while it doesn't exist.
+pub(crate) fn stamp(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(Stamp {
+        modified: meta.modified().ok(),
+        len: meta.len(),
+        inode,
+    })
 }

@@ -8,8 +8,7 @@ use arc_swap::ArcSwap;
 use rustls::ServerConfig;
 
 use super::config::{server_config, TlsConfig};
-use crate::reload::{stamp, Stamp};
-use crate::reload_trigger::{ReloadTrigger, Wake};
+use crate::reload_trigger::{stamp, ReloadTrigger, Stamp, Wake};
 
 /// The current rustls server configuration, rebuilt when its files change.
 pub struct ReloadingTls {
