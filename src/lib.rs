@@ -11,7 +11,6 @@ pub mod clock;
 pub mod config;
 pub mod discovery;
 pub mod doors;
-pub mod elevation;
 pub mod events;
 pub mod exporter;
 pub mod fleet;

@@ -16,6 +16,7 @@ use crate::principal::{AuthMethod, Principal};
 use crate::protocol::object_name::wildmatch;
 
 pub mod config;
+pub mod elevation;
 pub use config::{AccessConfig, ReasonRule, RoleConfig};
 
 /// Every problem of `[[roles]]` and `[access]`, each named by its key.
@@ -61,7 +62,7 @@ pub fn problems(roles: &[RoleConfig], access: &AccessConfig) -> Vec<String> {
             "access.max_pending_requests: 0 would refuse every request; use 1 or more".into(),
         );
     }
-    problems.extend(crate::elevation::problems(roles));
+    problems.extend(elevation::problems(roles));
     problems
 }
 
@@ -167,7 +168,7 @@ pub struct Role {
     pub granted_by: Option<Arc<str>>,
     /// `approval_required`, its approvers and the window of an approved
     /// item: what this role runs only after a second person's yes.
-    pub approval: Arc<crate::elevation::ItemApproval>,
+    pub approval: Arc<elevation::ItemApproval>,
     pub policy: Arc<Policy>,
     pub policy_file: Option<PathBuf>,
     /// Most targets one item may reach through a selector, if set.
@@ -334,7 +335,7 @@ impl AccessControl {
                 namespace: None,
                 granted_on: None,
                 granted_by: None,
-                approval: Arc::new(crate::elevation::ItemApproval::of(r)),
+                approval: Arc::new(elevation::ItemApproval::of(r)),
                 policy: Arc::new(policy),
                 policy_file: r.policy.clone(),
                 max_targets_per_item: r.max_targets_per_item,

@@ -15,8 +15,8 @@ use arc_swap::ArcSwapOption;
 use axum::body::Body;
 use http::{Method, Response as HttpResponse};
 
+use crate::access::elevation::Refusal;
 use crate::access::{Role, RoleConfig};
-use crate::elevation::Refusal;
 use crate::principal::{AuthMethod, Principal};
 use crate::protocol::ProtocolError;
 use crate::store::{

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
-use crate::elevation::{self, Refusal};
+use crate::access::elevation::{self, Refusal};
 use crate::store::{NewRequest, RequestKind, RequestState, Store, StoredRequest, Verdict};
 
 use super::{bare, refusal, reviewed_under, store_error, wire, AccessCall, Answer, StepNames};

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
+use crate::access::elevation::{Guarded, ItemApproval};
 use crate::access::Role;
-use crate::elevation::{Guarded, ItemApproval};
 use crate::policy::Policy;
 use crate::protocol::{Command, ObjectName, ProtocolError, Request};
 

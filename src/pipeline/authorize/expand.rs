@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::{exec_denied, read_denied, write_denied, Denied, Grant};
-use crate::elevation::Guarded;
+use crate::access::elevation::Guarded;
 use crate::policy::Decision;
 use crate::protocol::{
     path, Attributes, Command, List, ObjectName, ProtocolError, Read, Request, Response, Search,

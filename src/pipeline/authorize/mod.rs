@@ -16,8 +16,8 @@ pub mod rbac;
 
 use std::sync::Arc;
 
+use crate::access::elevation::{Guarded, ItemApproval};
 use crate::access::{AccessControl, Role};
-use crate::elevation::{Guarded, ItemApproval};
 use crate::policy::{Decision, Policy};
 use crate::protocol::{Attributes, Command, ObjectName, ProtocolError, Request};
 

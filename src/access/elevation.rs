@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use crate::access::config::RoleConfig;
-pub use crate::access::config::{ReasonRule, DEFAULT_APPROVED_USE_WITHIN, DEFAULT_MAX_DURATION};
+use super::config::RoleConfig;
+pub use super::config::{ReasonRule, DEFAULT_APPROVED_USE_WITHIN, DEFAULT_MAX_DURATION};
 use crate::protocol::object_name::ObjectName;
 
 /// The longest `max_duration` allowed: standing access by another name
