@@ -4,7 +4,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use crate::config::ServerConfig;
 use crate::protocol::PROTOCOL_VERSION;
 
 pub const GATEWAY_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -26,7 +25,8 @@ pub struct Limits {
 }
 
 impl GatewayIdentity {
-    pub fn new(server: &ServerConfig) -> GatewayIdentity {
+    /// `public_url` is `server.public_url`, the URL a `version` answer shows.
+    pub fn new(public_url: Option<String>) -> GatewayIdentity {
         let boot_id = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -38,7 +38,7 @@ impl GatewayIdentity {
         GatewayIdentity {
             boot_id,
             id: format!("{host}-{}-jmxgate", std::process::id()),
-            public_url: server.public_url.clone(),
+            public_url,
         }
     }
 

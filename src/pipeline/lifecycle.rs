@@ -52,7 +52,7 @@ impl Gateway {
             audit,
             prefix: PREFIX.to_string(),
             metrics,
-            identity: GatewayIdentity::new(&config.server),
+            identity: GatewayIdentity::new(config.server.public_url.clone()),
             request_seq: AtomicU64::new(0),
             working: tokio::sync::Semaphore::new(config.server.max_concurrent_requests),
             max_concurrent: config.server.max_concurrent_requests,
