@@ -6,8 +6,8 @@
 //! and a limit below what the configuration may hold open is a warning
 //! that names the keys, not a `Too many open files` later.
 
-use crate::config::ServerConfig;
 use crate::health::HealthConfig;
+use crate::pipeline::server::ServerConfig;
 
 /// Descriptors beyond the connections: listeners, the audit log and its
 /// sinks, configuration and inventory reads, resolvers, the admin door.

@@ -11,6 +11,7 @@ use arc_swap::ArcSwap;
 use super::state::State;
 use super::{authenticate, listen, Gateway, PREFIX};
 use crate::access::AccessControl;
+use crate::agent_settings::TargetConfig;
 use crate::config::Config;
 use crate::fleet::Fleet;
 use crate::principal::AuthMethod;
@@ -159,7 +160,7 @@ impl Gateway {
 
     /// Replaces the targets of the first DNS entry's source (`dns[0]`);
     /// see [`Gateway::set_discovered_by`].
-    pub fn set_discovered(&self, targets: Vec<crate::config::TargetConfig>) -> Result<(), String> {
+    pub fn set_discovered(&self, targets: Vec<TargetConfig>) -> Result<(), String> {
         self.set_discovered_by("dns[0]", targets)
     }
 
@@ -169,7 +170,7 @@ impl Gateway {
     pub fn set_discovered_by(
         &self,
         source: &str,
-        targets: Vec<crate::config::TargetConfig>,
+        targets: Vec<TargetConfig>,
     ) -> Result<(), String> {
         self.discovered_by(source, crate::fleet::Change::Restart(targets))
     }
@@ -588,9 +589,7 @@ impl Gateway {
 
 /// The configured sources of `config`: its `[[targets]]` (`config`) and
 /// each `[[inventory]]` file (`inventory:<targets_file>`, by its place).
-fn configured_sources(
-    config: &Config,
-) -> Vec<(crate::fleet::SourceName, Vec<crate::config::TargetConfig>)> {
+fn configured_sources(config: &Config) -> Vec<(crate::fleet::SourceName, Vec<TargetConfig>)> {
     use crate::fleet::SourceName;
     std::iter::once((SourceName::Config, config.targets.clone()))
         .chain(
@@ -614,7 +613,7 @@ fn configured_sources(
 
 /// `config` with the fleet's `targets` (the sources' listings folded)
 /// in place of its own.
-fn with_targets(config: &Config, targets: Vec<crate::config::TargetConfig>) -> Config {
+fn with_targets(config: &Config, targets: Vec<TargetConfig>) -> Config {
     let mut config = config.clone();
     config.targets = targets;
     config.inventory_targets = Vec::new();
@@ -650,7 +649,7 @@ pub(crate) mod tests {
             .unwrap()
     }
 
-    fn discovered(name: &str) -> crate::config::TargetConfig {
+    fn discovered(name: &str) -> TargetConfig {
         config(&[name]).targets.remove(0)
     }
 
@@ -718,7 +717,7 @@ pub(crate) mod tests {
         use crate::fleet::Change;
         let gw = Gateway::new(&config(&["a"])).unwrap();
         let k8s = "kubernetes[0]";
-        let changed = |upserts: Vec<crate::config::TargetConfig>, removed: &[&str]| Change::Apply {
+        let changed = |upserts: Vec<TargetConfig>, removed: &[&str]| Change::Apply {
             upserts,
             removed: removed.iter().map(|n| n.to_string()).collect(),
         };

@@ -467,7 +467,7 @@ pub struct ClientLimits {
 }
 
 impl ClientLimits {
-    pub fn from_config(server: &crate::config::ServerConfig) -> ClientLimits {
+    pub fn from_config(server: &super::server::ServerConfig) -> ClientLimits {
         ClientLimits {
             header_read_timeout: server.header_read_timeout,
             connections: Arc::new(ConnectionCap::new(server.max_connections)),

@@ -11,15 +11,51 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::config::ListCacheConfig;
 use crate::fleet::Target;
 use crate::metrics::Metrics;
 use crate::protocol::{Request, Response};
 use crate::secret::Secret;
 
 use super::{exchange_error, measured};
+
+/// `[list_cache]`: one shared copy of each agent's `list` answer,
+/// revalidated with `ifModifiedSince` and filtered per caller afterwards.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListCacheConfig {
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Bytes of cached answers kept, all targets together; the least
+    /// used go first.
+    #[serde(default = "default_list_cache_bytes")]
+    pub max_bytes: u64,
+    /// How long a cached answer is served without asking the agent
+    /// whether its MBeans changed. `0s` (the default) asks every time;
+    /// the question is cheap (the agent answers 304 without a body).
+    #[serde(default, with = "humantime_serde")]
+    pub fresh_for: Duration,
+}
+
+impl Default for ListCacheConfig {
+    fn default() -> Self {
+        ListCacheConfig {
+            enabled: true,
+            max_bytes: default_list_cache_bytes(),
+            fresh_for: Duration::ZERO,
+        }
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_list_cache_bytes() -> u64 {
+    256 * 1024 * 1024
+}
 
 /// A cached answer.
 #[derive(Debug, Clone)]
