@@ -4,6 +4,7 @@
 pub mod access;
 pub mod admin;
 pub mod agent_settings;
+pub mod app;
 pub mod audit;
 pub mod cli;
 pub mod client;

@@ -1,5 +1,6 @@
 //! The gateway's life outside any one request: construction from the
-//! configuration, reloads and discovered targets (each builds a new
+//! configuration's [`Setup`] (the composition root, `app`, makes one of
+//! the whole file), reloads and discovered targets (each builds a new
 //! [`State`](super::state::State) and swaps it in whole), health probes,
 //! and what the admin listener reads. The request path is in `mod.rs`.
 
@@ -8,43 +9,49 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use super::state::State;
+use super::server::ServerConfig;
+use super::state::Setup;
 use super::{authenticate, listen, Gateway, PREFIX};
 use crate::access::AccessControl;
 use crate::agent_settings::TargetConfig;
-use crate::config::Config;
 use crate::fleet::Fleet;
 use crate::principal::AuthMethod;
 use crate::version::GatewayIdentity;
 
+/// The settings fixed at start (a change takes a restart), beside the
+/// [`Setup`] that reloads replace.
+pub(crate) struct Fixed<'a> {
+    pub server: &'a ServerConfig,
+    pub health: &'a crate::health::HealthConfig,
+    pub audit: Option<&'a crate::audit::AuditConfig>,
+    pub access_store: &'a crate::store::StoreConfig,
+}
+
 impl Gateway {
-    pub fn new(config: &Config) -> Result<Gateway, String> {
+    /// The gateway of `setup`, with the settings `fixed` at start.
+    pub(crate) fn assemble(setup: Arc<dyn Setup>, fixed: Fixed<'_>) -> Result<Gateway, String> {
+        let Fixed {
+            server,
+            health: health_config,
+            audit,
+            access_store,
+        } = fixed;
         let metrics = Arc::new(crate::metrics::Metrics::new());
         let bounds = crate::fleet::GatewayBounds {
-            budget: Some(crate::client::BufferBudget::new(
-                config.server.max_buffered_bytes,
-            )),
+            budget: Some(crate::client::BufferBudget::new(server.max_buffered_bytes)),
             exchanges: Some(Arc::new(tokio::sync::Semaphore::new(
-                config.server.max_agent_exchanges,
+                server.max_agent_exchanges,
             ))),
-            max_kept_connections: Some(config.server.max_kept_agent_connections),
+            max_kept_connections: Some(server.max_kept_agent_connections),
         };
-        let health = Arc::new(crate::health::HealthBook::from_config(&config.health));
+        let health = Arc::new(crate::health::HealthBook::from_config(health_config));
         let mut book = crate::fleet::SourceBook::default();
-        let (collisions, _) = book.replace_configured(configured_sources(config));
-        let state = State::from_config(
-            &with_targets(config, book.fleet_targets()),
-            &metrics,
-            &bounds,
-            &health,
-            None,
-        )?;
+        let (collisions, _) = book.replace_configured(setup.configured_sources());
+        let state = setup.state(book.fleet_targets(), &metrics, &bounds, &health, None)?;
         if state.access.is_open() {
             tracing::warn!("no roles configured: every caller may do everything on every target");
         }
-        let audit = config
-            .audit
-            .as_ref()
+        let audit = audit
             .map(|a| crate::audit::AuditLog::start(a, metrics.audit_writer()))
             .transpose()?;
         let notifier = crate::notify::Notifier::start(metrics.clone());
@@ -53,25 +60,22 @@ impl Gateway {
             audit,
             prefix: PREFIX.to_string(),
             metrics,
-            identity: GatewayIdentity::new(config.server.public_url.clone()),
+            identity: GatewayIdentity::new(server.public_url.clone()),
             request_seq: AtomicU64::new(0),
-            working: tokio::sync::Semaphore::new(config.server.max_concurrent_requests),
-            max_concurrent: config.server.max_concurrent_requests,
-            anonymous: tokio::sync::Semaphore::new(config.server.max_anonymous_requests()),
-            max_anonymous: config.server.max_anonymous_requests(),
+            working: tokio::sync::Semaphore::new(server.max_concurrent_requests),
+            max_concurrent: server.max_concurrent_requests,
+            anonymous: tokio::sync::Semaphore::new(server.max_anonymous_requests()),
+            max_anonymous: server.max_anonymous_requests(),
             shed: AtomicU64::new(0),
             shed_recorded: std::sync::Mutex::new(None),
             bounds,
             health,
-            health_config: config.health.clone(),
-            max_probes_in_flight: config.health.max_probes_in_flight.max(1),
-            max_agent_exchanges: config.server.max_agent_exchanges.max(1),
-            sources: std::sync::Mutex::new(super::Sources {
-                config: config.clone(),
-                book,
-            }),
-            limits: listen::ClientLimits::from_config(&config.server),
-            elevation: crate::doors::access::Elevation::new(&config.access.store),
+            health_config: health_config.clone(),
+            max_probes_in_flight: health_config.max_probes_in_flight.max(1),
+            max_agent_exchanges: server.max_agent_exchanges.max(1),
+            sources: std::sync::Mutex::new(super::Sources { setup, book }),
+            limits: listen::ClientLimits::from_config(server),
+            elevation: crate::doors::access::Elevation::new(access_store),
             otlp: Default::default(),
             notifier,
         };
@@ -125,16 +129,17 @@ impl Gateway {
         self.state.load().access.clone()
     }
 
-    /// Replaces targets, roles, policies and credential stores at once.
-    /// In-flight requests finish under the set they started with.
-    /// Listeners and the audit log keep their settings until a restart.
-    pub fn reload(&self, config: &Config) -> Result<(), String> {
+    /// Replaces targets, roles, policies and credential stores at once
+    /// with `setup`'s. In-flight requests finish under the set they
+    /// started with. Listeners and the audit log keep their settings
+    /// until a restart.
+    pub(crate) fn reconfigure(&self, setup: Arc<dyn Setup>) -> Result<(), String> {
         let mut sources = self.sources.lock().expect("sources lock");
         let mut book = sources.book.clone();
-        let (collisions, gone) = book.replace_configured(configured_sources(config));
-        let result = self.install(config, &book);
+        let (collisions, gone) = book.replace_configured(setup.configured_sources());
+        let result = self.install(&*setup, &book);
         if result.is_ok() {
-            sources.config = config.clone();
+            sources.setup = setup;
             sources.book = book;
             self.tell_sources(&sources.book, &collisions, &gone);
             self.otlp.reloaded();
@@ -238,8 +243,8 @@ impl Gateway {
             );
             Err(e)
         };
-        if let Some(default) = sources.config.server.default_target.as_ref() {
-            if plan.fleet.removed.contains(default) {
+        if let Some(default) = sources.setup.default_target() {
+            if plan.fleet.removed.iter().any(|gone| gone == default) {
                 return refuse(format!(
                     "server.default_target: target \"{default}\" would leave the fleet"
                 ));
@@ -248,14 +253,14 @@ impl Gateway {
         let state = self.state.load_full();
         let (fleet, failed) = state.fleet.changed(
             &plan.fleet,
-            &sources.config.target_defaults,
+            sources.setup.target_defaults(),
             &self.bounds,
             &self.health,
         );
         for (target, why) in &failed {
             tracing::error!(source = %name, target_name = %target, "a discovered target can't be reached, left out: {why}");
         }
-        let next = match state.with_fleet(&sources.config, Arc::new(fleet)) {
+        let next = match state.with_fleet(sources.setup.default_target(), Arc::new(fleet)) {
             Ok(next) => next,
             Err(e) => return refuse(e),
         };
@@ -359,12 +364,11 @@ impl Gateway {
     }
 
     /// Builds the whole fleet from every source's listing in `book`
-    /// (`config`'s own among them), and the rest of the state from
-    /// `config`.
-    fn install(&self, config: &Config, book: &crate::fleet::SourceBook) -> Result<(), String> {
-        let config = with_targets(config, book.fleet_targets());
-        let state = Arc::new(State::from_config(
-            &config,
+    /// (`setup`'s own among them), and the rest of the state from
+    /// `setup`.
+    fn install(&self, setup: &dyn Setup, book: &crate::fleet::SourceBook) -> Result<(), String> {
+        let state = Arc::new(setup.state(
+            book.fleet_targets(),
             &self.metrics,
             &self.bounds,
             &self.health,
@@ -485,8 +489,8 @@ impl Gateway {
         let (discovery, listeners) = {
             let sources = self.sources.lock().expect("sources lock");
             (
-                sources.config.discovery.clone(),
-                sources.config.listen_addresses(),
+                sources.setup.discovery().clone(),
+                sources.setup.listen_addresses(),
             )
         };
         if discovery.is_empty() {
@@ -587,39 +591,6 @@ impl Gateway {
     }
 }
 
-/// The configured sources of `config`: its `[[targets]]` (`config`) and
-/// each `[[inventory]]` file (`inventory:<targets_file>`, by its place).
-fn configured_sources(config: &Config) -> Vec<(crate::fleet::SourceName, Vec<TargetConfig>)> {
-    use crate::fleet::SourceName;
-    std::iter::once((SourceName::Config, config.targets.clone()))
-        .chain(
-            config
-                .inventory
-                .iter()
-                .zip(&config.inventory_targets)
-                .enumerate()
-                .map(|(position, (inventory, targets))| {
-                    (
-                        SourceName::Inventory {
-                            position,
-                            file: inventory.targets_file.display().to_string().into(),
-                        },
-                        targets.clone(),
-                    )
-                }),
-        )
-        .collect()
-}
-
-/// `config` with the fleet's `targets` (the sources' listings folded)
-/// in place of its own.
-fn with_targets(config: &Config, targets: Vec<TargetConfig>) -> Config {
-    let mut config = config.clone();
-    config.targets = targets;
-    config.inventory_targets = Vec::new();
-    config
-}
-
 /// Drives the probes in flight until `deadline`.
 async fn drive_until<F: std::future::Future<Output = ()>>(
     probes: &mut futures::stream::FuturesUnordered<F>,
@@ -637,6 +608,7 @@ async fn drive_until<F: std::future::Future<Output = ()>>(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::config::Config;
 
     /// A valid config with one target per name (nothing listens there).
     pub(crate) fn config(names: &[&str]) -> Config {

@@ -25,7 +25,7 @@ pub(crate) mod context;
 pub mod dispatch;
 pub mod hosts;
 pub mod items;
-mod lifecycle;
+pub(crate) mod lifecycle;
 pub mod listen;
 pub mod merge;
 pub mod parse;
@@ -47,7 +47,6 @@ use http::{HeaderMap, Response as HttpResponse};
 
 use arc_swap::ArcSwap;
 
-use crate::config::Config;
 use crate::fleet::Target;
 use crate::protocol::{Command, Request, Response};
 use crate::version::GatewayIdentity;
@@ -72,7 +71,7 @@ pub use respond::HttpError;
 /// each discovery source), folded by one rule
 /// ([`SourceBook`](crate::fleet::SourceBook)).
 pub(crate) struct Sources {
-    pub config: Config,
+    pub setup: Arc<dyn state::Setup>,
     pub book: crate::fleet::SourceBook,
 }
 

@@ -7,8 +7,10 @@
 use std::sync::Arc;
 
 use crate::access::AccessControl;
-use crate::config::Config;
-use crate::fleet::{Fleet, Target};
+use crate::agent_settings::{AgentSettings, TargetConfig};
+use crate::fleet::{Fleet, GatewayBounds, SourceName, Target};
+use crate::health::HealthBook;
+use crate::metrics::Metrics;
 
 use super::authenticate::{AuthMethod, Authenticator};
 
@@ -45,6 +47,8 @@ pub struct State {
     pub console_sign_in: Option<Arc<crate::doors::console::sign_in::SignIn>>,
     /// `[events]`: who is told of the journal's events.
     pub events: crate::jobs::webhooks::config::EventsConfig,
+    /// `[otlp]`: the exports the OTLP job runs.
+    pub otlp: crate::jobs::otlp::config::OtlpConfig,
 }
 
 impl State {
@@ -56,76 +60,12 @@ impl State {
         }
     }
 
-    /// Builds everything, or fails naming what is wrong; nothing is
-    /// half-applied. `previous` is the state a reload replaces: what it
-    /// counted against callers carries over.
-    pub fn from_config(
-        config: &Config,
-        metrics: &Arc<crate::metrics::Metrics>,
-        bounds: &crate::fleet::GatewayBounds,
-        health: &crate::health::HealthBook,
-        previous: Option<&State>,
-    ) -> Result<State, String> {
-        let fleet = Arc::new(Fleet::with_budget(
-            &config.targets,
-            &config.target_defaults,
-            bounds,
-            health,
-        )?);
-        let default_target = default_target(config, &fleet)?;
-        let access = Arc::new(AccessControl::new(&config.roles, &config.access)?);
-        let authenticator =
-            Authenticator::from_config_after(&config.auth, previous.map(|p| &*p.authenticator))?
-                .with_metrics(metrics.clone());
-        let http_methods = config.server.http_methods(&config.auth);
-        let tls_methods = config.server.tls_methods(&config.auth);
-        authenticator.check_methods("server.auth", &http_methods)?;
-        if config.server.tls.is_some() {
-            authenticator.check_methods("server.tls_auth", &tls_methods)?;
-        }
-        Ok(State {
-            fleet,
-            default_target,
-            access,
-            authenticator: Arc::new(authenticator),
-            http_methods,
-            tls_methods,
-            allowed_hosts: super::hosts::AllowedHosts::new(config.server.allowed_hosts.as_deref()),
-            max_body_bytes: config.server.max_body_bytes,
-            body_read_timeout: config.server.body_read_timeout,
-            max_bulk_items: config.server.max_bulk_items,
-            max_targets_per_item: config.server.max_targets_per_item,
-            pending_timeout: config.access.pending_timeout,
-            max_pending_requests: config.access.max_pending_requests,
-            list_cache: super::dispatch::list_cache::ListCache::new(&config.list_cache)
-                .map(Arc::new),
-            mcp: config.mcp.clone(),
-            console: config.console.clone(),
-            console_sign_in: crate::doors::console::sign_in::SignIn::new(
-                &config.console,
-                config.auth.bearer.as_ref(),
-            )?
-            .map(Arc::new),
-            events: config.events.clone(),
-            mcp_batch: crate::doors::mcp::jsonrpc::BatchBounds {
-                max_items: config.server.max_bulk_items,
-                max_bytes: usize::try_from(config.target_defaults.max_response_bytes())
-                    .unwrap_or(usize::MAX),
-                deadline: config.target_defaults.request_timeout(),
-            },
-            prometheus: Arc::new(crate::doors::prometheus::exporter::Exporter::new(
-                &config.prometheus,
-            )?),
-        })
-    }
-
     /// This state with another fleet (the configuration that made this
-    /// state, `config`, still in force); fails as
-    /// [`from_config`](Self::from_config) would when the default target
-    /// is gone.
-    pub fn with_fleet(&self, config: &Config, fleet: Arc<Fleet>) -> Result<State, String> {
+    /// state, with its `server.default_target`, still in force); fails as
+    /// [`Setup::state`] would when the default target is gone.
+    pub fn with_fleet(&self, default: Option<&str>, fleet: Arc<Fleet>) -> Result<State, String> {
         Ok(State {
-            default_target: default_target(config, &fleet)?,
+            default_target: default_target(default, &fleet)?,
             fleet,
             ..self.clone()
         })
@@ -133,11 +73,8 @@ impl State {
 }
 
 /// `server.default_target`, found in `fleet`.
-fn default_target(config: &Config, fleet: &Fleet) -> Result<Option<Arc<Target>>, String> {
-    config
-        .server
-        .default_target
-        .as_deref()
+pub fn default_target(default: Option<&str>, fleet: &Fleet) -> Result<Option<Arc<Target>>, String> {
+    default
         .map(|name| {
             fleet
                 .by_name(name)
@@ -145,4 +82,40 @@ fn default_target(config: &Config, fleet: &Fleet) -> Result<Option<Arc<Target>>,
                 .ok_or_else(|| format!("server.default_target: no target is named \"{name}\""))
         })
         .transpose()
+}
+
+/// The configuration the gateway runs under, as its life outside any one
+/// request needs it: the configured sources of the fleet, a whole new
+/// [`State`] for the fleet's targets, and the few settings a change of
+/// discovered targets reads. The composition root (`app`) implements it
+/// for the whole configuration; the phases see no other section.
+pub trait Setup: Send + Sync {
+    /// Every configured source's listing: `[[targets]]` (`config`) and
+    /// each `[[inventory]]` file (`inventory:<targets_file>`, by its place).
+    fn configured_sources(&self) -> Vec<(SourceName, Vec<TargetConfig>)>;
+
+    /// Builds everything, with the fleet's `targets` (every source's
+    /// listing folded) in place of the configured ones, or fails naming
+    /// what is wrong; nothing is half-applied. `previous` is the state a
+    /// reload replaces: what it counted against callers carries over.
+    fn state(
+        &self,
+        targets: Vec<TargetConfig>,
+        metrics: &Arc<Metrics>,
+        bounds: &GatewayBounds,
+        health: &HealthBook,
+        previous: Option<&State>,
+    ) -> Result<State, String>;
+
+    /// `server.default_target`.
+    fn default_target(&self) -> Option<&str>;
+
+    /// `[target_defaults]`.
+    fn target_defaults(&self) -> &AgentSettings;
+
+    /// `[[discovery.dns]]` and `[[discovery.kubernetes]]`.
+    fn discovery(&self) -> &crate::discovery::DiscoveryConfig;
+
+    /// The addresses the gateway's listeners bind.
+    fn listen_addresses(&self) -> Vec<std::net::SocketAddr>;
 }

@@ -131,15 +131,8 @@ pub fn spawn_otlp_exports(gateway: &Arc<Gateway>) -> tokio::task::JoinHandle<()>
 }
 
 fn match_otlp_exports(gateway: &Arc<Gateway>) {
-    let configured = gateway
-        .sources
-        .lock()
-        .expect("sources lock")
-        .config
-        .otlp
-        .exports
-        .clone();
     let state = gateway.state.load_full();
+    let configured = &state.otlp.exports;
     let mut wanted = BTreeMap::new();
     let mut not_started = BTreeMap::new();
     for (i, c) in configured.iter().enumerate() {

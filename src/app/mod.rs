@@ -1,0 +1,141 @@
+//! The composition root: the whole configuration turned into a running
+//! [`Gateway`]. Each module owns its section of the file and checks it
+//! (`config` composes them); this room is where they meet: the state a
+//! reload replaces is built here from every section, and the gateway is
+//! started and reloaded with it. Nothing below it imports `config`.
+
+use std::sync::Arc;
+
+use crate::access::AccessControl;
+use crate::agent_settings::{AgentSettings, TargetConfig};
+use crate::config::Config;
+use crate::fleet::{Fleet, GatewayBounds, SourceName};
+use crate::health::HealthBook;
+use crate::metrics::Metrics;
+use crate::pipeline::authenticate::Authenticator;
+use crate::pipeline::lifecycle::Fixed;
+use crate::pipeline::state::{self, Setup, State};
+use crate::pipeline::Gateway;
+
+impl Gateway {
+    pub fn new(config: &Config) -> Result<Gateway, String> {
+        Gateway::assemble(
+            Arc::new(config.clone()),
+            Fixed {
+                server: &config.server,
+                health: &config.health,
+                audit: config.audit.as_ref(),
+                access_store: &config.access.store,
+            },
+        )
+    }
+
+    /// Replaces targets, roles, policies and credential stores at once.
+    /// In-flight requests finish under the set they started with.
+    /// Listeners and the audit log keep their settings until a restart.
+    pub fn reload(&self, config: &Config) -> Result<(), String> {
+        self.reconfigure(Arc::new(config.clone()))
+    }
+}
+
+impl Setup for Config {
+    fn configured_sources(&self) -> Vec<(SourceName, Vec<TargetConfig>)> {
+        std::iter::once((SourceName::Config, self.targets.clone()))
+            .chain(
+                self.inventory
+                    .iter()
+                    .zip(&self.inventory_targets)
+                    .enumerate()
+                    .map(|(position, (inventory, targets))| {
+                        (
+                            SourceName::Inventory {
+                                position,
+                                file: inventory.targets_file.display().to_string().into(),
+                            },
+                            targets.clone(),
+                        )
+                    }),
+            )
+            .collect()
+    }
+
+    fn state(
+        &self,
+        targets: Vec<TargetConfig>,
+        metrics: &Arc<Metrics>,
+        bounds: &GatewayBounds,
+        health: &HealthBook,
+        previous: Option<&State>,
+    ) -> Result<State, String> {
+        let fleet = Arc::new(Fleet::with_budget(
+            &targets,
+            &self.target_defaults,
+            bounds,
+            health,
+        )?);
+        let default_target = state::default_target(self.server.default_target.as_deref(), &fleet)?;
+        let access = Arc::new(AccessControl::new(&self.roles, &self.access)?);
+        let authenticator =
+            Authenticator::from_config_after(&self.auth, previous.map(|p| &*p.authenticator))?
+                .with_metrics(metrics.clone());
+        let http_methods = self.server.http_methods(&self.auth);
+        let tls_methods = self.server.tls_methods(&self.auth);
+        authenticator.check_methods("server.auth", &http_methods)?;
+        if self.server.tls.is_some() {
+            authenticator.check_methods("server.tls_auth", &tls_methods)?;
+        }
+        Ok(State {
+            fleet,
+            default_target,
+            access,
+            authenticator: Arc::new(authenticator),
+            http_methods,
+            tls_methods,
+            allowed_hosts: crate::pipeline::hosts::AllowedHosts::new(
+                self.server.allowed_hosts.as_deref(),
+            ),
+            max_body_bytes: self.server.max_body_bytes,
+            body_read_timeout: self.server.body_read_timeout,
+            max_bulk_items: self.server.max_bulk_items,
+            max_targets_per_item: self.server.max_targets_per_item,
+            pending_timeout: self.access.pending_timeout,
+            max_pending_requests: self.access.max_pending_requests,
+            list_cache: crate::pipeline::dispatch::list_cache::ListCache::new(&self.list_cache)
+                .map(Arc::new),
+            mcp: self.mcp.clone(),
+            console: self.console.clone(),
+            console_sign_in: crate::doors::console::sign_in::SignIn::new(
+                &self.console,
+                self.auth.bearer.as_ref(),
+            )?
+            .map(Arc::new),
+            events: self.events.clone(),
+            otlp: self.otlp.clone(),
+            mcp_batch: crate::doors::mcp::jsonrpc::BatchBounds {
+                max_items: self.server.max_bulk_items,
+                max_bytes: usize::try_from(self.target_defaults.max_response_bytes())
+                    .unwrap_or(usize::MAX),
+                deadline: self.target_defaults.request_timeout(),
+            },
+            prometheus: Arc::new(crate::doors::prometheus::exporter::Exporter::new(
+                &self.prometheus,
+            )?),
+        })
+    }
+
+    fn default_target(&self) -> Option<&str> {
+        self.server.default_target.as_deref()
+    }
+
+    fn target_defaults(&self) -> &AgentSettings {
+        &self.target_defaults
+    }
+
+    fn discovery(&self) -> &crate::discovery::DiscoveryConfig {
+        &self.discovery
+    }
+
+    fn listen_addresses(&self) -> Vec<std::net::SocketAddr> {
+        Config::listen_addresses(self)
+    }
+}
