@@ -9,11 +9,16 @@ use std::sync::Arc;
 use crate::access::AccessControl;
 use crate::agent_settings::{AgentSettings, TargetConfig};
 use crate::config::Config;
+use crate::doors::console::sign_in::SignIn;
+use crate::doors::mcp::jsonrpc::BatchBounds;
+use crate::doors::prometheus::exporter::Exporter;
+use crate::doors::ConsoleSignIn;
 use crate::fleet::{Fleet, GatewayBounds, SourceName};
 use crate::health::HealthBook;
 use crate::metrics::Metrics;
 use crate::pipeline::authenticate::Authenticator;
 use crate::pipeline::lifecycle::Fixed;
+use crate::pipeline::sections::Sections;
 use crate::pipeline::state::{self, Setup, State};
 use crate::pipeline::Gateway;
 
@@ -35,6 +40,30 @@ impl Gateway {
     /// Listeners and the audit log keep their settings until a restart.
     pub fn reload(&self, config: &Config) -> Result<(), String> {
         self.reconfigure(Arc::new(config.clone()))
+    }
+}
+
+impl Config {
+    /// The doors' and the jobs' sections of a new state, each as its door
+    /// or job reads it (`doors::DoorSections`, `jobs::JobSections`).
+    fn sections(&self) -> Result<Sections, String> {
+        let console_sign_in: ConsoleSignIn =
+            SignIn::new(&self.console, self.auth.bearer.as_ref())?.map(Arc::new);
+        let mcp_batch = BatchBounds {
+            max_items: self.server.max_bulk_items,
+            max_bytes: usize::try_from(self.target_defaults.max_response_bytes())
+                .unwrap_or(usize::MAX),
+            deadline: self.target_defaults.request_timeout(),
+        };
+        let prometheus = Arc::new(Exporter::new(&self.prometheus)?);
+        Ok(Sections::default()
+            .with(self.mcp.clone())
+            .with(self.console.clone())
+            .with(console_sign_in)
+            .with(self.events.clone())
+            .with(self.otlp.clone())
+            .with(mcp_batch)
+            .with(prometheus))
     }
 }
 
@@ -84,6 +113,7 @@ impl Setup for Config {
         if self.server.tls.is_some() {
             authenticator.check_methods("server.tls_auth", &tls_methods)?;
         }
+        let sections = self.sections()?;
         Ok(State {
             fleet,
             default_target,
@@ -102,24 +132,7 @@ impl Setup for Config {
             max_pending_requests: self.access.max_pending_requests,
             list_cache: crate::pipeline::dispatch::list_cache::ListCache::new(&self.list_cache)
                 .map(Arc::new),
-            mcp: self.mcp.clone(),
-            console: self.console.clone(),
-            console_sign_in: crate::doors::console::sign_in::SignIn::new(
-                &self.console,
-                self.auth.bearer.as_ref(),
-            )?
-            .map(Arc::new),
-            events: self.events.clone(),
-            otlp: self.otlp.clone(),
-            mcp_batch: crate::doors::mcp::jsonrpc::BatchBounds {
-                max_items: self.server.max_bulk_items,
-                max_bytes: usize::try_from(self.target_defaults.max_response_bytes())
-                    .unwrap_or(usize::MAX),
-                deadline: self.target_defaults.request_timeout(),
-            },
-            prometheus: Arc::new(crate::doors::prometheus::exporter::Exporter::new(
-                &self.prometheus,
-            )?),
+            sections,
         })
     }
 

@@ -10,6 +10,7 @@ use std::time::Instant;
 use axum::body::Body;
 use http::{HeaderMap, Method, Request as HttpRequest, Response as HttpResponse};
 
+use crate::doors::DoorSections;
 use crate::doors::{access, console, jolokia, mcp, prometheus};
 use crate::fleet::Target;
 use crate::pipeline::authenticate::{AuthMethod, Connection};
@@ -254,9 +255,9 @@ impl Gateway {
         }
         let (addressed, rest) = self
             .addressing(
-                &state.mcp,
-                &state.prometheus.config,
-                &state.console,
+                state.mcp(),
+                &state.prometheus().config,
+                state.console(),
                 parts.uri.path(),
             )
             .map_err(|e| Box::new(respond::http_error(&e, headers, true)))?;

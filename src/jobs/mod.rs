@@ -3,3 +3,24 @@
 
 pub mod otlp;
 pub mod webhooks;
+
+use crate::pipeline::state::State;
+
+/// The jobs' sections of the state in force, which the phases hold
+/// without knowing them (the composition root puts them in).
+pub(crate) trait JobSections {
+    /// `[events]`: who is told of the journal's events.
+    fn events(&self) -> &webhooks::config::EventsConfig;
+    /// `[otlp]`: the exports the OTLP job runs.
+    fn otlp(&self) -> &otlp::config::OtlpConfig;
+}
+
+impl JobSections for State {
+    fn events(&self) -> &webhooks::config::EventsConfig {
+        self.sections.get()
+    }
+
+    fn otlp(&self) -> &otlp::config::OtlpConfig {
+        self.sections.get()
+    }
+}

@@ -32,6 +32,7 @@ pub mod parse;
 pub mod respond;
 pub mod route;
 pub mod same_origin;
+pub mod sections;
 pub mod server;
 pub mod state;
 

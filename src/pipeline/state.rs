@@ -35,20 +35,10 @@ pub struct State {
     pub max_pending_requests: u64,
     /// Starts empty after a reload: targets or credentials may have changed.
     pub list_cache: Option<Arc<super::dispatch::list_cache::ListCache>>,
-    /// `[mcp]`: where assistants connect, how big a tool result may be.
-    pub mcp: crate::doors::mcp::config::McpConfig,
-    /// An MCP batch's bounds: a Jolokia bulk's (items, answer bytes, time).
-    pub mcp_batch: crate::doors::mcp::jsonrpc::BatchBounds,
-    /// `[prometheus]`: the scrape endpoint, its modules and plans.
-    pub prometheus: Arc<crate::doors::prometheus::exporter::Exporter>,
-    /// `[console]`: where the pages are.
-    pub console: crate::doors::console::config::ConsoleConfig,
-    /// `[console.oidc]`: signing in at the provider.
-    pub console_sign_in: Option<Arc<crate::doors::console::sign_in::SignIn>>,
-    /// `[events]`: who is told of the journal's events.
-    pub events: crate::jobs::webhooks::config::EventsConfig,
-    /// `[otlp]`: the exports the OTLP job runs.
-    pub otlp: crate::jobs::otlp::config::OtlpConfig,
+    /// The doors' and the jobs' sections (`[mcp]`, `[prometheus]`,
+    /// `[console]`, `[events]`, `[otlp]`, and what each makes of its
+    /// own), replaced with the rest; each reads its own.
+    pub sections: super::sections::Sections,
 }
 
 impl State {

@@ -5,6 +5,7 @@
 //! the store, the notices and the audit records are the API's; this
 //! module reads the forms and draws the page.
 
+use crate::doors::DoorSections;
 use crate::pipeline::RequestContext;
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ pub(crate) async fn access_page(
     headers: &http::HeaderMap,
     viewer: &RequestContext,
 ) -> Response<Body> {
-    let base = state.console.path.as_str();
+    let base = state.console().path.as_str();
     let me = viewer.principal.name.as_str();
     if !state.access.uses_elevation() {
         return page::error(
@@ -72,7 +73,7 @@ pub(crate) async fn access_post(
     viewer: &RequestContext,
     form: &str,
 ) -> Response<Body> {
-    let base = state.console.path.as_str();
+    let base = state.console().path.as_str();
     let caller = AccessCall::of(viewer);
     let refused = |status: u16, why: String| {
         crate::pipeline::HttpError::new(status, "jmxgate.ConsoleFormRefused", why)

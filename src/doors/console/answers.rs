@@ -6,6 +6,7 @@
 //! phases (reach, policy, the selector limit, one audit record per
 //! target); this module only reads the form and draws the answer.
 
+use crate::doors::DoorSections;
 use crate::pipeline::RequestContext;
 use axum::body::Body;
 use http::Response;
@@ -418,7 +419,7 @@ pub(crate) async fn answers_page(
     parts: &http::request::Parts,
     viewer: &RequestContext,
 ) -> Response<Body> {
-    let base = state.console.path.as_str();
+    let base = state.console().path.as_str();
     let who = viewer.principal.name.as_str();
     let (question, asked) = match Question::parse(parts.uri.query()) {
         Ok(q) => q,

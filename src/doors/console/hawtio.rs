@@ -17,6 +17,7 @@
 //! `<console>/hawtio-connections.json` is the viewer's targets as Hawtio
 //! connections to their virtual URLs, for Hawtio's *Import connections*.
 
+use crate::doors::DoorSections;
 use crate::pipeline::RequestContext;
 use std::path::{Path, PathBuf};
 
@@ -206,7 +207,7 @@ pub(crate) async fn hawtio_connections(
     headers: &http::HeaderMap,
     viewer: &RequestContext,
 ) -> Response<Body> {
-    let base = state.console.path.as_str();
+    let base = state.console().path.as_str();
     let who = viewer.principal.name.as_str();
     // The fleet page's filters (`selector`, `q`), read and bounded as
     // there.
@@ -260,9 +261,9 @@ pub(crate) async fn hawtio_http(
     viewer: &RequestContext,
     after: &str,
 ) -> Response<Body> {
-    let base = state.console.path.as_str();
+    let base = state.console().path.as_str();
     let who = viewer.principal.name.as_str();
-    let Some(dir) = state.console.hawtio_served().map(std::path::Path::new) else {
+    let Some(dir) = state.console().hawtio_served().map(std::path::Path::new) else {
         return page::error(
             404,
             "Hawtio is not served here ([console] hawtio is not set).",

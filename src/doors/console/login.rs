@@ -27,6 +27,7 @@ use super::sign_in::{
     check_callback, cookie, safe_return, session_credentials, SignIn, SESSION_COOKIE,
     SIGN_IN_COOKIE,
 };
+use crate::doors::DoorSections;
 use crate::pipeline::{audit, Gateway};
 
 /// Past this a token can't be a cookie (browsers keep about 4 KiB).
@@ -44,7 +45,7 @@ pub fn public_url(
     https: bool,
 ) -> url::Url {
     let configured = state
-        .console
+        .console()
         .public_url
         .as_deref()
         .and_then(|u| url::Url::parse(u).ok());
@@ -99,7 +100,7 @@ pub(crate) async fn authenticate_caller(
     if let Some(answer) = console_sign_in(gateway, state, parts, headers, conn, request_id).await {
         return Err(answer);
     }
-    let session = session_credentials(&state.console, parts.uri.path(), headers, conn.tls);
+    let session = session_credentials(state.console(), parts.uri.path(), headers, conn.tls);
     let had_session = session.is_some();
     if let Some(bearer) = session {
         headers.insert(header::AUTHORIZATION, bearer);
@@ -114,8 +115,8 @@ pub(crate) async fn authenticate_caller(
                 console_sign_in_again(gateway, state, parts, headers, conn.tls, had_session).await;
             let mut answer = again.unwrap_or(refusal);
             // A console page's refusal is framed no more than the page.
-            if state.console.serves(parts.uri.path())
-                && state.console.hawtio_jolokia(parts.uri.path()).is_none()
+            if state.console().serves(parts.uri.path())
+                && state.console().hawtio_jolokia(parts.uri.path()).is_none()
             {
                 super::page::guard(answer.headers_mut(), super::page::CONTENT_SECURITY_POLICY);
             }
@@ -137,9 +138,9 @@ async fn console_sign_in(
     conn: &crate::pipeline::authenticate::Connection,
     request_id: &str,
 ) -> Option<Response<Body>> {
-    let base = state.console.path.as_str();
+    let base = state.console().path.as_str();
     let path = parts.uri.path();
-    if !state.console.serves(path) || path == super::EVENTS_PATH {
+    if !state.console().serves(path) || path == super::EVENTS_PATH {
         return None;
     }
     let rest = &path[base.len()..];
@@ -171,7 +172,7 @@ async fn console_sign_in(
         let gone = cookie(SESSION_COOKIE, "", base, conn.tls, Some(0));
         return Some(see_other(&format!("{base}{SIGNED_OUT}"), &[gone]));
     }
-    let sign_in = state.console_sign_in.as_ref()?;
+    let sign_in = state.console_sign_in().as_ref()?;
     if path == sign_in.config.redirect_path(base) {
         return Some(
             sign_in_callback(gateway, state, sign_in, parts, headers, conn, request_id).await,
@@ -180,7 +181,7 @@ async fn console_sign_in(
     let bare = !headers.contains_key(header::AUTHORIZATION)
         && conn.peer_certificates.is_none()
         && cookie_value(headers, SESSION_COOKIE).is_none();
-    if bare && wants_page(&state.console, parts) {
+    if bare && wants_page(state.console(), parts) {
         let public = public_url(state, headers, conn.tls);
         return Some(send_to_provider(gateway, sign_in, parts, &public, conn.tls).await);
     }
@@ -198,8 +199,8 @@ async fn console_sign_in_again(
     https: bool,
     had_session: bool,
 ) -> Option<Response<Body>> {
-    let sign_in = state.console_sign_in.as_ref()?;
-    if !(had_session && wants_page(&state.console, parts)) {
+    let sign_in = state.console_sign_in().as_ref()?;
+    if !(had_session && wants_page(state.console(), parts)) {
         return None;
     }
     let public = public_url(state, headers, https);

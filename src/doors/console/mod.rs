@@ -37,6 +37,7 @@ mod trail;
 use axum::body::Body;
 use http::{Method, Response};
 
+use crate::doors::DoorSections;
 use crate::pipeline::{audit, Gateway, RequestContext};
 
 /// One record of a listing the viewer read: `what` (`target_list`,
@@ -73,7 +74,7 @@ fn unseen_target(
         page::error(
             404,
             &format!("No target \"{name}\" in your fleet."),
-            &state.console.path,
+            &state.console().path,
             &viewer.principal.name,
         )
     })
@@ -107,7 +108,7 @@ async fn console_http(
     body: Body,
     viewer: &RequestContext,
 ) -> Response<Body> {
-    let base = state.console.path.as_str();
+    let base = state.console().path.as_str();
     let who = viewer.principal.name.as_str();
     let rest = &parts.uri.path()[base.len()..];
     let access_form = rest == "/access" || rest.starts_with("/access/");
@@ -191,7 +192,7 @@ async fn target_page(
     viewer: &RequestContext,
     name: &str,
 ) -> Response<Body> {
-    let base = state.console.path.as_str();
+    let base = state.console().path.as_str();
     let who = viewer.principal.name.as_str();
     if let Some(hidden) = unseen_target(viewer, state, name) {
         return hidden;
@@ -217,10 +218,10 @@ async fn target_page(
         Some(m) => target::console_may_run(gateway, state, viewer, name, m, operation),
         None => false,
     };
-    let hawtio = match state.console.hawtio_elsewhere() {
+    let hawtio = match state.console().hawtio_elsewhere() {
         Some(url) => Some(hawtio::elsewhere_link(url, name)),
         None => state
-            .console
+            .console()
             .hawtio_served()
             .map(|_| format!("{base}{}{}/", config::HAWTIO, target::encode(name))),
     };
@@ -232,7 +233,7 @@ async fn target_page(
         &may_run,
         hawtio.as_deref().map(|href| target::Hawtio {
             href,
-            elsewhere: state.console.hawtio_elsewhere().is_some(),
+            elsewhere: state.console().hawtio_elsewhere().is_some(),
         }),
     );
     page::respond(
@@ -248,7 +249,7 @@ async fn overview(
     parts: &http::request::Parts,
     viewer: &RequestContext,
 ) -> Response<Body> {
-    let base = state.console.path.as_str();
+    let base = state.console().path.as_str();
     let who = viewer.principal.name.as_str();
     let access = &state.access;
     let visible = state

@@ -10,6 +10,7 @@
 //! next page goes on from there. Reading and verifying run on the
 //! blocking pool, a few at a time.
 
+use crate::doors::DoorSections;
 use crate::pipeline::RequestContext;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -530,7 +531,7 @@ fn chain_status(base: &str, verified: Option<&Result<Report, String>>) -> Markup
 /// and those about the fleet's targets that an auditor role it holds
 /// narrowed (to a namespace) reaches.
 fn reader_of(state: &crate::pipeline::state::State, viewer: &RequestContext) -> Reader {
-    let auditors = &state.console.auditors;
+    let auditors = &state.console().auditors;
     let held: Vec<&Arc<crate::access::Role>> = viewer
         .held
         .iter()
@@ -575,7 +576,7 @@ pub(crate) async fn audit_page(
     /// Searches and verifications at once, on the blocking pool.
     static SEARCHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
     static VERIFYING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
-    let base = state.console.path.as_str();
+    let base = state.console().path.as_str();
     let who = viewer.principal.name.as_str();
     let Some(log) = &gateway.audit else {
         return page::error(

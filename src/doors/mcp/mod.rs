@@ -47,6 +47,7 @@ use rmcp::{RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
 use crate::doors::access::{wire, AccessCall, Ask};
+use crate::doors::DoorSections;
 use crate::pipeline::state::State;
 use crate::pipeline::{audit, authorize, parse, route, Caller, Gateway, HttpError};
 use answer::{Answered, Outcome};
@@ -362,7 +363,7 @@ impl Door {
         request: CallToolRequestParams,
         caller: McpCaller,
     ) -> Result<CallToolResponse, ErrorData> {
-        let max = caller.state.mcp.max_result_bytes;
+        let max = caller.state.mcp().max_result_bytes;
         let Some(tool) = ToolName::parse(&request.name) else {
             let error = unknown_tool(&request.name);
             let named: String = request.name.chars().take(64).collect();

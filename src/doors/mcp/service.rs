@@ -12,6 +12,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::Value;
 use tower::ServiceExt as _;
 
+use crate::doors::DoorSections;
 use crate::pipeline::{audit, respond, Gateway, HttpError};
 
 use super::*;
@@ -166,7 +167,7 @@ where
             Error = std::convert::Infallible,
         > + Clone,
 {
-    let bounds = caller.state.mcp_batch;
+    let bounds = caller.state.mcp_batch();
     let started = Instant::now();
     let total = elements.len();
     let mut answers = Answers {
@@ -307,7 +308,7 @@ pub(crate) async fn mcp_http(
             .map(|a| a.as_str())
             .or_else(|| parts.headers.get(http::header::HOST)?.to_str().ok());
         let listed = |o: &str| caller.ctx.held.iter().any(|r| r.policy.origin_listed(o));
-        match origin::admit(origin, host, &caller.state.mcp.allowed_origins, listed) {
+        match origin::admit(origin, host, &caller.state.mcp().allowed_origins, listed) {
             Some(page) => caller.page = Some(page),
             None => {
                 let e = HttpError::new(

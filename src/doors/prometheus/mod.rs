@@ -29,6 +29,7 @@ use futures::StreamExt as _;
 use http::{HeaderMap, HeaderValue, Method, Response as HttpResponse};
 use serde_json::{json, Value};
 
+use crate::doors::DoorSections;
 use crate::exporter::exposition::{Exposition, Format};
 use crate::exporter::limits::{Exceeded, Limits};
 use crate::exporter::scrape::{Plan, PlannedRead, Read};
@@ -88,7 +89,7 @@ pub(crate) async fn prometheus_http(
     parts: &http::request::Parts,
     refused: &Refused<'_>,
 ) -> HttpResponse<Body> {
-    let exporter = &state.prometheus;
+    let exporter = state.prometheus();
     let _access = &state.access;
     if parts.method != Method::GET && parts.method != Method::HEAD {
         let e = HttpError::new(405, "jmxgate.MethodNotAllowed", "GET the metrics");
@@ -269,7 +270,7 @@ pub(crate) async fn scrape_one(
         (&target.name, &module.name, raw.get()).hash(&mut h);
         h.finish()
     };
-    let exporter = &state.prometheus;
+    let exporter = state.prometheus();
     let plan = match exporter.plans.get(&key) {
         Some(plan) => plan,
         None => {
@@ -364,7 +365,7 @@ async fn read_for(
         .map(|(_, r)| r.clone().map(|r| parse::ParsedItem::to(&target.name, r)))
         .collect();
     let answers = scrape_items(gateway, state, caller, parse::Parsed::typed(items)).await?;
-    let parsed = state.prometheus.cpu.run(move || {
+    let parsed = state.prometheus().cpu.run(move || {
         reads
             .into_iter()
             .zip(&answers)

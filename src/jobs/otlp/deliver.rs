@@ -23,6 +23,7 @@ use prost::Message as _;
 use super::config::Protocol;
 use super::reason::{self, Masks};
 use super::{Export, ExportSettings, Pending};
+use crate::doors::DoorSections;
 use crate::exporter::{otlp, otlp_grpc};
 use crate::pipeline::Gateway;
 
@@ -236,7 +237,7 @@ async fn send(
                     let state = gateway.state.load_full();
                     let of_push = part.push;
                     state
-                        .prometheus
+                        .prometheus()
                         .cpu
                         .run(move || {
                             otlp::halves(part.request)

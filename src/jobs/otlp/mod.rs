@@ -26,6 +26,8 @@ use std::sync::{Arc, Mutex};
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 
+use crate::doors::DoorSections;
+use crate::jobs::JobSections;
 use crate::pipeline::Gateway;
 use config::ExportSettings;
 
@@ -132,12 +134,12 @@ pub fn spawn_otlp_exports(gateway: &Arc<Gateway>) -> tokio::task::JoinHandle<()>
 
 fn match_otlp_exports(gateway: &Arc<Gateway>) {
     let state = gateway.state.load_full();
-    let configured = &state.otlp.exports;
+    let configured = &state.otlp().exports;
     let mut wanted = BTreeMap::new();
     let mut not_started = BTreeMap::new();
     for (i, c) in configured.iter().enumerate() {
         let block = state
-            .prometheus
+            .prometheus()
             .modules
             .get(&c.module)
             .and_then(|m| m.open_telemetry.as_ref());

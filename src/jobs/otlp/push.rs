@@ -12,6 +12,7 @@ use futures::StreamExt as _;
 
 use super::{Export, Pending};
 use crate::doors::prometheus::TargetScrape;
+use crate::doors::DoorSections;
 use crate::exporter::exposition;
 use crate::exporter::otlp::{self, TargetPoints};
 use crate::exporter::rules::{MetricType, Sample};
@@ -118,7 +119,7 @@ async fn push(gateway: &Gateway, export: &Export) {
     let ctx = RequestContext::system(gateway.next_request_id(), principal, held, Channel::Otlp);
     let caller = ctx.caller("GET");
     let started = ctx.started;
-    let Some(module) = state.prometheus.modules.get(&settings.module).cloned() else {
+    let Some(module) = state.prometheus().modules.get(&settings.module).cloned() else {
         let why = format!("no module is named \"{}\"", settings.module);
         tracing::error!(export = %settings.name, "OTLP push: {why}");
         export.set_trouble(Some(why));
@@ -135,7 +136,7 @@ async fn push(gateway: &Gateway, export: &Export) {
             }
         };
     let deadline = started + settings.timeout;
-    let limits = state.prometheus.config.limits(deadline);
+    let limits = state.prometheus().config.limits(deadline);
     let reads = futures::stream::iter(targets)
         .map(|t| {
             let (caller, module, limits, state) = (&caller, &module, &limits, &state);
@@ -163,7 +164,7 @@ async fn push(gateway: &Gateway, export: &Export) {
                 }
             }
         })
-        .buffer_unordered(state.prometheus.config.max_concurrent_targets);
+        .buffer_unordered(state.prometheus().config.max_concurrent_targets);
     let read: Vec<_> = reads.collect().await;
     let failed_targets = read.iter().filter(|(_, s, _)| s.error.is_some()).count()
         + results.iter().filter(|s| s.error.is_some()).count();
@@ -196,7 +197,7 @@ async fn push(gateway: &Gateway, export: &Export) {
     let settings_now = settings.clone();
     let push = export.pushes.fetch_add(1, Ordering::Relaxed) + 1;
     let encoded = state
-        .prometheus
+        .prometheus()
         .cpu
         .run(move || {
             let resources = resources(read, &mut starts, &settings_now);

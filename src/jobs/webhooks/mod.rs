@@ -17,6 +17,7 @@ pub mod config;
 
 use crate::access::TargetSelector;
 use crate::events::{Event, Named};
+use crate::jobs::JobSections;
 use crate::notify::Notice;
 
 use crate::pipeline::Gateway;
@@ -95,7 +96,7 @@ pub fn spawn_event_webhooks(gateway: &Arc<Gateway>) -> tokio::task::JoinHandle<(
             };
             let state = gateway.state.load_full();
             let labels_of = |name: &str| state.fleet.by_name(name).map(|t| t.labels.clone());
-            for (i, hook) in state.events.webhooks.iter().enumerate() {
+            for (i, hook) in state.events().webhooks.iter().enumerate() {
                 if let Some(notice) = notice_for(hook, &event, &labels_of) {
                     gateway
                         .notifier
