@@ -9,12 +9,14 @@ use std::sync::Arc;
 use crate::access::AccessControl;
 use crate::agent_settings::{AgentSettings, TargetConfig};
 use crate::config::Config;
+use crate::doors::access::Elevation;
 use crate::doors::console::sign_in::SignIn;
 use crate::doors::mcp::jsonrpc::BatchBounds;
 use crate::doors::prometheus::exporter::Exporter;
 use crate::doors::ConsoleSignIn;
 use crate::fleet::{Fleet, GatewayBounds, SourceName};
 use crate::health::HealthBook;
+use crate::jobs::otlp::Exports;
 use crate::metrics::Metrics;
 use crate::pipeline::authenticate::Authenticator;
 use crate::pipeline::lifecycle::Fixed;
@@ -30,8 +32,11 @@ impl Gateway {
                 server: &config.server,
                 health: &config.health,
                 audit: config.audit.as_ref(),
-                access_store: &config.access.store,
             },
+            Sections::default()
+                .with(Elevation::new(&config.access.store))
+                .with(Exports::default()),
+            crate::doors::access::settle,
         )
     }
 

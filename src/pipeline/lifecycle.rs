@@ -24,17 +24,22 @@ pub(crate) struct Fixed<'a> {
     pub server: &'a ServerConfig,
     pub health: &'a crate::health::HealthConfig,
     pub audit: Option<&'a crate::audit::AuditConfig>,
-    pub access_store: &'a crate::store::StoreConfig,
 }
 
 impl Gateway {
-    /// The gateway of `setup`, with the settings `fixed` at start.
-    pub(crate) fn assemble(setup: Arc<dyn Setup>, fixed: Fixed<'_>) -> Result<Gateway, String> {
+    /// The gateway of `setup`, with the settings `fixed` at start, what
+    /// the doors and jobs keep for its life (`rooms`) and the access
+    /// door's four-eyes.
+    pub(crate) fn assemble(
+        setup: Arc<dyn Setup>,
+        fixed: Fixed<'_>,
+        rooms: super::sections::Sections,
+        four_eyes: super::authorize::approval::Settle,
+    ) -> Result<Gateway, String> {
         let Fixed {
             server,
             health: health_config,
             audit,
-            access_store,
         } = fixed;
         let metrics = Arc::new(crate::metrics::Metrics::new());
         let bounds = crate::fleet::GatewayBounds {
@@ -75,8 +80,9 @@ impl Gateway {
             max_agent_exchanges: server.max_agent_exchanges.max(1),
             sources: std::sync::Mutex::new(super::Sources { setup, book }),
             limits: listen::ClientLimits::from_config(server),
-            elevation: crate::doors::access::Elevation::new(access_store),
-            otlp: Default::default(),
+            rooms,
+            four_eyes,
+            reloaded: tokio::sync::watch::Sender::new(0),
             notifier,
         };
         gateway.tell_sources(
@@ -142,7 +148,7 @@ impl Gateway {
             sources.setup = setup;
             sources.book = book;
             self.tell_sources(&sources.book, &collisions, &gone);
-            self.otlp.reloaded();
+            self.reloaded.send_modify(|generation| *generation += 1);
         }
         let journal = self.health.journal();
         match &result {

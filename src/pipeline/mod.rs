@@ -116,10 +116,15 @@ pub struct Gateway {
     pub(crate) max_agent_exchanges: usize,
     /// Header timeout and connection cap of every listener.
     pub(crate) limits: listen::ClientLimits,
-    /// Just-in-time access: the store, the grants seen lately.
-    pub(crate) elevation: crate::doors::access::Elevation,
-    /// The OTLP exports running now (`[[otlp.exports]]`).
-    pub(crate) otlp: crate::jobs::otlp::Exports,
+    /// What the doors and jobs keep for the gateway's life (just-in-time
+    /// access's store and grants, the OTLP exports running now).
+    pub(crate) rooms: sections::Sections,
+    /// Four-eyes before dispatch, against the shared store (the access
+    /// door's; the composition root hands it in).
+    pub(crate) four_eyes: authorize::approval::Settle,
+    /// Counts the reloads that were installed: jobs match themselves to
+    /// the configuration after each.
+    pub(crate) reloaded: tokio::sync::watch::Sender<u64>,
     /// Webhooks (access-request notices), sent off the request path.
     pub(crate) notifier: crate::notify::Notifier,
 }
@@ -317,8 +322,7 @@ impl Gateway {
         gate: impl FnOnce(&Items) -> Result<T, E>,
     ) -> Result<(T, Vec<(Response, Vec<items::AuditRow>)>), E> {
         let mut judged = self.judge_all(state, caller, addressing, parsed);
-        crate::doors::access::settle_approvals(self, state, &caller.ctx.principal, &mut judged)
-            .await;
+        (self.four_eyes)(self, state, &caller.ctx.principal, &mut judged).await;
         let mut items = items_of(judged, answer_locally);
         let passed = gate(&items)?;
         let mut dispatched = dispatch::dispatch(

@@ -105,6 +105,23 @@ impl Elevation {
     }
 }
 
+/// What just-in-time access keeps for the gateway's life, which the
+/// gateway holds without knowing it (the composition root puts it in).
+pub(crate) fn elevation(gateway: &Gateway) -> &Elevation {
+    gateway.rooms.get()
+}
+
+/// [`settle_approvals`] as the phases call it
+/// ([`Settle`](crate::pipeline::authorize::approval::Settle)).
+pub(crate) fn settle<'a, 'b>(
+    gateway: &'a Gateway,
+    state: &'a State,
+    principal: &'a Principal,
+    judged: &'a mut [Judged<'b>],
+) -> futures::future::BoxFuture<'a, ()> {
+    Box::pin(settle_approvals(gateway, state, principal, judged))
+}
+
 /// The 503 of elevation while the store is away. The store's own error
 /// (which might name a host) stays in the log.
 const UNAVAILABLE: &str = "jmxgate.AccessStoreUnavailable";
@@ -224,7 +241,7 @@ pub fn access_store_trouble(gateway: &Gateway) -> Option<String> {
     if !gateway.state.load().access.uses_elevation() {
         return None;
     }
-    gateway.elevation.status()
+    elevation(gateway).status()
 }
 
 /// The roles `principal` holds through grants now, narrowed to their
@@ -244,7 +261,7 @@ pub(crate) async fn granted_roles(
     let Some(identity) = access.identity_of(principal) else {
         return Vec::new();
     };
-    let elevation = &gateway.elevation;
+    let elevation = elevation(gateway);
     let grants = match elevation.grants.get(&identity) {
         Some(g) => g,
         None => {
@@ -331,7 +348,7 @@ pub(crate) async fn settle_approvals(
         let Some(key) = approval::item_key(&target.name, request) else {
             continue;
         };
-        let store = match gateway.elevation.store() {
+        let store = match elevation(gateway).store() {
             Ok(s) => s,
             Err(e) => {
                 let error = ProtocolError::new(503, &e.error_type, e.message);
@@ -524,7 +541,7 @@ pub(crate) async fn access_operation(
     let asking = operations::Asking {
         gateway,
         state,
-        store: gateway.elevation.store().map_err(bare)?,
+        store: elevation(gateway).store().map_err(bare)?,
         caller,
         may_review: reviewable(state.access.role_configs(), &standing),
         standing,
@@ -546,9 +563,7 @@ pub(crate) async fn access_operation(
 /// too, until the watching task finds it back.
 fn note_store_trouble(gateway: &Gateway, e: Option<&HttpError>) {
     if e.is_some_and(|e| e.error_type == UNAVAILABLE) {
-        gateway
-            .elevation
-            .set_trouble(Some("the access store did not answer".into()));
+        elevation(gateway).set_trouble(Some("the access store did not answer".into()));
         gateway.metrics.access_store_up.set(0);
     }
 }
@@ -609,7 +624,7 @@ async fn expire_due(gateway: &Gateway, state: &State, store: &Store) {
     match store.expire_due(pending_for).await {
         Ok(expired) => {
             for r in &expired {
-                gateway.elevation.forget(&r.request.requester);
+                elevation(gateway).forget(&r.request.requester);
                 let step = AccessStep {
                     who: None,
                     event: "access_expired",
@@ -750,7 +765,7 @@ pub fn spawn_access_store(gateway: &Arc<Gateway>) -> tokio::task::JoinHandle<()>
                 return;
             };
             let state = gateway.state.load_full();
-            let elevation = &gateway.elevation;
+            let elevation = elevation(&gateway);
             let Some(store) = elevation.store.load_full() else {
                 if !state.access.uses_elevation() || Instant::now() < next_open {
                     continue;

@@ -241,7 +241,7 @@ impl Asking<'_> {
             .review(id, self.name(), verdict, comment.as_deref())
             .await
             .map_err(|e| with(store_error(e, id)))?;
-        self.gateway.elevation.forget(&reviewed.request.requester);
+        super::elevation(self.gateway).forget(&reviewed.request.requester);
         let approvals = reviewed
             .reviews
             .iter()
@@ -292,7 +292,7 @@ impl Asking<'_> {
             .revoke(id, self.name())
             .await
             .map_err(|e| with(store_error(e, id)))?;
-        self.gateway.elevation.forget(&revoked.request.requester);
+        super::elevation(self.gateway).forget(&revoked.request.requester);
         crate::doors::access::audit_access(
             self.gateway,
             self.caller,

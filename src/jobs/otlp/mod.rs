@@ -69,9 +69,8 @@ struct Running {
     tasks: Vec<tokio::task::AbortHandle>,
 }
 
-/// The exports running now, and the signal that the configuration changed.
+/// The exports running now.
 pub struct Exports {
-    changed: tokio::sync::watch::Sender<u64>,
     running: Mutex<BTreeMap<String, Running>>,
     /// Exports configured but not running, and why (`/readyz`).
     not_started: Mutex<BTreeMap<String, String>>,
@@ -80,7 +79,6 @@ pub struct Exports {
 impl Default for Exports {
     fn default() -> Self {
         Exports {
-            changed: tokio::sync::watch::Sender::new(0),
             running: Mutex::new(BTreeMap::new()),
             not_started: Mutex::new(BTreeMap::new()),
         }
@@ -88,11 +86,6 @@ impl Default for Exports {
 }
 
 impl Exports {
-    /// The configuration was replaced: exports are matched to it.
-    pub fn reloaded(&self) {
-        self.changed.send_modify(|generation| *generation += 1);
-    }
-
     /// Exports that can't push now, each with why, for `/readyz`.
     pub fn trouble(&self) -> Vec<String> {
         let mut out: Vec<String> = self
@@ -111,6 +104,12 @@ impl Exports {
     }
 }
 
+/// The exports of `gateway`, which it holds without knowing them (the
+/// composition root puts them in).
+fn exports(gateway: &Gateway) -> &Exports {
+    gateway.rooms.get()
+}
+
 /// Runs the configured exports while the gateway lives, matching them
 /// to the configuration after every reload: an added export starts, a
 /// removed one stops (its queued requests dropped, counted), a changed
@@ -118,7 +117,7 @@ impl Exports {
 /// module is the same.
 pub fn spawn_otlp_exports(gateway: &Arc<Gateway>) -> tokio::task::JoinHandle<()> {
     let weak = Arc::downgrade(gateway);
-    let mut changed = gateway.otlp.changed.subscribe();
+    let mut changed = gateway.reloaded.subscribe();
     tokio::spawn(async move {
         loop {
             match weak.upgrade() {
@@ -154,7 +153,7 @@ fn match_otlp_exports(gateway: &Arc<Gateway>) {
             }
         }
     }
-    let mut running = gateway.otlp.running.lock().expect("exports lock");
+    let mut running = exports(gateway).running.lock().expect("exports lock");
     let mut carried = HashMap::new();
     running.retain(|name, r| {
         if wanted.get(name) == Some(&r.export.settings) {
@@ -213,12 +212,12 @@ fn match_otlp_exports(gateway: &Arc<Gateway>) {
         tracing::info!(export = %name, url_host = %host_of(&export.settings.url), "OTLP export started");
         running.insert(name, Running { export, tasks });
     }
-    *gateway.otlp.not_started.lock().expect("exports lock") = not_started;
+    *exports(gateway).not_started.lock().expect("exports lock") = not_started;
 }
 
 /// Why exports can't push now (none: all well), for `/readyz`.
 pub fn otlp_trouble(gateway: &Gateway) -> Vec<String> {
-    gateway.otlp.trouble()
+    exports(gateway).trouble()
 }
 
 /// The receiver's host and port, for logs (the URL may carry a token).

@@ -9,8 +9,22 @@ use serde_json::value::RawValue;
 
 use crate::access::elevation::{Guarded, ItemApproval};
 use crate::access::Role;
+use crate::pipeline::state::State;
+use crate::pipeline::{Gateway, Judged};
 use crate::policy::Policy;
+use crate::principal::Principal;
 use crate::protocol::{Command, ObjectName, ProtocolError, Request};
+
+/// Four-eyes before dispatch: each item of `judged` that waits for
+/// approval either runs on its approval (used once, now) or is answered
+/// with the request that asks for it. The store lookups are the access
+/// door's; the composition root hands the gateway its function.
+pub(crate) type Settle = for<'a, 'b> fn(
+    &'a Gateway,
+    &'a State,
+    &'a Principal,
+    &'a mut [Judged<'b>],
+) -> futures::future::BoxFuture<'a, ()>;
 
 /// The error type of an item that waits for approval.
 pub const APPROVAL_REQUIRED: &str = "jmxgate.ApprovalRequired";
