@@ -456,19 +456,7 @@ pub fn parse_call(
             let a: ReadArgs = args(tool, given)?;
             nonempty(tool, "target", &a.target)?;
             object_name(tool, "mbean", &a.mbean)?;
-            let read = match a.attributes {
-                Some(list) if list.iter().any(|n| n.trim().is_empty()) => {
-                    return Err(BadArguments(
-                        "read_attributes: `attributes` has an empty name".into(),
-                    ))
-                }
-                // A list, even of one, so values come keyed by attribute.
-                Some(list) if !list.is_empty() => {
-                    let names: Vec<&str> = list.iter().map(String::as_str).collect();
-                    typed(Request::read_many(&a.mbean, &names))?
-                }
-                _ => typed(Request::read(&a.mbean, None))?,
-            };
+            let read = typed_read(&a.mbean, a.attributes)?;
             let fan_out = is_selector(&a.target);
             item(a.target, fan_out, read, None, None, None)
         }
@@ -522,6 +510,24 @@ pub fn parse_call(
             )
         }
     }
+}
+
+/// `read_attributes`'s read: the named attributes as a list, even of one
+/// (values come keyed by attribute), or all of them.
+fn typed_read(mbean: &str, attributes: Option<Vec<String>>) -> Result<Request, BadArguments> {
+    let read = match attributes {
+        Some(list) if list.iter().any(|n| n.trim().is_empty()) => {
+            return Err(BadArguments(
+                "read_attributes: `attributes` has an empty name".into(),
+            ))
+        }
+        Some(list) if !list.is_empty() => {
+            let names: Vec<&str> = list.iter().map(String::as_str).collect();
+            Request::read_many(mbean, &names)
+        }
+        _ => Request::read(mbean, None),
+    };
+    read.map_err(|e| BadArguments(format!("read_attributes: {}", e.message)))
 }
 
 /// The `list` path of one MBean: its domain, then its canonical key

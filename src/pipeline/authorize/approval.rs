@@ -1,7 +1,7 @@
 //! Four-eyes, the pure part: whether an allowed write or operation must
 //! wait for a second person's yes (`approval_required` of the roles that
 //! allow it), and the exact item an approval is for. The store lookups
-//! that settle it are the access-requests door's (`access_requests/`).
+//! that settle it are the access door's (`doors/access/`, handed in by `app/` as a `Settle`).
 
 use std::sync::Arc;
 
