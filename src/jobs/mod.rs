@@ -1,7 +1,8 @@
-//! Work with no request: OTLP pushes and webhooks, each run off the
-//! request path under a system context.
+//! Work with no request: OTLP pushes, webhooks and health probes, each
+//! run off the request path (under a system context where it reads).
 
 pub mod otlp;
+pub mod probes;
 pub mod webhooks;
 
 use crate::pipeline::state::State;
