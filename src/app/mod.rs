@@ -157,3 +157,30 @@ impl Setup for Config {
         Config::listen_addresses(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::doors::DoorSections as _;
+    use crate::jobs::JobSections as _;
+
+    /// `Sections::get` panics on a section the composition root forgot:
+    /// every door's and job's is put in, at start and after a reload.
+    #[test]
+    fn every_door_and_job_finds_its_section() {
+        let config = crate::config::Config::parse(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\
+             [[targets]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/jolokia\"\n",
+        )
+        .unwrap()
+        .validate()
+        .unwrap();
+        let gateway = crate::pipeline::Gateway::new(&config).unwrap();
+        gateway.reload(&config).unwrap();
+        let state = gateway.state.load();
+        let _ = (state.mcp(), state.mcp_batch(), state.prometheus());
+        let _ = (state.console(), state.console_sign_in());
+        let _ = (state.events(), state.otlp());
+        let _ = crate::doors::access::elevation(&gateway);
+        let _ = crate::jobs::otlp::exports(&gateway);
+    }
+}

@@ -106,7 +106,7 @@ impl Exports {
 
 /// The exports of `gateway`, which it holds without knowing them (the
 /// composition root puts them in).
-fn exports(gateway: &Gateway) -> &Exports {
+pub(crate) fn exports(gateway: &Gateway) -> &Exports {
     gateway.rooms.get()
 }
 
