@@ -264,8 +264,8 @@ pub fn platform_open_type(
 }
 
 /// The description the JDK gives `GarbageCollector.LastGcInfo`'s
-/// composite type (`GcInfoCompositeData`: "CompositeType for GC info for
-/// <collector>"), which jmx_exporter's HELP shows; Jolokia's open type
+/// composite type (`GcInfoCompositeData`: `"CompositeType for GC info for
+/// <collector>"`), which jmx_exporter's HELP shows; Jolokia's open type
 /// says only the type's name. Set on `open_type` where it is that one.
 pub fn describe_gc_info(
     domain: &str,

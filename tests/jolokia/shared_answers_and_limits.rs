@@ -286,8 +286,8 @@ async fn explain_obeys_max_concurrent_requests() {
     assert_eq!(report["decision"], "allow");
 }
 
-/// Anonymous callers (here with slow bodies, renewed as soon as they are
-/// cut off) hold at most `server.max_anonymous_requests` of the slots:
+/// Anonymous callers (here with slow bodies) hold at most
+/// `server.max_anonymous_requests` of the slots:
 /// callers with credentials still get in.
 #[tokio::test]
 async fn anonymous_callers_hold_only_their_share_of_the_slots() {
