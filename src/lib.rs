@@ -9,6 +9,7 @@ pub mod audit;
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod discovery;
 pub mod doors;
