@@ -158,6 +158,19 @@ impl Setup for Config {
     }
 }
 
+/// A valid config with one target per name (nothing listens there), for
+/// the tests of the parts this room composes.
+#[cfg(test)]
+pub(crate) fn test_config(names: &[&str]) -> Config {
+    let targets: String = names
+        .iter()
+        .map(|n| format!("[[targets]]\nname = \"{n}\"\nurl = \"http://127.0.0.1:1/{n}\"\n"))
+        .collect();
+    Config::parse(&format!("[server]\nlisten = \"127.0.0.1:0\"\n{targets}"))
+        .and_then(Config::validate)
+        .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use crate::doors::DoorSections as _;
@@ -167,13 +180,7 @@ mod tests {
     /// every door's and job's is put in, at start and after a reload.
     #[test]
     fn every_door_and_job_finds_its_section() {
-        let config = crate::config::Config::parse(
-            "[server]\nlisten = \"127.0.0.1:0\"\n\
-             [[targets]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/jolokia\"\n",
-        )
-        .unwrap()
-        .validate()
-        .unwrap();
+        let config = super::test_config(&["a"]);
         let gateway = crate::pipeline::Gateway::new(&config).unwrap();
         gateway.reload(&config).unwrap();
         let state = gateway.state.load();

@@ -521,20 +521,9 @@ impl Gateway {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::config::Config;
-
-    /// A valid config with one target per name (nothing listens there).
-    pub(crate) fn config(names: &[&str]) -> Config {
-        let targets: String = names
-            .iter()
-            .map(|n| format!("[[targets]]\nname = \"{n}\"\nurl = \"http://127.0.0.1:1/{n}\"\n"))
-            .collect();
-        Config::parse(&format!("[server]\nlisten = \"127.0.0.1:0\"\n{targets}"))
-            .and_then(Config::validate)
-            .unwrap()
-    }
+    use crate::app::test_config as config;
 
     fn discovered(name: &str) -> TargetConfig {
         config(&[name]).targets.remove(0)

@@ -613,8 +613,8 @@ fn items_of(judged: Vec<Judged<'_>>, answer_locally: impl Fn(&Command) -> Respon
 
 #[cfg(test)]
 mod tests {
-    use super::lifecycle::tests::config;
     use super::*;
+    use crate::app::test_config as config;
 
     #[test]
     fn item_metrics_name_configured_targets_only() {
