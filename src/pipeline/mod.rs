@@ -467,25 +467,24 @@ impl Gateway {
     pub(crate) fn answer_locally(
         &self,
         state: &State,
-        held: &[Arc<crate::access::Role>],
+        ctx: &RequestContext,
         command: &Command,
-        headers: &HeaderMap,
-        tls: bool,
+        host: Option<&str>,
     ) -> Response {
-        let methods = self.methods(state, tls);
-        let reaches_fleet =
-            state.access.is_open() || state.fleet.iter().any(|t| state.access.reaches(held, t));
+        let methods = self.methods(state, ctx.tls);
+        let reaches_fleet = state.access.is_open()
+            || state
+                .fleet
+                .iter()
+                .any(|t| state.access.reaches(&ctx.held, t));
         let fleet = reaches_fleet.then(|| state.fleet.len());
         let value = if let Command::Config(_) = command {
             self.identity
                 .config_value(state.authenticator.advertised(methods), fleet)
         } else {
-            let host = headers
-                .get(http::header::HOST)
-                .and_then(|h| h.to_str().ok());
             let secured = authenticate::is_secured(methods);
             self.identity
-                .version_value(host, &self.prefix, tls, secured, fleet, state.limits())
+                .version_value(host, &self.prefix, ctx.tls, secured, fleet, state.limits())
         };
         Response::value(&value, unix_seconds())
     }

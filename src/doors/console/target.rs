@@ -30,10 +30,8 @@ pub(crate) async fn console_item(
     let addressing = route::Addressing::Proxy {
         default_target: None,
     };
-    let no_headers = http::HeaderMap::new();
-    let local = |command: &crate::protocol::Command| {
-        gateway.answer_locally(state, &viewer.held, command, &no_headers, viewer.tls)
-    };
+    let local =
+        |command: &crate::protocol::Command| gateway.answer_locally(state, viewer, command, None);
     let ((), merged) = gateway
         .run_items(state, &caller, addressing, &parsed, local, |_| {
             Ok::<_, HttpError>(())

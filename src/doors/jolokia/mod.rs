@@ -65,7 +65,10 @@ pub(crate) async fn jolokia_http(
         },
     };
     let caller = ctx.caller(parts.method.as_str());
-    let local = |command: &Command| gateway.answer_locally(state, held, command, headers, ctx.tls);
+    let host = headers
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok());
+    let local = |command: &Command| gateway.answer_locally(state, ctx, command, host);
     // Another site's page changing state (CSRF), then CORS and JSONP,
     // per item: the roles that reach each item's target must admit
     // the page's origin.

@@ -773,15 +773,8 @@ pub(crate) async fn run_tool_item(
     let addressing = route::Addressing::Proxy {
         default_target: None,
     };
-    let no_headers = http::HeaderMap::new();
     let local = |command: &crate::protocol::Command| {
-        gateway.answer_locally(
-            state,
-            &caller.ctx.held,
-            command,
-            &no_headers,
-            caller.ctx.tls,
-        )
+        gateway.answer_locally(state, &caller.ctx, command, None)
     };
     // A browser page's origin must be admitted by the roles that reach
     // the call's targets, not only by some role of the caller.

@@ -398,15 +398,8 @@ pub(crate) async fn scrape_items(
     caller: &Caller<'_>,
     parsed: parse::Parsed,
 ) -> Result<Vec<crate::protocol::Response>, HttpError> {
-    let no_headers = HeaderMap::new();
     let local = |command: &crate::protocol::Command| {
-        gateway.answer_locally(
-            state,
-            &caller.ctx.held,
-            command,
-            &no_headers,
-            caller.ctx.tls,
-        )
+        gateway.answer_locally(state, caller.ctx, command, None)
     };
     let addressing = route::Addressing::Proxy {
         default_target: None,
