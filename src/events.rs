@@ -76,7 +76,7 @@ pub struct Named {
     pub labels: Option<Arc<BTreeMap<String, String>>>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Event {
     pub seq: u64,
     pub at: SystemTime,

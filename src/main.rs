@@ -461,6 +461,9 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
         source,
         std::time::Duration::from_secs(2),
     ));
+    // Members first: no duty starts before this replica knows its share.
+    let membership = jmxgate::app::join_cluster(&gateway, &config).await?;
+    let _ownership = jmxgate::jobs::ownership::spawn(&gateway);
     // Subscribed first: every event the probes record is told.
     let _event_webhooks = jmxgate::jobs::webhooks::spawn_event_webhooks(&gateway);
     let _probes = jmxgate::jobs::probes::spawn(&gateway);
@@ -537,6 +540,10 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
         {
             result = Err(e);
         }
+    }
+    // Its share goes to the others at their next read, not after a lease.
+    if let Some(membership) = membership {
+        membership.leave().await;
     }
     // Every request has been answered: seal the audit file.
     if let Some(audit) = gateway.audit() {

@@ -179,6 +179,14 @@ pub struct Metrics {
     pub otlp_pushes: Family<ExportLabels, Counter>,
     /// Unix time of each export's last request the receiver took.
     pub otlp_last_success: Family<ExportLabel, Gauge>,
+    /// `[cluster]`: live members as this replica sees them (1 alone).
+    pub cluster_members: Gauge,
+    /// Targets whose duties (probes, webhooks) are this replica's.
+    pub cluster_owned_targets: Gauge,
+    /// Targets this replica took over or gave up on membership changes.
+    pub cluster_handoffs: Counter,
+    /// 1 while the membership engine answers (or none is configured).
+    pub cluster_engine_up: Gauge,
 }
 
 /// An OTLP export and what happened (`sent`, `failed`, `dropped`, …).
@@ -245,6 +253,10 @@ impl Metrics {
             otlp_points: Family::default(),
             otlp_pushes: Family::default(),
             otlp_last_success: Family::default(),
+            cluster_members: Gauge::default(),
+            cluster_owned_targets: Gauge::default(),
+            cluster_handoffs: Counter::default(),
+            cluster_engine_up: Gauge::default(),
             registry: Registry::default(),
         };
         m.register_in(&mut registry);
@@ -268,6 +280,29 @@ impl Metrics {
     }
 
     /// The discovery sources' series.
+    fn register_cluster_in(&self, registry: &mut Registry) {
+        registry.register(
+            "cluster_members",
+            "Live members of [cluster] as this replica sees them (1 without [cluster])",
+            self.cluster_members.clone(),
+        );
+        registry.register(
+            "cluster_owned_targets",
+            "Targets whose background duties (health probes, fleet-event webhooks) this replica owns",
+            self.cluster_owned_targets.clone(),
+        );
+        registry.register(
+            "cluster_handoffs",
+            "Targets this replica took over or gave up when the members changed",
+            self.cluster_handoffs.clone(),
+        );
+        registry.register(
+            "cluster_engine_up",
+            "1 while the membership engine (Kubernetes Leases, PostgreSQL) answers or none is configured, 0 while this replica keeps the last membership it saw",
+            self.cluster_engine_up.clone(),
+        );
+    }
+
     fn register_discovery_in(&self, registry: &mut Registry) {
         registry.register(
             "discovery_up",
@@ -394,6 +429,7 @@ impl Metrics {
             self.client_connections.clone(),
         );
         self.register_discovery_in(registry);
+        self.register_cluster_in(registry);
         registry.register(
             "access_store_up",
             "1 while the access store (just-in-time access) answers, 0 while elevation fails closed",

@@ -43,6 +43,7 @@ pub fn router(gateway: Arc<Gateway>, config: &AdminConfig) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
         .route("/actuator/jolokia", get(actuator))
+        .route("/cluster", get(cluster))
         .with_state(admin)
         .layer(axum::middleware::map_response(
             |mut resp: axum::response::Response| async move {
@@ -77,6 +78,96 @@ async fn actuator(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> impl I
     )
 }
 
+#[derive(serde::Deserialize)]
+struct ClusterQuery {
+    target: Option<String>,
+}
+
+/// The members as this replica sees them and how many of the fleet's
+/// targets each owns; `?target=NAME`: that target's owner.
+async fn cluster(
+    State(admin): State<Arc<Admin>>,
+    query: axum::extract::Query<ClusterQuery>,
+) -> axum::response::Response {
+    let view = admin.gateway.cluster().view();
+    let fleet = admin.gateway.fleet();
+    let json = |status: StatusCode, body: serde_json::Value| {
+        (
+            status,
+            [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+            body.to_string(),
+        )
+            .into_response()
+    };
+    if let Some(name) = &query.target {
+        if fleet.by_name(name).is_none() {
+            return json(
+                StatusCode::NOT_FOUND,
+                serde_json::json!({"error": format!("no target is named {name:?}")}),
+            );
+        }
+        // As every member computes it; `this_replica` says whether this
+        // one does the duty now (not while waiting or fenced).
+        let owner = view.owner(name).map(str::to_string);
+        return json(
+            StatusCode::OK,
+            serde_json::json!({
+                "target": name,
+                "owner": owner,
+                "this_replica": view.owns(name),
+            }),
+        );
+    }
+    // Hashing every target against every member: off the serving loop.
+    let counted = {
+        let view = view.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut owned = vec![0usize; view.members.len()];
+            for t in fleet.iter() {
+                if let Some(owner) = view.owner(&t.name) {
+                    if let Some(i) = view.ids().iter().position(|id| id == owner) {
+                        owned[i] += 1;
+                    }
+                }
+            }
+            (owned, fleet.len())
+        })
+        .await
+    };
+    let Ok((owned, targets)) = counted else {
+        return json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            serde_json::json!({"error": "counting the targets failed"}),
+        );
+    };
+    let now = std::time::SystemTime::now();
+    let members: Vec<serde_json::Value> = view
+        .members
+        .iter()
+        .zip(owned)
+        .map(|(m, owned)| {
+            let renewed = now.checked_sub(m.renewed_ago).unwrap_or(now);
+            serde_json::json!({
+                "id": m.id,
+                "renewed": humantime::format_rfc3339_millis(renewed).to_string(),
+                "owned": owned,
+            })
+        })
+        .collect();
+    json(
+        StatusCode::OK,
+        serde_json::json!({
+            "replica": &*view.me,
+            "membership": view.engine,
+            "epoch": view.epoch,
+            "duties": view.duties,
+            "trouble": view.trouble,
+            "targets": targets,
+            "members": members,
+        }),
+    )
+}
+
 async fn readyz(State(admin): State<Arc<Admin>>) -> impl IntoResponse {
     if let Some(why) = admin.gateway.bearer_unready() {
         return (
@@ -103,6 +194,24 @@ async fn readyz(State(admin): State<Arc<Admin>>) -> impl IntoResponse {
     for why in crate::jobs::otlp::otlp_trouble(&admin.gateway) {
         detail.push_str("; ");
         detail.push_str(&why);
+    }
+    // Background work with a cluster that can't be reached, or none at
+    // all: the door serves on, and says so.
+    let view = admin.gateway.cluster().view();
+    if let Some(why) = &view.trouble {
+        detail.push_str(&format!(
+            "; cluster: {why}, keeping the last membership ({} members)",
+            view.members.len()
+        ));
+    }
+    match &view.duties {
+        crate::cluster::Duties::Active => {}
+        crate::cluster::Duties::Waiting { members, wanted } => detail.push_str(&format!(
+            "; cluster: no background work until {wanted} members are seen ({members} so far)"
+        )),
+        crate::cluster::Duties::Fenced { why } => {
+            detail.push_str(&format!("; cluster: fenced, no background work: {why}"))
+        }
     }
     if admin.ready_requires_target {
         match admin.target_probe().await {

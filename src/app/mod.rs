@@ -32,6 +32,7 @@ impl Gateway {
                 server: &config.server,
                 health: &config.health,
                 audit: config.audit.as_ref(),
+                replica_id: config.replica_id(),
             },
             Sections::default()
                 .with(Elevation::new(&config.access.store))
@@ -46,6 +47,21 @@ impl Gateway {
     pub fn reload(&self, config: &Config) -> Result<(), String> {
         self.reconfigure(Arc::new(config.clone()))
     }
+}
+
+/// Joins `[cluster]`'s members, when configured, before any background
+/// work starts: the engine unreachable or the replica id in use is an
+/// error here. `None`: no `[cluster]`, this replica does everything.
+pub async fn join_cluster(
+    gateway: &Gateway,
+    config: &Config,
+) -> Result<Option<crate::cluster::Started>, String> {
+    let Some(cluster) = &config.cluster else {
+        return Ok(None);
+    };
+    crate::cluster::start(cluster, gateway.cluster(), gateway.metrics.clone())
+        .await
+        .map(Some)
 }
 
 impl Config {

@@ -108,6 +108,15 @@ fn hostname() -> Option<String> {
         .filter(|h| !h.is_empty())
 }
 
+/// The replica id where nothing names one: `JMXGATE_REPLICA_ID`, else the
+/// hostname.
+pub fn default_replica_id() -> Option<String> {
+    std::env::var(REPLICA_ENV)
+        .ok()
+        .filter(|e| !e.is_empty())
+        .or_else(hostname)
+}
+
 /// Why `id` can't be a replica id: it goes into syslog fields and file
 /// listings as it is.
 pub fn replica_id_problem(id: &str) -> Option<String> {

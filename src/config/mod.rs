@@ -89,6 +89,10 @@ pub struct Config {
     /// Pushes of the fleet's metrics over OTLP (`[[otlp.exports]]`).
     #[serde(default)]
     pub otlp: crate::jobs::otlp::config::OtlpConfig,
+    /// Replicas sharing the background work (`[cluster]`); without it,
+    /// this replica does all of it.
+    #[serde(default)]
+    pub cluster: Option<crate::cluster::ClusterConfig>,
 }
 
 /// `[log]`: the log on stderr.
@@ -267,11 +271,40 @@ impl Config {
         problems.extend(self.otlp.problems(&modules, &role_names));
         problems.extend(self.server.problems());
         problems.extend(self.discovery.problems());
+        problems.extend(self.cluster_problems());
         if problems.is_empty() {
             Ok(self)
         } else {
             Err(problems)
         }
+    }
+}
+
+impl Config {
+    /// This replica's id: `JMXGATE_REPLICA_ID`, else `cluster.replica_id`,
+    /// else `audit.replica_id`, else the hostname.
+    pub fn replica_id(&self) -> String {
+        std::env::var(crate::audit::REPLICA_ENV)
+            .ok()
+            .filter(|e| !e.is_empty())
+            .or_else(|| self.cluster.as_ref()?.replica_id.clone())
+            .or_else(|| self.audit.as_ref()?.replica_id.clone())
+            .or_else(crate::audit::default_replica_id)
+            .unwrap_or_else(|| "jmxgate".to_string())
+    }
+
+    /// `[cluster]`, its replica id resolved (see [`Config::replica_id`]).
+    fn cluster_problems(&mut self) -> Vec<String> {
+        let id = self.replica_id();
+        let Some(cluster) = &mut self.cluster else {
+            return Vec::new();
+        };
+        let mut problems = cluster.problems();
+        if let Some(p) = cluster.replica_id_problem(&id) {
+            problems.push(format!("cluster.replica_id: {p}"));
+        }
+        cluster.replica_id = Some(id);
+        problems
     }
 }
 

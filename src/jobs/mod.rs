@@ -1,7 +1,10 @@
 //! Work with no request: OTLP pushes, webhooks and health probes, each
 //! run off the request path (under a system context where it reads).
+//! With `[cluster]`, each duty is done by the one replica that owns it
+//! (`cluster::View::owns`); `ownership.rs` counts this replica's share.
 
 pub mod otlp;
+pub mod ownership;
 pub mod probes;
 pub mod webhooks;
 

@@ -15,7 +15,10 @@ use crate::pipeline::Gateway;
 /// `TargetHealth::probe_decision` (passive health, stable targets
 /// every `health.stable_probe_interval`). A round slowed by the bound
 /// on probes in flight starts the next one late rather than early.
-/// Each round reads the fleet anew. Needs a Tokio runtime.
+/// Each round reads the fleet anew, and the cluster: with `[cluster]`,
+/// only the targets this replica owns are probed (`cluster::View::owns`),
+/// so a change of members moves probes at the next round, within one
+/// interval. Needs a Tokio runtime.
 pub fn spawn(gateway: &Arc<Gateway>) -> Option<tokio::task::JoinHandle<()>> {
     use crate::health::ProbeDecision;
     if gateway.health_config.probe_interval.is_zero() {
@@ -30,14 +33,17 @@ pub fn spawn(gateway: &Arc<Gateway>) -> Option<tokio::task::JoinHandle<()>> {
         // Probes in flight, driven by this task rather than a task each.
         let mut probes = futures::stream::FuturesUnordered::new();
         let mut sent = Vec::new();
+        let mut owned = crate::cluster::Owned::default();
         for round_no in 0u64.. {
             let first = round_no == 0;
             let round = tokio::time::Instant::now();
-            let Some(fleet) = weak.upgrade().map(|g| g.fleet()) else {
+            let Some((fleet, view)) = weak.upgrade().map(|g| (g.fleet(), g.cluster.view())) else {
                 return;
             };
+            owned.trim(fleet.len());
             let mut targets: Vec<_> = fleet
                 .iter()
+                .filter(|t| owned.owns(&view, t.health.shared_name()))
                 .map(|t| {
                     (
                         if first { 0 } else { t.health.probe_tick(ticks) },

@@ -24,6 +24,8 @@ pub(crate) struct Fixed<'a> {
     pub server: &'a ServerConfig,
     pub health: &'a crate::health::HealthConfig,
     pub audit: Option<&'a crate::audit::AuditConfig>,
+    /// This replica's id among its cluster's members.
+    pub replica_id: String,
 }
 
 impl Gateway {
@@ -40,8 +42,13 @@ impl Gateway {
             server,
             health: health_config,
             audit,
+            replica_id,
         } = fixed;
         let metrics = Arc::new(crate::metrics::Metrics::new());
+        // Alone until `cluster::start` joins it to its members.
+        let cluster = crate::cluster::Cluster::solo(&replica_id);
+        metrics.cluster_members.set(1);
+        metrics.cluster_engine_up.set(1);
         let bounds = crate::fleet::GatewayBounds {
             budget: Some(crate::client::BufferBudget::new(server.max_buffered_bytes)),
             exchanges: Some(Arc::new(tokio::sync::Semaphore::new(
@@ -84,6 +91,7 @@ impl Gateway {
             four_eyes,
             reloaded: tokio::sync::watch::Sender::new(0),
             notifier,
+            cluster,
         };
         gateway.tell_sources(
             &gateway.sources.lock().expect("sources lock").book,
@@ -126,6 +134,11 @@ impl Gateway {
     }
 
     /// The audit log, when one is configured.
+    /// This replica among its cluster's members.
+    pub fn cluster(&self) -> &crate::cluster::Cluster {
+        &self.cluster
+    }
+
     pub fn audit(&self) -> Option<&crate::audit::AuditLog> {
         self.audit.as_ref()
     }

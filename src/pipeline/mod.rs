@@ -127,6 +127,9 @@ pub struct Gateway {
     pub(crate) reloaded: tokio::sync::watch::Sender<u64>,
     /// Webhooks (access-request notices), sent off the request path.
     pub(crate) notifier: crate::notify::Notifier,
+    /// This replica among its cluster's members: which background duties
+    /// are its own.
+    pub(crate) cluster: crate::cluster::Cluster,
 }
 
 /// Who asks, the same for every item of a request: its context, and

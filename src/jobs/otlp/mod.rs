@@ -50,6 +50,8 @@ struct Export {
     pushes: AtomicU64,
     /// Per target: when its counters started.
     starts: Mutex<HashMap<String, push::Start>>,
+    /// Which of its `(export, target)` duties this replica owns.
+    owned: Mutex<crate::cluster::Owned>,
     queue: Mutex<VecDeque<Pending>>,
     queued: tokio::sync::Notify,
     /// Why the last push or request failed; `None` after one succeeds.
@@ -196,6 +198,7 @@ fn match_otlp_exports(gateway: &Arc<Gateway>) {
             pushing: AtomicBool::new(false),
             pushes: AtomicU64::new(0),
             starts: Mutex::new(carried.remove(&name).unwrap_or_default()),
+            owned: Mutex::default(),
             queue: Mutex::new(VecDeque::new()),
             queued: tokio::sync::Notify::new(),
             trouble: Mutex::new(None),

@@ -135,6 +135,24 @@ async fn push(gateway: &Gateway, export: &Export) {
                 return;
             }
         };
+    // With [cluster], each (export, target) is pushed by one replica.
+    let (targets, results) = {
+        let view = gateway.cluster.view();
+        let mut owned = export.owned.lock().expect("owned lock");
+        owned.trim(targets.len() + results.len());
+        let mut mine =
+            |name: &str| owned.owns(&view, &crate::cluster::export_key(&settings.name, name));
+        (
+            targets
+                .into_iter()
+                .filter(|t| mine(&t.name))
+                .collect::<Vec<_>>(),
+            results
+                .into_iter()
+                .filter(|r| mine(&r.name))
+                .collect::<Vec<_>>(),
+        )
+    };
     let deadline = started + settings.timeout;
     let limits = state.prometheus().config.limits(deadline);
     let reads = futures::stream::iter(targets)

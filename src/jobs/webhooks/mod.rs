@@ -74,6 +74,48 @@ pub fn notice_for(hook: &WebhookConfig, event: &Event, labels_of: LabelsOf<'_>) 
     ))
 }
 
+/// The part of `event` this replica tells, with `[cluster]`: of an event
+/// about the fleet's targets (down, up, breakers, discovered, removed),
+/// which every replica may see, the targets it owns (none: `None`), so
+/// each target's news is told once, by its owner; the count past the
+/// named targets by the owner of the first. Access steps and reloads
+/// happen on one replica, which tells them whole.
+pub fn this_replicas_part(event: &Event, view: &crate::cluster::View) -> Option<Event> {
+    use crate::events::Kind;
+    let about_the_fleet = matches!(
+        event.kind,
+        Kind::TargetDown
+            | Kind::TargetUp
+            | Kind::BreakerOpened
+            | Kind::BreakerClosed
+            | Kind::TargetsDiscovered
+            | Kind::TargetsRemoved
+    );
+    if !about_the_fleet || event.targets.is_empty() {
+        return Some(event.clone());
+    }
+    let targets: Vec<Named> = event
+        .targets
+        .iter()
+        .filter(|n| view.owns(&n.name))
+        .cloned()
+        .collect();
+    if targets.is_empty() {
+        return None;
+    }
+    let more = if view.owns(&event.targets[0].name) {
+        event.more
+    } else {
+        0
+    };
+    Some(Event {
+        targets,
+        more,
+        detail: event.detail.clone(),
+        ..*event
+    })
+}
+
 /// Tells `[[events.webhooks]]` what the journal records, until the
 /// gateway is dropped.
 pub fn spawn_event_webhooks(gateway: &Arc<Gateway>) -> tokio::task::JoinHandle<()> {
@@ -95,6 +137,12 @@ pub fn spawn_event_webhooks(gateway: &Arc<Gateway>) -> tokio::task::JoinHandle<(
                 return;
             };
             let state = gateway.state.load_full();
+            if state.events().webhooks.is_empty() {
+                continue;
+            }
+            let Some(event) = this_replicas_part(&event, &gateway.cluster.view()) else {
+                continue;
+            };
             let labels_of = |name: &str| state.fleet.by_name(name).map(|t| t.labels.clone());
             for (i, hook) in state.events().webhooks.iter().enumerate() {
                 if let Some(notice) = notice_for(hook, &event, &labels_of) {
@@ -110,6 +158,57 @@ pub fn spawn_event_webhooks(gateway: &Arc<Gateway>) -> tokio::task::JoinHandle<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_targets_news_is_told_by_its_owner_and_the_rest_by_whoever_saw_it() {
+        use crate::cluster::{Duties, Member, View};
+        let ids = ["gw-0", "gw-1", "gw-2"];
+        let views: Vec<View> = ids
+            .iter()
+            .map(|me| {
+                View::solo(me).next(
+                    ids.iter()
+                        .map(|id| Member {
+                            id: id.to_string(),
+                            renewed_ago: std::time::Duration::ZERO,
+                        })
+                        .collect(),
+                    Duties::Active,
+                    None,
+                )
+            })
+            .collect();
+        let names: Vec<String> = (0..30).map(|i| format!("orders-{i}")).collect();
+        let pairs: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "prod")).collect();
+        let mut discovered = event(Kind::TargetsDiscovered, &pairs);
+        discovered.more = 5;
+        let parts: Vec<Event> = views
+            .iter()
+            .filter_map(|v| this_replicas_part(&discovered, v))
+            .collect();
+        let mut told: Vec<&str> = parts
+            .iter()
+            .flat_map(|e| e.targets.iter().map(|n| n.name.as_str()))
+            .collect();
+        told.sort_unstable();
+        let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
+        all.sort_unstable();
+        assert_eq!(told, all, "every target told once");
+        assert_eq!(parts.iter().map(|e| e.more).sum::<usize>(), 5);
+        let down = event(Kind::TargetDown, &[("orders-3", "prod")]);
+        assert_eq!(
+            views
+                .iter()
+                .filter(|v| this_replicas_part(&down, v).is_some())
+                .count(),
+            1
+        );
+        // An access step is told by the replica it happened on.
+        let granted = event(Kind::AccessGranted, &[("orders-3", "prod")]);
+        assert!(views
+            .iter()
+            .all(|v| this_replicas_part(&granted, v).is_some()));
+    }
 
     fn nothing(_: &str) -> Option<Arc<BTreeMap<String, String>>> {
         None

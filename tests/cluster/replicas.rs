@@ -1,0 +1,361 @@
+//! Three replicas of one configuration, their members in PostgreSQL or in
+//! Kubernetes Leases: each target probed by one of them; one killed (or
+//! paused past its lease) and its targets probed again by the others;
+//! a second process with a replica id in use refused; the engine down
+//! and back.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{eventually, free_port, http_client, GatewayProcess};
+use crate::counting::CountingAgents;
+
+const TARGETS: usize = 6;
+const LEASE: &str = "4s";
+const RENEW: &str = "1s";
+
+fn names() -> Vec<String> {
+    (0..TARGETS).map(|i| format!("orders-{i}")).collect()
+}
+
+struct Replica {
+    id: String,
+    admin: u16,
+    process: Option<GatewayProcess>,
+}
+
+/// The configuration of replica `id`: the targets, probes every second,
+/// `cluster` (the engine's keys).
+fn replica_config(dir: &Path, id: &str, agents: &CountingAgents, cluster: &str) -> (PathBuf, u16) {
+    let admin = free_port();
+    let text = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n\n[admin]\nlisten = \"127.0.0.1:{admin}\"\n\n\
+         [health]\nprobe_interval = \"1s\"\nstable_probe_interval = \"1s\"\n\n\
+         [cluster]\nreplica_id = \"{id}\"\nlease_duration = \"{LEASE}\"\nrenew_interval = \"{RENEW}\"\n{cluster}\n\n{}",
+        agents.targets_toml(&names())
+    );
+    let path = dir.join(format!("{id}.toml"));
+    std::fs::write(&path, text).unwrap();
+    (path, admin)
+}
+
+fn start(dir: &Path, id: &str, agents: &CountingAgents, cluster: &str) -> Replica {
+    let (config, admin) = replica_config(dir, id, agents, cluster);
+    let process = GatewayProcess::start(&config, "info");
+    Replica {
+        id: id.to_string(),
+        admin,
+        process: Some(process),
+    }
+}
+
+impl Replica {
+    async fn cluster(&self, query: &str) -> Result<Value, String> {
+        let r = http_client()
+            .get(format!("http://127.0.0.1:{}/cluster{query}", self.admin))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        r.json().await.map_err(|e| e.to_string())
+    }
+
+    async fn readyz(&self) -> String {
+        match http_client()
+            .get(format!("http://127.0.0.1:{}/readyz", self.admin))
+            .send()
+            .await
+        {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.process.as_ref().unwrap().child.id()
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+/// Waits until every replica of `live` sees exactly them as members.
+async fn members_agree(live: &[&Replica]) {
+    let mut want: Vec<&str> = live.iter().map(|r| r.id.as_str()).collect();
+    want.sort_unstable();
+    eventually(
+        "every replica sees the same members",
+        Duration::from_secs(90),
+        || async {
+            for r in live {
+                let c = r.cluster("").await?;
+                let ids: Vec<&str> = c["members"]
+                    .as_array()
+                    .map(|m| m.iter().filter_map(|m| m["id"].as_str()).collect())
+                    .unwrap_or_default();
+                if ids != want || c["duties"]["state"] != "active" {
+                    return Err(format!("{}: {c}", r.id));
+                }
+            }
+            Ok(())
+        },
+    )
+    .await;
+}
+
+/// Each target's owner, as each of `live` names it: they must agree.
+async fn owners(live: &[&Replica]) -> HashMap<String, String> {
+    let mut owners = HashMap::new();
+    for name in names() {
+        let mut said = Vec::new();
+        for r in live {
+            let c = r.cluster(&format!("?target={name}")).await.unwrap();
+            said.push(c["owner"].as_str().unwrap().to_string());
+            assert_eq!(
+                c["this_replica"].as_bool(),
+                Some(said.last() == Some(&r.id)),
+                "{}: {c}",
+                r.id
+            );
+        }
+        said.dedup();
+        assert_eq!(said.len(), 1, "{name}: the replicas disagree: {said:?}");
+        owners.insert(name, said.pop().unwrap());
+    }
+    owners
+}
+
+/// Probes each target gets while `window` passes, counted by the agents.
+async fn probes_over(agents: &CountingAgents, window: Duration) -> HashMap<String, u64> {
+    let before = agents.counts();
+    // The window is what is measured, not a wait for something to happen.
+    tokio::time::sleep(window).await;
+    let after = agents.counts();
+    names()
+        .into_iter()
+        .map(|n| {
+            let got = after.get(&n).copied().unwrap_or(0) - before.get(&n).copied().unwrap_or(0);
+            (n, got)
+        })
+        .collect()
+}
+
+/// No target probed by more than one replica: at one probe a second, a
+/// window of 10 s holds at most 10 and a little from one prober; three
+/// probers would give about 30. Slowness only lowers the counts.
+fn probed_once_each(counts: &HashMap<String, u64>) {
+    for (name, n) in counts {
+        assert!(
+            *n <= 15,
+            "{name} was probed {n} times in 10 s: by more than one replica ({counts:?})"
+        );
+    }
+}
+
+/// Waits until every target has been probed again since `since`.
+async fn all_probed_since(agents: &CountingAgents, since: &HashMap<String, u64>, what: &str) {
+    eventually(what, Duration::from_secs(90), || async {
+        let now = agents.counts();
+        let behind: Vec<String> = names()
+            .into_iter()
+            .filter(|n| now.get(n).copied().unwrap_or(0) <= since.get(n).copied().unwrap_or(0))
+            .collect();
+        if behind.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("not probed again: {behind:?}"))
+        }
+    })
+    .await;
+}
+
+/// The run both engines must pass.
+async fn three_replicas_share_the_probes(cluster: &str) {
+    let agents = CountingAgents::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut replicas: Vec<Replica> = ["gw-a", "gw-b", "gw-c"]
+        .iter()
+        .map(|id| start(dir.path(), id, &agents, cluster))
+        .collect();
+    members_agree(&replicas.iter().collect::<Vec<_>>()).await;
+    let owners_of_three = owners(&replicas.iter().collect::<Vec<_>>()).await;
+    let counts = probes_over(&agents, Duration::from_secs(10)).await;
+    probed_once_each(&counts);
+    assert!(
+        counts.values().all(|n| *n > 0),
+        "every target probed: {counts:?}"
+    );
+    // Every replica counts its own share.
+    let owned_total: u64 = {
+        let mut total = 0;
+        for r in &replicas {
+            let c = r.cluster("").await.unwrap();
+            let me = c["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["id"] == r.id.as_str())
+                .unwrap()
+                .clone();
+            total += me["owned"].as_u64().unwrap();
+        }
+        total
+    };
+    assert_eq!(
+        owned_total,
+        (TARGETS as u64),
+        "members' owned counts add up to the fleet"
+    );
+
+    // One killed: its targets are probed again by the others within a
+    // lease and a renewal; no target is probed by two afterwards.
+    let killed = replicas.remove(1);
+    killed.signal("-KILL");
+    let at_kill = agents.counts();
+    drop(killed);
+    members_agree(&replicas.iter().collect::<Vec<_>>()).await;
+    all_probed_since(
+        &agents,
+        &at_kill,
+        "the killed replica's targets are probed again",
+    )
+    .await;
+    let owners_of_two = owners(&replicas.iter().collect::<Vec<_>>()).await;
+    for (target, owner) in &owners_of_three {
+        if owner != "gw-b" {
+            assert_eq!(
+                &owners_of_two[target], owner,
+                "{target} moved between replicas that stayed"
+            );
+        }
+    }
+    probed_once_each(&probes_over(&agents, Duration::from_secs(10)).await);
+
+    // A replica added takes its share at once.
+    replicas.push(start(dir.path(), "gw-d", &agents, cluster));
+    members_agree(&replicas.iter().collect::<Vec<_>>()).await;
+    probed_once_each(&probes_over(&agents, Duration::from_secs(10)).await);
+
+    // A second process with a replica id in use is refused, clearly,
+    // and the first keeps its place.
+    let (dup_config, _) = replica_config(dir.path(), "gw-a", &agents, cluster);
+    let dup = Command::new(env!("CARGO_BIN_EXE_jmxgate"))
+        .args(["serve", "--config"])
+        .arg(&dup_config)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&dup.stderr);
+    assert!(!dup.status.success(), "{said}");
+    assert!(said.contains("replica id \"gw-a\" is in use"), "{said}");
+    members_agree(&replicas.iter().collect::<Vec<_>>()).await;
+
+    // Paused past its lease (SIGSTOP): the others take its share; once
+    // it runs again, it is a member again.
+    let paused = &replicas[0];
+    paused.signal("-STOP");
+    let at_pause = agents.counts();
+    members_agree(&replicas[1..].iter().collect::<Vec<_>>()).await;
+    all_probed_since(
+        &agents,
+        &at_pause,
+        "the paused replica's targets are probed by the others",
+    )
+    .await;
+    paused.signal("-CONT");
+    members_agree(&replicas.iter().collect::<Vec<_>>()).await;
+    probed_once_each(&probes_over(&agents, Duration::from_secs(10)).await);
+
+    for mut r in replicas {
+        r.process.take().unwrap().stop();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_members_share_the_probes() {
+    let mut pg = crate::postgres::Postgres::start();
+    let cluster = format!("membership = \"postgres\"\nurl = \"{}\"", pg.url());
+    three_replicas_share_the_probes(&cluster).await;
+    pg.kill();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubernetes_members_share_the_probes() {
+    let api = crate::kube_api::ApiServer::start();
+    let cluster = format!(
+        "membership = \"kubernetes\"\nnamespace = \"default\"\nkubeconfig = \"{}\"",
+        api.kubeconfig.display()
+    );
+    three_replicas_share_the_probes(&cluster).await;
+}
+
+/// The engine down: each replica keeps the last members it saw, says so
+/// on `/readyz` and in `jmxgate_cluster_engine_up`, and keeps probing its
+/// share; back, everything is as before.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_engine_down_keeps_the_last_membership() {
+    let mut api = crate::kube_api::ApiServer::start();
+    let cluster = format!(
+        "membership = \"kubernetes\"\nnamespace = \"default\"\nkubeconfig = \"{}\"",
+        api.kubeconfig.display()
+    );
+    let agents = CountingAgents::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let replicas: Vec<Replica> = ["gw-a", "gw-b"]
+        .iter()
+        .map(|id| start(dir.path(), id, &agents, &cluster))
+        .collect();
+    let all: Vec<&Replica> = replicas.iter().collect();
+    members_agree(&all).await;
+    api.stop();
+    eventually(
+        "readyz says the engine is away",
+        Duration::from_secs(90),
+        || async {
+            let said = replicas[0].readyz().await;
+            if said.starts_with("ready")
+                && said.contains("cluster: cannot renew")
+                && said.contains("keeping the last membership (2 members)")
+            {
+                Ok(())
+            } else {
+                Err(said)
+            }
+        },
+    )
+    .await;
+    let c = replicas[0].cluster("").await.unwrap();
+    assert_eq!(c["members"].as_array().unwrap().len(), 2, "{c}");
+    assert!(c["trouble"].is_string(), "{c}");
+    let at_stop = agents.counts();
+    all_probed_since(&agents, &at_stop, "probes go on while the engine is away").await;
+    probed_once_each(&probes_over(&agents, Duration::from_secs(10)).await);
+    api.restart().await;
+    eventually(
+        "the engine answers again",
+        Duration::from_secs(90),
+        || async {
+            let c = replicas[0].cluster("").await?;
+            if c["trouble"].is_null() {
+                Ok(())
+            } else {
+                Err(c.to_string())
+            }
+        },
+    )
+    .await;
+    members_agree(&all).await;
+    for mut r in replicas {
+        r.process.take().unwrap().stop();
+    }
+}
