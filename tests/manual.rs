@@ -1030,6 +1030,13 @@ fn minimal_table_at(path: &[Step]) -> Option<Table> {
                 Err(e) if e.contains("missing field") && !e.contains(&format!("`{missing}`")) => {
                     Some(tried)
                 }
+                // A required choice (`membership`): its first variant.
+                Err(e) if e.contains("unknown variant") => {
+                    let variant = quoted_after(&e, "expected ")
+                        .or_else(|| quoted_after(&e, "expected one of "))?;
+                    tried.insert(missing.clone(), Value::String(variant));
+                    parsed(path, tried.clone()).is_ok().then_some(tried)
+                }
                 Err(_) => None,
             }
         })?;
