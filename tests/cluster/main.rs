@@ -14,5 +14,7 @@ mod counting;
 mod kube_api;
 #[path = "../common/postgres.rs"]
 mod postgres;
+#[path = "../common/victoria.rs"]
+mod victoria;
 
 mod replicas;

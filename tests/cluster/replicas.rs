@@ -359,3 +359,125 @@ async fn the_engine_down_keeps_the_last_membership() {
         r.process.take().unwrap().stop();
     }
 }
+
+/// OTLP with three replicas: each `(export, target)` pushed by one of
+/// them, so VictoriaMetrics holds each series once per interval, not
+/// three times; one replica killed, its targets' series go on.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_series_is_pushed_once_per_interval() {
+    let pg = crate::postgres::Postgres::start();
+    let vm = crate::victoria::Victoria::start().await;
+    let agent = crate::common::Agent::start("otlp-shared");
+    let dir = tempfile::tempdir().unwrap();
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otlp/threads.yml");
+    // Three targets, one real agent behind them all.
+    let targets: String = (0..3)
+        .map(|i| {
+            format!(
+                "[[targets]]\nname = \"jvm-{i}\"\nurl = \"{}\"\n",
+                agent.url()
+            )
+        })
+        .collect();
+    let config = |id: &str| {
+        let text = format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[admin]\nlisten = \"127.0.0.1:{admin}\"\n\n\
+             [cluster]\nmembership = \"postgres\"\nurl = \"{url}\"\nreplica_id = \"{id}\"\n\
+             lease_duration = \"{LEASE}\"\nrenew_interval = \"{RENEW}\"\nwait_for_members = 3\n\n\
+             [[prometheus.modules]]\nname = \"threads\"\nrules_file = \"{rules}\"\n\n\
+             [[otlp.exports]]\nname = \"vm\"\nendpoint = \"{endpoint}\"\ninterval = \"2s\"\n\
+             targets = \"jvm-*\"\nmodule = \"threads\"\n\n{targets}",
+            admin = free_port(),
+            url = pg.url(),
+            rules = rules.display(),
+            endpoint = vm.url("/opentelemetry"),
+        );
+        let path = dir.path().join(format!("{id}.toml"));
+        std::fs::write(&path, &text).unwrap();
+        let admin: u16 = text
+            .split("[admin]\nlisten = \"127.0.0.1:")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap();
+        Replica {
+            id: id.to_string(),
+            admin,
+            process: Some(GatewayProcess::start(&path, "info")),
+        }
+    };
+    let mut replicas: Vec<Replica> = ["gw-a", "gw-b", "gw-c"]
+        .iter()
+        .map(|id| config(id))
+        .collect();
+    members_agree(&replicas.iter().collect::<Vec<_>>()).await;
+    // Samples of one series per target, by their timestamps.
+    let samples = |instance: String| {
+        let vm = &vm;
+        async move {
+            vm.export(&format!(
+                "jvm_threads_started_total{{service_instance_id=\"{instance}\"}}"
+            ))
+            .await
+            .into_iter()
+            .flat_map(|v| v["timestamps"].as_array().cloned().unwrap_or_default())
+            .filter_map(|t| t.as_i64())
+            .collect::<Vec<i64>>()
+        }
+    };
+    eventually(
+        "every target's series is in VictoriaMetrics",
+        Duration::from_secs(90),
+        || async {
+            for i in 0..3 {
+                if samples(format!("jvm-{i}")).await.len() < 3 {
+                    return Err(format!("jvm-{i} has fewer than 3 samples"));
+                }
+            }
+            Ok(())
+        },
+    )
+    .await;
+    // Over any window, at most one sample per interval (and a little):
+    // three pushers would give three. Slowness only lowers the count.
+    let per_interval = |ts: &[i64]| {
+        let span = (ts.iter().max().unwrap() - ts.iter().min().unwrap()) as f64 / 2000.0;
+        ts.len() as f64 / (span + 1.0)
+    };
+    for i in 0..3 {
+        let ts = samples(format!("jvm-{i}")).await;
+        let ratio = per_interval(&ts);
+        assert!(ratio <= 1.5, "jvm-{i}: {ratio:.2} samples per interval ({} samples): pushed by more than one replica", ts.len());
+    }
+    // One killed: the others push its targets within a lease.
+    let killed = replicas.remove(0);
+    killed.signal("-KILL");
+    drop(killed);
+    let before: Vec<usize> = {
+        let mut counts = Vec::new();
+        for i in 0..3 {
+            counts.push(samples(format!("jvm-{i}")).await.len());
+        }
+        counts
+    };
+    eventually(
+        "every series grows after the kill",
+        Duration::from_secs(90),
+        || async {
+            for (i, was) in before.iter().enumerate() {
+                if samples(format!("jvm-{i}")).await.len() <= *was + 1 {
+                    return Err(format!("jvm-{i} has not grown by two since the kill"));
+                }
+            }
+            Ok(())
+        },
+    )
+    .await;
+    for i in 0..3 {
+        let ts = samples(format!("jvm-{i}")).await;
+        assert!(per_interval(&ts) <= 1.5, "jvm-{i} after the kill: {ts:?}");
+    }
+    for mut r in replicas {
+        r.process.take().unwrap().stop();
+    }
+}

@@ -6,5 +6,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "../common/victoria.rs"]
+mod victoria;
 
 mod otlp_export;
