@@ -106,21 +106,13 @@ impl Leases {
     pub async fn claim(&mut self, over: Option<&str>) -> Result<Claim, String> {
         let name = self.name();
         match self.api.get_opt(&name).await.map_err(kube_error)? {
-            None => match self
-                .api
-                .create(&PostParams::default(), &self.fresh_lease(0, None))
-                .await
-            {
-                Ok(lease) => {
-                    self.mine = Some(lease);
-                    Ok(Claim::Joined)
-                }
-                // Another process created it first.
-                Err(e) if is_status(&e, 409) => Ok(Claim::Held {
-                    token: String::new(),
-                }),
-                Err(e) => Err(kube_error(e)),
-            },
+            None => {
+                let created = self
+                    .api
+                    .create(&PostParams::default(), &self.fresh_lease(0, None))
+                    .await;
+                self.claimed(created)
+            }
             Some(lease) => {
                 let rv = lease.metadata.resource_version.clone().unwrap_or_default();
                 let holder = lease
@@ -141,21 +133,27 @@ impl Leases {
                     .unwrap_or(0)
                     .saturating_add(1);
                 let taken = self.fresh_lease(transitions, Some(rv));
-                match self
+                let replaced = self
                     .api
                     .replace(&name, &PostParams::default(), &taken)
-                    .await
-                {
-                    Ok(lease) => {
-                        self.mine = Some(lease);
-                        Ok(Claim::Joined)
-                    }
-                    Err(e) if is_status(&e, 409) => Ok(Claim::Held {
-                        token: String::new(),
-                    }),
-                    Err(e) => Err(kube_error(e)),
-                }
+                    .await;
+                self.claimed(replaced)
             }
+        }
+    }
+
+    /// A claim's write: this instance's Lease now, or (409) another
+    /// process wrote it first, to be read again.
+    fn claimed(&mut self, written: Result<Lease, kube::Error>) -> Result<Claim, String> {
+        match written {
+            Ok(lease) => {
+                self.mine = Some(lease);
+                Ok(Claim::Joined)
+            }
+            Err(e) if is_status(&e, 409) => Ok(Claim::Held {
+                token: String::new(),
+            }),
+            Err(e) => Err(kube_error(e)),
         }
     }
 

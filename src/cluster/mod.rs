@@ -296,17 +296,7 @@ mod tests {
     fn remembered_ownership_is_forgotten_when_the_members_change() {
         let mut owned = Owned::default();
         let alone = View::solo("gw-0");
-        let others = alone.next(
-            ["gw-0", "gw-1", "gw-2", "gw-3", "gw-4"]
-                .iter()
-                .map(|id| Member {
-                    id: id.to_string(),
-                    renewed_ago: Duration::ZERO,
-                })
-                .collect(),
-            Duties::Active,
-            None,
-        );
+        let others = View::of_members("gw-0", &["gw-0", "gw-1", "gw-2", "gw-3", "gw-4"]);
         // A target the first of five does not own.
         let key: Arc<str> = (0..)
             .map(|i| format!("orders-{i}"))

@@ -183,6 +183,22 @@ impl View {
         rendezvous::owner(key, &self.ids)
     }
 
+    /// `me`'s view with `members` live and its duties active.
+    #[cfg(test)]
+    pub fn of_members(me: &str, members: &[&str]) -> View {
+        View::solo(me).next(
+            members
+                .iter()
+                .map(|id| Member {
+                    id: id.to_string(),
+                    renewed_ago: Duration::ZERO,
+                })
+                .collect(),
+            Duties::Active,
+            None,
+        )
+    }
+
     /// Whether this replica does the duty of `key` now.
     pub fn owns(&self, key: &str) -> bool {
         self.duties == Duties::Active && self.owner(key) == Some(&*self.me)
@@ -217,19 +233,20 @@ pub fn duties_after(
     }
 }
 
-/// Keys whose owner differs between two views, counted from `me`'s side:
-/// those it took over and those it gave up (`jmxgate_cluster_handoffs_total`).
-pub fn handoffs<'k>(before: &View, after: &View, keys: impl IntoIterator<Item = &'k str>) -> u64 {
-    keys.into_iter()
-        .filter(|k| before.owns(k) != after.owns(k))
-        .count() as u64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const LEASE: Duration = Duration::from_secs(15);
+
+    /// Keys whose owner differs between two views, counted from `me`'s side:
+    /// those it took over and those it gave up, as `jobs/ownership.rs`
+    /// counts `jmxgate_cluster_handoffs_total`.
+    fn handoffs<'k>(before: &View, after: &View, keys: impl IntoIterator<Item = &'k str>) -> u64 {
+        keys.into_iter()
+            .filter(|k| before.owns(k) != after.owns(k))
+            .count() as u64
+    }
 
     fn seen(id: &str, token: &str) -> Seen {
         Seen {
@@ -308,17 +325,7 @@ mod tests {
     }
 
     fn view(me: &str, members: &[&str]) -> View {
-        View::solo(me).next(
-            members
-                .iter()
-                .map(|id| Member {
-                    id: id.to_string(),
-                    renewed_ago: Duration::ZERO,
-                })
-                .collect(),
-            Duties::Active,
-            None,
-        )
+        View::of_members(me, members)
     }
 
     #[test]

@@ -161,23 +161,9 @@ mod tests {
 
     #[test]
     fn each_targets_news_is_told_by_its_owner_and_the_rest_by_whoever_saw_it() {
-        use crate::cluster::{Duties, Member, View};
+        use crate::cluster::View;
         let ids = ["gw-0", "gw-1", "gw-2"];
-        let views: Vec<View> = ids
-            .iter()
-            .map(|me| {
-                View::solo(me).next(
-                    ids.iter()
-                        .map(|id| Member {
-                            id: id.to_string(),
-                            renewed_ago: std::time::Duration::ZERO,
-                        })
-                        .collect(),
-                    Duties::Active,
-                    None,
-                )
-            })
-            .collect();
+        let views: Vec<View> = ids.iter().map(|me| View::of_members(me, &ids)).collect();
         let names: Vec<String> = (0..30).map(|i| format!("orders-{i}")).collect();
         let pairs: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "prod")).collect();
         let mut discovered = event(Kind::TargetsDiscovered, &pairs);
