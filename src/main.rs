@@ -467,6 +467,7 @@ async fn serve(loaded: Loaded, gateway: Arc<Gateway>) -> Result<(), String> {
     // Subscribed first: every event the probes record is told.
     let _event_webhooks = jmxgate::jobs::webhooks::spawn_event_webhooks(&gateway);
     let _probes = jmxgate::jobs::probes::spawn(&gateway);
+    let _health_view = jmxgate::jobs::health_view::spawn(&gateway);
     let _discovery = gateway.spawn_discovery();
     let _access_store = jmxgate::doors::access::spawn_access_store(&gateway);
     let _otlp = jmxgate::jobs::otlp::spawn_otlp_exports(&gateway);

@@ -187,6 +187,8 @@ pub struct Metrics {
     pub cluster_handoffs: Counter,
     /// 1 while the membership engine answers (or none is configured).
     pub cluster_engine_up: Gauge,
+    /// Reads of the other members' health reports: `ok`, `failed`.
+    pub cluster_health_reads: Family<OutcomeLabel, Counter>,
 }
 
 /// An OTLP export and what happened (`sent`, `failed`, `dropped`, …).
@@ -257,6 +259,7 @@ impl Metrics {
             cluster_owned_targets: Gauge::default(),
             cluster_handoffs: Counter::default(),
             cluster_engine_up: Gauge::default(),
+            cluster_health_reads: Family::default(),
             registry: Registry::default(),
         };
         m.register_in(&mut registry);
@@ -300,6 +303,11 @@ impl Metrics {
             "cluster_engine_up",
             "1 while the membership engine (Kubernetes Leases, PostgreSQL) answers or none is configured, 0 while this replica keeps the last membership it saw",
             self.cluster_engine_up.clone(),
+        );
+        registry.register(
+            "cluster_health_reads",
+            "Reads of the other members' health probe results (/cluster/health on their admin listeners), by outcome: ok, failed",
+            self.cluster_health_reads.clone(),
         );
     }
 

@@ -44,6 +44,7 @@ pub fn router(gateway: Arc<Gateway>, config: &AdminConfig) -> Router {
         .route("/readyz", get(readyz))
         .route("/actuator/jolokia", get(actuator))
         .route("/cluster", get(cluster))
+        .route("/cluster/health", get(cluster_health))
         .with_state(admin)
         .layer(axum::middleware::map_response(
             |mut resp: axum::response::Response| async move {
@@ -151,6 +152,7 @@ async fn cluster(
                 "id": m.id,
                 "renewed": humantime::format_rfc3339_millis(renewed).to_string(),
                 "owned": owned,
+                "admin_url": m.admin_url.as_deref(),
             })
         })
         .collect();
@@ -166,6 +168,61 @@ async fn cluster(
             "members": members,
         }),
     )
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HealthQuery {
+    #[serde(default)]
+    since: u64,
+    incarnation: Option<String>,
+}
+
+/// What the other replicas read (`jobs/health_view.rs`): the health of
+/// the targets this replica owns, changed since `?since=` of book
+/// `?incarnation=` (either missing or another book's: all of them).
+/// Nothing while this replica does no duties (waiting or fenced).
+async fn cluster_health(
+    State(admin): State<Arc<Admin>>,
+    query: Result<axum::extract::Query<HealthQuery>, axum::extract::rejection::QueryRejection>,
+) -> axum::response::Response {
+    let json = |status: StatusCode, body: String| {
+        (
+            status,
+            [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+            body,
+        )
+            .into_response()
+    };
+    let query = match query {
+        Ok(q) => q.0,
+        Err(e) => {
+            return json(
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({"error": format!("{} (ask ?since=<count>&incarnation=<id>, both from the last answer)", e.body_text())}).to_string(),
+            )
+        }
+    };
+    let gateway = admin.gateway.clone();
+    // Every target hashed against the members: off the serving loop.
+    let report = tokio::task::spawn_blocking(move || {
+        let view = gateway.cluster().view();
+        let mut owned = crate::cluster::Owned::default();
+        let report = gateway
+            .health
+            .report(query.since, query.incarnation.as_deref(), |name| {
+                owned.owns(&view, name)
+            });
+        serde_json::to_string(&report)
+    })
+    .await;
+    match report {
+        Ok(Ok(body)) => json(StatusCode::OK, body),
+        _ => json(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            serde_json::json!({"error": "the health report failed"}).to_string(),
+        ),
+    }
 }
 
 async fn readyz(State(admin): State<Arc<Admin>>) -> impl IntoResponse {

@@ -6,6 +6,8 @@
 //! clients share the TLS setup in `agent.rs`.
 
 mod agent;
+/// The deepest cause of an error chain, as said to operators.
+pub(crate) use agent::innermost_cause;
 mod jolokia;
 mod poller;
 mod quick_ack;

@@ -16,6 +16,8 @@ use super::Claim;
 
 pub const LABEL: &str = "jmxgate.io/cluster-member";
 const ID_ANNOTATION: &str = "jmxgate.io/replica-id";
+/// Where the member's admin listener is (`cluster.advertise_url`).
+const ADMIN_URL_ANNOTATION: &str = "jmxgate.io/admin-url";
 const NAME_PREFIX: &str = "jmxgate-member-";
 
 /// Whether `id` may follow [`NAME_PREFIX`] in a Lease's name (a DNS
@@ -36,6 +38,7 @@ pub struct Leases {
     api: Api<Lease>,
     me: String,
     holder: String,
+    admin_url: Option<String>,
     lease_seconds: i32,
     /// This replica's Lease as last written or read.
     mine: Option<Lease>,
@@ -70,6 +73,7 @@ impl Leases {
             api: Api::namespaced(client, &namespace),
             me: me.to_string(),
             holder: format!("{me}/{instance}"),
+            admin_url: config.advertise_url.clone(),
             lease_seconds: i32::try_from(config.lease_duration.as_secs()).unwrap_or(i32::MAX),
             mine: None,
         })
@@ -85,7 +89,15 @@ impl Leases {
             metadata: ObjectMeta {
                 name: Some(self.name()),
                 labels: Some([(LABEL.to_string(), "true".to_string())].into()),
-                annotations: Some([(ID_ANNOTATION.to_string(), self.me.clone())].into()),
+                annotations: Some(
+                    std::iter::once((ID_ANNOTATION.to_string(), self.me.clone()))
+                        .chain(
+                            self.admin_url
+                                .clone()
+                                .map(|u| (ADMIN_URL_ANNOTATION.to_string(), u)),
+                        )
+                        .collect(),
+                ),
                 resource_version,
                 ..ObjectMeta::default()
             },
@@ -235,11 +247,12 @@ impl Leases {
             .items
             .into_iter()
             .filter_map(|l| {
-                let id = l.metadata.annotations.as_ref()?.get(ID_ANNOTATION)?.clone();
+                let annotations = l.metadata.annotations.as_ref()?;
                 Some(Seen {
-                    id,
+                    id: annotations.get(ID_ANNOTATION)?.clone(),
                     token: l.metadata.resource_version.clone().unwrap_or_default(),
                     age: None,
+                    admin_url: annotations.get(ADMIN_URL_ANNOTATION).cloned(),
                 })
             })
             .collect())

@@ -69,6 +69,42 @@ pub struct ClusterConfig {
     pub wait_for_members: usize,
     #[serde(default = "default_wait_timeout", with = "humantime_serde")]
     pub wait_timeout: Duration,
+    /// Where the other replicas reach this one's admin listener (they
+    /// read its probe results at `/cluster/health`), `http://host:port`;
+    /// unset, `[admin] listen` when that is one address (`config/`
+    /// resolves it).
+    #[serde(default)]
+    pub advertise_url: Option<String>,
+}
+
+/// Why `text` can't be an `advertise_url`: an `http://host:port` the
+/// other replicas connect to, nothing else in it.
+pub fn advertise_url_problem(text: &str) -> Option<String> {
+    let url = match url::Url::parse(text) {
+        Ok(url) => url,
+        Err(e) => return Some(format!("{text:?} is not a URL ({e})")),
+    };
+    if url.scheme() != "http" {
+        return Some(format!(
+            "{text:?}: the admin listener speaks http://, not {}://",
+            url.scheme()
+        ));
+    }
+    let bare = url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && url.fragment().is_none()
+        && url.path() == "/";
+    if !bare {
+        // Not echoed: it may hold a password.
+        return Some(
+            "only http://host:port, no credentials, path or query (the replicas add /cluster/health themselves)".into(),
+        );
+    }
+    match (url.host_str(), url.port()) {
+        (Some(_), Some(_)) => None,
+        _ => Some(format!("{text:?}: name the admin listener's host and port")),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -175,6 +211,13 @@ impl ClusterConfig {
         }
         if self.lease_duration.as_secs() < 1 {
             problems.push("cluster.lease_duration: must be 1s or longer".into());
+        }
+        if let Some(p) = self
+            .advertise_url
+            .as_deref()
+            .and_then(advertise_url_problem)
+        {
+            problems.push(format!("cluster.advertise_url: {p}"));
         }
         if !(1..=MAX_WAIT_FOR_MEMBERS).contains(&self.wait_for_members) {
             problems.push(format!(
@@ -357,5 +400,23 @@ mod tests {
         assert!(c.replica_id_problem("GW_1").is_some());
         let c = config("membership = \"postgres\"\nurl = \"postgres://h/db\"");
         assert!(c.replica_id_problem("GW_1").is_none());
+    }
+
+    #[test]
+    fn an_advertised_url_is_a_bare_http_host_and_port() {
+        assert_eq!(advertise_url_problem("http://10.1.2.3:9090"), None);
+        assert_eq!(advertise_url_problem("http://gw-0.gw:9090/"), None);
+        for bad in [
+            "10.1.2.3:9090",
+            "https://10.1.2.3:9090",
+            "http://10.1.2.3",
+            "http://u:p@10.1.2.3:9090",
+            "http://10.1.2.3:9090/cluster/health",
+        ] {
+            assert!(advertise_url_problem(bad).is_some(), "{bad}");
+        }
+        let p = config("membership = \"kubernetes\"\nadvertise_url = \"gw:9090\"").problems();
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].starts_with("cluster.advertise_url: "), "{p:?}");
     }
 }

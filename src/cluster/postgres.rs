@@ -20,12 +20,17 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS jmxgate_cluster_members (\
      instance text NOT NULL, \
      epoch bigint NOT NULL, \
      renewed timestamptz NOT NULL, \
-     joined timestamptz NOT NULL)";
+     joined timestamptz NOT NULL, \
+     admin_url text)";
+/// For a table made before members said where their admin listener is.
+const SCHEMA_ADMIN_URL: &str =
+    "ALTER TABLE jmxgate_cluster_members ADD COLUMN IF NOT EXISTS admin_url text";
 
 pub struct Rows {
     pool: PgPool,
     me: String,
     instance: String,
+    admin_url: Option<String>,
     lease: Duration,
     epoch: Option<i64>,
 }
@@ -63,6 +68,7 @@ impl Rows {
             pool,
             me: me.to_string(),
             instance: instance.to_string(),
+            admin_url: config.advertise_url.clone(),
             lease: config.lease_duration,
             epoch: None,
         };
@@ -74,11 +80,20 @@ impl Rows {
         // Two replicas creating it at once: one of them gets a unique
         // violation on the catalog; the table is there either way.
         for attempt in 0..3 {
-            match sqlx::query(SCHEMA)
+            let made = match sqlx::query(SCHEMA)
                 .persistent(false)
                 .execute(&self.pool)
                 .await
             {
+                Ok(_) => {
+                    sqlx::query(SCHEMA_ADMIN_URL)
+                        .persistent(false)
+                        .execute(&self.pool)
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            match made {
                 Ok(_) => return Ok(()),
                 Err(e) if attempt < 2 => {
                     tracing::debug!("creating jmxgate_cluster_members: {e}; again");
@@ -105,10 +120,11 @@ impl Rows {
         .execute(&self.pool)
         .await;
         let claimed = sqlx::query(
-            "INSERT INTO jmxgate_cluster_members (replica_id, instance, epoch, renewed, joined) \
-             VALUES ($1, $2, 1, now(), now()) \
+            "INSERT INTO jmxgate_cluster_members (replica_id, instance, epoch, renewed, joined, admin_url) \
+             VALUES ($1, $2, 1, now(), now(), $4) \
              ON CONFLICT (replica_id) DO UPDATE SET instance = EXCLUDED.instance, \
-                 epoch = jmxgate_cluster_members.epoch + 1, renewed = now(), joined = now() \
+                 epoch = jmxgate_cluster_members.epoch + 1, renewed = now(), joined = now(), \
+                 admin_url = EXCLUDED.admin_url \
              WHERE jmxgate_cluster_members.renewed <= now() - make_interval(secs => $3) \
              RETURNING epoch",
         )
@@ -116,6 +132,7 @@ impl Rows {
         .bind(&self.me)
         .bind(&self.instance)
         .bind(self.lease_seconds())
+        .bind(&self.admin_url)
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error)?;
@@ -172,7 +189,7 @@ impl Rows {
     /// The rows renewed within the lease, by the database's clock.
     pub async fn read(&self) -> Result<Vec<Seen>, String> {
         let rows = sqlx::query(
-            "SELECT replica_id, renewed::text AS token, \
+            "SELECT replica_id, renewed::text AS token, admin_url, \
                  (EXTRACT(EPOCH FROM (now() - renewed)) * 1000)::bigint AS age_ms \
              FROM jmxgate_cluster_members \
              WHERE renewed > now() - make_interval(secs => $1) ORDER BY replica_id",
@@ -189,6 +206,7 @@ impl Rows {
                     id: r.try_get("replica_id")?,
                     token: r.try_get("token")?,
                     age: Some(Duration::from_millis(age.max(0) as u64)),
+                    admin_url: r.try_get("admin_url")?,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()

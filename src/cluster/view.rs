@@ -23,6 +23,9 @@ pub struct Seen {
     /// replica saw `token` change (Kubernetes, as client-go's leader
     /// election does).
     pub age: Option<Duration>,
+    /// Where its admin listener is (its `cluster.advertise_url`), as the
+    /// member wrote it.
+    pub admin_url: Option<String>,
 }
 
 /// A live member.
@@ -32,6 +35,9 @@ pub struct Member {
     /// How long ago it renewed, as this replica judges it.
     #[serde(serialize_with = "millis")]
     pub renewed_ago: Duration,
+    /// Where the other replicas read its health probes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_url: Option<Arc<str>>,
 }
 
 fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -76,6 +82,7 @@ impl Liveness {
                 live.push(Member {
                     id: s.id.clone(),
                     renewed_ago: ago,
+                    admin_url: s.admin_url.as_deref().map(Arc::from),
                 });
             }
         }
@@ -143,6 +150,7 @@ impl View {
             members: vec![Member {
                 id: me.to_string(),
                 renewed_ago: Duration::ZERO,
+                admin_url: None,
             }]
             .into(),
             ids: vec![me.to_string()].into(),
@@ -192,6 +200,7 @@ impl View {
                 .map(|id| Member {
                     id: id.to_string(),
                     renewed_ago: Duration::ZERO,
+                    admin_url: None,
                 })
                 .collect(),
             Duties::Active,
@@ -253,6 +262,7 @@ mod tests {
             id: id.into(),
             token: token.into(),
             age: None,
+            admin_url: None,
         }
     }
 

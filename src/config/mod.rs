@@ -293,9 +293,13 @@ impl Config {
             .unwrap_or_else(|| "jmxgate".to_string())
     }
 
-    /// `[cluster]`, its replica id resolved (see [`Config::replica_id`]).
+    /// `[cluster]`, its replica id resolved (see [`Config::replica_id`])
+    /// and its `advertise_url` (the `[admin]` listener's address when it
+    /// is one address: the replicas read each other's probe results
+    /// there).
     fn cluster_problems(&mut self) -> Vec<String> {
         let id = self.replica_id();
+        let admin = self.admin.as_ref().map(|a| a.listen);
         let Some(cluster) = &mut self.cluster else {
             return Vec::new();
         };
@@ -304,6 +308,17 @@ impl Config {
             problems.push(format!("cluster.replica_id: {p}"));
         }
         cluster.replica_id = Some(id);
+        match (admin, &cluster.advertise_url) {
+            (None, _) => problems.push(
+                "cluster: needs [admin] listen: the replicas read each other's health probes from the admin listener's /cluster/health".into(),
+            ),
+            (Some(listen), None) if listen.ip().is_unspecified() => problems.push(format!(
+                "cluster.advertise_url: needed, as [admin] listen = \"{listen}\" is no address another replica can connect to; set where they reach this replica's admin listener, e.g. JMXGATE__CLUSTER__ADVERTISE_URL=http://$(POD_IP):{} in a pod",
+                listen.port()
+            )),
+            (Some(listen), None) => cluster.advertise_url = Some(format!("http://{listen}")),
+            (Some(_), Some(_)) => {}
+        }
         problems
     }
 }

@@ -3,6 +3,7 @@
 //! With `[cluster]`, each duty is done by the one replica that owns it
 //! (`cluster::View::owns`); `ownership.rs` counts this replica's share.
 
+pub mod health_view;
 pub mod otlp;
 pub mod ownership;
 pub mod probes;

@@ -74,6 +74,32 @@ impl Replica {
         }
     }
 
+    /// `GET /jolokia/targets` on its Jolokia listener: `name`'s entry.
+    async fn target(&self, name: &str) -> Result<Value, String> {
+        let addr = &self.process.as_ref().unwrap().addr;
+        let r = http_client()
+            .get(format!("http://{addr}/jolokia/targets"))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let list: Value = r.json().await.map_err(|e| e.to_string())?;
+        list["value"]
+            .as_array()
+            .and_then(|l| l.iter().find(|t| t["name"] == name).cloned())
+            .ok_or_else(|| format!("{}: no {name} in {list}", self.id))
+    }
+
+    async fn metrics(&self) -> String {
+        match http_client()
+            .get(format!("http://127.0.0.1:{}/metrics", self.admin))
+            .send()
+            .await
+        {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(e) => e.to_string(),
+        }
+    }
+
     fn pid(&self) -> u32 {
         self.process.as_ref().unwrap().child.id()
     }
@@ -297,6 +323,93 @@ async fn kubernetes_members_share_the_probes() {
         api.kubeconfig.display()
     );
     three_replicas_share_the_probes(&cluster).await;
+}
+
+/// Waits until every replica of `live` shows `name` with `state` and its
+/// breaker `breaker` in `/jolokia/targets` and `jmxgate_agent_up` `up`.
+async fn all_show(live: &[&Replica], name: &str, state: &str, breaker: &str, up: f64) {
+    let what = format!("every replica shows {name} {state}, its breaker {breaker}");
+    eventually(&what, Duration::from_secs(90), || async {
+        for r in live {
+            let t = r.target(name).await?;
+            if t["health"]["state"] != state || t["health"]["breaker"] != breaker {
+                return Err(format!("{}: {t}", r.id));
+            }
+            let metrics = r.metrics().await;
+            let series = format!("jmxgate_agent_up{{target=\"{name}\"}}");
+            if crate::common::metric_value(&metrics, &series) != up {
+                return Err(format!("{}: {series} is not {up}", r.id));
+            }
+        }
+        Ok(())
+    })
+    .await;
+}
+
+/// One health view: only a target's owner probes it, and every replica
+/// shows what the owner saw (state, breaker, `jmxgate_agent_up`): down
+/// with its breaker open, then up again, on replicas that never sent it
+/// a request.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_replica_shows_the_owners_probes() {
+    let mut pg = crate::postgres::Postgres::start();
+    let cluster = format!("membership = \"postgres\"\nurl = \"{}\"", pg.url());
+    let agents = CountingAgents::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let replicas: Vec<Replica> = ["gw-a", "gw-b", "gw-c"]
+        .iter()
+        .map(|id| start(dir.path(), id, &agents, &cluster))
+        .collect();
+    let all: Vec<&Replica> = replicas.iter().collect();
+    members_agree(&all).await;
+    let owners = owners(&all).await;
+    let name = "orders-0";
+    all_show(&all, name, "up", "closed", 1.0).await;
+    for r in &all {
+        let t = r.target(name).await.unwrap();
+        assert_eq!(t["agent"]["version"], "1.7.1", "{}: {t}", r.id);
+    }
+    agents.set_down(name, true);
+    all_show(&all, name, "down", "open", 0.0).await;
+    // Only its owner probed it while it was down: the others did not
+    // open their breakers by their own probes (they sent none).
+    let owner = &owners[name];
+    for r in all.iter().filter(|r| r.id != *owner) {
+        let t = r.target(name).await.unwrap();
+        assert!(
+            t["health"]["last_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("503")),
+            "{}: the owner's error: {t}",
+            r.id
+        );
+    }
+    agents.set_down(name, false);
+    all_show(&all, name, "up", "closed", 1.0).await;
+    // The other targets stayed up everywhere.
+    for other in names().iter().filter(|n| *n != name) {
+        for r in &all {
+            let t = r.target(other).await.unwrap();
+            assert_eq!(t["health"]["state"], "up", "{}: {t}", r.id);
+        }
+    }
+    // What the others read is on the admin listener, bounded by its
+    // query: a bad one is a clear 400.
+    let bad = http_client()
+        .get(format!(
+            "http://127.0.0.1:{}/cluster/health?since=soon",
+            replicas[0].admin
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let said = bad.text().await.unwrap();
+    assert!(said.contains("since"), "{said}");
+    for mut r in replicas {
+        r.process.take().unwrap().stop();
+    }
+    pg.kill();
 }
 
 /// The engine down: each replica keeps the last members it saw, says so

@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 pub struct CountingAgents {
     pub port: u16,
     counts: Arc<Mutex<HashMap<String, u64>>>,
+    /// Targets that answer 503 for now (still counted).
+    down: Arc<Mutex<std::collections::HashSet<String>>>,
     _server: tokio::task::JoinHandle<()>,
 }
 
@@ -21,12 +23,22 @@ impl CountingAgents {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = counts.clone();
+        let down: Arc<Mutex<std::collections::HashSet<String>>> = Arc::default();
+        let refusing = down.clone();
         let app = axum::Router::new().fallback(
             move |uri: axum::http::Uri, body: axum::body::Bytes| {
                 let seen = seen.clone();
+                let refusing = refusing.clone();
                 async move {
                     let name = uri.path().trim_start_matches('/').split('/').next().unwrap_or("").to_string();
-                    *seen.lock().unwrap().entry(name).or_default() += 1;
+                    *seen.lock().unwrap().entry(name.clone()).or_default() += 1;
+                    if refusing.lock().unwrap().contains(&name) {
+                        return (
+                            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                            [(axum::http::header::CONTENT_TYPE, "text/plain")],
+                            "down for the test".to_string(),
+                        );
+                    }
                     let asked: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                     let items = match asked {
                         Value::Array(items) => items,
@@ -44,6 +56,7 @@ impl CountingAgents {
                         })
                         .collect();
                     (
+                        axum::http::StatusCode::OK,
                         [(axum::http::header::CONTENT_TYPE, "application/json")],
                         Value::Array(answers).to_string(),
                     )
@@ -56,6 +69,7 @@ impl CountingAgents {
         CountingAgents {
             port,
             counts,
+            down,
             _server: server,
         }
     }
@@ -71,6 +85,16 @@ impl CountingAgents {
                 )
             })
             .collect()
+    }
+
+    /// Makes `name` answer 503 (`down`) or as an agent again.
+    pub fn set_down(&self, name: &str, down: bool) {
+        let mut set = self.down.lock().unwrap();
+        if down {
+            set.insert(name.to_string());
+        } else {
+            set.remove(name);
+        }
     }
 
     /// Requests each target got so far.

@@ -7,8 +7,10 @@
 //! a name that leaves the fleet loses its entry ([`HealthBook::retain`]), so
 //! a target added again under that name starts afresh.
 
+pub mod shared;
+
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -202,8 +204,35 @@ pub struct TargetHealth {
     /// Its `jmxgate_agent_up` series, as looked up last, and the metrics'
     /// generation then (`Metrics::probed`): a probe costs no label lookup.
     pub(crate) up_gauge: Mutex<Option<(u64, prometheus_client::metrics::gauge::Gauge)>>,
-    /// Where its changes are told (the console's events).
+    /// Where its changes are told, and counted for the other replicas.
+    book: Arc<Book>,
+    /// The book's change count when this target's state last changed by
+    /// this replica's own probes or exchanges (see [`shared`]).
+    seq: AtomicU64,
+}
+
+/// What every target of one book shares: the journal its changes are
+/// told to (the console's events) and the count of changes, which orders
+/// them for the replicas that read this one's results (`shared.rs`).
+#[derive(Debug)]
+pub struct Book {
     journal: Arc<crate::events::Journal>,
+    changes: AtomicU64,
+    /// Random per book: a reader's count of another book (this process
+    /// restarted) is not taken for this one's.
+    incarnation: String,
+}
+
+impl Default for Book {
+    fn default() -> Book {
+        let mut bytes = [0u8; 8];
+        getrandom::getrandom(&mut bytes).expect("the system's random source");
+        Book {
+            journal: Arc::default(),
+            changes: AtomicU64::new(0),
+            incarnation: bytes.iter().map(|b| format!("{b:02x}")).collect(),
+        }
+    }
 }
 
 impl TargetHealth {
@@ -217,11 +246,7 @@ impl TargetHealth {
         &self.name
     }
 
-    fn new(
-        name: &str,
-        failures_to_open: u32,
-        journal: Arc<crate::events::Journal>,
-    ) -> TargetHealth {
+    fn new(name: &str, failures_to_open: u32, book: Arc<Book>) -> TargetHealth {
         TargetHealth {
             name: name.into(),
             state: Mutex::default(),
@@ -229,13 +254,22 @@ impl TargetHealth {
             retired: AtomicBool::new(false),
             phase: phase_of(name),
             up_gauge: Mutex::default(),
-            journal,
+            book,
+            seq: AtomicU64::new(0),
         }
     }
 
     fn tell(&self, kind: crate::events::Kind, detail: &str) {
-        self.journal
+        self.book
+            .journal
             .record(kind, [crate::events::named(&self.name)], detail.to_string());
+    }
+
+    /// Marks the state changed by this replica's own outcome, after the
+    /// change: a reader that saw the old count reads it again next time.
+    fn changed_here(&self) {
+        let at = self.book.changes.fetch_add(1, Ordering::SeqCst) + 1;
+        self.seq.store(at, Ordering::SeqCst);
     }
 
     /// Whether the target has left the fleet (see [`HealthBook::retain`]).
@@ -278,6 +312,7 @@ impl TargetHealth {
             self.state.lock().expect("health lock").answered_at = Some(std::time::Instant::now());
         }
         self.record(outcome);
+        self.changed_here();
     }
 
     /// Which of `ticks` ticks of every round probes this target.
@@ -388,6 +423,7 @@ impl TargetHealth {
             }
             Err(e) => self.record(Err(e)),
         }
+        self.changed_here();
     }
 }
 
@@ -415,7 +451,7 @@ pub fn changed(up: Option<bool>, ok: bool) -> Option<Change> {
 pub struct HealthBook {
     entries: Mutex<HashMap<String, Arc<TargetHealth>>>,
     failures_to_open: u32,
-    journal: Arc<crate::events::Journal>,
+    book: Arc<Book>,
 }
 
 impl HealthBook {
@@ -424,13 +460,13 @@ impl HealthBook {
         HealthBook {
             entries: Mutex::default(),
             failures_to_open,
-            journal: Arc::default(),
+            book: Arc::default(),
         }
     }
 
     /// The journal its targets' changes go to (and the fleet's others).
     pub fn journal(&self) -> &Arc<crate::events::Journal> {
-        &self.journal
+        &self.book.journal
     }
 
     pub fn from_config(config: &HealthConfig) -> HealthBook {
@@ -452,7 +488,7 @@ impl HealthBook {
                 Arc::new(TargetHealth::new(
                     name,
                     self.failures_to_open,
-                    self.journal.clone(),
+                    self.book.clone(),
                 ))
             })
             .clone()
