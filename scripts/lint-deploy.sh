@@ -306,8 +306,21 @@ if cm and secret and dep:
                 problem(f"docker/kubernetes/deployment.yaml: env {e['name']}: no key {ref['key']} in Secret {ref['name']}")
             else:
                 env[e["name"]] = secret["stringData"][ref["key"]]
+        elif "fieldRef" in e.get("valueFrom", {}):
+            # What the kubelet fills in, as stand-ins: check-config only
+            # parses them (loopback, should anything ever connect).
+            field = e["valueFrom"]["fieldRef"]["fieldPath"]
+            stand_in = {"metadata.name": "jmxgate-0", "status.podIP": "127.0.0.1"}.get(field)
+            if stand_in is None:
+                problem(f"docker/kubernetes/deployment.yaml: env {e['name']}: no stand-in for fieldRef {field}")
+            else:
+                env[e["name"]] = stand_in
         elif "value" in e:
-            env[e["name"]] = e["value"]
+            # $(NAME) of a variable defined above, as Kubernetes expands it.
+            value = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), e["value"])
+            if "$(" in value:
+                problem(f"docker/kubernetes/deployment.yaml: env {e['name']}: {e['value']!r} names a variable not defined before it")
+            env[e["name"]] = value
     ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
     args = c.get("args", [])
     cfg = args[args.index("--config") + 1] if "--config" in args else None

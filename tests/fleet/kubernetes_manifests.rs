@@ -3,7 +3,9 @@
 //! kustomize` and applied server-side as an operator would; then the
 //! gateway's own service account (a TokenRequest token for `jmxgate` in
 //! namespace `jmxgate`, as its pod would mount) is allowed what discovery
-//! needs and nothing more, and with it the ConfigMap's own
+//! needs and nothing more (its own Leases in its namespace included: a
+//! replica with the ConfigMap's `[cluster]` joins with that token and
+//! gives its Lease up on a clean stop), and with it the ConfigMap's own
 //! `[[discovery.kubernetes]]` entry refuses a Pod on this machine's
 //! loopback (its safe default), while a copy that allows 127.0.0.0/24
 //! finds it and its agent then answers a read through the gateway.
@@ -140,6 +142,10 @@ async fn the_manifests_apply_and_their_service_account_discovers_pods() {
         &["watch", "pods", "--all-namespaces"][..],
         &["list", "pods", "-n", "orders"],
         &["list", "namespaces"],
+        &["create", "leases", "-n", "jmxgate"],
+        &["update", "leases", "-n", "jmxgate"],
+        &["delete", "leases", "-n", "jmxgate"],
+        &["watch", "leases", "-n", "jmxgate"],
     ] {
         assert_eq!(can(allowed), "yes", "{allowed:?}");
     }
@@ -148,6 +154,7 @@ async fn the_manifests_apply_and_their_service_account_discovers_pods() {
         &["get", "secrets", "-n", "jmxgate"],
         &["get", "pods", "--subresource=proxy", "-n", "orders"],
         &["create", "tokenreviews"],
+        &["create", "leases", "-n", "orders"],
     ] {
         assert_eq!(can(refused), "no", "{refused:?}");
     }
@@ -160,6 +167,7 @@ async fn the_manifests_apply_and_their_service_account_discovers_pods() {
         .unwrap();
     let shipped: toml::Value =
         toml::from_str(config_map["data"]["gateway.toml"].as_str().unwrap()).unwrap();
+    a_replica_joins_with_the_service_accounts_leases(&server, &admin, &shipped).await;
     let mut entry = shipped["discovery"]["kubernetes"][0].clone();
     let namespaces: Vec<String> = entry["namespaces"]
         .as_array()
@@ -294,4 +302,72 @@ async fn the_manifests_apply_and_their_service_account_discovers_pods() {
             }
         }
     }
+}
+
+/// The ConfigMap's `[cluster]` as a replica in the pod runs it, with the
+/// service account's token: it keeps its own Lease in the gateway's
+/// namespace (the service account's, which a pod's client defaults to),
+/// saying where its admin listener is, and gives it up on a clean stop.
+async fn a_replica_joins_with_the_service_accounts_leases(
+    server: &ApiServer,
+    admin: &kube::Client,
+    shipped: &toml::Value,
+) {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let mut cluster = shipped["cluster"].clone();
+    assert_eq!(cluster["membership"].as_str(), Some("kubernetes"));
+    let kubeconfig = server.token_kubeconfig(admin, "jmxgate", "jmxgate").await;
+    let table = cluster.as_table_mut().unwrap();
+    table.insert("kubeconfig".into(), kubeconfig.display().to_string().into());
+    table.insert("namespace".into(), "jmxgate".into());
+    table.insert("replica_id".into(), "jmxgate-0".into());
+    let admin_port = common::free_port();
+    let mut root = toml::map::Map::new();
+    root.insert("cluster".into(), cluster);
+    let config = format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n\n[admin]\nlisten = \"127.0.0.1:{admin_port}\"\n\n{}",
+        toml::to_string(&root).unwrap()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("replica.toml");
+    std::fs::write(&path, config).unwrap();
+    let replica = common::GatewayProcess::start(&path, "info");
+    let leases: kube::Api<Lease> = kube::Api::namespaced(admin.clone(), "jmxgate");
+    let lease = common::eventually(
+        "the replica's Lease is in namespace jmxgate",
+        Duration::from_secs(60),
+        || async {
+            leases
+                .get_opt("jmxgate-member-jmxgate-0")
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| "no Lease yet".to_string())
+        },
+    )
+    .await;
+    let annotations = lease.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        annotations.get("jmxgate.io/admin-url").map(String::as_str),
+        Some(format!("http://127.0.0.1:{admin_port}").as_str()),
+        "{annotations:?}"
+    );
+    let view = common::get_json(
+        &common::http_client(),
+        &format!("http://127.0.0.1:{admin_port}/cluster"),
+    )
+    .await;
+    assert_eq!(view["membership"], "kubernetes", "{view}");
+    assert_eq!(view["members"][0]["id"], "jmxgate-0", "{view}");
+    replica.stop();
+    common::eventually(
+        "a clean stop gives the Lease up",
+        Duration::from_secs(60),
+        || async {
+            match leases.get_opt("jmxgate-member-jmxgate-0").await {
+                Ok(None) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
 }
