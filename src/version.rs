@@ -25,6 +25,11 @@ pub struct Limits {
 }
 
 impl GatewayIdentity {
+    /// `server.public_url`, when configured.
+    pub fn public_url(&self) -> Option<&str> {
+        self.public_url.as_deref()
+    }
+
     /// `public_url` is `server.public_url`, the URL a `version` answer shows.
     pub fn new(public_url: Option<String>) -> GatewayIdentity {
         let boot_id = SystemTime::now()

@@ -479,6 +479,203 @@ async fn a_real_prometheus_scrapes_two_targets_through_the_gateway() {
     }
 }
 
+/// Prometheus finds its targets through the gateway (`http_sd_configs`
+/// at `/prometheus/sd`, with the scraper's credentials): exactly the
+/// targets its role reaches, labelled with theirs, each scraped through
+/// the gateway; shards split them; bad queries are clear 400s.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_prometheus_discovers_the_callers_targets_through_http_sd() {
+    let Some(prometheus) = which("prometheus") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no prometheus binary (scripts/install-deps.sh installs it)"
+        );
+        eprintln!("SKIPPED: no prometheus binary");
+        return;
+    };
+    let [a, b, c] = common::shared_agents();
+    let dir = tempfile::tempdir().unwrap();
+    let users = common::users_file(
+        dir.path(),
+        &[
+            ("scraper", "scraper-pw", &["monitoring"]),
+            ("nobody", "nobody-pw", &[]),
+        ],
+    );
+    let targets = format!(
+        "[[targets]]\nname = \"{}\"\nurl = \"{}\"\nlabels = {{ env = \"prod\", \"app.kubernetes.io/name\" = \"orders\", instance = \"x\" }}\n\n\
+         [[targets]]\nname = \"{}\"\nurl = \"{}\"\nlabels = {{ env = \"prod\" }}\n\n\
+         [[targets]]\nname = \"{}\"\nurl = \"{}\"\nlabels = {{ env = \"dev\" }}\n\n",
+        a.name,
+        a.url(),
+        b.name,
+        b.url(),
+        c.name,
+        c.url()
+    );
+    let gw = Gateway::start(&common::basic_auth_config(
+        &users,
+        &format!("{targets}[[roles]]\nname = \"monitoring\"\ntargets = [\"env=prod\"]\n"),
+    ))
+    .await;
+    let sd = |query: &str, user: &str, password: &str| {
+        let url = format!("http://{}/prometheus/sd{query}", gw.addr);
+        let request = gw.http.get(url).basic_auth(user, Some(password));
+        async move {
+            let r = request.send().await.unwrap();
+            let status = r.status().as_u16();
+            (status, r.text().await.unwrap())
+        }
+    };
+    let instances = |text: &str| -> BTreeSet<String> {
+        let groups: Value = serde_json::from_str(text).unwrap();
+        groups
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["labels"]["instance"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (status, all) = sd("", "scraper", "scraper-pw").await;
+    assert_eq!(status, 200, "{all}");
+    let want: BTreeSet<String> = [a.name.clone(), b.name.clone()].into();
+    assert_eq!(instances(&all), want, "only the role's targets: {all}");
+    let groups: Value = serde_json::from_str(&all).unwrap();
+    let of_a = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["labels"]["instance"] == a.name.as_str())
+        .unwrap();
+    assert_eq!(of_a["targets"], json!([gw.addr.to_string()]), "{of_a}");
+    let labels = &of_a["labels"];
+    assert_eq!(labels["__metrics_path__"], "/prometheus");
+    assert_eq!(labels["__param_target"], a.name.as_str());
+    assert_eq!(labels["__param_module"], "default");
+    assert_eq!(labels["__scheme__"], "http");
+    assert_eq!(labels["app_kubernetes_io_name"], "orders");
+    assert_eq!(labels["exported_instance"], "x", "{labels}");
+    // Shards: disjoint, together everything; one's share of nothing for
+    // a caller with no role, and no hint of what exists.
+    let (_, first) = sd("?shard=0&of=2", "scraper", "scraper-pw").await;
+    let (_, second) = sd("?shard=1&of=2", "scraper", "scraper-pw").await;
+    let (first, second) = (instances(&first), instances(&second));
+    assert!(first.is_disjoint(&second), "{first:?} {second:?}");
+    assert_eq!(&first | &second, want);
+    let (status, none) = sd("", "nobody", "nobody-pw").await;
+    assert_eq!((status, none.as_str()), (200, "[]"));
+    let me = gw.gateway.cluster().view().me.to_string();
+    let (status, mine) = sd(&format!("?member={me}"), "scraper", "scraper-pw").await;
+    assert_eq!((status, instances(&mine)), (200, want.clone()));
+    for (query, status, says) in [
+        (
+            "?member=gw-elsewhere",
+            404,
+            "No member \\\"gw-elsewhere\\\"",
+        ),
+        ("?target=x", 400, "Unknown parameter"),
+        ("?shard=2&of=2", 400, "numbered 0 to 1"),
+        ("?module=nope", 400, "Unknown module"),
+    ] {
+        let (got, said) = sd(query, "scraper", "scraper-pw").await;
+        assert_eq!(got, status, "{query}: {said}");
+        assert!(said.contains(says), "{query}: {said}");
+    }
+    let (status, _) = sd("", "scraper", "wrong").await;
+    assert_eq!(status, 401);
+
+    let port = common::free_port();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: jvms\n\
+             \x20   basic_auth:\n      username: scraper\n      password: scraper-pw\n\
+             \x20   http_sd_configs:\n      - url: \"http://{}/prometheus/sd\"\n        refresh_interval: 1s\n\
+             \x20       basic_auth:\n          username: scraper\n          password: scraper-pw\n",
+            gw.addr
+        ),
+    )
+    .unwrap();
+    let mut server = std::process::Command::new(prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start prometheus");
+    let _kill = KillOnDrop(&mut server);
+    let http = common::http_client();
+    let targets_url = format!("http://127.0.0.1:{port}/api/v1/targets");
+    common::eventually(
+        "Prometheus scrapes the two discovered targets through the gateway",
+        Duration::from_secs(90),
+        || async {
+            let r = http
+                .get(&targets_url)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            let v: Value = r.json().await.map_err(|e| e.to_string())?;
+            let active = v["data"]["activeTargets"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let up: BTreeSet<String> = active
+                .iter()
+                .filter(|t| t["health"] == "up")
+                .filter_map(|t| t["labels"]["instance"].as_str().map(str::to_string))
+                .collect();
+            if up == want && active.len() == 2 {
+                Ok(())
+            } else {
+                Err(format!("{active:?}"))
+            }
+        },
+    )
+    .await;
+    let own = direct(
+        a,
+        &json!({"type":"read","mbean":TYPES,"attribute":"LongMax"}),
+    )
+    .await;
+    let query = url::Url::parse_with_params(
+        &format!("http://127.0.0.1:{port}/api/v1/query"),
+        [(
+            "query",
+            format!(
+                "jmxgate_test_Types_LongMax{{instance=\"{}\",app_kubernetes_io_name=\"orders\",env=\"prod\"}}",
+                a.name
+            ),
+        )],
+    )
+    .unwrap();
+    let value = common::eventually(
+        "the discovered target's samples carry its labels",
+        Duration::from_secs(60),
+        || async {
+            let v: Value = http
+                .get(query.clone())
+                .send()
+                .await
+                .map_err(|e| e.to_string())?
+                .json()
+                .await
+                .map_err(|e| e.to_string())?;
+            v["data"]["result"][0]["value"][1]
+                .as_str()
+                .and_then(|v| v.parse::<f64>().ok())
+                .ok_or(v.to_string())
+        },
+    )
+    .await;
+    assert_eq!(value, own["value"].as_f64().unwrap());
+}
+
 struct KillOnDrop<'a>(&'a mut std::process::Child);
 
 impl Drop for KillOnDrop<'_> {

@@ -37,6 +37,8 @@ enum Addressed {
     Explain,
     /// The Prometheus scrape endpoint (`[prometheus] path`).
     Prometheus,
+    /// Its service discovery (`[prometheus] path` + `/sd`).
+    PrometheusSd,
     /// `/jmxgate/access/requests…`: just-in-time access.
     AccessRequests,
     /// A page of the console (`[console] path`).
@@ -50,7 +52,7 @@ impl Addressed {
     fn channel(&self) -> Option<audit::Channel> {
         match self {
             Addressed::Mcp => Some(audit::Channel::Mcp),
-            Addressed::Prometheus => Some(audit::Channel::Prometheus),
+            Addressed::Prometheus | Addressed::PrometheusSd => Some(audit::Channel::Prometheus),
             Addressed::Console => Some(audit::Channel::Console),
             _ => None,
         }
@@ -196,6 +198,10 @@ impl Gateway {
             Addressed::Prometheus => {
                 let refused = self.refused(&ctx, &headers);
                 return prometheus::prometheus_http(self, &state, &parts, &refused).await;
+            }
+            Addressed::PrometheusSd => {
+                let refused = self.refused(&ctx, &headers);
+                return prometheus::sd::service_discovery(self, &state, &parts, &refused).await;
             }
             Addressed::AccessRequests => {
                 let on = access::AccessCall::of(&ctx);
@@ -350,6 +356,11 @@ impl Gateway {
         }
         if prometheus.enabled && path == prometheus.path {
             return Ok((Addressed::Prometheus, String::new()));
+        }
+        if prometheus.enabled
+            && path.strip_prefix(prometheus.path.as_str()) == Some(prometheus::SD_SUFFIX)
+        {
+            return Ok((Addressed::PrometheusSd, String::new()));
         }
         if let Some((target, tail)) = console.hawtio_jolokia(path) {
             return Ok((Addressed::Virtual(target), tail));

@@ -51,6 +51,8 @@ pub struct PrometheusConfig {
     pub cpu_threads: usize,
     /// Rules files by name (`module=` of a scrape).
     pub modules: Vec<ModuleConfig>,
+    /// Targets one answer of `<path>/sd` may list; more: ask for shards.
+    pub sd_max_targets: usize,
 }
 
 /// One `[[prometheus.modules]]`: a jmx_exporter configuration file.
@@ -82,6 +84,7 @@ impl Default for PrometheusConfig {
             match_length_limit: bounds.match_length_limit,
             cpu_threads: 0,
             modules: Vec::new(),
+            sd_max_targets: 10_000,
         }
     }
 }
@@ -145,6 +148,7 @@ impl PrometheusConfig {
             ),
             ("body_size_limit", self.body_size_limit),
             ("match_length_limit", self.match_length_limit as u64),
+            ("sd_max_targets", self.sd_max_targets as u64),
         ] {
             if value == 0 {
                 problems.push(format!("prometheus.{key}: must be greater than zero"));

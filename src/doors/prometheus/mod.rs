@@ -16,6 +16,10 @@
 
 pub mod config;
 pub mod exporter;
+pub(crate) mod sd;
+
+/// Below `[prometheus] path`: its service discovery.
+pub const SD_SUFFIX: &str = "/sd";
 
 pub use config::PrometheusConfig;
 pub use exporter::Exporter;
