@@ -27,6 +27,7 @@ pub mod pipeline;
 pub mod policy;
 pub mod principal;
 pub mod protocol;
+pub mod random;
 pub mod reload;
 pub mod reload_trigger;
 pub mod secret;

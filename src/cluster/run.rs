@@ -78,14 +78,6 @@ impl Started {
     }
 }
 
-/// A random id for this process, telling apart two processes started with
-/// the same replica id.
-fn instance_id() -> String {
-    let mut bytes = [0u8; 8];
-    getrandom::getrandom(&mut bytes).expect("the system's random source");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Joins the cluster of `config` as `cluster`'s replica, then keeps
 /// renewing in a task of its own, publishing each view to `cluster`.
 /// Errors: the engine unreachable, or the replica id held by another
@@ -96,7 +88,8 @@ pub async fn start(
     metrics: Arc<Metrics>,
 ) -> Result<Started, String> {
     let me = config.replica().to_string();
-    let instance = instance_id();
+    // This process, told apart from another started with the same id.
+    let instance = crate::random::hex(8);
     let unreachable = |e: String| format!("cluster: cannot reach {}: {e}", config.describe());
     let mut engine = match config.membership {
         MembershipKind::Kubernetes => Engine::Kubernetes(Box::new(

@@ -225,12 +225,10 @@ pub struct Book {
 
 impl Default for Book {
     fn default() -> Book {
-        let mut bytes = [0u8; 8];
-        getrandom::getrandom(&mut bytes).expect("the system's random source");
         Book {
             journal: Arc::default(),
             changes: AtomicU64::new(0),
-            incarnation: bytes.iter().map(|b| format!("{b:02x}")).collect(),
+            incarnation: crate::random::hex(8),
         }
     }
 }

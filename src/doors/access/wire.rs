@@ -95,10 +95,7 @@ fn checked_id(id: &str) -> Result<String, HttpError> {
 
 /// A new request id: 80 random bits.
 pub fn new_id() -> String {
-    let mut bytes = [0u8; 10];
-    getrandom::getrandom(&mut bytes).expect("the system's random source");
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("ar-{hex}")
+    format!("ar-{}", crate::random::hex(10))
 }
 
 pub fn not_found(id: &str) -> HttpError {

@@ -39,9 +39,7 @@ pub fn token(headers: &HeaderMap, base: &str, https: bool) -> Token {
             set_cookie: None,
         };
     }
-    let mut bytes = [0u8; TOKEN_HEX / 2];
-    getrandom::getrandom(&mut bytes).expect("the system's random source");
-    let value: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let value = crate::random::hex(TOKEN_HEX / 2);
     let secure = if https { "; Secure" } else { "" };
     let cookie = format!("{COOKIE}={value}; Path={base}; HttpOnly; SameSite=Strict{secure}");
     Token {
