@@ -413,17 +413,7 @@ async fn a_real_prometheus_scrapes_two_targets_through_the_gateway() {
         ),
     )
     .unwrap();
-    let mut server = std::process::Command::new(prometheus)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start prometheus");
+    let mut server = start_prometheus(&prometheus, &config, port, dir.path());
     let _kill = KillOnDrop(&mut server);
     let http = common::http_client();
     let query = |q: String| {
@@ -597,17 +587,7 @@ async fn a_real_prometheus_discovers_the_callers_targets_through_http_sd() {
         ),
     )
     .unwrap();
-    let mut server = std::process::Command::new(prometheus)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start prometheus");
+    let mut server = start_prometheus(&prometheus, &config, port, dir.path());
     let _kill = KillOnDrop(&mut server);
     let http = common::http_client();
     let targets_url = format!("http://127.0.0.1:{port}/api/v1/targets");
@@ -674,6 +654,27 @@ async fn a_real_prometheus_discovers_the_callers_targets_through_http_sd() {
     )
     .await;
     assert_eq!(value, own["value"].as_f64().unwrap());
+}
+
+/// A real Prometheus with `config`, serving on 127.0.0.1:`port`, its data
+/// under `dir`.
+fn start_prometheus(
+    prometheus: &Path,
+    config: &Path,
+    port: u16,
+    dir: &Path,
+) -> std::process::Child {
+    std::process::Command::new(prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start prometheus")
 }
 
 struct KillOnDrop<'a>(&'a mut std::process::Child);

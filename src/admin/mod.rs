@@ -92,14 +92,7 @@ async fn cluster(
 ) -> axum::response::Response {
     let view = admin.gateway.cluster().view();
     let fleet = admin.gateway.fleet();
-    let json = |status: StatusCode, body: serde_json::Value| {
-        (
-            status,
-            [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
-            body.to_string(),
-        )
-            .into_response()
-    };
+    let json = |status, body: serde_json::Value| json_answer(status, body.to_string());
     if let Some(name) = &query.target {
         if fleet.by_name(name).is_none() {
             return json(
@@ -170,6 +163,16 @@ async fn cluster(
     )
 }
 
+/// A JSON answer of the admin listener's.
+fn json_answer(status: StatusCode, body: String) -> axum::response::Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HealthQuery {
@@ -186,18 +189,10 @@ async fn cluster_health(
     State(admin): State<Arc<Admin>>,
     query: Result<axum::extract::Query<HealthQuery>, axum::extract::rejection::QueryRejection>,
 ) -> axum::response::Response {
-    let json = |status: StatusCode, body: String| {
-        (
-            status,
-            [(header::CONTENT_TYPE, "application/json; charset=utf-8")],
-            body,
-        )
-            .into_response()
-    };
     let query = match query {
         Ok(q) => q.0,
         Err(e) => {
-            return json(
+            return json_answer(
                 StatusCode::BAD_REQUEST,
                 serde_json::json!({"error": format!("{} (ask ?since=<count>&incarnation=<id>, both from the last answer)", e.body_text())}).to_string(),
             )
@@ -207,18 +202,17 @@ async fn cluster_health(
     // Every target hashed against the members: off the serving loop.
     let report = tokio::task::spawn_blocking(move || {
         let view = gateway.cluster().view();
-        let mut owned = crate::cluster::Owned::default();
         let report = gateway
             .health
             .report(query.since, query.incarnation.as_deref(), |name| {
-                owned.owns(&view, name)
+                view.owns(name)
             });
         serde_json::to_string(&report)
     })
     .await;
     match report {
-        Ok(Ok(body)) => json(StatusCode::OK, body),
-        _ => json(
+        Ok(Ok(body)) => json_answer(StatusCode::OK, body),
+        _ => json_answer(
             StatusCode::INTERNAL_SERVER_ERROR,
             serde_json::json!({"error": "the health report failed"}).to_string(),
         ),

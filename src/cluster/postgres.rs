@@ -80,20 +80,16 @@ impl Rows {
         // Two replicas creating it at once: one of them gets a unique
         // violation on the catalog; the table is there either way.
         for attempt in 0..3 {
-            let made = match sqlx::query(SCHEMA)
-                .persistent(false)
-                .execute(&self.pool)
-                .await
-            {
-                Ok(_) => {
-                    sqlx::query(SCHEMA_ADMIN_URL)
+            let made = async {
+                for statement in [SCHEMA, SCHEMA_ADMIN_URL] {
+                    sqlx::query(statement)
                         .persistent(false)
                         .execute(&self.pool)
-                        .await
+                        .await?;
                 }
-                Err(e) => Err(e),
+                Ok::<(), sqlx::Error>(())
             };
-            match made {
+            match made.await {
                 Ok(_) => return Ok(()),
                 Err(e) if attempt < 2 => {
                     tracing::debug!("creating jmxgate_cluster_members: {e}; again");

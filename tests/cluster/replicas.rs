@@ -63,9 +63,11 @@ impl Replica {
         r.json().await.map_err(|e| e.to_string())
     }
 
-    async fn readyz(&self) -> String {
+    /// A text answer of its admin listener (`/readyz`, `/metrics`), or
+    /// why there is none.
+    async fn admin_text(&self, path: &str) -> String {
         match http_client()
-            .get(format!("http://127.0.0.1:{}/readyz", self.admin))
+            .get(format!("http://127.0.0.1:{}{path}", self.admin))
             .send()
             .await
         {
@@ -87,17 +89,6 @@ impl Replica {
             .as_array()
             .and_then(|l| l.iter().find(|t| t["name"] == name).cloned())
             .ok_or_else(|| format!("{}: no {name} in {list}", self.id))
-    }
-
-    async fn metrics(&self) -> String {
-        match http_client()
-            .get(format!("http://127.0.0.1:{}/metrics", self.admin))
-            .send()
-            .await
-        {
-            Ok(r) => r.text().await.unwrap_or_default(),
-            Err(e) => e.to_string(),
-        }
     }
 
     fn pid(&self) -> u32 {
@@ -335,7 +326,7 @@ async fn all_show(live: &[&Replica], name: &str, state: &str, breaker: &str, up:
             if t["health"]["state"] != state || t["health"]["breaker"] != breaker {
                 return Err(format!("{}: {t}", r.id));
             }
-            let metrics = r.metrics().await;
+            let metrics = r.admin_text("/metrics").await;
             let series = format!("jmxgate_agent_up{{target=\"{name}\"}}");
             if crate::common::metric_value(&metrics, &series) != up {
                 return Err(format!("{}: {series} is not {up}", r.id));
@@ -435,7 +426,7 @@ async fn the_engine_down_keeps_the_last_membership() {
         "readyz says the engine is away",
         Duration::from_secs(90),
         || async {
-            let said = replicas[0].readyz().await;
+            let said = replicas[0].admin_text("/readyz").await;
             if said.starts_with("ready")
                 && said.contains("cluster: cannot renew")
                 && said.contains("keeping the last membership (2 members)")
