@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -306,6 +307,27 @@ pub fn share_labels<'a>(labels: impl IntoIterator<Item = &'a mut Labels>) {
     }
 }
 
+/// Agent settings handed out shared: a target whose settings equal one
+/// seen before gets that one's [`Arc`]. Holds at most
+/// [`SettingsPool::MAX`] distinct values (an entry's own, one per
+/// namespace with credentials, a few inventory variants); past that,
+/// settings stay as they are.
+#[derive(Debug, Default)]
+pub struct SettingsPool(Vec<Arc<AgentSettings>>);
+
+impl SettingsPool {
+    pub const MAX: usize = 64;
+
+    /// `settings`, or an equal value shared before.
+    pub fn share(&mut self, settings: &mut Arc<AgentSettings>) {
+        if let Some(seen) = self.0.iter().find(|seen| **seen == *settings) {
+            *settings = seen.clone();
+        } else if self.0.len() < Self::MAX {
+            self.0.push(settings.clone());
+        }
+    }
+}
+
 /// Where a target came from, as `GET /jolokia/targets` shows it. Never a
 /// file path or an address: those are the operator's business.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -346,8 +368,10 @@ pub struct TargetConfig {
     pub url: String,
     #[serde(default)]
     pub labels: Labels,
+    /// Shared by the targets with equal settings (see [`SettingsPool`]):
+    /// about 250 bytes each, the same for most of a fleet.
     #[serde(flatten)]
-    pub agent: AgentSettings,
+    pub agent: Arc<AgentSettings>,
     /// Set by whoever made the entry, never read from a file.
     #[serde(skip)]
     pub origin: Origin,
@@ -362,7 +386,7 @@ impl TargetConfig {
             name: name.into(),
             url: url.into(),
             labels: Labels::default(),
-            agent: AgentSettings::default(),
+            agent: Arc::default(),
             origin: Origin::Configured,
             no_other_keys: NoOtherKeys,
         }

@@ -63,7 +63,7 @@ pub fn load(inventory: &InventoryConfig) -> Result<Vec<TargetConfig>, String> {
                 .entry(k.clone())
                 .or_insert_with(|| v.clone());
         }
-        t.agent.make_paths_relative_to(base);
+        std::sync::Arc::make_mut(&mut t.agent).make_paths_relative_to(base);
     }
     Ok(targets)
 }

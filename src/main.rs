@@ -449,6 +449,7 @@ fn build(mut config: Config, source: ConfigSource) -> Result<(Loaded, Arc<Gatewa
     let gateway = Gateway::new(&config).map_err(|e| format!("{}: {e}", source.describe()))?;
     // The gateway holds its own copy; serving needs only the listeners.
     config.targets = Vec::new();
+    config.inventory_targets = Vec::new();
     jmxgate::memory::release_freed();
     Ok((Loaded(config, source), Arc::new(gateway)))
 }

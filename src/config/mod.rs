@@ -200,6 +200,14 @@ impl Config {
                 .chain(self.inventory_targets.iter_mut().flatten())
                 .map(|t| &mut t.labels),
         );
+        let mut settings = crate::agent_settings::SettingsPool::default();
+        for t in self
+            .targets
+            .iter_mut()
+            .chain(self.inventory_targets.iter_mut().flatten())
+        {
+            settings.share(&mut t.agent);
+        }
         if problems.is_empty() {
             Ok(())
         } else {

@@ -106,7 +106,7 @@ pub struct DnsDiscovery {
     /// Shared by every discovered target; same keys and meaning as in
     /// `[[targets]]`.
     #[serde(flatten)]
-    pub agent: AgentSettings,
+    pub agent: std::sync::Arc<AgentSettings>,
     #[serde(flatten, default)]
     pub no_other_keys: NoOtherKeys,
 }
@@ -134,7 +134,7 @@ impl DnsDiscovery {
             nameserver: None,
             name_prefix: String::new(),
             labels: BTreeMap::new(),
-            agent: AgentSettings::default(),
+            agent: Default::default(),
             no_other_keys: NoOtherKeys,
         }
     }
@@ -542,10 +542,10 @@ mod tests {
         let mut d = DnsDiscovery::new("_jolokia._tcp.kafka.example.");
         d.name_prefix = "kafka-".into();
         d.labels.insert("app".into(), "kafka".into());
-        d.agent.user = Some("monitor".into());
-        d.agent.password_env = Some("KAFKA_JOLOKIA_PW".into());
-        d.agent.ca_file = Some("/etc/jmxgate/kafka-ca.pem".into());
-        d.agent.request_timeout = Some(Duration::from_secs(3));
+        std::sync::Arc::make_mut(&mut d.agent).user = Some("monitor".into());
+        std::sync::Arc::make_mut(&mut d.agent).password_env = Some("KAFKA_JOLOKIA_PW".into());
+        std::sync::Arc::make_mut(&mut d.agent).ca_file = Some("/etc/jmxgate/kafka-ca.pem".into());
+        std::sync::Arc::make_mut(&mut d.agent).request_timeout = Some(Duration::from_secs(3));
         d
     }
 
@@ -653,9 +653,9 @@ mod tests {
         d.nameserver = Some("localhost".into());
         d.name_prefix = "kafka/".into();
         d.labels.insert(DISCOVERED_BY_LABEL.into(), "me".into());
-        d.agent.password_file = Some("pw".into());
-        d.agent.client_cert_file = Some("cert.pem".into());
-        d.agent.max_in_flight = Some(0);
+        std::sync::Arc::make_mut(&mut d.agent).password_file = Some("pw".into());
+        std::sync::Arc::make_mut(&mut d.agent).client_cert_file = Some("cert.pem".into());
+        std::sync::Arc::make_mut(&mut d.agent).max_in_flight = Some(0);
         let problems = d.problems();
         for key in [
             "name:",
@@ -677,7 +677,7 @@ mod tests {
         assert_eq!(d.validate().unwrap_err(), problems.join("; "));
 
         let mut d = srv_entry();
-        d.agent.user = None;
+        std::sync::Arc::make_mut(&mut d.agent).user = None;
         assert!(d.validate().unwrap_err().starts_with("user: a password"));
         let mut d = srv_entry();
         d.path = "/jolokia?x=1".into();

@@ -8,7 +8,7 @@ use url::Url;
 
 pub mod sources;
 
-pub use sources::{Change, SourceBook, SourceEvent, SourceName};
+pub use sources::{Change, Listings, SourceBook, SourceEvent, SourceName};
 
 use crate::agent_settings::{AgentSettings, TargetConfig};
 use crate::client::{AgentClient, BufferBudget, ClientError, SharedConnections};

@@ -29,11 +29,13 @@ pub(crate) struct Fixed<'a> {
 }
 
 impl Gateway {
-    /// The gateway of `setup`, with the settings `fixed` at start, what
-    /// the doors and jobs keep for its life (`rooms`) and the access
-    /// door's four-eyes.
+    /// The gateway of `setup` and its `configured` sources' listings
+    /// (`[[targets]]` as `config`, each `[[inventory]]` file by its
+    /// place), with the settings `fixed` at start, what the doors and
+    /// jobs keep for its life (`rooms`) and the access door's four-eyes.
     pub(crate) fn assemble(
         setup: Arc<dyn Setup>,
+        configured: crate::fleet::Listings,
         fixed: Fixed<'_>,
         rooms: super::sections::Sections,
         four_eyes: super::authorize::approval::Settle,
@@ -58,7 +60,7 @@ impl Gateway {
         };
         let health = Arc::new(crate::health::HealthBook::from_config(health_config));
         let mut book = crate::fleet::SourceBook::default();
-        let (collisions, _) = book.replace_configured(setup.configured_sources());
+        let (collisions, _) = book.replace_configured(configured);
         let state = setup.state(book.fleet_targets(), &metrics, &bounds, &health, None)?;
         if state.access.is_open() {
             tracing::warn!("no roles configured: every caller may do everything on every target");
@@ -149,13 +151,17 @@ impl Gateway {
     }
 
     /// Replaces targets, roles, policies and credential stores at once
-    /// with `setup`'s. In-flight requests finish under the set they
-    /// started with. Listeners and the audit log keep their settings
-    /// until a restart.
-    pub(crate) fn reconfigure(&self, setup: Arc<dyn Setup>) -> Result<(), String> {
+    /// with `setup`'s and the `configured` sources'. In-flight requests
+    /// finish under the set they started with. Listeners and the audit
+    /// log keep their settings until a restart.
+    pub(crate) fn reconfigure(
+        &self,
+        setup: Arc<dyn Setup>,
+        configured: crate::fleet::Listings,
+    ) -> Result<(), String> {
         let mut sources = self.sources.lock().expect("sources lock");
         let mut book = sources.book.clone();
-        let (collisions, gone) = book.replace_configured(setup.configured_sources());
+        let (collisions, gone) = book.replace_configured(configured);
         let result = self.install(&*setup, &book);
         if result.is_ok() {
             sources.setup = setup;
@@ -692,7 +698,8 @@ mod tests {
         use crate::fleet::Change;
         let gw = Gateway::new(&config(&["a"])).unwrap();
         let mut broken = discovered("p2");
-        broken.agent.password_file = Some("/nonexistent/jmxgate-password".into());
+        Arc::make_mut(&mut broken.agent).password_file =
+            Some("/nonexistent/jmxgate-password".into());
         gw.discovered_by(
             "kubernetes[0]",
             Change::Apply {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::access::AccessControl;
 use crate::agent_settings::{AgentSettings, TargetConfig};
-use crate::fleet::{Fleet, GatewayBounds, SourceName, Target};
+use crate::fleet::{Fleet, GatewayBounds, Target};
 use crate::health::HealthBook;
 use crate::metrics::Metrics;
 
@@ -80,10 +80,6 @@ pub fn default_target(default: Option<&str>, fleet: &Fleet) -> Result<Option<Arc
 /// discovered targets reads. The composition root (`app`) implements it
 /// for the whole configuration; the phases see no other section.
 pub trait Setup: Send + Sync {
-    /// Every configured source's listing: `[[targets]]` (`config`) and
-    /// each `[[inventory]]` file (`inventory:<targets_file>`, by its place).
-    fn configured_sources(&self) -> Vec<(SourceName, Vec<TargetConfig>)>;
-
     /// Builds everything, with the fleet's `targets` (every source's
     /// listing folded) in place of the configured ones, or fails naming
     /// what is wrong; nothing is half-applied. `previous` is the state a

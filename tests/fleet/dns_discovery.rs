@@ -222,8 +222,8 @@ async fn srv_records_become_targets() {
     let mut entry = dns.entry(KAFKA);
     entry.name_prefix = "kafka-".into();
     entry.labels.insert("app".into(), "kafka".into());
-    entry.agent.user = Some("monitor".into());
-    entry.agent.password_env = Some("KAFKA_PW".into());
+    std::sync::Arc::make_mut(&mut entry.agent).user = Some("monitor".into());
+    std::sync::Arc::make_mut(&mut entry.agent).password_env = Some("KAFKA_PW".into());
     entry.validate().unwrap();
     assert_eq!(entry.record_kind(), RecordKind::Srv);
 

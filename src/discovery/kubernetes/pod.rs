@@ -125,7 +125,7 @@ impl KubernetesDiscovery {
             name: format!("{}{namespace}.{name}", self.name_prefix),
             url,
             labels: labels.into(),
-            agent: self.agent_settings_in(namespace),
+            agent: self.agent_settings_in(namespace).into(),
             // The gateway names the source when it takes the target in.
             origin: Default::default(),
             no_other_keys: NoOtherKeys,

@@ -231,6 +231,9 @@ pub struct PodSet {
     /// Pods refused for what they say (see `is_suspicious`), each counted
     /// when its reason is new.
     pub refused: u64,
+    /// The Pods' agent settings, one copy for all the Pods of a
+    /// namespace rather than one each.
+    settings: crate::agent_settings::SettingsPool,
 }
 
 impl PodSet {
@@ -257,7 +260,7 @@ impl PodSet {
                 false
             }
             watcher::Event::InitApply(pod) => {
-                let (key, result, odd) = judge(config, &pod, &self.pods);
+                let (key, result, odd) = judge(config, &pod, &self.pods, &mut self.settings);
                 self.refused += u64::from(odd);
                 self.pending.entry(scope).or_default().insert(key, result);
                 false
@@ -276,7 +279,7 @@ impl PodSet {
                 true
             }
             watcher::Event::Apply(pod) => {
-                let (key, result, odd) = judge(config, &pod, &self.pods);
+                let (key, result, odd) = judge(config, &pod, &self.pods, &mut self.settings);
                 self.refused += u64::from(odd);
                 self.dirty.insert(key.clone());
                 self.pods.insert(key, result);
@@ -407,9 +410,13 @@ fn judge(
     config: &KubernetesDiscovery,
     pod: &Pod,
     known: &Judged,
+    settings: &mut crate::agent_settings::SettingsPool,
 ) -> (String, Result<std::sync::Arc<TargetConfig>, String>, bool) {
     let key = pod_key(pod);
-    let result = config.pod_target(pod).map(std::sync::Arc::new);
+    let result = config.pod_target(pod).map(|mut target| {
+        settings.share(&mut target.agent);
+        std::sync::Arc::new(target)
+    });
     let mut odd = false;
     if let Err(why) = &result {
         let before = known.get(&key).and_then(|r| r.as_ref().err());
