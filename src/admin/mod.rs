@@ -257,6 +257,10 @@ async fn readyz(State(admin): State<Arc<Admin>>) -> impl IntoResponse {
     }
     match &view.duties {
         crate::cluster::Duties::Active => {}
+        crate::cluster::Duties::Waiting { members, wanted } if members >= wanted => detail
+            .push_str(&format!(
+                "; cluster: no background work until the next renewal shows which of the {members} members renew"
+            )),
         crate::cluster::Duties::Waiting { members, wanted } => detail.push_str(&format!(
             "; cluster: no background work until {wanted} members are seen ({members} so far)"
         )),

@@ -121,6 +121,13 @@ impl MembershipKind {
             MembershipKind::Postgres => "postgres",
         }
     }
+
+    /// Whether the engine tells a record's age by its own clock
+    /// (PostgreSQL's `now()`); Kubernetes Leases are judged by when this
+    /// replica sees them change (`view::Liveness`).
+    pub fn knows_ages(self) -> bool {
+        matches!(self, MembershipKind::Postgres)
+    }
 }
 
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::kubernetes::Leases;
 use super::postgres::Rows;
-use super::view::{duties_after, Duties, Liveness, View};
+use super::view::{duties_after, duties_at_join, Duties, Liveness, View};
 use super::{Claim, Cluster, ClusterConfig, MembershipKind};
 use crate::metrics::Metrics;
 
@@ -110,19 +110,14 @@ pub async fn start(
         "cluster: joined as a member ({})",
         config.describe()
     );
-    let mut liveness = Liveness::new(config.lease_duration);
+    let mut liveness = Liveness::new(config.lease_duration, &me);
     let first = engine.read().await.map_err(unreachable)?;
     let members = liveness.fold(&first, Instant::now());
     let began = Instant::now();
-    let waiting = Duties::Waiting {
-        members: members.len(),
-        wanted: config.wait_for_members,
-    };
-    let duties = duties_after(
-        &waiting,
+    let duties = duties_at_join(
+        config.membership.knows_ages(),
         members.len(),
         config.wait_for_members,
-        Duration::ZERO,
         config.wait_timeout,
     );
     let mut view = View::solo(&me)
@@ -285,6 +280,9 @@ fn announce(view: &View, last: Option<&View>, metrics: &Metrics) {
     if last.is_none_or(|l| l.duties != view.duties) {
         match &view.duties {
             Duties::Active => tracing::info!("cluster: doing this replica's share of the duties"),
+            Duties::Waiting { members, wanted } if members >= wanted => tracing::info!(
+                "cluster: waiting one renewal to see which members renew before any background work ({members} seen)"
+            ),
             Duties::Waiting { members, wanted } => tracing::info!(
                 "cluster: waiting for {wanted} members before any background work ({members} seen)"
             ),

@@ -48,21 +48,31 @@ fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 #[derive(Debug)]
 pub struct Liveness {
     lease: Duration,
-    changed: HashMap<String, (String, Instant)>,
+    /// This replica's own id: live from its first read.
+    me: String,
+    /// Each record's token, when this replica saw it last change, and
+    /// whether it has seen it change at all.
+    changed: HashMap<String, (String, Instant, bool)>,
 }
 
 impl Liveness {
-    pub fn new(lease: Duration) -> Liveness {
+    pub fn new(lease: Duration, me: &str) -> Liveness {
         Liveness {
             lease,
+            me: me.to_string(),
             changed: HashMap::new(),
         }
     }
 
     /// The live members among one read's records, `now` being when the
-    /// read came back. A record first seen counts as just renewed (it
-    /// may be a member that renews); one whose token has not changed for
-    /// the lease, or whose engine-judged age passed it, is gone.
+    /// read came back. With the engine's own age of a record
+    /// (PostgreSQL), live while that is under the lease. Without it
+    /// (Kubernetes), live once this replica has seen the record change
+    /// and until it stays unchanged for the lease: a record first seen
+    /// may be a leftover of a replica that crashed a moment ago, and
+    /// counting it would leave its share undone for a whole lease after
+    /// this replica joined; a live member renews within a renewal, so
+    /// waiting for that costs at most a renewal of work done twice.
     pub fn fold(&mut self, seen: &[Seen], now: Instant) -> Vec<Member> {
         self.changed
             .retain(|id, _| seen.iter().any(|s| s.id == *id));
@@ -71,14 +81,15 @@ impl Liveness {
             let entry = self
                 .changed
                 .entry(s.id.clone())
-                .or_insert_with(|| (s.token.clone(), now));
+                .or_insert_with(|| (s.token.clone(), now, false));
             if entry.0 != s.token {
-                *entry = (s.token.clone(), now);
+                *entry = (s.token.clone(), now, true);
             }
+            let confirmed = entry.2 || s.age.is_some() || s.id == self.me;
             let ago = s
                 .age
                 .unwrap_or_else(|| now.saturating_duration_since(entry.1));
-            if ago < self.lease {
+            if confirmed && ago < self.lease {
                 live.push(Member {
                     id: s.id.clone(),
                     renewed_ago: ago,
@@ -98,8 +109,8 @@ impl Liveness {
     pub fn stale(&self, for_at_least: Duration, now: Instant) -> Vec<(&str, &str)> {
         self.changed
             .iter()
-            .filter(|(_, (_, at))| now.saturating_duration_since(*at) >= for_at_least)
-            .map(|(id, (token, _))| (id.as_str(), token.as_str()))
+            .filter(|(_, (_, at, _))| now.saturating_duration_since(*at) >= for_at_least)
+            .map(|(id, (token, _, _))| (id.as_str(), token.as_str()))
             .collect()
     }
 }
@@ -224,6 +235,28 @@ impl View {
     }
 }
 
+/// The duties of a replica that has just joined and read the members
+/// once. With an engine that knows the records' ages, as
+/// [`duties_after`]. Without (Kubernetes), none yet, whatever it saw:
+/// its first read cannot tell a live member's Lease from a crashed one's
+/// (see [`Liveness::fold`]), and doing every unconfirmed member's share
+/// would have each key done by every replica that joined within a
+/// renewal. The next read, a renewal later, decides; meanwhile the others
+/// do the work, as they did before it came.
+pub fn duties_at_join(
+    knows_ages: bool,
+    members: usize,
+    wanted: usize,
+    timeout: Duration,
+) -> Duties {
+    let waiting = Duties::Waiting { members, wanted };
+    if knows_ages {
+        duties_after(&waiting, members, wanted, Duration::ZERO, timeout)
+    } else {
+        waiting
+    }
+}
+
 /// Whether to do background work yet: `wanted` members seen, or the wait
 /// began `waited` ago and `timeout` passed. Once active, a replica stays
 /// active (a member leaving later is churn, not a reason to stop).
@@ -273,8 +306,11 @@ mod tests {
     #[test]
     fn a_lease_lives_while_it_changes_by_this_replicas_clock() {
         let t0 = Instant::now();
-        let mut l = Liveness::new(LEASE);
-        // First seen: live, whatever time the record says it was written.
+        let mut l = Liveness::new(LEASE, "a");
+        // First seen: only this replica's own record is live; another's
+        // counts once it changes (it may be a crashed replica's).
+        let live = l.fold(&[seen("b", "0"), seen("a", "7")], t0);
+        assert_eq!(ids(&live), ["a"]);
         let live = l.fold(&[seen("b", "1"), seen("a", "7")], t0);
         assert_eq!(ids(&live), ["a", "b"]);
         // a renews, b does not: past the lease b is gone.
@@ -301,7 +337,7 @@ mod tests {
     #[test]
     fn an_engine_that_knows_a_records_age_is_believed() {
         let t0 = Instant::now();
-        let mut l = Liveness::new(LEASE);
+        let mut l = Liveness::new(LEASE, "me");
         let old = Seen {
             age: Some(Duration::from_secs(20)),
             ..seen("old", "x")
@@ -316,7 +352,7 @@ mod tests {
     #[test]
     fn stale_records_are_those_unchanged_that_long_and_only_those() {
         let t0 = Instant::now();
-        let mut l = Liveness::new(LEASE);
+        let mut l = Liveness::new(LEASE, "me");
         l.fold(&[seen("a", "1"), seen("b", "1")], t0);
         l.fold(
             &[seen("a", "2"), seen("b", "1")],
@@ -455,5 +491,170 @@ mod tests {
             let owned = (0..1000).filter(|i| v.owns(&format!("target-{i}"))).count();
             assert!((225..=275).contains(&owned), "{}: {owned}", v.me);
         }
+    }
+
+    /// One replica of the churn simulation below, renewing and reading as
+    /// `run.rs` does.
+    struct Simulated {
+        id: String,
+        running: bool,
+        liveness: Liveness,
+        view: View,
+        /// `view.owns` of each key, as of the last renewal.
+        owns: Vec<bool>,
+        next_renewal: Instant,
+    }
+
+    /// The engine: each record's token and when it was written.
+    type Records = std::collections::BTreeMap<String, (u64, Instant)>;
+
+    /// What one read shows `Liveness`: ages by the engine's clock
+    /// (PostgreSQL) or none, judged by token changes (Kubernetes).
+    fn read(records: &Records, now: Instant, engine_ages: bool) -> Vec<Seen> {
+        records
+            .iter()
+            .map(|(id, (token, written))| Seen {
+                id: id.clone(),
+                token: token.to_string(),
+                age: engine_ages.then(|| now.saturating_duration_since(*written)),
+                admin_url: None,
+            })
+            .collect()
+    }
+
+    fn renew(
+        r: &mut Simulated,
+        records: &mut Records,
+        keys: &[String],
+        now: Instant,
+        engine_ages: bool,
+    ) {
+        let joining = !records.contains_key(&r.id);
+        let token = records.get(&r.id).map_or(0, |(t, _)| t + 1);
+        records.insert(r.id.clone(), (token, now));
+        let members = r.liveness.fold(&read(records, now, engine_ages), now);
+        // Leftovers deleted, as `run.rs` does.
+        for (id, _) in r.liveness.stale(LEASE * 4, now) {
+            records.remove(id);
+        }
+        let timeout = Duration::from_secs(60);
+        let duties = if joining {
+            duties_at_join(engine_ages, members.len(), 1, timeout)
+        } else {
+            duties_after(&r.view.duties, members.len(), 1, Duration::ZERO, timeout)
+        };
+        r.view = r.view.next(members, duties, None);
+        r.owns = keys.iter().map(|k| r.view.owns(k)).collect();
+    }
+
+    /// 100 membership changes a minute for three minutes, between 2 and
+    /// 8 replicas: joins and clean leaves (the record given up), and a
+    /// crash (the record left behind) every 20 s. Every key has an owner
+    /// among the running replicas again within a lease and a renewal,
+    /// and none is done by more than two replicas for longer than a
+    /// renewal. (Crashes less than a lease apart can chain: a key whose
+    /// two highest-ranked members both crashed waits for the later one's
+    /// lease. No lease-based membership can tell a crash sooner.)
+    fn churn(engine_ages: bool) {
+        const RENEW: Duration = Duration::from_secs(5);
+        const STEP: Duration = Duration::from_millis(100);
+        let t0 = Instant::now();
+        let keys: Vec<String> = (0..200).map(|i| format!("t-{i}")).collect();
+        let mut records = Records::new();
+        let mut replicas: Vec<Simulated> = Vec::new();
+        let mut random: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next_random = move || {
+            random ^= random << 13;
+            random ^= random >> 7;
+            random ^= random << 17;
+            random
+        };
+        let join = |replicas: &mut Vec<Simulated>, records: &mut Records, now: Instant| {
+            let id = format!("gw-{}", replicas.len());
+            let mut r = Simulated {
+                view: View::solo(&id),
+                liveness: Liveness::new(LEASE, &id),
+                id,
+                running: true,
+                owns: Vec::new(),
+                next_renewal: now + RENEW,
+            };
+            renew(&mut r, records, &keys, now, engine_ages);
+            replicas.push(r);
+        };
+        for _ in 0..3 {
+            join(&mut replicas, &mut records, t0);
+        }
+        let mut unowned_since: Vec<Option<Instant>> = vec![None; keys.len()];
+        let mut crowded_since: Vec<Option<Instant>> = vec![None; keys.len()];
+        let (mut longest_unowned, mut longest_crowded) = (Duration::ZERO, Duration::ZERO);
+        let mut changes = 0;
+        let mut now = t0;
+        // A minute to settle, then three of churn, then a lease to end.
+        let churn_from = t0 + Duration::from_secs(60);
+        let churn_until = churn_from + Duration::from_secs(180);
+        while now < churn_until + LEASE + RENEW {
+            now += STEP;
+            let running = replicas.iter().filter(|r| r.running).count();
+            // One change every 0.6 s: 100 a minute.
+            if now >= churn_from
+                && now < churn_until
+                && (now - churn_from).as_millis().is_multiple_of(600)
+            {
+                changes += 1;
+                let leave = running >= 8 || (running > 2 && next_random() % 2 == 0);
+                if leave {
+                    let pick = next_random() as usize % running;
+                    let r = replicas.iter_mut().filter(|r| r.running).nth(pick).unwrap();
+                    r.running = false;
+                    let crash = (now - churn_from).as_millis() % 20_000 < 600;
+                    if !crash {
+                        records.remove(&r.id);
+                    }
+                } else {
+                    join(&mut replicas, &mut records, now);
+                }
+            }
+            for r in replicas.iter_mut().filter(|r| r.running) {
+                if now >= r.next_renewal {
+                    r.next_renewal += RENEW;
+                    renew(r, &mut records, &keys, now, engine_ages);
+                }
+            }
+            for k in 0..keys.len() {
+                let doers = replicas.iter().filter(|r| r.running && r.owns[k]).count();
+                for (since, bad, longest) in [
+                    (&mut unowned_since[k], doers == 0, &mut longest_unowned),
+                    (&mut crowded_since[k], doers > 2, &mut longest_crowded),
+                ] {
+                    match (bad, *since) {
+                        (true, None) => *since = Some(now),
+                        (true, Some(from)) => {
+                            *longest = (*longest).max(now - from);
+                        }
+                        (false, _) => *since = None,
+                    }
+                }
+            }
+        }
+        assert_eq!(changes, 300);
+        assert!(
+            longest_unowned <= LEASE + RENEW,
+            "engine ages {engine_ages}: a key had no owner for {longest_unowned:?}"
+        );
+        assert!(
+            longest_crowded <= RENEW,
+            "engine ages {engine_ages}: a key had more than two owners for {longest_crowded:?}"
+        );
+    }
+
+    #[test]
+    fn a_hundred_changes_a_minute_by_the_databases_clock() {
+        churn(true);
+    }
+
+    #[test]
+    fn a_hundred_changes_a_minute_by_lease_changes_seen() {
+        churn(false);
     }
 }
