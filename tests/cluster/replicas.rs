@@ -403,25 +403,55 @@ async fn every_replica_shows_the_owners_probes() {
     pg.kill();
 }
 
+/// A membership engine the test can stop and start again.
+enum Engine {
+    Kubernetes(crate::kube_api::ApiServer),
+    Postgres(crate::postgres::Postgres),
+}
+
+impl Engine {
+    /// The `[cluster]` keys that use it.
+    fn cluster(&self) -> String {
+        match self {
+            Engine::Kubernetes(api) => format!(
+                "membership = \"kubernetes\"\nnamespace = \"default\"\nkubeconfig = \"{}\"",
+                api.kubeconfig.display()
+            ),
+            Engine::Postgres(pg) => format!("membership = \"postgres\"\nurl = \"{}\"", pg.url()),
+        }
+    }
+
+    /// Stopped at once: the API server (etcd keeps the Leases), or
+    /// PostgreSQL as a crash would (its data stays).
+    fn stop(&mut self) {
+        match self {
+            Engine::Kubernetes(api) => api.stop(),
+            Engine::Postgres(pg) => pg.kill(),
+        }
+    }
+
+    async fn restart(&mut self) {
+        match self {
+            Engine::Kubernetes(api) => api.restart().await,
+            Engine::Postgres(pg) => pg.restart(),
+        }
+    }
+}
+
 /// The engine down: each replica keeps the last members it saw, says so
 /// on `/readyz` and in `jmxgate_cluster_engine_up`, and keeps probing its
-/// share; back, everything is as before.
-#[tokio::test(flavor = "multi_thread")]
-async fn the_engine_down_keeps_the_last_membership() {
-    let mut api = crate::kube_api::ApiServer::start();
-    let cluster = format!(
-        "membership = \"kubernetes\"\nnamespace = \"default\"\nkubeconfig = \"{}\"",
-        api.kubeconfig.display()
-    );
+/// share; back, everything is as before, and a replica killed after that
+/// is noticed again.
+async fn the_engine_down_keeps_the_last_membership(mut engine: Engine) {
+    let cluster = engine.cluster();
     let agents = CountingAgents::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let replicas: Vec<Replica> = ["gw-a", "gw-b"]
+    let mut replicas: Vec<Replica> = ["gw-a", "gw-b"]
         .iter()
         .map(|id| start(dir.path(), id, &agents, &cluster))
         .collect();
-    let all: Vec<&Replica> = replicas.iter().collect();
-    members_agree(&all).await;
-    api.stop();
+    members_agree(&replicas.iter().collect::<Vec<_>>()).await;
+    engine.stop();
     eventually(
         "readyz says the engine is away",
         Duration::from_secs(90),
@@ -438,30 +468,112 @@ async fn the_engine_down_keeps_the_last_membership() {
         },
     )
     .await;
+    let metrics = replicas[0].admin_text("/metrics").await;
+    assert!(
+        metrics.lines().any(|l| l == "jmxgate_cluster_engine_up 0"),
+        "{metrics}"
+    );
     let c = replicas[0].cluster("").await.unwrap();
     assert_eq!(c["members"].as_array().unwrap().len(), 2, "{c}");
     assert!(c["trouble"].is_string(), "{c}");
     let at_stop = agents.counts();
     all_probed_since(&agents, &at_stop, "probes go on while the engine is away").await;
     probed_once_each(&probes_over(&agents, Duration::from_secs(10)).await);
-    api.restart().await;
+    engine.restart().await;
+    for r in &replicas {
+        eventually(
+            "the engine answers again",
+            Duration::from_secs(90),
+            || async {
+                let c = r.cluster("").await?;
+                if c["trouble"].is_null() {
+                    Ok(())
+                } else {
+                    Err(c.to_string())
+                }
+            },
+        )
+        .await;
+    }
+    members_agree(&replicas.iter().collect::<Vec<_>>()).await;
+    // Membership is live again, not frozen: one killed now, the other
+    // takes its share.
+    let killed = replicas.remove(1);
+    killed.signal("-KILL");
+    let at_kill = agents.counts();
+    drop(killed);
+    members_agree(&replicas.iter().collect::<Vec<_>>()).await;
+    all_probed_since(&agents, &at_kill, "the survivor probes every target").await;
+    for mut r in replicas {
+        r.process.take().unwrap().stop();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_api_server_down_keeps_the_last_membership() {
+    the_engine_down_keeps_the_last_membership(Engine::Kubernetes(
+        crate::kube_api::ApiServer::start(),
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_down_keeps_the_last_membership() {
+    the_engine_down_keeps_the_last_membership(Engine::Postgres(crate::postgres::Postgres::start()))
+        .await;
+}
+
+/// The sent-probe count on a replica's admin listener.
+async fn probes_sent(r: &Replica) -> f64 {
+    let metrics = r.admin_text("/metrics").await;
+    crate::common::metric_value(&metrics, "jmxgate_health_probes_total{result=\"sent\"}")
+}
+
+/// Fenced: a replica paused past its lease while a new instance took its
+/// replica id does no background work once it runs again: it says so,
+/// sends no probe, and each target is still probed by one replica.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fenced_replica_does_no_work() {
+    let engine = Engine::Postgres(crate::postgres::Postgres::start());
+    let cluster = engine.cluster();
+    let agents = CountingAgents::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let first = start(dir.path(), "gw-a", &agents, &cluster);
+    let other = start(dir.path(), "gw-b", &agents, &cluster);
+    members_agree(&[&first, &other]).await;
+    first.signal("-STOP");
+    members_agree(&[&other]).await;
+    // Its id is free again: a new instance takes it (its own directory,
+    // so its configuration names a fresh admin port).
+    let again_dir = tempfile::tempdir().unwrap();
+    let again = start(again_dir.path(), "gw-a", &agents, &cluster);
+    members_agree(&[&again, &other]).await;
+    first.signal("-CONT");
     eventually(
-        "the engine answers again",
+        "the first instance knows it is fenced",
         Duration::from_secs(90),
         || async {
-            let c = replicas[0].cluster("").await?;
-            if c["trouble"].is_null() {
+            let c = first.cluster("").await?;
+            let readyz = first.admin_text("/readyz").await;
+            if c["duties"]["state"] == "fenced" && readyz.contains("fenced, no background work") {
                 Ok(())
             } else {
-                Err(c.to_string())
+                Err(format!("{c} / {readyz}"))
             }
         },
     )
     .await;
-    members_agree(&all).await;
-    for mut r in replicas {
+    let before = probes_sent(&first).await;
+    assert!(before > 0.0, "it probed its share before the pause");
+    probed_once_each(&probes_over(&agents, Duration::from_secs(10)).await);
+    assert_eq!(probes_sent(&first).await, before, "the fenced one probed");
+    assert!(probes_sent(&again).await > 0.0, "the new instance probes");
+    let c = first.cluster("?target=orders-0").await.unwrap();
+    assert_eq!(c["this_replica"], false, "{c}");
+    for mut r in [first, other, again] {
         r.process.take().unwrap().stop();
     }
+    drop(engine);
 }
 
 /// OTLP with three replicas: each `(export, target)` pushed by one of

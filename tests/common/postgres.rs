@@ -3,6 +3,9 @@
 //! over TCP. Run as the `postgres` user when the tests run as root (the
 //! server refuses root).
 
+// Shared by the test binaries; not every one restarts its server.
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -39,6 +42,20 @@ fn as_owner(program: &Path) -> Command {
     } else {
         Command::new(program)
     }
+}
+
+/// The server on `port`, its socket in `socket_dir`.
+fn postmaster(data: &Path, port: u16, socket_dir: &Path) -> Child {
+    as_owner(&bin("postgres"))
+        .arg("-D")
+        .arg(data)
+        .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
+        .arg("-k")
+        .arg(socket_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
 }
 
 impl Postgres {
@@ -82,28 +99,32 @@ impl Postgres {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let child = as_owner(&bin("postgres"))
-            .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-c", "listen_addresses=127.0.0.1"])
-            .arg("-k")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let child = postmaster(&data, port, dir.path());
         let pg = Postgres {
             child,
             port,
             data,
             _dir: dir,
         };
+        pg.wait_listening();
+        pg
+    }
+
+    fn wait_listening(&self) {
+        let port = self.port;
         crate::common::eventually_blocking("PostgreSQL listens", Duration::from_secs(60), || {
             std::net::TcpStream::connect(("127.0.0.1", port))
                 .map(drop)
                 .map_err(|e| e.to_string())
         });
-        pg
+    }
+
+    /// Starts the server again after [`kill`](Self::kill), on the same
+    /// port and data (what was committed is there); waits until it
+    /// listens.
+    pub fn restart(&mut self) {
+        self.child = postmaster(&self.data, self.port, self._dir.path());
+        self.wait_listening();
     }
 
     /// The URL of its `postgres` database, with the password.
