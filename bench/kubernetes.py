@@ -122,6 +122,8 @@ probe_interval = "0s"
 kubeconfig = "{WORK}/api/kubeconfig"
 namespaces = ["{NS}"]
 pod_selector = "{pod_selector}"
+# The stand-in Pods' IPs are loopback addresses, refused unless listed.
+allowed_networks = ["127.0.0.0/8"]
 """)
     log = open(f"{WORK}/{name}.log", "w")
     started = time.monotonic()

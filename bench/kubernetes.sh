@@ -56,4 +56,4 @@ agent_port=$(sed -n 's/^READY port=//p' "$work/agent.out")
 [ -n "$agent_port" ] || { echo "agent did not start; see $work/agent.log" >&2; exit 1; }
 
 WORK="$work" API_PORT="$api_port" AGENT_PORT="$agent_port" PODS="$pods" CHANGES="$changes" \
-    CHURN="$churn" GATEWAY=target/release/jmxgate python3 bench/kubernetes.py | tee bench/kubernetes-results.md
+    CHURN="$churn" GATEWAY="${GATEWAY:-target/release/jmxgate}" python3 bench/kubernetes.py | tee bench/kubernetes-results.md
