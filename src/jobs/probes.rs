@@ -16,9 +16,9 @@ use crate::pipeline::Gateway;
 /// every `health.stable_probe_interval`). A round slowed by the bound
 /// on probes in flight starts the next one late rather than early.
 /// Each round reads the fleet anew, and the cluster: with `[cluster]`,
-/// only the targets this replica owns are probed (`cluster::View::owns`),
-/// so a change of members moves probes at the next round, within one
-/// interval. Needs a Tokio runtime.
+/// only the targets this replica owns are probed (`cluster::View::owns`):
+/// a change of members seen mid-round has the targets taken over probed
+/// at once and those given up skipped. Needs a Tokio runtime.
 pub fn spawn(gateway: &Arc<Gateway>) -> Option<tokio::task::JoinHandle<()>> {
     use crate::health::ProbeDecision;
     if gateway.health_config.probe_interval.is_zero() {
@@ -34,34 +34,56 @@ pub fn spawn(gateway: &Arc<Gateway>) -> Option<tokio::task::JoinHandle<()>> {
         let mut probes = futures::stream::FuturesUnordered::new();
         let mut sent = Vec::new();
         let mut owned = crate::cluster::Owned::default();
+        let mut previous: Option<Arc<crate::cluster::View>> = None;
         for round_no in 0u64.. {
             let first = round_no == 0;
             let round = tokio::time::Instant::now();
-            let Some((fleet, view)) = weak.upgrade().map(|g| (g.fleet(), g.cluster.view())) else {
+            let Some((fleet, mut view)) = weak.upgrade().map(|g| (g.fleet(), g.cluster.view()))
+            else {
                 return;
             };
             owned.trim(fleet.len());
+            // Members changed since the last round began: what this
+            // replica took over is probed at the round's start.
+            let before = previous
+                .take()
+                .filter(|p: &Arc<crate::cluster::View>| p.generation != view.generation);
             let mut targets: Vec<_> = fleet
                 .iter()
                 .filter(|t| owned.owns(&view, t.health.shared_name()))
                 .map(|t| {
-                    (
-                        if first { 0 } else { t.health.probe_tick(ticks) },
-                        t.clone(),
-                    )
+                    let taken = before
+                        .as_ref()
+                        .is_some_and(|b| !b.owns(t.health.shared_name()));
+                    let at = if first || taken {
+                        0
+                    } else {
+                        t.health.probe_tick(ticks)
+                    };
+                    (at, first || taken, t.clone())
                 })
                 .collect();
             drop(fleet);
             let stable_rounds = health.stable_rounds(targets.len());
-            targets.sort_unstable_by_key(|(at, _)| *at);
+            targets.sort_unstable_by_key(|(at, _, _)| *at);
             for batch in targets.chunk_by(|a, b| a.0 == b.0) {
                 drive_until(&mut probes, round + tick * batch[0].0 as u32).await;
                 {
                     let Some(live) = weak.upgrade() else {
                         return;
                     };
-                    for (_, target) in batch {
-                        let decision = if first {
+                    let latest = live.cluster.view();
+                    if latest.generation != view.generation {
+                        took_over(&live, &view, &latest, &mut sent);
+                        view = latest;
+                    }
+                    for (_, now, target) in batch {
+                        if !owned.owns(&view, target.health.shared_name()) {
+                            // Given up since the round began: its new
+                            // owner probes it.
+                            continue;
+                        }
+                        let decision = if *now {
                             ProbeDecision::Send
                         } else {
                             target
@@ -85,8 +107,32 @@ pub fn spawn(gateway: &Arc<Gateway>) -> Option<tokio::task::JoinHandle<()>> {
                 }
             }
             drive_until(&mut probes, round + interval).await;
+            previous = Some(view);
         }
     }))
+}
+
+/// Who owns what changed in the middle of a round (a member joined,
+/// left or was lost): the targets this replica owns under `latest` and
+/// did not under `before` go into `sent`, probed now. Left to their tick
+/// in the next round, a lost member's targets would wait up to two
+/// intervals beyond its lease.
+fn took_over(
+    gateway: &Gateway,
+    before: &crate::cluster::View,
+    latest: &crate::cluster::View,
+    sent: &mut Vec<Arc<crate::fleet::Target>>,
+) {
+    let fleet = gateway.fleet();
+    for target in fleet.iter() {
+        let name = target.health.shared_name();
+        if latest.owns(name) && !before.owns(name) {
+            gateway
+                .metrics
+                .probe_decided(crate::health::ProbeDecision::Send);
+            sent.push(target.clone());
+        }
+    }
 }
 
 /// Drives the probes in flight until `deadline`.
