@@ -11,6 +11,9 @@ use jmxgate::{pipeline, Config, Gateway};
 
 // Many small allocations per request from several threads: glibc's malloc
 // spent a sixth of the gateway's CPU under load (perf, bench/run.sh).
+// `--features system-allocator` leaves it out, for heap profilers
+// (heaptrack) that see only malloc.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
