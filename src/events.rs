@@ -5,7 +5,7 @@
 //! Who may see an event is the reader's door's call: an event names its
 //! targets (with their labels when they are gone from the fleet).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -73,7 +73,7 @@ impl Kind {
 #[derive(Debug, Clone)]
 pub struct Named {
     pub name: String,
-    pub labels: Option<Arc<BTreeMap<String, String>>>,
+    pub labels: Option<crate::labels::Labels>,
 }
 
 #[derive(Debug, Clone)]

@@ -58,10 +58,12 @@ pub fn load(inventory: &InventoryConfig) -> Result<Vec<TargetConfig>, String> {
     let base = path.parent().unwrap_or(Path::new("."));
     for t in &mut targets {
         t.origin = crate::agent_settings::Origin::Inventory;
-        for (k, v) in &inventory.labels {
-            std::sync::Arc::make_mut(&mut t.labels)
-                .entry(k.clone())
-                .or_insert_with(|| v.clone());
+        if !inventory.labels.is_empty() {
+            let mut labels = t.labels.to_map();
+            for (k, v) in &inventory.labels {
+                labels.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+            t.labels = labels.into();
         }
         std::sync::Arc::make_mut(&mut t.agent).make_paths_relative_to(base);
     }

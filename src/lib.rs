@@ -19,6 +19,7 @@ pub mod fleet;
 pub mod health;
 pub mod inventory;
 pub mod jobs;
+pub mod labels;
 pub mod memory;
 pub mod metrics;
 pub mod notify;

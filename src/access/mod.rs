@@ -122,7 +122,7 @@ impl TargetSelector {
 
     /// [`matches`](Self::matches) for a target known by its name and
     /// labels only (one gone from the fleet, say).
-    pub fn matches_named(&self, name: &str, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches_named(&self, name: &str, labels: &crate::labels::Labels) -> bool {
         match self {
             TargetSelector::Name(n) => n == name,
             TargetSelector::Glob(g) => wildmatch(name, g),
@@ -181,10 +181,10 @@ impl Role {
     }
 
     /// [`reaches`](Self::reaches) by name and labels.
-    pub fn reaches_named(&self, name: &str, labels: &BTreeMap<String, String>) -> bool {
+    pub fn reaches_named(&self, name: &str, labels: &crate::labels::Labels) -> bool {
         self.namespace
             .as_ref()
-            .is_none_or(|ns| labels.get("namespace") == Some(ns))
+            .is_none_or(|ns| labels.get("namespace") == Some(ns.as_str()))
             && self
                 .granted_on
                 .as_ref()
@@ -501,7 +501,7 @@ impl AccessControl {
         &self,
         roles: &[Arc<Role>],
         name: &str,
-        labels: &BTreeMap<String, String>,
+        labels: &crate::labels::Labels,
     ) -> bool {
         self.open || roles.iter().any(|r| r.reaches_named(name, labels))
     }

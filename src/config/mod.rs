@@ -351,7 +351,7 @@ mod tests {
     #[test]
     fn parses_the_minimal_example() {
         let c = Config::parse(MINIMAL).unwrap().validate().unwrap();
-        assert_eq!(c.targets[0].labels["env"], "prod");
+        assert_eq!(c.targets[0].labels.get("env"), Some("prod"));
         assert_eq!(
             c.targets[0].agent.request_timeout,
             Some(Duration::from_secs(3))

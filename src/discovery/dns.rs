@@ -563,8 +563,8 @@ mod tests {
         let t = srv_entry().target("broker-0.kafka.example", 8778);
         assert_eq!(t.name, "kafka-broker-0.kafka.example-8778");
         assert_eq!(t.url, "http://broker-0.kafka.example:8778/jolokia");
-        assert_eq!(t.labels["app"], "kafka");
-        assert_eq!(t.labels[DISCOVERED_BY_LABEL], "dns");
+        assert_eq!(t.labels.get("app"), Some("kafka"));
+        assert_eq!(t.labels.get(DISCOVERED_BY_LABEL), Some("dns"));
         assert_eq!(t.labels.len(), 2);
         assert_eq!(t.agent.user.as_deref(), Some("monitor"));
         assert_eq!(t.agent.password_env.as_deref(), Some("KAFKA_JOLOKIA_PW"));
@@ -790,7 +790,9 @@ mod tests {
         let a = vec![d.target("h", 1)];
         let mut b = a.clone();
         assert_eq!(fingerprint(&a), fingerprint(&b));
-        std::sync::Arc::make_mut(&mut b[0].labels).insert("x".into(), "y".into());
+        let mut labels = b[0].labels.to_map();
+        labels.insert("x".into(), "y".into());
+        b[0].labels = labels.into();
         assert_ne!(fingerprint(&a), fingerprint(&b));
     }
 }

@@ -403,12 +403,12 @@ impl Fleet {
     /// each once.
     pub fn namespaces(&self) -> &[String] {
         self.namespaces.get_or_init(|| {
-            let set: std::collections::BTreeSet<&String> = self
+            let set: std::collections::BTreeSet<&str> = self
                 .targets
                 .iter()
                 .filter_map(|t| t.labels.get("namespace"))
                 .collect();
-            set.into_iter().cloned().collect()
+            set.into_iter().map(str::to_string).collect()
         })
     }
 

@@ -246,8 +246,8 @@ async fn srv_records_become_targets() {
         ])
     );
     for t in &targets {
-        assert_eq!(t.labels["app"], "kafka");
-        assert_eq!(t.labels["discovered_by"], "dns");
+        assert_eq!(t.labels.get("app"), Some("kafka"));
+        assert_eq!(t.labels.get("discovered_by"), Some("dns"));
         assert_eq!(t.agent.user.as_deref(), Some("monitor"));
         assert_eq!(t.agent.password_env.as_deref(), Some("KAFKA_PW"));
     }

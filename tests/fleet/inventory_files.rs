@@ -56,8 +56,8 @@ async fn inventories_change_under_load_and_a_broken_one_keeps_the_fleet() {
         assert_eq!(r["value"], name, "{r}");
     }
     let labels = &gw.gateway.fleet().by_name("beta").unwrap().labels.clone();
-    assert_eq!(labels.get("source").map(String::as_str), Some("cmdb"));
-    assert_eq!(labels.get("tier").map(String::as_str), Some("backend"));
+    assert_eq!(labels.get("source"), Some("cmdb"));
+    assert_eq!(labels.get("tier"), Some("backend"));
     // The target list says where each target came from (never the file).
     let (_, list) = gw.get("/jolokia/targets").await;
     let origins: Vec<(&str, &str)> = list["value"]

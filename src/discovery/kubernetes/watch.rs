@@ -231,9 +231,9 @@ pub struct PodSet {
     /// Pods refused for what they say (see `is_suspicious`), each counted
     /// when its reason is new.
     pub refused: u64,
-    /// The Pods' agent settings, one copy for all the Pods of a
-    /// namespace rather than one each.
-    settings: crate::agent_settings::SettingsPool,
+    /// The Pods' agent settings and label strings, one copy for all the
+    /// Pods that have them equal rather than one each.
+    shared: Shared,
 }
 
 impl PodSet {
@@ -260,7 +260,7 @@ impl PodSet {
                 false
             }
             watcher::Event::InitApply(pod) => {
-                let (key, result, odd) = judge(config, &pod, &self.pods, &mut self.settings);
+                let (key, result, odd) = judge(config, &pod, &self.pods, &mut self.shared);
                 self.refused += u64::from(odd);
                 self.pending.entry(scope).or_default().insert(key, result);
                 false
@@ -279,7 +279,7 @@ impl PodSet {
                 true
             }
             watcher::Event::Apply(pod) => {
-                let (key, result, odd) = judge(config, &pod, &self.pods, &mut self.settings);
+                let (key, result, odd) = judge(config, &pod, &self.pods, &mut self.shared);
                 self.refused += u64::from(odd);
                 self.dirty.insert(key.clone());
                 self.pods.insert(key, result);
@@ -410,11 +410,12 @@ fn judge(
     config: &KubernetesDiscovery,
     pod: &Pod,
     known: &Judged,
-    settings: &mut crate::agent_settings::SettingsPool,
+    shared: &mut Shared,
 ) -> (String, Result<std::sync::Arc<TargetConfig>, String>, bool) {
     let key = pod_key(pod);
     let result = config.pod_target(pod).map(|mut target| {
-        settings.share(&mut target.agent);
+        shared.settings.share(&mut target.agent);
+        target.labels = shared.labels.intern(&target.labels);
         std::sync::Arc::new(target)
     });
     let mut odd = false;
@@ -430,6 +431,13 @@ fn judge(
         }
     }
     (key, result, odd)
+}
+
+/// What the Pods' targets share (see [`PodSet::shared`]).
+#[derive(Debug, Default)]
+struct Shared {
+    settings: crate::agent_settings::SettingsPool,
+    labels: crate::labels::LabelPool,
 }
 
 /// A reason that points at odd input rather than an ordinary state.

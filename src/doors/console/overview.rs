@@ -118,7 +118,11 @@ pub fn select<'a>(
         };
         count(&mut total);
         if !q.group.is_empty() {
-            let value = t.labels.get(&q.group).cloned().unwrap_or_default();
+            let value = t
+                .labels
+                .get(&q.group)
+                .map(str::to_string)
+                .unwrap_or_default();
             count(groups.entry(value).or_default());
         }
         if !started {

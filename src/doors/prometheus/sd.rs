@@ -145,7 +145,7 @@ fn entry(
     for (key, value) in target.labels.iter() {
         labels
             .entry(label_name(key))
-            .or_insert_with(|| value.clone());
+            .or_insert_with(|| value.to_string());
     }
     labels.insert("__metrics_path__".into(), metrics_path.to_string());
     labels.insert("__param_target".into(), target.name.clone());

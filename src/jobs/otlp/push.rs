@@ -357,7 +357,7 @@ fn resources(
 /// a discovered Pod), and what sent it.
 fn resource_attributes(
     target: &str,
-    labels: &std::collections::BTreeMap<String, String>,
+    labels: &crate::labels::Labels,
     settings: &super::ExportSettings,
     version: &str,
 ) -> Vec<(String, String)> {
@@ -365,7 +365,7 @@ fn resource_attributes(
         .service_name_label
         .as_ref()
         .and_then(|l| labels.get(l))
-        .cloned()
+        .map(str::to_string)
         .unwrap_or_else(|| settings.service_name.clone());
     let mut attributes = vec![
         ("service.instance.id".to_string(), target.to_string()),
@@ -378,13 +378,13 @@ fn resource_attributes(
     for (k, v) in labels.iter() {
         // OpenTelemetry's semantic conventions for what Kubernetes
         // discovery labels a Pod with.
-        let key = match k.as_str() {
+        let key = match k {
             "namespace" if from_kubernetes => "k8s.namespace.name".to_string(),
             "pod" if from_kubernetes => "k8s.pod.name".to_string(),
             "node" if from_kubernetes => "k8s.node.name".to_string(),
-            _ => k.clone(),
+            _ => k.to_string(),
         };
-        attributes.push((key, v.clone()));
+        attributes.push((key, v.to_string()));
     }
     attributes.push(("telemetry.sdk.name".into(), "jmxgate".into()));
     attributes.push(("telemetry.sdk.language".into(), "rust".into()));
@@ -451,10 +451,14 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-        let attributes: std::collections::BTreeMap<String, String> =
-            resource_attributes("orders-1.shop-prod", &labels, &settings, "9.9.9")
-                .into_iter()
-                .collect();
+        let attributes: std::collections::BTreeMap<String, String> = resource_attributes(
+            "orders-1.shop-prod",
+            &labels.clone().into(),
+            &settings,
+            "9.9.9",
+        )
+        .into_iter()
+        .collect();
         for (k, v) in [
             ("service.instance.id", "orders-1.shop-prod"),
             ("service.name", "orders"),
@@ -476,7 +480,7 @@ mod tests {
         let mut dns = labels.clone();
         dns.insert("discovered_by".into(), "dns".into());
         let plain: std::collections::BTreeMap<String, String> =
-            resource_attributes("x", &dns, &settings, "1")
+            resource_attributes("x", &dns.into(), &settings, "1")
                 .into_iter()
                 .collect();
         assert_eq!(plain["namespace"], "shop-prod");

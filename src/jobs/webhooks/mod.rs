@@ -10,7 +10,6 @@
 //! and, against the configuration of the moment (a reload changes the
 //! hooks at once), queues the notices.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub mod config;
@@ -25,7 +24,7 @@ use config::WebhookConfig;
 
 /// A target's labels by name, for events that name a target of the
 /// fleet without them.
-pub type LabelsOf<'a> = &'a dyn Fn(&str) -> Option<Arc<BTreeMap<String, String>>>;
+pub type LabelsOf<'a> = &'a dyn Fn(&str) -> Option<crate::labels::Labels>;
 
 /// The notice a hook gets of `event`, if any: its kind is one the hook
 /// names, and (for a hook with targets) the event is about some of them,
@@ -196,7 +195,7 @@ mod tests {
             .all(|v| this_replicas_part(&granted, v).is_some()));
     }
 
-    fn nothing(_: &str) -> Option<Arc<BTreeMap<String, String>>> {
+    fn nothing(_: &str) -> Option<crate::labels::Labels> {
         None
     }
 
@@ -218,10 +217,7 @@ mod tests {
                 .iter()
                 .map(|(name, ns)| Named {
                     name: name.to_string(),
-                    labels: Some(Arc::new(BTreeMap::from([(
-                        "namespace".to_string(),
-                        ns.to_string(),
-                    )]))),
+                    labels: Some([("namespace", *ns)].into_iter().collect()),
                 })
                 .collect(),
             more: 0,
@@ -249,12 +245,7 @@ mod tests {
             targets: vec![crate::events::named("c")],
             ..event(Kind::TargetDown, &[])
         };
-        let shop_labels = |_: &str| {
-            Some(Arc::new(BTreeMap::from([(
-                "namespace".to_string(),
-                "shop".to_string(),
-            )])))
-        };
+        let shop_labels = |_: &str| Some([("namespace", "shop")].into_iter().collect());
         assert!(notice_for(&shop, &bare, &shop_labels).is_some());
         assert!(notice_for(&shop, &bare, &nothing).is_none());
         // A reload is about no target: for hooks without targets.
