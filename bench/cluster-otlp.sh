@@ -8,16 +8,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-command -v nginx >/dev/null || {
-    echo "==> installing nginx-light"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
-}
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || {
-    echo "==> installing postgresql"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-}
 [ -x ../shared/victoriametrics/victoria-metrics ] || { echo "../shared/victoriametrics/victoria-metrics is missing" >&2; exit 1; }
-echo "==> building (release)"
-cargo build --release --quiet
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+. bench/cluster-prelude.sh
 exec python3 bench/cluster_otlp.py

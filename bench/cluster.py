@@ -112,8 +112,16 @@ def stop_stand_ins():
             pass
 
 
-def replica_config(i, port, pg, directory):
+def replica_config(i, pg, directory, *, probe_interval=None, cluster_keys=None,
+                   fleet="fleet.json", extra=""):
+    """Replica i's configuration file in directory and its admin port: the
+    [cluster] over PostgreSQL at pg, probes every probe_interval seconds,
+    the inventory file fleet; cluster_keys and extra sections as given
+    (bench/cluster_otlp.py adds its export)."""
     admin = scale.free_port()
+    interval = PROBE_INTERVAL if probe_interval is None else probe_interval
+    if cluster_keys is None:
+        cluster_keys = f'lease_duration = "{LEASE}"\nrenew_interval = "{RENEW}"'
     text = f"""[server]
 listen = "127.0.0.1:0"
 [admin]
@@ -122,17 +130,16 @@ listen = "127.0.0.1:{admin}"
 format = "text"
 filter = "warn,jmxgate=info,jmxgate::audit=warn"
 [health]
-probe_interval = "{PROBE_INTERVAL:g}s"
-stable_probe_interval = "{PROBE_INTERVAL:g}s"
+probe_interval = "{interval:g}s"
+stable_probe_interval = "{interval:g}s"
 [cluster]
 membership = "postgres"
 url = "{pg}"
 replica_id = "gw-{i}"
-lease_duration = "{LEASE}"
-renew_interval = "{RENEW}"
+{cluster_keys}
 [[inventory]]
-targets_file = "fleet.json"
-"""
+targets_file = "{fleet}"
+{extra}"""
     path = os.path.join(directory, f"gw-{i}.toml")
     with open(path, "w") as f:
         f.write(text)
@@ -174,7 +181,7 @@ def log_lines_since(log, offset):
 def run(n, port, pg, log, directory):
     replicas = []
     for i in range(n):
-        config, admin = replica_config(i, port, pg, directory)
+        config, admin = replica_config(i, pg, directory)
         out = open(os.path.join(directory, f"gw-{i}.log"), "w")
         p = subprocess.Popen([BIN, "serve", "-c", config], stdout=out, stderr=subprocess.STDOUT,
                              cwd=directory)

@@ -10,16 +10,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-command -v nginx >/dev/null || {
-    echo "==> installing nginx-light"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null
-}
-ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || {
-    echo "==> installing postgresql"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-}
-echo "==> building (release)"
-cargo build --release --quiet
-# 100,000 targets' probe connections need descriptors.
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+. bench/cluster-prelude.sh
 exec python3 bench/cluster.py

@@ -66,31 +66,14 @@ def start_victoria():
     sys.exit("VictoriaMetrics did not start")
 
 
-def replica_config(i, pg, standin_port, vm_port):
+def replica_config(i, pg, vm_port):
+    """bench/cluster.py's replica, probing every 10 s, with the export."""
     directory = os.path.join(work, f"gw-{i}")
     os.makedirs(directory, exist_ok=True)
-    admin = otlp.free_port()
-    text = f"""[server]
-listen = "127.0.0.1:0"
-[admin]
-listen = "127.0.0.1:{admin}"
-[log]
-format = "text"
-filter = "warn,jmxgate=info,jmxgate::audit=warn"
-[health]
-probe_interval = "10s"
-stable_probe_interval = "10s"
-[cluster]
-membership = "postgres"
-url = "{pg}"
-replica_id = "gw-{i}"
-wait_for_members = {REPLICAS}
-[[roles]]
+    export = f"""[[roles]]
 name = "metrics"
 targets = ["*"]
 max_targets_per_item = {TARGETS}
-[[inventory]]
-targets_file = "{work}/fleet.json"
 [[prometheus.modules]]
 name = "standin"
 rules_file = "{otlp.RULES}"
@@ -103,9 +86,10 @@ targets = "standin-*"
 module = "standin"
 role = "metrics"
 """
-    path = os.path.join(directory, "gateway.toml")
-    with open(path, "w") as f:
-        f.write(text)
+    path, admin = cluster.replica_config(
+        i, pg, directory, probe_interval=10,
+        cluster_keys=f"wait_for_members = {REPLICAS}",
+        fleet=f"{work}/fleet.json", extra=export)
     return path, admin, directory
 
 
@@ -165,7 +149,7 @@ def main():
     write_fleet(standin_port)
     replicas = []
     for i in range(REPLICAS):
-        config, admin, directory = replica_config(i, pg, standin_port, vm_port)
+        config, admin, directory = replica_config(i, pg, vm_port)
         log = open(os.path.join(directory, "gateway.log"), "w")
         p = subprocess.Popen([BIN, "serve", "-c", config], stdout=log, stderr=subprocess.STDOUT,
                              cwd=directory)

@@ -224,6 +224,13 @@ impl View {
         self.duties == Duties::Active && self.owner(key) == Some(&*self.me)
     }
 
+    /// Whether this replica owns `key` now and did not in `before`, an
+    /// earlier view: a duty taken over, to be done at once rather than
+    /// at its next turn.
+    pub fn took_over(&self, before: &View, key: &str) -> bool {
+        self.owns(key) && !before.owns(key)
+    }
+
     /// Whether a member of that id is live.
     pub fn has_member(&self, id: &str) -> bool {
         self.ids.iter().any(|m| m == id)
@@ -382,6 +389,24 @@ mod tests {
             let key = format!("orders-{k}");
             let owners = views.iter().filter(|v| v.owns(&key)).count();
             assert_eq!(owners, 1, "{key}");
+        }
+    }
+
+    /// A member lost: the survivors take over exactly its keys, and
+    /// nothing they had counts as taken over.
+    #[test]
+    fn what_a_lost_member_owned_is_taken_over_and_nothing_else() {
+        let keys: Vec<String> = (0..1000).map(|i| format!("t-{i}")).collect();
+        let before: Vec<View> = ["a", "b", "c"]
+            .iter()
+            .map(|m| view(m, &["a", "b", "c"]))
+            .collect();
+        let after: Vec<View> = ["a", "b"].iter().map(|m| view(m, &["a", "b"])).collect();
+        for k in &keys {
+            let taken = (0..2)
+                .filter(|&i| after[i].took_over(&before[i], k))
+                .count();
+            assert_eq!(taken, usize::from(before[2].owns(k)), "{k}");
         }
     }
 

@@ -54,7 +54,7 @@ pub fn spawn(gateway: &Arc<Gateway>) -> Option<tokio::task::JoinHandle<()>> {
                 .map(|t| {
                     let taken = before
                         .as_ref()
-                        .is_some_and(|b| !b.owns(t.health.shared_name()));
+                        .is_some_and(|b| view.took_over(b, t.health.shared_name()));
                     let at = if first || taken {
                         0
                     } else {
@@ -125,8 +125,7 @@ fn took_over(
 ) {
     let fleet = gateway.fleet();
     for target in fleet.iter() {
-        let name = target.health.shared_name();
-        if latest.owns(name) && !before.owns(name) {
+        if latest.took_over(before, target.health.shared_name()) {
             gateway
                 .metrics
                 .probe_decided(crate::health::ProbeDecision::Send);
