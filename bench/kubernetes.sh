@@ -28,7 +28,7 @@ churn="${SECONDS_OF_CHURN:-30}"
 
 scripts/install-deps.sh
 echo "==> building (release)"
-cargo build --release --quiet
+[ -n "${GATEWAY:-}" ] || cargo build --release --quiet
 
 work="$(mktemp -d /tmp/jmxgate-bench-k8s.XXXXXX)"
 pids=()

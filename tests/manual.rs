@@ -1102,3 +1102,116 @@ fn the_configuration_references_defaults_are_the_parsers() {
     assert!(checked > 80, "only {checked} defaults checked");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+// ---------------------------------------------------------------------
+// Getting started, run as a new user would.
+
+/// The first configuration of Getting started, with the chapter's users
+/// file (alice's hash made anew) and the repository's policies, its two
+/// targets at real agents and its HTTPS listener left out (no
+/// certificate to hand): it "lets anyone read, and lets Alice, with her
+/// password, run operations on the orders JVMs", as its text says.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_configuration_does_what_its_text_says() {
+    let page = read_page(&repo().join("docs/getting-started.md"));
+    let first = page
+        .blocks
+        .iter()
+        .find(|b| b.language == "toml" && b.text.contains("anonymous_role"))
+        .expect("Getting started shows a first configuration");
+    let mut table: Table = toml::from_str(&first.text).unwrap();
+    let [a, b, _] = common::shared_agents();
+    for (target, agent) in table["targets"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .zip([a, b])
+    {
+        target.as_table_mut().unwrap()["url"] = Value::String(agent.url());
+    }
+    let server = table["server"].as_table_mut().unwrap();
+    server.remove("tls");
+    server.insert("listen".into(), Value::String("127.0.0.1:0".into()));
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo().join("policies"), &dir.path().join("policies"));
+    let hash = jmxgate::pipeline::authenticate::basic::hash_password("her password").unwrap();
+    std::fs::write(
+        dir.path().join("users.toml"),
+        format!("[[users]]\nname = \"alice\"\npassword_hash = \"{hash}\"\nroles = [\"orders-operators\"]\n"),
+    )
+    .unwrap();
+    let file = dir.path().join("gateway.toml");
+    std::fs::write(&file, toml::to_string(&table).unwrap()).unwrap();
+    let gw = common::Gateway::start_from_file(&file).await;
+
+    let heap = "read/java.lang:type=Memory/HeapMemoryUsage/used";
+    let gc =
+        serde_json::json!({"type": "exec", "mbean": "java.lang:type=Memory", "operation": "gc"});
+    let status = |v: &serde_json::Value| v["status"].as_u64().unwrap_or(0);
+    // Anyone reads, both targets.
+    for name in ["orders-1", "billing-1"] {
+        let r = gw
+            .http
+            .get(gw.url(&format!("/jolokia/targets/{name}/{heap}")));
+        let r = r.send().await.unwrap();
+        assert_eq!(r.status(), 200, "{name}");
+        let v: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(status(&v), 200, "{name}: {v}");
+        assert!(v["value"].as_u64().is_some(), "{v}");
+    }
+    let version = gw
+        .http
+        .get(gw.url("/jolokia/version"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(version.status(), 200);
+    // But nobody without credentials runs gc.
+    let anonymous: serde_json::Value = gw
+        .http
+        .post(gw.url("/jolokia/targets/orders-1"))
+        .json(&gc)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status(&anonymous), 403, "{anonymous}");
+    // Alice reads as an operator reads (GET included) and runs gc on the
+    // orders JVM, not on billing.
+    let alice = |req: reqwest::RequestBuilder| req.basic_auth("alice", Some("her password"));
+    for path in [
+        "/jolokia/version".to_string(),
+        format!("/jolokia/targets/orders-1/{heap}"),
+    ] {
+        let v: serde_json::Value = alice(gw.http.get(gw.url(&path)))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(status(&v), 200, "{path}: {v}");
+    }
+    // billing-1 is no target of hers: unknown to her, as to a stranger.
+    for (name, want) in [("orders-1", 200), ("billing-1", 404)] {
+        let v: serde_json::Value = alice(gw.http.post(gw.url(&format!("/jolokia/targets/{name}"))))
+            .json(&gc)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(status(&v), want, "gc on {name}: {v}");
+    }
+    let wrong = gw
+        .http
+        .get(gw.url("/jolokia/version"))
+        .basic_auth("alice", Some("not hers"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+}

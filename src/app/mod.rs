@@ -137,8 +137,9 @@ impl Setup for Config {
         let authenticator =
             Authenticator::from_config_after(&self.auth, previous.map(|p| &*p.authenticator))?
                 .with_metrics(metrics.clone());
-        let http_methods = self.server.http_methods(&self.auth);
-        let tls_methods = self.server.tls_methods(&self.auth);
+        let anonymous = self.access.anonymous_role.is_some();
+        let http_methods = self.server.http_methods(&self.auth, anonymous);
+        let tls_methods = self.server.tls_methods(&self.auth, anonymous);
         authenticator.check_methods("server.auth", &http_methods)?;
         if self.server.tls.is_some() {
             authenticator.check_methods("server.tls_auth", &tls_methods)?;

@@ -233,6 +233,9 @@ impl Config {
             }
         }
         problems.extend(crate::access::problems(&self.roles, &self.access));
+        if let Some(role) = &self.access.anonymous_role {
+            problems.extend(self.server.anonymous_problem(&self.auth, role));
+        }
         if let Some(k) = &self.auth.kubernetes {
             for role in k.role_names() {
                 if !self.roles.iter().any(|r| r.name == *role) {

@@ -174,22 +174,57 @@ fn default_max_targets_per_item() -> usize {
 }
 
 impl ServerConfig {
-    /// The methods the HTTP listener accepts.
-    pub fn http_methods(&self, auth: &AuthConfig) -> Vec<AuthMethod> {
+    /// The methods the HTTP listener accepts. `anonymous`: an
+    /// `access.anonymous_role` is set, so callers without credentials are
+    /// taken beside the configured methods unless `server.auth` says
+    /// otherwise.
+    pub fn http_methods(&self, auth: &AuthConfig, anonymous: bool) -> Vec<AuthMethod> {
         self.auth
             .clone()
-            .unwrap_or_else(|| default_methods(auth, false))
+            .unwrap_or_else(|| default_methods(auth, false, anonymous))
     }
 
-    /// The methods the HTTPS listener accepts.
-    pub fn tls_methods(&self, auth: &AuthConfig) -> Vec<AuthMethod> {
+    /// The methods the HTTPS listener accepts (see
+    /// [`http_methods`](Self::http_methods)).
+    pub fn tls_methods(&self, auth: &AuthConfig, anonymous: bool) -> Vec<AuthMethod> {
         self.tls_auth
             .clone()
-            .unwrap_or_else(|| default_methods(auth, true))
+            .unwrap_or_else(|| default_methods(auth, true, anonymous))
+    }
+
+    /// Why `access.anonymous_role` would have no effect: every listener's
+    /// methods are listed by hand without `"anonymous"`.
+    pub fn anonymous_problem(&self, auth: &AuthConfig, role: &str) -> Option<String> {
+        let listeners: Vec<(&str, Vec<AuthMethod>)> = [
+            self.listen
+                .is_some()
+                .then(|| ("server.auth", self.http_methods(auth, true))),
+            self.tls
+                .is_some()
+                .then(|| ("server.tls_auth", self.tls_methods(auth, true))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if listeners.is_empty()
+            || listeners
+                .iter()
+                .any(|(_, m)| m.contains(&AuthMethod::Anonymous))
+        {
+            return None;
+        }
+        let keys: Vec<&str> = listeners.iter().map(|(k, _)| *k).collect();
+        Some(format!(
+            "access.anonymous_role: \"{role}\" would never be given, as {} leaves out \"anonymous\"; \
+             add \"anonymous\" to {} to let callers without credentials in with that role, \
+             or remove access.anonymous_role",
+            keys.join(" and "),
+            keys[0]
+        ))
     }
 }
 
-fn default_methods(auth: &AuthConfig, tls: bool) -> Vec<AuthMethod> {
+fn default_methods(auth: &AuthConfig, tls: bool, anonymous: bool) -> Vec<AuthMethod> {
     let mut m = Vec::new();
     if tls && auth.mtls.is_some() {
         m.push(AuthMethod::Mtls);
@@ -203,7 +238,7 @@ fn default_methods(auth: &AuthConfig, tls: bool) -> Vec<AuthMethod> {
     if auth.kubernetes.is_some() {
         m.push(AuthMethod::Kubernetes);
     }
-    if m.is_empty() {
+    if m.is_empty() || anonymous {
         m.push(AuthMethod::Anonymous);
     }
     m

@@ -911,3 +911,54 @@ async fn unreadable_credentials_are_refused_not_made_anonymous() {
         assert!(!r.text().await.unwrap().contains("alpha"));
     }
 }
+
+/// `access.anonymous_role` beside `[auth.basic]` with no `server.auth`
+/// (the manual's first configuration): callers without credentials get
+/// that role, right credentials the user's roles, wrong ones still a 401.
+/// A `server.auth` written without "anonymous" is refused at start, with
+/// the fix in words.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_anonymous_role_lets_callers_without_credentials_in_beside_basic() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, ..] = shared_agents();
+    let body = format!(
+        "{}[auth.basic]\nusers_file = \"{}\"\n\n[access]\nanonymous_role = \"readers\"\n\n{}\
+         [[roles]]\nname = \"readers\"\ntargets = [\"*\"]\n",
+        targets_toml(&[a]),
+        users_file(dir.path()),
+        ops_role()
+    );
+    let gw = Gateway::start(&body).await;
+    let anonymous = gw.http.get(gw.url(NAME)).send().await.unwrap();
+    assert_eq!(anonymous.status(), 200);
+    assert!(anonymous
+        .text()
+        .await
+        .unwrap()
+        .contains("\"value\":\"alpha\""));
+    let alice = gw
+        .http
+        .get(gw.url(NAME))
+        .basic_auth("alice", Some("wonder:land"));
+    assert_eq!(alice.send().await.unwrap().status(), 200);
+    let wrong = gw
+        .http
+        .get(gw.url(NAME))
+        .basic_auth("alice", Some("not it"));
+    let wrong = wrong.send().await.unwrap();
+    assert_eq!(wrong.status(), 401);
+    assert!(challenges(wrong.headers())
+        .iter()
+        .any(|c| c.starts_with("Basic")));
+    let text = format!("[server]\nlisten = \"127.0.0.1:0\"\nauth = [\"basic\"]\n{body}");
+    let problems = jmxgate::Config::parse(&text)
+        .and_then(|c| c.validate())
+        .err()
+        .unwrap_or_default();
+    assert!(
+        problems.iter().any(|p| p.starts_with(
+            "access.anonymous_role: \"readers\" would never be given, as server.auth leaves out \"anonymous\"; add \"anonymous\" to server.auth"
+        )),
+        "{problems:?}"
+    );
+}
