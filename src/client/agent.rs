@@ -285,7 +285,6 @@ impl AgentClientBuilder {
         };
         Ok(AgentClient {
             inner: Arc::new(Inner {
-                url: self.url,
                 uri,
                 http,
                 request_timeout: self.request_timeout,
@@ -464,8 +463,9 @@ struct Inner {
     /// Weak, so a flight nobody waits for any more is dropped.
     flights: Mutex<HashMap<FlightKey, (u64, WeakShared<BoxedExchange>)>>,
     next_flight: AtomicU64,
-    url: Url,
-    /// `url`, parsed once for every exchange.
+    /// The agent's URL, as every exchange sends to it; the [`Url`] is
+    /// made again when asked for (rarely: logs, the console, a probe)
+    /// rather than held twice by every target of a large fleet.
     uri: http::Uri,
     /// Shared by the targets with the same connection settings.
     http: Arc<PerWorker>,
@@ -556,7 +556,7 @@ fn version_body() -> Bytes {
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentClient")
-            .field("url", &self.url.as_str())
+            .field("url", &self.uri.to_string())
             .field("request_timeout", &self.request_timeout)
             .finish_non_exhaustive()
     }
@@ -586,8 +586,10 @@ impl AgentClient {
         }
     }
 
-    pub fn url(&self) -> &Url {
-        &self.inner.url
+    /// The agent's Jolokia URL.
+    pub fn url(&self) -> Url {
+        // `uri` was parsed from a `Url`'s text, so it reads back as one.
+        Url::parse(&self.inner.uri.to_string()).expect("an agent URI is a URL")
     }
 
     /// Sends the requests as one bulk POST and returns the answers in the
@@ -661,7 +663,7 @@ impl AgentClient {
     /// it, doesn't close first.
     async fn probe_once(&self, body: Bytes) -> Result<Vec<Response>, ClientError> {
         let inner = &self.inner;
-        let url = &inner.url;
+        let url = self.url();
         let port = url
             .port_or_known_default()
             .ok_or_else(|| ClientError::Setup(format!("{url}: no port")))?;

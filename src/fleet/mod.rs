@@ -116,7 +116,7 @@ pub use crate::agent_settings::parse_agent_url;
 
 impl Target {
     /// The agent's Jolokia URL (held once, by its client).
-    pub fn url(&self) -> &Url {
+    pub fn url(&self) -> Url {
         self.client.url()
     }
 
@@ -368,7 +368,7 @@ impl Fleet {
                 .iter()
                 .filter(|t| removed.contains(t.name.as_str()))
             {
-                if let Some(key) = EndpointKey::of(t.url()) {
+                if let Some(key) = EndpointKey::of(&t.url()) {
                     fleet.by_endpoint.remove(&key);
                 }
             }
@@ -386,7 +386,7 @@ impl Fleet {
     }
 
     fn insert(&mut self, target: Arc<Target>) {
-        if let Some(key) = EndpointKey::of(target.url()) {
+        if let Some(key) = EndpointKey::of(&target.url()) {
             // Two names for one agent: the first one configured wins.
             match self.by_endpoint.entry(key) {
                 std::collections::hash_map::Entry::Occupied(_) => self.endpoint_repeats += 1,
