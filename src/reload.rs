@@ -46,8 +46,46 @@ fn watched_files(source: &ConfigSource) -> Vec<PathBuf> {
     files
 }
 
-fn stamps(files: &[PathBuf]) -> Vec<Option<Stamp>> {
-    files.iter().map(|f| stamp(f)).collect()
+/// One version of a watched file: its stamp, and a digest of its content
+/// for when the stamp moves but the content doesn't (a `touch`, a
+/// deployment tool rewriting the same bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Version {
+    stamp: Option<Stamp>,
+    digest: Option<u64>,
+}
+
+fn digest(path: &Path) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let bytes = std::fs::read(path).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    Some(h.finish())
+}
+
+/// The files' versions now; a file whose stamp is the one in `known` (by
+/// position) is not read again.
+fn versions(files: &[PathBuf], known: &[Version]) -> Vec<Version> {
+    files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let stamp = stamp(f);
+            match known.get(i) {
+                Some(k) if k.stamp == stamp => *k,
+                _ => Version {
+                    stamp,
+                    digest: stamp.and_then(|_| digest(f)),
+                },
+            }
+        })
+        .collect()
+}
+
+/// Whether a file's content changed (or it came or went) between two
+/// versions of the same list.
+fn content_changed(before: &[Version], now: &[Version]) -> bool {
+    before.len() != now.len() || before.iter().zip(now).any(|(b, n)| b.digest != n.digest)
 }
 
 fn reload_logged(gateway: &Gateway, source: &ConfigSource, why: &str) {
@@ -68,18 +106,21 @@ pub async fn watch(gateway: Arc<Gateway>, source: impl Into<ConfigSource>, inter
     let source: ConfigSource = source.into();
     let mut trigger = crate::reload_trigger::ReloadTrigger::new(interval, "config reload");
     let mut files = watched_files(&source);
-    let mut last = stamps(&files);
+    let mut last = versions(&files, &[]);
     loop {
         let signalled = trigger.next().await == crate::reload_trigger::Wake::Hangup;
-        // Stamped before the reload reads the files: a write that lands
+        // Read before the reload reads the files: a write that lands
         // while the reload runs shows up as a change on the next tick
         // instead of being taken as already seen.
-        let before = stamps(&files);
+        let before = versions(&files, &last);
         if signalled {
             reload_logged(&gateway, &source, "SIGHUP");
-        } else if before != last {
+        } else if content_changed(&last, &before) {
             reload_logged(&gateway, &source, "file changed");
         } else {
+            // Touched but the same: nothing to reload, and the new
+            // stamps spare reading them again.
+            last = before;
             continue;
         }
         let named = watched_files(&source);
@@ -88,13 +129,14 @@ pub async fn watch(gateway: Arc<Gateway>, source: impl Into<ConfigSource>, inter
     }
 }
 
-/// The stamps for the files watched after a reload: those watched before
-/// keep the stamp taken before the reload; newly named ones are stamped now.
-fn restamp(old: &[PathBuf], before: &[Option<Stamp>], new: &[PathBuf]) -> Vec<Option<Stamp>> {
+/// The versions for the files watched after a reload: those watched
+/// before keep the version read before the reload; newly named ones are
+/// read now.
+fn restamp(old: &[PathBuf], before: &[Version], new: &[PathBuf]) -> Vec<Version> {
     new.iter()
         .map(|f| match old.iter().position(|o| o == f) {
             Some(i) => before[i],
-            None => stamp(f),
+            None => versions(std::slice::from_ref(f), &[])[0],
         })
         .collect()
 }
@@ -115,14 +157,38 @@ mod tests {
             std::fs::write(f, "x").unwrap();
         }
         let old = vec![config.clone(), policy.clone()];
-        let before = stamps(&old);
-        // The config changes while the reload runs: its stamp must stay the
-        // one from before, so the next tick sees the change.
+        let before = versions(&old, &[]);
+        // The config changes while the reload runs: its version must stay
+        // the one from before, so the next tick sees the change.
         std::fs::write(&config, "a longer config").unwrap();
         let new = vec![config.clone(), added.clone()];
         let last = restamp(&old, &before, &new);
         assert_eq!(last[0], before[0]);
-        assert_ne!(last[0], stamp(&config));
-        assert_eq!(last[1], stamp(&added));
+        assert_ne!(last[0].stamp, stamp(&config));
+        assert!(content_changed(&last, &versions(&new, &last)));
+        assert_eq!(last[1].stamp, stamp(&added));
+    }
+
+    /// A file rewritten with the same bytes (or touched) is no change; a
+    /// file that appears, goes or changes a byte is.
+    #[test]
+    fn only_a_change_of_content_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, later) = (dir.path().join("c.toml"), dir.path().join("later.txt"));
+        std::fs::write(&config, "listen = 1").unwrap();
+        let files = vec![config.clone(), later.clone()];
+        let first = versions(&files, &[]);
+        // The same bytes again, through a new inode (as an editor or a
+        // ConfigMap update writes): the stamp moves, the content doesn't.
+        std::fs::remove_file(&config).unwrap();
+        std::fs::write(&config, "listen = 1").unwrap();
+        let touched = versions(&files, &first);
+        assert_ne!(touched[0].stamp, first[0].stamp);
+        assert!(!content_changed(&first, &touched));
+        std::fs::write(&later, "now here").unwrap();
+        assert!(content_changed(&touched, &versions(&files, &touched)));
+        std::fs::write(&config, "listen = 20").unwrap();
+        let edited = versions(&files, &touched);
+        assert!(content_changed(&touched, &edited));
     }
 }

@@ -77,7 +77,9 @@ impl ConfigSource {
         fn walk(table: &toml::Table, out: &mut Vec<PathBuf>) {
             for (key, value) in table {
                 match value {
-                    toml::Value::String(s) if is_path_key(key) && key != "dir" => {
+                    toml::Value::String(s)
+                        if is_path_key(key) && key != "dir" && !is_written_key(key) =>
+                    {
                         out.push(PathBuf::from(s))
                     }
                     toml::Value::Table(t) => walk(t, out),
@@ -194,6 +196,12 @@ fn is_path_key(key: &str) -> bool {
         || key == "kubeconfig"
         // `[console] hawtio`: a directory (a URL is left as it is).
         || key == "hawtio"
+}
+
+/// A path key naming a file the gateway writes itself (the access
+/// store's SQLite file): not configuration, so its changes reload nothing.
+fn is_written_key(key: &str) -> bool {
+    key == "sqlite_file"
 }
 
 fn resolve_paths(table: &mut toml::Table, base: &Path) {
@@ -335,6 +343,23 @@ mod layered_tests {
             named.contains(&dir.path().join("inv/kafka.yaml")),
             "{named:?}"
         );
+    }
+
+    /// Files the gateway writes beside its configuration (the access
+    /// store, the audit directory) are not watched: writing them is no
+    /// change of configuration.
+    #[test]
+    fn the_files_the_gateway_writes_are_not_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("gateway.toml");
+        std::fs::write(
+            &config,
+            "[server]\nlisten = \"127.0.0.1:1\"\n[access.store]\nsqlite_file = \"access.db\"\n\
+             [audit]\ndir = \".\"\nsigning_key_file = \"audit.key\"\n",
+        )
+        .unwrap();
+        let named = ConfigSource::file(&config).named_files();
+        assert_eq!(named, [dir.path().join("audit.key")]);
     }
 
     #[test]
