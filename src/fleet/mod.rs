@@ -86,7 +86,8 @@ impl Default for Fleet {
 /// (by name), names to remove. See [`Fleet::changed`].
 #[derive(Debug, Default)]
 pub struct FleetChange {
-    pub upserts: Vec<TargetConfig>,
+    /// Shared with the source book's listing (and a Pod set's).
+    pub upserts: Vec<Arc<TargetConfig>>,
     pub removed: Vec<String>,
 }
 

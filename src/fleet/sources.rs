@@ -101,7 +101,9 @@ pub enum Change {
     /// Targets added or changed (by name) and names gone; the source's
     /// other targets stay as they are, connections and all.
     Apply {
-        upserts: Vec<TargetConfig>,
+        /// Shared with the source's own record of them: the source book
+        /// keeps these, not copies.
+        upserts: Vec<std::sync::Arc<TargetConfig>>,
         removed: Vec<String>,
     },
     /// Whether the source's last listing (a resolution, a watch, a read)
@@ -134,7 +136,7 @@ pub type Listings = Vec<(SourceName, Vec<TargetConfig>)>;
 pub struct SourceBook {
     /// Each source's targets (the first of two with one name), in the
     /// order listed; a source with none has no entry.
-    listings: BTreeMap<SourceName, IndexMap<String, TargetConfig>>,
+    listings: BTreeMap<SourceName, IndexMap<String, std::sync::Arc<TargetConfig>>>,
     /// Each listed name, the sources listing it in the rule's order: the
     /// first keeps it. Nearly always one: held inline, not in an
     /// allocation of its own per target.
@@ -284,7 +286,7 @@ impl SourceBook {
                     holders.insert(at, source.clone());
                 }
                 touched.push(t.name.clone());
-                set.insert(t.name.clone(), t);
+                set.insert(t.name.clone(), std::sync::Arc::new(t));
             }
             if set.is_empty() {
                 self.listings.remove(&source);
@@ -323,6 +325,7 @@ impl SourceBook {
         for (source, set) in &self.listings {
             let mut targets: Vec<&TargetConfig> = set
                 .values()
+                .map(|t| &**t)
                 .filter(|t| self.keeper(&t.name) == Some(source))
                 .collect();
             if !source.is_configured() {
@@ -337,7 +340,7 @@ impl SourceBook {
     pub fn listing(&self, source: &SourceName) -> Vec<&TargetConfig> {
         self.listings
             .get(source)
-            .map(|set| set.values().collect())
+            .map(|set| set.values().map(|t| &**t).collect())
             .unwrap_or_default()
     }
 
@@ -399,7 +402,7 @@ impl SourceBook {
 /// removed name the source doesn't hold is none either; of two targets
 /// with one name the first counts.
 fn change_for(
-    before: Option<&IndexMap<String, TargetConfig>>,
+    before: Option<&IndexMap<String, std::sync::Arc<TargetConfig>>>,
     found: Change,
     origin: &Origin,
 ) -> FleetChange {
@@ -415,14 +418,19 @@ fn change_for(
                 .cloned()
                 .collect();
             drop(now);
-            (targets, removed)
+            (
+                targets.into_iter().map(std::sync::Arc::new).collect(),
+                removed,
+            )
         }
         Change::Apply { upserts, removed } => (upserts, removed),
         Change::Up(_) => (Vec::new(), Vec::new()),
     };
     let mut named = HashSet::new();
     for mut t in upserts {
-        t.origin = origin.clone();
+        if t.origin != *origin {
+            std::sync::Arc::make_mut(&mut t).origin = origin.clone();
+        }
         if named.insert(t.name.clone()) && held(&t.name) != Some(&t) {
             change.upserts.push(t);
         }
@@ -442,8 +450,8 @@ mod tests {
         TargetConfig::new(name.to_string(), format!("http://127.0.0.1:{port}/jolokia"))
     }
 
-    fn names(ts: &[TargetConfig]) -> Vec<&str> {
-        ts.iter().map(|t| t.name.as_str()).collect()
+    fn names<T: std::borrow::Borrow<TargetConfig>>(ts: &[T]) -> Vec<&str> {
+        ts.iter().map(|t| t.borrow().name.as_str()).collect()
     }
 
     fn fold(book: &mut SourceBook, source: &SourceName, change: Change) -> FleetChange {
@@ -530,7 +538,7 @@ mod tests {
             &mut book,
             &dns,
             Change::Apply {
-                upserts: vec![target("d", 1)],
+                upserts: vec![target("d", 1).into()],
                 removed: vec!["c".into(), "never-there".into()],
             },
         );

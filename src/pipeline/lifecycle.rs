@@ -488,6 +488,7 @@ impl Gateway {
         for (i, mut entry) in discovery.kubernetes.into_iter().enumerate() {
             entry.gateway_addresses = own_addresses.clone();
             let source = SourceName::Kubernetes(i);
+            entry.origin = source.origin();
             let (changes, heard) = tokio::sync::mpsc::channel(1);
             let gateway = Arc::downgrade(self);
             let label = source.to_string();
@@ -613,7 +614,7 @@ mod tests {
         let gw = Gateway::new(&config(&["a"])).unwrap();
         let k8s = "kubernetes[0]";
         let changed = |upserts: Vec<TargetConfig>, removed: &[&str]| Change::Apply {
-            upserts,
+            upserts: upserts.into_iter().map(Arc::new).collect(),
             removed: removed.iter().map(|n| n.to_string()).collect(),
         };
         gw.discovered_by(
@@ -703,7 +704,7 @@ mod tests {
         gw.discovered_by(
             "kubernetes[0]",
             Change::Apply {
-                upserts: vec![discovered("p1"), broken],
+                upserts: vec![discovered("p1").into(), broken.into()],
                 removed: vec![],
             },
         )

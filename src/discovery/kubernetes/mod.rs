@@ -131,6 +131,11 @@ pub struct KubernetesDiscovery {
     /// never read from a file.
     #[serde(skip)]
     pub gateway_addresses: Vec<IpAddr>,
+    /// What the entry's targets say of where they came from
+    /// (`kubernetes[0]`), set by the composition root as the above: the
+    /// source book then holds the very targets the Pod set does.
+    #[serde(skip)]
+    pub origin: crate::agent_settings::Origin,
     #[serde(flatten, default)]
     pub no_other_keys: NoOtherKeys,
 }
@@ -181,6 +186,7 @@ impl KubernetesDiscovery {
             credentials: Vec::new(),
             agent: AgentSettings::default(),
             gateway_addresses: Vec::new(),
+            origin: Default::default(),
             no_other_keys: NoOtherKeys,
         }
     }

@@ -126,8 +126,7 @@ impl KubernetesDiscovery {
             url,
             labels: labels.into(),
             agent: self.agent_settings_in(namespace).into(),
-            // The gateway names the source when it takes the target in.
-            origin: Default::default(),
+            origin: self.origin.clone(),
             no_other_keys: NoOtherKeys,
         })
     }

@@ -502,7 +502,7 @@ fn changes_name_only_the_pods_that_changed() {
     let change = |set: &mut PodSet| match set.take_change() {
         None => (vec![], vec![]),
         Some(Change::Apply { upserts, removed }) => {
-            let mut up: Vec<String> = upserts.into_iter().map(|t| t.name).collect();
+            let mut up: Vec<String> = upserts.into_iter().map(|t| t.name.clone()).collect();
             up.sort();
             (up, removed)
         }

@@ -364,7 +364,7 @@ impl PodSet {
                     *before = now;
                 }
                 (Some(now), _) => {
-                    upserts.push(TargetConfig::clone(&now));
+                    upserts.push(now.clone());
                     self.handed.insert(key, now);
                 }
                 (None, Some(_)) => {
