@@ -241,6 +241,32 @@ pub async fn delete_pod(client: &kube::Client, ns: &str, name: &str) {
         .unwrap_or_else(|e| panic!("delete pod {ns}/{name}: {e}"));
 }
 
+/// Lets service account `sa` of namespace `home` get, list and watch
+/// Pods in `ns` (a Role and a RoleBinding there).
+pub async fn grant_pod_reading(client: &kube::Client, ns: &str, home: &str, sa: &str) {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+    let pp = PostParams::default();
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "jmxgate-discovery"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+    }))
+    .unwrap();
+    Api::<Role>::namespaced(client.clone(), ns)
+        .create(&pp, &role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "jmxgate-discovery"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jmxgate-discovery"},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": home}]
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(client.clone(), ns)
+        .create(&pp, &binding)
+        .await
+        .unwrap();
+}
+
 impl ApiServer {
     /// A kubeconfig for service account `sa` of namespace `home`, allowed
     /// to get, list and watch Pods in `namespaces` only (a Role and
@@ -253,32 +279,13 @@ impl ApiServer {
         namespaces: &[&str],
     ) -> PathBuf {
         use k8s_openapi::api::core::v1::ServiceAccount;
-        use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
         let pp = PostParams::default();
         let accounts = Api::<ServiceAccount>::namespaced(client.clone(), home);
         let account: ServiceAccount =
             serde_json::from_value(json!({"metadata": {"name": sa}})).unwrap();
         accounts.create(&pp, &account).await.unwrap();
         for ns in namespaces {
-            let role: Role = serde_json::from_value(json!({
-                "metadata": {"name": "jmxgate-discovery"},
-                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
-            }))
-            .unwrap();
-            Api::<Role>::namespaced(client.clone(), ns)
-                .create(&pp, &role)
-                .await
-                .unwrap();
-            let binding: RoleBinding = serde_json::from_value(json!({
-                "metadata": {"name": "jmxgate-discovery"},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jmxgate-discovery"},
-                "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": home}]
-            }))
-            .unwrap();
-            Api::<RoleBinding>::namespaced(client.clone(), ns)
-                .create(&pp, &binding)
-                .await
-                .unwrap();
+            grant_pod_reading(client, ns, home, sa).await;
         }
         self.token_kubeconfig(client, home, sa).await
     }

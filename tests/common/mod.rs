@@ -993,6 +993,22 @@ impl GatewayProcess {
 
     /// Waits for a log line that contains `text`; the lines before it are
     /// dropped.
+    /// Every line up to and including the first that contains `text`,
+    /// `None` when none does within `within`.
+    pub fn lines_until(&self, text: &str, within: Duration) -> Option<Vec<String>> {
+        let deadline = std::time::Instant::now() + within;
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.checked_duration_since(std::time::Instant::now())?;
+            let line = self.log.recv_timeout(left).ok()?;
+            let found = line.contains(text);
+            lines.push(line);
+            if found {
+                return Some(lines);
+            }
+        }
+    }
+
     pub fn wait_for_line(&self, text: &str, within: Duration) -> Option<String> {
         let deadline = std::time::Instant::now() + within;
         loop {

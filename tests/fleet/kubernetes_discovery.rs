@@ -607,3 +607,97 @@ impl Load {
         self.task.await.unwrap()
     }
 }
+
+/// A ServiceAccount that may not list the Pods it is told to watch: the
+/// API server's refusal is logged once, in its own words (no Debug dump
+/// of kube's error), nothing claims the watch works again while it is
+/// refused, and once the Role is granted the next try lists the Pods and
+/// says so once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_forbidden_service_account_is_told_once_in_the_api_servers_words() {
+    if !kube_api::available() {
+        panic!("../shared/kubernetes/run-apiserver.sh or etcd (etcd-server) missing: run scripts/install-deps.sh");
+    }
+    let server = tokio::task::spawn_blocking(ApiServer::start).await.unwrap();
+    let client = server.client().await.unwrap();
+    create_namespace(&client, "locked", json!({})).await;
+    let kubeconfig = server
+        .service_account_kubeconfig(&client, "locked", "nobody", &[])
+        .await;
+    create_pod(
+        &client,
+        "locked",
+        metadata("orders-1", json!({"app": "orders"}), json!({})),
+        json!([{"name": "jolokia", "containerPort": 8778}]),
+    )
+    .await;
+    set_running(&client, "locked", "orders-1", "127.0.0.41", true).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n[health]\nprobe_interval = \"0s\"\n\
+             [[discovery.kubernetes]]\nkubeconfig = \"{}\"\nnamespaces = [\"locked\"]\n\
+             allowed_networks = [\"127.0.0.0/8\"]\n",
+            kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let gw = common::GatewayProcess::start(&config, "info");
+    let refused = gw
+        .wait_for_line(
+            "Kubernetes discovery: pods in locked:",
+            Duration::from_secs(120),
+        )
+        .expect("the refusal is logged");
+    assert!(
+        refused
+            .contains("listing failed: the API server answered 403 Forbidden: pods is forbidden:")
+            && refused.contains("system:serviceaccount:locked:nobody")
+            && refused.contains("cannot list resource"),
+        "{refused}"
+    );
+    assert!(
+        !refused.contains("Status {") && !refused.contains("ErrorResponse"),
+        "{refused}"
+    );
+    kube_api::grant_pod_reading(&client, "locked", "locked", "nobody").await;
+    let until_again = gw
+        .lines_until(
+            "watching pods in locked works again",
+            Duration::from_secs(120),
+        )
+        .expect("the first list after the grant is noticed");
+    // Before it, the refusal was not told again (it was told every second
+    // or so, with a false "works again" between, before retries backed off).
+    let retold: Vec<&String> = until_again
+        .iter()
+        .filter(|l| l.contains("pods in locked: listing failed"))
+        .collect();
+    assert!(retold.is_empty(), "{retold:?}");
+    let url = format!("http://{}/jolokia/targets", gw.addr);
+    common::eventually("the Pod is discovered", Duration::from_secs(60), || async {
+        let body = reqwest::get(&url)
+            .await
+            .map_err(|e| e.to_string())?
+            .text()
+            .await
+            .map_err(|e| e.to_string())?;
+        if body.contains("locked.orders-1") {
+            Ok(())
+        } else {
+            Err(body)
+        }
+    })
+    .await;
+    let lines = gw.stop();
+    let told = |text: &str| lines.iter().filter(|l| l.contains(text)).count();
+    assert_eq!(
+        told("pods in locked: listing failed"),
+        0,
+        "after the first, in the rest of the log"
+    );
+    assert_eq!(told("works again"), 0, "{lines:?}");
+    drop(server);
+}

@@ -39,7 +39,8 @@ pub const DEFAULT_PORT: u16 = 8778;
 /// Changes within this of the first of a burst are installed together.
 pub const DEBOUNCE: Duration = Duration::from_millis(200);
 /// A failing watch that has reported no failure for this long works again
-/// (kube-rs's watcher retries at least every 30 s while it fails).
+/// (it is retried at least every 30 s while it fails; a refused one
+/// works again only once a list succeeds).
 pub const RECOVERED_AFTER: Duration = Duration::from_secs(75);
 
 /// `"false"` opts a Pod out; `"true"` opts it in on port 8778 when it
@@ -555,6 +556,7 @@ pub fn describe(config: &KubernetesDiscovery) -> String {
 
 pub mod address;
 mod pod;
+mod retry;
 mod watch;
 
 pub use watch::{watch, PodSet};

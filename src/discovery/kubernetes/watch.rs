@@ -8,7 +8,7 @@ use super::*;
 enum Seen {
     Pods(Option<String>, Box<watcher::Event<Pod>>),
     Namespaces(Box<watcher::Event<Namespace>>),
-    Failed(String),
+    Failed(retry::Failure),
 }
 
 /// Each Pod's target (shared with what was handed over: one copy per
@@ -68,7 +68,7 @@ pub async fn watch(
     // failed try; a watch that resumes quietly (nothing changed while the
     // API server was away) sends no event, so one without a failure for
     // `RECOVERED_AFTER` counts as working again.
-    let mut watch_failing: HashMap<usize, (String, tokio::time::Instant)> = HashMap::new();
+    let mut watch_failing: HashMap<usize, (retry::Failure, tokio::time::Instant)> = HashMap::new();
     loop {
         if dirty_since.is_some_and(|t| t.elapsed() >= DEBOUNCE) {
             dirty_since = None;
@@ -93,8 +93,10 @@ pub async fn watch(
             None => Some(events.next().await),
         };
         let now = tokio::time::Instant::now();
-        watch_failing.retain(|n, (_, last)| {
-            let failing = now.duration_since(*last) < RECOVERED_AFTER;
+        watch_failing.retain(|n, (failure, last)| {
+            // A refusal is retried minutes apart: quiet for a while
+            // proves nothing; its list succeeding does (below).
+            let failing = failure.refused || now.duration_since(*last) < RECOVERED_AFTER;
             if !failing {
                 tracing::info!(source = %source, "Kubernetes discovery: watching {} works again", what[*n]);
             }
@@ -108,16 +110,19 @@ pub async fn watch(
         };
         if let Some((n, seen)) = &seen {
             match seen {
-                Seen::Failed(why) => {
-                    if watch_failing.get(n).map(|(w, _)| w) != Some(why) {
+                Seen::Failed(failure) => {
+                    if watch_failing.get(n).map(|(f, _)| f) != Some(failure) {
                         tracing::warn!(
                             source = %source,
-                            "Kubernetes discovery: watching {} failed, keeping the last known targets: {why}",
-                            what[*n]
+                            "Kubernetes discovery: {}: {}; keeping the last known targets",
+                            what[*n],
+                            failure.why
                         );
                     }
-                    watch_failing.insert(*n, (why.clone(), now));
+                    watch_failing.insert(*n, (failure.clone(), now));
                 }
+                Seen::Pods(_, event) if !retry::proves_working(event) => {}
+                Seen::Namespaces(event) if !retry::proves_working(event) => {}
                 _ => {
                     if watch_failing.remove(n).is_some() {
                         tracing::info!(source = %source, "Kubernetes discovery: watching {} works again", what[*n]);
@@ -183,11 +188,10 @@ fn watches(config: &KubernetesDiscovery, client: &kube::Client) -> (Watches, Vec
             Some(ns) => format!("pods in {ns}"),
         });
         streams.push(
-            watcher(api, pod_config.clone())
-                .default_backoff()
+            retried(watcher(api, pod_config.clone()))
                 .map(move |r| match r {
                     Ok(e) => (n, Seen::Pods(scope.clone(), Box::new(e))),
-                    Err(e) => (n, Seen::Failed(e.to_string())),
+                    Err(e) => (n, Seen::Failed(retry::failure(&e))),
                 })
                 .boxed(),
         );
@@ -197,16 +201,27 @@ fn watches(config: &KubernetesDiscovery, client: &kube::Client) -> (Watches, Vec
         let n = what.len();
         what.push("namespaces".into());
         streams.push(
-            watcher(api, watcher::Config::default().labels(sel))
-                .default_backoff()
+            retried(watcher(api, watcher::Config::default().labels(sel)))
                 .map(move |r| match r {
                     Ok(e) => (n, Seen::Namespaces(Box::new(e))),
-                    Err(e) => (n, Seen::Failed(e.to_string())),
+                    Err(e) => (n, Seen::Failed(retry::failure(&e))),
                 })
                 .boxed(),
         );
     }
     (streams, what)
+}
+
+/// A watch retried by [`retry::WatchBackoff`], which sees each item
+/// first through its [`retry::WatchHealth`].
+fn retried<K: Send + 'static>(
+    stream: impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+) -> impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static {
+    let health = std::sync::Arc::new(retry::WatchHealth::default());
+    let seen = health.clone();
+    stream
+        .inspect(move |item| seen.saw(item))
+        .backoff(retry::WatchBackoff::new(health))
 }
 
 /// What the watches of one entry have seen, folded: each Pod's target or
