@@ -541,7 +541,7 @@ def otlp_phase(standin_port, receiver_port):
     stop(p)
     got = received.snapshot()[requests_per_push:]
     diff = lambda name, **ls: total(after, name, **ls) - total(before, name, **ls)  # noqa: E731
-    pushes_ok = diff("jmxgate_otlp_pushes_total", export="bench", outcome="ok")
+    pushes_ok = diff("jmxgate_otlp_pushes_total", export="bench", outcome="delivered")
     points = diff("jmxgate_otlp_points_total", export="bench", outcome="sent")
     # Each push: from its tick to its last request received.
     push_times = []

@@ -480,7 +480,7 @@ impl Metrics {
         );
         registry.register(
             "otlp_pushes",
-            "OTLP pushes by export and outcome: ok, skipped (the previous push was still running), target_failed (a target that gave no points)",
+            "OTLP pushes by export and outcome, once their last request is handled: delivered, partial (some points refused by the receiver), failed (some not delivered), refused (the receiver refused its requests as such), dropped (its last request lost from a full queue), empty (no target gave points), skipped (the previous push was still running); and target_failed, per target that gave no points",
             self.otlp_pushes.clone(),
         );
         registry.register(

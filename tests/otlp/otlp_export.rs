@@ -550,9 +550,10 @@ async fn pushes_that_cannot_finish_in_time_are_skipped_never_piled_up() {
                 &gw,
                 "jmxgate_otlp_pushes_total{export=\"many\",outcome=\"skipped\"}",
             );
+            // Finished: no target gave points, so each push was empty.
             let ok = metric(
                 &gw,
-                "jmxgate_otlp_pushes_total{export=\"many\",outcome=\"ok\"}",
+                "jmxgate_otlp_pushes_total{export=\"many\",outcome=\"empty\"}",
             );
             let failed = metric(
                 &gw,
@@ -572,7 +573,7 @@ async fn pushes_that_cannot_finish_in_time_are_skipped_never_piled_up() {
     // taking its deadline, while the ticks were skipped.
     let ok = metric(
         &gw,
-        "jmxgate_otlp_pushes_total{export=\"many\",outcome=\"ok\"}",
+        "jmxgate_otlp_pushes_total{export=\"many\",outcome=\"empty\"}",
     );
     let skipped = metric(
         &gw,
@@ -1266,13 +1267,14 @@ async fn receivers_echoing_the_credentials_sent_leave_them_out_of_readyz_and_the
         || async {
             let text = readyz(admin).await?;
             (text.contains(
-                "OTLP export unauthorized: the last request was not delivered: \
-                 the receiver answered HTTP 401",
-            ) && text.contains("OTLP export refusing: the receiver refused")
-                && text.contains(
-                    "OTLP export grpc: the last request was not delivered: \
-                     the receiver answered UNAUTHENTICATED",
-                ))
+                "OTLP export unauthorized: the receiver refuses the export's requests \
+                 (HTTP 401): check its endpoint and credentials",
+            ) && text.contains(
+                "OTLP export refusing: the receiver refuses the export's requests (HTTP 400)",
+            ) && text.contains(
+                "OTLP export grpc: the receiver refuses the export's requests \
+                 (UNAUTHENTICATED)",
+            ))
             .then_some(text.clone())
             .ok_or(text)
         },
@@ -1325,7 +1327,7 @@ async fn receivers_echoing_the_credentials_sent_leave_them_out_of_readyz_and_the
             .count()
     };
     assert!(
-        (1..=pushes.len()).contains(&said("OTLP push refused")),
+        (1..=pushes.len()).contains(&said("OTLP push not delivered")),
         "{} pushes:\n{log}",
         pushes.len()
     );
@@ -1342,12 +1344,15 @@ async fn receivers_echoing_the_credentials_sent_leave_them_out_of_readyz_and_the
     }
 }
 
-/// Requests a receiver that refuses everything as bad gets per push: the
-/// request and two levels of halves (docs/opentelemetry.md).
-const REFUSED_REQUESTS_PER_PUSH: usize = 7;
+/// A receiver that refuses every request as bad (400), one without points
+/// too, refuses the export's requests as such, whatever they hold (as
+/// VictoriaMetrics answers a path it doesn't serve): per push it gets the
+/// first request and one without points, never halves
+/// (docs/opentelemetry.md); the points count as failed, not as refused
+/// one by one.
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_receiver_refusing_everything_gets_a_handful_of_requests_per_push() {
+async fn a_receiver_refusing_every_request_gets_two_per_push_never_halves() {
     let agent = Agent::start("otlp-refused");
     let refusing = Receiver::start(|_| Answer::Status(400)).await;
     // jmx_exporter's default export (hundreds of points), cut into many
@@ -1369,26 +1374,30 @@ async fn a_receiver_refusing_everything_gets_a_handful_of_requests_per_push() {
     let per_push = || {
         let mut pushes: BTreeMap<u64, usize> = BTreeMap::new();
         for r in refusing.received() {
+            // The request without points counts apart (at 0).
             let at = common::otlp_receiver::points_of(&[r.request])
                 .first()
                 .map_or(0, |p| p.time_unix_nano);
             *pushes.entry(at).or_default() += 1;
         }
-        pushes
+        let empty = pushes.remove(&0).unwrap_or(0);
+        (pushes, empty)
     };
-    let pushes = eventually("three pushes refused", Duration::from_secs(90), || async {
-        let pushes = per_push();
+    let (pushes, empty) = eventually("three pushes refused", Duration::from_secs(90), || async {
+        let (pushes, empty) = per_push();
         (pushes.len() >= 3)
-            .then_some(pushes.clone())
+            .then_some((pushes.clone(), empty))
             .ok_or(format!("{pushes:?}"))
     })
     .await;
     for (at, requests) in &pushes {
-        assert!(
-            *requests <= REFUSED_REQUESTS_PER_PUSH,
-            "push at {at}: {requests} requests: {pushes:?}"
-        );
+        assert_eq!(*requests, 1, "push at {at}: {pushes:?}");
     }
+    assert!(
+        (pushes.len() - 1..=pushes.len() + 1).contains(&empty),
+        "{empty} requests without points for {} pushes",
+        pushes.len()
+    );
     // Each push was many requests: the bound holds for the push, not for
     // one of its requests.
     let scraped = common::get_text(
@@ -1407,8 +1416,8 @@ async fn a_receiver_refusing_everything_gets_a_handful_of_requests_per_push() {
         .max()
         .unwrap();
     assert!(largest * 4 < samples, "{largest} of {samples} points");
-    until_counted(&gw, &points_total("refused", "rejected")).await;
-    assert_eq!(metric(&gw, &points_total("refused", "failed")), 0.0);
+    until_counted(&gw, &points_total("refused", "failed")).await;
+    assert_eq!(metric(&gw, &points_total("refused", "rejected")), 0.0);
     still_serving(&gw, "otlp-refused").await;
 }
 
@@ -1450,4 +1459,83 @@ async fn an_endpoints_query_stays_after_the_path_v1_metrics_is_appended_to() {
     .await;
     // Both took points; each request went where its export says.
     assert!(receiver.answered().iter().all(|s| *s == 200));
+}
+
+/// The easiest mistake: an endpoint without VictoriaMetrics'
+/// `/opentelemetry` path, which it answers with 400 whatever the request
+/// holds. Seen for what it is: one configuration error per push, naming
+/// the path to check, no halving (VictoriaMetrics gets the request and
+/// one without points per push), its points counted as failed; and an
+/// endpoint where nothing listens says "connection refused" on /readyz.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_path_is_one_configuration_error_per_push_and_a_closed_port_says_so() {
+    let vm = Victoria::start().await;
+    let agent = Agent::start("otlp-path");
+    let closed = free_port();
+    let admin = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\n[admin]\nlisten = \"127.0.0.1:{admin}\"\n\n\
+             {targets}\n[[prometheus.modules]]\nname = \"threads\"\nrules_file = \"{rules}\"\n\n\
+             [[otlp.exports]]\nname = \"nopath\"\nendpoint = \"{endpoint}\"\ninterval = \"1s\"\n\
+             targets = \"otlp-*\"\nmodule = \"threads\"\nmax_request_bytes = 1024\n\n\
+             [[otlp.exports]]\nname = \"closed\"\nendpoint = \"http://127.0.0.1:{closed}\"\n\
+             interval = \"1s\"\ntargets = \"otlp-*\"\nmodule = \"threads\"\n",
+            targets = targets_toml(&[&agent]),
+            rules = rules().display(),
+            endpoint = vm.url(""),
+        ),
+    )
+    .unwrap();
+    let gw = common::GatewayProcess::start(&config, "info");
+    eventually("/readyz says how both exports fail", Duration::from_secs(90), || async {
+        let text = readyz(admin).await?;
+        (text.contains(
+            "OTLP export nopath: the receiver refuses the export's requests (HTTP 400): \
+             check its endpoint and credentials",
+        ) && text.contains("OTLP export closed: the last request was not delivered: could not connect: connection refused"))
+        .then_some(())
+        .ok_or(text)
+    })
+    .await;
+    let metrics = || async {
+        common::get_text(&common::http_client(), &format!("http://127.0.0.1:{admin}/metrics")).await
+    };
+    eventually("a few pushes' points counted failed", Duration::from_secs(90), || async {
+        let text = metrics().await;
+        let failed = text
+            .lines()
+            .find(|l| l.starts_with("jmxgate_otlp_points_total{export=\"nopath\",outcome=\"failed\"}"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        (failed > 0.0).then_some(()).ok_or(text)
+    })
+    .await;
+    let text = metrics().await;
+    assert!(
+        !text.contains("jmxgate_otlp_points_total{export=\"nopath\",outcome=\"rejected\"}"),
+        "nothing refused point by point:\n{text}"
+    );
+    let log = gw.stop();
+    let lines = |what: &str| {
+        log.iter()
+            .filter(|l| l.contains("export=nopath") && l.contains(what))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let told = lines("OTLP push not delivered");
+    assert!(!told.is_empty(), "{log:?}");
+    assert!(
+        told[0].contains("the receiver answered HTTP 400 to the request itself")
+            && told[0].contains("/opentelemetry/v1/metrics")
+            && told[0].contains("unsupported path requested"),
+        "{}",
+        told[0]
+    );
+    assert!(lines("OTLP points dropped").is_empty() && lines("OTLP push refused").is_empty());
+    // VictoriaMetrics took nothing under that name.
+    assert!(vm.series("otlp-path").await.is_empty());
 }

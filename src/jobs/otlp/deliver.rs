@@ -10,6 +10,12 @@
 //! levels of its halves, is seen to refuse the push as such: the rest of
 //! it is dropped, counted, without more requests.
 //!
+//! A refusal of the request as a whole rather than of its points (401,
+//! 403, 404, 405, 415, gRPC's UNAUTHENTICATED, PERMISSION_DENIED,
+//! UNIMPLEMENTED; or a 400 that a request without points gets too, as
+//! VictoriaMetrics answers a path it doesn't serve) is a configuration
+//! error: said once per push, its other requests not sent, never halved.
+//!
 //! `/readyz` hears only how a request ended; the receiver's words go to
 //! the log, masked of the export's own values (`reason`).
 
@@ -111,6 +117,9 @@ enum Outcome {
     },
     /// Not delivered after every retry.
     Failed { status: String, said: String },
+    /// Refused as a request, whatever it holds (the endpoint's path, the
+    /// credentials, the content type): no point of the push can go.
+    Unusable { answer: String, said: String },
 }
 
 /// How the receiver has answered the push being sent, so far.
@@ -124,6 +133,12 @@ struct PushSoFar {
     refused: usize,
     /// The receiver refuses it as such: its other requests are not sent.
     refused_whole: bool,
+    /// A 400 of it was checked against a request without points.
+    checked_empty: bool,
+    /// Some of its points were refused one by one (or by partial
+    /// success), or not delivered.
+    rejected: bool,
+    failed: bool,
 }
 
 impl PushSoFar {
@@ -136,6 +151,20 @@ impl PushSoFar {
             };
         }
         self
+    }
+
+    /// The push's outcome, for `jmxgate_otlp_pushes_total`, once its last
+    /// request is handled.
+    fn outcome(&self) -> &'static str {
+        if self.refused_whole {
+            "refused"
+        } else if self.failed {
+            "failed"
+        } else if self.rejected {
+            "partial"
+        } else {
+            "delivered"
+        }
     }
 
     /// A request of the push was refused as bad: whether the receiver now
@@ -157,17 +186,27 @@ pub(crate) async fn send_loop(gateway: Weak<Gateway>, export: Arc<Export>, sende
             continue;
         };
         let push = so_far.for_push(pending.push);
+        let last = pending.last;
         if push.refused_whole {
             // Said once, when the receiver refused it.
             let Some(gateway) = gateway.upgrade() else {
                 return;
             };
+            let outcome = if push.taken { "rejected" } else { "failed" };
             gateway
                 .metrics
-                .otlp(true, &export.settings.name, "rejected", pending.points);
-            continue;
+                .otlp(true, &export.settings.name, outcome, pending.points);
+        } else {
+            send(&gateway, &export, &sender, pending, push).await;
         }
-        send(&gateway, &export, &sender, pending, push).await;
+        if last {
+            let Some(gateway) = gateway.upgrade() else {
+                return;
+            };
+            gateway
+                .metrics
+                .otlp(false, &export.settings.name, push.outcome(), 1);
+        }
     }
 }
 
@@ -200,6 +239,7 @@ async fn send(
                     .metrics
                     .otlp(true, name, "sent", part.points - rejected);
                 if rejected > 0 {
+                    push.rejected = true;
                     tracing::warn!(export = %name, rejected, "the OTLP receiver dropped points of a request it took");
                     gateway.metrics.otlp(true, name, "rejected", rejected);
                 }
@@ -211,6 +251,26 @@ async fn send(
                     })
                     .set((super::push::unix_nano(SystemTime::now()) / 1_000_000_000) as i64);
                 export.set_trouble(None);
+            }
+            Outcome::Refused {
+                answer,
+                too_large,
+                said,
+            } if !too_large && !push.taken && !push.checked_empty => {
+                // Bad points, or a request this receiver never takes? A
+                // request without points tells.
+                push.checked_empty = true;
+                match post(sender, &export.settings, &empty_request()).await {
+                    Outcome::Taken { .. } => parts.push_front(part),
+                    _ => {
+                        unusable(&gateway, export, push, &part, &parts, &answer, &said);
+                        return;
+                    }
+                }
+            }
+            Outcome::Unusable { answer, said } => {
+                unusable(&gateway, export, push, &part, &parts, &answer, &said);
+                return;
             }
             Outcome::Refused {
                 answer,
@@ -255,6 +315,7 @@ async fn send(
                         parts.push_back(b);
                     }
                     None => {
+                        push.rejected = true;
                         gateway.metrics.otlp(true, name, "rejected", points);
                         dropped += points;
                         last_refusal = Some((answer, too_large, said));
@@ -262,6 +323,7 @@ async fn send(
                 }
             }
             Outcome::Failed { status, said } => {
+                push.failed = true;
                 tracing::warn!(export = %name, points = part.points, "OTLP request not delivered: {status}: {said}");
                 gateway.metrics.otlp(true, name, "failed", part.points);
                 export.set_trouble(Some(format!(
@@ -284,6 +346,44 @@ async fn send(
     }
 }
 
+/// The push's requests are refused as requests: said once, in words an
+/// operator can act on, its points counted as failed and its other
+/// requests not sent.
+fn unusable(
+    gateway: &Gateway,
+    export: &Export,
+    push: &mut PushSoFar,
+    part: &Pending,
+    rest: &VecDeque<Pending>,
+    answer: &str,
+    said: &str,
+) {
+    let name = &export.settings.name;
+    let points = part.points + rest.iter().map(|p| p.points).sum::<u64>();
+    push.refused_whole = true;
+    tracing::warn!(
+        export = %name,
+        points,
+        "OTLP push not delivered: the receiver answered {answer} to the request itself, \
+         whatever its points; check the export's endpoint (its path: VictoriaMetrics \
+         takes OTLP at /opentelemetry/v1/metrics, a Collector at /v1/metrics), its \
+         headers and credentials: {said}"
+    );
+    gateway.metrics.otlp(true, name, "failed", points);
+    export.set_trouble(Some(format!(
+        "the receiver refuses the export's requests ({answer}): check its endpoint and credentials"
+    )));
+}
+
+/// A request without points, gzipped as every request: what a receiver
+/// takes whenever it takes OTLP at all.
+fn empty_request() -> Vec<u8> {
+    otlp::gzip(
+        &opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest::default()
+            .encode_to_vec(),
+    )
+}
+
 fn encoded(
     request: opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest,
     push: u64,
@@ -293,6 +393,7 @@ fn encoded(
         body: otlp::gzip(&request.encode_to_vec()),
         points: otlp::points(&request),
         request,
+        last: false,
     }
 }
 
@@ -346,11 +447,14 @@ async fn post(sender: &Sender, settings: &ExportSettings, body: &[u8]) -> Outcom
 /// a token) and masked.
 fn unsent(e: reqwest::Error, masks: &Masks) -> Attempt {
     let status = if e.is_timeout() {
-        "no answer within the timeout"
+        "no answer within the timeout".to_string()
     } else if e.is_connect() {
-        "could not connect"
+        match io_cause(&e) {
+            Some(why) => format!("could not connect: {why}"),
+            None => "could not connect".to_string(),
+        }
     } else {
-        "no answer"
+        "no answer".to_string()
     };
     let e = e.without_url();
     let mut said = e.to_string();
@@ -362,10 +466,38 @@ fn unsent(e: reqwest::Error, masks: &Masks) -> Attempt {
     }
     let said = reason::excerpt(said.as_bytes(), false, masks);
     Attempt::Retry {
-        status: status.into(),
+        status,
         said,
         after: None,
     }
+}
+
+/// What the system said of a connection that failed, in its words
+/// ("connection refused"), when an I/O error is among `e`'s causes; a
+/// DNS failure says the name didn't resolve.
+fn io_cause(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return Some(match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+                std::io::ErrorKind::TimedOut => "the connection timed out".into(),
+                std::io::ErrorKind::HostUnreachable => "host unreachable".into(),
+                std::io::ErrorKind::NetworkUnreachable => "network unreachable".into(),
+                std::io::ErrorKind::ConnectionReset => "the connection was reset".into(),
+                _ => {
+                    let text = io.to_string();
+                    if text.contains("failed to lookup") || text.contains("resolve") {
+                        "the host name did not resolve".into()
+                    } else {
+                        text
+                    }
+                }
+            });
+        }
+        source = cause.source();
+    }
+    None
 }
 
 /// One OTLP/HTTP attempt.
@@ -398,6 +530,12 @@ async fn post_http(sender: &Sender, settings: &ExportSettings, body: &[u8]) -> A
     let (words, cut) = at_most(r, sender.masks.bytes_to_read()).await;
     let said = reason::excerpt(&words, cut, &sender.masks);
     let code = status.as_u16();
+    if matches!(code, 401 | 403 | 404 | 405 | 415) {
+        return Attempt::Done(Outcome::Unusable {
+            answer: format!("HTTP {code}"),
+            said,
+        });
+    }
     if matches!(code, 400 | 413) {
         return Attempt::Done(Outcome::Refused {
             answer: format!("HTTP {code}"),
@@ -495,6 +633,14 @@ async fn call_grpc(sender: &Sender, settings: &ExportSettings, body: &[u8]) -> A
             too_large,
             said,
         }),
+        // PERMISSION_DENIED, UNIMPLEMENTED, UNAUTHENTICATED: the call
+        // itself, not its points.
+        otlp_grpc::Verdict::Failed if matches!(code, 7 | 12 | 16) => {
+            Attempt::Done(Outcome::Unusable {
+                answer: name.to_string(),
+                said,
+            })
+        }
         otlp_grpc::Verdict::Failed => Attempt::Done(Outcome::Failed { status, said }),
     }
 }

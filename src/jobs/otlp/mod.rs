@@ -39,6 +39,9 @@ struct Pending {
     request: ExportMetricsServiceRequest,
     body: Vec<u8>,
     points: u64,
+    /// The last request of its push: once it is handled, the push's
+    /// outcome is known and counted.
+    last: bool,
 }
 
 /// One running export's state between pushes.

@@ -219,15 +219,19 @@ async fn push(gateway: &Gateway, export: &Export) {
         .cpu
         .run(move || {
             let resources = resources(read, &mut starts, &settings_now);
-            let requests = otlp::batches(resources, settings_now.max_request_bytes)
+            let mut requests = otlp::batches(resources, settings_now.max_request_bytes)
                 .into_iter()
                 .map(|request| Pending {
                     push,
                     body: otlp::gzip(&prost::Message::encode_to_vec(&request)),
                     points: otlp::points(&request),
                     request,
+                    last: false,
                 })
                 .collect::<Vec<_>>();
+            if let Some(last) = requests.last_mut() {
+                last.last = true;
+            }
             (requests, starts)
         })
         .await;
@@ -235,6 +239,11 @@ async fn push(gateway: &Gateway, export: &Export) {
         return;
     };
     *export.starts.lock().expect("starts lock") = starts;
+    if requests.is_empty() {
+        // No target gave points: nothing to send, nothing to wait for.
+        gateway.metrics.otlp(false, &settings.name, "empty", 1);
+        return;
+    }
     let mut queue = export.queue.lock().expect("queue lock");
     for pending in requests {
         if queue.len() >= settings.max_queued_requests {
@@ -242,13 +251,15 @@ async fn push(gateway: &Gateway, export: &Export) {
                 gateway
                     .metrics
                     .otlp(true, &settings.name, "dropped", lost.points);
+                if lost.last {
+                    gateway.metrics.otlp(false, &settings.name, "dropped", 1);
+                }
             }
         }
         queue.push_back(pending);
     }
     drop(queue);
     export.queued.notify_one();
-    gateway.metrics.otlp(false, &settings.name, "ok", 1);
 }
 
 /// The JVM's start time (`java.lang:type=Runtime` `StartTime`, ms), read
