@@ -157,7 +157,7 @@ impl QuickAck {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if stalling.insert(switch.address.clone()) {
-            tracing::info!(
+            tracing::debug!(
                 agent = %switch.address,
                 stalled_ms = head_to_end.as_millis() as u64,
                 "agent held an answer back for a delayed acknowledgement; its connections now acknowledge at once (TCP_QUICKACK)"
