@@ -1206,6 +1206,25 @@ async fn the_first_configuration_does_what_its_text_says() {
             .unwrap();
         assert_eq!(status(&v), want, "gc on {name}: {v}");
     }
+    // As Hawtio asks and runs it: with the signature.
+    let acl = "hawtio:type=security,area=jmx,name=JmxgateRBAC";
+    let hawtio: serde_json::Value = alice(gw.http.post(gw.url("/jolokia/targets/orders-1")))
+        .json(&serde_json::json!([
+            {"type":"exec","mbean":acl,"operation":"canInvoke(java.util.Map)",
+             "arguments":[{"java.lang:type=Memory":["gc()"]}]},
+            {"type":"exec","mbean":"java.lang:type=Memory","operation":"gc()"},
+        ]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        hawtio[0]["value"]["java.lang:type=Memory"]["gc()"]["CanInvoke"], true,
+        "{hawtio}"
+    );
+    assert_eq!(status(&hawtio[1]), 200, "{hawtio}");
     let wrong = gw
         .http
         .get(gw.url("/jolokia/version"))

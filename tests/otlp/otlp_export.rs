@@ -1502,17 +1502,27 @@ async fn a_wrong_path_is_one_configuration_error_per_push_and_a_closed_port_says
     })
     .await;
     let metrics = || async {
-        common::get_text(&common::http_client(), &format!("http://127.0.0.1:{admin}/metrics")).await
+        common::get_text(
+            &common::http_client(),
+            &format!("http://127.0.0.1:{admin}/metrics"),
+        )
+        .await
     };
-    eventually("a few pushes' points counted failed", Duration::from_secs(90), || async {
-        let text = metrics().await;
-        let failed = text
-            .lines()
-            .find(|l| l.starts_with("jmxgate_otlp_points_total{export=\"nopath\",outcome=\"failed\"}"))
-            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .unwrap_or(0.0);
-        (failed > 0.0).then_some(()).ok_or(text)
-    })
+    eventually(
+        "a few pushes' points counted failed",
+        Duration::from_secs(90),
+        || async {
+            let text = metrics().await;
+            let failed = text
+                .lines()
+                .find(|l| {
+                    l.starts_with("jmxgate_otlp_points_total{export=\"nopath\",outcome=\"failed\"}")
+                })
+                .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .unwrap_or(0.0);
+            (failed > 0.0).then_some(()).ok_or(text)
+        },
+    )
     .await;
     let text = metrics().await;
     assert!(

@@ -802,3 +802,68 @@ async fn an_overload_allowed_by_its_signature_runs_as_on_the_agent() {
     let item = json!({"type":"exec","mbean":OPS,"operation":"add(int,int)","arguments":[40,2],"target":{"url":"ovl"}});
     assert_eq!(gw.post("/jolokia", &item).await.1["value"], 42);
 }
+
+/// The shipped `policies/operator.xml`, on a real agent and through the
+/// gateway: `gc` and Hawtio's `gc()` (and `setLoggerLevel` with its
+/// signature) run on both or on neither, as the agent's own restrictor
+/// decides, and the gateway's `canInvoke` answers what the exec gets,
+/// so Hawtio unlocks what the policy means to allow.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_shipped_operator_policy_runs_gc_as_the_agent_does_and_can_invoke_agrees() {
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/operator.xml");
+    let text = std::fs::read_to_string(&shipped).unwrap();
+    let body = &text
+        [text.find("<restrict>").unwrap() + "<restrict>".len()..text.rfind("</restrict>").unwrap()];
+    let setup = Setup::new();
+    let policy = setup.policy("operator", body);
+    let restricted = match common::Generation::under_test() {
+        common::Generation::V1 => Agent::start_with("op-ref", &["--policy", &policy]),
+        g => Agent::start_v2(g, "op-ref", &[&format!("policyLocation=file://{policy}")]),
+    };
+    let open = Agent::start("op");
+    let gw = gateway_with(&setup, &[&open], "[\"*\"]", body).await;
+    let logging = "java.util.logging:type=Logging";
+    let items = [
+        json!({"type":"exec","mbean":"java.lang:type=Memory","operation":"gc"}),
+        json!({"type":"exec","mbean":"java.lang:type=Memory","operation":"gc()"}),
+        json!({"type":"exec","mbean":logging,"operation":"setLoggerLevel(java.lang.String,java.lang.String)","arguments":["global","INFO"]}),
+        json!({"type":"exec","mbean":"java.lang:type=Threading","operation":"resetPeakThreadCount()"}),
+    ];
+    for item in &items {
+        let reference = direct(&restricted, item).await;
+        let mut via = item.clone();
+        via["target"] = json!({"url": "op"});
+        let (_, through) = gw.post("/jolokia", &via).await;
+        // Refused by policy: 403 on both, whatever else goes wrong.
+        assert_eq!(
+            through["status"] == 403,
+            reference["status"] == 403,
+            "{item}: gateway {through}, agent {reference}"
+        );
+    }
+    // What the policy means to allow, it allows (on the agent too).
+    for item in &items[..3] {
+        assert_eq!(direct(&restricted, item).await["status"], 200, "{item}");
+    }
+    let acl = "hawtio:type=security,area=jmx,name=JmxgateRBAC";
+    let (_, r) = gw
+        .post(
+            "/jolokia/targets/op",
+            &json!({"type":"exec","mbean":acl,"operation":"canInvoke(java.util.Map)",
+                    "arguments":[{"java.lang:type=Memory":["gc()","gc"],
+                                  logging:["setLoggerLevel(java.lang.String,java.lang.String)"],
+                                  "java.lang:type=Threading":["resetPeakThreadCount()"]}]}),
+        )
+        .await;
+    let v = &r["value"];
+    assert_eq!(v["java.lang:type=Memory"]["gc()"]["CanInvoke"], true, "{r}");
+    assert_eq!(v["java.lang:type=Memory"]["gc"]["CanInvoke"], true, "{r}");
+    assert_eq!(
+        v[logging]["setLoggerLevel(java.lang.String,java.lang.String)"]["CanInvoke"], true,
+        "{r}"
+    );
+    assert_eq!(
+        v["java.lang:type=Threading"]["resetPeakThreadCount()"]["CanInvoke"], false,
+        "{r}"
+    );
+}
