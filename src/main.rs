@@ -422,21 +422,30 @@ fn config_path_display(l: &Loaded) -> String {
 fn check(source: &ConfigSource) -> Result<(Loaded, ()), String> {
     let config = source.load().map_err(|e| e.to_string())?;
 
+    // Every problem of every part, in the layout of the configuration's
+    // own problems.
+    let all = |problems: Vec<String>| {
+        jmxgate::config::ConfigError {
+            file: std::path::PathBuf::from(source.describe()),
+            problems,
+        }
+        .to_string()
+    };
+    let mut problems = jmxgate::app::file_problems(&config);
     let mut without_audit = config.clone();
     if let Some(audit) = without_audit.audit.take() {
-        std::fs::create_dir_all(&audit.dir)
-            .and_then(|()| tempfile_in(&audit.dir))
-            .map_err(|e| {
-                format!(
-                    "{}: audit.dir {}: {e}",
-                    source.describe(),
-                    audit.dir.display()
-                )
-            })?;
-        jmxgate::audit::ship::check(&audit.sinks, &audit.dir)
-            .map_err(|e| format!("{}: {e}", source.describe()))?;
+        if let Err(e) = std::fs::create_dir_all(&audit.dir).and_then(|()| tempfile_in(&audit.dir)) {
+            problems.push(format!("audit.dir {}: {e}", audit.dir.display()));
+        }
+        if let Err(e) = jmxgate::audit::ship::check(&audit.sinks, &audit.dir) {
+            problems.push(e);
+        }
     }
-    Gateway::new(&without_audit).map_err(|e| format!("{}: {e}", source.describe()))?;
+    if !problems.is_empty() {
+        return Err(all(problems));
+    }
+    // The rest of what `serve` builds.
+    Gateway::new(&without_audit).map_err(|e| all(vec![e]))?;
     Ok((Loaded(config, source.clone()), ()))
 }
 

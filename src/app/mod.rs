@@ -52,6 +52,45 @@ impl Gateway {
     }
 }
 
+/// What `serve` would fail on that the configuration's own checks don't
+/// see: each file it opens (the HTTPS listener's certificate, key and
+/// CA; policies; users; token keys; rules files; the targets'
+/// certificates and passwords), read as `serve` reads it. Each part is
+/// built on its own, so every part's problem is named in one run, not
+/// only the first.
+pub fn file_problems(config: &Config) -> Vec<String> {
+    let mut problems = Vec::new();
+    if let Some(tls) = &config.server.tls {
+        if let Err(e) = crate::tls::ReloadingTls::new(tls.clone()) {
+            problems.push(format!("server.tls: {e}"));
+        }
+    }
+    if let Err(e) = AccessControl::new(&config.roles, &config.access) {
+        problems.push(e);
+    }
+    if let Err(e) = Authenticator::from_config_after(&config.auth, None) {
+        problems.push(e);
+    }
+    if let Err(e) = config.sections() {
+        problems.push(e);
+    }
+    let targets: Vec<TargetConfig> = config
+        .targets
+        .iter()
+        .chain(config.inventory_targets.iter().flatten())
+        .cloned()
+        .collect();
+    if let Err(e) = Fleet::with_budget(
+        &targets,
+        &config.target_defaults,
+        &GatewayBounds::default(),
+        &HealthBook::default(),
+    ) {
+        problems.push(e);
+    }
+    problems
+}
+
 /// What the gateway keeps of `config` (for the reloads and discovery
 /// changes to come), and its configured sources, handed to the source
 /// book: the targets are held there only, not a second time in the kept

@@ -392,3 +392,55 @@ fn hash_password_makes_hashes_the_users_file_accepts() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "an empty password is refused");
 }
+
+/// check-config opens every file `serve` would (the HTTPS listener's
+/// certificate and key, a role's policy, the users file), and names every
+/// problem in one run, in the one layout of the configuration's own
+/// problems: a missing certificate no longer passes check-config to stop
+/// `serve`.
+#[test]
+fn check_config_names_every_missing_file_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &dir,
+        "[server]\nlisten = \"127.0.0.1:1\"\n\n[server.tls]\nlisten = \"127.0.0.1:2\"\n\
+         cert_file = \"tls/missing.pem\"\nkey_file = \"tls/missing.key\"\n\n\
+         [auth.basic]\nusers_file = \"missing-users.toml\"\n\n\
+         [[roles]]\nname = \"ops\"\ntargets = [\"*\"]\npolicy = \"policies/missing.xml\"\n",
+    );
+    let check = || {
+        let out = Command::new(BIN)
+            .arg("check-config")
+            .arg(&config)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, stderr) = check();
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "jmxgate: {}: 3 problems in the configuration\n  - ",
+            config.display()
+        )),
+        "{stderr}"
+    );
+    for want in [
+        "server.tls",
+        "tls/missing.pem",
+        "missing-users.toml",
+        "policies/missing.xml",
+    ] {
+        assert!(stderr.contains(want), "{want:?} not in: {stderr}");
+    }
+    // serve stops on the same certificate, so check-config was right.
+    let out = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
