@@ -204,15 +204,7 @@ fn table(requests: &[Value]) -> String {
         .iter()
         .map(|r| {
             let what = match r.get("item") {
-                Some(item) => format!(
-                    "{} {} {}",
-                    s(item, "type"),
-                    s(item, "mbean"),
-                    item["operation"]
-                        .as_str()
-                        .or(item["attribute"].as_str())
-                        .unwrap_or("")
-                ),
+                Some(item) => format!("{}: {}", s(r, "targets"), item_words(item)),
                 None => s(r, "targets"),
             };
             let review = if r["may_review"] == true { "yes" } else { "" };
@@ -259,16 +251,29 @@ fn table(requests: &[Value]) -> String {
     out
 }
 
+/// An item in words: `exec java.lang:type=Memory gc`.
+fn item_words(item: &Value) -> String {
+    let s = |k: &str| item[k].as_str().unwrap_or("-");
+    let member = item["operation"]
+        .as_str()
+        .or(item["attribute"].as_str())
+        .unwrap_or("");
+    format!("{} {} {member}", s("type"), s("mbean"))
+        .trim_end()
+        .to_string()
+}
+
 /// One request, field by field.
 fn one(r: &Value) -> String {
     let mut out = String::new();
+    let item = r.get("item");
     for key in [
         "id",
         "state",
         "kind",
         "requester",
         "role",
-        "targets",
+        if item.is_some() { "target" } else { "targets" },
         "duration",
         "reason",
         "created",
@@ -277,12 +282,19 @@ fn one(r: &Value) -> String {
         "used",
         "ended_by",
     ] {
-        if let Some(v) = r.get(key).and_then(Value::as_str) {
+        // An item's target is its request's one target.
+        let field = if key == "target" { "targets" } else { key };
+        if let Some(v) = r.get(field).and_then(Value::as_str) {
             out += &format!("{key:<10} {v}\n");
         }
     }
-    if let Some(item) = r.get("item") {
-        out += &format!("{:<10} {item}\n", "item");
+    if let Some(item) = item {
+        out += &format!("{:<10} {}\n", "item", item_words(item));
+        for key in ["value", "arguments"] {
+            if let Some(v) = item.get(key) {
+                out += &format!("{key:<10} {v}\n");
+            }
+        }
     }
     out += &format!(
         "{:<10} {} of {}\n",
@@ -318,6 +330,31 @@ mod tests {
             "http://gw:8080/jmxgate/access/requests"
         );
         assert!(api_url("ftp://gw/", "").is_err());
+    }
+
+    #[test]
+    fn an_item_request_names_its_target_and_the_item_in_words() {
+        let r = json!({
+            "id": "ar-02", "state": "pending", "kind": "item", "requester": "dev", "role": "ops",
+            "targets": "orders-1", "approvals": 0, "approvals_needed": 1, "may_review": false,
+            "item": {"type": "exec", "mbean": "java.lang:type=Memory", "operation": "gc", "arguments": []},
+        });
+        let text = table(std::slice::from_ref(&r));
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .contains("orders-1: exec java.lang:type=Memory gc"),
+            "{text}"
+        );
+        let shown = one(&r);
+        assert!(shown.contains("target     orders-1\n"), "{shown}");
+        assert!(
+            shown.contains("item       exec java.lang:type=Memory gc\n"),
+            "{shown}"
+        );
+        assert!(shown.contains("arguments  []\n"), "{shown}");
+        assert!(!shown.contains('{'), "{shown}");
     }
 
     #[test]

@@ -251,7 +251,23 @@ async fn an_engineer_asks_for_operator_rights_on_orders_and_a_lead_approves() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(followed.len(), steps.len(), "{followed:?}");
+    // Its steps, and what the grant was used for: the gc on orders-1,
+    // whose rule names the request (and nothing dev ran on roles of
+    // their own).
+    let used: Vec<&Value> = followed
+        .iter()
+        .filter(|r| r["event"].is_null() || r["event"] == "item")
+        .collect();
+    assert_eq!(followed.len(), steps.len() + used.len(), "{followed:?}");
+    assert_eq!(used.len(), 1, "{used:?}");
+    assert_eq!(used[0]["target"], "orders-1", "{used:?}");
+    assert_eq!(used[0]["decision"], "allowed", "{used:?}");
+    assert!(
+        used[0]["rule"]
+            .as_str()
+            .is_some_and(|r| r.contains(&format!("(under access request {id})"))),
+        "{used:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

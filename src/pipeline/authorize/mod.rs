@@ -305,12 +305,43 @@ pub fn authorize(
         return Err(first_denial.expect("at least one role was checked"));
     }
     let grant = Grant::of_roles(&passing);
-    decide_command(&grant, request, facts.denied_reads_in_place).map(|(plan, rule)| Allowed {
+    let (plan, rule) = decide_command(&grant, request, facts.denied_reads_in_place)?;
+    let rule = match under_grant(&passing, request, facts) {
+        Some(ids) => format!("{rule} (under access request {ids})"),
+        None => rule,
+    };
+    Ok(Allowed {
         plan,
         grant,
         approval: approval::waits_for(&passing, request),
         rule: rule.into(),
     })
+}
+
+/// The access requests (their ids) an allowed item runs under: when the
+/// caller's roles without those granted for a time would not allow it.
+/// Its rule then names them, so its audit record shows what a grant was
+/// used for (`jmxgate audit query --access-request`).
+fn under_grant(
+    passing: &[&Arc<Role>],
+    request: &Request,
+    facts: &RequestFacts<'_>,
+) -> Option<String> {
+    let granted: Vec<&str> = passing
+        .iter()
+        .filter_map(|r| r.granted_by.as_deref())
+        .collect();
+    if granted.is_empty() {
+        return None;
+    }
+    let own: Vec<&Arc<Role>> = passing
+        .iter()
+        .copied()
+        .filter(|r| r.granted_by.is_none())
+        .collect();
+    let allowed_without = !own.is_empty()
+        && decide_command(&Grant::of_roles(&own), request, facts.denied_reads_in_place).is_ok();
+    (!allowed_without).then(|| granted.join(", "))
 }
 
 /// One target of a selector and its decision; a denial is shared like a
