@@ -352,7 +352,7 @@ async fn an_agent_that_stalls_on_delayed_acks_is_acknowledged_at_once() {
     let agent = Agent::start_v2(Generation::V2, "stalls", &[]);
     let dir = tempfile::tempdir().unwrap();
     let config = common::gateway_toml(dir.path(), &common::targets_toml(&[&agent]));
-    let gw = common::GatewayProcess::start(&config, "info");
+    let gw = common::GatewayProcess::start(&config, "info,jmxgate::client::quick_ack=debug");
     let http = common::http_client();
     let url = format!("http://{}/jolokia/targets/stalls", gw.addr);
     // Distinct requests, one after another on kept-alive connections.

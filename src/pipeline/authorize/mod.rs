@@ -290,22 +290,33 @@ pub fn authorize(
     // Request-level checks, as Jolokia's agent makes them before anything.
     let mut passing = Vec::new();
     let mut first_denial = None;
+    let mut refused_early = Vec::new();
     for role in reaching {
         match request_checks(&role.policy, facts, request) {
             Ok(()) => passing.push(role),
             Err(d) => {
-                first_denial.get_or_insert(Denied {
+                let d = Denied {
                     rule: format!("role {}: {}", role.name, d.rule),
                     ..d
-                });
+                };
+                first_denial.get_or_insert(d.clone());
+                refused_early.push((role, d));
             }
         }
     }
     if passing.is_empty() {
-        return Err(first_denial.expect("at least one role was checked"));
+        return Err(closest(&refused_early, request, facts)
+            .or(first_denial)
+            .expect("at least one role was checked"));
     }
     let grant = Grant::of_roles(&passing);
-    let (plan, rule) = decide_command(&grant, request, facts.denied_reads_in_place)?;
+    let (plan, rule) = match decide_command(&grant, request, facts.denied_reads_in_place) {
+        Ok(decided) => decided,
+        // A role refused on the request (its method, its client) that
+        // would allow the command came closer than those whose policy
+        // refuses the command itself: its rule is the one to fix.
+        Err(denied) => return Err(closest(&refused_early, request, facts).unwrap_or(denied)),
+    };
     let rule = match under_grant(&passing, request, facts) {
         Some(ids) => format!("{rule} (under access request {ids})"),
         None => rule,
@@ -316,6 +327,27 @@ pub fn authorize(
         approval: approval::waits_for(&passing, request),
         rule: rule.into(),
     })
+}
+
+/// Of the roles refused on the request as a whole (`<http>`, `<remote>`,
+/// `<cors>`), the first whose policy would allow the command itself: its
+/// refusal is the one that came closest.
+fn closest(
+    refused_early: &[(&Arc<Role>, Denied)],
+    request: &Request,
+    facts: &RequestFacts<'_>,
+) -> Option<Denied> {
+    refused_early
+        .iter()
+        .find(|(role, _)| {
+            decide_command(
+                &Grant::of_roles(&[*role]),
+                request,
+                facts.denied_reads_in_place,
+            )
+            .is_ok()
+        })
+        .map(|(_, d)| d.clone())
 }
 
 /// The access requests (their ids) an allowed item runs under: when the
@@ -676,6 +708,73 @@ mod tests {
             assert_eq!((one.plan, &*one.rule), (shared.plan, &*shared.rule));
             assert_eq!(one.grant.roles(), shared.grant.roles());
         }
+    }
+
+    /// Two roles refuse a GET exec of gc: developers' policy never
+    /// allows exec, ops' allows gc over POST only. The refusal quotes
+    /// ops' `<http>`, which came closest, not developers' rule.
+    #[test]
+    fn a_refusal_quotes_the_role_that_came_closest() {
+        let dir = tempfile::tempdir().unwrap();
+        let developers = dir.path().join("developers.xml");
+        std::fs::write(
+            &developers,
+            "<restrict><commands><command>read</command></commands></restrict>",
+        )
+        .unwrap();
+        let ops = dir.path().join("ops.xml");
+        std::fs::write(
+            &ops,
+            "<restrict><http><method>post</method></http></restrict>",
+        )
+        .unwrap();
+        let config = crate::config::Config::parse(&format!(
+            "[server]\nlisten = \"127.0.0.1:0\"\n\
+             [[targets]]\nname = \"a-1\"\nurl = \"http://127.0.0.1:1/j\"\n\
+             [[roles]]\nname = \"developers\"\ntargets = [\"*\"]\npolicy = \"{}\"\n\
+             [[roles]]\nname = \"ops\"\ntargets = [\"*\"]\npolicy = \"{}\"\n",
+            developers.display(),
+            ops.display()
+        ))
+        .unwrap();
+        let fleet = crate::fleet::Fleet::new(&config.targets, &config.target_defaults).unwrap();
+        let access = AccessControl::new(&config.roles, &config.access).unwrap();
+        let mut principal = Principal::anonymous();
+        principal.method = crate::principal::AuthMethod::Basic;
+        principal.roles = vec!["developers".into(), "ops".into()];
+        let roles = access.roles_of(&principal);
+        let gc = Request::from_json(
+            &json!({"type": "exec", "mbean": "java.lang:type=Memory", "operation": "gc"}),
+            &Params::default(),
+        )
+        .unwrap()
+        .0;
+        let target = Destination::Agent(fleet.by_name("a-1").unwrap().clone());
+        let decide = |method| {
+            let facts = RequestFacts {
+                method,
+                chain: &[],
+                origin: None,
+                scheme: "http",
+                denied_reads_in_place: false,
+            };
+            authorize(&access, &principal, &roles, &facts, &gc, &target)
+        };
+        let denied = decide("GET").unwrap_err();
+        assert!(
+            denied.rule.starts_with("role ops: <http>"),
+            "{}",
+            denied.rule
+        );
+        assert!(
+            denied
+                .error
+                .message
+                .contains("HTTP method GET is not allowed"),
+            "{:?}",
+            denied.error
+        );
+        assert!(decide("POST").is_ok());
     }
 
     #[test]
