@@ -239,8 +239,16 @@ async fn push(gateway: &Gateway, export: &Export) {
         return;
     };
     *export.starts.lock().expect("starts lock") = starts;
+    enqueue(gateway, export, requests);
+}
+
+/// A push's requests into the export's queue, for its sender; past
+/// `max_queued_requests` the oldest go (counted). A push without
+/// requests (no target gave points) is counted `empty` here: nothing of
+/// it will reach the sender.
+fn enqueue(gateway: &Gateway, export: &Export, requests: Vec<Pending>) {
+    let settings = &export.settings;
     if requests.is_empty() {
-        // No target gave points: nothing to send, nothing to wait for.
         gateway.metrics.otlp(false, &settings.name, "empty", 1);
         return;
     }
