@@ -663,17 +663,24 @@ impl AgentClient {
     /// it, doesn't close first.
     async fn probe_once(&self, body: Bytes) -> Result<Vec<Response>, ClientError> {
         let inner = &self.inner;
-        let url = self.url();
-        let port = url
-            .port_or_known_default()
-            .ok_or_else(|| ClientError::Setup(format!("{url}: no port")))?;
+        // Read off the parsed URI, not a `Url` made again: probes are the
+        // one exchange every target has every interval. The URI came from
+        // a `Url`'s text, so its authority is `host[:port]` without
+        // credentials and without a default port.
+        let authority = inner
+            .uri
+            .authority()
+            .ok_or_else(|| ClientError::Setup(format!("{}: no host", inner.uri)))?;
+        let port = authority.port_u16().unwrap_or(80);
+        // An IPv6 literal without its brackets, which connect parses as an
+        // address (a name it resolves).
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
         let path = inner.uri.path_and_query().map_or("/", |p| p.as_str());
-        let host = match url.port() {
-            Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
-            None => url.host_str().unwrap_or_default().to_string(),
-        };
         let mut req = http::Request::post(path)
-            .header(http::header::HOST, host)
+            .header(http::header::HOST, authority.as_str())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(ACCEPT, HeaderValue::from_static("application/json"))
             .body(Full::new(body))
@@ -684,16 +691,7 @@ impl AgentClient {
         }
         let exchange = async {
             let _permits = inner.permits().await?;
-            let connect = async {
-                match url.host() {
-                    Some(url::Host::Ipv4(ip)) => tokio::net::TcpStream::connect((ip, port)).await,
-                    Some(url::Host::Ipv6(ip)) => tokio::net::TcpStream::connect((ip, port)).await,
-                    Some(url::Host::Domain(name)) => {
-                        tokio::net::TcpStream::connect((name, port)).await
-                    }
-                    None => Err(std::io::Error::other("no host")),
-                }
-            };
+            let connect = tokio::net::TcpStream::connect((host, port));
             let stream = tokio::time::timeout(inner.connect_timeout, connect)
                 .await
                 .map_err(|_| ClientError::Connect("timed out (connect_timeout)".into()))?
