@@ -293,14 +293,9 @@ pub use crate::labels::Labels;
 
 /// Makes targets with equal labels share one [`Labels`] value.
 pub fn share_labels<'a>(labels: impl IntoIterator<Item = &'a mut Labels>) {
-    let mut seen: std::collections::HashSet<Labels> = std::collections::HashSet::new();
+    let mut pool = crate::labels::LabelPool::default();
     for l in labels {
-        match seen.get(l) {
-            Some(shared) => *l = shared.clone(),
-            None => {
-                seen.insert(l.clone());
-            }
-        }
+        *l = pool.share(std::mem::take(l));
     }
 }
 

@@ -39,10 +39,6 @@ impl Labels {
         self.pairs().iter().map(|(k, v)| (&**k, &**v))
     }
 
-    pub fn keys(&self) -> impl Iterator<Item = &str> + '_ {
-        self.iter().map(|(k, _)| k)
-    }
-
     pub fn values(&self) -> impl Iterator<Item = &str> + '_ {
         self.iter().map(|(_, v)| v)
     }
@@ -63,7 +59,8 @@ impl Labels {
     }
 
     /// True when both are the same allocation (or both empty).
-    pub fn shares_with(&self, other: &Labels) -> bool {
+    #[cfg(test)]
+    fn shares_with(&self, other: &Labels) -> bool {
         match (&self.0, &other.0) {
             (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             (None, None) => true,
@@ -90,16 +87,6 @@ impl From<BTreeMap<String, String>> for Labels {
         Labels::from_sorted(
             map.into_iter()
                 .map(|(k, v)| (Arc::from(k), Arc::from(v)))
-                .collect(),
-        )
-    }
-}
-
-impl From<&BTreeMap<String, String>> for Labels {
-    fn from(map: &BTreeMap<String, String>) -> Labels {
-        Labels::from_sorted(
-            map.iter()
-                .map(|(k, v)| (Arc::from(k.as_str()), Arc::from(v.as_str())))
                 .collect(),
         )
     }
@@ -160,23 +147,14 @@ pub struct LabelPool {
 impl LabelPool {
     const PRUNE_EVERY: usize = 4096;
 
-    /// `map` as a set sharing this pool's strings, or an equal set made
-    /// before.
-    pub fn labels(&mut self, map: &BTreeMap<String, String>) -> Labels {
-        self.sorted(map.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-    }
-
     /// `labels` again, sharing this pool's strings (or an equal set made
     /// before).
     pub fn intern(&mut self, labels: &Labels) -> Labels {
         if let Some(known) = self.sets.get(labels) {
             return known.clone();
         }
-        self.sorted(labels.iter())
-    }
-
-    fn sorted<'a>(&mut self, pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Labels {
-        let pairs = pairs
+        let pairs = labels
+            .iter()
             .map(|(k, v)| (self.string(k), self.string(v)))
             .collect();
         self.share(Labels::from_sorted(pairs))
@@ -216,8 +194,8 @@ impl LabelPool {
         self.strings.shrink_to_fit();
     }
 
-    /// Strings held (for tests and the memory bench).
-    pub fn strings_held(&self) -> usize {
+    #[cfg(test)]
+    fn strings_held(&self) -> usize {
         self.strings.len()
     }
 }
@@ -242,7 +220,7 @@ mod tests {
         assert_eq!(l.get("pod"), Some("a-1"));
         assert_eq!(l.get("zone"), None);
         assert_eq!(l.to_map(), m);
-        let keys: Vec<&str> = l.keys().collect();
+        let keys: Vec<&str> = l.iter().map(|(k, _)| k).collect();
         assert_eq!(keys, ["app", "namespace", "pod"]);
         assert_eq!(
             serde_json::to_string(&l).unwrap(),
@@ -264,9 +242,9 @@ mod tests {
     #[test]
     fn a_pool_shares_strings_and_sets_and_forgets_what_no_set_holds() {
         let mut pool = LabelPool::default();
-        let a = pool.labels(&map(&[("namespace", "prod"), ("pod", "a-1")]));
-        let b = pool.labels(&map(&[("namespace", "prod"), ("pod", "b-1")]));
-        let again = pool.labels(&map(&[("namespace", "prod"), ("pod", "a-1")]));
+        let a = pool.intern(&Labels::from(map(&[("namespace", "prod"), ("pod", "a-1")])));
+        let b = pool.intern(&Labels::from(map(&[("namespace", "prod"), ("pod", "b-1")])));
+        let again = pool.intern(&Labels::from(map(&[("namespace", "prod"), ("pod", "a-1")])));
         assert!(again.shares_with(&a));
         assert!(pool
             .intern(&Labels::from(map(&[("namespace", "prod"), ("pod", "a-1")])))
