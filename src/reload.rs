@@ -63,22 +63,24 @@ fn digest(path: &Path) -> Option<u64> {
     Some(h.finish())
 }
 
-/// The files' versions now; a file whose stamp is the one in `known` (by
-/// position) is not read again.
+/// The file's version now, read only when its stamp is not `known`'s.
+fn version(path: &Path, known: Option<&Version>) -> Version {
+    let stamp = stamp(path);
+    match known {
+        Some(k) if k.stamp == stamp => *k,
+        _ => Version {
+            stamp,
+            digest: stamp.and_then(|_| digest(path)),
+        },
+    }
+}
+
+/// The files' versions now, `known` being the earlier ones by position.
 fn versions(files: &[PathBuf], known: &[Version]) -> Vec<Version> {
     files
         .iter()
         .enumerate()
-        .map(|(i, f)| {
-            let stamp = stamp(f);
-            match known.get(i) {
-                Some(k) if k.stamp == stamp => *k,
-                _ => Version {
-                    stamp,
-                    digest: stamp.and_then(|_| digest(f)),
-                },
-            }
-        })
+        .map(|(i, f)| version(f, known.get(i)))
         .collect()
 }
 
@@ -136,7 +138,7 @@ fn restamp(old: &[PathBuf], before: &[Version], new: &[PathBuf]) -> Vec<Version>
     new.iter()
         .map(|f| match old.iter().position(|o| o == f) {
             Some(i) => before[i],
-            None => versions(std::slice::from_ref(f), &[])[0],
+            None => version(f, None),
         })
         .collect()
 }

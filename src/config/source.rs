@@ -77,9 +77,7 @@ impl ConfigSource {
         fn walk(table: &toml::Table, out: &mut Vec<PathBuf>) {
             for (key, value) in table {
                 match value {
-                    toml::Value::String(s)
-                        if is_path_key(key) && key != "dir" && !is_written_key(key) =>
-                    {
+                    toml::Value::String(s) if is_path_key(key) && !is_written_key(key) => {
                         out.push(PathBuf::from(s))
                     }
                     toml::Value::Table(t) => walk(t, out),
@@ -198,10 +196,11 @@ fn is_path_key(key: &str) -> bool {
         || key == "hawtio"
 }
 
-/// A path key naming a file the gateway writes itself (the access
-/// store's SQLite file): not configuration, so its changes reload nothing.
+/// A path key naming what the gateway writes itself (the access store's
+/// SQLite file, the audit directory): not configuration, so its changes
+/// reload nothing.
 fn is_written_key(key: &str) -> bool {
-    key == "sqlite_file"
+    key == "sqlite_file" || key == "dir"
 }
 
 fn resolve_paths(table: &mut toml::Table, base: &Path) {
