@@ -252,22 +252,6 @@ async fn send(
                     .set((super::push::unix_nano(SystemTime::now()) / 1_000_000_000) as i64);
                 export.set_trouble(None);
             }
-            Outcome::Refused {
-                answer,
-                too_large,
-                said,
-            } if !too_large && !push.taken && !push.checked_empty => {
-                // Bad points, or a request this receiver never takes? A
-                // request without points tells.
-                push.checked_empty = true;
-                match post(sender, &export.settings, &empty_request()).await {
-                    Outcome::Taken { .. } => parts.push_front(part),
-                    _ => {
-                        unusable(&gateway, export, push, &part, &parts, &answer, &said);
-                        return;
-                    }
-                }
-            }
             Outcome::Unusable { answer, said } => {
                 unusable(&gateway, export, push, &part, &parts, &answer, &said);
                 return;
@@ -277,6 +261,16 @@ async fn send(
                 too_large,
                 said,
             } => {
+                if !too_large && !push.taken && !push.checked_empty {
+                    // Bad points, or a request this receiver never takes?
+                    // A request without points tells, once per push.
+                    push.checked_empty = true;
+                    let empty = post(sender, &export.settings, &empty_request()).await;
+                    if !matches!(empty, Outcome::Taken { .. }) {
+                        unusable(&gateway, export, push, &part, &parts, &answer, &said);
+                        return;
+                    }
+                }
                 if !too_large && push.refused_as_bad() {
                     let points = part.points + parts.iter().map(|p| p.points).sum::<u64>();
                     tracing::warn!(
