@@ -9,6 +9,14 @@ pub fn hex(bytes: usize) -> String {
     buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A number in `0..n` (`n` > 0), from the system's random source: for
+/// jitter, where a few calls a minute don't warrant a generator.
+pub fn below(n: u32) -> u32 {
+    let mut buf = [0u8; 4];
+    getrandom::getrandom(&mut buf).expect("the system's random source");
+    u32::from_le_bytes(buf) % n
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -19,5 +27,11 @@ mod tests {
             .chars()
             .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn numbers_stay_below_their_bound() {
+        assert!((0..1000).all(|_| super::below(201) < 201));
+        assert_eq!(super::below(1), 0);
     }
 }

@@ -67,16 +67,11 @@ pub fn proves_working<K>(event: &watcher::Event<K>) -> bool {
 pub struct WatchBackoff {
     health: Arc<WatchHealth>,
     tries: u32,
-    jitter: jitter::Jitter,
 }
 
 impl WatchBackoff {
     pub fn new(health: Arc<WatchHealth>) -> WatchBackoff {
-        WatchBackoff {
-            health,
-            tries: 0,
-            jitter: jitter::Jitter::new(),
-        }
+        WatchBackoff { health, tries: 0 }
     }
 
     /// The pause before try `tries + 1`, without jitter.
@@ -96,7 +91,8 @@ impl Iterator for WatchBackoff {
     fn next(&mut self) -> Option<Duration> {
         let pause = Self::pause(self.tries, self.health.refused.load(Ordering::Relaxed));
         self.tries = self.tries.saturating_add(1);
-        Some(self.jitter.apply(pause))
+        // 0.9 to 1.1 times the pause.
+        Some(pause * (900 + crate::random::below(201)) / 1000)
     }
 }
 
@@ -163,34 +159,6 @@ fn of_status(doing: &str, status: &kube::core::Status) -> Failure {
     Failure { why, refused }
 }
 
-/// Jitter without a random crate: a tenth either way, from the clock's
-/// nanoseconds, which is spread enough to keep replicas apart.
-mod jitter {
-    use std::time::Duration;
-
-    #[derive(Debug)]
-    pub struct Jitter(u64);
-
-    impl Jitter {
-        pub fn new() -> Jitter {
-            let seed = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.subsec_nanos() as u64 | 1);
-            Jitter(seed)
-        }
-
-        /// `d` scaled by 0.9 to 1.1.
-        pub fn apply(&mut self, d: Duration) -> Duration {
-            // xorshift64
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            let per_mille = 900 + (self.0 % 201) as u32;
-            d * per_mille / 1000
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,7 +223,17 @@ mod tests {
             health.saw::<Pod>(&Err(forbidden()));
             pauses.push(backoff.next().unwrap());
         }
-        assert!(pauses.windows(2).all(|w| w[1] > w[0]), "{pauses:?}");
+        // Each try's pause, its jitter aside: doubling up to the bound
+        // (never started over by the Init before each try). Two pauses at
+        // the bound may come in either order, so each is checked against
+        // its own try's pause rather than against the one before.
+        for (tries, pause) in pauses.iter().enumerate() {
+            let plain = WatchBackoff::pause(tries as u32, true);
+            assert!(
+                *pause >= plain * 9 / 10 && *pause <= plain * 11 / 10,
+                "try {tries}: {pause:?} for {plain:?}: {pauses:?}"
+            );
+        }
         assert!(pauses[0] >= REFUSED_FIRST * 9 / 10);
         assert!(*pauses.last().unwrap() >= REFUSED_MOST * 9 / 10);
         health.saw::<Pod>(&Ok(watcher::Event::InitDone));
