@@ -1167,16 +1167,8 @@ async fn the_first_configuration_does_what_its_text_says() {
         .unwrap();
     assert_eq!(version.status(), 200);
     // But nobody without credentials runs gc.
-    let anonymous: serde_json::Value = gw
-        .http
-        .post(gw.url("/jolokia/targets/orders-1"))
-        .json(&gc)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let anonymous =
+        common::json_of(gw.http.post(gw.url("/jolokia/targets/orders-1")).json(&gc)).await;
     assert_eq!(status(&anonymous), 403, "{anonymous}");
     // Alice reads as an operator reads (GET included) and runs gc on the
     // orders JVM, not on billing.
@@ -1185,41 +1177,25 @@ async fn the_first_configuration_does_what_its_text_says() {
         "/jolokia/version".to_string(),
         format!("/jolokia/targets/orders-1/{heap}"),
     ] {
-        let v: serde_json::Value = alice(gw.http.get(gw.url(&path)))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = common::json_of(alice(gw.http.get(gw.url(&path)))).await;
         assert_eq!(status(&v), 200, "{path}: {v}");
     }
     // billing-1 is no target of hers: unknown to her, as to a stranger.
     for (name, want) in [("orders-1", 200), ("billing-1", 404)] {
-        let v: serde_json::Value = alice(gw.http.post(gw.url(&format!("/jolokia/targets/{name}"))))
-            .json(&gc)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let url = gw.url(&format!("/jolokia/targets/{name}"));
+        let v = common::json_of(alice(gw.http.post(url)).json(&gc)).await;
         assert_eq!(status(&v), want, "gc on {name}: {v}");
     }
     // As Hawtio asks and runs it: with the signature.
     let acl = "hawtio:type=security,area=jmx,name=JmxgateRBAC";
-    let hawtio: serde_json::Value = alice(gw.http.post(gw.url("/jolokia/targets/orders-1")))
-        .json(&serde_json::json!([
+    let hawtio = common::json_of(
+        alice(gw.http.post(gw.url("/jolokia/targets/orders-1"))).json(&serde_json::json!([
             {"type":"exec","mbean":acl,"operation":"canInvoke(java.util.Map)",
              "arguments":[{"java.lang:type=Memory":["gc()"]}]},
             {"type":"exec","mbean":"java.lang:type=Memory","operation":"gc()"},
-        ]))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        ])),
+    )
+    .await;
     assert_eq!(
         hawtio[0]["value"]["java.lang:type=Memory"]["gc()"]["CanInvoke"], true,
         "{hawtio}"

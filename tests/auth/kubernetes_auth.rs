@@ -21,37 +21,10 @@ use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::{json, Value};
 
 use common::Agent;
-use kube_api::{create_namespace, ApiServer};
+use kube_api::{allow_on_pods, create_namespace, ApiServer};
 
 const T: &str = "jmxgate.test:type=Types";
 const WAIT: Duration = Duration::from_secs(60);
-
-/// A Role allowing `verbs` on pods in `ns`, bound to service account
-/// `account` (`namespace/name`).
-async fn allow_on_pods(client: &kube::Client, ns: &str, account: (&str, &str), verbs: &[&str]) {
-    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
-    let pp = PostParams::default();
-    let name = format!("{}-{}", account.0, account.1);
-    let role: Role = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": verbs}]
-    }))
-    .unwrap();
-    Api::<Role>::namespaced(client.clone(), ns)
-        .create(&pp, &role)
-        .await
-        .unwrap();
-    let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": account.1, "namespace": account.0}]
-    }))
-    .unwrap();
-    Api::<RoleBinding>::namespaced(client.clone(), ns)
-        .create(&pp, &binding)
-        .await
-        .unwrap();
-}
 
 async fn create_account(client: &kube::Client, ns: &str, name: &str) {
     let account: ServiceAccount =

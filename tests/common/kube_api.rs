@@ -241,14 +241,15 @@ pub async fn delete_pod(client: &kube::Client, ns: &str, name: &str) {
         .unwrap_or_else(|e| panic!("delete pod {ns}/{name}: {e}"));
 }
 
-/// Lets service account `sa` of namespace `home` get, list and watch
-/// Pods in `ns` (a Role and a RoleBinding there).
-pub async fn grant_pod_reading(client: &kube::Client, ns: &str, home: &str, sa: &str) {
+/// A Role allowing `verbs` on pods in `ns`, bound to service account
+/// `account` (`namespace/name`).
+pub async fn allow_on_pods(client: &kube::Client, ns: &str, account: (&str, &str), verbs: &[&str]) {
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
     let pp = PostParams::default();
+    let name = format!("{}-{}", account.0, account.1);
     let role: Role = serde_json::from_value(json!({
-        "metadata": {"name": "jmxgate-discovery"},
-        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": verbs}]
     }))
     .unwrap();
     Api::<Role>::namespaced(client.clone(), ns)
@@ -256,15 +257,21 @@ pub async fn grant_pod_reading(client: &kube::Client, ns: &str, home: &str, sa: 
         .await
         .unwrap();
     let binding: RoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": "jmxgate-discovery"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "jmxgate-discovery"},
-        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": home}]
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": account.1, "namespace": account.0}]
     }))
     .unwrap();
     Api::<RoleBinding>::namespaced(client.clone(), ns)
         .create(&pp, &binding)
         .await
         .unwrap();
+}
+
+/// Lets service account `sa` of namespace `home` get, list and watch
+/// Pods in `ns`, as Kubernetes discovery needs.
+pub async fn grant_pod_reading(client: &kube::Client, ns: &str, home: &str, sa: &str) {
+    allow_on_pods(client, ns, (home, sa), &["get", "list", "watch"]).await;
 }
 
 impl ApiServer {

@@ -191,6 +191,11 @@ pub async fn get_json(http: &reqwest::Client, url: &str) -> Value {
     parse(&get_text(http, url).await)
 }
 
+/// Sends a request and parses its answer as JSON.
+pub async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
 /// GETs a URL's text (an admin listener's `/metrics`, say).
 pub async fn get_text(http: &reqwest::Client, url: &str) -> String {
     http.get(url).send().await.unwrap().text().await.unwrap()

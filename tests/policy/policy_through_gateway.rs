@@ -38,6 +38,15 @@ impl Setup {
     }
 }
 
+/// An agent of the generation under test whose own restrictor reads the
+/// policy file at `policy`: the reference for what Jolokia decides.
+fn restricted_by(name: &str, policy: &str) -> Agent {
+    match common::Generation::under_test() {
+        common::Generation::V1 => Agent::start_with(name, &["--policy", policy]),
+        g => Agent::start_v2(g, name, &[&format!("policyLocation=file://{policy}")]),
+    }
+}
+
 /// A gateway whose anonymous callers hold one role reaching `targets`
 /// under the policy `body`.
 async fn gateway_with(setup: &Setup, agents: &[&Agent], targets: &str, body: &str) -> Gateway {
@@ -761,10 +770,7 @@ async fn an_overload_allowed_by_its_signature_runs_as_on_the_agent() {
                 <operation>add(int,int)</operation></mbean></allow>";
     let policy = setup.policy("agent-side", body);
     // The same file on the agent itself: its restrictor is the reference.
-    let restricted = match common::Generation::under_test() {
-        common::Generation::V1 => Agent::start_with("ovl-ref", &["--policy", &policy]),
-        g => Agent::start_v2(g, "ovl-ref", &[&format!("policyLocation=file://{policy}")]),
-    };
+    let restricted = restricted_by("ovl-ref", &policy);
     let open = Agent::start("ovl");
     let gw = gateway_with(&setup, &[&open], "[\"*\"]", body).await;
     for (operation, arguments) in [
@@ -816,10 +822,7 @@ async fn the_shipped_operator_policy_runs_gc_as_the_agent_does_and_can_invoke_ag
         [text.find("<restrict>").unwrap() + "<restrict>".len()..text.rfind("</restrict>").unwrap()];
     let setup = Setup::new();
     let policy = setup.policy("operator", body);
-    let restricted = match common::Generation::under_test() {
-        common::Generation::V1 => Agent::start_with("op-ref", &["--policy", &policy]),
-        g => Agent::start_v2(g, "op-ref", &[&format!("policyLocation=file://{policy}")]),
-    };
+    let restricted = restricted_by("op-ref", &policy);
     let open = Agent::start("op");
     let gw = gateway_with(&setup, &[&open], "[\"*\"]", body).await;
     let logging = "java.util.logging:type=Logging";

@@ -647,22 +647,30 @@ mod tests {
     const DENY_SECRET: &str =
         "<restrict><deny><mbean><name>d:type=T</name><attribute>Secret</attribute></mbean></deny></restrict>";
 
-    #[test]
-    fn targets_reached_by_the_same_roles_share_one_decision() {
-        let config = crate::config::Config::parse(
-            "[server]\nlisten = \"127.0.0.1:0\"\n\
-             [[targets]]\nname = \"a-1\"\nurl = \"http://127.0.0.1:1/j\"\n\
-             [[targets]]\nname = \"b-1\"\nurl = \"http://127.0.0.1:1/j\"\n\
-             [[targets]]\nname = \"a-2\"\nurl = \"http://127.0.0.1:1/j\"\n\
-             [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\n\
-             [[roles]]\nname = \"operator\"\ntargets = [\"a-*\"]\n",
-        )
-        .unwrap();
+    /// The fleet and roles of `config` (its targets and roles, after a
+    /// listener), and a caller signed in with Basic holding `roles`.
+    fn holding(config: &str, roles: &[&str]) -> (crate::fleet::Fleet, AccessControl, Principal) {
+        let config =
+            crate::config::Config::parse(&format!("[server]\nlisten = \"127.0.0.1:0\"\n{config}"))
+                .unwrap();
         let fleet = crate::fleet::Fleet::new(&config.targets, &config.target_defaults).unwrap();
         let access = AccessControl::new(&config.roles, &config.access).unwrap();
         let mut principal = Principal::anonymous();
         principal.method = crate::principal::AuthMethod::Basic;
-        principal.roles = vec!["viewer".into(), "operator".into()];
+        principal.roles = roles.iter().map(|r| r.to_string()).collect();
+        (fleet, access, principal)
+    }
+
+    #[test]
+    fn targets_reached_by_the_same_roles_share_one_decision() {
+        let (fleet, access, principal) = holding(
+            "[[targets]]\nname = \"a-1\"\nurl = \"http://127.0.0.1:1/j\"\n\
+             [[targets]]\nname = \"b-1\"\nurl = \"http://127.0.0.1:1/j\"\n\
+             [[targets]]\nname = \"a-2\"\nurl = \"http://127.0.0.1:1/j\"\n\
+             [[roles]]\nname = \"viewer\"\ntargets = [\"*\"]\n\
+             [[roles]]\nname = \"operator\"\ntargets = [\"a-*\"]\n",
+            &["viewer", "operator"],
+        );
         let roles = access.roles_of(&principal);
         let facts = RequestFacts {
             method: "POST",
@@ -728,20 +736,16 @@ mod tests {
             "<restrict><http><method>post</method></http></restrict>",
         )
         .unwrap();
-        let config = crate::config::Config::parse(&format!(
-            "[server]\nlisten = \"127.0.0.1:0\"\n\
-             [[targets]]\nname = \"a-1\"\nurl = \"http://127.0.0.1:1/j\"\n\
-             [[roles]]\nname = \"developers\"\ntargets = [\"*\"]\npolicy = \"{}\"\n\
-             [[roles]]\nname = \"ops\"\ntargets = [\"*\"]\npolicy = \"{}\"\n",
-            developers.display(),
-            ops.display()
-        ))
-        .unwrap();
-        let fleet = crate::fleet::Fleet::new(&config.targets, &config.target_defaults).unwrap();
-        let access = AccessControl::new(&config.roles, &config.access).unwrap();
-        let mut principal = Principal::anonymous();
-        principal.method = crate::principal::AuthMethod::Basic;
-        principal.roles = vec!["developers".into(), "ops".into()];
+        let (fleet, access, principal) = holding(
+            &format!(
+                "[[targets]]\nname = \"a-1\"\nurl = \"http://127.0.0.1:1/j\"\n\
+                 [[roles]]\nname = \"developers\"\ntargets = [\"*\"]\npolicy = \"{}\"\n\
+                 [[roles]]\nname = \"ops\"\ntargets = [\"*\"]\npolicy = \"{}\"\n",
+                developers.display(),
+                ops.display()
+            ),
+            &["developers", "ops"],
+        );
         let roles = access.roles_of(&principal);
         let gc = Request::from_json(
             &json!({"type": "exec", "mbean": "java.lang:type=Memory", "operation": "gc"}),
