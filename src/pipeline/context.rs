@@ -16,7 +16,7 @@ use crate::access::Role;
 use crate::principal::Principal;
 
 use super::audit::{Channel, Who};
-use super::authorize::RequestFacts;
+use super::authorize::{EndedGrant, RequestFacts};
 
 /// Who asks, from where, through what, since when.
 #[derive(Debug)]
@@ -37,6 +37,9 @@ pub(crate) struct RequestContext {
     /// The standing roles and those its approved access requests grant now:
     /// what it reaches.
     pub(crate) held: Vec<Arc<Role>>,
+    /// Grants it held until lately: a refusal one of them would have
+    /// allowed says it ended, and how to ask again.
+    pub(crate) ended: Vec<EndedGrant>,
     /// The client chain for policies' `<remote>`
     /// (`AccessControl::client_chain`).
     pub(crate) chain: Vec<String>,
@@ -48,6 +51,14 @@ pub(crate) struct RequestContext {
     /// The names of `standing` and `held`, as audit records list them.
     standing_names: Vec<String>,
     held_names: Vec<String>,
+}
+
+/// What a caller's access requests give it on one request.
+#[derive(Debug, Default)]
+pub(crate) struct Grants {
+    /// The roles they grant now, narrowed to their targets.
+    pub(crate) held: Vec<Arc<Role>>,
+    pub(crate) ended: Vec<EndedGrant>,
 }
 
 /// What the router knows of a request once its caller is authenticated.
@@ -80,6 +91,7 @@ impl RequestContext {
             tls,
             principal,
             held: standing.clone(),
+            ended: Vec::new(),
             held_names: standing_names.clone(),
             standing,
             standing_names,
@@ -110,10 +122,12 @@ impl RequestContext {
         ctx
     }
 
-    /// The caller also holds `granted` (its approved access requests).
-    pub(crate) fn grant(&mut self, granted: Vec<Arc<Role>>) {
-        self.held.extend(granted);
+    /// The caller also holds what its approved access requests grant now,
+    /// and remembers those that ended lately.
+    pub(crate) fn grant(&mut self, granted: Grants) {
+        self.held.extend(granted.held);
         self.held_names = names(&self.held);
+        self.ended = granted.ended;
     }
 
     /// The listener's scheme, `http` or `https`.

@@ -52,7 +52,8 @@ use crate::fleet::Target;
 use crate::protocol::{Command, Request, Response};
 use crate::version::GatewayIdentity;
 use authenticate::Connection;
-pub(crate) use context::RequestContext;
+pub(crate) use authorize::EndedGrant;
+pub(crate) use context::{Grants, RequestContext};
 
 use items::Items;
 use route::{Addressing, Destination, NoRoute, Route};
@@ -394,6 +395,24 @@ impl Gateway {
                 destination,
             )
         };
+        // A policy's refusal (not a hidden target's) tells a caller who
+        // may ask for access which request would let it through.
+        let with_how_to_ask = |mut error: crate::protocol::ProtocolError, to: &Destination| {
+            if error.status == 403 && !caller.ctx.standing.is_empty() {
+                if let Some(hint) = authorize::how_to_ask(
+                    &state.access,
+                    &caller.ctx.principal,
+                    caller.ctx.standing_names(),
+                    &caller.ctx.ended,
+                    &caller.facts,
+                    request,
+                    to,
+                ) {
+                    error.message = format!("{} ({hint})", error.message);
+                }
+            }
+            error
+        };
         let route = route::route_item(&state.fleet, addressing, parsed, &reach);
         if parsed.reduce.is_some() {
             // A reduction is of a group: one target's name is refused
@@ -433,20 +452,29 @@ impl Gateway {
                     allowed,
                     command: &request.command,
                 },
-                Err(d) => Judged::failed(Some("gateway".into()), d.error, Some(d.rule)),
+                Err(d) => {
+                    let error = with_how_to_ask(d.error, &Destination::Gateway);
+                    Judged::failed(Some("gateway".into()), error, Some(d.rule))
+                }
             },
             Ok(Route::Agent {
                 target,
                 credentials,
-            }) => match authorize(&Destination::Agent(target.clone())) {
-                Ok(allowed) => Judged::Agent {
-                    target,
-                    request,
-                    credentials,
-                    allowed,
-                },
-                Err(d) => Judged::failed(Some(target.name.clone()), d.error, Some(d.rule)),
-            },
+            }) => {
+                let destination = Destination::Agent(target.clone());
+                match authorize(&destination) {
+                    Ok(allowed) => Judged::Agent {
+                        target,
+                        request,
+                        credentials,
+                        allowed,
+                    },
+                    Err(d) => {
+                        let error = with_how_to_ask(d.error, &destination);
+                        Judged::failed(Some(target.name.clone()), error, Some(d.rule))
+                    }
+                }
+            }
             Ok(Route::Group { selector, targets }) => Judged::Group {
                 selector,
                 request,

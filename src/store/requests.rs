@@ -463,25 +463,32 @@ impl Store {
         )
     }
 
-    /// The role requests of `requester` approved and not yet ended, by
-    /// the store's clock (whether or not `expire_due` has run), each with
-    /// the milliseconds it has left by that clock.
-    pub async fn active_grants(
+    /// The role requests of `requester` that were approved and have not
+    /// ended, or ended (expired or revoked) within the last
+    /// `ended_within_ms`, by the store's clock (whether or not
+    /// `expire_due` has run), each with the milliseconds it has left by
+    /// that clock: 0 or less for one that ended.
+    pub async fn grants(
         &self,
         requester: &str,
+        ended_within_ms: i64,
     ) -> Result<Vec<(StoredRequest, i64)>, StoreError> {
         let db = self.db();
+        // decided_ms: approved once (a pending request that expired or
+        // was revoked never granted anything).
         let sql = with_now(
             db,
             &format!(
                 "SELECT {COLUMNS}, expires_ms - NOW_MS AS remaining_ms FROM access_requests \
-                 WHERE requester = $1 AND kind = 'role' \
-                 AND state = 'approved' AND expires_ms > NOW_MS ORDER BY id"
+                 WHERE requester = $1 AND kind = 'role' AND decided_ms IS NOT NULL \
+                 AND state IN ('approved', 'expired', 'revoked') \
+                 AND expires_ms > NOW_MS - $2 ORDER BY id"
             ),
         );
         Ok(
             on_db!(db, pool => sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
             .bind(requester)
+            .bind(ended_within_ms)
             .fetch_all(pool)
             .await?
             .iter()
@@ -603,14 +610,14 @@ mod tests {
             expires > now && expires <= now + 30 * 60 * 1000,
             "{expires} vs {now}"
         );
-        let grants = store.active_grants("dev").await.unwrap();
+        let grants = store.grants("dev", 0).await.unwrap();
         assert_eq!(grants.len(), 1);
         let left = grants[0].1;
         assert!(
             left > 29 * 60 * 1000 && left <= 30 * 60 * 1000,
             "the grant has its 30 minutes left by the store's clock: {left}"
         );
-        assert!(store.active_grants("lead-a").await.unwrap().is_empty());
+        assert!(store.grants("lead-a", 0).await.unwrap().is_empty());
         // Decided: no more reviews.
         assert_eq!(
             store.review("r1", "lead-c", Verdict::Deny, None).await,
@@ -630,7 +637,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(denied.state, RequestState::Denied);
-        assert!(store.active_grants("dev").await.unwrap().is_empty());
+        assert!(store.grants("dev", 0).await.unwrap().is_empty());
 
         store
             .create_request(&role_request("g", "dev", 1), 5)
@@ -640,11 +647,23 @@ mod tests {
             .review("g", "lead", Verdict::Approve, None)
             .await
             .unwrap();
-        assert_eq!(store.active_grants("dev").await.unwrap().len(), 1);
+        assert_eq!(store.grants("dev", 0).await.unwrap().len(), 1);
         let revoked = store.revoke("g", "lead").await.unwrap();
         assert_eq!(revoked.state, RequestState::Revoked);
         assert_eq!(revoked.ended_by.as_deref(), Some("lead"));
-        assert!(store.active_grants("dev").await.unwrap().is_empty());
+        assert!(store.grants("dev", 0).await.unwrap().is_empty());
+        // Remembered as ended for a while (a refusal says so), and a
+        // request revoked before anyone approved it granted nothing.
+        store
+            .create_request(&role_request("p", "dev", 1), 5)
+            .await
+            .unwrap();
+        store.revoke("p", "dev").await.unwrap();
+        let ended = store.grants("dev", 60_000).await.unwrap();
+        assert_eq!(ended.len(), 1, "{ended:?}");
+        assert_eq!(ended[0].0.request.id, "g");
+        assert_eq!(ended[0].0.state, RequestState::Revoked);
+        assert!(ended[0].1 <= 0, "{ended:?}");
         assert_eq!(
             store.revoke("g", "lead").await,
             Err(StoreError::NotPending(RequestState::Revoked))
@@ -695,7 +714,7 @@ mod tests {
             .unwrap();
         // Ended the moment it was granted: not active, whether or not
         // anyone marked it expired yet.
-        assert!(store.active_grants("dev").await.unwrap().is_empty());
+        assert!(store.grants("dev", 0).await.unwrap().is_empty());
         let expired = store.expire_due(i64::MAX / 2).await.unwrap();
         assert_eq!(expired.len(), 1);
         assert_eq!(expired[0].state, RequestState::Expired);
@@ -743,7 +762,7 @@ mod tests {
             "only once"
         );
         // An item approval is no role grant.
-        assert!(store.active_grants("dev").await.unwrap().is_empty());
+        assert!(store.grants("dev", 0).await.unwrap().is_empty());
     }
 
     #[tokio::test]

@@ -124,6 +124,13 @@ async fn an_engineer_asks_for_operator_rights_on_orders_and_a_lead_approves() {
     // Standing rights: read only.
     let before = dev.jolokia(&gc_on("orders-1")).await;
     assert_eq!(before["status"], 403, "{before}");
+    // The refusal says which role would let it through, and how to ask.
+    let says = before["error"].as_str().unwrap();
+    assert!(
+        says.contains("role ops allows this and you may request it")
+            && says.contains("`jmxgate access request ops --reason ...`"),
+        "{before}"
+    );
 
     let (status, asked) = dev
         .ask(&json!({"role":"ops","duration":"30m","targets":"orders-*","reason":"INC-1234"}))
@@ -175,6 +182,12 @@ async fn an_engineer_asks_for_operator_rights_on_orders_and_a_lead_approves() {
     assert_eq!(revoked["ended_by"], "lead1");
     let after = dev.jolokia(&gc_on("orders-1")).await;
     assert_eq!(after["status"], 403, "{after}");
+    assert!(
+        after["error"].as_str().unwrap().contains(&format!(
+            "your access request {id} for role ops allowed this and was revoked: ask again"
+        )),
+        "{after}"
+    );
     let (status, again) = lead.review(&id, "approve", "").await;
     assert_eq!(status, 409, "{again}");
 
@@ -571,15 +584,22 @@ async fn a_grant_ends_when_its_time_is_up() {
     let (status, _) = lead.review(&id, "approve", "").await;
     assert_eq!(status, 200);
     assert_eq!(dev.jolokia(&gc_on("orders-1")).await["status"], 200);
-    eventually("the grant ends", Duration::from_secs(60), || async {
+    let ended = eventually("the grant ends", Duration::from_secs(60), || async {
         let r = dev.jolokia(&gc_on("orders-1")).await;
         if r["status"] == 403 {
-            Ok(())
+            Ok(r)
         } else {
             Err(r.to_string())
         }
     })
     .await;
+    assert!(
+        ended["error"].as_str().unwrap().contains(&format!(
+            "your access request {id} for role ops allowed this and expired: ask again \
+             with `jmxgate access request ops --reason ...`"
+        )),
+        "{ended}"
+    );
     dev.wait_for_state(&id, "expired").await;
     let expired = audit_records(&dir.path().join("audit"))
         .into_iter()

@@ -59,11 +59,11 @@ async fn two_replicas_share_requests_reviews_and_grants() {
     let approved = a.request("r1").await.unwrap();
     assert_eq!(approved.state, RequestState::Approved, "{approved:?}");
     assert_eq!(approved.reviews.len(), 2);
-    assert_eq!(b.active_grants("dev").await.unwrap().len(), 1);
+    assert_eq!(b.grants("dev", 0).await.unwrap().len(), 1);
 
     // Revoked on one: gone on the other at once.
     b.revoke("r1", "lead-a").await.unwrap();
-    assert!(a.active_grants("dev").await.unwrap().is_empty());
+    assert!(a.grants("dev", 0).await.unwrap().is_empty());
 
     // The same reviewer on both replicas at once: counted once.
     a.create_request(&request("r2", "dev", 2), 5).await.unwrap();
@@ -133,7 +133,7 @@ async fn a_store_that_is_down_is_an_error_that_names_no_password() {
         .await
         .unwrap();
     pg.kill();
-    let err = store.active_grants("dev").await.unwrap_err();
+    let err = store.grants("dev", 0).await.unwrap_err();
     assert!(matches!(err, StoreError::Unavailable(_)), "{err:?}");
     assert!(!err.to_string().contains(postgres::PASSWORD), "{err}");
     // Opening one that isn't there fails the same way, without the URL.

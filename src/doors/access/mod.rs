@@ -27,7 +27,7 @@ use crate::pipeline::audit::{self, AccessStep, Who};
 use crate::pipeline::authorize::approval;
 use crate::pipeline::respond::{self, HttpError};
 use crate::pipeline::state::State;
-use crate::pipeline::{Gateway, Judged, RequestContext};
+use crate::pipeline::{EndedGrant, Gateway, Grants, Judged, RequestContext};
 
 use wire::Operation;
 
@@ -40,14 +40,20 @@ const GRANT_CACHE_TTL: Duration = Duration::from_secs(1);
 /// How often the store is checked and due requests are expired.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
+/// How long a grant that ended is remembered: a refusal it would have
+/// allowed says that it ended, and how to ask again.
+const ENDED_GRANTS_NAMED_FOR: Duration = Duration::from_secs(24 * 3600);
+
 /// A role held through an approved request, until a moment of this
-/// replica's monotonic clock (the store's remaining time, taken when read).
+/// replica's monotonic clock (the store's remaining time, taken when read;
+/// already past for one that ended).
 #[derive(Debug, Clone)]
 struct ActiveGrant {
     id: String,
     role: String,
     targets: Option<String>,
     until: Instant,
+    revoked: bool,
 }
 
 /// What just-in-time access keeps at run time.
@@ -245,21 +251,21 @@ pub fn access_store_trouble(gateway: &Gateway) -> Option<String> {
 }
 
 /// The roles `principal` holds through grants now, narrowed to their
-/// requests' targets. None for a caller that may request nothing (no
-/// lookup at all), nor while the store is away (standing roles keep
-/// working: elevation fails closed).
+/// requests' targets, and those it held until lately. None for a caller
+/// that may request nothing (no lookup at all), nor while the store is
+/// away (standing roles keep working: elevation fails closed).
 pub(crate) async fn granted_roles(
     gateway: &Gateway,
     state: &State,
     principal: &Principal,
     standing: &[Arc<Role>],
-) -> Vec<Arc<Role>> {
+) -> Grants {
     let access = &state.access;
     if !access.may_request(standing) {
-        return Vec::new();
+        return Grants::default();
     }
     let Some(identity) = access.identity_of(principal) else {
-        return Vec::new();
+        return Grants::default();
     };
     let elevation = elevation(gateway);
     let grants = match elevation.grants.get(&identity) {
@@ -267,21 +273,23 @@ pub(crate) async fn granted_roles(
         None => {
             // Not open, or away: standing roles only.
             let Ok(store) = elevation.store() else {
-                return Vec::new();
+                return Grants::default();
             };
+            let remembered = ENDED_GRANTS_NAMED_FOR.as_millis() as i64;
             let looked_up =
-                tokio::time::timeout(GRANT_LOOKUP_TIMEOUT, store.active_grants(&identity)).await;
+                tokio::time::timeout(GRANT_LOOKUP_TIMEOUT, store.grants(&identity, remembered))
+                    .await;
             let found = match looked_up {
                 Ok(Ok(found)) => found,
                 Ok(Err(e)) => {
                     tracing::warn!(principal = %principal.name, "access grants not read: {e}");
                     elevation.set_trouble(Some("the access store did not answer".into()));
-                    return Vec::new();
+                    return Grants::default();
                 }
                 Err(_) => {
                     tracing::warn!(principal = %principal.name, "access grants not read within {GRANT_LOOKUP_TIMEOUT:?}");
                     elevation.set_trouble(Some("the access store did not answer in time".into()));
-                    return Vec::new();
+                    return Grants::default();
                 }
             };
             let now = Instant::now();
@@ -293,6 +301,7 @@ pub(crate) async fn granted_roles(
                         role: r.request.role,
                         targets: r.request.targets,
                         until: now + Duration::from_millis(left_ms.max(0) as u64),
+                        revoked: r.state == RequestState::Revoked,
                     })
                     .collect::<Vec<_>>(),
             );
@@ -302,18 +311,28 @@ pub(crate) async fn granted_roles(
     };
     let now = Instant::now();
     let standing_names = names(standing);
-    grants
-        .iter()
-        .filter(|g| g.until > now)
-        // Still the caller's to hold: the role is still requestable by
-        // a role it holds now.
-        .filter(|g| {
-            access.role_configs().iter().any(|r| {
-                r.name == g.role && r.requestable_by.iter().any(|b| standing_names.contains(b))
-            })
+    let mut granted = Grants::default();
+    // Still the caller's to hold (or ask again): the role is still
+    // requestable by a role it holds now.
+    let requestable = |g: &&ActiveGrant| {
+        access.role_configs().iter().any(|r| {
+            r.name == g.role && r.requestable_by.iter().any(|b| standing_names.contains(b))
         })
-        .filter_map(|g| access.granted_role(&g.role, g.targets.as_deref(), &g.id))
-        .collect()
+    };
+    for g in grants.iter().filter(requestable) {
+        let Some(role) = access.granted_role(&g.role, g.targets.as_deref(), &g.id) else {
+            continue;
+        };
+        if g.until > now && !g.revoked {
+            granted.held.push(role);
+        } else {
+            granted.ended.push(EndedGrant {
+                role,
+                revoked: g.revoked,
+            });
+        }
+    }
+    granted
 }
 
 /// Four-eyes, before dispatch: each item that waits for approval either

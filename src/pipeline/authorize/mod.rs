@@ -174,6 +174,14 @@ impl Grant {
     }
 }
 
+/// A role a caller held through an access request (`role.granted_by`)
+/// that has expired or been revoked.
+#[derive(Debug, Clone)]
+pub(crate) struct EndedGrant {
+    pub(crate) role: Arc<Role>,
+    pub(crate) revoked: bool,
+}
+
 /// How dispatch must run an allowed item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Plan {
@@ -327,6 +335,50 @@ pub fn authorize(
         approval: approval::waits_for(&passing, request),
         rule: rule.into(),
     })
+}
+
+/// What a refusal adds for a caller who may ask for access: that an
+/// access request it held until lately would have allowed the item and
+/// ended (expired or revoked), else that a role it may request allows
+/// it; and how to ask. `None` when neither would allow it, so the hint
+/// never names a role that would not help. `standing` are the names of
+/// the caller's own roles (those that may request).
+pub(crate) fn how_to_ask(
+    access: &AccessControl,
+    principal: &Principal,
+    standing: &[String],
+    ended: &[EndedGrant],
+    facts: &RequestFacts<'_>,
+    request: &Request,
+    destination: &Destination,
+) -> Option<String> {
+    let allows = |role: &Arc<Role>| {
+        let alone = std::slice::from_ref(role);
+        authorize(access, principal, alone, facts, request, destination).is_ok()
+    };
+    let ask = |role: &str| format!("`jmxgate access request {role} --reason ...`");
+    if let Some(g) = ended.iter().find(|g| allows(&g.role)) {
+        let id = g.role.granted_by.as_deref().unwrap_or_default();
+        let how = if g.revoked { "was revoked" } else { "expired" };
+        return Some(format!(
+            "your access request {id} for role {} allowed this and {how}: ask again with {}",
+            g.role.name,
+            ask(&g.role.name)
+        ));
+    }
+    access
+        .role_configs()
+        .iter()
+        .filter(|r| r.requestable_by.iter().any(|by| standing.contains(by)))
+        .filter_map(|r| access.granted_role(&r.name, None, "-"))
+        .find(|r| allows(r))
+        .map(|r| {
+            format!(
+                "role {} allows this and you may request it: {}",
+                r.name,
+                ask(&r.name)
+            )
+        })
 }
 
 /// Of the roles refused on the request as a whole (`<http>`, `<remote>`,
