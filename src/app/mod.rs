@@ -38,7 +38,8 @@ impl Gateway {
             },
             Sections::default()
                 .with(Elevation::new(&config.access.store))
-                .with(Exports::default()),
+                .with(Exports::default())
+                .with(crate::doors::mcp::logging::LogLevels::default()),
             crate::doors::access::settle,
         )
     }
@@ -254,5 +255,6 @@ mod tests {
         let _ = (state.events(), state.otlp());
         let _ = crate::doors::access::elevation(&gateway);
         let _ = crate::jobs::otlp::exports(&gateway);
+        let _ = crate::doors::mcp::logging_levels(&gateway);
     }
 }

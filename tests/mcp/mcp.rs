@@ -566,6 +566,8 @@ async fn conformance_suite_against_an_open_gateway() {
         "ping: 1 passed, 0 failed",
         "tools-list: 1 passed, 0 failed",
         "prompts-list: 1 passed, 0 failed",
+        "resources-list: 1 passed, 0 failed",
+        "logging-set-level: 1 passed, 0 failed",
         "dns-rebinding-protection: 2 passed, 0 failed",
     ] {
         assert!(all.contains(applies), "no `{applies}` in:\n{all}");

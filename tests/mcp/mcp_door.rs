@@ -1264,7 +1264,26 @@ async fn a_denied_attribute_is_in_its_place_by_name_and_by_selector() {
         .unwrap();
     let refused: Value = r.json().await.unwrap();
     assert_eq!(refused["status"], 403, "{refused}");
-    let denied_entry = json!({"error": refused["error"], "error_type": refused["error_type"]});
+    // With the rule that decided, as /jmxgate/explain names it.
+    let explained: Value = gw
+        .http
+        .post(gw.url("/jmxgate/explain"))
+        .header("Authorization", &guarded)
+        .header("Content-Type", "application/json")
+        .body(
+            json!({"type": "read", "mbean": memory, "attribute": "HeapMemoryUsage",
+                   "target": {"url": a.name}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(explained["decision"], "deny", "{explained}");
+    let denied_entry = json!({"error": refused["error"], "error_type": refused["error_type"],
+                              "denied_by": explained["rule"]});
 
     for attributes in [
         json!(["HeapMemoryUsage"]),

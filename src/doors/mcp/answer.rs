@@ -483,9 +483,89 @@ fn uniform_errors(values: Value, pattern: bool) -> Value {
     )
 }
 
+/// Most attribute denials of one `read_attributes` answer whose rule is
+/// looked up (a pattern read may hold thousands of pairs).
+const MAX_ATTRIBUTE_RULES: usize = 256;
+
+/// Names the deciding rule beside each attribute a policy denied in a
+/// `read_attributes` answer (`denied_by`, as a tool error names it), so
+/// an assistant needs no second `explain` call: `rule_of(target, mbean,
+/// attribute)` is the caller's own refusing rule, `None` where the
+/// gateway's policies allowed the read (the agent's own refusal). `mbean`
+/// is the read's; a pattern read's values are keyed by MBean first.
+pub fn name_attribute_denials(
+    out: &mut Value,
+    mbean: &str,
+    pattern: bool,
+    rule_of: impl Fn(&str, &str, &str) -> Option<String>,
+) {
+    let mut looked_up = 0;
+    let mut name = |target: &str, mbean: &str, attribute: &str, v: &mut Value| {
+        let denied =
+            v.get("error_type").and_then(Value::as_str) == Some("java.lang.SecurityException");
+        if !denied || looked_up >= MAX_ATTRIBUTE_RULES {
+            return;
+        }
+        looked_up += 1;
+        if let Some(rule) = rule_of(target, mbean, attribute) {
+            v["denied_by"] = json!(rule);
+        }
+    };
+    let Some(results) = out["results"].as_array_mut() else {
+        return;
+    };
+    for result in results {
+        let target = result["target"].as_str().unwrap_or_default().to_string();
+        let Some(values) = result.get_mut("values").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (key, v) in values {
+            match (pattern, v) {
+                (true, Value::Object(by_attribute)) => {
+                    for (attribute, v) in by_attribute {
+                        name(&target, key, attribute, v);
+                    }
+                }
+                (false, v) => name(&target, mbean, key, v),
+                (true, _) => {}
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_denied_attribute_names_its_rule_in_place() {
+        let rule_of = |t: &str, m: &str, a: &str| {
+            (a != "Agents").then(|| format!("role v: <deny> {m} {a} on {t}"))
+        };
+        let denied = json!({"error": "Reading attribute S is forbidden", "error_type": "java.lang.SecurityException"});
+        let missing = json!({"error": "No such attribute N", "error_type": "javax.management.AttributeNotFoundException"});
+        let mut out = json!({"results": [
+            {"target": "a", "values": {"Name": "a", "S": denied, "N": missing, "Agents": denied}},
+            {"target": "b", "error": "down"}
+        ]});
+        name_attribute_denials(&mut out, "m:t=x", false, rule_of);
+        let values = &out["results"][0]["values"];
+        assert_eq!(values["S"]["denied_by"], "role v: <deny> m:t=x S on a");
+        assert_eq!(values["N"], missing, "only a policy's refusal has a rule");
+        assert_eq!(
+            values["Agents"], denied,
+            "the agent's own refusal has none of ours"
+        );
+        assert_eq!(values["Name"], "a");
+        // A pattern read: by MBean, then attribute.
+        let mut out =
+            json!({"results": [{"target": "a", "values": {"m:t=y": {"S": denied, "Name": "y"}}}]});
+        name_attribute_denials(&mut out, "m:*", true, rule_of);
+        assert_eq!(
+            out["results"][0]["values"]["m:t=y"]["S"]["denied_by"],
+            "role v: <deny> m:t=y S on a"
+        );
+    }
 
     fn answered(tool: ToolName, fan_out: bool, answer: Value) -> Outcome {
         shape(Answered {

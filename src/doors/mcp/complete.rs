@@ -66,6 +66,38 @@ pub fn wanted(
     })
 }
 
+/// What `argument` of a resource template (`resources.rs`) completes to:
+/// `target` to the targets the caller reaches, `mbean` to the MBeans on
+/// the `target` already chosen.
+pub fn wanted_in_template(
+    template: &str,
+    argument: &str,
+    context: &dyn Fn(&str) -> Option<String>,
+) -> Result<Wanted, NotCompletable> {
+    use super::resources::{is_template, MBEAN_TEMPLATE};
+    if !is_template(template) {
+        return Err(NotCompletable(format!(
+            "no resource template {:?}; resources/templates/list shows them",
+            cut(template)
+        )));
+    }
+    Ok(match argument {
+        "target" => Wanted::Target { groups: false },
+        "mbean" if template == MBEAN_TEMPLATE => {
+            match context("target").filter(|v| !v.trim().is_empty()) {
+                Some(target) => Wanted::Mbean { target },
+                None => Wanted::Nothing,
+            }
+        }
+        _ => {
+            return Err(NotCompletable(format!(
+                "resource template {template} has no argument {:?}",
+                cut(argument)
+            )))
+        }
+    })
+}
+
 /// The `search` pattern that finds the MBeans `typed` may complete to:
 /// its domain's MBeans once a domain is typed whole (no wildcards), else
 /// every MBean.
@@ -117,6 +149,27 @@ fn cut(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resource_template_completes_its_target_then_its_mbean() {
+        use crate::doors::mcp::resources::{MBEAN_TEMPLATE, TARGET_TEMPLATE};
+        let none = |_: &str| None;
+        let chosen = |k: &str| (k == "target").then(|| "a".to_string());
+        assert_eq!(
+            wanted_in_template(TARGET_TEMPLATE, "target", &none),
+            Ok(Wanted::Target { groups: false })
+        );
+        assert_eq!(
+            wanted_in_template(MBEAN_TEMPLATE, "mbean", &none),
+            Ok(Wanted::Nothing)
+        );
+        assert_eq!(
+            wanted_in_template(MBEAN_TEMPLATE, "mbean", &chosen),
+            Ok(Wanted::Mbean { target: "a".into() })
+        );
+        assert!(wanted_in_template(TARGET_TEMPLATE, "mbean", &chosen).is_err());
+        assert!(wanted_in_template("test://template/{id}/data", "id", &none).is_err());
+    }
 
     #[test]
     fn each_argument_completes_from_what_is_chosen() {

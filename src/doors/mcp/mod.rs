@@ -18,9 +18,11 @@ pub mod complete;
 pub mod config;
 mod explain;
 pub mod jsonrpc;
+pub mod logging;
 pub mod origin;
 pub mod page;
 pub mod prompts;
+pub mod resources;
 pub(crate) mod service;
 pub mod tools;
 
@@ -39,8 +41,9 @@ use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
     CompleteResult, CompletionInfo, ContentBlock, DiscoverResult, ErrorData,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, Reference, ServerCapabilities,
-    ServerConfig,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, Resource, ResourceContents, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
@@ -116,6 +119,16 @@ impl McpCaller {
     /// of a read answered in its place.
     fn judged_as(&self) -> Caller<'_> {
         self.ctx.caller("POST").reads_denied_in_place()
+    }
+
+    /// Who the caller is for the levels it sets (`logging`): the name it
+    /// authenticated as, and by which method.
+    fn log_key(&self) -> String {
+        format!(
+            "{}:{}",
+            self.ctx.principal.method.as_str(),
+            self.ctx.principal.name
+        )
     }
 
     fn offered(&self) -> Vec<ToolName> {
@@ -221,9 +234,12 @@ fn tool_not_allowed(tool: ToolName, roles: &[String]) -> ErrorData {
 
 impl ServerHandler for Door {
     fn get_info(&self) -> ServerConfig {
+        #[allow(deprecated)] // logging: SEP-2577 deprecates it; clients use it still.
         let capabilities = ServerCapabilities::builder()
             .enable_completions()
+            .enable_logging()
             .enable_prompts()
+            .enable_resources()
             .enable_tools()
             .build();
         ServerConfig::new(capabilities)
@@ -302,12 +318,6 @@ impl ServerHandler for Door {
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let caller = caller(&context)?;
-        let Reference::Prompt(prompt) = &request.r#ref else {
-            return Err(ErrorData::invalid_params(
-                "jmxgate offers no resources; completion is for prompt arguments",
-                None,
-            ));
-        };
         let context_value = |key: &str| {
             request
                 .context
@@ -315,8 +325,17 @@ impl ServerHandler for Door {
                 .and_then(|c| c.get_argument(key))
                 .cloned()
         };
-        let wanted = complete::wanted(&prompt.name, &request.argument.name, &context_value)
-            .map_err(|e| ErrorData::invalid_params(e.0, None))?;
+        let argument = &request.argument.name;
+        let wanted = match &request.r#ref {
+            Reference::Prompt(prompt) => complete::wanted(&prompt.name, argument, &context_value),
+            Reference::Resource(template) => {
+                complete::wanted_in_template(&template.uri, argument, &context_value)
+            }
+            _ => Err(complete::NotCompletable(
+                "completion is for prompt and resource template arguments".into(),
+            )),
+        }
+        .map_err(|e| ErrorData::invalid_params(e.0, None))?;
         let typed = &request.argument.value;
         let info = completion(&self.gateway, &caller, wanted, typed).await;
         Ok(CompleteResult::new(info))
@@ -344,7 +363,8 @@ impl ServerHandler for Door {
         // the HTTP request (and its slot) waiting: a bug must cost one
         // call, never the door.
         use futures::FutureExt as _;
-        std::panic::AssertUnwindSafe(self.call(request, caller))
+        let tool: String = request.name.chars().take(64).collect();
+        let answer = std::panic::AssertUnwindSafe(self.call(request, caller.clone()))
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
@@ -353,7 +373,232 @@ impl ServerHandler for Door {
                     "the gateway failed on this call; see its log",
                     None,
                 ))
+            });
+        tell_of_call(&self.gateway, &caller, &context, &tool, &answer).await;
+        answer
+    }
+
+    #[allow(deprecated)] // logging: SEP-2577 deprecates it; clients use it still.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = caller(&context)?;
+        logging_levels(&self.gateway).set(&caller.log_key(), request.level);
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let caller = caller(&context)?;
+        let mut visible: Vec<&Arc<crate::fleet::Target>> = caller.visible_targets().collect();
+        visible.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        let names: Vec<&str> = visible.iter().map(|t| t.name.as_str()).collect();
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (shown, next) =
+            resources::page(&names, cursor).map_err(|e| ErrorData::invalid_params(e.0, None))?;
+        let by_name: std::collections::HashMap<&str, &Arc<crate::fleet::Target>> =
+            visible.iter().map(|t| (t.name.as_str(), *t)).collect();
+        let listed = shown
+            .into_iter()
+            .filter_map(|name| by_name.get(name))
+            .map(|t| {
+                let labels: Vec<String> =
+                    t.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                Resource::new(resources::target_uri(&t.name), t.name.clone())
+                    .with_description(if labels.is_empty() {
+                        "A JVM target (no labels)".to_string()
+                    } else {
+                        format!("A JVM target; labels {}", labels.join(", "))
+                    })
+                    .with_mime_type("application/json")
             })
+            .collect();
+        let mut page = ListResourcesResult::with_all_items(listed);
+        page.next_cursor = next;
+        Ok(match context.protocol_version() {
+            Some(v) if has_cache_hints(&v) => page
+                .with_ttl_ms(TOOLS_TTL_MS)
+                .with_cache_scope(CacheScope::Private),
+            _ => page,
+        })
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        caller(&context)?;
+        let templates = ListResourceTemplatesResult::with_all_items(resources::templates());
+        Ok(match context.protocol_version() {
+            Some(v) if has_cache_hints(&v) => templates
+                .with_ttl_ms(TOOLS_TTL_MS)
+                .with_cache_scope(CacheScope::Public),
+            _ => templates,
+        })
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let caller = caller(&context)?;
+        let uri = request.uri;
+        let resource =
+            resources::parse(&uri).map_err(|e| ErrorData::resource_not_found(e.0, None))?;
+        let text = match resource {
+            resources::Resource::Target(target) => {
+                let found = self
+                    .as_tool(
+                        &caller,
+                        ToolName::SearchMbeans,
+                        json!({"target": target, "pattern": "*:*"}),
+                    )
+                    .await?;
+                target_resource(&caller, &target, found)
+            }
+            resources::Resource::Mbean { target, mbean } => {
+                self.as_tool(
+                    &caller,
+                    ToolName::DescribeMbean,
+                    json!({"target": target, "mbean": mbean}),
+                )
+                .await?
+            }
+        };
+        Ok(ReadResourceResult::new(vec![
+            ResourceContents::text(text.to_string(), uri).with_mime_type("application/json")
+        ])
+        .into())
+    }
+}
+
+/// The level a caller asked for: its request's own (`_meta`, 2026-07-28),
+/// else the one it set with `logging/setLevel`.
+#[allow(deprecated)]
+fn wanted_level(
+    gateway: &Gateway,
+    caller: &McpCaller,
+    context: &RequestContext<RoleServer>,
+) -> Option<rmcp::model::LoggingLevel> {
+    context
+        .meta
+        .log_level()
+        .or_else(|| logging_levels(gateway).get(&caller.log_key()))
+}
+
+/// The levels callers set: the MCP door's room, put in by `app`.
+pub fn logging_levels(gateway: &Gateway) -> &logging::LogLevels {
+    gateway.rooms.get()
+}
+
+/// The first text of a tool's result (a tool error's words).
+fn text_of(result: &CallToolResult) -> Option<String> {
+    result
+        .content
+        .iter()
+        .find_map(|c| c.as_text().map(|t| t.text.clone()))
+}
+
+/// Tells the caller, if it asked (`logging`), how its tool call ended.
+#[allow(deprecated)] // logging: SEP-2577 deprecates it; clients use it still.
+async fn tell_of_call(
+    gateway: &Gateway,
+    caller: &McpCaller,
+    context: &RequestContext<RoleServer>,
+    tool: &str,
+    answer: &Result<CallToolResponse, ErrorData>,
+) {
+    let (ended, error) = match answer {
+        Err(e) => (logging::Ended::Failed, Some(e.message.to_string())),
+        Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => {
+            (logging::Ended::Failed, text_of(r))
+        }
+        Ok(CallToolResponse::Complete(r)) => (
+            r.structured_content
+                .as_ref()
+                .map_or(logging::Ended::Ok, logging::Ended::of_content),
+            None,
+        ),
+        Ok(_) => (logging::Ended::Ok, None),
+    };
+    let request_id = caller.ctx.who().request_id;
+    if let Some(told) = logging::of_call(
+        wanted_level(gateway, caller, context),
+        tool,
+        request_id,
+        ended,
+        error.as_deref(),
+    ) {
+        // A client gone before the answer is no failure of the call's.
+        let _ = context.peer.notify_logging_message(told).await;
+    }
+}
+
+/// A target's resource: its labels, and the MBeans a `search_mbeans` of
+/// it found for the caller, each with its resource URI.
+fn target_resource(caller: &McpCaller, target: &str, found: Value) -> Value {
+    let labels: serde_json::Map<String, Value> = caller
+        .state
+        .fleet
+        .by_name(target)
+        .map(|t| {
+            t.labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mbeans: Vec<Value> = found["results"][0]["mbeans"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(|m| json!({"name": m, "uri": resources::mbean_uri(target, m)}))
+        .collect();
+    let mut resource = json!({"target": target, "labels": labels, "mbeans": mbeans});
+    if found.get("next_cursor").is_some() || found.get("truncated").is_some() {
+        resource["truncated"] = json!(
+            "more MBeans than one answer holds: search_mbeans with a pattern,              or its next_cursor, finds the rest"
+        );
+    }
+    resource
+}
+
+impl Door {
+    /// A resource read as the tool call it stands for: the tool's
+    /// structured content, or its refusal as a JSON-RPC error (a target
+    /// the caller may not see is not found, as the tools say it).
+    async fn as_tool(
+        &self,
+        caller: &McpCaller,
+        tool: ToolName,
+        arguments: Value,
+    ) -> Result<Value, ErrorData> {
+        let Value::Object(arguments) = arguments else {
+            unreachable!("the arguments are an object")
+        };
+        let request = CallToolRequestParams::new(tool.as_str()).with_arguments(arguments);
+        match self.call(request, caller.clone()).await? {
+            CallToolResponse::Complete(r) if r.is_error != Some(true) => {
+                Ok(r.structured_content.unwrap_or(Value::Null))
+            }
+            CallToolResponse::Complete(r) => {
+                let text = text_of(&r).unwrap_or_default();
+                Err(if text.contains("no such target that you may reach") {
+                    ErrorData::resource_not_found(text, None)
+                } else {
+                    ErrorData::invalid_params(text, None)
+                })
+            }
+            _ => Err(ErrorData::internal_error("the tool asked for input", None)),
+        }
     }
 }
 
@@ -458,6 +703,12 @@ impl Door {
                         &denied_by,
                     );
                     match (shaped, mbean, page) {
+                        (Outcome::Done(mut read), None, None)
+                            if tool == ToolName::ReadAttributes =>
+                        {
+                            name_read_denials(&caller, &item, &mut read);
+                            Outcome::Done(read)
+                        }
                         (Outcome::Done(mut described), Some(mbean), _) => {
                             mark_uses(&caller, &target, &item, &mbean, &mut described);
                             Outcome::Done(described)
@@ -515,6 +766,49 @@ fn mark_uses(
         answer::Use::Write(a) => grant.write(&name, a).allowed,
         answer::Use::Execute(op) => grant.exec(&name, op).allowed,
     });
+}
+
+/// Names the caller's refusing rule beside each attribute of a
+/// `read_attributes` answer that a policy denied in place, decided as the
+/// call was: by the caller's roles that reach each target.
+fn name_read_denials(caller: &McpCaller, read: &parse::ParsedItem, answer: &mut Value) {
+    let crate::protocol::Command::Read(r) = &read.request.command else {
+        return;
+    };
+    let state = &caller.state;
+    let judged_as = caller.judged_as();
+    let grant_on = |target: &str| {
+        let t = state.fleet.by_name(target)?;
+        authorize::authorize(
+            &state.access,
+            &caller.ctx.principal,
+            &caller.ctx.held,
+            &judged_as.facts,
+            &read.request,
+            &route::Destination::Agent(t.clone()),
+        )
+        .ok()
+        .map(|allowed| allowed.grant)
+    };
+    // One grant per target answered (a fan-out has many).
+    let grants: std::collections::HashMap<String, _> = answer["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["target"].as_str())
+        .map(|t| (t.to_string(), grant_on(t)))
+        .collect();
+    answer::name_attribute_denials(
+        answer,
+        r.mbean.as_str(),
+        r.mbean.is_pattern(),
+        |target, mbean, attribute| {
+            let grant = grants.get(target)?.as_ref()?;
+            let name = crate::protocol::ObjectName::parse(mbean).ok()?;
+            let decision = grant.read(&name, attribute);
+            (!decision.allowed).then_some(decision.rule)
+        },
+    );
 }
 
 /// A page of `search_mbeans` names, bounded, with the cursor for the

@@ -350,7 +350,9 @@ impl ToolName {
                 json!({
                     "description": "The values by attribute (by MBean, then attribute, for a \
                                     pattern); an attribute that could not be read holds \
-                                    {\"error\", \"error_type\"} instead of its value."
+                                    {\"error\", \"error_type\"} instead of its value, with \
+                                    \"denied_by\" (the role and rule of yours that decided) \
+                                    where a policy of yours denied it."
                 }),
             ),
             ToolName::DescribeMbean => describe_mbean_schema(),

@@ -16,13 +16,16 @@ import functools
 import json
 import os
 import unittest
+import urllib.parse
+import warnings
 
 import httpx2
 import requests
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import Implementation
+from mcp.types import Implementation, ResourceTemplateReference
+from mcp_types.jsonrpc import INVALID_PARAMS
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 GATEWAY = os.environ["JMXGATE_URL"]
@@ -85,9 +88,10 @@ def invocations(target):
 
 
 @contextlib.asynccontextmanager
-async def connect(who, statuses=None, headers=None, mode="auto"):
+async def connect(who, statuses=None, headers=None, mode="auto", **client_options):
     """An SDK client of the gateway's /mcp, authenticating with a Basic
-    header; the HTTP statuses it gets are appended to `statuses`."""
+    header; the HTTP statuses it gets are appended to `statuses`;
+    `client_options` go to the SDK's Client (a logging callback, say)."""
 
     async def record(response):
         if statuses is not None:
@@ -99,7 +103,7 @@ async def connect(who, statuses=None, headers=None, mode="auto"):
                                   event_hooks={"response": [record]}) as http:
         transport = streamable_http_client(MCP_URL, http_client=http)
         async with Client(transport, client_info=Implementation(name="jmxgate-mcp-tests", version="1.0.0"),
-                          read_timeout_seconds=120, mode=mode) as client:
+                          read_timeout_seconds=120, mode=mode, **client_options) as client:
             yield client
 
 
@@ -278,16 +282,27 @@ class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
         # The viewer may not read Special; NoSuch exists nowhere. Each
         # fails alone, in one shape whichever agent generation answered,
         # whether the target is named or selected.
+        # The denied one names the rule that decided, as the viewer's own
+        # /jmxgate/explain words it: no second call to learn why.
         attributes = ["Name", "Special", "NoSuch"]
         expected_name = direct_value(A, {"type": "read", "mbean": TYPES, "attribute": "Name"})
+        own = explained(VIEWER, {"type": "read", "mbean": TYPES, "attribute": "Special", "target": {"url": A}})
+        self.assertEqual(own["decision"], "deny", own)
+        special_rule = own["rule"]
+        self.assertTrue(special_rule.startswith("role viewer: "), own)
         for target in (A, A + "*"):
             r = await self.ok(self.viewer, "read_attributes", {"target": target, "mbean": TYPES, "attributes": attributes})
             values = result_for(r["results"], A)["values"]
             self.assertEqual(values["Name"], expected_name, target)
+            self.assertEqual(sorted(values["Special"]), ["denied_by", "error", "error_type"], f"{target}: {values}")
+            self.assertEqual(values["Special"]["denied_by"], special_rule, target)
+            self.assertEqual(sorted(values["NoSuch"]), ["error", "error_type"], f"{target}: {values}")
             for attribute in ("Special", "NoSuch"):
-                self.assertEqual(sorted(values[attribute]), ["error", "error_type"], f"{target} {attribute}: {values}")
                 self.assertIn(attribute, values[attribute]["error"], target)
             self.assertEqual(values["Special"]["error_type"], "java.lang.SecurityException", target)
+        # A pattern read names it per MBean and attribute.
+        r = await self.ok(self.viewer, "read_attributes", {"target": A, "mbean": TYPES + ",*", "attributes": ["Special", "Name"]})
+        self.assertEqual(result_for(r["results"], A)["values"][TYPES]["Special"]["denied_by"], special_rule, r)
         # Only denied attributes, or a denied and a missing one: still in
         # place, and the same entry by name and by selector.
         for attributes in (["Special"], ["Special", "NoSuch"]):
@@ -297,7 +312,8 @@ class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
                                   {"target": target, "mbean": TYPES, "attributes": attributes})
                 entry = result_for(r["results"], A)
                 for attribute in attributes:
-                    self.assertEqual(sorted(entry["values"][attribute]), ["error", "error_type"], f"{target}: {entry}")
+                    self.assertIn("error", entry["values"][attribute], f"{target}: {entry}")
+                self.assertEqual(entry["values"]["Special"]["denied_by"], special_rule, entry)
                 self.assertEqual(entry["values"]["Special"]["error_type"], "java.lang.SecurityException", entry)
                 entries.append(entry)
             self.assertEqual(entries[0], entries[1], attributes)
@@ -305,6 +321,78 @@ class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
         r = await self.ok(self.operator, "read_attributes", {"target": A, "mbean": TYPES, "attributes": ["Special"]})
         self.assertEqual(result_for(r["results"], A)["values"]["Special"],
                          direct_value(A, {"type": "read", "mbean": TYPES, "attribute": "Special"}))
+
+    @with_clients
+    async def test_resources_are_the_targets_and_their_mbeans(self):
+        listed = await self.viewer.list_resources()
+        self.assertEqual(sorted(r.name for r in listed.resources), sorted(LABELS))
+        for r in listed.resources:
+            self.assertEqual(str(r.uri), "jmxgate://targets/" + urllib.parse.quote(r.name, safe="-._~"), r)
+            self.assertEqual(r.mime_type, "application/json", r)
+        templates = await self.viewer.list_resource_templates()
+        self.assertEqual(sorted(t.uri_template for t in templates.resource_templates),
+                         ["jmxgate://targets/{target}", "jmxgate://targets/{target}/mbeans/{mbean}"])
+        # A target: its labels and the MBeans the agent has (the viewer's
+        # policy hides none), each with the URI that reads it.
+        target_uri = next(str(r.uri) for r in listed.resources if r.name == A)
+        read = await self.viewer.read_resource(target_uri)
+        [content] = read.contents
+        self.assertEqual((str(content.uri), content.mime_type), (target_uri, "application/json"))
+        target = json.loads(content.text)
+        self.assertEqual((target["target"], target["labels"]), (A, LABELS[A]), target)
+        self.assertEqual(sorted(m["name"] for m in target["mbeans"]),
+                         sorted(direct_value(A, {"type": "search", "mbean": "*:*"})))
+        # The templates' arguments complete to the viewer's targets, then
+        # to the MBeans on the one chosen.
+        ref = ResourceTemplateReference(type="ref/resource", uri="jmxgate://targets/{target}/mbeans/{mbean}")
+        targets = await self.viewer.complete(ref, {"name": "target", "value": A})
+        self.assertIn(A, targets.completion.values)
+        mbeans = await self.viewer.complete(ref, {"name": "mbean", "value": "jmxgate.test:type=Ty"}, {"target": A})
+        self.assertEqual(mbeans.completion.values, [TYPES])
+        # An MBean: what describe_mbean says of it.
+        [types] = [m for m in target["mbeans"] if m["name"] == TYPES]
+        read = await self.viewer.read_resource(types["uri"])
+        described = await self.ok(self.viewer, "describe_mbean", {"target": A, "mbean": TYPES})
+        self.assertEqual(json.loads(read.contents[0].text), described)
+        # Names that are no resource of the gateway's, or no target of
+        # the caller's: not found, in words (-32002 until protocol
+        # 2026-07-28 retired it for invalid params, SEP-2164).
+        not_found = INVALID_PARAMS if self.viewer.protocol_version in MODERN_PROTOCOL_VERSIONS else -32002
+        for uri in ("jmxgate://targets/no-such-target", "test://static-text",
+                    "jmxgate://targets/" + urllib.parse.quote(A) + "/mbeans/"):
+            with self.assertRaises(MCPError, msg=uri) as refused:
+                await self.viewer.read_resource(uri)
+            self.assertEqual(refused.exception.error.code, not_found, uri)
+            self.assertTrue(refused.exception.error.message, uri)
+
+    async def test_a_caller_who_asks_is_told_of_its_calls(self):
+        told = []
+
+        async def on_log(params):
+            told.append(params)
+
+        async with connect(VIEWER, logging_callback=on_log, log_level="info") as viewer, \
+                connect(OPERATOR, logging_callback=on_log) as silent:
+            if viewer.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    await viewer.set_logging_level("info")
+            await viewer.list_tools()
+            await silent.list_tools()
+            await self.ok(silent, "read_attributes", {"target": A, "mbean": TYPES, "attributes": ["Name"]})
+            self.assertEqual(told, [], "a caller who asked for no level is told nothing")
+            await self.ok(viewer, "read_attributes", {"target": A, "mbean": TYPES, "attributes": ["Name"]})
+            await self.ok(viewer, "read_attributes", {"target": A, "mbean": TYPES, "attributes": ["Name", "Special"]})
+            await viewer.call_tool("read_attributes", {"target": "no-such-target", "mbean": TYPES})
+        self.assertEqual([(t.level, t.logger, t.data["tool"], t.data["outcome"]) for t in told], [
+            ("info", "jmxgate", "read_attributes", "ok"),
+            ("warning", "jmxgate", "read_attributes", "partly failed"),
+            ("error", "jmxgate", "read_attributes", "failed"),
+        ], told)
+        self.assertIn("no such target", told[2].data["error"])
+        for t in told:
+            self.assertIsInstance(t.data["request_id"], str, t)
+        self.assertEqual(len({t.data["request_id"] for t in told}), 3, "each call its own request id")
 
     @with_clients
     async def test_explain(self):
