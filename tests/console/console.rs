@@ -217,7 +217,7 @@ async fn a_targets_page_reads_as_the_viewer_and_shows_what_they_may_run() {
     assert!(text.contains(&verbose), "{verbose} in {text}");
     assert!(text.contains("<code>gc</code>"), "{text}");
     assert!(
-        text.contains("not allowed to you") && !text.contains("you may run it"),
+        text.contains("not allowed to you") && !text.contains("<form class=\"exec\""),
         "{text}"
     );
     let text = page(&gw, "ops", "ops-pw", memory)
@@ -225,7 +225,10 @@ async fn a_targets_page_reads_as_the_viewer_and_shows_what_they_may_run() {
         .text()
         .await
         .unwrap();
-    assert!(text.contains("you may run it"), "{text}");
+    assert!(
+        text.contains("<form class=\"exec\"") && text.contains("value=\"gc\""),
+        "{text}"
+    );
 
     // A target the viewer's roles don't reach is no target at all.
     let hidden = page(&gw, "shop-team", "shop-pw", "/console/targets/standin-001").await;
@@ -851,4 +854,397 @@ async fn a_hawtio_elsewhere_opens_each_targets_connection_from_the_viewers_own_l
     assert!(records
         .iter()
         .any(|r| r["event"] == "hawtio_connections" && r["principal"] == "shop-team"));
+}
+
+/// A console page's form as a browser would send it: the token cookie
+/// the page set and the same token in the form, from the page's own
+/// origin.
+struct Forms<'a> {
+    gw: &'a Gateway,
+    user: &'a str,
+    password: &'a str,
+    cookie: String,
+    token: String,
+}
+
+impl<'a> Forms<'a> {
+    /// Opens `path` (a page with forms) and keeps its token.
+    async fn open(
+        gw: &'a Gateway,
+        user: &'a str,
+        password: &'a str,
+        path: &str,
+    ) -> (Forms<'a>, String) {
+        let r = page(gw, user, password, path).await;
+        assert_eq!(r.status(), 200, "{path}");
+        let cookie = r
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|c| c.starts_with("jmxgate_console_csrf="))
+            .map(|c| c.split(';').next().unwrap().to_string())
+            .unwrap_or_default();
+        let text = r.text().await.unwrap();
+        let token = text
+            .split("name=\"csrf\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_default()
+            .to_string();
+        (
+            Forms {
+                gw,
+                user,
+                password,
+                cookie,
+                token,
+            },
+            text,
+        )
+    }
+
+    /// Posts `fields` (and the token) to `path`: the status and the page.
+    async fn post(&self, path: &str, fields: &[(&str, &str)]) -> (u16, String) {
+        let mut form = url::form_urlencoded::Serializer::new(String::new());
+        form.append_pair("csrf", &self.token);
+        for (k, v) in fields {
+            form.append_pair(k, v);
+        }
+        let r = self
+            .gw
+            .http
+            .post(self.gw.url(path))
+            .basic_auth(self.user, Some(self.password))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("cookie", &self.cookie)
+            .header("origin", format!("http://{}", self.gw.addr))
+            .body(form.finish())
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+}
+
+/// How many operations the agent has run (all callers).
+async fn invocations(agent: &Agent) -> i64 {
+    common::direct(
+        agent,
+        &serde_json::json!({"type":"read","mbean":"jmxgate.test:type=Counter","attribute":"Invocations"}),
+    )
+    .await["value"]
+        .as_i64()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_targets_page_runs_operations_and_writes_attributes_as_the_viewer() {
+    use serde_json::json;
+    let agent = Agent::start("console-forms");
+    let dir = tempfile::tempdir().unwrap();
+    let gw = Gateway::start(&config(dir.path(), &agent)).await;
+    let types = "/console/targets/real-1?mbean=jmxgate.test%3Atype%3DTypes";
+    let operations = "/console/targets/real-1?mbean=jmxgate.test%3Atype%3DOperations";
+    common::direct(
+        &agent,
+        &json!({"type":"exec","mbean":"jmxgate.test:type=Operations","operation":"reset"}),
+    )
+    .await;
+
+    // The header says what the gateway knows of the target, as the agent
+    // says it; the domains are in order.
+    let version = common::direct(&agent, &json!({"type":"version"})).await["value"].clone();
+    let (ops, text) = Forms::open(&gw, "ops", "ops-pw", types).await;
+    eventually("the target probed", Duration::from_secs(30), || async {
+        let text = page(&gw, "ops", "ops-pw", "/console/targets/real-1")
+            .await
+            .text()
+            .await
+            .unwrap();
+        if text.contains("<dd class=\"state\">up</dd>") {
+            Ok(())
+        } else {
+            Err(text)
+        }
+    })
+    .await;
+    let header = page(&gw, "ops", "ops-pw", "/console/targets/real-1")
+        .await
+        .text()
+        .await
+        .unwrap();
+    for expected in [
+        version["agent"].as_str().unwrap().to_string(),
+        format!("protocol {}", version["protocol"].as_str().unwrap()),
+        "<span class=\"label\">namespace=shop</span>".to_string(),
+    ] {
+        assert!(header.contains(&expected), "{expected} in {header}");
+    }
+    let domains: Vec<&str> = header
+        .split("<summary>")
+        .skip(1)
+        .map(|s| s.split("</summary>").next().unwrap())
+        .collect();
+    let mut sorted = domains.clone();
+    sorted.sort();
+    assert!(domains.len() > 3 && domains == sorted, "{domains:?}");
+    assert!(!ops.token.is_empty() && !ops.cookie.is_empty(), "{text}");
+    assert!(text.contains("<form class=\"write\""), "{text}");
+
+    // A write, typed by the attribute's own type, as the agent then has it.
+    let (status, text) = ops
+        .post(
+            "/console/targets/real-1",
+            &[
+                ("action", "write"),
+                ("mbean", "jmxgate.test:type=Types"),
+                ("attribute", "Int"),
+                ("value", "42"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("Int = 42: done"), "{text}");
+    let now = common::direct(
+        &agent,
+        &json!({"type":"read","mbean":"jmxgate.test:type=Types","attribute":"Int"}),
+    )
+    .await;
+    assert_eq!(now["value"], 42, "{now}");
+    // A value that isn't one: said, kept in the form, and not sent.
+    let (_, text) = ops
+        .post(
+            "/console/targets/real-1",
+            &[
+                ("action", "write"),
+                ("mbean", "jmxgate.test:type=Types"),
+                ("attribute", "Int"),
+                ("value", "forty"),
+            ],
+        )
+        .await;
+    assert!(
+        text.contains("Int: &quot;forty&quot; is not a whole number (int)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("value=\"forty\""),
+        "the typed value stays in its form: {text}"
+    );
+
+    // An overloaded operation with its arguments typed by its signature:
+    // the agent's own answer to the same call.
+    let expected = common::direct(
+        &agent,
+        &json!({"type":"exec","mbean":"jmxgate.test:type=Operations",
+                                                  "operation":"add(int,int)","arguments":[2, 40]}),
+    )
+    .await;
+    let (_, text) = Forms::open(&gw, "ops", "ops-pw", operations).await;
+    let overload = text
+        .split("<form class=\"exec\"")
+        .find(|f| f.contains("value=\"add\"") && f.contains("placeholder=\"int\""))
+        .and_then(|f| f.split("name=\"overload\" value=\"").nth(1))
+        .and_then(|v| v.split('"').next())
+        .unwrap_or_else(|| panic!("no add(int, int) form in {text}"))
+        .to_string();
+    let before = invocations(&agent).await;
+    let (_, text) = ops
+        .post(
+            "/console/targets/real-1",
+            &[
+                ("action", "exec"),
+                ("mbean", "jmxgate.test:type=Operations"),
+                ("operation", "add"),
+                ("overload", &overload),
+                ("arg0", "2"),
+                ("arg1", "40"),
+            ],
+        )
+        .await;
+    assert!(text.contains("add(2, 40): done"), "{text}");
+    assert!(
+        text.contains(&format!("it returned </span>{}</div>", expected["value"])),
+        "{text}"
+    );
+    assert_eq!(invocations(&agent).await, before + 1);
+    let (_, text) = ops
+        .post(
+            "/console/targets/real-1",
+            &[
+                ("action", "exec"),
+                ("mbean", "jmxgate.test:type=Operations"),
+                ("operation", "add"),
+                ("overload", &overload),
+                ("arg0", "two"),
+                ("arg1", "40"),
+            ],
+        )
+        .await;
+    assert!(
+        text.contains("argument 1 of add: &quot;two&quot; is not a whole number (int)"),
+        "{text}"
+    );
+    assert_eq!(
+        invocations(&agent).await,
+        before + 1,
+        "a bad argument is not sent"
+    );
+
+    // Without the page's token, or from another site: refused, not run.
+    let forged = Forms {
+        gw: &gw,
+        user: "ops",
+        password: "ops-pw",
+        cookie: ops.cookie.clone(),
+        token: "0".repeat(32),
+    };
+    let (status, text) = forged
+        .post(
+            "/console/targets/real-1",
+            &[
+                ("action", "exec"),
+                ("mbean", "jmxgate.test:type=Operations"),
+                ("operation", "noArgs"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("token"), "{text}");
+    let r = gw
+        .http
+        .post(gw.url("/console/targets/real-1"))
+        .basic_auth("ops", Some("ops-pw"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("cookie", &ops.cookie)
+        .header("origin", "http://elsewhere.example")
+        .body(format!(
+            "csrf={}&action=exec&mbean=jmxgate.test%3Atype%3DOperations&operation=noArgs",
+            ops.token
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        invocations(&agent).await,
+        before + 1,
+        "a refused form runs nothing"
+    );
+
+    // A read-only role gets no forms, and its forged post is the policy's
+    // refusal, the agent untouched.
+    let (mut team, text) = Forms::open(&gw, "shop-team", "shop-pw", operations).await;
+    assert!(
+        !text.contains("<form class=\"exec\"") && !text.contains("<form class=\"write\""),
+        "{text}"
+    );
+    // No form on the page: the post is made with the cookie's own token.
+    team.token = team.cookie.split_once('=').unwrap().1.to_string();
+    let (status, text) = team
+        .post(
+            "/console/targets/real-1",
+            &[
+                ("action", "exec"),
+                ("mbean", "jmxgate.test:type=Operations"),
+                ("operation", "noArgs"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        text.contains("noArgs(): ") && text.contains("not allowed"),
+        "{text}"
+    );
+    assert_eq!(invocations(&agent).await, before + 1);
+
+    // Each change is audited as the viewer's, on the console's channel.
+    let records = audit_records(&dir.path().join("audit"));
+    for (kind, decision) in [
+        ("write", "allowed"),
+        ("exec", "allowed"),
+        ("exec", "denied"),
+    ] {
+        assert!(
+            records.iter().any(|r| r["channel"] == "console"
+                && r["type"] == kind
+                && r["decision"] == decision
+                && r["target"] == "real-1"),
+            "{kind} {decision}: {records:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_four_eyes_operation_from_the_page_waits_for_its_approval_then_runs() {
+    use crate::four_eyes;
+    let orders = Agent::start("console-four-eyes");
+    let dir = tempfile::tempdir().unwrap();
+    let gw = four_eyes::started(&four_eyes::four_eyes_config(dir.path(), &orders)).await;
+    let operations = "/console/targets/orders-1?mbean=jmxgate.test%3Atype%3DOperations";
+    let (oncall, text) = Forms::open(&gw, "oncall", "pw", operations).await;
+    assert!(
+        text.contains("value=\"echo\""),
+        "oncall's ops may run echo, with approval: {text}"
+    );
+    let echo = [
+        ("action", "exec"),
+        ("mbean", "jmxgate.test:type=Operations"),
+        ("operation", "echo"),
+        ("arg0", "from the console"),
+    ];
+    let before = invocations(&orders).await;
+
+    // Asked from the form: not run, the page names the access request.
+    let (_, text) = oncall.post("/console/targets/orders-1", &echo).await;
+    assert!(text.contains("This item needs approval"), "{text}");
+    assert!(text.contains("press the same button again"), "{text}");
+    assert!(
+        text.contains("value=\"from the console\""),
+        "the form keeps its values: {text}"
+    );
+    let id = text
+        .split_whitespace()
+        .find(|w| w.starts_with("ar-"))
+        .unwrap_or_else(|| panic!("no request in {text}"))
+        .trim_end_matches([';', ',', '.', ')', ':'])
+        .to_string();
+    assert_eq!(
+        invocations(&orders).await,
+        before,
+        "not run before the approval"
+    );
+
+    // A lead approves it; the same form, sent again, runs it once.
+    let lead = four_eyes::at(&gw, "lead");
+    let (status, approved) = lead.review(&id, "approve", "ok from the page").await;
+    assert_eq!(status, 200, "{approved}");
+    let (_, text) = oncall.post("/console/targets/orders-1", &echo).await;
+    assert!(
+        text.contains("echo(&quot;from the console&quot;): done"),
+        "{text}"
+    );
+    assert!(
+        text.contains("it returned </span>from the console"),
+        "{text}"
+    );
+    assert_eq!(invocations(&orders).await, before + 1);
+    // Used: a third time asks anew.
+    let (_, text) = oncall.post("/console/targets/orders-1", &echo).await;
+    assert!(text.contains("This item needs approval"), "{text}");
+    assert_eq!(invocations(&orders).await, before + 1);
+
+    // The run is audited with its request, on the console's channel.
+    drop(gw);
+    let records = audit_records(&dir.path().join("audit"));
+    assert!(
+        records.iter().any(|r| r["channel"] == "console"
+            && r["type"] == "exec"
+            && r["decision"] == "allowed"
+            && r["rule"]
+                .as_str()
+                .is_some_and(|rule| rule.contains(&format!("approved by access request {id}")))),
+        "{records:?}"
+    );
 }

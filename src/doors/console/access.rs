@@ -29,7 +29,7 @@ pub(crate) async fn access_page(
     viewer: &RequestContext,
 ) -> Response<Body> {
     let base = state.console().path.as_str();
-    let me = viewer.principal.name.as_str();
+    let me = &page::Viewer::of(viewer, state);
     if !state.access.uses_elevation() {
         return page::error(
             404,
@@ -45,12 +45,12 @@ pub(crate) async fn access_page(
     });
     let listed = match crate::doors::access::access_operation(gateway, state, list, &caller).await {
         Ok((_, listed)) => listed,
-        Err((e, step)) => return access_refused(gateway, &caller, &step, &e, base).await,
+        Err((e, step)) => return access_refused(gateway, state, &caller, &step, &e, base).await,
     };
     let standing: Vec<String> = viewer.standing.iter().map(|r| r.name.clone()).collect();
     let roles = requestable(state.access.role_configs(), &standing);
     let token = forms::token(headers, base, viewer.tls);
-    let body = render(base, me, &roles, &listed, &token.value);
+    let body = render(base, me.name, &roles, &listed, &token.value);
     let mut r = page::respond(
         200,
         "text/html; charset=utf-8",
@@ -92,7 +92,9 @@ pub(crate) async fn access_post(
     };
     let ask = match asked.await {
         Ok(ask) => ask,
-        Err(e) => return access_refused(gateway, &caller, &StepNames::default(), &e, base).await,
+        Err(e) => {
+            return access_refused(gateway, state, &caller, &StepNames::default(), &e, base).await
+        }
     };
     match crate::doors::access::access_operation(gateway, state, ask, &caller).await {
         Ok(_) => {
@@ -103,7 +105,7 @@ pub(crate) async fn access_post(
             }
             r
         }
-        Err((e, step)) => access_refused(gateway, &caller, &step, &e, base).await,
+        Err((e, step)) => access_refused(gateway, state, &caller, &step, &e, base).await,
     }
 }
 
@@ -111,6 +113,7 @@ pub(crate) async fn access_post(
 /// a page.
 async fn access_refused(
     gateway: &Gateway,
+    state: &State,
     caller: &AccessCall<'_>,
     step: &StepNames,
     e: &crate::pipeline::HttpError,
@@ -118,7 +121,12 @@ async fn access_refused(
 ) -> Response<Body> {
     let recorded = crate::doors::access::audit_access_refused(gateway, caller, step, e).await;
     let e = recorded.as_ref().unwrap_or(e);
-    page::error(e.status, &e.message, base, &caller.ctx.principal.name)
+    page::error(
+        e.status,
+        &e.message,
+        base,
+        &page::Viewer::of(caller.ctx, state),
+    )
 }
 
 /// A role the viewer may ask for, and for how long at most.

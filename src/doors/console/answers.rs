@@ -420,7 +420,7 @@ pub(crate) async fn answers_page(
     viewer: &RequestContext,
 ) -> Response<Body> {
     let base = state.console().path.as_str();
-    let who = viewer.principal.name.as_str();
+    let who = &page::Viewer::of(viewer, state);
     let (question, asked) = match Question::parse(parts.uri.query()) {
         Ok(q) => q,
         Err(why) => return page::error(400, &why, base, who),

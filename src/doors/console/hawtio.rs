@@ -208,7 +208,7 @@ pub(crate) async fn hawtio_connections(
     viewer: &RequestContext,
 ) -> Response<Body> {
     let base = state.console().path.as_str();
-    let who = viewer.principal.name.as_str();
+    let who = &page::Viewer::of(viewer, state);
     // The fleet page's filters (`selector`, `q`), read and bounded as
     // there.
     let filters = match super::overview::Query::parse(parts.uri.query()) {
@@ -262,7 +262,7 @@ pub(crate) async fn hawtio_http(
     after: &str,
 ) -> Response<Body> {
     let base = state.console().path.as_str();
-    let who = viewer.principal.name.as_str();
+    let who = &page::Viewer::of(viewer, state);
     let Some(dir) = state.console().hawtio_served().map(std::path::Path::new) else {
         return page::error(
             404,
@@ -287,7 +287,7 @@ pub(crate) async fn hawtio_http(
             r
         }
         Asked::User => {
-            let user = serde_json::Value::from(who).to_string();
+            let user = serde_json::Value::from(who.name).to_string();
             respond(200, "application/json", user.into_bytes(), false)
         }
         Asked::ProxyEnabled => respond(200, "text/plain; charset=utf-8", b"false".to_vec(), false),

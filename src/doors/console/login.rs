@@ -79,7 +79,7 @@ fn outside_page(status: u16, title: &str, base: &str, body: maud::Markup) -> Res
     page::respond(
         status,
         "text/html; charset=utf-8",
-        page::layout(title, base, "", body).into_string(),
+        page::layout(title, base, &page::Viewer::NOBODY, body).into_string(),
     )
 }
 
@@ -167,7 +167,7 @@ async fn console_sign_in(
     }
     if rest == SIGN_OUT && parts.method == Method::POST {
         if let Err(why) = super::forms::check_origin(headers, conn.tls) {
-            return Some(page::error(403, &why, base, ""));
+            return Some(page::error(403, &why, base, &page::Viewer::NOBODY));
         }
         let gone = cookie(SESSION_COOKIE, "", base, conn.tls, Some(0));
         return Some(see_other(&format!("{base}{SIGNED_OUT}"), &[gone]));

@@ -7,7 +7,9 @@
 //! - `config`: the section;
 //! - `page`: layout, security headers, the style sheet;
 //! - `overview`: the fleet, grouped, filtered and paged;
-//! - `target`: one target's MBeans, read as the viewer;
+//! - `target`: one target's header and MBeans, read as the viewer;
+//! - `actions`: its forms' operations and writes, typed by the MBean;
+//! - `values`: values for people (units, composites as tables);
 //! - `answers`: a reduction over a selector, as a table and a chart;
 //! - `access`: access requests asked, reviewed and revoked in forms;
 //! - `forms`: what keeps another site from posting a console form;
@@ -19,9 +21,11 @@
 //!   request's state.
 //!
 //! Pages are made with maud (checked at compile time, every value
-//! escaped); no script runs in them. The only posts are `access` forms.
+//! escaped); no script runs in them. The posts are `access` forms and a
+//! target page's `actions` (run an operation, write an attribute).
 
 mod access;
+mod actions;
 mod answers;
 pub mod config;
 mod events;
@@ -33,12 +37,13 @@ mod page;
 pub(crate) mod sign_in;
 mod target;
 mod trail;
+mod values;
 
 use axum::body::Body;
 use http::{Method, Response};
 
 use crate::doors::DoorSections;
-use crate::pipeline::{audit, Gateway, RequestContext};
+use crate::pipeline::{audit, parse, Gateway, RequestContext};
 
 /// One record of a listing the viewer read: `what` (`target_list`,
 /// `events`, `audit_trail`, `hawtio_connections`), its status and how many
@@ -75,7 +80,7 @@ fn unseen_target(
             404,
             &format!("No target \"{name}\" in your fleet."),
             &state.console().path,
-            &viewer.principal.name,
+            &page::Viewer::of(viewer, state),
         )
     })
 }
@@ -109,12 +114,18 @@ async fn console_http(
     viewer: &RequestContext,
 ) -> Response<Body> {
     let base = state.console().path.as_str();
-    let who = viewer.principal.name.as_str();
+    let who = &page::Viewer::of(viewer, state);
     let rest = &parts.uri.path()[base.len()..];
     let access_form = rest == "/access" || rest.starts_with("/access/");
     if parts.method == Method::POST && access_form {
         let form = &rest["/access".len()..];
         return access::access_post(gateway, state, headers, body, viewer, form).await;
+    }
+    if parts.method == Method::POST {
+        if let Some(name) = rest.strip_prefix("/targets/") {
+            let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
+            return target_post(gateway, state, headers, body, viewer, &name).await;
+        }
     }
     if !matches!(parts.method, Method::GET | Method::HEAD) {
         return page::error(405, "The console's pages are read with GET.", base, who);
@@ -131,8 +142,14 @@ async fn console_http(
             Ok((events, next)) => page::respond(
                 200,
                 "text/html; charset=utf-8",
-                page::layout("Events", base, who, events::render(base, &events, next))
-                    .into_string(),
+                page::layout_refreshing(
+                    "Events",
+                    base,
+                    who,
+                    Some(page::REFRESH_SECONDS),
+                    events::render(base, &events, next),
+                )
+                .into_string(),
             ),
             Err((status, why)) => page::error(status, &why, base, who),
         },
@@ -142,7 +159,7 @@ async fn console_http(
         _ => match rest.strip_prefix("/targets/") {
             Some(name) => {
                 let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
-                target_page(gateway, state, parts, viewer, &name).await
+                target_page(gateway, state, parts, headers, viewer, &name).await
             }
             None => page::error(404, "No such page.", base, who),
         },
@@ -189,21 +206,119 @@ async fn target_page(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
     parts: &http::request::Parts,
+    headers: &http::HeaderMap,
     viewer: &RequestContext,
     name: &str,
 ) -> Response<Body> {
-    let base = state.console().path.as_str();
-    let who = viewer.principal.name.as_str();
-    if let Some(hidden) = unseen_target(viewer, state, name) {
-        return hidden;
-    }
     let mbean: Option<String> =
         url::form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
             .find(|(k, _)| k == "mbean")
             .map(|(_, v)| v.into_owned());
+    show_target(gateway, state, headers, viewer, name, mbean, None).await
+}
+
+/// A target page's form posted (an operation to run, an attribute to
+/// write): checked to come from a console page with its token, typed by
+/// the MBean's own list, run as the viewer, then the page again with
+/// what it did.
+async fn target_post(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    headers: &http::HeaderMap,
+    body: Body,
+    viewer: &RequestContext,
+    name: &str,
+) -> Response<Body> {
+    let base = state.console().path.as_str();
+    let who = &page::Viewer::of(viewer, state);
+    if let Some(hidden) = unseen_target(viewer, state, name) {
+        return hidden;
+    }
+    let fields = async {
+        forms::check_origin(headers, viewer.tls)?;
+        let bytes = gateway
+            .read_body(state, body)
+            .await
+            .map_err(|e| e.message)?;
+        forms::read(headers, &bytes)
+    };
+    let fields = match fields.await {
+        Ok(fields) => fields,
+        Err(why) => return page::error(403, &why, base, who),
+    };
+    let mbean = forms::field(&fields, "mbean").to_string();
     let list = match target::console_item(gateway, state, viewer, target::list_item(name)).await {
         Ok(v) => v,
         Err(e) => return page::error(e.status, &e.message, base, who),
+    };
+    let (domain, key) = mbean.split_once(':').unwrap_or((&mbean, ""));
+    let (form, kept) = actions::kept(&fields);
+    let asked = actions::asked(&fields, &list["value"][domain][key]);
+    let done = match asked {
+        Err(why) => target::Done {
+            asked: "Not sent".into(),
+            wrote: false,
+            form,
+            kept,
+            answer: Err(why),
+        },
+        Ok(asked) => {
+            let item = asked
+                .request()
+                .map(|r| parse::Parsed::typed(vec![Ok(parse::ParsedItem::to(name, r))]));
+            let answer = match item {
+                Err(why) => Err(why),
+                Ok(item) => target::console_item_as(gateway, state, viewer, "POST", item)
+                    .await
+                    .map_err(|e| e.message),
+            };
+            target::Done {
+                wrote: matches!(asked, actions::Asked::Write { .. }),
+                asked: asked.describe(),
+                form,
+                kept,
+                answer,
+            }
+        }
+    };
+    let mbean = (!mbean.is_empty()).then_some(mbean);
+    show_target(
+        gateway,
+        state,
+        headers,
+        viewer,
+        name,
+        mbean,
+        Some((list, done)),
+    )
+    .await
+}
+
+/// The target's page, with `mbean` shown (read as the viewer) and what a
+/// form just did (with the list it was typed by).
+async fn show_target(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    headers: &http::HeaderMap,
+    viewer: &RequestContext,
+    name: &str,
+    mbean: Option<String>,
+    done: Option<(serde_json::Value, target::Done)>,
+) -> Response<Body> {
+    let base = state.console().path.as_str();
+    let who = &page::Viewer::of(viewer, state);
+    if let Some(hidden) = unseen_target(viewer, state, name) {
+        return hidden;
+    }
+    let Some(shown) = state.fleet.by_name(name) else {
+        return page::error(404, "No such target.", base, who);
+    };
+    let (list, done) = match done {
+        Some((list, done)) => (list, Some(done)),
+        None => match target::console_item(gateway, state, viewer, target::list_item(name)).await {
+            Ok(v) => (v, None),
+            Err(e) => return page::error(e.status, &e.message, base, who),
+        },
     };
     let read = match &mbean {
         Some(m) => {
@@ -218,6 +333,11 @@ async fn target_page(
         Some(m) => target::console_may_run(gateway, state, viewer, name, m, operation),
         None => false,
     };
+    let may_write = |attribute: &str| match &mbean {
+        Some(m) => target::console_may_write(gateway, state, viewer, name, m, attribute),
+        None => false,
+    };
+    let token = forms::token(headers, base, viewer.tls);
     let hawtio = match state.console().hawtio_elsewhere() {
         Some(url) => Some(hawtio::elsewhere_link(url, name)),
         None => state
@@ -227,20 +347,29 @@ async fn target_page(
     };
     let body = target::render(
         base,
-        name,
+        &shown.view(),
         &list,
         mbean.as_deref().zip(read.as_ref()),
-        &may_run,
+        &target::Changes {
+            may_run: &may_run,
+            may_write: &may_write,
+            token: &token.value,
+            done: done.as_ref(),
+        },
         hawtio.as_deref().map(|href| target::Hawtio {
             href,
             elsewhere: state.console().hawtio_elsewhere().is_some(),
         }),
     );
-    page::respond(
+    let mut r = page::respond(
         200,
         "text/html; charset=utf-8",
         page::layout(name, base, who, body).into_string(),
-    )
+    );
+    if let Some(cookie) = token.set_cookie {
+        r.headers_mut().append(http::header::SET_COOKIE, cookie);
+    }
+    r
 }
 
 async fn overview(
@@ -250,7 +379,7 @@ async fn overview(
     viewer: &RequestContext,
 ) -> Response<Body> {
     let base = state.console().path.as_str();
-    let who = viewer.principal.name.as_str();
+    let who = &page::Viewer::of(viewer, state);
     let access = &state.access;
     let visible = state
         .fleet

@@ -171,7 +171,7 @@ fn link(base: &str, q: &Query, after: Option<&str>, selector: &str) -> String {
 }
 
 /// The page.
-pub fn render(o: &Overview<'_>, q: &Query, base: &str, principal: &str) -> Markup {
+pub fn render(o: &Overview<'_>, q: &Query, base: &str, viewer: &super::page::Viewer<'_>) -> Markup {
     let body = html! {
         form.filters method="get" action={ (base) "/" } {
             label { "Text " input type="search" name="q" value=(q.text) maxlength="256"; }
@@ -235,7 +235,14 @@ pub fn render(o: &Overview<'_>, q: &Query, base: &str, principal: &str) -> Marku
             p { a.next href=(link(base, q, Some(after), &q.selector_text)) { "Next page" } }
         }
     };
-    super::page::layout("Fleet", base, principal, body)
+    // The fleet's states change by themselves: the page asks again.
+    super::page::layout_refreshing(
+        "Fleet",
+        base,
+        viewer,
+        Some(super::page::REFRESH_SECONDS),
+        body,
+    )
 }
 
 #[cfg(test)]

@@ -6,6 +6,9 @@ use axum::body::Body;
 use http::{header, HeaderValue, Response};
 use maud::{html, Markup, DOCTYPE};
 
+use crate::pipeline::state::State;
+use crate::pipeline::RequestContext;
+
 /// Nothing but the console's own style sheet loads; no script runs; no
 /// site may frame it; forms post only to it.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
@@ -15,14 +18,66 @@ pub const STYLE_SHEET: &str = include_str!("console.css");
 /// Where the style sheet is, below the console's path.
 pub const STYLE_SHEET_PATH: &str = "/assets/console.css";
 
+/// Who is looking, as the header shows it: the name, whether signing
+/// out means anything (a session or a password the browser holds; not a
+/// caller nobody authenticated, nor a client certificate), and whether
+/// the Access page exists (some role is requestable or four-eyes).
+#[derive(Debug, Clone, Copy)]
+pub struct Viewer<'a> {
+    pub name: &'a str,
+    pub may_sign_out: bool,
+    pub access_page: bool,
+}
+
+impl<'a> Viewer<'a> {
+    /// A page before anyone signed in.
+    pub const NOBODY: Viewer<'static> = Viewer {
+        name: "",
+        may_sign_out: false,
+        access_page: false,
+    };
+
+    pub fn of(ctx: &'a RequestContext, state: &State) -> Viewer<'a> {
+        use crate::principal::AuthMethod;
+        Viewer {
+            name: &ctx.principal.name,
+            may_sign_out: !matches!(
+                ctx.principal.method,
+                AuthMethod::Anonymous | AuthMethod::Mtls | AuthMethod::Configured
+            ),
+            access_page: state.access.uses_elevation(),
+        }
+    }
+}
+
+/// How often (seconds) a page that shows what changes by itself asks for
+/// itself again: a `<meta http-equiv="refresh">`, which needs no script
+/// (the policy allows none).
+pub const REFRESH_SECONDS: u32 = 15;
+
 /// A page with the console's header: where it is and who is looking.
-pub fn layout(title: &str, base: &str, principal: &str, body: Markup) -> Markup {
+pub fn layout(title: &str, base: &str, viewer: &Viewer<'_>, body: Markup) -> Markup {
+    layout_refreshing(title, base, viewer, None, body)
+}
+
+/// [`layout`] of a page that asks for itself again every `refresh`
+/// seconds (the fleet, the events).
+pub fn layout_refreshing(
+    title: &str,
+    base: &str,
+    viewer: &Viewer<'_>,
+    refresh: Option<u32>,
+    body: Markup,
+) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
+                @if let Some(seconds) = refresh {
+                    meta http-equiv="refresh" content=(seconds);
+                }
                 title { (title) " · jmxgate" }
                 link rel="stylesheet" href={ (base) (STYLE_SHEET_PATH) };
             }
@@ -33,12 +88,14 @@ pub fn layout(title: &str, base: &str, principal: &str, body: Markup) -> Markup 
                         a href={ (base) "/" } { "Fleet" }
                         a href={ (base) "/answers" } { "Answers" }
                         a href={ (base) "/events" } { "Events" }
-                        a href={ (base) "/access" } { "Access" }
+                        @if viewer.access_page {
+                            a href={ (base) "/access" } { "Access" }
+                        }
                         a href={ (base) "/audit" } { "Audit" }
                     }
                     span.title { (title) }
-                    span.who { (principal) }
-                    @if !principal.is_empty() {
+                    span.who { (viewer.name) }
+                    @if viewer.may_sign_out {
                         form.sign-out method="post" action={ (base) "/sign-out" } {
                             button type="submit" { "Sign out" }
                         }
@@ -51,11 +108,11 @@ pub fn layout(title: &str, base: &str, principal: &str, body: Markup) -> Markup 
 }
 
 /// An error page, its message escaped like everything else.
-pub fn error(status: u16, message: &str, base: &str, principal: &str) -> Response<Body> {
+pub fn error(status: u16, message: &str, base: &str, viewer: &Viewer<'_>) -> Response<Body> {
     let body = layout(
         "Error",
         base,
-        principal,
+        viewer,
         html! { p.error { (message) } p { a href={ (base) "/" } { "The fleet" } } },
     );
     respond(status, "text/html; charset=utf-8", body.into_string())

@@ -577,7 +577,7 @@ pub(crate) async fn audit_page(
     static SEARCHING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
     static VERIFYING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
     let base = state.console().path.as_str();
-    let who = viewer.principal.name.as_str();
+    let who = &page::Viewer::of(viewer, state);
     let Some(log) = &gateway.audit else {
         return page::error(
             404,

@@ -116,7 +116,11 @@ test('a read-only role sees the operations it may not run', async () => {
   const page = dev.page
   await page.goto(MEMORY)
   await page.getByText('not allowed to you').first().waitFor({ timeout: WAIT })
-  assert.equal(await page.getByText('you may run it').count(), 0)
+  assert.equal(await page.locator('form.exec').count(), 0, 'no operation to run')
+  assert.equal(await page.locator('form.write').count(), 0, 'no attribute to set')
+  // The target's header and its values in people's units.
+  assert.match(await page.locator('dl.target-header').innerText(), /state\s+up/)
+  assert.match(await page.locator('td.value').filter({ hasText: 'MiB' }).first().innerText(), /used\s+\d+ \(\d+\.\d MiB\)/)
   await page.screenshot({ path: join(SHOTS, 'console-read-only.png') })
 })
 
@@ -133,7 +137,16 @@ test('a role asked for and approved in the console lets the requester run the op
   await Promise.all([lead.page.waitForURL(/\/console\/access$/), lead.page.getByRole('button', { name: 'Approve', exact: true }).click()])
   await lead.page.getByText('approved').first().waitFor({ timeout: WAIT })
 
-  await until(dev.page, MEMORY, 'the developer may run gc', async () => (await dev.page.getByText('you may run it').count()) > 0)
+  const gc = dev.page.locator('form.exec').filter({ has: dev.page.locator('input[name=operation][value=gc]') })
+  await until(dev.page, MEMORY, 'the developer may run gc', async () => (await gc.count()) > 0)
+  // Run it from the page, and set an attribute: the answers are the agent's.
+  await Promise.all([dev.page.waitForLoadState('load'), gc.getByRole('button', { name: 'Run' }).click()])
+  await dev.page.locator('div.outcome p.ok').getByText('gc(): done').waitFor({ timeout: WAIT })
+  const verbose = dev.page.locator('form.write').filter({ has: dev.page.locator('input[name=attribute][value=Verbose]') })
+  await verbose.locator('input[name=value]').fill('false')
+  await Promise.all([dev.page.waitForLoadState('load'), verbose.getByRole('button', { name: 'Set' }).click()])
+  await dev.page.locator('div.outcome p.ok').getByText('Verbose = false: done').waitFor({ timeout: WAIT })
+  await dev.page.screenshot({ path: join(SHOTS, 'console-ran-gc.png') })
 })
 
 test('a form posted from another site is refused', async () => {
