@@ -1248,3 +1248,63 @@ async fn a_four_eyes_operation_from_the_page_waits_for_its_approval_then_runs() 
         "{records:?}"
     );
 }
+
+/// The header offers what applies to the viewer: no Sign out for a caller
+/// nobody authenticated (a password's holder has one), no Access link
+/// where no role is requestable or four-eyes; the fleet and events pages
+/// ask for themselves again, within the policy that forbids scripts.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_header_offers_only_what_applies_to_the_viewer() {
+    let agent = Agent::start("console-header");
+    let dir = tempfile::tempdir().unwrap();
+    let users = users_file(dir.path(), &[("ops", "ops-pw", &["all"])]);
+    // The manual's first configuration: Basic, and an anonymous role.
+    let gw = Gateway::start(&format!(
+        "{}[auth.basic]\nusers_file = \"{}\"\n\n[access]\nanonymous_role = \"readers\"\n\n\
+         [[roles]]\nname = \"readers\"\ntargets = [\"*\"]\n\n\
+         [[roles]]\nname = \"all\"\ntargets = [\"*\"]\n",
+        common::targets_toml(&[&agent]),
+        users.display()
+    ))
+    .await;
+    let anonymous = gw.http.get(gw.url("/console/")).send().await.unwrap();
+    assert_eq!(anonymous.status(), 200);
+    let csp = anonymous.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(!csp.contains("script-src"), "{csp}");
+    let text = anonymous.text().await.unwrap();
+    assert!(text.contains(&agent.name), "{text}");
+    assert!(!text.contains("Sign out"), "nobody to sign out: {text}");
+    assert!(
+        !text.contains("/console/access"),
+        "nothing to request: {text}"
+    );
+    assert!(
+        text.contains("<meta http-equiv=\"refresh\" content=\"15\">"),
+        "{text}"
+    );
+    let ops = page(&gw, "ops", "ops-pw", "/console/events")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        ops.contains("Sign out") && !ops.contains("/console/access"),
+        "{ops}"
+    );
+    assert!(ops.contains("http-equiv=\"refresh\""), "{ops}");
+    // A target's page does not reload under a person typing in its forms.
+    let target = page(
+        &gw,
+        "ops",
+        "ops-pw",
+        &format!("/console/targets/{}", agent.name),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert!(!target.contains("http-equiv=\"refresh\""), "{target}");
+}
