@@ -87,6 +87,10 @@ pub struct Entry {
     /// The access request a record is a step of (`access_*` events).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub access_request: Option<String>,
+    /// Who asked for that request (its steps are taken by others too: a
+    /// reviewer, the gateway's expiry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requester: Option<String>,
     /// A checkpoint's signing key (see `checkpoint::key_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_id: Option<String>,
@@ -167,6 +171,8 @@ pub struct EntryRef<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub access_request: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub requester: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub key_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_seq: Option<u64>,
@@ -219,6 +225,7 @@ impl<'a> From<&'a Entry> for EntryRef<'a> {
             latency_ms: e.latency_ms,
             note: e.note.as_deref(),
             access_request: e.access_request.as_deref(),
+            requester: e.requester.as_deref(),
             key_id: e.key_id.as_deref(),
             first_seq: e.first_seq,
             last_seq: e.last_seq,
@@ -388,6 +395,7 @@ mod tests {
             latency_ms: Some(1.25),
             note: Some("n\u{e9}".into()),
             access_request: Some("ar-00".into()),
+            requester: Some("dev".into()),
             key_id: Some("0123456789abcdef".into()),
             first_seq: Some(1),
             last_seq: Some(6),

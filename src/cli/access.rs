@@ -204,7 +204,11 @@ fn table(requests: &[Value]) -> String {
         .iter()
         .map(|r| {
             let what = match r.get("item") {
-                Some(item) => format!("{}: {}", s(r, "targets"), item_words(item)),
+                Some(item) => format!(
+                    "{}: {}",
+                    s(r, "targets"),
+                    crate::doors::access::wire::item_words(item)
+                ),
                 None => s(r, "targets"),
             };
             let review = if r["may_review"] == true { "yes" } else { "" };
@@ -251,18 +255,6 @@ fn table(requests: &[Value]) -> String {
     out
 }
 
-/// An item in words: `exec java.lang:type=Memory gc`.
-fn item_words(item: &Value) -> String {
-    let s = |k: &str| item[k].as_str().unwrap_or("-");
-    let member = item["operation"]
-        .as_str()
-        .or(item["attribute"].as_str())
-        .unwrap_or("");
-    format!("{} {} {member}", s("type"), s("mbean"))
-        .trim_end()
-        .to_string()
-}
-
 /// One request, field by field.
 fn one(r: &Value) -> String {
     let mut out = String::new();
@@ -289,7 +281,11 @@ fn one(r: &Value) -> String {
         }
     }
     if let Some(item) = item {
-        out += &format!("{:<10} {}\n", "item", item_words(item));
+        out += &format!(
+            "{:<10} {}\n",
+            "item",
+            crate::doors::access::wire::item_words(item)
+        );
         for key in ["value", "arguments"] {
             if let Some(v) = item.get(key) {
                 out += &format!("{key:<10} {v}\n");

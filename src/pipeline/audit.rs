@@ -591,6 +591,8 @@ pub struct AccessStep<'a> {
     pub event: &'static str,
     /// The request's id, when the step concerns one.
     pub request_id: Option<&'a str>,
+    /// Who asked for it (shown as stored).
+    pub requester: Option<&'a str>,
     /// The role asked for (and, for an item, the target).
     pub role: Option<&'a str>,
     pub target: Option<&'a str>,
@@ -646,6 +648,7 @@ pub fn access_entry(s: &AccessStep<'_>) -> Entry {
             None => s.note.to_string(),
         }),
         access_request: s.request_id.map(str::to_string),
+        requester: s.requester.map(|r| r.chars().take(256).collect()),
         ..base
     }
 }

@@ -103,6 +103,14 @@ pub struct NewRequest {
     pub approvals_needed: i64,
 }
 
+impl NewRequest {
+    /// Who asked, as shown: the name, or the stored identity of a request
+    /// kept from before names were.
+    pub fn shown_requester(&self) -> &str {
+        self.requester_name.as_deref().unwrap_or(&self.requester)
+    }
+}
+
 /// One review of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Review {

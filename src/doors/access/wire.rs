@@ -259,7 +259,7 @@ pub fn view(r: &StoredRequest, may_review: bool) -> Value {
         "id": q.id,
         "kind": q.kind.as_str(),
         "state": r.state.as_str(),
-        "requester": q.requester_name.as_deref().unwrap_or(&q.requester),
+        "requester": q.shown_requester(),
         "role": q.role,
         "duration": humantime::format_duration(Duration::from_millis(q.duration_ms.max(0) as u64)).to_string(),
         "approvals_needed": q.approvals_needed,
@@ -309,6 +309,19 @@ pub fn view(r: &StoredRequest, may_review: bool) -> Value {
         o.insert("ended_by".into(), json!(by));
     }
     v
+}
+
+/// An item in words: `exec java.lang:type=Memory gc` (the CLI's list,
+/// the console's access page).
+pub fn item_words(item: &Value) -> String {
+    let s = |k: &str| item[k].as_str().unwrap_or("-");
+    let member = item["operation"]
+        .as_str()
+        .or(item["attribute"].as_str())
+        .unwrap_or("");
+    format!("{} {} {member}", s("type"), s("mbean"))
+        .trim_end()
+        .to_string()
 }
 
 #[cfg(test)]

@@ -28,6 +28,25 @@ pub(crate) async fn access_page(
     headers: &http::HeaderMap,
     viewer: &RequestContext,
 ) -> Response<Body> {
+    access_page_with(gateway, state, headers, viewer, None).await
+}
+
+/// A form that could not be done: why, with its status, and what the
+/// person typed, to fill the form with again.
+pub struct Kept {
+    pub status: u16,
+    pub error: String,
+    pub fields: Vec<(String, String)>,
+}
+
+/// The access page, after a form that failed (`kept`) or not.
+async fn access_page_with(
+    gateway: &Gateway,
+    state: &State,
+    headers: &http::HeaderMap,
+    viewer: &RequestContext,
+    kept: Option<Kept>,
+) -> Response<Body> {
     let base = state.console().path.as_str();
     let me = &page::Viewer::of(viewer, state);
     if !state.access.uses_elevation() {
@@ -50,9 +69,9 @@ pub(crate) async fn access_page(
     let standing: Vec<String> = viewer.standing.iter().map(|r| r.name.clone()).collect();
     let roles = requestable(state.access.role_configs(), &standing);
     let token = forms::token(headers, base, viewer.tls);
-    let body = render(base, me.name, &roles, &listed, &token.value);
+    let body = render(base, me.name, &roles, &listed, &token.value, kept.as_ref());
     let mut r = page::respond(
-        200,
+        kept.as_ref().map_or(200, |k| k.status),
         "text/html; charset=utf-8",
         page::layout("Access requests", base, me, body).into_string(),
     );
@@ -88,12 +107,39 @@ pub(crate) async fn access_post(
             ));
         }
         let fields = forms::read(headers, &bytes).map_err(|why| refused(403, why))?;
-        ask(form, &fields).map_err(|why| refused(400, why))
+        Ok(fields)
     };
-    let ask = match asked.await {
-        Ok(ask) => ask,
+    // A form that is not the page's own: an error page, nothing kept.
+    let fields = match asked.await {
+        Ok(fields) => fields,
         Err(e) => {
             return access_refused(gateway, state, &caller, &StepNames::default(), &e, base).await
+        }
+    };
+    // The page's own form that can't be done: the page again, saying why,
+    // with what was typed.
+    let again = |e: &crate::pipeline::HttpError, fields: Vec<(String, String)>| Kept {
+        status: e.status,
+        error: e.message.clone(),
+        fields,
+    };
+    let ask = match ask(form, &fields) {
+        Ok(ask) => ask,
+        Err(why) => {
+            let e = refused(400, why);
+            let step = StepNames::default();
+            if let Some(lost) =
+                crate::doors::access::audit_access_refused(gateway, &caller, &step, &e).await
+            {
+                return page::error(
+                    lost.status,
+                    &lost.message,
+                    base,
+                    &page::Viewer::of(viewer, state),
+                );
+            }
+            return access_page_with(gateway, state, headers, viewer, Some(again(&e, fields)))
+                .await;
         }
     };
     match crate::doors::access::access_operation(gateway, state, ask, &caller).await {
@@ -105,7 +151,19 @@ pub(crate) async fn access_post(
             }
             r
         }
-        Err((e, step)) => access_refused(gateway, state, &caller, &step, &e, base).await,
+        Err((e, step)) => {
+            if let Some(lost) =
+                crate::doors::access::audit_access_refused(gateway, &caller, &step, &e).await
+            {
+                return page::error(
+                    lost.status,
+                    &lost.message,
+                    base,
+                    &page::Viewer::of(viewer, state),
+                );
+            }
+            access_page_with(gateway, state, headers, viewer, Some(again(&e, fields))).await
+        }
     }
 }
 
@@ -188,9 +246,24 @@ pub fn ask(rest: &str, fields: &[(String, String)]) -> Result<Ask, String> {
 /// The page: the form to ask, then the requests the viewer may see
 /// (`listed`: the API's list answer), each with the forms the viewer may
 /// use on it. `token` goes into every form.
-pub fn render(base: &str, me: &str, roles: &[Requestable], listed: &Value, token: &str) -> Markup {
+pub fn render(
+    base: &str,
+    me: &str,
+    roles: &[Requestable],
+    listed: &Value,
+    token: &str,
+    kept: Option<&Kept>,
+) -> Markup {
     let requests = listed["requests"].as_array().cloned().unwrap_or_default();
+    let typed = |name: &str| kept.map(|k| forms::field(&k.fields, name)).unwrap_or("");
+    let duration = match typed("duration") {
+        "" => "30m",
+        given => given,
+    };
     html! {
+        @if let Some(k) = kept {
+            p.error { (k.error) }
+        }
         h2 { "Ask for a role" }
         @if roles.is_empty() {
             p { "None of your roles may ask for another." }
@@ -200,18 +273,18 @@ pub fn render(base: &str, me: &str, roles: &[Requestable], listed: &Value, token
                 label { "Role "
                     select name="role" required {
                         @for r in roles {
-                            option value=(r.role) {
+                            option value=(r.role) selected[typed("role") == r.role] {
                                 (r.role) " (at most " (humantime::format_duration(r.max_duration)) ")"
                                 @if r.reason_required { ", reason required" }
                             }
                         }
                     }
                 }
-                label { "For " input type="text" name="duration" value="30m" size="6" required; }
+                label { "For " input type="text" name="duration" value=(duration) size="6" required; }
                 label { "Targets " input type="text" name="targets" placeholder="all the role reaches"
-                    maxlength="512"; }
+                    value=(typed("targets")) maxlength="512"; }
                 label { "Reason " input type="text" name="reason" placeholder="INC-1234"
-                    maxlength=(wire::MAX_TEXT_CHARS) size="30"; }
+                    value=(typed("reason")) maxlength=(wire::MAX_TEXT_CHARS) size="30"; }
                 button type="submit" { "Ask" }
             }
         }
@@ -244,15 +317,22 @@ fn row(base: &str, me: &str, r: &Value, token: &str) -> Markup {
         tr class=(state) id=(id) {
             td { code { (id) } br; small { (s("created")) } }
             td { (s("requester")) }
-            td {
+            td.item {
                 @if r["kind"] == "item" {
-                    "one run of " code { (r["item"].to_string()) } " as " (s("role"))
+                    "one run of " code { (wire::item_words(&r["item"])) }
+                    @if let Some(args) = r["item"].get("arguments") { " with " code { (args.to_string()) } }
+                    @if let Some(value) = r["item"].get("value") { " = " code { (value.to_string()) } }
+                    " on " strong.target { (s("targets")) } " as " (s("role"))
                 } @else {
                     "role " strong { (s("role")) } " for " (s("duration"))
-                    @if let Some(t) = r["targets"].as_str() { " on " code { (t) } }
+                    " on " @match r["targets"].as_str() {
+                        Some(t) => code.target { (t) },
+                        None => "all it reaches",
+                    }
                 }
             }
-            td { (state) @if let Some(until) = r["expires"].as_str() { br; small { "until " (until) } } }
+            @let (shown, when) = shown_state(r);
+            td { (shown) @if let Some(when) = when { br; small { (when) } } }
             td { (r["approvals"]) " of " (r["approvals_needed"]) }
             td.reason { (s("reason")) }
             td.reviews {
@@ -273,7 +353,7 @@ fn row(base: &str, me: &str, r: &Value, token: &str) -> Markup {
                         button type="submit" formaction=(action("deny")) { "Deny" }
                     }
                 }
-                @if mine && matches!(state.as_str(), "pending" | "approved") {
+                @if mine && (state == "pending" || state == "approved" && r.get("used").is_none()) {
                     form.revoke method="post" action=(action("revoke")) {
                         input type="hidden" name=(forms::FIELD) value=(token);
                         button type="submit" { "Revoke" }
@@ -284,10 +364,116 @@ fn row(base: &str, me: &str, r: &Value, token: &str) -> Markup {
     }
 }
 
+/// A request's state as people read it, and when: an approved item that
+/// ran is `used`; a grant runs until its end, an item waits for its one
+/// use until then; an expired one ended then; a revoked one names who.
+fn shown_state(r: &Value) -> (String, Option<String>) {
+    let at = |key: &str| r[key].as_str().map(str::to_string);
+    let state = r["state"].as_str().unwrap_or("").to_string();
+    match state.as_str() {
+        "approved" if r.get("used").is_some() => {
+            ("used".into(), at("used").map(|t| format!("at {t}")))
+        }
+        "approved" if r["kind"] == "item" => {
+            (state, at("expires").map(|t| format!("to use by {t}")))
+        }
+        "approved" => (state, at("expires").map(|t| format!("until {t}"))),
+        "expired" => (state, at("expires").map(|t| format!("at {t}"))),
+        "revoked" => (state, at("ended_by").map(|by| format!("by {by}"))),
+        "denied" => (state, at("decided").map(|t| format!("at {t}"))),
+        _ => (state, at("created").map(|t| format!("asked {t}"))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn requests_read_as_words_with_their_targets_and_what_became_of_them() {
+        let listed = json!({"requests": [
+            {"id": "ar-1", "kind": "item", "state": "approved", "requester": "dev", "role": "ops",
+             "targets": "orders-1", "approvals": 1, "approvals_needed": 1, "reviews": [],
+             "item": {"type": "exec", "mbean": "java.lang:type=Memory", "operation": "gc", "arguments": []},
+             "used": "2026-12-04T10:00:00Z", "expires": "2026-12-04T11:00:00Z", "created": "t"},
+            {"id": "ar-2", "kind": "role", "state": "revoked", "requester": "dev", "role": "ops",
+             "duration": "1h", "approvals": 1, "approvals_needed": 1, "reviews": [],
+             "ended_by": "dev", "expires": "2026-12-04T11:00:00Z", "created": "t"},
+            {"id": "ar-3", "kind": "item", "state": "approved", "requester": "dev", "role": "ops",
+             "targets": "orders-2", "approvals": 1, "approvals_needed": 1, "reviews": [],
+             "item": {"type": "write", "mbean": "d:k=v", "attribute": "Level", "value": "FINE"},
+             "expires": "2026-12-04T11:00:00Z", "created": "t"}
+        ]});
+        let html = render("/console", "dev", &[], &listed, "T", None).into_string();
+        assert!(html.contains("one run of <code>exec java.lang:type=Memory gc</code> with <code>[]</code> on <strong class=\"target\">orders-1</strong> as ops"), "{html}");
+        assert!(
+            html.contains("<td>used<br><small>at 2026-12-04T10:00:00Z</small></td>"),
+            "{html}"
+        );
+        assert!(
+            !html.contains("/console/access/ar-1/revoke"),
+            "a used approval has nothing to revoke: {html}"
+        );
+        assert!(
+            html.contains("<td>revoked<br><small>by dev</small></td>"),
+            "{html}"
+        );
+        assert!(
+            !html.contains("until"),
+            "nothing ended reads \"until\": {html}"
+        );
+        assert!(
+            html.contains(
+                "= <code>&quot;FINE&quot;</code> on <strong class=\"target\">orders-2</strong>"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("to use by 2026-12-04T11:00:00Z"), "{html}");
+        assert!(html.contains("/console/access/ar-3/revoke"), "{html}");
+        assert!(!html.contains("{&quot;"), "no item as JSON: {html}");
+    }
+
+    #[test]
+    fn a_form_that_failed_comes_back_with_what_was_typed() {
+        let roles = [
+            Requestable {
+                role: "ops".into(),
+                max_duration: Duration::from_secs(3600),
+                reason_required: true,
+            },
+            Requestable {
+                role: "dba".into(),
+                max_duration: Duration::from_secs(3600),
+                reason_required: false,
+            },
+        ];
+        let kept = Kept {
+            status: 400,
+            error: "duration \"soon\": say how long".into(),
+            fields: vec![
+                ("role".into(), "dba".into()),
+                ("duration".into(), "soon".into()),
+                ("reason".into(), "INC-7 <b>".into()),
+            ],
+        };
+        let html = render(
+            "/console",
+            "dev",
+            &roles,
+            &json!({"requests": []}),
+            "T",
+            Some(&kept),
+        )
+        .into_string();
+        assert!(
+            html.contains("<p class=\"error\">duration &quot;soon&quot;: say how long</p>"),
+            "{html}"
+        );
+        assert!(html.contains("<option value=\"dba\" selected>"), "{html}");
+        assert!(html.contains("name=\"duration\" value=\"soon\""), "{html}");
+        assert!(html.contains("value=\"INC-7 &lt;b&gt;\""), "{html}");
+    }
 
     fn fields(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
@@ -346,7 +532,7 @@ mod tests {
              "duration": "1h", "approvals": 1, "approvals_needed": 1, "may_review": false,
              "reviews": [{"reviewer": "x", "verdict": "approve", "comment": "<b>ok</b>"}], "created": "t"}
         ]});
-        let html = render("/console", "lead", &[], &listed, "TOKEN").into_string();
+        let html = render("/console", "lead", &[], &listed, "TOKEN", None).into_string();
         assert!(
             !html.contains("<script>") && !html.contains("<b>ok"),
             "{html}"

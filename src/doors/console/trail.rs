@@ -462,7 +462,18 @@ pub fn render(
                             td.what { (what(e)) }
                             td { (e.decision.as_deref().unwrap_or("")) }
                             td { (e.status.map(|s| s.to_string()).unwrap_or_default()) }
-                            td.note { (e.note.as_deref().or(e.access_request.as_deref()).unwrap_or("")) }
+                            td.note {
+                                (e.note.as_deref().unwrap_or(""))
+                                @if let Some(request) = &e.access_request {
+                                    " " small.request {
+                                        "(" (request)
+                                        @if let Some(by) = e.requester.as_deref().filter(|r| Some(*r) != e.principal.as_deref()) {
+                                            ", asked by " (by)
+                                        }
+                                        ")"
+                                    }
+                                }
+                            }
                         }
                     }
                 }
@@ -742,6 +753,35 @@ mod tests {
             assert!(pages < 100, "paging goes on: {all:?}");
         }
         assert_eq!(all, (1..=15).rev().map(|n| n * 2).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_grant_names_who_asked_beside_who_granted() {
+        let granted: Entry = serde_json::from_value(serde_json::json!({
+            "seq": 3, "time": "T", "event": "access_granted", "principal": "lead",
+            "note": "role ops: approved (1 of 1)", "access_request": "ar-1", "requester": "dev", "prev": "0"
+        }))
+        .unwrap();
+        let asked: Entry = serde_json::from_value(serde_json::json!({
+            "seq": 2, "time": "T", "event": "access_requested", "principal": "dev",
+            "note": "role ops: asked for 30m", "access_request": "ar-1", "requester": "dev", "prev": "0"
+        }))
+        .unwrap();
+        let found = Found {
+            rows: vec![granted, asked],
+            ..Found::default()
+        };
+        let html = render("/console", &q("", "eve", true), &found, None).into_string();
+        assert!(
+            html.contains(
+                "approved (1 of 1) <small class=\"request\">(ar-1, asked by dev)</small>"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("asked for 30m <small class=\"request\">(ar-1)</small>"),
+            "{html}"
+        );
     }
 
     #[test]

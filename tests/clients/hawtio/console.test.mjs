@@ -128,10 +128,19 @@ test('a role asked for and approved in the console lets the requester run the op
   await dev.page.goto(`${GATEWAY}/console/access`)
   await dev.page.selectOption('select[name=role]', 'ops')
   await dev.page.fill('input[name=reason]', 'INC-42 gc the shop')
+  // A duration that is none: said, and what was typed is still there.
+  await dev.page.fill('input[name=duration]', 'soon')
+  await Promise.all([dev.page.waitForLoadState('load'), dev.page.getByRole('button', { name: 'Ask', exact: true }).click()])
+  await dev.page.locator('p.error').getByText('duration').waitFor({ timeout: WAIT })
+  assert.equal(await dev.page.inputValue('input[name=reason]'), 'INC-42 gc the shop')
+  assert.equal(await dev.page.inputValue('input[name=duration]'), 'soon')
+  await dev.page.fill('input[name=duration]', '30m')
   await Promise.all([dev.page.waitForURL(/\/console\/access$/), dev.page.getByRole('button', { name: 'Ask', exact: true }).click()])
   await dev.page.getByText('INC-42 gc the shop').first().waitFor({ timeout: WAIT })
 
   await lead.page.goto(`${GATEWAY}/console/access`)
+  // The page fits the window: nothing to scroll sideways.
+  assert.ok(await lead.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'the access page is no wider than the window')
   await lead.page.fill('input[name=comment]', 'go ahead')
   await lead.page.screenshot({ path: join(SHOTS, 'console-approval.png') })
   await Promise.all([lead.page.waitForURL(/\/console\/access$/), lead.page.getByRole('button', { name: 'Approve', exact: true }).click()])
