@@ -39,7 +39,8 @@ impl Gateway {
             Sections::default()
                 .with(Elevation::new(&config.access.store))
                 .with(Exports::default())
-                .with(crate::doors::mcp::logging::LogLevels::default()),
+                .with(crate::doors::mcp::logging::LogLevels::default())
+                .with(crate::doors::console::trend::Trends::default()),
             crate::doors::access::settle,
         )
     }
@@ -256,5 +257,6 @@ mod tests {
         let _ = crate::doors::access::elevation(&gateway);
         let _ = crate::jobs::otlp::exports(&gateway);
         let _ = crate::doors::mcp::logging_levels(&gateway);
+        let _: &crate::doors::console::trend::Trends = gateway.rooms.get();
     }
 }

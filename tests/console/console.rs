@@ -1295,16 +1295,113 @@ async fn the_header_offers_only_what_applies_to_the_viewer() {
         "{ops}"
     );
     assert!(ops.contains("http-equiv=\"refresh\""), "{ops}");
-    // A target's page does not reload under a person typing in its forms.
-    let target = page(
-        &gw,
-        "ops",
-        "ops-pw",
-        &format!("/console/targets/{}", agent.name),
+    // A target's page asks for itself again (its trend goes on), but not
+    // under a person typing in an MBean's forms.
+    let target = format!("/console/targets/{}", agent.name);
+    let text = page(&gw, "ops", "ops-pw", &target)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(text.contains("http-equiv=\"refresh\""), "{text}");
+    let memory = format!("{target}?mbean=java.lang%3Atype%3DMemory");
+    let text = page(&gw, "ops", "ops-pw", &memory)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains("http-equiv=\"refresh\""), "{text}");
+}
+
+/// A target's trend: heap, threads and CPU as read each time its page is
+/// shown, each line drawn only for a viewer whose policy reads it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_targets_trend_draws_only_what_the_viewer_may_read() {
+    let agent = Agent::start("console-trend");
+    let dir = tempfile::tempdir().unwrap();
+    let users = users_file(
+        dir.path(),
+        &[
+            ("ops", "ops-pw", &["all"]),
+            ("guarded", "g-pw", &["guarded"]),
+        ],
+    );
+    let no_heap = dir.path().join("no-heap.xml");
+    std::fs::write(
+        &no_heap,
+        "<restrict><deny><mbean><name>java.lang:type=Memory</name>\
+         <attribute>HeapMemoryUsage</attribute></mbean></deny></restrict>",
     )
-    .await
-    .text()
-    .await
     .unwrap();
-    assert!(!target.contains("http-equiv=\"refresh\""), "{target}");
+    let gw = Gateway::start(&basic_auth_config(
+        &users,
+        &format!(
+            "{}\n[[roles]]\nname = \"all\"\ntargets = [\"*\"]\n\n\
+             [[roles]]\nname = \"guarded\"\ntargets = [\"*\"]\npolicy = \"{}\"\n\n\
+             [audit]\ndir = \"{}\"\n",
+            common::targets_toml(&[&agent]),
+            no_heap.display(),
+            dir.path().join("audit").display()
+        ),
+    ))
+    .await;
+    let target = format!("/console/targets/{}", agent.name);
+    let shown_threads = |text: &str| -> i64 {
+        let after = text
+            .split("threads <svg")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no threads line in {text}"));
+        let after = after.split("</svg> ").nth(1).unwrap();
+        after
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let mut text = String::new();
+    for _ in 0..2 {
+        text = page(&gw, "ops", "ops-pw", &target)
+            .await
+            .text()
+            .await
+            .unwrap();
+    }
+    assert!(text.contains("heap used <svg class=\"trend\""), "{text}");
+    assert!(text.contains("<polyline points="), "{text}");
+    let direct = common::direct(
+        &agent,
+        &serde_json::json!({"type":"read","mbean":"java.lang:type=Threading","attribute":"ThreadCount"}),
+    )
+    .await["value"]
+        .as_i64()
+        .unwrap();
+    let threads = shown_threads(&text);
+    assert!(
+        (threads - direct).abs() <= 5,
+        "{threads} threads shown, the agent says {direct}"
+    );
+    // The guarded viewer's policy denies the heap: no heap line, from
+    // anyone's points.
+    let text = page(&gw, "guarded", "g-pw", &target)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains("heap used"), "{text}");
+    assert!(text.contains("threads <svg"), "{text}");
+    // Each point is the viewer's own audited reads.
+    let records = audit_records(&dir.path().join("audit"));
+    for who in ["ops", "guarded"] {
+        assert!(
+            records.iter().any(|r| r["channel"] == "console"
+                && r["principal"] == who
+                && r["type"] == "read"
+                && r["mbean"] == "java.lang:type=Threading"),
+            "{who}: {records:?}"
+        );
+    }
+    assert!(records.iter().any(|r| r["principal"] == "guarded"
+        && r["mbean"] == "java.lang:type=Memory"
+        && r["decision"] == "denied"));
 }

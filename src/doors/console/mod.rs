@@ -10,6 +10,7 @@
 //! - `target`: one target's header and MBeans, read as the viewer;
 //! - `actions`: its forms' operations and writes, typed by the MBean;
 //! - `values`: values for people (units, composites as tables);
+//! - `trend`: heap, threads and CPU over the last minutes, per target;
 //! - `answers`: a reduction over a selector, as a table and a chart;
 //! - `access`: access requests asked, reviewed and revoked in forms;
 //! - `forms`: what keeps another site from posting a console form;
@@ -37,6 +38,7 @@ mod page;
 pub(crate) mod sign_in;
 mod target;
 mod trail;
+pub mod trend;
 mod values;
 
 use axum::body::Body;
@@ -337,6 +339,7 @@ async fn show_target(
         Some(m) => target::console_may_write(gateway, state, viewer, name, m, attribute),
         None => false,
     };
+    let trend = trend_of(gateway, state, viewer, name).await;
     let token = forms::token(headers, base, viewer.tls);
     let hawtio = match state.console().hawtio_elsewhere() {
         Some(url) => Some(hawtio::elsewhere_link(url, name)),
@@ -345,9 +348,13 @@ async fn show_target(
             .hawtio_served()
             .map(|_| format!("{base}{}{}/", config::HAWTIO, target::encode(name))),
     };
+    // Without an MBean (no form to lose what is typed), the page asks for
+    // itself again, and so draws its trend.
+    let refresh = (mbean.is_none() && done.is_none()).then_some(page::REFRESH_SECONDS);
     let body = target::render(
         base,
         &shown.view(),
+        trend,
         &list,
         mbean.as_deref().zip(read.as_ref()),
         &target::Changes {
@@ -364,12 +371,49 @@ async fn show_target(
     let mut r = page::respond(
         200,
         "text/html; charset=utf-8",
-        page::layout(name, base, who, body).into_string(),
+        page::layout_refreshing(name, base, who, refresh, body).into_string(),
     );
     if let Some(cookie) = token.set_cookie {
         r.headers_mut().append(http::header::SET_COOKIE, cookie);
     }
     r
+}
+
+/// The target's trend, with this showing's reads (as the viewer) added,
+/// drawn with the lines the viewer may read.
+async fn trend_of(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    viewer: &RequestContext,
+    name: &str,
+) -> maud::Markup {
+    let read = |(mbean, attribute, path): (&'static str, &'static str, Option<&'static str>)| async move {
+        let item = crate::protocol::Request::read(mbean, Some(attribute))
+            .map(|r| match path {
+                Some(p) => r.at_path(p),
+                None => r,
+            })
+            .map(|r| parse::Parsed::typed(vec![Ok(parse::ParsedItem::to(name, r))]));
+        match item {
+            Ok(item) => target::console_item(gateway, state, viewer, item)
+                .await
+                .unwrap_or_default(),
+            Err(_) => serde_json::Value::Null,
+        }
+    };
+    let [heap, threads, cpu] = trend::READS;
+    let (heap, threads, cpu) = futures::join!(read(heap), read(threads), read(cpu));
+    let point = trend::Point::of(crate::clock::unix_seconds(), &[heap, threads, cpu]);
+    let trends: &trend::Trends = gateway.rooms.get();
+    let points = if point.values.iter().any(Option::is_some) {
+        trends.add(name, point)
+    } else {
+        trends.of(name)
+    };
+    let shown = trend::READS.map(|(mbean, attribute, _)| {
+        target::console_may_read(gateway, state, viewer, name, mbean, attribute)
+    });
+    trend::render(&points, shown)
 }
 
 async fn overview(

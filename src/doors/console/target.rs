@@ -97,6 +97,30 @@ pub(crate) fn console_may_run(
     )
 }
 
+/// Whether the viewer's roles would let it read `attribute` of the
+/// MBean: the route and authorize phases' own answer, nothing sent.
+pub(crate) fn console_may_read(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    viewer: &RequestContext,
+    target: &str,
+    mbean: &str,
+    attribute: &str,
+) -> bool {
+    let Ok(read) = Request::read(mbean, Some(attribute)) else {
+        return false;
+    };
+    let parsed = parse::Parsed::typed(vec![Ok(parse::ParsedItem::to(target, read))]);
+    let caller = viewer.caller("GET").without_origin();
+    let addressing = route::Addressing::Proxy {
+        default_target: None,
+    };
+    matches!(
+        gateway.judge(state, &caller, addressing, &parsed.items[0]),
+        crate::pipeline::Judged::Agent { .. }
+    )
+}
+
 /// Whether the viewer's roles would let it write `attribute` of the
 /// MBean: the route and authorize phases' own answer, nothing sent.
 pub(crate) fn console_may_write(
@@ -154,6 +178,7 @@ pub(crate) struct Changes<'a> {
 pub(crate) fn render(
     base: &str,
     target: &crate::fleet::TargetView<'_>,
+    trend: Markup,
     list: &Value,
     mbean: Option<(&str, &Value)>,
     changes: &Changes<'_>,
@@ -194,6 +219,7 @@ pub(crate) fn render(
             }
         }
         (header(target))
+        (trend)
         @if let Some(Hawtio { elsewhere: true, .. }) = &hawtio {
             p.note {
                 "That Hawtio opens the connection named after this target. Import yours once "
