@@ -1305,3 +1305,140 @@ fn bridge_lines(
     });
     (stdin, from_bridge)
 }
+
+/// `subscriptions/listen` with the Python SDK (tests/clients/python/
+/// listen_for_changes.py): the caller hears that the resource list changed
+/// when a reload adds a target it may see (not one it may not), and that a
+/// watched target's resource changed when its agent goes; a watched target
+/// it may not see never changes, whatever becomes of it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subscription_hears_of_the_changes_the_caller_may_see() {
+    use std::io::BufRead as _;
+    let python = clients_dir().join("python/.venv/bin/python");
+    require(&python, "the venv with mcp==2.3.0");
+    let agent = Agent::start("watch-a");
+    let dir = tempfile::tempdir().unwrap();
+    let users = common::users_file(dir.path(), &[("narrow", "narrow-pw", &["watchers"])]);
+    let dead = common::dead_port();
+    let config = |extra: &str| {
+        format!(
+            "auth = [\"basic\"]\n[auth.basic]\nusers_file = \"{}\"\n\n[health]\nprobe_interval = \"1s\"\n\n\
+             [[targets]]\nname = \"watch-a\"\nurl = \"{}\"\n\n{extra}\
+             [[roles]]\nname = \"watchers\"\ntargets = [\"watch-*\"]\n",
+            users.display(),
+            agent.url(),
+        )
+    };
+    let target = |name: &str| {
+        format!("[[targets]]\nname = \"{name}\"\nurl = \"http://127.0.0.1:{dead}/jolokia\"\n\n")
+    };
+    let gw = Gateway::start(&config(&target("hidden-1"))).await;
+    let watched_uri = "jmxgate://targets/watch-a";
+    let watch = [
+        watched_uri,
+        "jmxgate://targets/hidden-1",
+        "jmxgate://targets/no-such",
+        "test://watched-resource",
+    ];
+    let targets = || async {
+        let r = gw
+            .http
+            .get(gw.url("/jolokia/targets"))
+            .basic_auth("narrow", Some("narrow-pw"))
+            .send()
+            .await
+            .unwrap();
+        r.json::<Value>().await.unwrap()
+    };
+    common::eventually("watch-a up", Duration::from_secs(60), || async {
+        let r = targets().await;
+        let up = r["value"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["name"] == "watch-a" && t["health"]["state"] == "up");
+        if up {
+            Ok(())
+        } else {
+            Err(r.to_string())
+        }
+    })
+    .await;
+
+    let mut child = Command::new(&python)
+        .current_dir(clients_dir().join("python"))
+        .arg("listen_for_changes.py")
+        .env("JMXGATE_URL", gw.url(""))
+        .env("JMXGATE_USER", "narrow")
+        .env("JMXGATE_PASSWORD", "narrow-pw")
+        .env("JMXGATE_WATCH", watch.join(","))
+        .env("JMXGATE_EVENTS", "2")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let (lines_in, lines) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines_in.send(line);
+        }
+    });
+    let next_line = |what: &str| {
+        lines
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("the listener printed no {what}"))
+    };
+    // Accepted: the gateway's own URIs, whether or not the caller sees
+    // their targets (a hidden target reads as one that never changes).
+    let listening = next_line("acknowledgment");
+    let mut ours: Vec<&str> = watch[..3].to_vec();
+    ours.sort_unstable();
+    let honored = listening
+        .strip_prefix("listening ")
+        .and_then(|rest| rest.strip_suffix(" list"))
+        .unwrap_or_else(|| panic!("{listening}"));
+    assert_eq!(
+        serde_json::from_str::<Value>(honored).unwrap(),
+        json!(ours),
+        "{listening}"
+    );
+
+    // A reload: hidden-1 goes, hidden-2 and watch-new come. The caller
+    // sees one more target; nothing of the hidden ones.
+    let reloaded = jmxgate::Config::parse(&format!(
+        "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+        config(&format!("{}{}", target("hidden-2"), target("watch-new")))
+    ))
+    .and_then(|c| c.validate())
+    .unwrap();
+    gw.gateway.reload(&reloaded).unwrap();
+    let first: Value = serde_json::from_str(&next_line("list change")).unwrap();
+    assert_eq!(first, json!({"event": "ResourcesListChanged", "uri": null}));
+    // The watched target's agent goes: its resource changed.
+    drop(agent);
+    let second: Value = serde_json::from_str(&next_line("resource update")).unwrap();
+    assert_eq!(
+        second,
+        json!({"event": "ResourceUpdated", "uri": watched_uri})
+    );
+    let ended = common::try_eventually(Duration::from_secs(60), || {
+        let status = child.try_wait().unwrap();
+        async move { status.ok_or_else(|| "still running".to_string()) }
+    })
+    .await
+    .expect("the listener ends after its two events");
+    assert!(ended.success(), "{ended}");
+    let r = targets().await;
+    assert!(
+        r["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "watch-new"),
+        "the gateway still serves: {r}"
+    );
+}

@@ -240,6 +240,8 @@ impl ServerHandler for Door {
             .enable_logging()
             .enable_prompts()
             .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
             .enable_tools()
             .build();
         ServerConfig::new(capabilities)
@@ -428,6 +430,64 @@ impl ServerHandler for Door {
         })
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        let mut accepted = rmcp::model::SubscriptionFilter::new();
+        accepted.resources_list_changed = requested.resources_list_changed;
+        accepted.resource_subscriptions = requested
+            .resource_subscriptions
+            .as_deref()
+            .map(resources::watchable);
+        Some(accepted)
+    }
+
+    async fn listen(
+        &self,
+        subscription: rmcp::service::SubscriptionContext,
+    ) -> Result<(), ErrorData> {
+        let caller = caller(subscription.request_context())?;
+        let uris = subscription
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        let list = subscription.accepted().resources_list_changed == Some(true);
+        let sink = subscription.sink().clone();
+        let watching = async {
+            let mut before = watched(&self.gateway, &caller, &uris);
+            let mut listed = visible_names(&self.gateway, &caller);
+            let mut tick = tokio::time::interval(WATCH_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let now = watched(&self.gateway, &caller, &uris);
+                for uri in resources::changed(&uris, &before, &now) {
+                    if sink.notify_resource_updated(uri).await.is_err() {
+                        return;
+                    }
+                }
+                before = now;
+                if list {
+                    let names = visible_names(&self.gateway, &caller);
+                    if names != listed && sink.notify_resource_list_changed().await.is_err() {
+                        return;
+                    }
+                    listed = names;
+                }
+            }
+        };
+        // Bounded: a listen ends (gracefully: the client listens again)
+        // after LISTEN_FOR, or when the client goes.
+        tokio::select! {
+            () = watching => {}
+            () = subscription.cancelled() => {}
+            () = tokio::time::sleep(LISTEN_FOR) => {}
+        }
+        Ok(())
+    }
+
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -477,6 +537,53 @@ impl ServerHandler for Door {
         ])
         .into())
     }
+}
+
+/// How often a subscription looks at what it watches (the gateway's own
+/// view of its targets: no agent is asked).
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long one `subscriptions/listen` runs before it ends gracefully.
+pub const LISTEN_FOR: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// What a watched resource's content depends on, per URI: its target's
+/// state, agent and labels as the gateway knows them; `None` where the
+/// caller sees no such target.
+type Look = (&'static str, Option<String>, Option<String>, String);
+
+fn watched(gateway: &Gateway, caller: &McpCaller, uris: &[String]) -> Vec<Option<Look>> {
+    let state = gateway.state.load();
+    uris.iter()
+        .map(|uri| {
+            let name = match resources::parse(uri).ok()? {
+                resources::Resource::Target(t) | resources::Resource::Mbean { target: t, .. } => t,
+            };
+            let t = state.fleet.by_name(&name)?;
+            if !state.access.reaches(&caller.ctx.held, t) || !caller.page_reaches(t) {
+                return None;
+            }
+            let v = t.view();
+            let labels: Vec<String> = v.labels.iter().map(|(k, l)| format!("{k}={l}")).collect();
+            Some((
+                v.health.state,
+                v.agent.version,
+                v.agent.protocol,
+                labels.join(","),
+            ))
+        })
+        .collect()
+}
+
+/// The names of the targets the caller may see now (for `list_changed`).
+fn visible_names(gateway: &Gateway, caller: &McpCaller) -> Vec<String> {
+    let state = gateway.state.load();
+    let mut names: Vec<String> = state
+        .fleet
+        .iter()
+        .filter(|t| state.access.reaches(&caller.ctx.held, t) && caller.page_reaches(t))
+        .map(|t| t.name.clone())
+        .collect();
+    names.sort_unstable();
+    names
 }
 
 /// The level a caller asked for: its request's own (`_meta`, 2026-07-28),
@@ -562,7 +669,20 @@ fn target_resource(caller: &McpCaller, target: &str, found: Value) -> Value {
         .filter_map(Value::as_str)
         .map(|m| json!({"name": m, "uri": resources::mbean_uri(target, m)}))
         .collect();
-    let mut resource = json!({"target": target, "labels": labels, "mbeans": mbeans});
+    let (health, agent) = caller
+        .state
+        .fleet
+        .by_name(target)
+        .map(|t| {
+            let v = t.view();
+            (
+                json!(v.health.state),
+                json!({"version": v.agent.version, "protocol": v.agent.protocol}),
+            )
+        })
+        .unwrap_or_default();
+    let mut resource = json!({"target": target, "labels": labels, "health": health,
+                              "agent": agent, "mbeans": mbeans});
     if found.get("next_cursor").is_some() || found.get("truncated").is_some() {
         resource["truncated"] = json!(
             "more MBeans than one answer holds: search_mbeans with a pattern,              or its next_cursor, finds the rest"

@@ -4,7 +4,10 @@
 //! A list names the targets (paged, by name); the templates name both
 //! shapes; a read of either is the tool call it stands for (`mod.rs`:
 //! `search_mbeans` for a target, `describe_mbean` for an MBean), judged
-//! and audited as that call. This module holds the URIs and the paging.
+//! and audited as that call. A `subscriptions/listen` (protocol
+//! 2026-07-28) hears of a watched resource when its target's state,
+//! agent or labels change, and of the list when the caller's targets do.
+//! This module holds the URIs, the paging and what counts as a change.
 //! Pure.
 
 use base64::Engine as _;
@@ -143,6 +146,38 @@ pub fn page<'a>(
     Ok((shown, next))
 }
 
+/// Most resources one `subscriptions/listen` watches; past it, the rest
+/// are not accepted (the acknowledgment says which are).
+pub const MAX_WATCHED: usize = 100;
+
+/// The URIs of `requested` a subscription accepts: the gateway's own
+/// (whether the caller may see them is decided as it listens, so a
+/// hidden target reads as one that never changes), at most
+/// [`MAX_WATCHED`].
+pub fn watchable(requested: &[String]) -> Vec<String> {
+    requested
+        .iter()
+        .filter(|uri| parse(uri).is_ok())
+        .take(MAX_WATCHED)
+        .cloned()
+        .collect()
+}
+
+/// The URIs whose resource changed between two looks: `before` and
+/// `now` hold, per URI, what its content depends on (`None`: not there
+/// for the caller).
+pub fn changed<'a, T: PartialEq>(
+    uris: &'a [String],
+    before: &[Option<T>],
+    now: &[Option<T>],
+) -> Vec<&'a str> {
+    uris.iter()
+        .zip(before.iter().zip(now))
+        .filter(|(_, (b, n))| b != n)
+        .map(|(uri, _)| uri.as_str())
+        .collect()
+}
+
 fn cut(text: &str) -> String {
     text.chars().take(200).collect()
 }
@@ -194,6 +229,41 @@ mod tests {
             assert!(text.starts_with(bad), "{text}");
             assert!(text.contains("jmxgate://targets/{target}"), "{text}");
         }
+    }
+
+    #[test]
+    fn a_subscription_watches_its_own_uris_and_tells_what_changed() {
+        let asked: Vec<String> = [
+            "jmxgate://targets/a",
+            "test://watched-resource",
+            "jmxgate://targets/b/mbeans/d%3Ak%3Dv",
+        ]
+        .map(String::from)
+        .to_vec();
+        let watched = watchable(&asked);
+        assert_eq!(
+            watched,
+            [
+                "jmxgate://targets/a",
+                "jmxgate://targets/b/mbeans/d%3Ak%3Dv"
+            ]
+        );
+        let many: Vec<String> = (0..500).map(|i| target_uri(&format!("t{i}"))).collect();
+        assert_eq!(watchable(&many).len(), MAX_WATCHED);
+        let before = [Some(("up", "1.7.1")), None];
+        assert_eq!(
+            changed(&watched, &before, &[Some(("down", "1.7.1")), None]),
+            ["jmxgate://targets/a"]
+        );
+        assert_eq!(changed(&watched, &before, &before), Vec::<&str>::new());
+        assert_eq!(
+            changed(
+                &watched,
+                &before,
+                &[Some(("up", "1.7.1")), Some(("up", "2.6.0"))]
+            ),
+            ["jmxgate://targets/b/mbeans/d%3Ak%3Dv"]
+        );
     }
 
     #[test]
