@@ -14,6 +14,7 @@
 pub mod answer;
 pub mod bound;
 pub mod call;
+mod changes;
 pub mod complete;
 pub mod config;
 mod explain;
@@ -448,43 +449,7 @@ impl ServerHandler for Door {
         subscription: rmcp::service::SubscriptionContext,
     ) -> Result<(), ErrorData> {
         let caller = caller(subscription.request_context())?;
-        let uris = subscription
-            .accepted()
-            .resource_subscriptions
-            .clone()
-            .unwrap_or_default();
-        let list = subscription.accepted().resources_list_changed == Some(true);
-        let sink = subscription.sink().clone();
-        let watching = async {
-            let mut before = watched(&self.gateway, &caller, &uris);
-            let mut listed = visible_names(&self.gateway, &caller);
-            let mut tick = tokio::time::interval(WATCH_EVERY);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let now = watched(&self.gateway, &caller, &uris);
-                for uri in resources::changed(&uris, &before, &now) {
-                    if sink.notify_resource_updated(uri).await.is_err() {
-                        return;
-                    }
-                }
-                before = now;
-                if list {
-                    let names = visible_names(&self.gateway, &caller);
-                    if names != listed && sink.notify_resource_list_changed().await.is_err() {
-                        return;
-                    }
-                    listed = names;
-                }
-            }
-        };
-        // Bounded: a listen ends (gracefully: the client listens again)
-        // after LISTEN_FOR, or when the client goes.
-        tokio::select! {
-            () = watching => {}
-            () = subscription.cancelled() => {}
-            () = tokio::time::sleep(LISTEN_FOR) => {}
-        }
+        changes::listen(&self.gateway, &caller, subscription).await;
         Ok(())
     }
 
@@ -521,7 +486,7 @@ impl ServerHandler for Door {
                         json!({"target": target, "pattern": "*:*"}),
                     )
                     .await?;
-                target_resource(&caller, &target, found)
+                changes::target_resource(&caller, &target, found)
             }
             resources::Resource::Mbean { target, mbean } => {
                 self.as_tool(
@@ -537,53 +502,6 @@ impl ServerHandler for Door {
         ])
         .into())
     }
-}
-
-/// How often a subscription looks at what it watches (the gateway's own
-/// view of its targets: no agent is asked).
-const WATCH_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
-/// How long one `subscriptions/listen` runs before it ends gracefully.
-pub const LISTEN_FOR: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// What a watched resource's content depends on, per URI: its target's
-/// state, agent and labels as the gateway knows them; `None` where the
-/// caller sees no such target.
-type Look = (&'static str, Option<String>, Option<String>, String);
-
-fn watched(gateway: &Gateway, caller: &McpCaller, uris: &[String]) -> Vec<Option<Look>> {
-    let state = gateway.state.load();
-    uris.iter()
-        .map(|uri| {
-            let name = match resources::parse(uri).ok()? {
-                resources::Resource::Target(t) | resources::Resource::Mbean { target: t, .. } => t,
-            };
-            let t = state.fleet.by_name(&name)?;
-            if !state.access.reaches(&caller.ctx.held, t) || !caller.page_reaches(t) {
-                return None;
-            }
-            let v = t.view();
-            let labels: Vec<String> = v.labels.iter().map(|(k, l)| format!("{k}={l}")).collect();
-            Some((
-                v.health.state,
-                v.agent.version,
-                v.agent.protocol,
-                labels.join(","),
-            ))
-        })
-        .collect()
-}
-
-/// The names of the targets the caller may see now (for `list_changed`).
-fn visible_names(gateway: &Gateway, caller: &McpCaller) -> Vec<String> {
-    let state = gateway.state.load();
-    let mut names: Vec<String> = state
-        .fleet
-        .iter()
-        .filter(|t| state.access.reaches(&caller.ctx.held, t) && caller.page_reaches(t))
-        .map(|t| t.name.clone())
-        .collect();
-    names.sort_unstable();
-    names
 }
 
 /// The level a caller asked for: its request's own (`_meta`, 2026-07-28),
@@ -646,49 +564,6 @@ async fn tell_of_call(
         // A client gone before the answer is no failure of the call's.
         let _ = context.peer.notify_logging_message(told).await;
     }
-}
-
-/// A target's resource: its labels, and the MBeans a `search_mbeans` of
-/// it found for the caller, each with its resource URI.
-fn target_resource(caller: &McpCaller, target: &str, found: Value) -> Value {
-    let labels: serde_json::Map<String, Value> = caller
-        .state
-        .fleet
-        .by_name(target)
-        .map(|t| {
-            t.labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), json!(v)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mbeans: Vec<Value> = found["results"][0]["mbeans"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(|m| json!({"name": m, "uri": resources::mbean_uri(target, m)}))
-        .collect();
-    let (health, agent) = caller
-        .state
-        .fleet
-        .by_name(target)
-        .map(|t| {
-            let v = t.view();
-            (
-                json!(v.health.state),
-                json!({"version": v.agent.version, "protocol": v.agent.protocol}),
-            )
-        })
-        .unwrap_or_default();
-    let mut resource = json!({"target": target, "labels": labels, "health": health,
-                              "agent": agent, "mbeans": mbeans});
-    if found.get("next_cursor").is_some() || found.get("truncated").is_some() {
-        resource["truncated"] = json!(
-            "more MBeans than one answer holds: search_mbeans with a pattern,              or its next_cursor, finds the rest"
-        );
-    }
-    resource
 }
 
 impl Door {

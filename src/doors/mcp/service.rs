@@ -398,16 +398,8 @@ pub(crate) async fn mcp_http(
     // A batch cut at a bound is recorded even when it held tool calls
     // only (each call that ran has its own records).
     let cut = batched.as_ref().and_then(|(_, cut)| cut.clone());
-    // A subscription's answer is a stream that lasts: recorded as it
-    // starts, never read here.
     if methods.iter().any(|m| m == "subscriptions/listen") {
-        let status = response.status().as_u16();
-        let decision = if status < 300 { "allowed" } else { "invalid" };
-        let note = others.join(", ");
-        return match mcp_record(gateway, &caller, decision, status, None, &note).await {
-            Ok(()) => response,
-            Err(e) => respond::http_error(&e, &HeaderMap::new(), false),
-        };
+        return listening(gateway, &caller, response, &others.join(", ")).await;
     }
     if methods.is_empty() || !others.is_empty() || cut.is_some() {
         // A batch's answer was read as it was written; one answer is
@@ -440,6 +432,22 @@ pub(crate) async fn mcp_http(
         };
     }
     response
+}
+
+/// A subscription's answer is a stream that lasts: recorded as it
+/// starts, never read here.
+async fn listening(
+    gateway: &Gateway,
+    caller: &McpCaller,
+    response: HttpResponse<Body>,
+    note: &str,
+) -> HttpResponse<Body> {
+    let status = response.status().as_u16();
+    let decision = if status < 300 { "allowed" } else { "invalid" };
+    match mcp_record(gateway, caller, decision, status, None, note).await {
+        Ok(()) => response,
+        Err(e) => respond::http_error(&e, &HeaderMap::new(), false),
+    }
 }
 
 /// A body whose JSON-RPC framing is unsound: its JSON-RPC error,
