@@ -116,30 +116,12 @@ pub(crate) async fn access_post(
             return access_refused(gateway, state, &caller, &StepNames::default(), &e, base).await
         }
     };
-    // The page's own form that can't be done: the page again, saying why,
-    // with what was typed.
-    let again = |e: &crate::pipeline::HttpError, fields: Vec<(String, String)>| Kept {
-        status: e.status,
-        error: e.message.clone(),
-        fields,
-    };
     let ask = match ask(form, &fields) {
         Ok(ask) => ask,
         Err(why) => {
             let e = refused(400, why);
             let step = StepNames::default();
-            if let Some(lost) =
-                crate::doors::access::audit_access_refused(gateway, &caller, &step, &e).await
-            {
-                return page::error(
-                    lost.status,
-                    &lost.message,
-                    base,
-                    &page::Viewer::of(viewer, state),
-                );
-            }
-            return access_page_with(gateway, state, headers, viewer, Some(again(&e, fields)))
-                .await;
+            return form_again(gateway, state, headers, viewer, &step, e, fields).await;
         }
     };
     match crate::doors::access::access_operation(gateway, state, ask, &caller).await {
@@ -151,20 +133,39 @@ pub(crate) async fn access_post(
             }
             r
         }
-        Err((e, step)) => {
-            if let Some(lost) =
-                crate::doors::access::audit_access_refused(gateway, &caller, &step, &e).await
-            {
-                return page::error(
-                    lost.status,
-                    &lost.message,
-                    base,
-                    &page::Viewer::of(viewer, state),
-                );
-            }
-            access_page_with(gateway, state, headers, viewer, Some(again(&e, fields))).await
-        }
+        Err((e, step)) => form_again(gateway, state, headers, viewer, &step, e, fields).await,
     }
+}
+
+/// The page's own form that can't be done: recorded as the API records a
+/// refused step, then the page again, saying why, with what was typed
+/// (an error page when the record could not be written).
+async fn form_again(
+    gateway: &Gateway,
+    state: &State,
+    headers: &http::HeaderMap,
+    viewer: &RequestContext,
+    step: &StepNames,
+    e: crate::pipeline::HttpError,
+    fields: Vec<(String, String)>,
+) -> Response<Body> {
+    let caller = AccessCall::of(viewer);
+    if let Some(lost) = crate::doors::access::audit_access_refused(gateway, &caller, step, &e).await
+    {
+        let base = state.console().path.as_str();
+        return page::error(
+            lost.status,
+            &lost.message,
+            base,
+            &page::Viewer::of(viewer, state),
+        );
+    }
+    let kept = Kept {
+        status: e.status,
+        error: e.message,
+        fields,
+    };
+    access_page_with(gateway, state, headers, viewer, Some(kept)).await
 }
 
 /// A refused access step: recorded as the API records it, shown as

@@ -70,8 +70,32 @@ pub(crate) async fn console_item_as(
     })
 }
 
-/// Whether the viewer's roles would let it run `operation` on the
-/// MBean: the route and authorize phases' own answer, nothing sent.
+/// Whether the viewer's roles would let `request` run on `target`, sent
+/// with `method`: the route and authorize phases' own answer, nothing
+/// sent to the agent.
+fn console_may(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    viewer: &RequestContext,
+    target: &str,
+    method: &'static str,
+    request: Result<Request, crate::protocol::ProtocolError>,
+) -> bool {
+    let Ok(request) = request else {
+        return false;
+    };
+    let parsed = parse::Parsed::typed(vec![Ok(parse::ParsedItem::to(target, request))]);
+    let caller = viewer.caller(method).without_origin();
+    let addressing = route::Addressing::Proxy {
+        default_target: None,
+    };
+    matches!(
+        gateway.judge(state, &caller, addressing, &parsed.items[0]),
+        crate::pipeline::Judged::Agent { .. }
+    )
+}
+
+/// Whether the viewer may run `operation` on the MBean (as a form posts it).
 pub(crate) fn console_may_run(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
@@ -80,25 +104,11 @@ pub(crate) fn console_may_run(
     mbean: &str,
     operation: &str,
 ) -> bool {
-    let Ok(exec) = Request::exec(mbean, operation, Vec::new()) else {
-        return false;
-    };
-    let parsed = parse::Parsed::typed(vec![Ok(parse::ParsedItem::to(target, exec))]);
-    let caller = viewer
-        .caller("POST")
-        .without_origin()
-        .reads_denied_in_place();
-    let addressing = route::Addressing::Proxy {
-        default_target: None,
-    };
-    matches!(
-        gateway.judge(state, &caller, addressing, &parsed.items[0]),
-        crate::pipeline::Judged::Agent { .. }
-    )
+    let exec = Request::exec(mbean, operation, Vec::new());
+    console_may(gateway, state, viewer, target, "POST", exec)
 }
 
-/// Whether the viewer's roles would let it read `attribute` of the
-/// MBean: the route and authorize phases' own answer, nothing sent.
+/// Whether the viewer may read `attribute` of the MBean.
 pub(crate) fn console_may_read(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
@@ -107,22 +117,11 @@ pub(crate) fn console_may_read(
     mbean: &str,
     attribute: &str,
 ) -> bool {
-    let Ok(read) = Request::read(mbean, Some(attribute)) else {
-        return false;
-    };
-    let parsed = parse::Parsed::typed(vec![Ok(parse::ParsedItem::to(target, read))]);
-    let caller = viewer.caller("GET").without_origin();
-    let addressing = route::Addressing::Proxy {
-        default_target: None,
-    };
-    matches!(
-        gateway.judge(state, &caller, addressing, &parsed.items[0]),
-        crate::pipeline::Judged::Agent { .. }
-    )
+    let read = Request::read(mbean, Some(attribute));
+    console_may(gateway, state, viewer, target, "GET", read)
 }
 
-/// Whether the viewer's roles would let it write `attribute` of the
-/// MBean: the route and authorize phases' own answer, nothing sent.
+/// Whether the viewer may write `attribute` of the MBean (as a form posts it).
 pub(crate) fn console_may_write(
     gateway: &Gateway,
     state: &crate::pipeline::state::State,
@@ -131,18 +130,8 @@ pub(crate) fn console_may_write(
     mbean: &str,
     attribute: &str,
 ) -> bool {
-    let Ok(write) = Request::write(mbean, attribute, Value::Null) else {
-        return false;
-    };
-    let parsed = parse::Parsed::typed(vec![Ok(parse::ParsedItem::to(target, write))]);
-    let caller = viewer.caller("POST").without_origin();
-    let addressing = route::Addressing::Proxy {
-        default_target: None,
-    };
-    matches!(
-        gateway.judge(state, &caller, addressing, &parsed.items[0]),
-        crate::pipeline::Judged::Agent { .. }
-    )
+    let write = Request::write(mbean, attribute, Value::Null);
+    console_may(gateway, state, viewer, target, "POST", write)
 }
 
 /// "Open in Hawtio": where it goes, and whether that Hawtio is elsewhere
