@@ -32,6 +32,19 @@ pub(crate) async fn console_item_as(
     method: &'static str,
     parsed: parse::Parsed,
 ) -> Result<Value, HttpError> {
+    let answers = console_items(gateway, state, viewer, method, parsed).await?;
+    Ok(answers.into_iter().next().expect("one item, one answer"))
+}
+
+/// Several items run as the viewer as one bulk, audited in their order;
+/// their answers as JSON, in that order.
+pub(crate) async fn console_items(
+    gateway: &Gateway,
+    state: &crate::pipeline::state::State,
+    viewer: &RequestContext,
+    method: &'static str,
+    parsed: parse::Parsed,
+) -> Result<Vec<Value>, HttpError> {
     let started = std::time::Instant::now();
     let caller = viewer
         .caller(method)
@@ -58,16 +71,20 @@ pub(crate) async fn console_item_as(
             merged: &merged,
         })
         .await?;
-    let (answer, _) = merged.into_iter().next().expect("one item, one answer");
     // An agent's value may nest deeper than a JSON tree is built here:
     // an error page, never a panic.
-    answer.into_value().map_err(|e| {
-        HttpError::new(
-            502,
-            "jmxgate.AnswerTooDeep",
-            format!("the answer nests too deep: {e}"),
-        )
-    })
+    merged
+        .into_iter()
+        .map(|(answer, _)| {
+            answer.into_value().map_err(|e| {
+                HttpError::new(
+                    502,
+                    "jmxgate.AnswerTooDeep",
+                    format!("the answer nests too deep: {e}"),
+                )
+            })
+        })
+        .collect()
 }
 
 /// Whether the viewer's roles would let `request` run on `target`, sent
