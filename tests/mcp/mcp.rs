@@ -852,6 +852,17 @@ async fn mcp_over_plain_http_authenticates_checks_origins_and_audits() {
             answer["result"]["capabilities"]["tools"].is_object(),
             "{answer}"
         );
+        // Resources and logging, but no subscription: a handshake's
+        // session would get its updates later, and the door keeps none.
+        assert_eq!(
+            answer["result"]["capabilities"]["resources"],
+            json!({}),
+            "{answer}"
+        );
+        assert!(
+            answer["result"]["capabilities"]["logging"].is_object(),
+            "{answer}"
+        );
     }
 
     // Stateless: a tools/call needs no session.

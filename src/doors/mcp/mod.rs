@@ -250,6 +250,23 @@ impl ServerHandler for Door {
             .with_instructions(INSTRUCTIONS)
     }
 
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        // The handshake's revisions send resource updates and list changes
+        // on a session's own stream later, and this door keeps no session:
+        // it says so (changes are 2026-07-28's subscriptions/listen).
+        if let Some(resources) = result.capabilities.resources.as_mut() {
+            resources.subscribe = None;
+            resources.list_changed = None;
+        }
+        Ok(result)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,

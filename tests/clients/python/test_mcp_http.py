@@ -170,6 +170,11 @@ class McpOverStreamableHttp(unittest.IsolatedAsyncioTestCase):
             # The SDK's default ("auto") probes server/discover first.
             self.assertIn(client.protocol_version, MODERN_PROTOCOL_VERSIONS + HANDSHAKE_PROTOCOL_VERSIONS)
             self.assertEqual(client.server_info.name, "jmxgate")
+            # Change subscriptions where they can be kept (2026-07-28's
+            # subscriptions/listen); none on the stateless handshake.
+            resources = client.server_capabilities.resources
+            modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+            self.assertEqual((bool(resources.subscribe), bool(resources.list_changed)), (modern, modern), resources)
             self.assertEqual(client.server_info.version, VERSION)
             self.assertIsNotNone(client.server_capabilities.tools)
 
