@@ -93,6 +93,7 @@ impl ConfigSource {
         if let Ok(merged) = self.merged(&[]) {
             walk(&merged, &mut out);
             out.extend(inventories_files(&merged));
+            out.extend(otel_rules_files(&merged));
         }
         out
     }
@@ -159,6 +160,24 @@ impl ConfigSource {
 /// certificates), resolved against their inventory file: a change to one
 /// reloads as a change to a file the configuration names does. An
 /// inventory that doesn't load names none (its own file is watched).
+/// The OpenTelemetry rules files `[[prometheus.modules]] otel_rules`
+/// names by path (a built-in system's name reads no file).
+fn otel_rules_files(merged: &toml::Table) -> Vec<PathBuf> {
+    let modules = merged
+        .get("prometheus")
+        .and_then(|p| p.get("modules"))
+        .and_then(toml::Value::as_array);
+    modules
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("otel_rules").and_then(toml::Value::as_array))
+        .flatten()
+        .filter_map(toml::Value::as_str)
+        .filter(|e| !crate::exporter::otel::is_built_in_name(e))
+        .map(PathBuf::from)
+        .collect()
+}
+
 fn inventories_files(merged: &toml::Table) -> Vec<PathBuf> {
     let Some(toml::Value::Array(inventories)) = merged.get("inventory") else {
         return Vec::new();

@@ -364,6 +364,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             value,
+            otel: None,
         }
     }
 

@@ -13,6 +13,7 @@ pub mod java_regex;
 pub mod java_text;
 pub mod limits;
 pub mod open_telemetry;
+pub mod otel;
 pub mod otlp;
 pub mod otlp_grpc;
 pub mod rules;
@@ -20,3 +21,39 @@ pub mod scrape;
 pub mod values;
 
 pub use rules::Module;
+
+/// A module's rules: a jmx_exporter configuration file, or OpenTelemetry's
+/// JMX rules files.
+// One per module, behind an `Arc`: its size costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Rules {
+    JmxExporter(Module),
+    OpenTelemetry(otel::Module),
+}
+
+impl Rules {
+    pub fn name(&self) -> &str {
+        match self {
+            Rules::JmxExporter(m) => &m.name,
+            Rules::OpenTelemetry(m) => &m.name,
+        }
+    }
+
+    /// The jmx_exporter file's `openTelemetry:` block (OpenTelemetry's
+    /// rules files have none).
+    pub fn open_telemetry_block(&self) -> Option<&open_telemetry::OpenTelemetryBlock> {
+        match self {
+            Rules::JmxExporter(m) => m.open_telemetry.as_ref(),
+            Rules::OpenTelemetry(_) => None,
+        }
+    }
+
+    /// What the files hold that is not used, for the log.
+    pub fn ignored(&self) -> &[String] {
+        match self {
+            Rules::JmxExporter(m) => &m.ignored,
+            Rules::OpenTelemetry(m) => &m.ignored,
+        }
+    }
+}

@@ -24,6 +24,7 @@ use opentelemetry_proto::tonic::metrics::v1::{
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message as _;
 
+use super::otel::{Instrument, SCOPE as OTEL_SCOPE};
 use super::rules::{MetricType, Sample};
 
 /// The instrumentation scope every point is under.
@@ -52,34 +53,60 @@ fn text(key: &str, value: &str) -> KeyValue {
 }
 
 /// The resource of one target: its attributes and its metrics, one per
-/// sample name in the order first seen.
+/// sample name in the order first seen. OpenTelemetry rules' points keep
+/// their metric's instrument (an up-down counter a non-monotonic sum),
+/// unit, description and integer values, under the scope
+/// `io.opentelemetry.jmx`, as OpenTelemetry's own agent sends them.
 pub fn resource_metrics(t: &TargetPoints<'_>, version: &str) -> ResourceMetrics {
     let mut metrics: Vec<Metric> = Vec::new();
     let mut index: std::collections::HashMap<(&str, MetricType), usize> =
         std::collections::HashMap::new();
+    let otel_scope = t.samples.iter().any(|s| s.otel.is_some());
     for s in t.samples {
+        let (kind, integer) = match &s.otel {
+            Some(p) => (p.metric.instrument, p.integer),
+            None if s.metric_type == MetricType::Counter => (Instrument::Counter, false),
+            None => (Instrument::Gauge, false),
+        };
+        let value = if integer && s.value.fract() == 0.0 && s.value.abs() < 9.0e15 {
+            number_data_point::Value::AsInt(s.value as i64)
+        } else {
+            number_data_point::Value::AsDouble(s.value)
+        };
         let point = NumberDataPoint {
             attributes: s.labels.iter().map(|(k, v)| text(k, v)).collect(),
-            start_time_unix_nano: if s.metric_type == MetricType::Counter {
-                t.start_unix_nano
-            } else {
+            start_time_unix_nano: if kind == Instrument::Gauge {
                 0
+            } else {
+                t.start_unix_nano
             },
             time_unix_nano: t.time_unix_nano,
-            value: Some(number_data_point::Value::AsDouble(s.value)),
+            value: Some(value),
             ..NumberDataPoint::default()
         };
         let i = *index.entry((&s.name, s.metric_type)).or_insert_with(|| {
+            let sum = |is_monotonic| {
+                metric::Data::Sum(Sum {
+                    data_points: Vec::new(),
+                    aggregation_temporality: AggregationTemporality::Cumulative as i32,
+                    is_monotonic,
+                })
+            };
+            let (description, unit) = match &s.otel {
+                Some(p) => (
+                    p.metric.description.clone().unwrap_or_default(),
+                    p.metric.unit.clone(),
+                ),
+                None => (s.help.clone(), String::new()),
+            };
             metrics.push(Metric {
                 name: s.name.clone(),
-                description: s.help.clone(),
-                data: Some(match s.metric_type {
-                    MetricType::Counter => metric::Data::Sum(Sum {
-                        data_points: Vec::new(),
-                        aggregation_temporality: AggregationTemporality::Cumulative as i32,
-                        is_monotonic: true,
-                    }),
-                    MetricType::Gauge | MetricType::Unknown => metric::Data::Gauge(Gauge {
+                description,
+                unit,
+                data: Some(match kind {
+                    Instrument::Counter => sum(true),
+                    Instrument::UpDownCounter => sum(false),
+                    Instrument::Gauge => metric::Data::Gauge(Gauge {
                         data_points: Vec::new(),
                     }),
                 }),
@@ -100,7 +127,7 @@ pub fn resource_metrics(t: &TargetPoints<'_>, version: &str) -> ResourceMetrics 
         }),
         scope_metrics: vec![ScopeMetrics {
             scope: Some(InstrumentationScope {
-                name: SCOPE.to_string(),
+                name: if otel_scope { OTEL_SCOPE } else { SCOPE }.to_string(),
                 version: version.to_string(),
                 ..InstrumentationScope::default()
             }),
@@ -277,6 +304,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             value,
+            otel: None,
         }
     }
 

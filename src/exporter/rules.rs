@@ -168,6 +168,10 @@ pub struct Sample {
     /// In the order the rule gave them (sorted when written).
     pub labels: Vec<(String, String)>,
     pub value: f64,
+    /// An OpenTelemetry rule's point: its metric (name, instrument, unit,
+    /// description); `name` and `labels` are then OpenTelemetry's until
+    /// `/prometheus` translates them. `None` for jmx_exporter's.
+    pub otel: Option<super::otel::Point>,
 }
 
 /// Why a value made no sample, when a rule said something about it.
@@ -269,6 +273,7 @@ impl Mapping {
                     help: help.clone(),
                     labels: labels.clone(),
                     value,
+                    otel: None,
                 })
             }
         }

@@ -172,6 +172,9 @@ pub struct Scraped {
     /// Values left out because the text their rules would be matched
     /// against is longer than `match_length_limit`.
     pub too_long: usize,
+    /// Values a rule wants as a number that were not one (OpenTelemetry
+    /// rules: text, a boolean, an object where a number should be).
+    pub not_numeric: usize,
     /// The bound the scrape went over, where it stopped; its samples are
     /// then not to be used.
     pub exceeded: Option<Exceeded>,
@@ -185,7 +188,7 @@ impl Scraped {
     /// Takes a sample if it keeps within `limits`: how many, how many
     /// labels (the target's own counted), how long each name and value,
     /// how much text they all make.
-    fn admit(&mut self, s: Sample, limits: &Limits) -> Result<(), Exceeded> {
+    pub(crate) fn admit(&mut self, s: Sample, limits: &Limits) -> Result<(), Exceeded> {
         if self.samples.len() >= limits.sample_limit {
             return Err(Exceeded::Samples(limits.sample_limit));
         }
@@ -248,6 +251,12 @@ impl Plan {
                 }
             }
         }
+        Plan::of_beans(beans)
+    }
+
+    /// A plan that reads these beans' attributes, for rules that chose
+    /// them themselves (OpenTelemetry's).
+    pub fn of_beans(beans: Vec<PlannedBean>) -> Plan {
         let beans_bytes = beans.iter().map(PlannedBean::heap_bytes).sum();
         Plan {
             beans,
@@ -769,7 +778,7 @@ fn plan_bean(module: &Module, name: &ObjectName, info: &Value) -> Option<Planned
 /// an enum among them (exported through a rule's `value`) or an object
 /// graph (a Tomcat `managedResource`): read apart, their answer's depth
 /// bounded, so no agent serialises a whole graph for a scrape.
-fn exported_kind(type_name: &str, has_open_type: bool) -> Option<bool> {
+pub(crate) fn exported_kind(type_name: &str, has_open_type: bool) -> Option<bool> {
     const EXPORTED: [&str; 26] = [
         "int",
         "long",
@@ -818,7 +827,7 @@ fn exported_kind(type_name: &str, has_open_type: bool) -> Option<bool> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AttributeError {
+pub(crate) enum AttributeError {
     /// The caller's policy denied reading it.
     Denied,
     /// The agent says the MBean doesn't support it
@@ -867,7 +876,7 @@ impl AttributeError {
 
 /// An attribute's error in a read with `ignoreErrors`: an object with
 /// `.error` (2.x) or `"ERROR: … (class …)"` text (1.x).
-fn attribute_error(v: &Value) -> Option<AttributeError> {
+pub(crate) fn attribute_error(v: &Value) -> Option<AttributeError> {
     let (message, class) = match v {
         Value::Object(o) if o.get(".error").and_then(Value::as_bool) == Some(true) => (
             o.get("error").and_then(Value::as_str).unwrap_or(""),

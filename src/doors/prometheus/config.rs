@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::exporter::Module;
+use crate::exporter::{otel, Module, Rules};
 
 /// `[prometheus]`: the multi-target scrape endpoint on every listener.
 #[derive(Debug, Clone, Deserialize)]
@@ -55,13 +55,41 @@ pub struct PrometheusConfig {
     pub sd_max_targets: usize,
 }
 
-/// One `[[prometheus.modules]]`: a jmx_exporter configuration file.
+/// One `[[prometheus.modules]]`: a jmx_exporter configuration file, or
+/// OpenTelemetry's JMX rules files (one of the two).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModuleConfig {
     pub name: String,
     /// A jmx_exporter YAML configuration, read unchanged.
-    pub rules_file: PathBuf,
+    #[serde(default)]
+    pub rules_file: Option<PathBuf>,
+    /// OpenTelemetry JMX rules: built-in systems' files by name (`jvm`,
+    /// `tomcat`, …) or paths, read unchanged, as
+    /// `otel.jmx.target.system` and `otel.jmx.config` take them.
+    #[serde(default)]
+    pub otel_rules: Vec<String>,
+    /// Only these metrics of the OpenTelemetry rules (`*`, `?` wildcards).
+    #[serde(default)]
+    pub otel_included: Vec<String>,
+    /// Not these metrics of the OpenTelemetry rules.
+    #[serde(default)]
+    pub otel_excluded: Vec<String>,
+}
+
+impl ModuleConfig {
+    /// The files it reads: its rules file, or its OpenTelemetry rules'
+    /// paths (built-in names read nothing).
+    pub fn files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = self.rules_file.iter().cloned().collect();
+        files.extend(
+            self.otel_rules
+                .iter()
+                .filter(|e| !otel::is_built_in_name(e))
+                .map(PathBuf::from),
+        );
+        files
+    }
 }
 
 impl Default for PrometheusConfig {
@@ -165,9 +193,9 @@ impl PrometheusConfig {
                 ));
             }
             // Every rules file is read and compiled now, so a check names
-            // each broken one.
-            if let Err(e) = compile(i, m) {
-                problems.push(e);
+            // each broken one, and every problem in it.
+            if let Err(mut e) = compile(i, m) {
+                problems.append(&mut e);
             }
         }
         problems
@@ -178,20 +206,28 @@ impl PrometheusConfig {
     pub fn modules(&self) -> Result<Modules, String> {
         let mut by_name = HashMap::new();
         for (i, m) in self.modules.iter().enumerate() {
-            let module = compile(i, m)?;
-            for key in &module.ignored {
-                tracing::info!(
-                    module = %m.name,
-                    "prometheus: rules file {}: ignoring {key}",
-                    m.rules_file.display()
-                );
+            let module = compile(i, m).map_err(|e| e.join("; "))?;
+            for note in module.ignored() {
+                match &module {
+                    Rules::JmxExporter(_) => tracing::info!(
+                        module = %m.name,
+                        "prometheus: rules file {}: ignoring {note}",
+                        m.files().first().map(|f| f.display().to_string()).unwrap_or_default()
+                    ),
+                    Rules::OpenTelemetry(_) => {
+                        tracing::warn!(module = %m.name, "prometheus: {note}")
+                    }
+                }
             }
             by_name.insert(m.name.clone(), Arc::new(module));
         }
         // Without modules: jmx_exporter's no-rules default export.
         if !by_name.contains_key(DEFAULT_MODULE) && self.modules.is_empty() {
             let module = Module::from_yaml(DEFAULT_MODULE, "{}").expect("the empty configuration");
-            by_name.insert(DEFAULT_MODULE.to_string(), Arc::new(module));
+            by_name.insert(
+                DEFAULT_MODULE.to_string(),
+                Arc::new(Rules::JmxExporter(module)),
+            );
         }
         Ok(Modules { by_name })
     }
@@ -211,7 +247,9 @@ impl PrometheusConfig {
             .iter()
             .enumerate()
             .map(|(i, m)| {
-                let block = compile(i, m).ok().and_then(|m| m.open_telemetry);
+                let block = compile(i, m)
+                    .ok()
+                    .and_then(|m| m.open_telemetry_block().cloned());
                 (m.name.clone(), block)
             })
             .collect();
@@ -222,26 +260,42 @@ impl PrometheusConfig {
     }
 }
 
-/// One module's rules file, read and compiled; the error names the
-/// module, the file and what is wrong in it.
-fn compile(index: usize, m: &ModuleConfig) -> Result<Module, String> {
-    let at = format!(
-        "prometheus.modules[{index}] ({}): rules_file {}",
-        m.name,
-        m.rules_file.display()
-    );
-    let text = std::fs::read_to_string(&m.rules_file).map_err(|e| format!("{at}: {e}"))?;
-    Module::from_yaml(&m.name, &text).map_err(|e| format!("{at}: {e}"))
+/// One module's rules, read and compiled; each error names the module,
+/// the file and what is wrong in it.
+fn compile(index: usize, m: &ModuleConfig) -> Result<Rules, Vec<String>> {
+    let key = format!("prometheus.modules[{index}] ({})", m.name);
+    match (&m.rules_file, m.otel_rules.is_empty()) {
+        (Some(file), true) => {
+            let at = format!("{key}: rules_file {}", file.display());
+            let text = std::fs::read_to_string(file).map_err(|e| vec![format!("{at}: {e}")])?;
+            let module = Module::from_yaml(&m.name, &text).map_err(|e| vec![format!("{at}: {e}")])?;
+            if !m.otel_included.is_empty() || !m.otel_excluded.is_empty() {
+                return Err(vec![format!(
+                    "{key}: otel_included and otel_excluded choose among OpenTelemetry rules (otel_rules), not a jmx_exporter rules_file"
+                )]);
+            }
+            Ok(Rules::JmxExporter(module))
+        }
+        (None, false) => otel::Module::load(&m.name, &m.otel_rules, &m.otel_included, &m.otel_excluded)
+            .map(Rules::OpenTelemetry)
+            .map_err(|problems| problems.into_iter().map(|p| format!("{key}: {p}")).collect()),
+        (Some(_), false) => Err(vec![format!(
+            "{key}: give rules_file (jmx_exporter's rules) or otel_rules (OpenTelemetry's), not both: a module has one dialect"
+        )]),
+        (None, true) => Err(vec![format!(
+            "{key}: needs rules_file = \"<jmx_exporter rules .yml>\" or otel_rules = [\"jvm\", …] (OpenTelemetry's JMX rules)"
+        )]),
+    }
 }
 
 /// The compiled modules of a configuration.
 #[derive(Debug, Default)]
 pub struct Modules {
-    by_name: HashMap<String, Arc<Module>>,
+    by_name: HashMap<String, Arc<Rules>>,
 }
 
 impl Modules {
-    pub fn get(&self, name: &str) -> Option<&Arc<Module>> {
+    pub fn get(&self, name: &str) -> Option<&Arc<Rules>> {
         self.by_name.get(name)
     }
 

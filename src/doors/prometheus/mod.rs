@@ -36,14 +36,15 @@ use serde_json::{json, Value};
 use crate::doors::DoorSections;
 use crate::exporter::exposition::{Exposition, Format};
 use crate::exporter::limits::{Exceeded, Limits};
-use crate::exporter::scrape::{Plan, PlannedRead, Read};
-use crate::exporter::Module;
+use crate::exporter::scrape::{PlannedRead, Read};
+use crate::exporter::Rules;
 use crate::fleet::Target;
 use crate::pipeline::state::State;
 use crate::pipeline::{
     audit, parse, respond, route, Caller, Gateway, HttpError, Judged, Refused, RequestContext,
 };
 use crate::protocol::Request;
+use exporter::Planned;
 
 /// How one target's scrape went.
 pub(crate) struct TargetScrape {
@@ -245,7 +246,7 @@ pub(crate) async fn scrape_one(
     state: &State,
     caller: &Caller<'_>,
     target: &Target,
-    module: &Arc<Module>,
+    module: &Arc<Rules>,
     limits: &Limits,
 ) -> TargetScrape {
     let started = Instant::now();
@@ -271,7 +272,7 @@ pub(crate) async fn scrape_one(
     };
     let key = {
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        (&target.name, &module.name, raw.get()).hash(&mut h);
+        (&target.name, module.name(), raw.get()).hash(&mut h);
         h.finish()
     };
     let exporter = state.prometheus();
@@ -279,9 +280,10 @@ pub(crate) async fn scrape_one(
         Some(plan) => plan,
         None => {
             let (text, for_plan) = (raw.get().to_string(), module.clone());
+            let max_beans = limits.sample_limit;
             let made = exporter.cpu.run(move || {
                 serde_json::from_str::<Value>(&text)
-                    .map(|list| Arc::new(Plan::from_list(&for_plan, &list)))
+                    .map(|list| Arc::new(Planned::make(&for_plan, &list, max_beans)))
             });
             match made.await {
                 Some(Ok(plan)) => {
@@ -298,7 +300,7 @@ pub(crate) async fn scrape_one(
             }
         }
     };
-    let reads = plan.reads();
+    let reads = plan.reads().reads();
     let mut answered = match read_for(gateway, state, caller, target, reads).await {
         Ok(a) => a,
         Err(e) => return failed(e.status, e.message),
@@ -306,24 +308,24 @@ pub(crate) async fn scrape_one(
     // A bean whose read failed whole is read again attribute by
     // attribute, now and in later scrapes: one attribute the agent
     // can't serialise costs only itself.
-    let again = plan.split_failed(&answered);
+    let again = plan.reads().split_failed(&answered);
     if !again.is_empty() {
         match read_for(gateway, state, caller, target, again).await {
             Ok(more) => answered.extend(more),
             Err(e) => return failed(e.status, e.message),
         }
     }
-    let before = plan.estimated_bytes();
+    let before = plan.reads().estimated_bytes();
     let (for_samples, for_module, limits) = (plan.clone(), module.clone(), *limits);
     let made = exporter.cpu.run(move || {
-        let answered = for_samples.assemble(answered);
+        let answered = for_samples.reads().assemble(answered);
         for_samples.apply(&for_module, &answered, &limits)
     });
     let Some(scraped) = made.await else {
         return failed(503, "the gateway is shutting down".into());
     };
     // The mappings it remembered grew the plan: weighed again.
-    if plan.estimated_bytes() > before.saturating_add(before / 8) {
+    if plan.reads().estimated_bytes() > before.saturating_add(before / 8) {
         exporter.plans.insert(key, plan.clone());
     }
     if let Some(exceeded) = scraped.exceeded {
@@ -334,7 +336,7 @@ pub(crate) async fn scrape_one(
         };
         let mut failed = failed(status, exceeded.to_string());
         failed.reason = exceeded.key();
-        failed.mbeans = plan.beans.len();
+        failed.mbeans = plan.reads().beans.len();
         return failed;
     }
     TargetScrape {
@@ -344,9 +346,9 @@ pub(crate) async fn scrape_one(
         denied: scraped.denied,
         failed: scraped.failed,
         unsupported: scraped.unsupported,
-        dropped: scraped.duplicate_labels,
+        dropped: scraped.duplicate_labels + scraped.not_numeric,
         too_long: scraped.too_long,
-        mbeans: plan.beans.len(),
+        mbeans: plan.reads().beans.len(),
         seconds: started.elapsed().as_secs_f64(),
         reason: "",
     }
@@ -502,7 +504,9 @@ fn exposition(results: Vec<TargetScrape>, target_label: &str, format: Format) ->
     for r in results {
         let labels = [(target_label.to_string(), r.name.clone())];
         let samples = r.samples.len();
-        let left_out = e.add_target(r.samples, &labels, &OWN_FAMILIES);
+        // OpenTelemetry rules' points under OpenTelemetry's Prometheus names.
+        let samples_written = crate::exporter::otel::prometheus::to_prometheus(r.samples);
+        let left_out = e.add_target(samples_written, &labels, &OWN_FAMILIES);
         let samples = samples - left_out;
         let mut gauge =
             |name: &str, help: &str, value: f64| e.add_gauge(name, help, &labels, value);
@@ -533,7 +537,7 @@ fn exposition(results: Vec<TargetScrape>, target_label: &str, format: Format) ->
         );
         gauge(
             "jmxgate_scrape_dropped_samples",
-            "Samples left out: a label given twice, a value too long to match rules against (prometheus.match_length_limit), a name the gateway writes itself.",
+            "Samples left out: a label given twice, a value too long to match rules against (prometheus.match_length_limit), a name the gateway writes itself, a value an OpenTelemetry rule wants as a number that is none.",
             (r.dropped + r.too_long + left_out) as f64,
         );
         gauge(

@@ -146,7 +146,7 @@ fn match_otlp_exports(gateway: &Arc<Gateway>) {
             .prometheus()
             .modules
             .get(&c.module)
-            .and_then(|m| m.open_telemetry.as_ref());
+            .and_then(|m| m.open_telemetry_block());
         match c.settings(i, block) {
             Ok(s) => {
                 wanted.insert(s.name.clone(), s);

@@ -423,6 +423,7 @@ mod tests {
             help: String::new(),
             labels: vec![("node".into(), "1".into())],
             value,
+            otel: None,
         }
     }
 
