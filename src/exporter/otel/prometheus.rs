@@ -18,7 +18,13 @@ pub fn to_prometheus(samples: Vec<Sample>) -> Vec<Sample> {
         .into_iter()
         .map(|mut s| {
             if let Some(point) = &s.otel {
-                s.name = metric_name(&point.metric);
+                // The exposition writes a counter's samples with `_total`
+                // (its family without, in OpenMetrics), as jmx_exporter's.
+                let name = metric_name(&point.metric);
+                s.name = match point.metric.instrument {
+                    Instrument::Counter => name.trim_end_matches("_total").to_string(),
+                    _ => name,
+                };
                 s.metric_type = match point.metric.instrument {
                     Instrument::Counter => MetricType::Counter,
                     Instrument::Gauge | Instrument::UpDownCounter => MetricType::Gauge,
