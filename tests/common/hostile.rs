@@ -57,7 +57,18 @@ pub enum Behaviour {
     /// `evil:type=<script>…</script>` whose attribute's value is an
     /// `<img onerror>`, for pages that must keep them text.
     Markup,
+    /// Values of the wrong shape for OpenTelemetry rules: at
+    /// `shifty:type=Values`, `Count` (declared `java.lang.Object`) a
+    /// number on one read and text on the next, `Shape` (declared `long`)
+    /// an object, beside a well-behaved `Fine` and a `State` text; at
+    /// `shifty:type=Array`, a read whose value is an array, not the
+    /// object of its attributes.
+    Shifty,
 }
+
+/// How many reads [`Behaviour::Shifty`]'s `Values` has answered (`Count`
+/// is a number on even ones, text on odd ones).
+pub static SHIFTY_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// [`Behaviour::Markup`]'s MBean and its attribute's value.
 pub const MARKUP_MBEAN: &str = "evil:type=<script>alert(1)</script>";
@@ -104,6 +115,7 @@ impl Behaviour {
             Behaviour::OwnNames => "own-names",
             Behaviour::BrokenBean => "broken-bean",
             Behaviour::Markup => "markup",
+            Behaviour::Shifty => "shifty",
         }
     }
 
@@ -115,12 +127,13 @@ impl Behaviour {
     ];
 
     /// Every behaviour that answers well-formed MBeans.
-    const WELL_FORMED: [Behaviour; 5] = [
+    const WELL_FORMED: [Behaviour; 6] = [
         Behaviour::DeepComposite,
         Behaviour::LongNames,
         Behaviour::OwnNames,
         Behaviour::BrokenBean,
         Behaviour::Markup,
+        Behaviour::Shifty,
     ];
 
     fn from_name(name: &str) -> Option<Behaviour> {
@@ -367,7 +380,8 @@ fn answer(b: Behaviour, items: &[Value], out: &mut TcpStream, stop: &AtomicBool)
         | Behaviour::LongNames
         | Behaviour::OwnNames
         | Behaviour::BrokenBean
-        | Behaviour::Markup => {
+        | Behaviour::Markup
+        | Behaviour::Shifty => {
             let beans = mbeans(b);
             let answers: Vec<Value> = items
                 .iter()
@@ -425,6 +439,18 @@ fn mbeans(b: Behaviour) -> Vec<Bean> {
                 ),
             ],
         )],
+        Behaviour::Shifty => vec![
+            (
+                "shifty:type=Values".into(),
+                vec![
+                    ("Count", "java.lang.Object", json!(5)),
+                    ("Shape", "long", json!({"not": "a number"})),
+                    ("Fine", "int", json!(7)),
+                    ("State", "java.lang.String", json!("RUNNING")),
+                ],
+            ),
+            ("shifty:type=Array".into(), vec![("Value", "int", json!(1))]),
+        ],
         Behaviour::Markup => vec![(
             MARKUP_MBEAN.into(),
             vec![("Value", "java.lang.String", json!(MARKUP_VALUE))],
@@ -512,11 +538,19 @@ fn mbean_answer(beans: &[Bean], item: &Value) -> Value {
                 Value::Array(a) if !a.is_empty() => a.iter().filter_map(Value::as_str).collect(),
                 _ => attributes.iter().map(|(a, _, _)| *a).collect(),
             };
-            let value: serde_json::Map<String, Value> = attributes
+            let mut value: serde_json::Map<String, Value> = attributes
                 .iter()
                 .filter(|(a, _, _)| asked.contains(a))
                 .map(|(a, _, v)| (a.to_string(), v.clone()))
                 .collect();
+            // Behaviour::Shifty's wrong shapes.
+            if item["mbean"] == "shifty:type=Array" {
+                return ok(json!([1, 2, 3]));
+            }
+            let shifty = item["mbean"] == "shifty:type=Values" && value.contains_key("Count");
+            if shifty && SHIFTY_READS.fetch_add(1, Ordering::Relaxed) % 2 == 1 {
+                value.insert("Count".into(), json!("five"));
+            }
             ok(Value::Object(value))
         }
         _ => ok(json!({"agent": "2.6.0", "protocol": "8.0", "config": {}, "info": {}})),

@@ -46,7 +46,8 @@ fn expected(b: Behaviour) -> (u16, &'static str) {
         | Behaviour::LongNames
         | Behaviour::OwnNames
         | Behaviour::BrokenBean
-        | Behaviour::Markup => {
+        | Behaviour::Markup
+        | Behaviour::Shifty => {
             unreachable!("{} is not in Behaviour::ALL", b.name())
         }
     }

@@ -116,10 +116,18 @@ impl Plan {
             let Read::Attributes(b) = *read else {
                 continue;
             };
-            let Some(values) = answer.get("value").and_then(Value::as_object) else {
+            let bean = &self.reads.beans[b];
+            let values = answer.get("value").and_then(Value::as_object);
+            // An attribute asked for and not answered (a value that is no
+            // object of its attributes: none is) is lost, and counted.
+            scraped.failed += bean
+                .attributes
+                .iter()
+                .filter(|a| !values.is_some_and(|v| v.contains_key(&a.name)))
+                .count();
+            let Some(values) = values else {
                 continue;
             };
-            let bean = &self.reads.beans[b];
             for &r in &self.rules_of[b] {
                 for extractor in &module.rules[r].extractors {
                     if let Err(e) = ticker.tick(limits) {
