@@ -235,8 +235,18 @@ fn resolve_paths(table: &mut toml::Table, base: &Path) {
             toml::Value::Table(t) => resolve_paths(t, base),
             toml::Value::Array(items) => {
                 for item in items {
-                    if let toml::Value::Table(t) = item {
-                        resolve_paths(t, base);
+                    match item {
+                        toml::Value::Table(t) => resolve_paths(t, base),
+                        // OpenTelemetry rules files by path, beside the
+                        // built-in ones by name.
+                        toml::Value::String(s)
+                            if key == "otel_rules"
+                                && !crate::exporter::otel::is_built_in_name(s)
+                                && Path::new(s.as_str()).is_relative() =>
+                        {
+                            *s = base.join(s.as_str()).display().to_string();
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -378,6 +388,28 @@ mod layered_tests {
         .unwrap();
         let named = ConfigSource::file(&config).named_files();
         assert_eq!(named, [dir.path().join("audit.key")]);
+    }
+
+    /// OpenTelemetry rules files named by path are read beside the
+    /// configuration and watched; built-in ones by name read no file.
+    #[test]
+    fn opentelemetry_rules_files_are_resolved_and_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("gateway.toml");
+        std::fs::write(
+            &config,
+            "[server]\nlisten = \"127.0.0.1:1\"\n[[prometheus.modules]]\nname = \"otel\"\n\
+             otel_rules = [\"jvm\", \"rules/mine.yaml\", \"/etc/jmxgate/other.yaml\"]\n",
+        )
+        .unwrap();
+        let named = ConfigSource::file(&config).named_files();
+        assert_eq!(
+            named,
+            [
+                dir.path().join("rules/mine.yaml"),
+                PathBuf::from("/etc/jmxgate/other.yaml")
+            ]
+        );
     }
 
     #[test]

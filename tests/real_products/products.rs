@@ -49,7 +49,7 @@ pub(crate) enum Product {
     Tomcat,
     ZooKeeper,
     ActiveMq,
-    /// Jetty 9 itself (tests/agent/JettyProduct.java), its MBeans in
+    /// Jetty 9 itself (tests/real_products/JettyProduct.java), its MBeans in
     /// the platform server.
     Jetty,
 }
@@ -285,13 +285,13 @@ fn jolokia1_agent_jar() -> &'static PathBuf {
     })
 }
 
-/// tests/agent/JettyProduct.java compiled against Debian's Jetty 9 jars
+/// tests/real_products/JettyProduct.java compiled against Debian's Jetty 9 jars
 /// (once per source version): its classes' folder and the classpath.
 fn jetty_product_classes() -> (PathBuf, String) {
     static BUILT: OnceLock<(PathBuf, String)> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let source = repo().join("tests/agent/JettyProduct.java");
+            let source = repo().join("tests/real_products/JettyProduct.java");
             let cp = [
                 "servlet-api",
                 "jetty9-server",
