@@ -3,7 +3,8 @@
 //! (bench/exporter-rules.yml) the first time and when the mappings are
 //! remembered, and the exposition text. One JVM with 600 MBeans of eight
 //! readable values each, about 5,000 samples, as bench/run.sh scrapes it.
-//! Run: `cargo bench --bench exporter`.
+//! OpenTelemetry's JMX rules (bench/otel-rules.yaml, six values of each
+//! MBean) beside them, per sample. Run: `cargo bench --bench exporter`.
 
 use std::hint::black_box;
 
@@ -11,7 +12,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use jmxgate::exporter::exposition::{Exposition, Format};
 use jmxgate::exporter::limits::Limits;
 use jmxgate::exporter::scrape::{Plan, Read};
-use jmxgate::exporter::Module;
+use jmxgate::exporter::{otel, Module};
 use serde_json::{json, Value};
 
 // The allocator `jmxgate serve` runs with.
@@ -35,6 +36,39 @@ fn list() -> Value {
             "Composite": attr("javax.management.openmbean.CompositeData")}});
     }
     Value::Object(domains)
+}
+
+/// OpenTelemetry rules' plan and samples for the same MBeans: points per
+/// scrape (every one made anew: the rules match MBeans, not values).
+fn bench_otel(c: &mut Criterion, list: &Value) {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/bench/otel-rules.yaml"
+    ))
+    .unwrap();
+    let files = [("bench/otel-rules.yaml".to_string(), text)];
+    let module = otel::Module::from_files("otel", &files, &[], &[]).unwrap();
+    let limits = Limits::default();
+    let mut g = c.benchmark_group("prometheus_scrape_opentelemetry_rules");
+    g.sample_size(20);
+    g.bench_function("plan from list", |b| {
+        b.iter(|| otel::plan::Plan::from_list(black_box(&module), black_box(list), 100_000))
+    });
+    let plan = otel::plan::Plan::from_list(&module, list, 100_000);
+    let answered = plan.reads.assemble(answers(&plan.reads, 0));
+    let scraped = plan.apply(&module, &answered, &limits);
+    assert_eq!(scraped.samples.len(), 6 * MBEANS);
+    g.bench_function("a scrape's 3,600 points", |b| {
+        b.iter(|| plan.apply(&module, black_box(&answered), &limits))
+    });
+    g.bench_function("their Prometheus names", |b| {
+        b.iter_batched(
+            || scraped.samples.clone(),
+            otel::prometheus::to_prometheus,
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
 }
 
 /// The read answers, the counter at `tick`.
@@ -119,6 +153,7 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+    bench_otel(c, &list);
 }
 
 criterion_group!(benches, bench);

@@ -1,7 +1,8 @@
 //! The Prometheus side of the gateway, as pure functions: jmx_exporter's
 //! rules files read unchanged ([`config`]), their `java.util.regex`
 //! patterns ([`java_regex`]) and Java's number text ([`java_text`]), rule
-//! matching ([`rules`]), and the exposition formats.
+//! matching ([`rules`]), OpenTelemetry's own JMX rules ([`otel`]), the
+//! exposition formats and OTLP's encoding.
 //!
 //! Nothing here does I/O or knows the pipeline: the Prometheus door
 //! (`doors/prometheus`) feeds it agents' answers and writes out what it

@@ -276,9 +276,20 @@ fn compile(index: usize, m: &ModuleConfig) -> Result<Rules, Vec<String>> {
             }
             Ok(Rules::JmxExporter(module))
         }
-        (None, false) => otel::Module::load(&m.name, &m.otel_rules, &m.otel_included, &m.otel_excluded)
-            .map(Rules::OpenTelemetry)
-            .map_err(|problems| problems.into_iter().map(|p| format!("{key}: {p}")).collect()),
+        (None, false) => {
+            let texts = otel_texts(&m.otel_rules);
+            let mut problems: Vec<String> = texts.iter().filter_map(|t| t.as_ref().err().cloned()).collect();
+            let files: Vec<(String, String)> = texts.into_iter().filter_map(Result::ok).collect();
+            match otel::Module::from_files(&m.name, &files, &m.otel_included, &m.otel_excluded) {
+                Ok(module) if problems.is_empty() => Ok(Rules::OpenTelemetry(module)),
+                Ok(_) => Err(problems),
+                Err(mut more) => {
+                    problems.append(&mut more);
+                    Err(problems)
+                }
+            }
+            .map_err(|problems| problems.into_iter().map(|p| format!("{key}: {p}")).collect())
+        }
         (Some(_), false) => Err(vec![format!(
             "{key}: give rules_file (jmx_exporter's rules) or otel_rules (OpenTelemetry's), not both: a module has one dialect"
         )]),
@@ -286,6 +297,30 @@ fn compile(index: usize, m: &ModuleConfig) -> Result<Rules, Vec<String>> {
             "{key}: needs rules_file = \"<jmx_exporter rules .yml>\" or otel_rules = [\"jvm\", …] (OpenTelemetry's JMX rules)"
         )]),
     }
+}
+
+/// Each `otel_rules` entry's text, with the name messages give it: a
+/// built-in system's file, or the file at a path.
+fn otel_texts(entries: &[String]) -> Vec<Result<(String, String), String>> {
+    if entries.is_empty() {
+        return vec![Err(
+            "otel_rules is empty: name a built-in system (jvm, tomcat, …) or a rules file".into(),
+        )];
+    }
+    entries
+        .iter()
+        .map(|entry| {
+            if let Some(text) = otel::built_in(entry) {
+                return Ok((format!("built-in {entry}"), text.to_string()));
+            }
+            if let Some(why) = otel::not_a_system(entry) {
+                return Err(why);
+            }
+            std::fs::read_to_string(entry)
+                .map(|text| (entry.clone(), text))
+                .map_err(|e| format!("otel_rules: {entry}: {e}"))
+        })
+        .collect()
 }
 
 /// The compiled modules of a configuration.

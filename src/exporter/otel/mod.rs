@@ -164,47 +164,36 @@ pub struct Point {
     pub integer: bool,
 }
 
+/// Why an `otel_rules` entry is neither a built-in system nor a path (a
+/// word without `/` or `.`: a misspelt system), naming the systems.
+pub fn not_a_system(entry: &str) -> Option<String> {
+    if built_in(entry).is_some() || entry.contains('/') || entry.contains('.') {
+        return None;
+    }
+    let known: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
+    Some(format!(
+        "otel_rules: {entry:?} is no built-in system ({}) and no path to a rules file",
+        known.join(", ")
+    ))
+}
+
 impl Module {
-    /// The module `otel_rules` names: each entry a built-in system's file
-    /// or a path, read unchanged, their rules in order; then the metrics
-    /// `included` (when not empty) and not `excluded` (names, `*` and `?`
-    /// as wildcards). Errors: every problem, each naming its file, rule
-    /// and line.
-    pub fn load(
+    /// The module of these rules files' texts (each with the name
+    /// messages give it: a path, or `built-in jvm`), their rules in
+    /// order; then the metrics `included` (when not empty) and not
+    /// `excluded` (names, `*` and `?` as wildcards). Errors: every
+    /// problem, each naming its file, rule and line.
+    pub fn from_files(
         name: &str,
-        entries: &[String],
+        files: &[(String, String)],
         included: &[String],
         excluded: &[String],
     ) -> Result<Module, Vec<String>> {
         let mut rules = Vec::new();
         let mut ignored = Vec::new();
         let mut problems = Vec::new();
-        if entries.is_empty() {
-            problems.push(
-                "otel_rules is empty: name a built-in system (jvm, tomcat, …) or a rules file"
-                    .to_string(),
-            );
-        }
-        for entry in entries {
-            let (origin, text) = match built_in(entry) {
-                Some(text) => (format!("built-in {entry}"), text.to_string()),
-                None if !entry.contains('/') && !entry.contains('.') => {
-                    let known: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
-                    problems.push(format!(
-                        "otel_rules: {entry:?} is no built-in system ({}) and no path to a rules file",
-                        known.join(", ")
-                    ));
-                    continue;
-                }
-                None => match std::fs::read_to_string(entry) {
-                    Ok(text) => (entry.clone(), text),
-                    Err(e) => {
-                        problems.push(format!("otel_rules: {entry}: {e}"));
-                        continue;
-                    }
-                },
-            };
-            match file::read(&origin, &text) {
+        for (origin, text) in files {
+            match file::read(origin, text) {
                 Ok((mut r, mut i)) => {
                     rules.append(&mut r);
                     ignored.append(&mut i);

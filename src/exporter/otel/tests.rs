@@ -14,6 +14,21 @@ use crate::exporter::limits::Limits;
 use crate::exporter::rules::Sample;
 use crate::exporter::scrape::Read;
 
+/// A module of built-in files, as `otel_rules` names them.
+fn load(names: &[&str], included: &[&str], excluded: &[&str]) -> Result<Module, Vec<String>> {
+    let files: Vec<(String, String)> = names
+        .iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                built_in(n).unwrap_or_else(|| panic!("{n}")).to_string(),
+            )
+        })
+        .collect();
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    Module::from_files("m", &files, &strings(included), &strings(excluded))
+}
+
 fn rules(yaml: &str) -> Vec<Rule> {
     read("test.yaml", yaml)
         .unwrap_or_else(|e| panic!("{e:?}"))
@@ -661,36 +676,39 @@ fn a_denied_or_failed_attribute_costs_only_itself() {
 
 #[test]
 fn a_pattern_matching_more_mbeans_than_samples_allowed_fails_without_reading() {
+    // 100,001 MBeans, one over the default sample_limit: each would give
+    // a sample at least, so the scrape fails before a read is sent.
     let m = module("rules:\n  - bean: a:type=*\n    unit: '1'\n    mapping:\n      A:\n");
     let mut names = serde_json::Map::new();
-    for i in 0..50 {
+    for i in 0..100_001 {
         names.insert(
             format!("type={i}"),
             json!({"attr": {"A": {"type": "long"}}}),
         );
     }
-    let plan = Plan::from_list(&m, &json!({ "a": names }), 10);
-    assert!(plan.reads.beans.len() <= 10);
-    let s = plan.apply(&m, &[], &Limits::default());
+    let limits = Limits::default();
+    let plan = Plan::from_list(&m, &json!({ "a": names }), limits.sample_limit);
+    assert_eq!(plan.reads.beans.len(), 100_000);
+    let s = plan.apply(&m, &[], &limits);
     assert_eq!(
         s.exceeded,
-        Some(crate::exporter::limits::Exceeded::Samples(10))
+        Some(crate::exporter::limits::Exceeded::Samples(100_000))
     );
+    assert!(s.samples.is_empty());
 }
 
 #[test]
 fn every_built_in_file_loads_and_names_its_metrics_as_its_docs() {
     for (name, _) in BUILT_IN {
-        let m = Module::load("m", &[name.to_string()], &[], &[])
-            .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        let m = load(&[name], &[], &[]).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         assert!(!m.rules.is_empty(), "{name}");
     }
-    let cassandra = Module::load("m", &["experimental-cassandra".into()], &[], &[]).unwrap();
+    let cassandra = load(&["experimental-cassandra"], &[], &[]).unwrap();
     assert!(cassandra
         .ignored
         .iter()
         .any(|i| i.contains("handler cassandra-compaction-progress")));
-    let tomcat = Module::load("m", &["tomcat".into()], &[], &[]).unwrap();
+    let tomcat = load(&["tomcat"], &[], &[]).unwrap();
     let names: Vec<&str> = tomcat
         .rules
         .iter()
@@ -710,11 +728,10 @@ fn every_built_in_file_loads_and_names_its_metrics_as_its_docs() {
 
 #[test]
 fn included_and_excluded_pick_metrics_by_name() {
-    let m = Module::load(
-        "m",
-        &["jvm".into()],
-        &["jvm.memory.*".into(), "jvm.thread.count".into()],
-        &["jvm.memory.init".into()],
+    let m = load(
+        &["jvm"],
+        &["jvm.memory.*", "jvm.thread.count"],
+        &["jvm.memory.init"],
     )
     .unwrap();
     let mut names: Vec<&str> = m
@@ -734,20 +751,21 @@ fn included_and_excluded_pick_metrics_by_name() {
             "jvm.thread.count"
         ]
     );
-    let unused = Module::load("m", &["jvm".into()], &["no.such.metric".into()], &[]).unwrap();
+    let unused = load(&["jvm"], &["no.such.metric"], &[]).unwrap();
     assert!(unused.ignored.iter().any(|i| i.contains("no.such.metric")));
-    let e = Module::load(
-        "m",
-        &["tomcta".into(), "/no/such/file.yaml".into()],
-        &[],
-        &[],
-    )
-    .unwrap_err();
-    assert_eq!(e.len(), 2, "{e:?}");
+    let misspelt = not_a_system("tomcta").unwrap();
     assert!(
-        e[0].contains("no built-in system") && e[0].contains("tomcat"),
-        "{e:?}"
+        misspelt.contains("no built-in system") && misspelt.contains("tomcat"),
+        "{misspelt}"
     );
+    for fine in [
+        "tomcat",
+        "experimental-kafka-broker",
+        "rules/mine.yaml",
+        "/etc/x.yml",
+    ] {
+        assert_eq!(not_a_system(fine), None, "{fine}");
+    }
 }
 
 #[test]
