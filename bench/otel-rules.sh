@@ -24,29 +24,9 @@ case "$scrapes" in
     '' | *[!0-9]* | 0) echo "otel-rules: SCRAPES must be a positive number, not '$scrapes'" >&2; exit 1 ;;
 esac
 
-bin="${JMXGATE_BIN:-}"
-if [ -z "$bin" ]; then
-    echo "==> building (release)" >&2
-    cargo build --release --quiet
-    bin=target/release/jmxgate
-fi
-
-work="$(mktemp -d /tmp/jmxgate-otel-rules.XXXXXX)"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# The 1.7.1 agent as a -javaagent jar (as tests/real_products builds it).
-cp_v1="$(tests/agent/classpath.sh)"
-mkdir -p "$work/agent"
-javac -nowarn -d "$work/agent" -cp "$cp_v1" tests/agent/Jolokia1JvmAgent.java
-printf 'Premain-Class: Jolokia1JvmAgent\nClass-Path: %s\n' "${cp_v1//:/ }" >"$work/manifest.txt"
-jar --create --file "$work/jolokia1.jar" --manifest "$work/manifest.txt" -C "$work/agent" .
+name=otel-rules
+# shellcheck source=bench/jolokia1-prelude.sh
+. bench/jolokia1-prelude.sh
 
 base="$work/tomcat"
 mkdir -p "$base"/{conf,logs,temp,work,webapps/ROOT}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How long a Prometheus scrape of a real Tomcat takes through the gateway
 # and a Jolokia 1.7.1 agent, next to jmx_exporter's own scrape of the same
-# JVM (tests/real_products.rs checks the answers; no test may time them on
+# JVM (tests/real_products checks the answers; no test may time them on
 # a busy CI machine, so the timing lives here). Debian's tomcat10 with
 # jmx_exporter's agent (../shared/prometheus or JMXGATE_JMX_EXPORTER_JAR)
 # and Jolokia 1.7.1 in embedded Jetty (tests/agent/Jolokia1JvmAgent.java)
@@ -24,29 +24,9 @@ case "$scrapes" in
     '' | *[!0-9]* | 0) echo "real-products: SCRAPES must be a positive number, not '$scrapes'" >&2; exit 1 ;;
 esac
 
-bin="${JMXGATE_BIN:-}"
-if [ -z "$bin" ]; then
-    echo "==> building (release)"
-    cargo build --release --quiet
-    bin=target/release/jmxgate
-fi
-
-work="$(mktemp -d /tmp/jmxgate-real-products.XXXXXX)"
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# The 1.7.1 agent as a -javaagent jar (as tests/real_products.rs builds it).
-cp_v1="$(tests/agent/classpath.sh)"
-mkdir -p "$work/agent"
-javac -nowarn -d "$work/agent" -cp "$cp_v1" tests/agent/Jolokia1JvmAgent.java
-printf 'Premain-Class: Jolokia1JvmAgent\nClass-Path: %s\n' "${cp_v1//:/ }" >"$work/manifest.txt"
-jar --create --file "$work/jolokia1.jar" --manifest "$work/manifest.txt" -C "$work/agent" .
+name=real-products
+# shellcheck source=bench/jolokia1-prelude.sh
+. bench/jolokia1-prelude.sh
 
 # mean and max of the seconds in a file, one a line
 stats() { awk '{s+=$1; if ($1>m) m=$1} END {printf "%.3f %.3f\n", s/NR, m}' "$1"; }

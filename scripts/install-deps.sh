@@ -3,7 +3,7 @@
 # Java 17 and a real Jolokia 1.7.1 agent (jolokia-core in embedded Jetty 9),
 # Chromium, rsyslog with its GnuTLS driver (the syslog collector of
 # tests/audit/audit_syslog.rs), Prometheus (the scraper of tests/prometheus.rs) and
-# Tomcat 10, ZooKeeper and ActiveMQ (the products of tests/real_products.rs);
+# Tomcat 10, ZooKeeper and ActiveMQ (with Jetty 9, the products of tests/real_products/);
 # etcd (under the shared kube-apiserver of tests/fleet/kubernetes_discovery.rs)
 # and kubectl (tests/fleet/kubernetes_manifests.rs applies docker/kubernetes/);
 # the real Jolokia and MCP clients of tests/clients/ (npm ci there, and a
@@ -28,7 +28,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# The real products of tests/real_products.rs, each started by the test as a
+# The real products of tests/real_products/, each started by the test as a
 # plain java process from the package's jars: Tomcat 10, ZooKeeper, ActiveMQ.
 # Their services must not start (no systemd in a container; the tests run
 # their own): a policy-rc.d that forbids every start, for this install only

@@ -1,6 +1,6 @@
 // A -javaagent that runs the real Jolokia 1.7.1 agent (Debian's jolokia-core,
 // org.jolokia.http.AgentServlet) in embedded Jetty 9.4 inside any JVM: Debian
-// ships no 1.7.1 JVM agent jar. tests/real_products.rs attaches it to Tomcat,
+// ships no 1.7.1 JVM agent jar. tests/real_products/ attaches it to Tomcat,
 // ZooKeeper and ActiveMQ next to jmx_exporter's agent.
 //
 //   java -javaagent:jolokia1-agent.jar=port=N[,host=H] ...

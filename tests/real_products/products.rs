@@ -214,9 +214,44 @@ impl Product {
     }
 }
 
+/// `source` compiled against `cp` into a folder of `CARGO_TARGET_TMPDIR`
+/// named by `name` and a stamp of both, once per version: concurrent
+/// test processes race safely through a rename. The classes' folder.
+fn compiled(name: &str, source: &Path, cp: &str) -> PathBuf {
+    let text = std::fs::read(source).unwrap();
+    let stamp = format!(
+        "{:x}",
+        text.iter()
+            .chain(cp.as_bytes())
+            .fold(0xcbf29ce484222325u64, |h, b| {
+                (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
+            })
+    );
+    let tmp_root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let classes = tmp_root.join(format!("{name}-{stamp}"));
+    if classes.is_dir() {
+        return classes;
+    }
+    let build = tmp_root.join(format!("{name}-build-{}", std::process::id()));
+    std::fs::create_dir_all(&build).unwrap();
+    let status = Command::new("javac")
+        .args(["-nowarn", "-d"])
+        .arg(&build)
+        .arg("-cp")
+        .arg(cp)
+        .arg(source)
+        .status()
+        .expect("run javac (Java 17 is needed)");
+    assert!(status.success(), "javac failed on {}", source.display());
+    if std::fs::rename(&build, &classes).is_err() {
+        let _ = std::fs::remove_dir_all(&build);
+    }
+    classes
+}
+
 /// tests/agent/Jolokia1JvmAgent.java as a `-javaagent` jar whose manifest
 /// names Debian's Jolokia 1.7.1 and Jetty 9 jars; built once per source
-/// version (concurrent test processes race safely through a rename).
+/// version.
 fn jolokia1_agent_jar() -> &'static PathBuf {
     static JAR: OnceLock<PathBuf> = OnceLock::new();
     JAR.get_or_init(|| {
@@ -231,33 +266,12 @@ fn jolokia1_agent_jar() -> &'static PathBuf {
             String::from_utf8_lossy(&out.stderr)
         );
         let cp = String::from_utf8(out.stdout).unwrap().trim().to_string();
-        let text = std::fs::read(&source).unwrap();
-        let stamp = format!(
-            "{:x}",
-            text.iter()
-                .chain(cp.as_bytes())
-                .fold(0xcbf29ce484222325u64, |h, b| {
-                    (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
-                })
-        );
-        let tmp_root = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let jar = tmp_root.join(format!("jolokia1-agent-{stamp}.jar"));
+        let classes = compiled("jolokia1-agent", &source, &cp);
+        let jar = classes.with_extension("jar");
         if jar.is_file() {
             return jar;
         }
-        let build = tmp_root.join(format!("jolokia1-agent-build-{}", std::process::id()));
-        let classes = build.join("classes");
-        std::fs::create_dir_all(&classes).unwrap();
-        let status = Command::new("javac")
-            .args(["-nowarn", "-d"])
-            .arg(&classes)
-            .arg("-cp")
-            .arg(&cp)
-            .arg(&source)
-            .status()
-            .expect("run javac (Java 17 is needed)");
-        assert!(status.success(), "javac failed on {}", source.display());
-        let manifest = build.join("manifest.txt");
+        let manifest = classes.with_extension(format!("manifest-{}", std::process::id()));
         std::fs::write(
             &manifest,
             format!(
@@ -266,7 +280,7 @@ fn jolokia1_agent_jar() -> &'static PathBuf {
             ),
         )
         .unwrap();
-        let built = build.join("agent.jar");
+        let built = classes.with_extension(format!("jar-{}", std::process::id()));
         let status = Command::new("jar")
             .arg("--create")
             .arg("--file")
@@ -280,13 +294,13 @@ fn jolokia1_agent_jar() -> &'static PathBuf {
             .expect("run jar (Java 17's JDK)");
         assert!(status.success(), "jar failed on {}", classes.display());
         let _ = std::fs::rename(&built, &jar);
-        let _ = std::fs::remove_dir_all(&build);
+        let _ = std::fs::remove_file(&manifest);
         jar
     })
 }
 
-/// tests/real_products/JettyProduct.java compiled against Debian's Jetty 9 jars
-/// (once per source version): its classes' folder and the classpath.
+/// tests/real_products/JettyProduct.java compiled against Debian's Jetty
+/// 9 jars: its classes' folder and the classpath.
 fn jetty_product_classes() -> (PathBuf, String) {
     static BUILT: OnceLock<(PathBuf, String)> = OnceLock::new();
     BUILT
@@ -304,33 +318,7 @@ fn jetty_product_classes() -> (PathBuf, String) {
             ]
             .map(|jar| format!("/usr/share/java/{jar}.jar"))
             .join(":");
-            let text = std::fs::read(&source).unwrap();
-            let stamp = format!(
-                "{:x}",
-                text.iter().fold(0xcbf29ce484222325u64, |h, b| {
-                    (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
-                })
-            );
-            let tmp_root = Path::new(env!("CARGO_TARGET_TMPDIR"));
-            let classes = tmp_root.join(format!("jetty-product-{stamp}"));
-            if !classes.join("JettyProduct.class").is_file() {
-                let build = tmp_root.join(format!("jetty-product-build-{}", std::process::id()));
-                std::fs::create_dir_all(&build).unwrap();
-                let status = Command::new("javac")
-                    .args(["-nowarn", "-d"])
-                    .arg(&build)
-                    .arg("-cp")
-                    .arg(&cp)
-                    .arg(&source)
-                    .status()
-                    .expect("run javac (Java 17 is needed)");
-                assert!(status.success(), "javac failed on {}", source.display());
-                // Concurrent test processes race safely through a rename.
-                if std::fs::rename(&build, &classes).is_err() {
-                    let _ = std::fs::remove_dir_all(&build);
-                }
-            }
-            (classes, cp)
+            (compiled("jetty-product", &source, &cp), cp)
         })
         .clone()
 }
