@@ -58,6 +58,7 @@ fn bench_otel(c: &mut Criterion, list: &Value) {
     let answered = plan.reads.assemble(answers(&plan.reads, 0));
     let scraped = plan.apply(&module, &answered, &limits);
     assert_eq!(scraped.samples.len(), 6 * MBEANS);
+    eprintln!("OpenTelemetry rules: {} points a scrape", scraped.samples.len());
     g.bench_function("a scrape's 3,600 points", |b| {
         b.iter(|| plan.apply(&module, black_box(&answered), &limits))
     });
@@ -135,6 +136,8 @@ fn bench(c: &mut Criterion) {
             })
         });
         let scraped = plan.apply(module, &counters_back, &limits);
+        // Per sample, for docs/benchmarks.md's ratios.
+        eprintln!("{label}: {} samples a scrape", scraped.samples.len());
         assert!(
             scraped.samples.len() >= 4 * MBEANS,
             "{}",

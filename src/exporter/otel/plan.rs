@@ -18,7 +18,7 @@
 //!   counters and up-down counters, the last in the agent's order for
 //!   gauges (`MetricAggregationTest`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -76,7 +76,7 @@ impl Plan {
                 too_many = Some(Exceeded::Samples(max_beans));
                 break;
             }
-            let wanted: Vec<&str> = matching
+            let wanted: HashSet<String> = matching
                 .iter()
                 .flat_map(|&r| module.rules[r].extractors.iter())
                 .flat_map(needed)
@@ -163,14 +163,16 @@ impl Plan {
     }
 }
 
-/// The attribute names an extractor reads: its own, and those its
-/// `beanattr()`s name.
-fn needed(e: &Extractor) -> impl Iterator<Item = &str> {
-    std::iter::once(e.path[0].as_str()).chain(
-        e.attributes
-            .iter()
-            .filter_map(|a| bean_attribute(&a.source)),
-    )
+/// The attributes an extractor reads: its own, and those its
+/// `beanattr()`s name (the attribute of an item they name).
+fn needed(e: &Extractor) -> impl Iterator<Item = String> + '_ {
+    let from_sources = e.attributes.iter().filter_map(|a| {
+        let name = bean_attribute(&a.source)?;
+        super::file::attribute_path(name)
+            .ok()
+            .map(|mut p| p.swap_remove(0))
+    });
+    std::iter::once(e.path[0].clone()).chain(from_sources)
 }
 
 fn bean_attribute(source: &Source) -> Option<&str> {
@@ -183,7 +185,7 @@ fn bean_attribute(source: &Source) -> Option<&str> {
 
 /// The readable attributes of a listed MBean that are wanted, once each,
 /// in the list's order.
-fn planned_attributes(info: &Value, wanted: &[&str]) -> Vec<PlannedAttribute> {
+fn planned_attributes(info: &Value, wanted: &HashSet<String>) -> Vec<PlannedAttribute> {
     let mut out = Vec::new();
     for (attr, a) in info
         .get("attr")
@@ -191,10 +193,7 @@ fn planned_attributes(info: &Value, wanted: &[&str]) -> Vec<PlannedAttribute> {
         .into_iter()
         .flatten()
     {
-        // A beanattr() may name an item of a composite: its attribute.
-        let base =
-            |w: &&str| super::file::attribute_path(w).is_ok_and(|p| p[0] == *attr) || *w == attr;
-        if !wanted.iter().any(base) || a.get("r").and_then(Value::as_bool) == Some(false) {
+        if !wanted.contains(attr) || a.get("r").and_then(Value::as_bool) == Some(false) {
             continue;
         }
         let type_name = a
