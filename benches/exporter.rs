@@ -58,7 +58,10 @@ fn bench_otel(c: &mut Criterion, list: &Value) {
     let answered = plan.reads.assemble(answers(&plan.reads, 0));
     let scraped = plan.apply(&module, &answered, &limits);
     assert_eq!(scraped.samples.len(), 6 * MBEANS);
-    eprintln!("OpenTelemetry rules: {} points a scrape", scraped.samples.len());
+    eprintln!(
+        "OpenTelemetry rules: {} points a scrape",
+        scraped.samples.len()
+    );
     g.bench_function("a scrape's 3,600 points", |b| {
         b.iter(|| plan.apply(&module, black_box(&answered), &limits))
     });

@@ -17,6 +17,7 @@ pub mod open_telemetry;
 pub mod otel;
 pub mod otlp;
 pub mod otlp_grpc;
+pub mod point;
 pub mod rules;
 pub mod scrape;
 pub mod values;

@@ -24,7 +24,8 @@ use opentelemetry_proto::tonic::metrics::v1::{
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message as _;
 
-use super::otel::{Instrument, SCOPE as OTEL_SCOPE};
+use super::otel::SCOPE as OTEL_SCOPE;
+use super::point::Instrument;
 use super::rules::{MetricType, Sample};
 
 /// The instrumentation scope every point is under.

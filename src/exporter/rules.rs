@@ -171,7 +171,7 @@ pub struct Sample {
     /// An OpenTelemetry rule's point: its metric (name, instrument, unit,
     /// description); `name` and `labels` are then OpenTelemetry's until
     /// `/prometheus` translates them. `None` for jmx_exporter's.
-    pub otel: Option<super::otel::Point>,
+    pub otel: Option<super::point::Point>,
 }
 
 /// Why a value made no sample, when a rule said something about it.

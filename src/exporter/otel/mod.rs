@@ -17,6 +17,8 @@ pub mod plan;
 pub mod prometheus;
 pub mod units;
 
+pub use super::point::{Instrument, Metric, Point};
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -99,26 +101,6 @@ pub struct Extractor {
     pub state: Option<State>,
 }
 
-/// What a metric is, for every point of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Metric {
-    pub name: String,
-    /// `None`: the MBean attribute's own description, as upstream does.
-    pub description: Option<String>,
-    pub unit: String,
-    pub instrument: Instrument,
-}
-
-/// The asynchronous instrument a metric is reported by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Instrument {
-    Gauge,
-    /// A monotonic sum.
-    Counter,
-    /// A non-monotonic sum.
-    UpDownCounter,
-}
-
 /// One attribute of a metric's points and where its value comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetricAttribute {
@@ -153,15 +135,6 @@ impl State {
     pub fn key_of(&self, value: &str) -> &str {
         self.by_value.get(value).unwrap_or(&self.default)
     }
-}
-
-/// What makes a [`Sample`](super::rules::Sample) an OpenTelemetry point.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Point {
-    pub metric: Arc<Metric>,
-    /// Read as an integer (and neither converted nor summed with a
-    /// double): sent as one.
-    pub integer: bool,
 }
 
 /// Why an `otel_rules` entry is neither a built-in system nor a path (a
@@ -233,20 +206,6 @@ impl Module {
             rules,
             ignored,
         })
-    }
-}
-
-impl Metric {
-    /// The metric with the MBean attribute's description where the rule
-    /// gave none.
-    pub fn described(self: &Arc<Metric>, from_mbean: Option<&str>) -> Arc<Metric> {
-        match (&self.description, from_mbean) {
-            (None, Some(d)) if !d.trim().is_empty() => Arc::new(Metric {
-                description: Some(d.trim().to_string()),
-                ..(**self).clone()
-            }),
-            _ => self.clone(),
-        }
     }
 }
 
