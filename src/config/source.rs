@@ -173,7 +173,10 @@ fn otel_rules_files(merged: &toml::Table) -> Vec<PathBuf> {
         .filter_map(|m| m.get("otel_rules").and_then(toml::Value::as_array))
         .flatten()
         .filter_map(toml::Value::as_str)
-        .filter(|e| !crate::exporter::otel::is_built_in_name(e))
+        .filter(|e| {
+            !crate::exporter::otel::is_built_in_name(e)
+                && crate::exporter::otel::not_a_system(e).is_none()
+        })
         .map(PathBuf::from)
         .collect()
 }
@@ -239,9 +242,12 @@ fn resolve_paths(table: &mut toml::Table, base: &Path) {
                         toml::Value::Table(t) => resolve_paths(t, base),
                         // OpenTelemetry rules files by path, beside the
                         // built-in ones by name.
+                        // (A word that is neither, a misspelt system, stays
+                        // as written, so check-config can say so.)
                         toml::Value::String(s)
                             if key == "otel_rules"
                                 && !crate::exporter::otel::is_built_in_name(s)
+                                && crate::exporter::otel::not_a_system(s).is_none()
                                 && Path::new(s.as_str()).is_relative() =>
                         {
                             *s = base.join(s.as_str()).display().to_string();
@@ -399,7 +405,7 @@ mod layered_tests {
         std::fs::write(
             &config,
             "[server]\nlisten = \"127.0.0.1:1\"\n[[prometheus.modules]]\nname = \"otel\"\n\
-             otel_rules = [\"jvm\", \"rules/mine.yaml\", \"/etc/jmxgate/other.yaml\"]\n",
+             otel_rules = [\"jvm\", \"rules/mine.yaml\", \"/etc/jmxgate/other.yaml\", \"tomcta\"]\n",
         )
         .unwrap();
         let named = ConfigSource::file(&config).named_files();
