@@ -173,10 +173,7 @@ fn otel_rules_files(merged: &toml::Table) -> Vec<PathBuf> {
         .filter_map(|m| m.get("otel_rules").and_then(toml::Value::as_array))
         .flatten()
         .filter_map(toml::Value::as_str)
-        .filter(|e| {
-            !crate::exporter::otel::is_built_in_name(e)
-                && crate::exporter::otel::not_a_system(e).is_none()
-        })
+        .filter(|e| crate::exporter::otel::is_path(e))
         .map(PathBuf::from)
         .collect()
 }
@@ -241,13 +238,11 @@ fn resolve_paths(table: &mut toml::Table, base: &Path) {
                     match item {
                         toml::Value::Table(t) => resolve_paths(t, base),
                         // OpenTelemetry rules files by path, beside the
-                        // built-in ones by name.
-                        // (A word that is neither, a misspelt system, stays
-                        // as written, so check-config can say so.)
+                        // built-in ones by name (a misspelt name stays as
+                        // written, so check-config can say so).
                         toml::Value::String(s)
                             if key == "otel_rules"
-                                && !crate::exporter::otel::is_built_in_name(s)
-                                && crate::exporter::otel::not_a_system(s).is_none()
+                                && crate::exporter::otel::is_path(s)
                                 && Path::new(s.as_str()).is_relative() =>
                         {
                             *s = base.join(s.as_str()).display().to_string();

@@ -77,21 +77,6 @@ pub struct ModuleConfig {
     pub otel_excluded: Vec<String>,
 }
 
-impl ModuleConfig {
-    /// The files it reads: its rules file, or its OpenTelemetry rules'
-    /// paths (built-in names read nothing).
-    pub fn files(&self) -> Vec<PathBuf> {
-        let mut files: Vec<PathBuf> = self.rules_file.iter().cloned().collect();
-        files.extend(
-            self.otel_rules
-                .iter()
-                .filter(|e| !otel::is_built_in_name(e))
-                .map(PathBuf::from),
-        );
-        files
-    }
-}
-
 impl Default for PrometheusConfig {
     fn default() -> Self {
         // One target's bounds: the exporter's own defaults.
@@ -208,15 +193,15 @@ impl PrometheusConfig {
         for (i, m) in self.modules.iter().enumerate() {
             let module = compile(i, m).map_err(|e| e.join("; "))?;
             for note in module.ignored() {
-                match &module {
-                    Rules::JmxExporter(_) => tracing::info!(
+                // A jmx_exporter file's keys not used; OpenTelemetry
+                // rules' parts that can't run here.
+                match &m.rules_file {
+                    Some(file) => tracing::info!(
                         module = %m.name,
                         "prometheus: rules file {}: ignoring {note}",
-                        m.files().first().map(|f| f.display().to_string()).unwrap_or_default()
+                        file.display()
                     ),
-                    Rules::OpenTelemetry(_) => {
-                        tracing::warn!(module = %m.name, "prometheus: {note}")
-                    }
+                    None => tracing::warn!(module = %m.name, "prometheus: {note}"),
                 }
             }
             by_name.insert(m.name.clone(), Arc::new(module));
@@ -277,9 +262,13 @@ fn compile(index: usize, m: &ModuleConfig) -> Result<Rules, Vec<String>> {
             Ok(Rules::JmxExporter(module))
         }
         (None, false) => {
-            let texts = otel_texts(&m.otel_rules);
-            let mut problems: Vec<String> = texts.iter().filter_map(|t| t.as_ref().err().cloned()).collect();
-            let files: Vec<(String, String)> = texts.into_iter().filter_map(Result::ok).collect();
+            let (mut files, mut problems) = (Vec::new(), Vec::new());
+            for text in otel_texts(&m.otel_rules) {
+                match text {
+                    Ok(file) => files.push(file),
+                    Err(why) => problems.push(why),
+                }
+            }
             match otel::Module::from_files(&m.name, &files, &m.otel_included, &m.otel_excluded) {
                 Ok(module) if problems.is_empty() => Ok(Rules::OpenTelemetry(module)),
                 Ok(_) => Err(problems),
@@ -302,11 +291,6 @@ fn compile(index: usize, m: &ModuleConfig) -> Result<Rules, Vec<String>> {
 /// Each `otel_rules` entry's text, with the name messages give it: a
 /// built-in system's file, or the file at a path.
 fn otel_texts(entries: &[String]) -> Vec<Result<(String, String), String>> {
-    if entries.is_empty() {
-        return vec![Err(
-            "otel_rules is empty: name a built-in system (jvm, tomcat, …) or a rules file".into(),
-        )];
-    }
     entries
         .iter()
         .map(|entry| {

@@ -22,6 +22,7 @@ pub use super::point::{Instrument, Metric, Point};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::protocol::object_name::wildmatch;
 use crate::protocol::ObjectName;
 
 /// The instrumentation scope of every point, as OpenTelemetry's agent
@@ -60,9 +61,11 @@ pub fn built_in(name: &str) -> Option<&'static str> {
     BUILT_IN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
 }
 
-/// Whether an `otel_rules` entry names a built-in file rather than a path.
-pub fn is_built_in_name(entry: &str) -> bool {
-    built_in(entry).is_some()
+/// Whether an `otel_rules` entry is a path to a rules file: not a
+/// built-in system's name, and with a `/` or a `.` (a bare word that is no
+/// system is a misspelt one, [`not_a_system`]).
+pub fn is_path(entry: &str) -> bool {
+    built_in(entry).is_none() && (entry.contains('/') || entry.contains('.'))
 }
 
 /// A module of OpenTelemetry rules: every rule of its files, in order.
@@ -140,7 +143,7 @@ impl State {
 /// Why an `otel_rules` entry is neither a built-in system nor a path (a
 /// word without `/` or `.`: a misspelt system), naming the systems.
 pub fn not_a_system(entry: &str) -> Option<String> {
-    if built_in(entry).is_some() || entry.contains('/') || entry.contains('.') {
+    if built_in(entry).is_some() || is_path(entry) {
         return None;
     }
     let known: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
@@ -178,19 +181,14 @@ impl Module {
             return Err(problems);
         }
         let wanted = |metric: &str| {
-            (included.is_empty()
-                || included
-                    .iter()
-                    .any(|p| crate::protocol::object_name::wildmatch(metric, p)))
-                && !excluded
-                    .iter()
-                    .any(|p| crate::protocol::object_name::wildmatch(metric, p))
+            (included.is_empty() || included.iter().any(|p| wildmatch(metric, p)))
+                && !excluded.iter().any(|p| wildmatch(metric, p))
         };
         for pattern in included {
             let used = rules
                 .iter()
                 .flat_map(|r: &Rule| &r.extractors)
-                .any(|e| crate::protocol::object_name::wildmatch(&e.metric.name, pattern));
+                .any(|e| wildmatch(&e.metric.name, pattern));
             if !used {
                 ignored.push(format!(
                     "otel_included: {pattern:?} names no metric of these rules"
