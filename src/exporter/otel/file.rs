@@ -293,8 +293,7 @@ pub fn expression(key: &str, text: &str) -> Result<Source, String> {
     let source = if let Some(p) = call("param", &expr)? {
         Source::Param(p)
     } else if let Some(a) = call("beanattr", &expr)? {
-        attribute_path(&a)?;
-        Source::BeanAttribute(a)
+        Source::BeanAttribute(attribute_path(&a)?)
     } else if let Some(c) = call("const", &expr)? {
         Source::Constant(c)
     } else {

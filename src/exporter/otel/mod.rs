@@ -116,8 +116,9 @@ pub struct MetricAttribute {
 pub enum Source {
     /// A key property of the MBean's name.
     Param(String),
-    /// Another attribute of the MBean, as text.
-    BeanAttribute(String),
+    /// Another attribute of the MBean (and the items inside it), as
+    /// text.
+    BeanAttribute(Vec<String>),
     Constant(String),
     Lowercase(Box<Source>),
 }

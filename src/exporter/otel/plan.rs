@@ -76,7 +76,7 @@ impl Plan {
                 too_many = Some(Exceeded::Samples(max_beans));
                 break;
             }
-            let wanted: HashSet<String> = matching
+            let wanted: HashSet<&str> = matching
                 .iter()
                 .flat_map(|&r| module.rules[r].extractors.iter())
                 .flat_map(needed)
@@ -118,13 +118,18 @@ impl Plan {
             };
             let bean = &self.reads.beans[b];
             let values = answer.get("value").and_then(Value::as_object);
-            // An attribute asked for and not answered (a value that is no
-            // object of its attributes: none is) is lost, and counted.
-            scraped.failed += bean
-                .attributes
-                .iter()
-                .filter(|a| !values.is_some_and(|v| v.contains_key(&a.name)))
-                .count();
+            // Each attribute read that did not come is counted once, by
+            // why: not answered (a value that is no object of its
+            // attributes answers none), denied, not supported, failed.
+            for a in &bean.attributes {
+                match values.and_then(|v| v.get(&a.name)).map(attribute_error) {
+                    None => scraped.failed += 1,
+                    Some(Some(AttributeError::Denied)) => scraped.denied += 1,
+                    Some(Some(AttributeError::Unsupported)) => scraped.unsupported += 1,
+                    Some(Some(AttributeError::Failed)) => scraped.failed += 1,
+                    Some(None) => {}
+                }
+            }
             let Some(values) = values else {
                 continue;
             };
@@ -165,19 +170,18 @@ impl Plan {
 
 /// The attributes an extractor reads: its own, and those its
 /// `beanattr()`s name (the attribute of an item they name).
-fn needed(e: &Extractor) -> impl Iterator<Item = String> + '_ {
-    let from_sources = e.attributes.iter().filter_map(|a| {
-        let name = bean_attribute(&a.source)?;
-        super::file::attribute_path(name)
-            .ok()
-            .map(|mut p| p.swap_remove(0))
-    });
-    std::iter::once(e.path[0].clone()).chain(from_sources)
+fn needed(e: &Extractor) -> impl Iterator<Item = &str> {
+    let from_sources = e
+        .attributes
+        .iter()
+        .filter_map(|a| bean_attribute(&a.source));
+    std::iter::once(e.path[0].as_str()).chain(from_sources)
 }
 
+/// The attribute a `beanattr()` reads.
 fn bean_attribute(source: &Source) -> Option<&str> {
     match source {
-        Source::BeanAttribute(a) => Some(a.as_str()),
+        Source::BeanAttribute(path) => Some(&path[0]),
         Source::Lowercase(inner) => bean_attribute(inner),
         _ => None,
     }
@@ -185,7 +189,7 @@ fn bean_attribute(source: &Source) -> Option<&str> {
 
 /// The readable attributes of a listed MBean that are wanted, once each,
 /// in the list's order.
-fn planned_attributes(info: &Value, wanted: &HashSet<String>) -> Vec<PlannedAttribute> {
+fn planned_attributes(info: &Value, wanted: &HashSet<&str>) -> Vec<PlannedAttribute> {
     let mut out = Vec::new();
     for (attr, a) in info
         .get("attr")
@@ -193,7 +197,7 @@ fn planned_attributes(info: &Value, wanted: &HashSet<String>) -> Vec<PlannedAttr
         .into_iter()
         .flatten()
     {
-        if !wanted.contains(attr) || a.get("r").and_then(Value::as_bool) == Some(false) {
+        if !wanted.contains(attr.as_str()) || a.get("r").and_then(Value::as_bool) == Some(false) {
             continue;
         }
         let type_name = a
@@ -304,17 +308,13 @@ fn extract(
     points: &mut Points,
     scraped: &mut Scraped,
 ) {
-    let Some(raw) = values.get(&e.path[0]) else {
+    // An attribute that did not come is counted where the answer is.
+    let Some(raw) = values
+        .get(&e.path[0])
+        .filter(|v| attribute_error(v).is_none())
+    else {
         return;
     };
-    if let Some(error) = attribute_error(raw) {
-        match error {
-            AttributeError::Denied => scraped.denied += 1,
-            AttributeError::Unsupported => scraped.unsupported += 1,
-            AttributeError::Failed => scraped.failed += 1,
-        }
-        return;
-    }
     let Some(value) = e.path[1..].iter().try_fold(raw, |v, item| v.get(item)) else {
         return;
     };
@@ -368,8 +368,7 @@ fn source_value(
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone()),
-        Source::BeanAttribute(name) => {
-            let path = super::file::attribute_path(name).ok()?;
+        Source::BeanAttribute(path) => {
             let raw = values.get(&path[0])?;
             if attribute_error(raw).is_some() {
                 return None;

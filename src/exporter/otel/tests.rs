@@ -274,7 +274,10 @@ fn a_rule_gives_each_mapping_its_prefix_attributes_and_defaults() {
         attrs,
         [
             ("LABEL_KEY1", &Source::Param("PARAMETER".into())),
-            ("LABEL_KEY2", &Source::BeanAttribute("ATTRIBUTE".into())),
+            (
+                "LABEL_KEY2",
+                &Source::BeanAttribute(vec!["ATTRIBUTE".into()])
+            ),
             ("LABEL_KEY3", &Source::Constant("CONSTANT".into())),
         ]
     );
