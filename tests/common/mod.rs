@@ -186,6 +186,35 @@ pub fn metric_value(text: &str, series: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// An exposition's `k="v",…` with its escapes undone.
+pub fn exposition_labels(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut chars = text.chars().peekable();
+    loop {
+        let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
+        if key.is_empty() {
+            return out;
+        }
+        assert_eq!(chars.next(), Some('"'), "{text}");
+        let mut value = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some('n') => value.push('\n'),
+                    Some(other) => value.push(other),
+                    None => {}
+                },
+                '"' => break,
+                c => value.push(c),
+            }
+        }
+        out.push((key.trim_start_matches(',').to_string(), value));
+        if chars.peek() == Some(&',') {
+            chars.next();
+        }
+    }
+}
+
 /// GETs a URL and parses the answer as JSON.
 pub async fn get_json(http: &reqwest::Client, url: &str) -> Value {
     parse(&get_text(http, url).await)

@@ -15,35 +15,6 @@ use common::{audit_records, eventually, free_port, targets_toml, Agent, Gateway}
 
 use crate::victoria::Victoria;
 
-/// An exposition's `k="v",…` with its escapes undone.
-fn parse_labels(text: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut chars = text.chars().peekable();
-    loop {
-        let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
-        if key.is_empty() {
-            return out;
-        }
-        assert_eq!(chars.next(), Some('"'), "{text}");
-        let mut value = String::new();
-        while let Some(c) = chars.next() {
-            match c {
-                '\\' => match chars.next() {
-                    Some('n') => value.push('\n'),
-                    Some(other) => value.push(other),
-                    None => {}
-                },
-                '"' => break,
-                c => value.push(c),
-            }
-        }
-        out.push((key.trim_start_matches(',').to_string(), value));
-        if chars.peek() == Some(&',') {
-            chars.next();
-        }
-    }
-}
-
 /// `/prometheus` samples as (name, labels without the target label).
 fn exposition_series(text: &str) -> BTreeSet<(String, BTreeMap<String, String>)> {
     text.lines()
@@ -54,7 +25,7 @@ fn exposition_series(text: &str) -> BTreeSet<(String, BTreeMap<String, String>)>
                 Some((n, rest)) => (n, rest.trim_end_matches('}')),
                 None => (series, ""),
             };
-            let labels: BTreeMap<String, String> = parse_labels(labels)
+            let labels: BTreeMap<String, String> = common::exposition_labels(labels)
                 .into_iter()
                 .filter(|(k, _)| k != "target")
                 // OpenTelemetry's Prometheus compatibility: a label that

@@ -511,40 +511,19 @@ fn exposition(
         if line.starts_with('#') || line.trim().is_empty() {
             continue;
         }
-        let name_end = line.find(['{', ' ']).unwrap_or(line.len());
-        let name = &line[..name_end];
+        // `name{labels} value`: a label's value may hold spaces.
+        let Some((series_text, _value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let (name, labels) = match series_text.split_once('{') {
+            Some((n, rest)) => (n, rest.trim_end_matches('}')),
+            None => (series_text, ""),
+        };
         if name.starts_with("jmx_scrape_") || name.starts_with("jmxgate_scrape_") {
             continue;
         }
-        let mut labels = BTreeMap::new();
-        if line[name_end..].starts_with('{') {
-            let mut chars = line[name_end + 1..].chars();
-            loop {
-                let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
-                let key = key.trim_start_matches(',').to_string();
-                if key.is_empty() || key.starts_with('}') {
-                    break;
-                }
-                assert_eq!(chars.next(), Some('"'), "{line}");
-                let mut value = String::new();
-                while let Some(c) = chars.next() {
-                    match c {
-                        '\\' => match chars.next() {
-                            Some('n') => value.push('\n'),
-                            Some(other) => value.push(other),
-                            None => break,
-                        },
-                        '"' => break,
-                        c => value.push(c),
-                    }
-                }
-                labels.insert(key, value);
-                match chars.next() {
-                    Some(',') => continue,
-                    _ => break,
-                }
-            }
-        }
+        let mut labels: BTreeMap<String, String> =
+            common::exposition_labels(labels).into_iter().collect();
         labels.remove("target");
         series.insert((name.to_string(), labels));
     }
