@@ -33,7 +33,9 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn classpath() -> String {
+/// The classpath of Debian's Jolokia 1.7.1 and Jetty 9 jars
+/// (tests/agent/classpath.sh).
+pub fn classpath() -> String {
     let out = Command::new("sh")
         .arg(repo().join("tests/agent/classpath.sh"))
         .output()

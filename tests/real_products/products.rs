@@ -256,16 +256,7 @@ fn jolokia1_agent_jar() -> &'static PathBuf {
     static JAR: OnceLock<PathBuf> = OnceLock::new();
     JAR.get_or_init(|| {
         let source = repo().join("tests/agent/Jolokia1JvmAgent.java");
-        let out = Command::new("sh")
-            .arg(repo().join("tests/agent/classpath.sh"))
-            .output()
-            .expect("run tests/agent/classpath.sh");
-        assert!(
-            out.status.success(),
-            "Jolokia 1.7.1's jars are missing: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let cp = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        let cp = common::classpath();
         let classes = compiled("jolokia1-agent", &source, &cp);
         let jar = classes.with_extension("jar");
         if jar.is_file() {
